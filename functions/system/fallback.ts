@@ -1,0 +1,21 @@
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { errorResponse } from '#shared/http/errors.ts';
+import { normalizePath, resolveRoute } from '#shared/http/router.ts';
+import { MethodNotAllowed, NotFound } from '#shared/errors.ts';
+import { routes } from '../routes.ts';
+
+/**
+ * API Gateway's `$default` route: anything no operation route took. Unknown paths are 404 and known
+ * paths with another method 405, in the API's error shape (API Gateway's own 404 is `{"message":...}`).
+ * A trailing-slash path that reached the API directly (not through CloudFront, which strips the slash)
+ * is redirected with 308, which keeps method and body.
+ */
+export const handler = async (event: APIGatewayProxyEventV2) => {
+  const method = event.requestContext.http.method;
+  const resolution = resolveRoute(routes, method, event.rawPath);
+  if (resolution.kind === 'match') {
+    const location = normalizePath(event.rawPath) + (event.rawQueryString ? `?${event.rawQueryString}` : '');
+    return { statusCode: 308, headers: { Location: location }, body: '' };
+  }
+  return errorResponse(resolution.kind === 'method_not_allowed' ? new MethodNotAllowed(method, resolution.allowed) : new NotFound());
+};

@@ -1,0 +1,29 @@
+import { ENV } from '#shared/config.ts';
+
+export interface LocalEndpoints {
+  tableName: string;
+  dynamodb: string;
+  sqs?: string;
+  s3?: string;
+}
+
+/**
+ * The environment the local runtime gives handlers: the same variables a Lambda gets, plus the
+ * stand-ins' endpoints (the SDK reads AWS_ENDPOINT_URL_<SERVICE> itself) and dummy credentials.
+ * Must run before the first table call in the process (config and clients are built once).
+ */
+export function configureLocalEnv(endpoints: LocalEndpoints): void {
+  Object.assign(process.env, {
+    [ENV.tableName]: endpoints.tableName,
+    [ENV.runtime]: 'local',
+    AWS_ENDPOINT_URL_DYNAMODB: endpoints.dynamodb,
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+    AWS_REQUEST_CHECKSUM_CALCULATION: 'WHEN_REQUIRED',
+    ...(endpoints.sqs ? { AWS_ENDPOINT_URL_SQS: endpoints.sqs } : {}),
+    ...(endpoints.s3 ? { AWS_ENDPOINT_URL_S3: endpoints.s3 } : {}),
+  });
+  delete process.env.AWS_PROFILE;
+  delete process.env.AWS_SESSION_TOKEN;
+}

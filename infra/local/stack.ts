@@ -1,0 +1,53 @@
+import { join } from 'node:path';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.ts';
+import { configureLocalEnv } from './env.ts';
+import { startApiServer, type ApiServer } from './http-server.ts';
+import { startS3, startSqs, type StandIn } from './stand-ins.ts';
+import { ensureTable } from './table.ts';
+
+export const LOCAL_TABLE_NAME = 'analytics-local';
+
+export interface LocalStack {
+  api: ApiServer;
+  dynamodb: DynamoDbLocal;
+  sqs: StandIn;
+  s3: StandIn;
+  tableName: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * The whole service on embedded stand-ins: DynamoDB Local (persisted under dataDir, or in memory),
+ * local SQS and S3, and the HTTP server that runs the route table's handlers.
+ */
+export async function startLocalStack(options: { dataDir?: string; port?: number; tableName?: string }): Promise<LocalStack> {
+  const tableName = options.tableName ?? LOCAL_TABLE_NAME;
+  const dynamodb = await startDynamoDbLocal({ dataDir: options.dataDir && join(options.dataDir, 'dynamodb') });
+  const started: { stop(): Promise<void> }[] = [dynamodb];
+  try {
+    const sqs = await startSqs();
+    started.push(sqs);
+    const s3 = await startS3(join(options.dataDir ?? join(process.cwd(), '.data', 'tmp'), 's3'));
+    started.push(s3);
+    configureLocalEnv({ tableName, dynamodb: dynamodb.endpoint, sqs: sqs.endpoint, s3: s3.endpoint });
+    const client = new DynamoDBClient({});
+    await ensureTable(client, tableName);
+    client.destroy();
+    const api = await startApiServer({ port: options.port });
+    started.push({ stop: api.close });
+    return {
+      api,
+      dynamodb,
+      sqs,
+      s3,
+      tableName,
+      stop: async () => {
+        for (const part of started.reverse()) await part.stop();
+      },
+    };
+  } catch (error) {
+    for (const part of started.reverse()) await part.stop().catch(() => undefined);
+    throw error;
+  }
+}

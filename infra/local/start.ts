@@ -1,0 +1,57 @@
+/**
+ * `npm start`: the whole service locally, no AWS account, no Docker.
+ * DATA_DIR (default .data) keeps DynamoDB and S3 data across restarts; PORT (default 8000) is the API port.
+ */
+import { join } from 'node:path';
+import { ensureDevAccess } from './dev-seed.ts';
+import { dataDir, localJsonPath, readLocalJson, writeLocalJson, type LocalStackInfo } from './local-json.ts';
+import { startLocalStack } from './stack.ts';
+
+async function main(): Promise<void> {
+  const dir = dataDir();
+  const port = Number(process.env.PORT || 8000);
+  const stack = await startLocalStack({ dataDir: dir, port });
+  const dev = await ensureDevAccess(await readLocalJson(dir));
+  const info: LocalStackInfo = {
+    base_url: stack.api.baseUrl,
+    ...dev,
+    table_name: stack.tableName,
+    dynamodb_endpoint: stack.dynamodb.endpoint,
+    sqs_endpoint: stack.sqs.endpoint,
+    s3_endpoint: stack.s3.endpoint,
+    pid: process.pid,
+  };
+  await writeLocalJson(info, dir);
+  console.log(
+    [
+      '',
+      `Analytics service running at ${info.base_url}`,
+      '',
+      `  personal API key (all scopes, ${'dev@localhost'}): ${info.personal_api_key}`,
+      `  organization id:  ${info.organization_id}`,
+      `  project id:       ${info.project_id}`,
+      `  project token:    ${info.project_token}`,
+      '',
+      `  DynamoDB Local ${info.dynamodb_endpoint}  SQS ${info.sqs_endpoint}  S3 ${info.s3_endpoint}`,
+      `  data in ${join(dir)}; details in ${localJsonPath(dir)}`,
+      '',
+      `  try: curl -H "Authorization: Bearer ${info.personal_api_key}" ${info.base_url}/api/organizations/`,
+      '',
+    ].join('\n'),
+  );
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    console.log('stopping...');
+    await stack.stop();
+    process.exit(0);
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exit(1);
+});

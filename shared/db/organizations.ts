@@ -1,0 +1,209 @@
+import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { MembershipRecord, OrganizationRecord, ProjectRecord } from '../domain/records.ts';
+import { call, cancellationCodes, db, isConditionalCheckFailed, tableName } from './client.ts';
+import { record } from './items.ts';
+import { keys, type ItemKey } from './keys.ts';
+import { TABLE_SCHEMA } from './table-schema.ts';
+
+export class SlugTaken extends Error {
+  override name = 'SlugTaken';
+}
+
+function membershipItem(m: MembershipRecord) {
+  return {
+    ...keys.membership(m.user_id, m.organization_id),
+    ...keys.membersOfOrganization(m.organization_id),
+    parent_sk: `${m.joined_at}#${m.user_id}`,
+    entity: 'Membership',
+    ...m,
+  };
+}
+
+function projectItems(p: ProjectRecord) {
+  return [
+    { ...keys.project(p.organization_id, p.id), entity: 'Project', ...p },
+    { ...keys.projectLookup(p.id), entity: 'ProjectLookup', project_id: p.id, organization_id: p.organization_id },
+    { ...keys.projectToken(p.api_token), entity: 'ProjectToken', project_id: p.id, organization_id: p.organization_id },
+  ];
+}
+
+/**
+ * Organization, slug claim, owner membership and default project in one transaction: either all
+ * exist or none. Throws SlugTaken when the slug is claimed (the caller retries with a suffix).
+ */
+export async function insertOrganization(
+  org: OrganizationRecord,
+  owner: MembershipRecord,
+  project: ProjectRecord,
+): Promise<void> {
+  const Table = tableName();
+  const mustBeNew = 'attribute_not_exists(pk)';
+  try {
+    await call(() =>
+      db().send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { Put: { TableName: Table, Item: { ...keys.slug(org.slug), entity: 'Slug', organization_id: org.id }, ConditionExpression: mustBeNew } },
+            { Put: { TableName: Table, Item: { ...keys.organization(org.id), entity: 'Organization', ...org }, ConditionExpression: mustBeNew } },
+            { Put: { TableName: Table, Item: membershipItem(owner), ConditionExpression: mustBeNew } },
+            ...projectItems(project).map((Item) => ({ Put: { TableName: Table, Item, ConditionExpression: mustBeNew } })),
+          ],
+        }),
+      ),
+    );
+  } catch (error) {
+    if (cancellationCodes(error)?.[0] === 'ConditionalCheckFailed') throw new SlugTaken(org.slug);
+    throw error;
+  }
+}
+
+/** The organization and its projects: one strongly consistent Query of the organization's partition. */
+export async function getOrganizationWithProjects(
+  orgId: string,
+): Promise<{ organization: OrganizationRecord; projects: ProjectRecord[] } | undefined> {
+  const out = await call(() =>
+    db().send(
+      new QueryCommand({
+        TableName: tableName(),
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': keys.organizationPartition(orgId).pk },
+        ConsistentRead: true,
+      }),
+    ),
+  );
+  const items = out.Items ?? [];
+  const orgItem = items.find((i) => i.sk === 'ORG');
+  if (!orgItem) return undefined;
+  const projects = items
+    .filter((i) => String(i.sk).startsWith(keys.projectSkPrefix))
+    .map((i) => record<ProjectRecord>(i)!);
+  return { organization: record<OrganizationRecord>(orgItem)!, projects };
+}
+
+export async function getMembership(userId: string, orgId: string): Promise<MembershipRecord | undefined> {
+  const out = await call(() =>
+    db().send(new GetCommand({ TableName: tableName(), Key: keys.membership(userId, orgId), ConsistentRead: true })),
+  );
+  return record<MembershipRecord>(out.Item);
+}
+
+/** A user's memberships, oldest organization first (organization ids are UUID v7, so key order is creation order). */
+export async function listMemberships(userId: string): Promise<MembershipRecord[]> {
+  const { pk, skPrefix } = keys.membershipsOfUser(userId);
+  const memberships: MembershipRecord[] = [];
+  let ExclusiveStartKey: Record<string, unknown> | undefined;
+  do {
+    const out = await call(() =>
+      db().send(
+        new QueryCommand({
+          TableName: tableName(),
+          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+          ExpressionAttributeValues: { ':pk': pk, ':prefix': skPrefix },
+          ConsistentRead: true,
+          ExclusiveStartKey,
+        }),
+      ),
+    );
+    for (const item of out.Items ?? []) memberships.push(record<MembershipRecord>(item)!);
+    ExclusiveStartKey = out.LastEvaluatedKey;
+  } while (ExclusiveStartKey);
+  return memberships;
+}
+
+export type OrganizationChanges = Partial<
+  Pick<OrganizationRecord, 'name' | 'logo_media_id' | 'is_member_join_email_enabled' | 'enforce_2fa'>
+> & { updated_at: string };
+
+/** Sets only the given fields, so concurrent updates of different fields never overwrite each other. */
+export async function updateOrganization(orgId: string, changes: OrganizationChanges): Promise<OrganizationRecord | undefined> {
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = {};
+  const sets = Object.entries(changes).map(([field, value], i) => {
+    names[`#f${i}`] = field;
+    values[`:v${i}`] = value;
+    return `#f${i} = :v${i}`;
+  });
+  try {
+    const out = await call(() =>
+      db().send(
+        new UpdateCommand({
+          TableName: tableName(),
+          Key: keys.organization(orgId),
+          UpdateExpression: `SET ${sets.join(', ')}`,
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+          ReturnValues: 'ALL_NEW',
+        }),
+      ),
+    );
+    return record<OrganizationRecord>(out.Attributes);
+  } catch (error) {
+    if (isConditionalCheckFailed(error)) return undefined;
+    throw error;
+  }
+}
+
+async function listMemberKeys(orgId: string): Promise<ItemKey[]> {
+  const index = TABLE_SCHEMA.indexes.byParent;
+  const found: ItemKey[] = [];
+  let ExclusiveStartKey: Record<string, unknown> | undefined;
+  do {
+    const out = await call(() =>
+      db().send(
+        new QueryCommand({
+          TableName: tableName(),
+          IndexName: index.name,
+          KeyConditionExpression: '#p = :p',
+          ExpressionAttributeNames: { '#p': index.partitionKey },
+          ExpressionAttributeValues: { ':p': keys.membersOfOrganization(orgId).parent_pk },
+          ExclusiveStartKey,
+        }),
+      ),
+    );
+    for (const item of out.Items ?? []) found.push({ pk: String(item.pk), sk: String(item.sk) });
+    ExclusiveStartKey = out.LastEvaluatedKey;
+  } while (ExclusiveStartKey);
+  return found;
+}
+
+const TRANSACTION_LIMIT = 100;
+
+/**
+ * Removes the organization, its slug, its projects with their id and token lookups, and every
+ * membership. The first transaction holds the organization and everything that grants access to it,
+ * so it disappears at once; memberships beyond that transaction's room follow in further ones
+ * (a leftover membership points at nothing and reads skip it).
+ */
+export async function removeOrganization(org: OrganizationRecord, projects: ProjectRecord[]): Promise<boolean> {
+  const members = await listMemberKeys(org.id);
+  const core: ItemKey[] = [
+    keys.slug(org.slug),
+    ...projects.flatMap((p) => [keys.project(org.id, p.id), keys.projectLookup(p.id), keys.projectToken(p.api_token)]),
+  ];
+  const Table = tableName();
+  const room = TRANSACTION_LIMIT - core.length - 1;
+  const first = members.slice(0, room);
+  try {
+    await call(() =>
+      db().send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { Delete: { TableName: Table, Key: keys.organization(org.id), ConditionExpression: 'attribute_exists(pk)' } },
+            ...[...core, ...first].map((Key) => ({ Delete: { TableName: Table, Key } })),
+          ],
+        }),
+      ),
+    );
+  } catch (error) {
+    if (cancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;
+    throw error;
+  }
+  for (let i = room; i < members.length; i += TRANSACTION_LIMIT) {
+    const chunk = members.slice(i, i + TRANSACTION_LIMIT);
+    await call(() =>
+      db().send(new TransactWriteCommand({ TransactItems: chunk.map((Key) => ({ Delete: { TableName: Table, Key } })) })),
+    );
+  }
+  return true;
+}

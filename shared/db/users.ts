@@ -1,0 +1,91 @@
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import type { ApiKeyRecord, UserRecord } from '../domain/records.ts';
+import { call, cancellationCodes, db, tableName } from './client.ts';
+import { record } from './items.ts';
+import { keys } from './keys.ts';
+import { TABLE_SCHEMA } from './table-schema.ts';
+
+export async function getUser(userId: string): Promise<UserRecord | undefined> {
+  const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.user(userId) })));
+  return record<UserRecord>(out.Item);
+}
+
+export async function findUserIdByEmail(email: string): Promise<string | undefined> {
+  const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.userEmail(email) })));
+  return out.Item?.user_id as string | undefined;
+}
+
+/** Creates the user and claims the e-mail atomically; returns false when the e-mail is already taken. */
+export async function createUser(user: UserRecord): Promise<boolean> {
+  try {
+    await call(() =>
+      db().send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Put: {
+                TableName: tableName(),
+                Item: { ...keys.userEmail(user.email), entity: 'UserEmail', user_id: user.id },
+                ConditionExpression: 'attribute_not_exists(pk)',
+              },
+            },
+            {
+              Put: {
+                TableName: tableName(),
+                Item: { ...keys.user(user.id), entity: 'User', ...user },
+                ConditionExpression: 'attribute_not_exists(pk)',
+              },
+            },
+          ],
+        }),
+      ),
+    );
+    return true;
+  } catch (error) {
+    if (cancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;
+    throw error;
+  }
+}
+
+export async function getApiKey(secureValue: string): Promise<ApiKeyRecord | undefined> {
+  const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.apiKey(secureValue) })));
+  return record<ApiKeyRecord>(out.Item);
+}
+
+export async function putApiKey(key: ApiKeyRecord): Promise<void> {
+  await call(() =>
+    db().send(
+      new PutCommand({
+        TableName: tableName(),
+        Item: {
+          ...keys.apiKey(key.secure_value),
+          ...keys.apiKeysOfUser(key.user_id),
+          parent_sk: `${key.created_at}#${key.id}`,
+          entity: 'ApiKey',
+          ...key,
+        },
+        ConditionExpression: 'attribute_not_exists(pk)',
+      }),
+    ),
+  );
+}
+
+export async function listApiKeys(userId: string): Promise<ApiKeyRecord[]> {
+  const index = TABLE_SCHEMA.indexes.byParent;
+  const out = await call(() =>
+    db().send(
+      new QueryCommand({
+        TableName: tableName(),
+        IndexName: index.name,
+        KeyConditionExpression: '#p = :p',
+        ExpressionAttributeNames: { '#p': index.partitionKey },
+        ExpressionAttributeValues: { ':p': keys.apiKeysOfUser(userId).parent_pk },
+      }),
+    ),
+  );
+  return (out.Items ?? []).map((item) => record<ApiKeyRecord>(item)!);
+}
+
+export async function deleteApiKey(secureValue: string): Promise<void> {
+  await call(() => db().send(new DeleteCommand({ TableName: tableName(), Key: keys.apiKey(secureValue) })));
+}

@@ -1,0 +1,51 @@
+import { hasScope, type Scope } from '../auth/scopes.ts';
+import { secureValue } from '../auth/api-keys.ts';
+import { getApiKey, getUser } from '../db/users.ts';
+import { getMembership } from '../db/organizations.ts';
+import { NotAuthenticated, NotFound, PermissionDenied } from '../errors.ts';
+import { UUID_PATTERN } from '../ids.ts';
+import type { ApiKeyRecord, MembershipRecord, UserRecord } from './records.ts';
+
+/** Who is calling: the key's owner and the key itself (scopes and optional org/project restrictions). */
+export interface Caller {
+  user: UserRecord;
+  key: ApiKeyRecord;
+}
+
+export async function authenticate(rawKey: string | undefined, source = 'Authorization header'): Promise<Caller> {
+  if (!rawKey) throw new NotAuthenticated();
+  const key = await getApiKey(secureValue(rawKey));
+  const user = key && (await getUser(key.user_id));
+  if (!key || !user) throw new NotAuthenticated(`Personal API key found in request ${source} is invalid.`);
+  return { user, key };
+}
+
+export function requireScope(caller: Caller, scope: Scope): void {
+  if (!hasScope(caller.key.scopes, scope)) throw new PermissionDenied(`API key missing required scope '${scope}'`);
+}
+
+/** Org-level endpoints: a key restricted to projects cannot use them (PostHog's rule). */
+export function requireOrganizationLevelKey(caller: Caller): void {
+  if (caller.key.scoped_teams?.length) {
+    throw new PermissionDenied('API keys with scoped projects are only supported on project-based endpoints.');
+  }
+}
+
+export function keyAllowsOrganization(caller: Caller, orgId: string): boolean {
+  const scoped = caller.key.scoped_organizations;
+  return !scoped?.length || scoped.includes(orgId);
+}
+
+/**
+ * The caller's membership of an organization named in a path. Another tenant's organization (or one
+ * that does not exist, or a malformed id) is a 404 - never a 403, so ids of others leak nothing.
+ */
+export async function organizationMembership(caller: Caller, orgId: string): Promise<MembershipRecord> {
+  if (!UUID_PATTERN.test(orgId)) throw new NotFound();
+  if (!keyAllowsOrganization(caller, orgId)) {
+    throw new PermissionDenied(`API key does not have access to the requested organization: ID ${orgId}.`);
+  }
+  const membership = await getMembership(caller.user.id, orgId.toLowerCase());
+  if (!membership) throw new NotFound();
+  return membership;
+}

@@ -1,0 +1,54 @@
+/** Records as stored (minus table keys). Responses are shaped from these in the domain modules. */
+export interface UserRecord {
+  id: string;
+  email: string;
+  first_name: string;
+  created_at: string;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  user_id: string;
+  label: string;
+  mask_value: string;
+  secure_value: string;
+  scopes: string[];
+  scoped_organizations: string[] | null;
+  scoped_teams: number[] | null;
+  created_at: string;
+}
+
+export const MembershipLevel = { member: 1, admin: 8, owner: 15 } as const;
+
+export interface MembershipRecord {
+  user_id: string;
+  organization_id: string;
+  level: number;
+  joined_at: string;
+}
+
+export interface OrganizationRecord {
+  id: string;
+  name: string;
+  slug: string;
+  logo_media_id: string | null;
+  created_at: string;
+  updated_at: string;
+  is_member_join_email_enabled: boolean;
+  enforce_2fa: boolean;
+  plugins_access_level: number;
+  customer_id: string | null;
+  member_count: number;
+}
+
+export interface ProjectRecord {
+  id: number;
+  uuid: string;
+  organization_id: string;
+  name: string;
+  api_token: string;
+  timezone: string;
+  week_start_day: 0 | 1;
+  test_account_filters: unknown[];
+  created_at: string;
+}

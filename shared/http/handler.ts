@@ -1,0 +1,175 @@
+import middy, { type MiddlewareObj } from '@middy/core';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
+import type * as v from 'valibot';
+import type { Scope } from '../auth/scopes.ts';
+import { extractPersonalApiKey } from '../auth/api-keys.ts';
+import {
+  authenticate,
+  organizationMembership,
+  requireOrganizationLevelKey,
+  requireScope,
+  type Caller,
+} from '../domain/access.ts';
+import type { MembershipRecord } from '../domain/records.ts';
+import { ParseError, PayloadTooLarge, UnsupportedMediaType, ValidationError } from '../errors.ts';
+import { logger } from '../observability.ts';
+import { errorResponse } from './errors.ts';
+import { jsonResponse, publicBaseUrl, queryParameters, type HttpResponse, type Reply } from './responses.ts';
+import { tenancyOf } from './tenancy.ts';
+import { parseWith } from './validation.ts';
+
+type AnySchema = v.GenericSchema<unknown, unknown>;
+type Out<S> = S extends AnySchema ? v.InferOutput<S> : undefined;
+
+export interface RouteInfo {
+  operationId: string;
+  method: string;
+  path: string;
+  scope: Scope;
+}
+
+export interface Schemas {
+  params?: AnySchema;
+  query?: AnySchema;
+  body?: AnySchema;
+}
+
+export interface ApiRequest<S extends Schemas> {
+  params: Out<S['params']>;
+  query: Out<S['query']>;
+  body: Out<S['body']>;
+  caller: Caller;
+  /** The caller's membership of the organization the path names (organization routes only). */
+  membership: MembershipRecord;
+  /** Absolute URL of this request as the client sent it (for pagination links). */
+  url: URL;
+}
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+interface State {
+  rawQuery: Record<string, string>;
+  body?: unknown;
+  caller?: Caller;
+  membership?: MembershipRecord;
+  startedAt: number;
+}
+
+type Request = middy.Request<APIGatewayProxyEventV2, HttpResponse, Error, Context>;
+type Middleware = MiddlewareObj<APIGatewayProxyEventV2, HttpResponse, Error, Context>;
+
+/** Per-invocation state, keyed by the event object (middy passes the handler only event and context). */
+const states = new WeakMap<APIGatewayProxyEventV2, State>();
+const stateOf = (event: APIGatewayProxyEventV2): State => {
+  let s = states.get(event);
+  if (!s) {
+    s = { rawQuery: queryParameters(event), startedAt: performance.now() };
+    states.set(event, s);
+  }
+  return s;
+};
+const state = (request: Request): State => stateOf(request.event);
+
+const errorMapping: Middleware = {
+  before: (request) => {
+    stateOf(request.event);
+  },
+  after: (request) => logCompletion(request),
+  onError: (request) => {
+    request.response = errorResponse(request.error);
+    logCompletion(request);
+  },
+};
+
+function logCompletion(request: Request): void {
+  const status = request.response?.statusCode;
+  const durationMs = Math.round((performance.now() - state(request).startedAt) * 10) / 10;
+  logger.info('request completed', { status, duration_ms: durationMs });
+}
+
+const requestLogKeys = (route: RouteInfo): Middleware => ({
+  before: (request) => {
+    logger.appendKeys({
+      operation_id: route.operationId,
+      route: `${route.method} ${route.path}`,
+      request_id: request.event.requestContext?.requestId,
+    });
+  },
+});
+
+/** JSON bodies only, at most 1 MiB, and a JSON object when present. */
+const jsonBody = (expectsBody: boolean): Middleware => ({
+  before: (request) => {
+    if (!expectsBody) return;
+    const { event } = request;
+    const raw = event.body ? (event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body) : '';
+    if (Buffer.byteLength(raw) > MAX_BODY_BYTES) throw new PayloadTooLarge(`Request body exceeds ${MAX_BODY_BYTES} bytes.`);
+    if (raw.trim() === '') {
+      state(request).body = {};
+      return;
+    }
+    const contentType = (event.headers?.['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    if (contentType !== 'application/json' && !contentType.endsWith('+json')) throw new UnsupportedMediaType(contentType);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw);
+    } catch (error) {
+      throw new ParseError(`JSON parse error - ${(error as Error).message}`);
+    }
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      const got = Array.isArray(parsed) ? 'list' : parsed === null ? 'null' : typeof parsed;
+      throw new ValidationError(`Invalid data. Expected a dictionary, but got ${got}.`, null);
+    }
+    state(request).body = parsed;
+  },
+});
+
+/** Key -> caller -> scope -> tenant. Order matters: 401 before 403 before 404. */
+const authorization = (route: RouteInfo): Middleware => ({
+  before: async (request) => {
+    const s = state(request);
+    const found = extractPersonalApiKey(request.event.headers?.authorization, s.rawQuery.personal_api_key);
+    const caller = await authenticate(found?.key, found?.source);
+    logger.appendKeys({ user_id: caller.user.id });
+    requireScope(caller, route.scope);
+    const tenancy = tenancyOf(route.path);
+    if (tenancy.kind === 'organization' || tenancy.kind === 'organization-collection') requireOrganizationLevelKey(caller);
+    if (tenancy.kind === 'organization') {
+      const orgId = request.event.pathParameters?.[tenancy.param] ?? '';
+      s.membership = await organizationMembership(caller, orgId);
+      logger.appendKeys({ organization_id: s.membership.organization_id });
+    }
+    s.caller = caller;
+  },
+});
+
+/**
+ * The only way to build an API handler: logger context -> JSON body -> auth -> validation -> handler
+ * -> error mapping. Handlers receive typed, validated input and return a Reply.
+ */
+export function apiHandler<S extends Schemas>(route: RouteInfo, schemas: S, fn: (request: ApiRequest<S>) => Promise<Reply>) {
+  const core = async (event: APIGatewayProxyEventV2): Promise<HttpResponse> => {
+    const s = stateOf(event);
+    const params = schemas.params ? parseWith(schemas.params, event.pathParameters ?? {}, null) : undefined;
+    const query = schemas.query ? parseWith(schemas.query, s.rawQuery, null) : undefined;
+    const body = schemas.body ? parseWith(schemas.body, s.body ?? {}, null) : undefined;
+    const url = new URL(`${publicBaseUrl(event)}${event.rawPath}${event.rawQueryString ? `?${event.rawQueryString}` : ''}`);
+    const reply = await fn({
+      params,
+      query,
+      body,
+      caller: s.caller!,
+      membership: s.membership!,
+      url,
+    } as ApiRequest<S>);
+    return jsonResponse(reply.status, reply.status === 204 ? undefined : reply.body, reply.headers);
+  };
+  return middy<APIGatewayProxyEventV2, HttpResponse, Error, Context>()
+    .use(errorMapping)
+    .use(injectLambdaContext(logger, { resetKeys: true }))
+    .use(requestLogKeys(route))
+    .use(jsonBody(schemas.body !== undefined))
+    .use(authorization(route))
+    .handler(core);
+}

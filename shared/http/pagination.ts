@@ -1,0 +1,33 @@
+import * as v from 'valibot';
+import { queryInteger } from './validation.ts';
+
+export const DEFAULT_PAGE_SIZE = 100;
+export const MAX_PAGE_SIZE = 1000;
+
+/** `limit` (default 100) and `offset` (default 0) as DRF's LimitOffsetPagination reads them. */
+export const pageQuery = {
+  limit: v.optional(queryInteger(1, MAX_PAGE_SIZE), String(DEFAULT_PAGE_SIZE)),
+  offset: v.optional(queryInteger(0), '0'),
+};
+
+export interface Page {
+  limit: number;
+  offset: number;
+}
+
+/**
+ * `{count, next, previous, results}` with absolute links built from the request URL, as DRF does:
+ * `next` while offset+limit < count; `previous` drops `offset` when it would be 0.
+ */
+export function paginated<T>(requestUrl: URL, page: Page, count: number, results: T[]) {
+  const link = (offset: number | undefined) => {
+    const url = new URL(requestUrl);
+    url.searchParams.set('limit', String(page.limit));
+    if (offset === undefined) url.searchParams.delete('offset');
+    else url.searchParams.set('offset', String(offset));
+    return url.toString();
+  };
+  const next = page.offset + page.limit < count ? link(page.offset + page.limit) : null;
+  const previous = page.offset <= 0 ? null : link(page.offset - page.limit > 0 ? page.offset - page.limit : undefined);
+  return { count, next, previous, results };
+}

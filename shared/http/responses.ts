@@ -1,0 +1,37 @@
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+
+export type HttpResponse = APIGatewayProxyStructuredResultV2 & { statusCode: number; headers: Record<string, string> };
+
+/** What a handler returns: a status and a body; the factory serialises it. */
+export interface Reply {
+  status: 200 | 201 | 202 | 204;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export const ok = (body: unknown): Reply => ({ status: 200, body });
+export const created = (body: unknown): Reply => ({ status: 201, body });
+export const noContent = (): Reply => ({ status: 204 });
+
+export function jsonResponse(statusCode: number, body: unknown, headers: Record<string, string> = {}): HttpResponse {
+  if (body === undefined) return { statusCode, headers, body: '' };
+  return { statusCode, headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify(body) };
+}
+
+/**
+ * The public origin the client used: behind CloudFront the edge function forwards the viewer's host
+ * as x-forwarded-host (API Gateway only sees its own), locally it is the Host header.
+ */
+export function publicBaseUrl(event: APIGatewayProxyEventV2): string {
+  const h = event.headers ?? {};
+  const host = h['x-forwarded-host'] ?? h.host ?? event.requestContext?.domainName ?? 'localhost';
+  const proto = h['x-forwarded-proto'] ?? (host.startsWith('127.0.0.1') || host.startsWith('localhost') ? 'http' : 'https');
+  return `${proto}://${host}`;
+}
+
+/** Query parameters; for repeated keys the last value wins (Django's QueryDict.get). */
+export function queryParameters(event: APIGatewayProxyEventV2): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of new URLSearchParams(event.rawQueryString ?? '')) out[k] = v;
+  return out;
+}
