@@ -26,7 +26,8 @@ export async function startDynamoDbLocal(options: { dataDir?: string; port?: num
   ensureJava();
   const dir = jarDirectory();
   const port = options.port ?? (await freePort());
-  const storage = options.dataDir ? ['-sharedDb', '-dbPath', options.dataDir] : ['-inMemory'];
+  // -sharedDb: one database whatever the credentials/region, so every client of the stack sees the same table.
+  const storage = options.dataDir ? ['-sharedDb', '-dbPath', options.dataDir] : ['-sharedDb', '-inMemory'];
   if (options.dataDir) await mkdir(options.dataDir, { recursive: true });
   const child = spawn(
     'java',

@@ -17,7 +17,8 @@ const modules = new Map<string, Promise<LambdaHandler>>();
 function loadHandler(file: string): Promise<LambdaHandler> {
   let loaded = modules.get(file);
   if (!loaded) {
-    loaded = import(`../../functions/${file}.ts`).then((m: { handler: LambdaHandler }) => m.handler);
+    const url = new URL(`../../functions/${file}.ts`, import.meta.url).href;
+    loaded = import(/* @vite-ignore */ url).then((m: { handler: LambdaHandler }) => m.handler);
     modules.set(file, loaded);
   }
   return loaded;

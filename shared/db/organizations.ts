@@ -207,3 +207,49 @@ export async function removeOrganization(org: OrganizationRecord, projects: Proj
   }
   return true;
 }
+
+/** Adds a member and bumps the organization's exact member_count in one transaction (idempotent per user). */
+export async function insertMembership(m: MembershipRecord): Promise<boolean> {
+  const Table = tableName();
+  try {
+    await call(() =>
+      db().send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { Put: { TableName: Table, Item: membershipItem(m), ConditionExpression: 'attribute_not_exists(pk)' } },
+            {
+              Update: {
+                TableName: Table,
+                Key: keys.organization(m.organization_id),
+                UpdateExpression: 'ADD member_count :one',
+                ConditionExpression: 'attribute_exists(pk)',
+                ExpressionAttributeValues: { ':one': 1 },
+              },
+            },
+          ],
+        }),
+      ),
+    );
+    return true;
+  } catch (error) {
+    if (cancellationCodes(error)) return false;
+    throw error;
+  }
+}
+
+export interface ProjectPointer {
+  project_id: number;
+  organization_id: string;
+}
+
+/** Project id -> organization (immutable pointer, one GetItem). */
+export async function findProjectById(projectId: number): Promise<ProjectPointer | undefined> {
+  const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.projectLookup(projectId) })));
+  return out.Item ? { project_id: Number(out.Item.project_id), organization_id: String(out.Item.organization_id) } : undefined;
+}
+
+/** Public project token (phc_) -> project (one GetItem; capture authenticates with it). */
+export async function findProjectByToken(token: string): Promise<ProjectPointer | undefined> {
+  const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.projectToken(token) })));
+  return out.Item ? { project_id: Number(out.Item.project_id), organization_id: String(out.Item.organization_id) } : undefined;
+}

@@ -1,7 +1,7 @@
 import { hasScope, type Scope } from '../auth/scopes.ts';
 import { secureValue } from '../auth/api-keys.ts';
 import { getApiKey, getUser } from '../db/users.ts';
-import { getMembership } from '../db/organizations.ts';
+import { findProjectById, getMembership } from '../db/organizations.ts';
 import { NotAuthenticated, NotFound, PermissionDenied } from '../errors.ts';
 import { UUID_PATTERN } from '../ids.ts';
 import type { ApiKeyRecord, MembershipRecord, UserRecord } from './records.ts';
@@ -48,4 +48,30 @@ export async function organizationMembership(caller: Caller, orgId: string): Pro
   const membership = await getMembership(caller.user.id, orgId.toLowerCase());
   if (!membership) throw new NotFound();
   return membership;
+}
+
+export interface ProjectAccess {
+  projectId: number;
+  membership: MembershipRecord;
+}
+
+/**
+ * The caller's access to a project named in a path: the key's project and organization
+ * restrictions (403, PostHog's wording), then membership of the owning organization (404 otherwise).
+ */
+export async function projectAccess(caller: Caller, rawProjectId: string): Promise<ProjectAccess> {
+  if (!/^\d{1,15}$/.test(rawProjectId)) throw new NotFound();
+  const projectId = Number(rawProjectId);
+  const scopedTeams = caller.key.scoped_teams;
+  if (scopedTeams?.length && !scopedTeams.includes(projectId)) {
+    throw new PermissionDenied(`API key does not have access to the requested project: ID ${projectId}.`);
+  }
+  const pointer = await findProjectById(projectId);
+  if (!pointer) throw new NotFound();
+  if (!keyAllowsOrganization(caller, pointer.organization_id)) {
+    throw new PermissionDenied(`API key does not have access to the requested organization: ID ${pointer.organization_id}.`);
+  }
+  const membership = await getMembership(caller.user.id, pointer.organization_id);
+  if (!membership) throw new NotFound();
+  return { projectId, membership };
 }

@@ -3,6 +3,7 @@ import { nowIso } from '../clock.ts';
 import { nextId } from '../db/counters.ts';
 import {
   getOrganizationWithProjects,
+  insertMembership,
   insertOrganization,
   listMemberships,
   removeOrganization,
@@ -148,4 +149,9 @@ export async function deleteOrganization(membership: MembershipRecord): Promise<
   requireLevel(membership, MembershipLevel.owner);
   const found = await getOrganizationWithProjects(membership.organization_id);
   if (!found || !(await removeOrganization(found.organization, found.projects))) throw new NotFound();
+}
+
+/** Adds a user to an organization at a level (no API yet; used by tests and future member invites). */
+export async function addMember(orgId: string, userId: string, level: number): Promise<boolean> {
+  return insertMembership({ user_id: userId, organization_id: orgId, level, joined_at: nowIso() });
 }

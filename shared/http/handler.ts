@@ -7,6 +7,7 @@ import { extractPersonalApiKey } from '../auth/api-keys.ts';
 import {
   authenticate,
   organizationMembership,
+  projectAccess,
   requireOrganizationLevelKey,
   requireScope,
   type Caller,
@@ -40,8 +41,10 @@ export interface ApiRequest<S extends Schemas> {
   query: Out<S['query']>;
   body: Out<S['body']>;
   caller: Caller;
-  /** The caller's membership of the organization the path names (organization routes only). */
+  /** The caller's membership of the organization the path names, directly or through its project. */
   membership: MembershipRecord;
+  /** The project the path names (project routes only). */
+  projectId: number;
   /** Absolute URL of this request as the client sent it (for pagination links). */
   url: URL;
 }
@@ -53,6 +56,7 @@ interface State {
   body?: unknown;
   caller?: Caller;
   membership?: MembershipRecord;
+  projectId?: number;
   startedAt: number;
 }
 
@@ -140,6 +144,12 @@ const authorization = (route: RouteInfo): Middleware => ({
       s.membership = await organizationMembership(caller, orgId);
       logger.appendKeys({ organization_id: s.membership.organization_id });
     }
+    if (tenancy.kind === 'project') {
+      const access = await projectAccess(caller, request.event.pathParameters?.[tenancy.param] ?? '');
+      s.membership = access.membership;
+      s.projectId = access.projectId;
+      logger.appendKeys({ organization_id: access.membership.organization_id, project_id: access.projectId });
+    }
     s.caller = caller;
   },
 });
@@ -161,13 +171,15 @@ export function apiHandler<S extends Schemas>(route: RouteInfo, schemas: S, fn: 
       body,
       caller: s.caller!,
       membership: s.membership!,
+      projectId: s.projectId!,
       url,
     } as ApiRequest<S>);
     return jsonResponse(reply.status, reply.status === 204 ? undefined : reply.body, reply.headers);
   };
   return middy<APIGatewayProxyEventV2, HttpResponse, Error, Context>()
-    .use(errorMapping)
+    // Outermost, so the request's log keys are still set when errors are mapped and the request is logged.
     .use(injectLambdaContext(logger, { resetKeys: true }))
+    .use(errorMapping)
     .use(requestLogKeys(route))
     .use(jsonBody(schemas.body !== undefined))
     .use(authorization(route))

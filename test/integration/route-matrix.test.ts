@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { routes, type Route } from '#functions/routes.ts';
+import { tenancyOf } from '#shared/http/tenancy.ts';
+import { SCOPE_OBJECTS } from '#shared/auth/scopes.ts';
+import { expectErrorShape, newKey, useApi } from '../support/api.ts';
+
+const api = useApi();
+
+/** A path for the route naming resources that belong to `org` (created per test). */
+function pathFor(route: Route, orgId: string): string {
+  return route.path.replace(/:(id|organization_id)/g, orgId);
+}
+
+function sampleBody(route: Route): unknown {
+  return route.method === 'POST' || route.method === 'PATCH' ? { name: 'Matrix' } : undefined;
+}
+
+const otherScope = (route: Route) => {
+  const object = SCOPE_OBJECTS.find((o) => !route.scope.startsWith(`${o}:`))!;
+  return `${object}:write`;
+};
+
+describe.each(routes.map((r) => [r.operationId, r] as const))('%s', (_, route) => {
+  it('answers 401 without a key', async () => {
+    const { key } = await newKey();
+    const org = (await api.as(key).post('/api/organizations', { name: 'Mine' })).body;
+    const res = await api.as().request(route.method, pathFor(route, org.id), { body: sampleBody(route) });
+    expect(res.status).toBe(401);
+    expectErrorShape(res.body);
+  });
+
+  it(`answers 403 for a key without ${route.scope}`, async () => {
+    const owner = await newKey();
+    const org = (await api.as(owner.key).post('/api/organizations', { name: 'Mine' })).body;
+    const limited = await newKey({ email: owner.email, scopes: [otherScope(route)] });
+    const res = await api.as(limited.key).request(route.method, pathFor(route, org.id), { body: sampleBody(route) });
+    expect(res.status).toBe(403);
+    expect(res.body.detail).toBe(`API key missing required scope '${route.scope}'`);
+    expect((await api.as(owner.key).get(`/api/organizations/${org.id}`)).body.name).toBe('Mine');
+  });
+
+  if (tenancyOf(route.path).kind === 'organization') {
+    it("answers 404 for another organization's key and leaks nothing", async () => {
+      const owner = await newKey();
+      const org = (await api.as(owner.key).post('/api/organizations', { name: 'Secret Org Name' })).body;
+      const stranger = await newKey();
+      const res = await api.as(stranger.key).request(route.method, pathFor(route, org.id), { body: sampleBody(route) });
+      expect(res.status).toBe(404);
+      expect(res.text).not.toContain('Secret Org Name');
+      expect(res.text).not.toContain(org.teams[0].api_token);
+      expect((await api.as(owner.key).get(`/api/organizations/${org.id}`)).body.name).toBe('Secret Org Name');
+    });
+  }
+});

@@ -1,0 +1,80 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll } from 'vitest';
+import { issueApiKey, type NewKeyInput } from '#shared/domain/api-keys.ts';
+import { startApiServer, type ApiServer } from '../../infra/local/http-server.ts';
+
+export interface Reply<T = any> {
+  status: number;
+  body: T;
+  headers: Headers;
+  text: string;
+}
+
+export interface Client {
+  request<T = any>(method: string, path: string, init?: { body?: unknown; headers?: Record<string, string>; raw?: string | Buffer }): Promise<Reply<T>>;
+  get<T = any>(path: string): Promise<Reply<T>>;
+  post<T = any>(path: string, body?: unknown): Promise<Reply<T>>;
+  patch<T = any>(path: string, body?: unknown): Promise<Reply<T>>;
+  delete<T = any>(path: string): Promise<Reply<T>>;
+}
+
+/** A fetch client for the local server; `key` goes in `Authorization: Bearer`. */
+export function client(baseUrl: string, key?: string): Client {
+  const request = async (method: string, path: string, init: { body?: unknown; headers?: Record<string, string>; raw?: string | Buffer } = {}) => {
+    const headers: Record<string, string> = { ...(key ? { authorization: `Bearer ${key}` } : {}), ...init.headers };
+    let body: string | Buffer | undefined = init.raw;
+    if (init.body !== undefined) {
+      body = JSON.stringify(init.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const res = await fetch(`${baseUrl}${path}`, { method, headers, body });
+    const text = await res.text();
+    let parsed: unknown = undefined;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = text;
+    }
+    return { status: res.status, body: parsed as any, headers: res.headers, text };
+  };
+  return {
+    request,
+    get: (path) => request('GET', path),
+    post: (path, body) => request('POST', path, { body: body ?? {} }),
+    patch: (path, body) => request('PATCH', path, { body: body ?? {} }),
+    delete: (path) => request('DELETE', path),
+  };
+}
+
+/** The local HTTP server for this test file, on a random port, against the run's DynamoDB Local. */
+export function useApi(): { readonly baseUrl: string; as(key?: string): Client } {
+  let server: ApiServer | undefined;
+  beforeAll(async () => {
+    server = await startApiServer();
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+  return {
+    get baseUrl() {
+      return server!.baseUrl;
+    },
+    as: (key?: string) => client(server!.baseUrl, key),
+  };
+}
+
+export const uniqueEmail = (tag = 'user') => `${tag}-${randomUUID().slice(0, 8)}@test.example`;
+
+/** A user with a key: issued the way `npm run key -- create` issues it. */
+export async function newKey(input: Partial<NewKeyInput> = {}): Promise<{ key: string; email: string }> {
+  const email = input.email ?? uniqueEmail();
+  const { value } = await issueApiKey({ email, scopes: input.scopes ?? ['*'], ...input });
+  return { key: value, email };
+}
+
+/** The error body every 4xx/5xx must have. */
+export function expectErrorShape(body: any): void {
+  if (!body || typeof body !== 'object') throw new Error(`not an error body: ${JSON.stringify(body)}`);
+  const keys = Object.keys(body).sort();
+  if (JSON.stringify(keys) !== JSON.stringify(['attr', 'code', 'detail', 'type'])) throw new Error(`error keys ${keys.join(',')}`);
+}

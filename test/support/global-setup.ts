@@ -1,0 +1,29 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { TestProject } from 'vitest/node';
+import { startDynamoDbLocal } from '../../infra/local/dynamodb-local.ts';
+import { ensureTable } from '../../infra/local/table.ts';
+
+export const TEST_TABLE = 'analytics-test';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    dynamodbEndpoint: string;
+    tableName: string;
+  }
+}
+
+/**
+ * One in-memory DynamoDB Local for the whole run (one stream-enabled table per process: see
+ * toolchain notes). Test files isolate themselves by creating their own organizations and keys.
+ */
+export default async function setup(project: TestProject) {
+  const dynamodb = await startDynamoDbLocal();
+  const client = new DynamoDBClient({ endpoint: dynamodb.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  await ensureTable(client, TEST_TABLE);
+  client.destroy();
+  project.provide('dynamodbEndpoint', dynamodb.endpoint);
+  project.provide('tableName', TEST_TABLE);
+  return async () => {
+    await dynamodb.stop();
+  };
+}

@@ -1,0 +1,42 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { readConfig } from '#shared/config.ts';
+
+describe('config', () => {
+  it('honours ANALYTICS_FIXED_NOW in the local runtime', () => {
+    const c = readConfig({ ANALYTICS_RUNTIME: 'local', ANALYTICS_FIXED_NOW: '2020-01-05T10:00:00+09:00', TABLE_NAME: 't' });
+    expect(c.fixedNow?.toISOString()).toBe('2020-01-05T01:00:00.000Z');
+    expect(c.tableName).toBe('t');
+  });
+
+  it('never honours it in a deployed stage, even if set', () => {
+    expect(readConfig({ ANALYTICS_FIXED_NOW: '2020-01-05T10:00:00Z' }).fixedNow).toBeUndefined();
+    expect(readConfig({ ANALYTICS_RUNTIME: 'local', ANALYTICS_FIXED_NOW: '2020-01-05T10:00:00Z', AWS_LAMBDA_FUNCTION_NAME: 'fn' }).fixedNow).toBeUndefined();
+  });
+
+  it('rejects an unparsable fixed time instead of guessing', () => {
+    expect(() => readConfig({ ANALYTICS_RUNTIME: 'local', ANALYTICS_FIXED_NOW: 'yesterday' })).toThrow(/ISO 8601/);
+  });
+});
+
+describe('clock', () => {
+  afterEach(() => {
+    vi.unstubAllEnvs();
+    vi.resetModules();
+  });
+
+  it('returns the frozen time when ANALYTICS_FIXED_NOW is set locally', async () => {
+    vi.stubEnv('ANALYTICS_FIXED_NOW', '2021-03-28T00:30:00Z');
+    vi.resetModules();
+    const { now, nowIso } = await import('#shared/clock.ts');
+    expect(nowIso()).toBe('2021-03-28T00:30:00.000Z');
+    now().setFullYear(1999);
+    expect(nowIso()).toBe('2021-03-28T00:30:00.000Z');
+  });
+
+  it('follows the real time otherwise', async () => {
+    vi.stubEnv('ANALYTICS_FIXED_NOW', '');
+    vi.resetModules();
+    const { now } = await import('#shared/clock.ts');
+    expect(Math.abs(now().getTime() - Date.now())).toBeLessThan(1000);
+  });
+});

@@ -1,0 +1,54 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { fallbackHandler, routes } from '#functions/routes.ts';
+import { tenancyOf } from '#shared/http/tenancy.ts';
+
+const FUNCTIONS = join(import.meta.dirname, '..', '..', 'functions');
+
+function handlerFiles(dir = FUNCTIONS): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = join(dir, entry.name);
+    if (entry.isDirectory()) return handlerFiles(full);
+    return entry.name.endsWith('.ts') && full !== join(FUNCTIONS, 'routes.ts') ? [relative(FUNCTIONS, full).replace(/\.ts$/, '')] : [];
+  });
+}
+
+describe('route table', () => {
+  it('names every handler file exactly once and every named file exists', () => {
+    const named = [...routes.map((r) => r.handler), fallbackHandler];
+    expect(new Set(named).size).toBe(named.length);
+    expect([...handlerFiles()].sort()).toEqual([...named].sort());
+  });
+
+  it('has unique operation ids and unique method + path pairs', () => {
+    expect(new Set(routes.map((r) => r.operationId)).size).toBe(routes.length);
+    expect(new Set(routes.map((r) => `${r.method} ${r.path}`)).size).toBe(routes.length);
+  });
+
+  it('writes paths without a trailing slash, under /api', () => {
+    for (const r of routes) expect(r.path).toMatch(/^\/api(\/[a-z_:]+)+$/);
+  });
+
+  it('gives read-only table access only to GET operations and read scopes to them', () => {
+    for (const r of routes) {
+      if (r.method === 'GET') expect([r.operationId, r.access]).toEqual([r.operationId, 'read']);
+      else expect([r.operationId, r.scope.endsWith(':write')]).toEqual([r.operationId, true]);
+    }
+  });
+
+  it('builds every handler with the factory and keeps handler files free of try/catch, SDK imports and JSON.parse', () => {
+    for (const r of routes) {
+      const source = readFileSync(join(FUNCTIONS, `${r.handler}.ts`), 'utf8');
+      expect(source, r.handler).toContain(`apiHandler(route('${r.operationId}')`);
+      expect(source, r.handler).not.toMatch(/\btry\s*\{|@aws-sdk|JSON\.parse/);
+    }
+  });
+
+  it('derives the tenant from the path', () => {
+    expect(tenancyOf('/api/organizations/:id')).toEqual({ kind: 'organization', param: 'id' });
+    expect(tenancyOf('/api/organizations/:organization_id/batch_exports/:id')).toEqual({ kind: 'organization', param: 'organization_id' });
+    expect(tenancyOf('/api/environments/:project_id/persons')).toEqual({ kind: 'project', param: 'project_id' });
+    expect(tenancyOf('/api/organizations')).toEqual({ kind: 'organization-collection' });
+  });
+});
