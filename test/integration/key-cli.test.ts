@@ -10,7 +10,7 @@ const run = promisify(execFile);
 const api = useApi();
 const ROOT = join(import.meta.dirname, '..', '..');
 
-async function keyCli(args: string[], env: Record<string, string>) {
+async function keyCli(args: string[], env: Record<string, string>): Promise<{ stdout: string; stderr: string; code?: number }> {
   const clean = { ...process.env };
   for (const name of ['TABLE_NAME', 'AWS_ENDPOINT_URL_DYNAMODB', 'DATA_DIR']) delete clean[name];
   return run('npx', ['tsx', 'infra/cli/key.ts', ...args], { cwd: ROOT, env: { ...clean, ...env } }).catch((e) => e as { stdout: string; stderr: string; code: number });

@@ -31,15 +31,23 @@ async function start(dataDir: string, port: number) {
   return { child, output, info: JSON.parse(await readFile(jsonPath, 'utf8')) };
 }
 
+const alive = (child: ChildProcess) => child.exitCode === null && child.signalCode === null;
+
 async function stop(child: ChildProcess) {
-  if (child.exitCode !== null) return;
+  if (!alive(child)) return;
   const exited = new Promise((r) => child.once('exit', r));
   process.kill(-child.pid!, 'SIGTERM');
   await exited;
 }
 
 afterAll(async () => {
-  for (const child of running) if (child.exitCode === null) process.kill(-child.pid!, 'SIGKILL');
+  for (const child of running) {
+    try {
+      if (alive(child)) process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
 });
 
 describe('npm start', () => {

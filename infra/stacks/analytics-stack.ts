@@ -1,0 +1,150 @@
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Aws, CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
+import * as origins from 'aws-cdk-lib/aws-cloudfront-origins';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import type { Construct } from 'constructs';
+import { routes } from '#functions/routes.ts';
+import { ENV } from '#shared/config.ts';
+import { TABLE_SCHEMA } from '#shared/db/table-schema.ts';
+import { bundleDir, FALLBACK_FUNCTION } from '#infra/build.ts';
+import type { StageSettings } from '#infra/stages.ts';
+
+export const EDGE_FUNCTION_FILE = join(dirname(fileURLToPath(import.meta.url)), '..', 'edge', 'strip-trailing-slash.js');
+
+export const SERVICE_NAME = 'analytics';
+
+export interface AnalyticsStackProps extends StackProps {
+  stage: StageSettings;
+  /**
+   * Where each function's code comes from. Defaults to the bundle `npm run build` wrote; tests pass
+   * inline code so they need neither dist/ nor esbuild.
+   */
+  code?: (functionName: string) => lambda.Code;
+}
+
+/** `/api/organizations/:id` (route table) -> `/api/organizations/{id}` (API Gateway). */
+export const apiGatewayPath = (path: string) => path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+
+export class AnalyticsStack extends Stack {
+  readonly table: dynamodb.Table;
+  readonly api: apigwv2.HttpApi;
+  readonly distribution: cloudfront.Distribution;
+  /** Function name (operationId, or FALLBACK_FUNCTION) -> Lambda. */
+  readonly functions = new Map<string, lambda.Function>();
+
+  constructor(scope: Construct, id: string, props: AnalyticsStackProps) {
+    super(scope, id, props);
+    const { stage } = props;
+    const code = props.code ?? ((name: string) => lambda.Code.fromAsset(bundleDir(name)));
+
+    const { indexes, ...keys } = TABLE_SCHEMA;
+    this.table = new dynamodb.Table(this, 'Table', {
+      partitionKey: { name: keys.partitionKey, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: keys.sortKey, type: dynamodb.AttributeType.STRING },
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      timeToLiveAttribute: keys.ttlAttribute,
+      // The ingest worker (persons, rollups) is fed by this stream (DESIGN §1).
+      stream: dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: stage.pointInTimeRecovery },
+      deletionProtection: stage.deletionProtection,
+      removalPolicy: stage.removalPolicy,
+    });
+    for (const index of Object.values(indexes)) {
+      this.table.addGlobalSecondaryIndex({
+        indexName: index.name,
+        partitionKey: { name: index.partitionKey, type: dynamodb.AttributeType.STRING },
+        sortKey: { name: index.sortKey, type: dynamodb.AttributeType.STRING },
+        projectionType: dynamodb.ProjectionType.ALL,
+      });
+    }
+
+    const makeFunction = (name: string, description: string) => {
+      // An explicit log group, rather than the one Lambda creates on first write, so retention and
+      // removal follow the stage and `cdk destroy` leaves nothing behind in dev.
+      const logGroup = new logs.LogGroup(this, `${pascal(name)}Logs`, {
+        retention: stage.logRetention,
+        removalPolicy: stage.removalPolicy,
+      });
+      const fn = new lambda.Function(this, `${pascal(name)}Function`, {
+        description,
+        runtime: lambda.Runtime.NODEJS_22_X,
+        architecture: lambda.Architecture.ARM_64,
+        handler: 'index.handler',
+        code: code(name),
+        memorySize: stage.lambdaMemoryMb,
+        // Above Lambda's 3 s default for cold starts, well under the HTTP API's 30 s integration limit.
+        timeout: Duration.seconds(10),
+        logGroup,
+        environment: {
+          [ENV.tableName]: this.table.tableName,
+          [ENV.serviceName]: SERVICE_NAME,
+          [ENV.stage]: stage.name,
+        },
+      });
+      this.functions.set(name, fn);
+      return fn;
+    };
+
+    // The fallback only answers 404/405/308 from the route table: it never touches the table.
+    const fallback = makeFunction(FALLBACK_FUNCTION, 'Unmatched requests: 404, 405, trailing-slash redirect');
+
+    this.api = new apigwv2.HttpApi(this, 'HttpApi', {
+      apiName: `${SERVICE_NAME}-${stage.name}`,
+      // API Gateway's own 404 is `{"message":"Not Found"}`; the fallback answers in the API's error shape.
+      defaultIntegration: new HttpLambdaIntegration('FallbackIntegration', fallback),
+    });
+
+    for (const r of routes) {
+      const fn = makeFunction(r.operationId, `${r.method} ${r.path}`);
+      if (r.access === 'read') this.table.grantReadData(fn);
+      else this.table.grantReadWriteData(fn);
+      this.api.addRoutes({
+        path: apiGatewayPath(r.path),
+        methods: [apigwv2.HttpMethod[r.method]],
+        integration: new HttpLambdaIntegration(`${pascal(r.operationId)}Integration`, fn),
+      });
+    }
+
+    const edgeFunction = new cloudfront.Function(this, 'StripTrailingSlash', {
+      code: cloudfront.FunctionCode.fromFile({ filePath: EDGE_FUNCTION_FILE }),
+      runtime: cloudfront.FunctionRuntime.JS_2_0,
+      comment: 'Strip one trailing slash; pass the viewer host as x-forwarded-host',
+    });
+
+    this.distribution = new cloudfront.Distribution(this, 'Distribution', {
+      comment: `${SERVICE_NAME}-${stage.name} API`,
+      defaultBehavior: {
+        origin: new origins.HttpOrigin(`${this.api.apiId}.execute-api.${Aws.REGION}.${Aws.URL_SUFFIX}`, {
+          protocolPolicy: cloudfront.OriginProtocolPolicy.HTTPS_ONLY,
+        }),
+        allowedMethods: cloudfront.AllowedMethods.ALLOW_ALL,
+        viewerProtocolPolicy: cloudfront.ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
+        // Every response is per-key and per-tenant. With caching disabled the AllViewer policies also
+        // forward Authorization; Host is left out because API Gateway rejects a foreign Host.
+        cachePolicy: cloudfront.CachePolicy.CACHING_DISABLED,
+        originRequestPolicy: cloudfront.OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER,
+        functionAssociations: [{ function: edgeFunction, eventType: cloudfront.FunctionEventType.VIEWER_REQUEST }],
+      },
+    });
+
+    new CfnOutput(this, 'ApiBaseUrl', {
+      description: 'Public API base URL (CloudFront; serves both /path and /path/)',
+      value: `https://${this.distribution.distributionDomainName}`,
+    });
+    new CfnOutput(this, 'TableName', { value: this.table.tableName });
+  }
+}
+
+/** `organizations_list` -> `OrganizationsList`: stable, readable construct ids. */
+function pascal(name: string): string {
+  return name
+    .split(/[^A-Za-z0-9]+/)
+    .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
+    .join('');
+}

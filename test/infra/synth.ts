@@ -1,0 +1,49 @@
+import { App, type CfnElement } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import type { IConstruct } from 'constructs';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { AnalyticsStack } from '#infra/stacks/analytics-stack.ts';
+import { stageSettings } from '#infra/stages.ts';
+
+// Inline code instead of dist/ bundles: the tests never run esbuild and need no prior build.
+const inlineCode = () => lambda.Code.fromInline('export const handler = async () => ({})');
+
+export interface Synthesized {
+  stack: AnalyticsStack;
+  template: Template;
+}
+
+/** Synthesizes the given stages side by side in one app, as two stages share one account. */
+export function synthStages(...stages: string[]): Record<string, Synthesized> {
+  const app = new App();
+  // Build the whole tree first: the first Template.fromStack synthesizes the app, which then freezes.
+  const stacks = stages.map((name) => new AnalyticsStack(app, `analytics-${name}`, { stage: stageSettings(name), code: inlineCode }));
+  return Object.fromEntries(stacks.map((stack, i) => [stages[i]!, { stack, template: Template.fromStack(stack) }]));
+}
+
+type Resource = { Type: string; Properties?: Record<string, any>; DeletionPolicy?: string; UpdateReplacePolicy?: string };
+
+export function resources(template: Template, type: string): Record<string, Resource> {
+  return template.findResources(type) as Record<string, Resource>;
+}
+
+/** Logical id of an L2 construct's CloudFormation resource, as references to it appear in the template. */
+export function logicalId(stack: AnalyticsStack, construct: IConstruct): string {
+  return stack.getLogicalId(construct.node.defaultChild as CfnElement);
+}
+
+/** Every IAM action granted to the function's role through inline policies (grants land there). */
+export function roleActions(s: Synthesized, functionName: string): string[] {
+  const fn = s.stack.functions.get(functionName);
+  if (!fn?.role) throw new Error(`no function ${functionName}`);
+  const roleId = logicalId(s.stack, fn.role);
+  const actions: string[] = [];
+  for (const policy of Object.values(resources(s.template, 'AWS::IAM::Policy'))) {
+    const roles = (policy.Properties?.Roles ?? []) as unknown[];
+    if (!roles.some((r) => JSON.stringify(r) === JSON.stringify({ Ref: roleId }))) continue;
+    for (const statement of policy.Properties?.PolicyDocument.Statement ?? []) {
+      actions.push(...[statement.Action].flat());
+    }
+  }
+  return actions;
+}
