@@ -6,7 +6,7 @@ import { rm } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build, type Metafile } from 'esbuild';
-import { fallbackHandler, routes } from '#functions/routes.ts';
+import { fallbackHandler, routes, workers } from '#functions/routes.ts';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const DIST = join(ROOT, 'dist', 'functions');
@@ -16,6 +16,7 @@ export const FALLBACK_FUNCTION = 'fallback';
 export function functionEntries(): Record<string, string> {
   const entries: Record<string, string> = { [FALLBACK_FUNCTION]: fallbackHandler };
   for (const r of routes) entries[r.operationId] = r.handler;
+  for (const w of workers) entries[w.name] = w.handler;
   return entries;
 }
 

@@ -2,7 +2,7 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { errorResponse } from '#shared/http/errors.ts';
 import { normalizePath, resolveRoute } from '#shared/http/router.ts';
 import { MethodNotAllowed, NotFound } from '#shared/errors.ts';
-import { routes } from '../routes.ts';
+import { routePaths } from '../routes.ts';
 
 /**
  * API Gateway's `$default` route: anything no operation route took. Unknown paths are 404 and known
@@ -12,7 +12,7 @@ import { routes } from '../routes.ts';
  */
 export const handler = async (event: APIGatewayProxyEventV2) => {
   const method = event.requestContext.http.method;
-  const resolution = resolveRoute(routes, method, event.rawPath);
+  const resolution = resolveRoute(routePaths, method, event.rawPath);
   if (resolution.kind === 'match') {
     const location = normalizePath(event.rawPath) + (event.rawQueryString ? `?${event.rawQueryString}` : '');
     return { statusCode: 308, headers: { Location: location }, body: '' };

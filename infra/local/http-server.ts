@@ -1,8 +1,9 @@
+import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import { fallbackHandler, routes, type Route } from '#functions/routes.ts';
+import { fallbackHandler, routePaths, type Route } from '#functions/routes.ts';
 import { normalizePath, resolveRoute } from '#shared/http/router.ts';
 import { lambdaContext } from './lambda-context.ts';
 
@@ -53,7 +54,9 @@ export function toApiGatewayEvent(
   for (const [k, v] of url.searchParams) queryStringParameters[k] = queryStringParameters[k] ? `${queryStringParameters[k]},${v}` : v;
   const method = (req.method ?? 'GET').toUpperCase();
   const routeKey = route ? `${route.method} ${route.path.replace(/:([a-z_]+)/g, '{$1}')}` : '$default';
-  const textual = TEXT_TYPES.test(headers['content-type'] ?? '') && !headers['content-encoding'];
+  // Text bodies arrive as strings, anything else base64-encoded. posthog-js labels gzip as text/plain,
+  // so bytes that are not valid UTF-8 are treated as binary whatever their label.
+  const textual = TEXT_TYPES.test(headers['content-type'] ?? '') && !headers['content-encoding'] && isUtf8(body);
   const now = new Date();
   return {
     version: '2.0',
@@ -118,7 +121,7 @@ export interface ApiServer {
 
 /** Serves the route table over HTTP on 127.0.0.1 (port 0 = any free port). */
 export async function startApiServer(options: { port?: number; routes?: readonly Route[] } = {}): Promise<ApiServer> {
-  const routeTable = options.routes ?? routes;
+  const routeTable = options.routes ?? routePaths;
   const server = createServer((req, res) => {
     dispatch(req, res, routeTable).catch((error: unknown) => {
       console.error('local server: unhandled error', error);

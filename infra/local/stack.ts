@@ -4,6 +4,7 @@ import { startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.ts';
 import { configureLocalEnv } from './env.ts';
 import { startApiServer, type ApiServer } from './http-server.ts';
 import { startS3, startSqs, type StandIn } from './stand-ins.ts';
+import { startStreamPoller, type StreamPoller } from './stream-poller.ts';
 import { ensureTable } from './table.ts';
 
 export const LOCAL_TABLE_NAME = 'analytics-local';
@@ -13,6 +14,7 @@ export interface LocalStack {
   dynamodb: DynamoDbLocal;
   sqs: StandIn;
   s3: StandIn;
+  streamPoller: StreamPoller;
   tableName: string;
   stop(): Promise<void>;
 }
@@ -34,6 +36,13 @@ export async function startLocalStack(options: { dataDir?: string; port?: number
     const client = new DynamoDBClient({});
     await ensureTable(client, tableName);
     client.destroy();
+    const streamPoller = await startStreamPoller({
+      tableName,
+      endpoint: dynamodb.endpoint,
+      loadHandler: async () => (await import('../../functions/workers/ingest-events.ts')).handler,
+      checkpointFile: options.dataDir && join(options.dataDir, 'stream-checkpoints.json'),
+    });
+    started.push(streamPoller);
     const api = await startApiServer({ port: options.port });
     started.push({ stop: api.close });
     return {
@@ -41,6 +50,7 @@ export async function startLocalStack(options: { dataDir?: string; port?: number
       dynamodb,
       sqs,
       s3,
+      streamPoller,
       tableName,
       stop: async () => {
         for (const part of started.reverse()) await part.stop();

@@ -6,10 +6,14 @@ import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations
 import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
 import * as origins from 'aws-cdk-lib/aws-cloudfront-origins';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { routes } from '#functions/routes.ts';
+import { routePaths, routes, workers, type Route } from '#functions/routes.ts';
+import { RAW_EVENT_RECORD_FILTER } from '#shared/db/stream.ts';
 import { ENV } from '#shared/config.ts';
 import { TABLE_SCHEMA } from '#shared/db/table-schema.ts';
 import { bundleDir, FALLBACK_FUNCTION } from '#infra/build.ts';
@@ -35,6 +39,8 @@ export class AnalyticsStack extends Stack {
   readonly table: dynamodb.Table;
   readonly api: apigwv2.HttpApi;
   readonly distribution: cloudfront.Distribution;
+  /** On-failure destination of the ingest worker's stream mapping. */
+  readonly ingestFailures: sqs.Queue;
   /** Function name (operationId, or FALLBACK_FUNCTION) -> Lambda. */
   readonly functions = new Map<string, lambda.Function>();
 
@@ -100,16 +106,58 @@ export class AnalyticsStack extends Stack {
       defaultIntegration: new HttpLambdaIntegration('FallbackIntegration', fallback),
     });
 
-    for (const r of routes) {
+    for (const r of routes as readonly Route[]) {
       const fn = makeFunction(r.operationId, `${r.method} ${r.path}`);
       if (r.access === 'read') this.table.grantReadData(fn);
       else this.table.grantReadWriteData(fn);
-      this.api.addRoutes({
-        path: apiGatewayPath(r.path),
-        methods: [apigwv2.HttpMethod[r.method]],
-        integration: new HttpLambdaIntegration(`${pascal(r.operationId)}Integration`, fn),
-      });
+      const integration = new HttpLambdaIntegration(`${pascal(r.operationId)}Integration`, fn);
+      // Capture answers on several paths: one route each, one function.
+      for (const p of routePaths.filter((x) => x.operationId === r.operationId)) {
+        this.api.addRoutes({ path: apiGatewayPath(p.path), methods: [apigwv2.HttpMethod[p.method]], integration });
+      }
     }
+
+    this.ingestFailures = new sqs.Queue(this, 'IngestFailures', {
+      retentionPeriod: Duration.days(14),
+      enforceSSL: true,
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+    });
+    for (const w of workers) {
+      const fn = makeFunction(w.name, w.summary);
+      this.table.grantReadWriteData(fn);
+      // The stream itself: only raw event items reach the worker (same filter the local poller applies).
+      fn.addEventSource(
+        new DynamoEventSource(this.table, {
+          startingPosition: lambda.StartingPosition.TRIM_HORIZON,
+          batchSize: 500,
+          maxBatchingWindow: Duration.seconds(1),
+          reportBatchItemFailures: true,
+          bisectBatchOnError: true,
+          retryAttempts: 10,
+          maxRecordAge: Duration.days(1),
+          onFailure: new SqsDlq(this.ingestFailures),
+          filters: [
+            lambda.FilterCriteria.filter({
+              dynamodb: {
+                Keys: {
+                  pk: { S: lambda.FilterRule.beginsWith(RAW_EVENT_RECORD_FILTER.pkPrefix) },
+                  sk: { S: lambda.FilterRule.isEqual(RAW_EVENT_RECORD_FILTER.sk) },
+                },
+              },
+            }),
+          ],
+        }),
+      );
+    }
+    // Records the worker gave up on land in the queue (metadata only: shard and sequence range to replay).
+    new cloudwatch.Alarm(this, 'IngestFailuresAlarm', {
+      alarmDescription: 'Ingest worker gave up on stream records: persons/rollups are missing events until replayed',
+      metric: this.ingestFailures.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1) }),
+      threshold: 0,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
 
     const edgeFunction = new cloudfront.Function(this, 'StripTrailingSlash', {
       code: cloudfront.FunctionCode.fromFile({ filePath: EDGE_FUNCTION_FILE }),

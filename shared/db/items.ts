@@ -5,6 +5,7 @@ const KEY_ATTRIBUTES = new Set<string>([
   TABLE_SCHEMA.sortKey,
   TABLE_SCHEMA.ttlAttribute,
   'entity',
+  'expires_at',
   ...Object.values(TABLE_SCHEMA.indexes).flatMap((i) => [i.partitionKey, i.sortKey]),
 ]);
 

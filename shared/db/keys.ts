@@ -32,7 +32,45 @@ export const keys = {
   projectToken: (token: string): ItemKey => ({ pk: `TOKEN#${token}`, sk: 'TOKEN' }),
 
   counter: (name: string): ItemKey => ({ pk: `COUNTER#${name}`, sk: 'COUNTER' }),
+  /** Person ids are integers counted per project (a global counter would be one hot item). */
+  personCounter: (projectId: number) => `person#${projectId}`,
+
+  person: (projectId: number, personId: number): ItemKey => ({ pk: `PERSON#${projectId}#${personId}`, sk: 'PERSON' }),
+  personPartition: (projectId: number, personId: number) => ({ pk: `PERSON#${projectId}#${personId}` }),
+  /** byParent: a project's persons by creation time (lists are newest first). */
+  personsOfProject: (projectId: number, createdAt: string, personId: number) => ({
+    parent_pk: `PROJECT#${projectId}#PERSONS`,
+    parent_sk: `${createdAt}#${pad(personId)}`,
+  }),
+  /** distinct_id -> person, claimed with attribute_not_exists so two persons never share one. */
+  distinctId: (projectId: number, distinctId: string): ItemKey => ({ pk: `DISTINCT#${projectId}#${distinctId}`, sk: 'DISTINCT' }),
+  /** A recorded property change, in the person's partition, in time order. */
+  personChange: (projectId: number, personId: number, timestamp: string, changeId: string): ItemKey => ({
+    pk: `PERSON#${projectId}#${personId}`,
+    sk: `CHANGE#${timestamp}#${changeId}`,
+  }),
+  personChangePrefix: 'CHANGE#',
+
+  /** Raw event, keyed by its uuid so a resend is found by one GetItem (dedupe). */
+  event: (projectId: number, uuid: string): ItemKey => ({ pk: `EVENT#${projectId}#${uuid}`, sk: 'EVENT' }),
+  eventPkPrefix: 'EVENT#',
+  /** Where the ingest worker counted the event (its rollup bucket): the truth that makes counting idempotent. */
+  eventCounted: (projectId: number, uuid: string): ItemKey => ({ pk: `EVENT#${projectId}#${uuid}`, sk: 'COUNTED' }),
+  /** eventsByDay: `<len>:<name>` keeps one name from being a prefix of another (`view` vs `view2`). */
+  eventsByDay: (projectId: number, day: string, shard: number) => ({ day_pk: `E#${projectId}#${day}#${shard}` }),
+  eventsByDaySk: (event: string, timestamp: string, uuid: string) => `${eventNameKey(event)}#${timestamp}#${uuid}`,
+  eventsByDayPrefix: (event: string) => `${eventNameKey(event)}#`,
+
+  /** Hourly count of one event name (or of all events: `event` null) in a project, one partition per month. */
+  rollup: (projectId: number, event: string | null, hour: string): ItemKey => ({
+    pk: `ROLLUP#${projectId}#${event === null ? '*' : eventNameKey(event)}#${hour.slice(0, 7)}`,
+    sk: hour,
+  }),
 } as const;
+
+function eventNameKey(event: string): string {
+  return `${event.length}:${event}`;
+}
 
 /** Zero-padded so integer ids sort numerically inside a partition. */
 function pad(n: number): string {

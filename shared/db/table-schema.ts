@@ -9,7 +9,11 @@ export const TABLE_SCHEMA = {
   indexes: {
     /** Children of a parent in creation order: an org's members, a user's API keys (and later runs, logs, persons). */
     byParent: { name: 'byParent', partitionKey: 'parent_pk', sortKey: 'parent_sk' },
+    /** Raw events of a project per UTC day (sharded), sorted by event name then time: what trends read. */
+    eventsByDay: { name: 'eventsByDay', partitionKey: 'day_pk', sortKey: 'day_sk' },
   },
+  /** Shards per (project, day) in eventsByDay: keeps a busy project's day under one partition's write limit. */
+  eventDayShards: 4,
 } as const;
 
 export type IndexName = (typeof TABLE_SCHEMA.indexes)[keyof typeof TABLE_SCHEMA.indexes]['name'];

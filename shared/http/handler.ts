@@ -23,10 +23,13 @@ import { parseWith } from './validation.ts';
 type AnySchema = v.GenericSchema<unknown, unknown>;
 type Out<S> = S extends AnySchema ? v.InferOutput<S> : undefined;
 
-export interface RouteInfo {
+export interface PublicRouteInfo {
   operationId: string;
   method: string;
   path: string;
+}
+
+export interface RouteInfo extends PublicRouteInfo {
   scope: Scope;
 }
 
@@ -92,7 +95,7 @@ function logCompletion(request: Request): void {
   logger.info('request completed', { status, duration_ms: durationMs });
 }
 
-const requestLogKeys = (route: RouteInfo): Middleware => ({
+const requestLogKeys = (route: PublicRouteInfo): Middleware => ({
   before: (request) => {
     logger.appendKeys({
       operation_id: route.operationId,
@@ -183,5 +186,35 @@ export function apiHandler<S extends Schemas>(route: RouteInfo, schemas: S, fn: 
     .use(requestLogKeys(route))
     .use(jsonBody(schemas.body !== undefined))
     .use(authorization(route))
+    .handler(core);
+}
+
+/** What a public (project-token) handler gets: the raw request, undecoded; the domain decides the format. */
+export interface PublicRequest {
+  body: Buffer;
+  headers: Record<string, string | undefined>;
+  query: Record<string, string>;
+  url: URL;
+}
+
+/**
+ * The factory for public endpoints authenticated by a token inside the payload (capture): logger
+ * context -> handler -> error mapping, with no JSON parser and no personal-key auth.
+ */
+export function publicHandler(route: PublicRouteInfo, fn: (request: PublicRequest) => Promise<Reply>) {
+  const core = async (event: APIGatewayProxyEventV2): Promise<HttpResponse> => {
+    const raw = event.body ?? '';
+    const reply = await fn({
+      body: Buffer.from(raw, event.isBase64Encoded ? 'base64' : 'utf8'),
+      headers: event.headers ?? {},
+      query: stateOf(event).rawQuery,
+      url: new URL(`${publicBaseUrl(event)}${event.rawPath}${event.rawQueryString ? `?${event.rawQueryString}` : ''}`),
+    });
+    return jsonResponse(reply.status, reply.status === 204 ? undefined : reply.body, reply.headers);
+  };
+  return middy<APIGatewayProxyEventV2, HttpResponse, Error, Context>()
+    .use(injectLambdaContext(logger, { resetKeys: true }))
+    .use(errorMapping)
+    .use(requestLogKeys(route))
     .handler(core);
 }

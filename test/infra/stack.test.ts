@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Match } from 'aws-cdk-lib/assertions';
 import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
 import { describe, expect, it } from 'vitest';
-import { routes } from '#functions/routes.ts';
+import { routePaths, routes, workers } from '#functions/routes.ts';
 import { FALLBACK_FUNCTION } from '#infra/build.ts';
 import { stageSettings } from '#infra/stages.ts';
 import { TABLE_SCHEMA } from '#shared/db/table-schema.ts';
@@ -15,16 +15,16 @@ const WRITE_ACTIONS = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Dele
 const tableId = logicalId(stack, stack.table);
 
 /** Route key as API Gateway spells it: `GET /api/organizations/{id}`. */
-const routeKey = (r: (typeof routes)[number]) => `${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}`;
+const routeKey = (r: { method: string; path: string }) => `${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}`;
 
 describe('functions', () => {
-  it('deploys one nodejs22.x arm64 function per route plus the fallback', () => {
+  it('deploys one nodejs22.x arm64 function per route and worker plus the fallback', () => {
     const functions = Object.values(resources(template, 'AWS::Lambda::Function'));
-    expect(functions).toHaveLength(routes.length + 1);
+    expect(functions).toHaveLength(routes.length + workers.length + 1);
     for (const fn of functions) {
       expect(fn.Properties).toMatchObject({ Runtime: 'nodejs22.x', Architectures: ['arm64'], Handler: 'index.handler' });
     }
-    expect([...stack.functions.keys()].sort()).toEqual([FALLBACK_FUNCTION, ...routes.map((r) => r.operationId)].sort());
+    expect([...stack.functions.keys()].sort()).toEqual([FALLBACK_FUNCTION, ...routes.map((r) => r.operationId), ...workers.map((w) => w.name)].sort());
   });
 
   it('tells every function its table, service name and stage', () => {
@@ -83,16 +83,17 @@ describe('HTTP API', () => {
     return integrations[integrationId]?.Properties?.IntegrationUri['Fn::GetAtt'][0] as string | undefined;
   };
 
-  it('routes every route-table row to its own function, with :param as {param}', () => {
+  it('routes every route-table row (and alias path) to its own function, with :param as {param}', () => {
     expect(routeKey(routes.find((r) => r.operationId === 'organizations_retrieve')!)).toBe('GET /api/organizations/{id}');
-    for (const r of routes) {
+    expect(functionBehind('POST /i/v0/e')).toBe(logicalId(stack, stack.functions.get('capture')!));
+    for (const r of routePaths) {
       expect(functionBehind(routeKey(r)), routeKey(r)).toBe(logicalId(stack, stack.functions.get(r.operationId)!));
     }
   });
 
   it('sends every unmatched request to the fallback function', () => {
     expect(functionBehind('$default')).toBe(logicalId(stack, stack.functions.get(FALLBACK_FUNCTION)!));
-    expect(routeResources).toHaveLength(routes.length + 1);
+    expect(routeResources).toHaveLength(routePaths.length + 1);
   });
 });
 

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { routes } from '#functions/routes.ts';
+import { keyRoutes } from '#functions/routes.ts';
 import { expectErrorShape, newKey, useApi } from '../support/api.ts';
 
 const api = useApi();
 
 describe('paths', () => {
-  it.each(routes.map((r) => [r.operationId, r]))('%s answers with and without a trailing slash', async (_, route) => {
+  it.each(keyRoutes.map((r) => [r.operationId, r]))('%s answers with and without a trailing slash', async (_, route) => {
     const { key } = await newKey();
     const c = api.as(key);
     const org = (await c.post('/api/organizations', { name: 'Slashes' })).body;

@@ -78,3 +78,24 @@ export function expectErrorShape(body: any): void {
   const keys = Object.keys(body).sort();
   if (JSON.stringify(keys) !== JSON.stringify(['attr', 'code', 'detail', 'type'])) throw new Error(`error keys ${keys.join(',')}`);
 }
+
+/** Retries `check` until it stops throwing: ingestion is eventually consistent (the stream worker runs beside the API). */
+export async function eventually<T>(check: () => Promise<T>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await check();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
+/** A fresh user, organization and project; returns the key, the org and the project's token. */
+export async function newProject(c: (key: string) => Client) {
+  const { key, email } = await newKey();
+  const org = (await c(key).post('/api/organizations', { name: `Org ${uniqueEmail('p')}` })).body;
+  const team = org.teams[0];
+  return { key, email, org, projectId: team.id as number, token: team.api_token as string };
+}

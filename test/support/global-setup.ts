@@ -1,6 +1,8 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { TestProject } from 'vitest/node';
 import { startDynamoDbLocal } from '../../infra/local/dynamodb-local.ts';
+import { configureLocalEnv } from '../../infra/local/env.ts';
+import { startStreamPoller } from '../../infra/local/stream-poller.ts';
 import { ensureTable } from '../../infra/local/table.ts';
 
 export const TEST_TABLE = 'analytics-test';
@@ -23,7 +25,17 @@ export default async function setup(project: TestProject) {
   client.destroy();
   project.provide('dynamodbEndpoint', dynamodb.endpoint);
   project.provide('tableName', TEST_TABLE);
+  // One stream poller for the run, as Lambda's event source mapping is one per table: it runs the
+  // ingest worker here, in this process; tests observe its effects by reading the table.
+  configureLocalEnv({ tableName: TEST_TABLE, dynamodb: dynamodb.endpoint });
+  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
+  const poller = await startStreamPoller({
+    tableName: TEST_TABLE,
+    endpoint: dynamodb.endpoint,
+    loadHandler: async () => (await import('../../functions/workers/ingest-events.ts')).handler,
+  });
   return async () => {
+    await poller.stop();
     await dynamodb.stop();
   };
 }

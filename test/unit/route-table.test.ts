@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { fallbackHandler, routes } from '#functions/routes.ts';
+import { fallbackHandler, keyRoutes, routes, routePaths, workers, type Route } from '#functions/routes.ts';
 import { tenancyOf } from '#shared/http/tenancy.ts';
 
 const FUNCTIONS = join(import.meta.dirname, '..', '..', 'functions');
@@ -16,31 +16,33 @@ function handlerFiles(dir = FUNCTIONS): string[] {
 
 describe('route table', () => {
   it('names every handler file exactly once and every named file exists', () => {
-    const named = [...routes.map((r) => r.handler), fallbackHandler];
+    const named = [...routes.map((r) => r.handler), ...workers.map((w) => w.handler), fallbackHandler];
     expect(new Set(named).size).toBe(named.length);
     expect([...handlerFiles()].sort()).toEqual([...named].sort());
   });
 
   it('has unique operation ids and unique method + path pairs', () => {
     expect(new Set(routes.map((r) => r.operationId)).size).toBe(routes.length);
-    expect(new Set(routes.map((r) => `${r.method} ${r.path}`)).size).toBe(routes.length);
+    expect(new Set(routePaths.map((r) => `${r.method} ${r.path}`)).size).toBe(routePaths.length);
   });
 
-  it('writes paths without a trailing slash, under /api', () => {
-    for (const r of routes) expect(r.path).toMatch(/^\/api(\/[a-z_:]+)+$/);
+  it('writes paths without a trailing slash, under /api (capture paths at the root, as PostHog serves them)', () => {
+    for (const r of keyRoutes) expect(r.path).toMatch(/^\/api(\/[a-z_:]+)+$/);
+    for (const r of routePaths) expect(r.path).toMatch(/^(\/[a-z0-9_:]+)+$/);
   });
 
   it('gives read-only table access only to GET operations and read scopes to them', () => {
-    for (const r of routes) {
+    for (const r of keyRoutes) {
       if (r.method === 'GET') expect([r.operationId, r.access]).toEqual([r.operationId, 'read']);
       else expect([r.operationId, r.scope.endsWith(':write')]).toEqual([r.operationId, true]);
     }
   });
 
   it('builds every handler with the factory and keeps handler files free of try/catch, SDK imports and JSON.parse', () => {
-    for (const r of routes) {
+    for (const r of routes as readonly Route[]) {
       const source = readFileSync(join(FUNCTIONS, `${r.handler}.ts`), 'utf8');
-      expect(source, r.handler).toContain(`apiHandler(route('${r.operationId}')`);
+      const factory = r.auth === 'project_token' ? 'publicHandler' : 'apiHandler';
+      expect(source, r.handler).toContain(`${factory}(route('${r.operationId}')`);
       expect(source, r.handler).not.toMatch(/\btry\s*\{|@aws-sdk|JSON\.parse/);
     }
   });

@@ -1,0 +1,159 @@
+import { QueryCommand, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { batchGet } from './batch.ts';
+import { call, cancellationCodes, db, tableName } from './client.ts';
+import { keys, type ItemKey } from './keys.ts';
+
+type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+/** Where an event is counted: its name and UTC hour (`YYYY-MM-DDTHH`). */
+export interface Bucket {
+  event: string;
+  hour: string;
+}
+
+/** Move one event's count from one bucket to another (either side absent: first count, or removal). */
+export interface CountMove {
+  projectId: number;
+  uuid: string;
+  from?: Bucket;
+  to?: Bucket;
+}
+
+const sameBucket = (a?: Bucket, b?: Bucket) => a?.event === b?.event && a?.hour === b?.hour;
+
+/** The bucket each event is currently counted in, from its marker item. */
+export async function countedBuckets(events: { projectId: number; uuid: string }[]): Promise<Map<string, Bucket>> {
+  const items = await batchGet(events.map((e) => keys.eventCounted(e.projectId, e.uuid)));
+  const out = new Map<string, Bucket>();
+  for (const item of items) out.set(String(item.pk), { event: String(item.event), hour: String(item.hour) });
+  return out;
+}
+
+export const markerId = (projectId: number, uuid: string) => keys.eventCounted(projectId, uuid).pk;
+
+const TRANSACTION_LIMIT = 100;
+
+/**
+ * Applies count moves in transactions that pair each event's marker (conditional on where it was
+ * counted) with the rollup deltas, so a replayed move fails its condition instead of counting twice.
+ * Returns the moves whose condition failed (someone else moved them): the caller re-reads and retries.
+ */
+export async function applyCountMoves(moves: CountMove[]): Promise<CountMove[]> {
+  const failed: CountMove[] = [];
+  let group: CountMove[] = [];
+  let deltas = new Map<string, { key: ItemKey; delta: number }>();
+  const rollupKeys = (m: CountMove) =>
+    [m.from && [m.from, -1], m.to && [m.to, 1]].flatMap((x) => {
+      if (!x) return [];
+      const [b, d] = x as [Bucket, number];
+      return [
+        { key: keys.rollup(m.projectId, b.event, b.hour), delta: d },
+        { key: keys.rollup(m.projectId, null, b.hour), delta: d },
+      ];
+    });
+  const flush = async () => {
+    if (!group.length) return;
+    if (!(await writeGroup(group, [...deltas.values()]))) failed.push(...(await retryOneByOne(group)));
+    group = [];
+    deltas = new Map();
+  };
+  for (const m of moves) {
+    if (sameBucket(m.from, m.to)) continue;
+    const added = rollupKeys(m).filter(({ key }) => !deltas.has(`${key.pk}|${key.sk}`)).length;
+    if (group.length + deltas.size + 1 + added > TRANSACTION_LIMIT) await flush();
+    group.push(m);
+    for (const { key, delta } of rollupKeys(m)) {
+      const id = `${key.pk}|${key.sk}`;
+      const current = deltas.get(id);
+      deltas.set(id, { key, delta: (current?.delta ?? 0) + delta });
+    }
+  }
+  await flush();
+  return failed;
+}
+
+/** When a group's transaction is refused, find the culprits one move at a time (rare: replays and races). */
+async function retryOneByOne(group: CountMove[]): Promise<CountMove[]> {
+  const failed: CountMove[] = [];
+  for (const m of group) {
+    const deltas = new Map<string, { key: ItemKey; delta: number }>();
+    for (const [b, d] of [
+      [m.from, -1],
+      [m.to, 1],
+    ] as const) {
+      if (!b) continue;
+      for (const key of [keys.rollup(m.projectId, b.event, b.hour), keys.rollup(m.projectId, null, b.hour)]) {
+        const id = `${key.pk}|${key.sk}`;
+        deltas.set(id, { key, delta: (deltas.get(id)?.delta ?? 0) + d });
+      }
+    }
+    if (!(await writeGroup([m], [...deltas.values()]))) failed.push(m);
+  }
+  return failed;
+}
+
+async function writeGroup(group: CountMove[], deltas: { key: ItemKey; delta: number }[]): Promise<boolean> {
+  const Table = tableName();
+  const markers: TransactItem[] = group.map((m) => {
+    const Key = keys.eventCounted(m.projectId, m.uuid);
+    const condition = m.from
+      ? { ConditionExpression: '#e = :fe AND #h = :fh', ExpressionAttributeNames: { '#e': 'event', '#h': 'hour' }, ExpressionAttributeValues: { ':fe': m.from.event, ':fh': m.from.hour } }
+      : { ConditionExpression: 'attribute_not_exists(pk)' };
+    if (!m.to) return { Delete: { TableName: Table, Key, ...condition } };
+    return { Put: { TableName: Table, Item: { ...Key, entity: 'EventCounted', event: m.to.event, hour: m.to.hour }, ...condition } };
+  });
+  const rollups: TransactItem[] = deltas
+    .filter((d) => d.delta !== 0)
+    .map(({ key, delta }) => ({
+      Update: {
+        TableName: Table,
+        Key: key,
+        UpdateExpression: 'ADD #c :d SET entity = :entity',
+        ExpressionAttributeNames: { '#c': 'count' },
+        ExpressionAttributeValues: { ':d': delta, ':entity': 'Rollup' },
+      },
+    }));
+  for (let attempt = 0; attempt < 5; attempt += 1) {
+    try {
+      await call(() => db().send(new TransactWriteCommand({ TransactItems: [...markers, ...rollups] })));
+      return true;
+    } catch (error) {
+      const codes = cancellationCodes(error);
+      if (!codes) throw error;
+      if (codes.includes('ConditionalCheckFailed')) return false;
+      // TransactionConflict: another worker is writing the same rollup item; back off and retry.
+      await new Promise((r) => setTimeout(r, 10 * 2 ** attempt + Math.random() * 20));
+    }
+  }
+  throw new Error('rollup transaction kept conflicting');
+}
+
+/** Hourly counts for one event name (or all events) between two UTC hours inclusive (`YYYY-MM-DDTHH`). */
+export async function readRollups(projectId: number, event: string | null, fromHour: string, toHour: string): Promise<Map<string, number>> {
+  const months: string[] = [];
+  for (let d = new Date(`${fromHour.slice(0, 7)}-01T00:00:00Z`); d.toISOString().slice(0, 7) <= toHour.slice(0, 7); d.setUTCMonth(d.getUTCMonth() + 1)) {
+    months.push(d.toISOString().slice(0, 10));
+  }
+  const counts = new Map<string, number>();
+  await Promise.all(
+    months.map(async (month) => {
+      const { pk } = keys.rollup(projectId, event, `${month}T00`);
+      let ExclusiveStartKey: Record<string, unknown> | undefined;
+      do {
+        const out = await call(() =>
+          db().send(
+            new QueryCommand({
+              TableName: tableName(),
+              KeyConditionExpression: 'pk = :pk AND sk BETWEEN :a AND :b',
+              ExpressionAttributeValues: { ':pk': pk, ':a': fromHour, ':b': toHour },
+              ExclusiveStartKey,
+            }),
+          ),
+        );
+        for (const item of out.Items ?? []) if (Number(item.count)) counts.set(String(item.sk), Number(item.count));
+        ExclusiveStartKey = out.LastEvaluatedKey;
+      } while (ExclusiveStartKey);
+    }),
+  );
+  return counts;
+}

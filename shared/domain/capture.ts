@@ -1,0 +1,60 @@
+import { decodeCaptureRequest, extractEvents, normalizeEvents, type CaptureRequestInput, type RejectedEvent } from '../capture/decode.ts';
+import { now } from '../clock.ts';
+import { eventItem, EventTooLarge, existingEventUuids, putEventItems } from '../db/events.ts';
+import { findProjectByToken } from '../db/organizations.ts';
+import { NotAuthenticated, ValidationError } from '../errors.ts';
+import { uuidv7 } from '../ids.ts';
+
+export interface CaptureResult {
+  status: 1;
+  /** Events stored by this request. */
+  accepted: number;
+  /** Events whose uuid was already stored (or repeated in this request): stored once, counted once. */
+  deduplicated: number;
+  rejected: number;
+  errors: RejectedEvent[];
+}
+
+/**
+ * PostHog's capture: decode whatever the SDK sent, authenticate by the project token, validate each
+ * event, then store the new ones. Storing is idempotent per uuid: a resent batch changes nothing.
+ */
+export async function captureEvents(input: CaptureRequestInput): Promise<CaptureResult> {
+  const { payload } = decodeCaptureRequest(input);
+  const { token, sentAt, events } = extractEvents(payload, input.query);
+  const project = await findProjectByToken(token);
+  if (!project) throw new NotAuthenticated('Project API key invalid. You can find your project API key in your project settings.');
+
+  const receivedAt = now();
+  const { accepted, rejected } = normalizeEvents(events, { now: receivedAt, sentAt, newUuid: uuidv7 });
+  const rejectedIndexes = new Set(rejected.map((r) => r.index));
+  const indexes = events.map((_, i) => i).filter((i) => !rejectedIndexes.has(i));
+
+  const unique = new Map<string, { index: number; item: Record<string, unknown> }>();
+  let deduplicated = 0;
+  const insertedAt = receivedAt.toISOString();
+  accepted.forEach((e, i) => {
+    if (unique.has(e.uuid)) {
+      deduplicated += 1;
+      return;
+    }
+    try {
+      const item = eventItem({ uuid: e.uuid, event: e.event, distinct_id: e.distinct_id, project_id: project.project_id, properties: e.properties, timestamp: e.timestamp, inserted_at: insertedAt });
+      unique.set(e.uuid, { index: indexes[i]!, item });
+    } catch (error) {
+      if (!(error instanceof EventTooLarge)) throw error;
+      rejected.push({ index: indexes[i]!, reason: 'event too large to store' });
+    }
+  });
+
+  if (unique.size === 0 && deduplicated === 0 && rejected.length) {
+    const first = [...rejected].sort((a, b) => a.index - b.index)[0]!;
+    throw new ValidationError(first.reason, rejected.length === events.length && events.length === 1 ? null : `batch__${first.index}`);
+  }
+
+  const existing = await existingEventUuids(project.project_id, [...unique.keys()]);
+  const fresh = [...unique.entries()].filter(([uuid]) => !existing.has(uuid)).map(([, v]) => v.item);
+  await putEventItems(fresh);
+  rejected.sort((a, b) => a.index - b.index);
+  return { status: 1, accepted: fresh.length, deduplicated: deduplicated + existing.size, rejected: rejected.length, errors: rejected };
+}

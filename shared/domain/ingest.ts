@@ -1,0 +1,54 @@
+import type { StoredEvent } from '../db/events.ts';
+import { applyCountMoves, countedBuckets, markerId, type Bucket } from '../db/rollups.ts';
+import type { EventChange } from '../db/stream.ts';
+import { logger } from '../observability.ts';
+import { applyEventToPersons } from './person-ingest.ts';
+
+const bucketOf = (e: StoredEvent): Bucket => ({ event: e.event, hour: e.timestamp.slice(0, 13) });
+
+/**
+ * One stream batch: persons for new events (in stream order), then rollups for everything up to the
+ * first failure. Returns the ids to report as failed: the first failed record and all after it, since
+ * Lambda retries from the lowest failed sequence number. Both steps are idempotent, so a retried or
+ * redelivered batch converges to the same persons and counts.
+ */
+export async function ingestEventChanges(changes: EventChange[]): Promise<string[]> {
+  let firstFailure = changes.length;
+  for (let i = 0; i < changes.length; i += 1) {
+    const c = changes[i]!;
+    if (!c.after || c.before) continue;
+    try {
+      await applyEventToPersons(c.after);
+    } catch (error) {
+      logger.error('person update failed', { event_uuid: c.after.uuid, error: (error as Error).message });
+      firstFailure = i;
+      break;
+    }
+  }
+  try {
+    await recount(changes.slice(0, firstFailure));
+  } catch (error) {
+    logger.error('rollup update failed', { error: (error as Error).message });
+    firstFailure = 0;
+  }
+  return changes.slice(firstFailure).map((c) => c.id);
+}
+
+const RECOUNT_ATTEMPTS = 5;
+
+/** Moves each event's count to where its latest image says it belongs (nowhere, once deleted). */
+async function recount(changes: EventChange[]): Promise<void> {
+  const latest = new Map<string, { projectId: number; uuid: string; to?: Bucket }>();
+  for (const c of changes) {
+    const e = (c.after ?? c.before)!;
+    latest.set(markerId(e.project_id, e.uuid), { projectId: e.project_id, uuid: e.uuid, to: c.after && bucketOf(c.after) });
+  }
+  let pending = [...latest.values()];
+  for (let attempt = 0; attempt < RECOUNT_ATTEMPTS && pending.length; attempt += 1) {
+    const counted = await countedBuckets(pending);
+    const failed = await applyCountMoves(pending.map((p) => ({ ...p, from: counted.get(markerId(p.projectId, p.uuid)) })));
+    const again = new Set(failed.map((m) => markerId(m.projectId, m.uuid)));
+    pending = pending.filter((p) => again.has(markerId(p.projectId, p.uuid)));
+  }
+  if (pending.length) throw new Error(`${pending.length} event count(s) kept changing under the worker`);
+}

@@ -1,0 +1,109 @@
+import { nextId } from '../db/counters.ts';
+import type { StoredEvent } from '../db/events.ts';
+import { getPerson, insertPerson, mergePersonInto, personIdOf, savePerson, type PersonRecord, type PropertyChange } from '../db/persons.ts';
+import { keys } from '../db/keys.ts';
+import { uuidv7 } from '../ids.ts';
+import { applyPersonUpdates, hasUpdates, isIllegalDistinctId, mergeProperties, personUpdatesOf } from './person-properties.ts';
+
+const ATTEMPTS = 8;
+
+function change(person: PersonRecord, e: StoredEvent, kind: PropertyChange['kind'], extra: Partial<PropertyChange> = {}): PropertyChange {
+  const u = personUpdatesOf(e.properties);
+  return {
+    id: uuidv7(),
+    person_id: person.id,
+    project_id: person.project_id,
+    timestamp: e.timestamp,
+    source: 'event',
+    event_uuid: e.uuid,
+    event: e.event,
+    set: { ...u.setOnce, ...u.set },
+    unset: u.unset,
+    properties: person.properties,
+    changed: [],
+    kind,
+    ...extra,
+  };
+}
+
+async function load(projectId: number, distinctId: string): Promise<PersonRecord | undefined> {
+  const id = await personIdOf(projectId, distinctId);
+  return id === undefined ? undefined : getPerson(projectId, id);
+}
+
+async function newPerson(projectId: number, distinctIds: string[], e: StoredEvent): Promise<PersonRecord> {
+  return {
+    id: await nextId(keys.personCounter(projectId)),
+    uuid: uuidv7(),
+    project_id: projectId,
+    properties: {},
+    distinct_ids: distinctIds,
+    created_at: e.timestamp,
+    is_identified: false,
+    version: 0,
+  };
+}
+
+/**
+ * Brings the persons of a project up to date with one event. Every write is conditional (claims,
+ * versions), so replaying the same event, or racing another worker, converges instead of duplicating.
+ */
+export async function applyEventToPersons(e: StoredEvent): Promise<void> {
+  if (e.properties.$process_person_profile === false) return;
+  const other = e.event === '$identify' ? e.properties.$anon_distinct_id : e.event === '$create_alias' ? e.properties.alias : undefined;
+  if (typeof other === 'string' || typeof other === 'number') await mergeDistinctIds(e, String(other));
+  await updateProperties(e);
+}
+
+async function updateProperties(e: StoredEvent): Promise<void> {
+  const updates = personUpdatesOf(e.properties);
+  const identify = e.event === '$identify';
+  for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
+    const person = await load(e.project_id, e.distinct_id);
+    if (!person) {
+      const created = await newPerson(e.project_id, [e.distinct_id], e);
+      const { properties } = applyPersonUpdates({}, updates);
+      const fresh = { ...created, properties, is_identified: identify };
+      const record = hasUpdates(updates) ? change(fresh, e, 'create', { changed: Object.keys(properties) }) : undefined;
+      if (await insertPerson(fresh, record)) return;
+      continue;
+    }
+    const { properties, changed } = applyPersonUpdates(person.properties, updates);
+    const becomesIdentified = identify && !person.is_identified;
+    if (changed.length === 0 && !becomesIdentified) return;
+    const next = { ...person, properties, is_identified: person.is_identified || identify };
+    if (await savePerson(next, { change: changed.length ? change(next, e, 'update', { changed }) : undefined })) return;
+  }
+  throw new Error(`person update for ${e.distinct_id} kept conflicting (event ${e.uuid})`);
+}
+
+/** `$identify` / `$create_alias`: `other` joins the person of the event's distinct_id. */
+async function mergeDistinctIds(e: StoredEvent, other: string): Promise<void> {
+  const target = e.distinct_id;
+  if (other === target || isIllegalDistinctId(other) || isIllegalDistinctId(target)) return;
+  for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
+    const [t, s] = await Promise.all([load(e.project_id, target), load(e.project_id, other)]);
+    if (!t && !s) {
+      const created = await newPerson(e.project_id, [target, other], e);
+      if (await insertPerson({ ...created, is_identified: e.event === '$identify' })) return;
+    } else if (t && !s) {
+      if (await savePerson({ ...t, distinct_ids: [...t.distinct_ids, other] }, { claim: [other] })) return;
+    } else if (!t && s) {
+      if (await savePerson({ ...s, distinct_ids: [...s.distinct_ids, target] }, { claim: [target] })) return;
+    } else if (t && s) {
+      if (t.id === s.id) return;
+      // PostHog refuses to merge two identified users on $identify/$create_alias: they are different people.
+      if (t.is_identified && s.is_identified) return;
+      const merged: PersonRecord = {
+        ...t,
+        properties: mergeProperties(t.properties, s.properties),
+        distinct_ids: [...t.distinct_ids, ...s.distinct_ids.filter((d) => !t.distinct_ids.includes(d))],
+        is_identified: true,
+      };
+      const changed = Object.keys(merged.properties).filter((k) => JSON.stringify(t.properties[k]) !== JSON.stringify(merged.properties[k]));
+      const record = change(merged, e, 'merge', { set: {}, unset: [], changed, merged_from: s.id });
+      if (await mergePersonInto(merged, s, record)) return;
+    }
+  }
+  throw new Error(`merging ${other} into ${target} kept conflicting (event ${e.uuid})`);
+}
