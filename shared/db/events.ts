@@ -75,3 +75,8 @@ export async function existingEventUuids(projectId: number, uuids: readonly stri
 export async function putEventItems(items: readonly Record<string, unknown>[]): Promise<void> {
   await batchPut(items);
 }
+
+export async function getEvent(projectId: number, uuid: string): Promise<StoredEvent | undefined> {
+  const [item] = await batchGet([keys.event(projectId, uuid)]);
+  return item ? storedEvent(item) : undefined;
+}

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { personIdOf, getPerson, listPersonChanges } from '#shared/db/persons.ts';
 import { readRollups } from '#shared/db/rollups.ts';
+import { getEvent } from '#shared/db/events.ts';
 import { expectErrorShape, eventually, newProject, useApi } from '../support/api.ts';
 
 const api = useApi();
@@ -112,5 +113,42 @@ describe('capture', () => {
     expect(res.body).toMatchObject({ accepted: 1 });
     expect(res.status).toBe(200);
     await eventually(() => person(projectId, 'g1'));
+  });
+});
+
+describe('capture limits and time', () => {
+  it('answers 413 for a batch over 20 MB and for an event over 1 MB, storing nothing', async () => {
+    const { token } = await newProject(api.as);
+    const big = 'x'.repeat(1024 * 1024);
+    const batch = Array.from({ length: 21 }, (_, i) => ({ event: 'big', distinct_id: `b${i}`, properties: { blob: big } }));
+    const tooBig = await api.as().post('/batch', { api_key: token, batch });
+    expect(tooBig.status).toBe(413);
+    expectErrorShape(tooBig.body);
+    const oneHuge = await api.as().post('/batch', { api_key: token, batch: [{ event: 'ok', distinct_id: 'a' }, { event: 'huge', distinct_id: 'b', properties: { blob: big } }] });
+    expect(oneHuge.status).toBe(413);
+    expect(oneHuge.body.detail).toMatch(/maximum event size exceeded/);
+  });
+
+  it('corrects client clock skew with sent_at and keeps the uuid the client sent', async () => {
+    const { projectId, token } = await newProject(api.as);
+    const uuid = randomUUID();
+    const clientNow = Date.now() - 3_600_000; // the client's clock is an hour behind
+    const res = await api.as().post('/batch', {
+      api_key: token,
+      sent_at: new Date(clientNow).toISOString(),
+      batch: [{ event: 'skewed', distinct_id: 's1', uuid, timestamp: new Date(clientNow - 5_000).toISOString() }],
+    });
+    expect(res.body.accepted).toBe(1);
+    const stored = await getEvent(projectId, uuid);
+    expect(Math.abs(Date.parse(stored!.timestamp) - (Date.now() - 5_000))).toBeLessThan(3_000);
+    expect(stored!.uuid).toBe(uuid);
+  });
+
+  it('replaces a timestamp more than 23 hours ahead with the server time', async () => {
+    const { projectId, token } = await newProject(api.as);
+    const uuid = randomUUID();
+    await api.as().post('/batch', { api_key: token, batch: [{ event: 'future', distinct_id: 'f', uuid, timestamp: new Date(Date.now() + 30 * 3_600_000).toISOString() }] });
+    const stored = await getEvent(projectId, uuid);
+    expect(Math.abs(Date.parse(stored!.timestamp) - Date.now())).toBeLessThan(3_000);
   });
 });
