@@ -1,0 +1,118 @@
+/**
+ * Per-function bundle size and module init time: one `buildFunctions()` (the same esbuild call
+ * `npm run build` makes), then for every function in `functionEntries()` the minified size and the
+ * median of N cold imports, each in a fresh node process.
+ */
+import { copyFile, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { buildFunctions, bundleDir, functionEntries } from '#infra/build.ts';
+import { coldImportMs } from './lib/cold-import.ts';
+import { fixed, heading, table } from './lib/format.ts';
+import { settings } from './lib/env.ts';
+import { median } from './lib/stats.ts';
+import type { Benchmark, BenchResult, SummaryRow } from './lib/types.ts';
+
+export const BUNDLE_TARGET_KB = 400;
+export const INIT_TARGET_MS = 50;
+
+interface FunctionFigures {
+  name: string;
+  handler: string;
+  /** The copy that is imported. */
+  file: string;
+  kb: number;
+  gzipKb: number;
+  runs: number[];
+  initMs: number;
+}
+
+export const bundlesBenchmark: Benchmark = {
+  name: 'bundles',
+  title: 'Per-function bundle size and module init time',
+  async run(): Promise<BenchResult> {
+    heading(this.title);
+    const entries = Object.entries(functionEntries());
+    const runs = settings.importRuns();
+    const errors: string[] = [];
+
+    const buildStarted = performance.now();
+    await buildFunctions();
+    console.log(`buildFunctions(): ${entries.length} bundles in ${Math.round(performance.now() - buildStarted)} ms`);
+
+    // Imports run on copies outside the repo, as on Lambda: no node_modules to fall back on (a bundle
+    // that is not self-contained fails here), and a concurrent `npm run build` cannot swap files mid-run.
+    const copies = await mkdtemp(join(tmpdir(), 'analytics-bench-bundles-'));
+    const figures: FunctionFigures[] = [];
+    try {
+      for (const [name, handler] of entries) {
+        const file = join(bundleDir(name), 'index.mjs');
+        const copy = join(copies, name, 'index.mjs');
+        await mkdir(join(copies, name));
+        await copyFile(file, copy);
+        const { size } = await stat(copy);
+        const gzip = gzipSync(await readFile(copy)).length;
+        figures.push({ name, handler, file: copy, kb: size / 1024, gzipKb: gzip / 1024, runs: [], initMs: Number.NaN });
+      }
+
+      // Round-robin over functions so slow drift on the machine spreads over all of them alike.
+      console.log(`cold import(): ${runs} fresh node processes per function (TABLE_NAME=bench AWS_REGION=us-east-1), median reported`);
+      for (let i = 0; i < runs; i++) {
+        for (const f of figures) {
+          try {
+            f.runs.push(await coldImportMs(f.file));
+          } catch (error) {
+            errors.push(error instanceof Error ? error.message : String(error));
+          }
+        }
+      }
+    } finally {
+      await rm(copies, { recursive: true, force: true });
+    }
+    for (const f of figures) f.initMs = f.runs.length === runs ? median(f.runs) : Number.NaN;
+
+    const flag = (over: boolean, missing: boolean) => (missing ? 'ERROR' : over ? 'OVER' : 'ok');
+    console.log(
+      `\n${table(
+        ['function', 'handler', 'min KB', 'gzip KB', 'size', 'init ms (median)', 'init', 'runs (ms)'],
+        figures.map((f) => [
+          f.name,
+          f.handler,
+          fixed(f.kb),
+          fixed(f.gzipKb),
+          flag(f.kb > BUNDLE_TARGET_KB, false),
+          fixed(f.initMs),
+          flag(f.initMs > INIT_TARGET_MS, !Number.isFinite(f.initMs)),
+          f.runs.map((r) => fixed(r)).join(' '),
+        ]),
+        ['l', 'l', 'r', 'r', 'l', 'r', 'l', 'l'],
+      )}`,
+    );
+    console.log(`targets: bundle <= ${BUNDLE_TARGET_KB} KB minified (1 KB = 1024 bytes), init <= ${INIT_TARGET_MS} ms`);
+    const overSize = figures.filter((f) => f.kb > BUNDLE_TARGET_KB);
+    const overInit = figures.filter((f) => f.initMs > INIT_TARGET_MS);
+    for (const f of overSize) console.log(`  ! ${f.name}: bundle ${fixed(f.kb)} KB is over the ${BUNDLE_TARGET_KB} KB target`);
+    for (const f of overInit) console.log(`  ! ${f.name}: init ${fixed(f.initMs)} ms is over the ${INIT_TARGET_MS} ms target`);
+    if (!overSize.length && !overInit.length && !errors.length) console.log('  all functions within targets');
+
+    const rows: SummaryRow[] = [];
+    for (const f of figures) {
+      rows.push({
+        benchmark: 'bundles',
+        metric: `${f.name} size`,
+        value: `${fixed(f.kb)} KB`,
+        target: `<= ${BUNDLE_TARGET_KB} KB`,
+        status: f.kb > BUNDLE_TARGET_KB ? 'OVER TARGET' : 'pass',
+      });
+      rows.push({
+        benchmark: 'bundles',
+        metric: `${f.name} init (median of ${runs})`,
+        value: `${fixed(f.initMs)} ms`,
+        target: `<= ${INIT_TARGET_MS} ms`,
+        status: !Number.isFinite(f.initMs) ? 'ERROR' : f.initMs > INIT_TARGET_MS ? 'OVER TARGET' : 'pass',
+      });
+    }
+    return { rows, errors };
+  },
+};
