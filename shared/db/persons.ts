@@ -1,4 +1,5 @@
 import { GetCommand, QueryCommand, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { batchGet } from './batch.ts';
 import { call, cancellationCodes, db, tableName } from './client.ts';
 import { keys } from './keys.ts';
 
@@ -212,4 +213,11 @@ export async function listPersonChanges(projectId: number, personId: number): Pr
     ExclusiveStartKey = out.LastEvaluatedKey;
   } while (ExclusiveStartKey);
   return changes;
+}
+
+/** Person ids for many (project, distinct id) pairs at once; key `<projectId>#<distinctId>`. */
+export async function personIdsOf(pairs: { projectId: number; distinctId: string }[]): Promise<Map<string, number>> {
+  const unique = new Map(pairs.map((p) => [`${p.projectId}#${p.distinctId}`, p]));
+  const items = await batchGet([...unique.values()].map((p) => keys.distinctId(p.projectId, p.distinctId)));
+  return new Map(items.map((item) => [String(item.pk).slice('DISTINCT#'.length), Number(item.person_id)]));
 }

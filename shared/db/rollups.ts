@@ -1,5 +1,5 @@
 import { QueryCommand, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
-import { batchGet } from './batch.ts';
+import { batchGet, inParallel } from './batch.ts';
 import { call, cancellationCodes, db, tableName } from './client.ts';
 import { keys, type ItemKey } from './keys.ts';
 
@@ -39,37 +39,40 @@ const TRANSACTION_LIMIT = 100;
  * Returns the moves whose condition failed (someone else moved them): the caller re-reads and retries.
  */
 export async function applyCountMoves(moves: CountMove[]): Promise<CountMove[]> {
-  const failed: CountMove[] = [];
-  let group: CountMove[] = [];
-  let deltas = new Map<string, { key: ItemKey; delta: number }>();
-  const rollupKeys = (m: CountMove) =>
-    [m.from && [m.from, -1], m.to && [m.to, 1]].flatMap((x) => {
-      if (!x) return [];
-      const [b, d] = x as [Bucket, number];
-      return [
-        { key: keys.rollup(m.projectId, b.event, b.hour), delta: d },
-        { key: keys.rollup(m.projectId, null, b.hour), delta: d },
-      ];
-    });
-  const flush = async () => {
-    if (!group.length) return;
-    if (!(await writeGroup(group, [...deltas.values()]))) failed.push(...(await retryOneByOne(group)));
-    group = [];
-    deltas = new Map();
-  };
-  for (const m of moves) {
-    if (sameBucket(m.from, m.to)) continue;
-    const added = rollupKeys(m).filter(({ key }) => !deltas.has(`${key.pk}|${key.sk}`)).length;
-    if (group.length + deltas.size + 1 + added > TRANSACTION_LIMIT) await flush();
-    group.push(m);
-    for (const { key, delta } of rollupKeys(m)) {
+  // Sorted by bucket, a transaction covers few rollup items and has room for ~95 markers.
+  const order = (m: CountMove) => `${m.projectId}|${m.to?.event ?? m.from?.event}|${m.to?.hour ?? m.from?.hour}`;
+  const pending = moves.filter((m) => !sameBucket(m.from, m.to)).sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
+  const groups: { moves: CountMove[]; deltas: Map<string, { key: ItemKey; delta: number }> }[] = [];
+  let group: (typeof groups)[number] = { moves: [], deltas: new Map() };
+  for (const m of pending) {
+    const added = rollupDeltas(m).filter(({ key }) => !group.deltas.has(`${key.pk}|${key.sk}`)).length;
+    if (group.moves.length && group.moves.length + group.deltas.size + 1 + added > TRANSACTION_LIMIT) {
+      groups.push(group);
+      group = { moves: [], deltas: new Map() };
+    }
+    group.moves.push(m);
+    for (const { key, delta } of rollupDeltas(m)) {
       const id = `${key.pk}|${key.sk}`;
-      const current = deltas.get(id);
-      deltas.set(id, { key, delta: (current?.delta ?? 0) + delta });
+      group.deltas.set(id, { key, delta: (group.deltas.get(id)?.delta ?? 0) + delta });
     }
   }
-  await flush();
+  if (group.moves.length) groups.push(group);
+  const failed: CountMove[] = [];
+  await inParallel(groups, TRANSACTIONS_IN_FLIGHT, async (g) => {
+    if (!(await writeGroup(g.moves, [...g.deltas.values()]))) failed.push(...(await retryOneByOne(g.moves)));
+  });
   return failed;
+}
+
+const TRANSACTIONS_IN_FLIGHT = 4;
+
+function rollupDeltas(m: CountMove): { key: ItemKey; delta: number }[] {
+  return (
+    [
+      [m.from, -1],
+      [m.to, 1],
+    ] as const
+  ).flatMap(([b, delta]) => (b ? [{ key: keys.rollup(m.projectId, b.event, b.hour), delta }, { key: keys.rollup(m.projectId, null, b.hour), delta }] : []));
 }
 
 /** When a group's transaction is refused, find the culprits one move at a time (rare: replays and races). */
@@ -77,15 +80,9 @@ async function retryOneByOne(group: CountMove[]): Promise<CountMove[]> {
   const failed: CountMove[] = [];
   for (const m of group) {
     const deltas = new Map<string, { key: ItemKey; delta: number }>();
-    for (const [b, d] of [
-      [m.from, -1],
-      [m.to, 1],
-    ] as const) {
-      if (!b) continue;
-      for (const key of [keys.rollup(m.projectId, b.event, b.hour), keys.rollup(m.projectId, null, b.hour)]) {
-        const id = `${key.pk}|${key.sk}`;
-        deltas.set(id, { key, delta: (deltas.get(id)?.delta ?? 0) + d });
-      }
+    for (const { key, delta } of rollupDeltas(m)) {
+      const id = `${key.pk}|${key.sk}`;
+      deltas.set(id, { key, delta: (deltas.get(id)?.delta ?? 0) + delta });
     }
     if (!(await writeGroup([m], [...deltas.values()]))) failed.push(m);
   }
@@ -113,7 +110,7 @@ async function writeGroup(group: CountMove[], deltas: { key: ItemKey; delta: num
         ExpressionAttributeValues: { ':d': delta, ':entity': 'Rollup' },
       },
     }));
-  for (let attempt = 0; attempt < 5; attempt += 1) {
+  for (let attempt = 0; attempt < 8; attempt += 1) {
     try {
       await call(() => db().send(new TransactWriteCommand({ TransactItems: [...markers, ...rollups] })));
       return true;
@@ -121,7 +118,7 @@ async function writeGroup(group: CountMove[], deltas: { key: ItemKey; delta: num
       const codes = cancellationCodes(error);
       if (!codes) throw error;
       if (codes.includes('ConditionalCheckFailed')) return false;
-      // TransactionConflict: another worker is writing the same rollup item; back off and retry.
+      // TransactionConflict: another transaction is writing the same rollup item; back off and retry.
       await new Promise((r) => setTimeout(r, 10 * 2 ** attempt + Math.random() * 20));
     }
   }

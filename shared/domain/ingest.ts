@@ -2,7 +2,7 @@ import type { StoredEvent } from '../db/events.ts';
 import { applyCountMoves, countedBuckets, markerId, type Bucket } from '../db/rollups.ts';
 import type { EventChange } from '../db/stream.ts';
 import { logger } from '../observability.ts';
-import { applyEventToPersons } from './person-ingest.ts';
+import { applyEventsToPersons } from './person-ingest.ts';
 
 const bucketOf = (e: StoredEvent): Bucket => ({ event: e.event, hour: e.timestamp.slice(0, 13) });
 
@@ -13,17 +13,14 @@ const bucketOf = (e: StoredEvent): Bucket => ({ event: e.event, hour: e.timestam
  * redelivered batch converges to the same persons and counts.
  */
 export async function ingestEventChanges(changes: EventChange[]): Promise<string[]> {
+  const inserts = changes.map((c, i) => ({ c, i })).filter(({ c }) => c.after && !c.before);
   let firstFailure = changes.length;
-  for (let i = 0; i < changes.length; i += 1) {
-    const c = changes[i]!;
-    if (!c.after || c.before) continue;
-    try {
-      await applyEventToPersons(c.after);
-    } catch (error) {
-      logger.error('person update failed', { event_uuid: c.after.uuid, error: (error as Error).message });
-      firstFailure = i;
-      break;
-    }
+  try {
+    const failed = await applyEventsToPersons(inserts.map(({ c }) => c.after!));
+    if (failed.length) firstFailure = inserts[Math.min(...failed)]!.i;
+  } catch (error) {
+    logger.error('person update failed', { error: (error as Error).message });
+    firstFailure = 0;
   }
   try {
     await recount(changes.slice(0, firstFailure));

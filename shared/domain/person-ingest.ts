@@ -1,6 +1,8 @@
 import { nextId } from '../db/counters.ts';
 import type { StoredEvent } from '../db/events.ts';
-import { getPerson, insertPerson, mergePersonInto, personIdOf, savePerson, type PersonRecord, type PropertyChange } from '../db/persons.ts';
+import { getPerson, insertPerson, mergePersonInto, personIdOf, personIdsOf, savePerson, type PersonRecord, type PropertyChange } from '../db/persons.ts';
+import { inParallel } from '../db/batch.ts';
+import { logger } from '../observability.ts';
 import { keys } from '../db/keys.ts';
 import { uuidv7 } from '../ids.ts';
 import { applyPersonUpdates, hasUpdates, isIllegalDistinctId, mergeProperties, personUpdatesOf } from './person-properties.ts';
@@ -42,6 +44,42 @@ async function newPerson(projectId: number, distinctIds: string[], e: StoredEven
     is_identified: false,
     version: 0,
   };
+}
+
+const PERSON_GROUPS_IN_FLIGHT = 16;
+
+const isMerge = (e: StoredEvent) => e.event === '$identify' || e.event === '$create_alias';
+
+/**
+ * Persons for a stream batch. One BatchGetItem finds which distinct ids are known; an event of a known
+ * id that sets nothing needs no further work (most traffic). The rest run grouped by distinct id:
+ * in order within a group, groups concurrently (every write is conditional, so groups that meet in
+ * a merge still converge). Returns the indexes of events that failed.
+ */
+export async function applyEventsToPersons(events: StoredEvent[]): Promise<number[]> {
+  const relevant = events.map((e, index) => ({ e, index })).filter(({ e }) => e.properties.$process_person_profile !== false);
+  const known = await personIdsOf(relevant.map(({ e }) => ({ projectId: e.project_id, distinctId: e.distinct_id })));
+  const groups = new Map<string, { e: StoredEvent; index: number }[]>();
+  for (const item of relevant) {
+    const key = `${item.e.project_id}#${item.e.distinct_id}`;
+    if (known.has(key) && !isMerge(item.e) && !hasUpdates(personUpdatesOf(item.e.properties))) continue;
+    groups.set(key, [...(groups.get(key) ?? []), item]);
+  }
+  const failed: number[] = [];
+  await inParallel([...groups.values()], PERSON_GROUPS_IN_FLIGHT, async (group) => {
+    for (const { e, index } of group) {
+      try {
+        await applyEventToPersons(e);
+      } catch (error) {
+        failed.push(index);
+        // Later events of this distinct id wait for the retry, to keep their order.
+        failed.push(...group.filter((g) => g.index > index).map((g) => g.index));
+        logger.error('person update failed', { event_uuid: e.uuid, error: (error as Error).message });
+        return;
+      }
+    }
+  });
+  return failed;
 }
 
 /**
