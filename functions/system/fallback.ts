@@ -2,7 +2,12 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { errorResponse } from '#shared/http/errors.ts';
 import { normalizePath, resolveRoute } from '#shared/http/router.ts';
 import { MethodNotAllowed, NotFound } from '#shared/errors.ts';
+import { capturePreflightHeaders } from '#shared/http/cors.ts';
 import { routePaths } from '../routes.ts';
+
+/** Browsers preflight capture requests that are not "simple"; API Gateway hands OPTIONS to this function. */
+const capturePaths = routePaths.filter((r) => r.auth === 'project_token');
+const isCapturePath = (path: string) => resolveRoute(capturePaths, 'POST', path).kind === 'match';
 
 /**
  * API Gateway's `$default` route: anything no operation route took. Unknown paths are 404 and known
@@ -13,6 +18,9 @@ import { routePaths } from '../routes.ts';
 export const handler = async (event: APIGatewayProxyEventV2) => {
   const method = event.requestContext.http.method;
   const resolution = resolveRoute(routePaths, method, event.rawPath);
+  if (method === 'OPTIONS' && isCapturePath(event.rawPath)) {
+    return { statusCode: 204, headers: capturePreflightHeaders(event.headers?.origin, event.headers?.['access-control-request-headers']), body: '' };
+  }
   if (resolution.kind === 'match') {
     const location = normalizePath(event.rawPath) + (event.rawQueryString ? `?${event.rawQueryString}` : '');
     return { statusCode: 308, headers: { Location: location }, body: '' };

@@ -15,6 +15,7 @@ import {
 import type { MembershipRecord } from '../domain/records.ts';
 import { ParseError, PayloadTooLarge, UnsupportedMediaType, ValidationError } from '../errors.ts';
 import { logger } from '../observability.ts';
+import { captureCorsHeaders } from './cors.ts';
 import { errorResponse } from './errors.ts';
 import { jsonResponse, publicBaseUrl, queryParameters, type HttpResponse, type Reply } from './responses.ts';
 import { tenancyOf } from './tenancy.ts';
@@ -212,8 +213,13 @@ export function publicHandler(route: PublicRouteInfo, fn: (request: PublicReques
     });
     return jsonResponse(reply.status, reply.status === 204 ? undefined : reply.body, reply.headers);
   };
+  const cors = (request: Request) => {
+    if (request.response) Object.assign(request.response.headers, captureCorsHeaders(request.event.headers?.origin));
+  };
   return middy<APIGatewayProxyEventV2, HttpResponse, Error, Context>()
     .use(injectLambdaContext(logger, { resetKeys: true }))
+    // Runs after the error mapping (middy unwinds in reverse), so error responses carry CORS too.
+    .use({ after: cors, onError: cors })
     .use(errorMapping)
     .use(requestLogKeys(route))
     .handler(core);

@@ -152,3 +152,27 @@ describe('capture limits and time', () => {
     expect(Math.abs(Date.parse(stored!.timestamp) - Date.now())).toBeLessThan(3_000);
   });
 });
+
+describe('capture from browsers', () => {
+  it('mirrors the origin on responses, errors included, and answers the preflight', async () => {
+    const { token } = await newProject(api.as);
+    const ok = await api.as().request('POST', '/e/', { body: [{ event: 'x', distinct_id: 'c', properties: { token } }], headers: { origin: 'https://shop.example' } });
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get('access-control-allow-origin')).toBe('https://shop.example');
+    expect(ok.headers.get('access-control-allow-credentials')).toBe('true');
+    const denied = await api.as().request('POST', '/e/', { body: [{ event: 'x', distinct_id: 'c', properties: { token: 'phc_unknown' } }], headers: { origin: 'https://shop.example' } });
+    expect(denied.status).toBe(401);
+    expect(denied.headers.get('access-control-allow-origin')).toBe('https://shop.example');
+    const preflight = await api.as().request('OPTIONS', '/i/v0/e/', { headers: { origin: 'https://shop.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-methods')).toContain('POST');
+    expect(preflight.headers.get('access-control-allow-headers')).toBe('content-type');
+  });
+
+  it('sends no CORS headers from the management API', async () => {
+    const res = await api.as().request('GET', '/api/organizations/', { headers: { origin: 'https://evil.example' } });
+    expect(res.headers.get('access-control-allow-origin')).toBeNull();
+    const preflight = await api.as().request('OPTIONS', '/api/organizations/', { headers: { origin: 'https://evil.example' } });
+    expect(preflight.status).toBe(405);
+  });
+});
