@@ -1,0 +1,87 @@
+/**
+ * Breakdowns (posthog/hogql_queries/insights/trends/breakdown.py): one row per property value,
+ * the top `breakdown_limit` values by volume, the rest in one "Other" row, missing values in a
+ * "None" row.
+ */
+import { computeRow, lowerIndex, type RowContext, type RowValues, type TimedEvent } from './math.ts';
+import { BREAKDOWN_NULL_LABEL, BREAKDOWN_NULL_VALUE, BREAKDOWN_OTHER_LABEL, BREAKDOWN_OTHER_VALUE, type BreakdownSpec, type TrendEntity, type TrendEvent } from './types.ts';
+
+/**
+ * A property value as a breakdown value: strings as they are, booleans 'true'/'false', numbers
+ * stringified; missing, null and the empty string are "no value" (PostHog treats '' as none).
+ */
+export function breakdownText(v: unknown): string {
+  if (v === undefined || v === null || v === '') return BREAKDOWN_NULL_VALUE;
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  return JSON.stringify(v);
+}
+
+export function breakdownLabel(value: string): string {
+  if (value === BREAKDOWN_NULL_VALUE) return BREAKDOWN_NULL_LABEL;
+  if (value === BREAKDOWN_OTHER_VALUE) return BREAKDOWN_OTHER_LABEL;
+  return value;
+}
+
+export type BreakdownReader = (e: TrendEvent) => string;
+
+/**
+ * How to read an event's breakdown value. `$session_duration` is the whole seconds between the
+ * first and last event of the event's `$session_id` among all the events handed over (PostHog's
+ * sessions table: dateDiff('second', min, max)).
+ */
+export function breakdownReader(spec: BreakdownSpec, all: TimedEvent[]): BreakdownReader {
+  const key = spec.property;
+  if (spec.source === 'person') return (e) => breakdownText(e.person_properties?.[key]);
+  if (spec.source === 'event') return (e) => breakdownText(e.properties?.[key]);
+  const durations = sessionDurations(all);
+  return (e) => breakdownText(durations.get(sessionKey(e) ?? ''));
+}
+
+function sessionKey(e: TrendEvent): string | null {
+  const id = e.properties?.$session_id;
+  return id === undefined || id === null || id === '' ? null : String(id);
+}
+
+function sessionDurations(all: TimedEvent[]): Map<string, number> {
+  const spans = new Map<string, [number, number]>();
+  for (const { t, e } of all) {
+    const id = sessionKey(e);
+    if (id === null) continue;
+    const span = spans.get(id);
+    if (!span) spans.set(id, [t, t]);
+    else {
+      span[0] = Math.min(span[0], t);
+      span[1] = Math.max(span[1], t);
+    }
+  }
+  const out = new Map<string, number>();
+  for (const [id, [first, last]] of spans) out.set(id, Math.floor(last / 1000) - Math.floor(first / 1000));
+  return out;
+}
+
+/**
+ * Rows of one series broken down. Values are ranked by their number of events in the period
+ * (ties: by value), largest first; "None" ranks like any value; "Other" comes last and is
+ * aggregated with the series' math over all its events (not a sum of rows), so distinct-person
+ * maths stay distinct. No event in the period: no rows at all.
+ */
+export function breakdownRows(events: TimedEvent[], entity: TrendEntity, spec: BreakdownSpec, read: BreakdownReader, ctx: RowContext): RowValues[] {
+  const { period } = ctx;
+  const volumes = new Map<string, number>();
+  for (let i = lowerIndex(events, period.from); i < events.length && events[i]!.t <= period.to; i++) {
+    const value = read(events[i]!.e);
+    volumes.set(value, (volumes.get(value) ?? 0) + 1);
+  }
+  if (!volumes.size) return [];
+  const ranked = [...volumes].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([v]) => v);
+  const top = ranked.slice(0, spec.limit);
+  const withOther = ranked.length > spec.limit && !spec.hide_other;
+  const groups = new Map<string, TimedEvent[]>(top.map((v) => [v, []]));
+  if (withOther) groups.set(BREAKDOWN_OTHER_VALUE, []);
+  for (const ev of events) {
+    const value = read(ev.e);
+    (groups.get(value) ?? (withOther ? groups.get(BREAKDOWN_OTHER_VALUE) : undefined))?.push(ev);
+  }
+  return [...groups].map(([value, rowEvents]) => ({ breakdown_value: value, ...computeRow(rowEvents, entity, ctx) }));
+}

@@ -1,0 +1,142 @@
+/**
+ * The trend engine over raw events: date range, what to read, and the computation.
+ */
+import { ValidationError } from '#shared/errors.ts';
+import { breakdownReader, breakdownRows } from './breakdown.ts';
+import { dateContext, type DateContext, fromDateRange, MAX_BUCKETS, type Period, periodsOf, resolveRange, toDateRange, windowStart } from './dates.ts';
+import { computeRow, lowerIndex, type RowValues, type TimedEvent, windowDays } from './math.ts';
+import { buildResponse, type PeriodResult } from './output.ts';
+import { compileFilters, compileGroup, type EventPredicate, parseFilter } from './properties.ts';
+import { isValidTimeZone } from './tz.ts';
+import type { ActionDefinition, DateRange, ProjectSettings, PropertyFilter, TrendEntity, TrendEvent, TrendQuery, TrendResponse } from './types.ts';
+
+export function projectContext(project: ProjectSettings, now: Date): DateContext {
+  if (!isValidTimeZone(project.timezone)) throw new ValidationError(`Unknown time zone "${project.timezone}".`, 'timezone');
+  return dateContext(project, now);
+}
+
+export function resolveDateRange(query: TrendQuery, project: ProjectSettings, now: Date, firstEventAt?: Date): DateRange {
+  const ctx = projectContext(project, now);
+  try {
+    return toDateRange(resolveRange(query, ctx, firstEventAt?.getTime()), query.interval, ctx);
+  } catch (err) {
+    if (err instanceof RangeError) throw new ValidationError(`The date range has more than ${MAX_BUCKETS} ${query.interval} intervals; choose a longer interval.`, 'interval');
+    throw err;
+  }
+}
+
+/** The range and the compared one; `now` is irrelevant once the range is resolved. */
+export function periodsFor(query: TrendQuery, range: DateRange): Period[] {
+  return periodsOf(query, fromDateRange(range), { tz: range.timezone, now: range.to.getTime(), weekStartDay: range.week_start_day });
+}
+
+/** Where a period's events start, reaching back for the weekly/monthly active windows of its first bucket. */
+function readFrom(query: TrendQuery, period: Period, tz: string): number {
+  const first = period.buckets[0];
+  const lookbackDays = Math.max(0, ...query.series.map((s) => windowDays(s.math, query.interval) ?? 0));
+  return first === undefined || lookbackDays === 0 ? period.from : Math.min(period.from, windowStart(first, lookbackDays, tz));
+}
+
+export function eventsNeeded(query: TrendQuery, range: DateRange): { from: Date; to: Date } {
+  const periods = periodsFor(query, range);
+  const from = Math.min(...periods.map((p) => readFrom(query, p, range.timezone)));
+  const to = Math.max(...periods.map((p) => p.to));
+  return { from: new Date(from), to: new Date(to) };
+}
+
+export function indexActions(query: TrendQuery, actions: ActionDefinition[]): Map<number, ActionDefinition> {
+  const byId = new Map(actions.map((a) => [a.id, a]));
+  for (const entity of query.series) {
+    if (entity.type === 'actions' && !byId.has(entity.id as number)) {
+      throw new ValidationError(`Action ${entity.id} does not exist.`, `actions__${entity.index}__id`);
+    }
+  }
+  return byId;
+}
+
+/**
+ * Event names storage must read, or null when every event is needed: an `id: null` series, an
+ * action step without an event, or a session breakdown (a session's duration spans all its events).
+ */
+export function needsEventNames(query: TrendQuery, actions: ActionDefinition[]): string[] | null {
+  if (query.breakdown?.source === 'session') return null;
+  const byId = indexActions(query, actions);
+  const names = new Set<string>();
+  for (const entity of query.series) {
+    if (entity.type === 'events') {
+      if (entity.id === null) return null;
+      names.add(String(entity.id));
+      continue;
+    }
+    for (const step of byId.get(entity.id as number)!.steps) {
+      if (step.event === null || step.event === undefined) return null;
+      names.add(step.event);
+    }
+  }
+  return [...names].sort();
+}
+
+/** Filters stored with the project or an action are validated like request filters (400 on what we cannot evaluate). */
+function storedFilters(filters: PropertyFilter[] | undefined, attr: string, ctx: DateContext): EventPredicate {
+  const parsed = (filters ?? []).map((f, i) => parseFilter(f as unknown as Record<string, unknown>, `${attr}__${i}`));
+  return compileFilters(parsed, ctx);
+}
+
+function seriesMatcher(entity: TrendEntity, actions: ReadonlyMap<number, ActionDefinition>, ctx: DateContext): EventPredicate {
+  const own = compileGroup(entity.properties, ctx);
+  if (entity.type === 'events') {
+    const name = entity.id;
+    return name === null ? own : (e) => e.event === name && own(e);
+  }
+  const steps = actions.get(entity.id as number)!.steps.map((step, i) => {
+    const filters = storedFilters(step.properties, `actions__${entity.index}__steps__${i}__properties`, ctx);
+    return (e: TrendEvent) => (step.event === null || step.event === undefined || e.event === step.event) && filters(e);
+  });
+  return (e) => steps.some((s) => s(e)) && own(e);
+}
+
+/** Timestamps are UTC; one without a zone designator is read as UTC too (Date.parse would use the machine's zone). */
+function parseTimestamp(ts: string): number {
+  return Date.parse(/(Z|[+-]\d{2}:?\d{2})$/i.test(ts) || !ts.includes('T') ? ts : `${ts}Z`);
+}
+
+export function timedEvents(events: TrendEvent[]): TimedEvent[] {
+  const out: TimedEvent[] = [];
+  for (const e of events) {
+    const t = parseTimestamp(e.timestamp);
+    if (Number.isFinite(t)) out.push({ t, e });
+  }
+  return out.sort((a, b) => a.t - b.t);
+}
+
+/** Each series' events: matching its event/action and filters, the global filters and the test-account filters. */
+function eventsPerSeries(query: TrendQuery, all: TimedEvent[], project: ProjectSettings, actions: ReadonlyMap<number, ActionDefinition>, ctx: DateContext): TimedEvent[][] {
+  const global = compileGroup(query.properties, ctx);
+  const testAccounts = query.filter_test_accounts ? storedFilters(project.test_account_filters, 'filter_test_accounts', ctx) : () => true;
+  return query.series.map((entity) => {
+    const matches = seriesMatcher(entity, actions, ctx);
+    return all.filter(({ e }) => matches(e) && global(e) && testAccounts(e));
+  });
+}
+
+export function computeTrend(
+  query: TrendQuery,
+  input: { events: TrendEvent[]; project: ProjectSettings; actions: ActionDefinition[]; now: Date; firstEventAt?: Date },
+): TrendResponse {
+  const ctx = projectContext(input.project, input.now);
+  const periods = periodsFor(query, resolveDateRange(query, input.project, input.now, input.firstEventAt));
+  const actions = indexActions(query, input.actions);
+  const all = timedEvents(input.events);
+  const perSeries = eventsPerSeries(query, all, input.project, actions, ctx);
+  const read = query.breakdown ? breakdownReader(query.breakdown, all) : null;
+  const rowsOf = (entity: TrendEntity, events: TimedEvent[], period: Period): RowValues[] => {
+    const relevant = events.slice(lowerIndex(events, readFrom(query, period, ctx.tz)), lowerIndex(events, period.to + 1));
+    const rowCtx = { period, interval: query.interval, date: ctx, cumulative: query.display === 'ActionsLineGraphCumulative' };
+    return query.breakdown && read ? breakdownRows(relevant, entity, query.breakdown, read, rowCtx) : [computeRow(relevant, entity, rowCtx)];
+  };
+  const results: PeriodResult[] = periods.map((period) => ({
+    period,
+    series: query.series.map((entity, i) => ({ entity, rows: rowsOf(entity, perSeries[i]!, period) })),
+  }));
+  return buildResponse({ query, timezone: ctx.tz, actions }, results);
+}

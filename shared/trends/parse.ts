@@ -1,0 +1,264 @@
+/**
+ * The legacy trend request (posthog/models/filters/*, posthog/api/insight.py `trend`): a POST body,
+ * or a GET query string whose structured values are JSON strings. Everything is validated here so
+ * the engine never sees a request it cannot answer; errors name the field as DRF would (`events__0__math`).
+ */
+import { ValidationError } from '#shared/errors.ts';
+import { parseDateExpression } from './dates.ts';
+import { parseFormula } from './formula.ts';
+import { parseProperties } from './properties.ts';
+import {
+  COUNT_PER_ACTOR_MATHS,
+  DISPLAYS,
+  PROPERTY_MATHS,
+  type BreakdownSpec,
+  type Display,
+  type Interval,
+  type MathType,
+  type TrendEntity,
+  type TrendQuery,
+} from './types.ts';
+
+const KNOWN_MATHS = new Set<string>(['total', 'dau', 'weekly_active', 'monthly_active', 'unique_session', ...PROPERTY_MATHS, ...COUNT_PER_ACTOR_MATHS]);
+const UNSUPPORTED_MATHS: Record<string, string> = {
+  unique_group: 'Math "unique_group" needs groups, which are not supported yet.',
+  hogql: 'Math "hogql" is not supported.',
+  first_time_for_user: 'Math "first_time_for_user" is not supported.',
+  first_matching_event_for_user: 'Math "first_matching_event_for_user" is not supported.',
+};
+
+export const DEFAULT_BREAKDOWN_LIMIT = 25;
+/** PostHog raises the limit for WorldMap so every country shows. */
+export const WORLD_MAP_BREAKDOWN_LIMIT = 300;
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const blank = (v: unknown) => v === undefined || v === null || v === '';
+
+/** A structured value that a GET sends as a JSON string. */
+function jsonValue(raw: unknown, attr: string): unknown {
+  if (typeof raw !== 'string') return raw;
+  try {
+    return JSON.parse(raw);
+  } catch {
+    throw new ValidationError('Value must be valid JSON.', attr);
+  }
+}
+
+function tryJson(raw: string): unknown {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return raw;
+  }
+}
+
+function booleanValue(raw: unknown, attr: string): boolean {
+  if (blank(raw)) return false;
+  if (typeof raw === 'boolean') return raw;
+  if (raw === 'true' || raw === '1' || raw === 'True' || raw === 1) return true;
+  if (raw === 'false' || raw === '0' || raw === 'False' || raw === 0) return false;
+  throw new ValidationError('Must be a valid boolean.', attr);
+}
+
+function optionalString(raw: unknown, attr: string): string | null {
+  if (blank(raw)) return null;
+  if (typeof raw !== 'string') throw new ValidationError('Not a valid string.', attr);
+  return raw;
+}
+
+function integerValue(raw: unknown, attr: string): number | null {
+  if (blank(raw)) return null;
+  const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^-?\d+$/.test(raw.trim()) ? Number(raw) : NaN;
+  if (!Number.isInteger(n)) throw new ValidationError('A valid integer is required.', attr);
+  return n;
+}
+
+export function parseTrendRequest(raw: Record<string, unknown>): TrendQuery {
+  if (!isObject(raw)) throw new ValidationError('Expected an object.', null);
+  rejectGroups(raw);
+  const events = entityList(raw.events, 'events');
+  const actions = entityList(raw.actions, 'actions');
+  if (!events.length && !actions.length) throw new ValidationError('At least one of events or actions is required.', 'events', 'required');
+  const series = orderSeries([...events, ...actions]);
+  const display = parseDisplay(raw.display);
+  const formula = optionalString(raw.formula, 'formula')?.trim() || null;
+  const compareTo = parseCompareTo(raw.compare_to);
+  const explicit = booleanValue(raw.explicit_date, 'explicit_date');
+  return {
+    series,
+    properties: parseProperties(jsonValue(raw.properties, 'properties'), 'properties').group,
+    filter_test_accounts: booleanValue(raw.filter_test_accounts, 'filter_test_accounts'),
+    date_from: parseDate(raw.date_from, 'date_from', true),
+    date_to: parseDate(raw.date_to, 'date_to', false),
+    explicit_date: explicit,
+    interval: parseInterval(raw.interval),
+    display,
+    breakdown: parseBreakdown(raw, display),
+    // `compare_to` without `compare` still asks for a comparison (the newer compareFilter sends both).
+    compare: booleanValue(raw.compare, 'compare') || compareTo !== null,
+    compare_to: compareTo,
+    formula,
+    formula_ast: formula === null ? null : parseFormula(formula, series.length),
+  };
+}
+
+function rejectGroups(raw: Record<string, unknown>): void {
+  if (!blank(raw.aggregation_group_type_index)) throw new ValidationError('Aggregating by groups is not supported yet.', 'aggregation_group_type_index');
+}
+
+function entityList(raw: unknown, list: 'events' | 'actions'): (TrendEntity & { requestedOrder: number | null })[] {
+  const value = jsonValue(raw, list);
+  if (blank(value)) return [];
+  if (!Array.isArray(value)) throw new ValidationError(`Expected a list of items but got type "${typeof value}".`, list);
+  return value.map((item, i) => parseEntity(item, list, i));
+}
+
+function parseEntity(raw: unknown, list: 'events' | 'actions', index: number): TrendEntity & { requestedOrder: number | null } {
+  const attr = `${list}__${index}`;
+  if (!isObject(raw)) throw new ValidationError('Invalid data. Expected a dictionary.', attr);
+  const math = parseMath(raw.math, `${attr}__math`);
+  const mathProperty = optionalString(raw.math_property, `${attr}__math_property`);
+  if ((PROPERTY_MATHS as readonly string[]).includes(math) && !mathProperty) {
+    throw new ValidationError(`Math "${math}" needs a math_property.`, `${attr}__math_property`, 'required');
+  }
+  const properties = parseProperties(jsonValue(raw.properties, `${attr}__properties`), `${attr}__properties`);
+  return {
+    id: list === 'events' ? eventId(raw.id, `${attr}__id`) : actionId(raw.id, `${attr}__id`),
+    type: list,
+    order: 0,
+    requestedOrder: integerValue(raw.order, `${attr}__order`),
+    index,
+    name: optionalString(raw.name, `${attr}__name`),
+    custom_name: optionalString(raw.custom_name, `${attr}__custom_name`),
+    math,
+    math_property: mathProperty,
+    math_property_type: parseMathPropertyType(raw.math_property_type, `${attr}__math_property_type`),
+    properties: properties.group,
+    properties_echo: properties.echo,
+  };
+}
+
+function eventId(raw: unknown, attr: string): string | null {
+  if (raw === undefined || raw === null) return null;
+  if (typeof raw === 'string' || typeof raw === 'number') return String(raw);
+  throw new ValidationError('Not a valid string.', attr);
+}
+
+function actionId(raw: unknown, attr: string): number {
+  const id = integerValue(raw, attr);
+  if (id === null) throw new ValidationError('This field is required.', attr, 'required');
+  return id;
+}
+
+function parseMath(raw: unknown, attr: string): MathType {
+  if (blank(raw)) return 'total';
+  const math = String(raw);
+  if (UNSUPPORTED_MATHS[math]) throw new ValidationError(UNSUPPORTED_MATHS[math], attr);
+  if (!KNOWN_MATHS.has(math)) throw new ValidationError(`"${math}" is not a valid choice.`, attr, 'invalid_choice');
+  return math as MathType;
+}
+
+function parseMathPropertyType(raw: unknown, attr: string): TrendEntity['math_property_type'] {
+  if (blank(raw) || raw === 'event_properties') return 'event_properties';
+  if (raw === 'person_properties') return 'person_properties';
+  throw new ValidationError(`"${String(raw)}" is not a valid choice.`, attr, 'invalid_choice');
+}
+
+/**
+ * Series order: PostHog's Filter.entities sorts events + actions (in that order) by `order`,
+ * entities without one first (`entity.order if entity.order else -1`); the sort is stable, so
+ * without any `order` it is events then actions in list order.
+ */
+function orderSeries(entities: (TrendEntity & { requestedOrder: number | null })[]): TrendEntity[] {
+  return entities
+    .map((e, position) => ({ e, position }))
+    .sort((a, b) => (a.e.requestedOrder ?? -1) - (b.e.requestedOrder ?? -1) || a.position - b.position)
+    .map(({ e }, order) => {
+      const { requestedOrder: _, ...entity } = e;
+      return { ...entity, order };
+    });
+}
+
+function parseDisplay(raw: unknown): Display {
+  if (blank(raw)) return 'ActionsLineGraph';
+  if (!(DISPLAYS as readonly unknown[]).includes(raw)) throw new ValidationError(`"${String(raw)}" is not a valid choice.`, 'display', 'invalid_choice');
+  return raw as Display;
+}
+
+/** `minute` is accepted and answered hourly, as the legacy endpoint did. */
+function parseInterval(raw: unknown): Interval {
+  if (blank(raw)) return 'day';
+  if (raw === 'minute') return 'hour';
+  if (raw === 'hour' || raw === 'day' || raw === 'week' || raw === 'month') return raw;
+  throw new ValidationError(`"${String(raw)}" is not a valid choice.`, 'interval', 'invalid_choice');
+}
+
+function parseDate(raw: unknown, attr: 'date_from' | 'date_to', allowAll: boolean): string | null {
+  const value = optionalString(raw, attr);
+  if (value === null) return null;
+  const expr = parseDateExpression(value);
+  if (!expr || (expr.kind === 'all' && !allowAll)) throw new ValidationError(`"${value}" is not a valid date.`, attr);
+  return value.trim();
+}
+
+function parseCompareTo(raw: unknown): string | null {
+  const value = optionalString(raw, 'compare_to');
+  if (value === null) return null;
+  const expr = parseDateExpression(value);
+  if (!expr || expr.kind !== 'relative' || expr.position !== null || expr.n < 1 || !value.trim().startsWith('-')) {
+    throw new ValidationError(`"${value}" is not a relative date like -1w or -1y.`, 'compare_to');
+  }
+  return value.trim();
+}
+
+const BREAKDOWN_TYPES = new Set(['event', 'person', 'session', 'hogql']);
+
+function parseBreakdown(raw: Record<string, unknown>, display: Display): BreakdownSpec | null {
+  const type = blank(raw.breakdown_type) ? 'event' : String(raw.breakdown_type);
+  if (type === 'cohort') throw new ValidationError('Breakdown by cohort is not supported yet.', 'breakdown_type');
+  if (type === 'group') throw new ValidationError('Breakdown by group is not supported yet.', 'breakdown_type');
+  if (!BREAKDOWN_TYPES.has(type)) throw new ValidationError(`"${type}" is not a valid choice.`, 'breakdown_type', 'invalid_choice');
+  const limitDefault = display === 'WorldMap' ? WORLD_MAP_BREAKDOWN_LIMIT : DEFAULT_BREAKDOWN_LIMIT;
+  const limit = integerValue(raw.breakdown_limit, 'breakdown_limit') ?? limitDefault;
+  if (limit < 1) throw new ValidationError('Ensure this value is greater than or equal to 1.', 'breakdown_limit');
+  const hideOther = booleanValue(raw.breakdown_hide_other_aggregation, 'breakdown_hide_other_aggregation');
+  const breakdown = breakdownKey(raw.breakdown);
+  if (breakdown === null) {
+    // The UI sends WorldMap with a country breakdown; without one we add it, as the map needs it.
+    if (display !== 'WorldMap') return null;
+    return { breakdown_type: 'event', breakdown: '$geoip_country_code', source: 'event', property: '$geoip_country_code', limit, hide_other: hideOther };
+  }
+  if (type === 'session') {
+    if (breakdown !== '$session_duration') throw new ValidationError('Session breakdowns support $session_duration only.', 'breakdown');
+    return { breakdown_type: 'session', breakdown, source: 'session', property: breakdown, limit, hide_other: hideOther };
+  }
+  if (type === 'hogql') {
+    const target = hogqlProperty(breakdown);
+    return { breakdown_type: 'hogql', breakdown, ...target, limit, hide_other: hideOther };
+  }
+  return { breakdown_type: type as 'event' | 'person', breakdown, source: type as 'event' | 'person', property: breakdown, limit, hide_other: hideOther };
+}
+
+function breakdownKey(raw: unknown): string | null {
+  let value = raw;
+  if (typeof value === 'string' && /^\s*[[{]/.test(value)) value = jsonValue(value, 'breakdown');
+  else if (typeof value === 'string' && /^\s*".*"\s*$/.test(value)) value = tryJson(value);
+  if (Array.isArray(value)) {
+    if (value.length > 1) throw new ValidationError('Breaking down by several properties is not supported.', 'breakdown');
+    value = value[0];
+  }
+  if (blank(value)) return null;
+  if (typeof value === 'string' || typeof value === 'number') return String(value);
+  throw new ValidationError('Not a valid string.', 'breakdown');
+}
+
+/** HogQL breakdowns limited to a property read: `properties.$browser`, `person.properties.email`, `properties['a b']`. */
+function hogqlProperty(expression: string): { source: 'event' | 'person'; property: string } {
+  const m =
+    /^\s*(person\.)?properties\.([A-Za-z_$][\w$]*)\s*$/.exec(expression) ??
+    /^\s*(person\.)?properties\[\s*'([^']*)'\s*\]\s*$/.exec(expression) ??
+    /^\s*(person\.)?properties\[\s*"([^"]*)"\s*\]\s*$/.exec(expression) ??
+    /^\s*(person\.)?properties\.`([^`]+)`\s*$/.exec(expression);
+  if (!m || !m[2]) throw new ValidationError('Only properties.<key> and person.properties.<key> HogQL breakdowns are supported.', 'breakdown');
+  return { source: m[1] ? 'person' : 'event', property: m[2] };
+}

@@ -1,0 +1,297 @@
+/**
+ * Property filters (posthog/models/property/util.py, posthog/hogql/property.py): validation at
+ * parse time, then compiled into predicates over events.
+ */
+import { ValidationError } from '#shared/errors.ts';
+import { type DateContext, parseDateExpression, resolveExpression } from './dates.ts';
+import { endOfLocalDay, fromLocal } from './tz.ts';
+import type { PropertyFilter, PropertyGroup, TrendEvent } from './types.ts';
+
+export const OPERATORS = [
+  'exact',
+  'is_not',
+  'icontains',
+  'not_icontains',
+  'regex',
+  'not_regex',
+  'gt',
+  'gte',
+  'lt',
+  'lte',
+  'is_set',
+  'is_not_set',
+  'is_date_before',
+  'is_date_after',
+  'is_date_exact',
+  'between',
+  'not_between',
+  'min',
+  'max',
+] as const;
+export type Operator = (typeof OPERATORS)[number];
+
+const NUMERIC_OPERATORS = new Set<string>(['gt', 'gte', 'lt', 'lte', 'min', 'max']);
+const RANGE_OPERATORS = new Set<string>(['between', 'not_between']);
+const DATE_OPERATORS = new Set<string>(['is_date_before', 'is_date_after', 'is_date_exact']);
+const REGEX_OPERATORS = new Set<string>(['regex', 'not_regex']);
+const VALUELESS_OPERATORS = new Set<string>(['is_set', 'is_not_set']);
+
+const UNSUPPORTED_TYPES: Record<string, string> = {
+  cohort: 'Cohort filters are not supported yet.',
+  group: 'Group filters are not supported yet.',
+  element: 'Element (autocapture) filters are not supported.',
+  session: 'Session filters are not supported.',
+  hogql: 'HogQL filters are not supported.',
+};
+
+export const EMPTY_GROUP: PropertyGroup = { type: 'AND', values: [] };
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export function isGroup(v: PropertyFilter | PropertyGroup): v is PropertyGroup {
+  return Array.isArray((v as PropertyGroup).values) && !('key' in v);
+}
+
+/**
+ * Properties as the request may send them: a list (AND), a group `{type, values}`, PostHog's old
+ * dict form `{"$browser": "Chrome", "$current_url__icontains": "x"}`, or any of these as a JSON
+ * string (GET). Returns the normalized group and the form to echo back.
+ */
+export function parseProperties(raw: unknown, attr: string): { group: PropertyGroup; echo: unknown[] } {
+  let value = raw;
+  if (value === undefined || value === null || value === '') return { group: EMPTY_GROUP, echo: [] };
+  if (typeof value === 'string') {
+    try {
+      value = JSON.parse(value);
+    } catch {
+      throw new ValidationError('Properties must be a JSON list or property group.', attr);
+    }
+  }
+  if (Array.isArray(value)) {
+    const values = value.map((item, i) => parseItem(item, `${attr}__${i}`));
+    return { group: { type: 'AND', values }, echo: values };
+  }
+  if (isObject(value) && Array.isArray(value.values)) {
+    const group = parseGroup(value, attr);
+    return { group, echo: [group] };
+  }
+  if (isObject(value)) {
+    const values = Object.entries(value).map(([k, v]) => legacyDictFilter(k, v, `${attr}__${k}`));
+    return { group: { type: 'AND', values }, echo: values };
+  }
+  throw new ValidationError('Properties must be a list or a property group.', attr);
+}
+
+function legacyDictFilter(key: string, value: unknown, attr: string): PropertyFilter {
+  const sep = key.lastIndexOf('__');
+  const suffix = sep > 0 ? key.slice(sep + 2) : '';
+  const filter = (OPERATORS as readonly string[]).includes(suffix) ? { key: key.slice(0, sep), value, operator: suffix } : { key, value };
+  return parseFilter(filter, attr);
+}
+
+function parseItem(item: unknown, attr: string): PropertyFilter | PropertyGroup {
+  if (!isObject(item)) throw new ValidationError('Each property filter must be an object.', attr);
+  return Array.isArray(item.values) && item.key === undefined ? parseGroup(item, attr) : parseFilter(item, attr);
+}
+
+function parseGroup(raw: Record<string, unknown>, attr: string): PropertyGroup {
+  const type = raw.type === undefined ? 'AND' : String(raw.type).toUpperCase();
+  if (type !== 'AND' && type !== 'OR') throw new ValidationError(`"${String(raw.type)}" is not a valid choice.`, `${attr}__type`);
+  const values = (raw.values as unknown[]).map((item, i) => parseItem(item, `${attr}__values__${i}`));
+  return { type, values };
+}
+
+export function parseFilter(raw: Record<string, unknown>, attr: string): PropertyFilter {
+  if (typeof raw.key !== 'string' || raw.key === '') throw new ValidationError('This field is required.', `${attr}__key`, 'required');
+  const type = raw.type === undefined || raw.type === null ? 'event' : String(raw.type);
+  if (UNSUPPORTED_TYPES[type]) throw new ValidationError(UNSUPPORTED_TYPES[type], `${attr}__type`);
+  if (type !== 'event' && type !== 'person') throw new ValidationError(`"${type}" is not a valid choice.`, `${attr}__type`);
+  const operator = raw.operator === undefined || raw.operator === null ? 'exact' : String(raw.operator);
+  if (!(OPERATORS as readonly string[]).includes(operator)) throw new ValidationError(`"${operator}" is not a valid operator.`, `${attr}__operator`);
+  const filter: PropertyFilter = { key: raw.key, ...(raw.value === undefined ? {} : { value: raw.value }), operator, type };
+  validateValue(filter, `${attr}__value`);
+  return filter;
+}
+
+function validateValue(f: PropertyFilter, attr: string): void {
+  const op = f.operator!;
+  if (VALUELESS_OPERATORS.has(op)) return;
+  if (f.value === undefined || f.value === null) throw new ValidationError('This field is required.', attr, 'required');
+  if (NUMERIC_OPERATORS.has(op) && toNumber(f.value) === null) throw new ValidationError(`"${String(f.value)}" is not a number.`, attr);
+  if (RANGE_OPERATORS.has(op) && !rangeOf(f.value)) throw new ValidationError('Between filters need a [min, max] pair of numbers with min <= max.', attr);
+  if (DATE_OPERATORS.has(op) && !isDateValue(f.value)) throw new ValidationError(`"${String(f.value)}" is not a valid date.`, attr);
+  if (REGEX_OPERATORS.has(op)) for (const v of listOf(f.value)) if (!compileRegex(String(v))) throw new ValidationError(`Invalid regular expression: ${String(v)}`, attr);
+}
+
+/** PostHog's toFloat64OrNull: numbers and numeric strings; booleans, blanks and the rest are null. */
+export function toNumber(v: unknown): number | null {
+  if (typeof v === 'number') return Number.isFinite(v) ? v : null;
+  if (typeof v !== 'string') return null;
+  const s = v.trim();
+  if (!/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(s)) return null;
+  const n = Number(s);
+  return Number.isFinite(n) ? n : null;
+}
+
+function rangeOf(v: unknown): [number, number] | null {
+  if (!Array.isArray(v) || v.length !== 2) return null;
+  const [min, max] = [toNumber(v[0]), toNumber(v[1])];
+  return min === null || max === null || min > max ? null : [min, max];
+}
+
+function isDateValue(v: unknown): boolean {
+  if (typeof v !== 'string') return false;
+  const expr = parseDateExpression(v);
+  return expr !== null && expr.kind !== 'all';
+}
+
+/** RE2 patterns as JS regexes; RE2's leading inline flags (`(?i)`) become JS flags. */
+export function compileRegex(pattern: string): RegExp | null {
+  const inline = /^\(\?([ims]+)\)/.exec(pattern);
+  const flags = inline ? [...new Set(inline[1])].join('') : '';
+  const body = inline ? pattern.slice(inline[0].length) : pattern;
+  for (const f of [flags, `${flags}u`]) {
+    try {
+      return new RegExp(body, f);
+    } catch {
+      // retried with the unicode flag (for \p{..} classes), then refused
+    }
+  }
+  return null;
+}
+
+const listOf = (v: unknown): unknown[] => (Array.isArray(v) ? v : [v]);
+
+/** How a property value reads as text (ClickHouse JSON extraction: numbers and booleans print as JSON). */
+export function propertyText(v: unknown): string {
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  return JSON.stringify(v) ?? String(v);
+}
+
+/** Equality that follows the property's type: a numeric property equals '1' and 1, a string one compares text. */
+function equalsTyped(prop: unknown, value: unknown): boolean {
+  if (typeof prop === 'number') return toNumber(value) === prop;
+  if (typeof prop === 'boolean') return value === prop || (typeof value === 'string' && value.toLowerCase() === String(prop));
+  if (typeof prop === 'string') return typeof value === 'string' ? value === prop : (typeof value === 'number' || typeof value === 'boolean') && String(value) === prop;
+  return propertyText(prop) === (typeof value === 'string' ? value : JSON.stringify(value));
+}
+
+export type EventPredicate = (e: TrendEvent) => boolean;
+
+export function compileGroup(group: PropertyGroup, ctx: DateContext): EventPredicate {
+  const parts = group.values.map((v) => (isGroup(v) ? compileGroup(v, ctx) : compileFilter(v, ctx)));
+  if (!parts.length) return () => true;
+  return group.type === 'OR' ? (e) => parts.some((p) => p(e)) : (e) => parts.every((p) => p(e));
+}
+
+export function compileFilters(filters: PropertyFilter[], ctx: DateContext): EventPredicate {
+  return compileGroup({ type: 'AND', values: filters }, ctx);
+}
+
+const isMissing = (v: unknown) => v === undefined || v === null;
+
+export function compileFilter(f: PropertyFilter, ctx: DateContext): EventPredicate {
+  const key = f.key;
+  const read: (e: TrendEvent) => unknown = f.type === 'person' ? (e) => e.person_properties?.[key] : (e) => e.properties?.[key];
+  const test = valueTest(f, ctx);
+  return (e) => test(read(e));
+}
+
+/** The test one filter applies to a property value (missing = undefined or null). */
+function valueTest(f: PropertyFilter, ctx: DateContext): (prop: unknown) => boolean {
+  const values = listOf(f.value);
+  const texts = values.map((v) => propertyText(v).toLowerCase());
+  const operator = f.operator ?? 'exact';
+  switch (operator) {
+    case 'exact':
+      return (p) => !isMissing(p) && values.some((v) => equalsTyped(p, v));
+    case 'is_not':
+      // PostHog: an event lacking the property counts as "not equal".
+      return (p) => isMissing(p) || !values.some((v) => equalsTyped(p, v));
+    case 'icontains':
+      return (p) => !isMissing(p) && texts.some((t) => propertyText(p).toLowerCase().includes(t));
+    case 'not_icontains':
+      return (p) => isMissing(p) || !texts.some((t) => propertyText(p).toLowerCase().includes(t));
+    case 'regex': {
+      const res = values.map((v) => compileRegex(String(v))).filter((r): r is RegExp => r !== null);
+      return (p) => !isMissing(p) && res.some((r) => r.test(propertyText(p)));
+    }
+    case 'not_regex': {
+      const res = values.map((v) => compileRegex(String(v))).filter((r): r is RegExp => r !== null);
+      return (p) => isMissing(p) || !res.some((r) => r.test(propertyText(p)));
+    }
+    case 'gt':
+      return numeric(f.value, (p, v) => p > v);
+    case 'gte':
+    case 'min':
+      return numeric(f.value, (p, v) => p >= v);
+    case 'lt':
+      return numeric(f.value, (p, v) => p < v);
+    case 'lte':
+    case 'max':
+      return numeric(f.value, (p, v) => p <= v);
+    case 'between':
+    case 'not_between': {
+      const [min, max] = rangeOf(f.value) ?? [NaN, NaN];
+      const inside = operator === 'between';
+      return (p) => {
+        const n = toNumber(p);
+        return n !== null && (n >= min && n <= max) === inside;
+      };
+    }
+    case 'is_set':
+      return (p) => !isMissing(p);
+    case 'is_not_set':
+      return isMissing;
+    case 'is_date_before':
+    case 'is_date_after':
+    case 'is_date_exact':
+      return dateTest(operator, String(f.value), ctx);
+    default:
+      return () => false;
+  }
+}
+
+function numeric(value: unknown, cmp: (p: number, v: number) => boolean): (prop: unknown) => boolean {
+  const v = toNumber(value);
+  return (p) => {
+    const n = toNumber(p);
+    return n !== null && v !== null && cmp(n, v);
+  };
+}
+
+/**
+ * Date operators. A date-only value covers its whole local day: `before` = before its start,
+ * `after` = after its end, `exact` = within it; a datetime value compares instants (`exact` to the
+ * second). Naive property dates are read in the project time zone, numbers as unix seconds.
+ */
+function dateTest(operator: string, value: string, ctx: DateContext): (prop: unknown) => boolean {
+  const expr = parseDateExpression(value)!;
+  const point = resolveExpression(expr, ctx, undefined);
+  const wholeDay = point.precision === 'day';
+  const start = point.t;
+  const end = wholeDay ? endOfLocalDay(start, ctx.tz) : start;
+  return (p) => {
+    const t = propertyInstant(p, ctx);
+    if (t === null) return false;
+    if (operator === 'is_date_before') return t < start;
+    if (operator === 'is_date_after') return t > end;
+    return wholeDay ? t >= start && t <= end : Math.floor(t / 1000) === Math.floor(start / 1000);
+  };
+}
+
+function propertyInstant(p: unknown, ctx: DateContext): number | null {
+  const n = toNumber(p);
+  if (n !== null) return n < 1e11 ? n * 1000 : n;
+  if (typeof p !== 'string') return null;
+  const expr = parseDateExpression(p);
+  if (!expr || expr.kind !== 'absolute') return null;
+  if (!expr.time) return fromLocal(expr.date, ctx.tz);
+  return resolveExpression(expr, ctx, undefined).t;
+}
+
+/** Every filter of a group, flattened (for rules like "no property filters anywhere"). */
+export function hasFilters(group: PropertyGroup): boolean {
+  return group.values.some((v) => (isGroup(v) ? hasFilters(v) : true));
+}

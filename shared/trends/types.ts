@@ -1,0 +1,209 @@
+/**
+ * Types of the trend engine (PostHog's legacy `insights/trend` endpoint, computed in memory).
+ * The engine is pure: storage hands it events (or hourly counts), it hands back the response body.
+ */
+
+/** A raw event as storage hands it over (already limited to the project). */
+export interface TrendEvent {
+  uuid: string;
+  event: string;
+  distinct_id: string;
+  /** Resolved person (merged distinct ids share one); the caller falls back to distinct_id when unknown. */
+  person_id: string;
+  /** ISO UTC. */
+  timestamp: string;
+  properties: Record<string, unknown>;
+  /** The person's CURRENT properties (PostHog without person-on-events). */
+  person_properties: Record<string, unknown>;
+}
+
+/** `type`: 'event' (default) or 'person'; other types are refused at parse time. */
+export interface PropertyFilter {
+  key: string;
+  value?: unknown;
+  operator?: string;
+  type?: string;
+}
+
+export interface PropertyGroup {
+  type: 'AND' | 'OR';
+  values: (PropertyFilter | PropertyGroup)[];
+}
+
+export interface ProjectSettings {
+  timezone: string;
+  /** 0 = Sunday, 1 = Monday (PostHog's Team.week_start_day). */
+  week_start_day: 0 | 1;
+  test_account_filters: PropertyFilter[];
+}
+
+/** An action matches an event if ANY step matches (step.event null = any event; all of the step's filters must match). */
+export interface ActionDefinition {
+  id: number;
+  name: string;
+  steps: { event: string | null; properties?: PropertyFilter[] }[];
+}
+
+export type Interval = 'hour' | 'day' | 'week' | 'month';
+
+export const PROPERTY_MATHS = ['sum', 'avg', 'min', 'max', 'median', 'p75', 'p90', 'p95', 'p99'] as const;
+export type PropertyMath = (typeof PROPERTY_MATHS)[number];
+
+export const COUNT_PER_ACTOR_MATHS = [
+  'avg_count_per_actor',
+  'min_count_per_actor',
+  'max_count_per_actor',
+  'median_count_per_actor',
+  'p75_count_per_actor',
+  'p90_count_per_actor',
+  'p95_count_per_actor',
+  'p99_count_per_actor',
+] as const;
+export type CountPerActorMath = (typeof COUNT_PER_ACTOR_MATHS)[number];
+
+export const ACTIVE_USER_MATHS = ['dau', 'weekly_active', 'monthly_active'] as const;
+
+export type MathType = 'total' | 'dau' | 'weekly_active' | 'monthly_active' | 'unique_session' | PropertyMath | CountPerActorMath;
+
+export const DISPLAYS = [
+  'ActionsLineGraph',
+  'ActionsLineGraphCumulative',
+  'ActionsBar',
+  'ActionsAreaGraph',
+  'ActionsStackedBar',
+  'ActionsTable',
+  'ActionsPie',
+  'ActionsBarValue',
+  'WorldMap',
+  'BoldNumber',
+] as const;
+export type Display = (typeof DISPLAYS)[number];
+
+/** Displays that return one `aggregated_value` per series over the whole range instead of per-bucket data. */
+export const AGGREGATED_DISPLAYS: ReadonlySet<Display> = new Set<Display>(['ActionsTable', 'ActionsPie', 'ActionsBarValue', 'WorldMap', 'BoldNumber']);
+
+/** One series of the request (an entry of `events` or `actions`), validated and normalized. */
+export interface TrendEntity {
+  /** Event name (null = all events) for events; action id for actions. */
+  id: string | number | null;
+  type: 'events' | 'actions';
+  /** Position in the series order (formula letter A = 0). */
+  order: number;
+  /** Index in its own request list (`events__<index>`), for echo and error attrs. */
+  index: number;
+  name: string | null;
+  custom_name: string | null;
+  math: MathType;
+  math_property: string | null;
+  math_property_type: 'event_properties' | 'person_properties';
+  properties: PropertyGroup;
+  /** The per-series filters as echoed back (array form, see filterEcho). */
+  properties_echo: unknown[];
+}
+
+export type BreakdownSource = 'event' | 'person' | 'session';
+
+export interface BreakdownSpec {
+  /** As requested ('hogql' keeps its expression in `breakdown`). */
+  breakdown_type: 'event' | 'person' | 'session' | 'hogql';
+  /** The breakdown as requested (echoed in `filter.breakdown`). */
+  breakdown: string;
+  /** Where the value is read: event properties, person properties or the session's duration. */
+  source: BreakdownSource;
+  property: string;
+  limit: number;
+  hide_other: boolean;
+}
+
+export type FormulaNode =
+  | { kind: 'number'; value: number }
+  | { kind: 'series'; index: number }
+  | { kind: 'negate'; operand: FormulaNode }
+  | { kind: 'binary'; op: '+' | '-' | '*' | '/' | '%'; left: FormulaNode; right: FormulaNode };
+
+export interface TrendQuery {
+  /** Events and actions in series order. */
+  series: TrendEntity[];
+  properties: PropertyGroup;
+  filter_test_accounts: boolean;
+  /** Raw date strings (null = default: date_from -7d, date_to now). */
+  date_from: string | null;
+  date_to: string | null;
+  /** PostHog's `explicit_date`: use the given datetimes as they are (no rounding to the interval). */
+  explicit_date: boolean;
+  interval: Interval;
+  display: Display;
+  breakdown: BreakdownSpec | null;
+  compare: boolean;
+  /** Relative offset of the compared period (`-1w`, `-1y`); null = the period immediately before. */
+  compare_to: string | null;
+  formula: string | null;
+  formula_ast: FormulaNode | null;
+}
+
+export interface DateRange {
+  /** Lower bound of the events counted (bucket-aligned when PostHog rounds it). */
+  from: Date;
+  /** Upper bound, inclusive. */
+  to: Date;
+  /** Bucket starts: UTC instants of the local bucket starts. */
+  buckets: Date[];
+  interval: Interval;
+  timezone: string;
+  /** The project's week start, kept so the range alone can derive the compared period. */
+  week_start_day: 0 | 1;
+}
+
+export interface SeriesAction {
+  id: string | number | null;
+  type: 'events' | 'actions';
+  order: number;
+  name: string | null;
+  custom_name: string | null;
+  math: MathType;
+  math_property: string | null;
+  math_property_type: string | null;
+  properties: unknown[];
+}
+
+export interface TrendFilterEcho {
+  insight: 'TRENDS';
+  events: SeriesAction[];
+  actions: SeriesAction[];
+  properties: PropertyGroup;
+  filter_test_accounts: boolean;
+  date_from: string;
+  date_to: string;
+  interval: Interval;
+  display: Display;
+  breakdown?: string;
+  breakdown_type?: string;
+  breakdown_limit?: number;
+  compare: boolean;
+  compare_to?: string;
+  formula?: string;
+}
+
+export interface TrendSeries {
+  action: SeriesAction | null;
+  label: string;
+  count: number;
+  data: number[];
+  labels: string[];
+  days: string[];
+  filter: TrendFilterEcho;
+  breakdown_value?: string;
+  aggregated_value?: number;
+  compare?: boolean;
+  compare_label?: 'current' | 'previous';
+}
+
+export interface TrendResponse {
+  result: TrendSeries[];
+  timezone: string;
+}
+
+export const BREAKDOWN_NULL_VALUE = '$$_posthog_breakdown_null_$$';
+export const BREAKDOWN_OTHER_VALUE = '$$_posthog_breakdown_other_$$';
+export const BREAKDOWN_NULL_LABEL = 'None (i.e. no value)';
+export const BREAKDOWN_OTHER_LABEL = 'Other (i.e. all remaining values)';

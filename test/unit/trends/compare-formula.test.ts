@@ -1,0 +1,140 @@
+import { describe, expect, it } from 'vitest';
+import { BREAKDOWN_NULL_VALUE } from '#shared/trends/index.ts';
+import { ev, project, trend } from './helpers.ts';
+
+const NOW = '2020-01-10T12:00:00Z';
+
+describe('compare', () => {
+  // Current period Jan 8..10, previous Jan 5..7; Jan 4 is in neither.
+  const events = ['04', '05', '07', '07', '08', '10', '10', '10'].map((d) => ev('e', `2020-01-${d}T06:00:00Z`));
+
+  it('returns each series twice: current, then the previous period of the same length immediately before', () => {
+    const res = trend({ events: [{ id: 'e' }], date_from: '-2d', compare: true }, events, { now: NOW });
+    const [current, previous] = res.result;
+    expect(res.result).toHaveLength(2);
+    expect(current).toMatchObject({ compare: true, compare_label: 'current', data: [1, 0, 3], count: 4, days: ['2020-01-08', '2020-01-09', '2020-01-10'] });
+    expect(previous).toMatchObject({ compare: true, compare_label: 'previous', data: [1, 0, 2], count: 3, days: ['2020-01-05', '2020-01-06', '2020-01-07'] });
+    expect(previous!.filter).toMatchObject({ date_from: '2020-01-05T00:00:00+00:00', date_to: '2020-01-07T23:59:59.999+00:00', compare: true });
+  });
+
+  it('labels compared rows by position: day 0, day 1, ...', () => {
+    const res = trend({ events: [{ id: 'e' }], date_from: '-2d', compare: 'true' }, events, { now: NOW });
+    expect(res.result.map((s) => s.labels)).toEqual([
+      ['day 0', 'day 1', 'day 2'],
+      ['day 0', 'day 1', 'day 2'],
+    ]);
+    const hourly = trend({ events: [{ id: 'e' }], date_from: '-2h', interval: 'hour', compare: true }, [], { now: '2020-01-10T12:30:00Z' });
+    expect(hourly.result[0]!.labels).toEqual(['hour 0', 'hour 1', 'hour 2']);
+    expect(hourly.result[1]!.days).toEqual(['2020-01-10 07:00:00', '2020-01-10 08:00:00', '2020-01-10 09:00:00']);
+  });
+
+  it('compare_to moves the compared period by that offset', () => {
+    const evs = [ev('e', '2020-01-01T06:00:00Z'), ev('e', '2020-01-01T07:00:00Z'), ev('e', '2020-01-03T06:00:00Z')];
+    const res = trend({ events: [{ id: 'e' }], date_from: '-2d', compare: true, compare_to: '-1w' }, evs, { now: NOW });
+    expect(res.result[1]).toMatchObject({ compare_label: 'previous', days: ['2020-01-01', '2020-01-02', '2020-01-03'], data: [2, 0, 1] });
+    expect(res.result[0]!.filter.compare_to).toBe('-1w');
+  });
+
+  it('keeps each series with its previous period, series by series', () => {
+    const res = trend({ events: [{ id: 'e' }, { id: 'e', custom_name: 'B' }], date_from: '-2d', compare: true }, events, { now: NOW });
+    expect(res.result.map((s) => [s.label, s.compare_label])).toEqual([
+      ['e', 'current'],
+      ['e', 'previous'],
+      ['B', 'current'],
+      ['B', 'previous'],
+    ]);
+  });
+
+  it('crosses a DST change by local days (New York, previous period holds the 23-hour day)', () => {
+    const evs = [ev('e', '2024-03-11T03:30:00Z')]; // Mar 10 23:30 EDT
+    const res = trend({ events: [{ id: 'e' }], date_from: '2024-03-11', date_to: '2024-03-12', compare: true }, evs, {
+      now: '2024-03-20T00:00:00Z',
+      project: project('America/New_York'),
+    });
+    expect(res.result[1]).toMatchObject({ days: ['2024-03-09', '2024-03-10'], data: [0, 1] });
+    expect(res.result[1]!.filter).toMatchObject({ date_from: '2024-03-09T00:00:00-05:00', date_to: '2024-03-10T23:59:59.999-04:00' });
+  });
+});
+
+describe('formula', () => {
+  // A = 'a': Jan 8 x2, Jan 10 x1 -> [2, 0, 1]; B = 'b': Jan 8 x1 -> [1, 0, 0].
+  const events = [ev('a', '2020-01-08T01:00:00Z'), ev('a', '2020-01-08T02:00:00Z'), ev('a', '2020-01-10T01:00:00Z'), ev('b', '2020-01-08T03:00:00Z')];
+  const run = (formula: string, extra: Record<string, unknown> = {}, evs = events) =>
+    trend({ events: [{ id: 'a' }, { id: 'b' }], date_from: '2020-01-08', date_to: '2020-01-10', formula, ...extra }, evs, { now: NOW });
+
+  it('replaces the series with one series labelled "Formula (...)" and no action', () => {
+    const res = run('A+B');
+    expect(res.result).toHaveLength(1);
+    expect(res.result[0]).toMatchObject({ label: 'Formula (A+B)', action: null, data: [3, 0, 1], count: 4 });
+    expect(res.result[0]!.filter.formula).toBe('A+B');
+  });
+
+  it('division by zero gives 0', () => {
+    expect(run('A/B').result[0]).toMatchObject({ data: [2, 0, 0], count: 2 });
+  });
+
+  it('letters are case-insensitive; constants, unary minus, precedence and parentheses work', () => {
+    expect(run('a*2 - b').result[0]!.data).toEqual([3, 0, 2]);
+    expect(run('(A+B)*10/4').result[0]!.data).toEqual([7.5, 0, 2.5]);
+    expect(run('-A + 1').result[0]!.data).toEqual([-1, 1, 0]);
+  });
+
+  it('letters follow the series order given by `order`', () => {
+    const res = trend({ events: [{ id: 'a', order: 1 }, { id: 'b', order: 0 }], date_from: '2020-01-08', date_to: '2020-01-10', formula: 'A-B' }, events, {
+      now: NOW,
+    });
+    expect(res.result[0]!.data).toEqual([-1, 0, -1]); // A is now 'b'
+  });
+
+  it('with a breakdown: one row per value across series, a value missing in one series counts as 0 there', () => {
+    const evs = [
+      ev('a', '2020-01-08T01:00:00Z', { props: { browser: 'Chrome' } }),
+      ev('a', '2020-01-08T02:00:00Z', { props: { browser: 'Chrome' } }),
+      ev('a', '2020-01-09T01:00:00Z', { props: { browser: 'Firefox' } }),
+      ev('b', '2020-01-08T03:00:00Z', { props: { browser: 'Chrome' } }),
+      ...[1, 2, 3].map((h) => ev('b', `2020-01-10T0${h}:00:00Z`, { props: { browser: 'Safari' } })),
+    ];
+    const res = run('A-B', { breakdown: 'browser' }, evs);
+    expect(res.result.map((s) => [s.label, s.breakdown_value, s.data, s.action])).toEqual([
+      ['Chrome', 'Chrome', [1, 0, 0], null],
+      ['Firefox', 'Firefox', [0, 1, 0], null],
+      ['Safari', 'Safari', [0, 0, -3], null],
+    ]);
+  });
+
+  it('with a breakdown an empty-string value is the same row as no value', () => {
+    const evs = [ev('a', '2020-01-08T01:00:00Z', { props: { browser: '' } }), ev('b', '2020-01-08T01:00:00Z')];
+    expect(run('A+B', { breakdown: 'browser' }, evs).result.map((s) => [s.breakdown_value, s.count])).toEqual([[BREAKDOWN_NULL_VALUE, 2]]);
+  });
+
+  it('with compare: computed per period', () => {
+    const evs = [ev('a', '2020-01-05T01:00:00Z'), ev('b', '2020-01-05T01:00:00Z'), ev('b', '2020-01-06T01:00:00Z'), ...events];
+    const res = run('A+B', { compare: true }, evs);
+    expect(res.result.map((s) => [s.label, s.compare_label, s.data])).toEqual([
+      ['Formula (A+B)', 'current', [3, 0, 1]],
+      ['Formula (A+B)', 'previous', [2, 1, 0]],
+    ]);
+  });
+
+  it('with an aggregated display: applied to the whole-range aggregates', () => {
+    const evs = [
+      ev('a', '2020-01-08T01:00:00Z', { props: { amount: 2 } }),
+      ev('a', '2020-01-08T02:00:00Z', { props: { amount: 4 } }),
+      ev('a', '2020-01-10T01:00:00Z', { props: { amount: 10 } }),
+      ev('b', '2020-01-08T01:00:00Z'),
+      ev('b', '2020-01-09T01:00:00Z'),
+      ev('b', '2020-01-10T01:00:00Z'),
+    ];
+    const res = trend(
+      { events: [{ id: 'a', math: 'avg', math_property: 'amount' }, { id: 'b' }], date_from: '2020-01-08', date_to: '2020-01-10', formula: 'A*B', display: 'BoldNumber' },
+      evs,
+      { now: NOW },
+    );
+    // avg over all of A's events (16/3) times B's total (3)
+    expect(res.result[0]!.aggregated_value).toBeCloseTo(16, 10);
+  });
+
+  it('with the cumulative display: the running sum of the formula', () => {
+    expect(run('A+B', { display: 'ActionsLineGraphCumulative' }).result[0]!.data).toEqual([3, 3, 4]);
+  });
+});
