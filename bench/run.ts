@@ -9,10 +9,11 @@ import { cpus, loadavg } from 'node:os';
 import { apiLatencyBenchmark } from './api-latency.ts';
 import { bundlesBenchmark } from './bundles.ts';
 import { captureBenchmark } from './capture.ts';
+import { personsBenchmark } from './persons.ts';
 import { heading, table } from './lib/format.ts';
 import type { Benchmark, SummaryRow } from './lib/types.ts';
 
-const benchmarks: Benchmark[] = [bundlesBenchmark, apiLatencyBenchmark, captureBenchmark];
+const benchmarks: Benchmark[] = [bundlesBenchmark, apiLatencyBenchmark, captureBenchmark, personsBenchmark];
 
 function usage(): string {
   return [

@@ -1,4 +1,5 @@
 import type { Scope } from '#shared/auth/scopes.ts';
+import type { QueueName } from '#shared/queues/settings.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
@@ -13,6 +14,12 @@ interface RouteBase {
   handler: string;
   /** What the function may do to the table: `read` gets read-only IAM, `write` read/write. */
   access: 'read' | 'write';
+  /** Queues the function may send to. */
+  sends?: readonly QueueName[];
+  /** Accepts `format=json|csv`. */
+  csv?: boolean;
+  /** A read-only operation that may still write its result cache (IAM: PutItem on cache keys only). */
+  writesCache?: boolean;
   summary: string;
 }
 
@@ -81,6 +88,183 @@ export const routes = [
     summary: 'Delete an organization (owner only)',
   },
   {
+    operationId: 'persons_list',
+    method: 'GET',
+    path: '/api/environments/:project_id/persons',
+    scope: 'person:read',
+    handler: 'persons/list',
+    access: 'read',
+    csv: true,
+    summary: 'List persons, newest first, with filters',
+  },
+  {
+    operationId: 'persons_bulk_delete',
+    method: 'POST',
+    path: '/api/environments/:project_id/persons/bulk_delete',
+    scope: 'person:write',
+    handler: 'persons/bulk-delete',
+    access: 'write',
+    sends: ['person_deletions'],
+    csv: true,
+    summary: 'Delete up to 1000 persons by id or distinct id',
+  },
+  {
+    operationId: 'persons_retrieve',
+    method: 'GET',
+    path: '/api/environments/:project_id/persons/:id',
+    scope: 'person:read',
+    handler: 'persons/retrieve',
+    access: 'read',
+    csv: true,
+    summary: 'Retrieve a person',
+  },
+  {
+    operationId: 'persons_partial_update',
+    method: 'PATCH',
+    path: '/api/environments/:project_id/persons/:id',
+    scope: 'person:write',
+    handler: 'persons/update',
+    access: 'write',
+    csv: true,
+    summary: 'Merge properties into a person',
+  },
+  {
+    operationId: 'persons_destroy',
+    method: 'DELETE',
+    path: '/api/environments/:project_id/persons/:id',
+    scope: 'person:write',
+    handler: 'persons/delete',
+    access: 'write',
+    sends: ['person_deletions'],
+    csv: true,
+    summary: 'Delete a person (optionally queueing deletion of all its events)',
+  },
+  {
+    operationId: 'persons_activity',
+    method: 'GET',
+    path: '/api/environments/:project_id/persons/:id/activity',
+    scope: 'activity_log:read',
+    handler: 'persons/activity',
+    access: 'read',
+    csv: true,
+    summary: 'Changes made to a person through the API',
+  },
+  {
+    operationId: 'persons_delete_property',
+    method: 'POST',
+    path: '/api/environments/:project_id/persons/:id/delete_property',
+    scope: 'person:write',
+    handler: 'persons/delete-property',
+    access: 'write',
+    csv: true,
+    summary: 'Remove one property from a person',
+  },
+  {
+    operationId: 'persons_properties_timeline',
+    method: 'GET',
+    path: '/api/environments/:project_id/persons/:id/properties_timeline',
+    scope: 'person:read',
+    handler: 'persons/properties-timeline',
+    access: 'read',
+    csv: true,
+    summary: "A person's properties over time",
+  },
+  {
+    operationId: 'persons_split',
+    method: 'POST',
+    path: '/api/environments/:project_id/persons/:id/split',
+    scope: 'person:write',
+    handler: 'persons/split',
+    access: 'write',
+    csv: true,
+    summary: 'Split a person into one person per distinct id',
+  },
+  {
+    operationId: 'projects_retrieve',
+    method: 'GET',
+    path: '/api/environments/:project_id',
+    scope: 'project:read',
+    handler: 'projects/retrieve',
+    access: 'read',
+    summary: "Retrieve a project's settings (timezone, week start, test account filters)",
+  },
+  {
+    operationId: 'projects_partial_update',
+    method: 'PATCH',
+    path: '/api/environments/:project_id',
+    scope: 'project:write',
+    handler: 'projects/update',
+    access: 'write',
+    summary: "Update a project's settings",
+  },
+  {
+    operationId: 'actions_list',
+    method: 'GET',
+    path: '/api/environments/:project_id/actions',
+    scope: 'action:read',
+    handler: 'actions/list',
+    access: 'read',
+    summary: "List actions",
+  },
+  {
+    operationId: 'actions_create',
+    method: 'POST',
+    path: '/api/environments/:project_id/actions',
+    scope: 'action:write',
+    handler: 'actions/create',
+    access: 'write',
+    summary: "Create an action (matches any of its steps)",
+  },
+  {
+    operationId: 'actions_retrieve',
+    method: 'GET',
+    path: '/api/environments/:project_id/actions/:id',
+    scope: 'action:read',
+    handler: 'actions/retrieve',
+    access: 'read',
+    summary: "Retrieve an action",
+  },
+  {
+    operationId: 'actions_partial_update',
+    method: 'PATCH',
+    path: '/api/environments/:project_id/actions/:id',
+    scope: 'action:write',
+    handler: 'actions/update',
+    access: 'write',
+    summary: "Update an action",
+  },
+  {
+    operationId: 'actions_destroy',
+    method: 'DELETE',
+    path: '/api/environments/:project_id/actions/:id',
+    scope: 'action:write',
+    handler: 'actions/delete',
+    access: 'write',
+    summary: "Delete an action",
+  },
+  {
+    operationId: 'insights_trend_retrieve',
+    method: 'GET',
+    path: '/api/environments/:project_id/insights/trend',
+    scope: 'insight:read',
+    handler: 'insights/trend-get',
+    access: 'read',
+    writesCache: true,
+    csv: true,
+    summary: 'Compute a trend (PostHog legacy insights/trend), query-string parameters',
+  },
+  {
+    operationId: 'insights_trend',
+    method: 'POST',
+    path: '/api/environments/:project_id/insights/trend',
+    scope: 'insight:read',
+    handler: 'insights/trend-post',
+    access: 'read',
+    writesCache: true,
+    csv: true,
+    summary: 'Compute a trend (PostHog legacy insights/trend), JSON body',
+  },
+  {
     operationId: 'capture',
     method: 'POST',
     path: '/capture',
@@ -100,12 +284,21 @@ export const routePaths: readonly Route[] = (routes as readonly Route[]).flatMap
 
 export const keyRoutes = (routes as readonly Route[]).filter((r): r is KeyRoute => r.auth !== 'project_token');
 
-/** Functions that are not API operations: fed by the table stream or by schedules. */
+
+/** Functions that are not API operations: fed by the table stream, or run on a schedule. */
 export interface Worker {
   name: string;
   handler: string;
-  trigger: 'table-stream';
+  /** The table stream (raw event records), or an EventBridge schedule expression the local scheduler also runs. */
+  trigger: { stream: 'table' } | { schedule: string };
   access: 'write';
+  /** Queues it receives from; a queue listed in `continuesVia` also triggers it (to carry on a long backlog). */
+  consumes?: readonly QueueName[];
+  continuesVia?: QueueName;
+  /** How long one invocation may run (seconds). */
+  timeoutSeconds: number;
+  /** The command that fires it now locally: `npm run cron -- <command>`. */
+  command?: string;
   summary: string;
 }
 
@@ -113,9 +306,21 @@ export const workers = [
   {
     name: 'ingest_events',
     handler: 'workers/ingest-events',
-    trigger: 'table-stream',
+    trigger: { stream: 'table' },
     access: 'write',
+    timeoutSeconds: 300,
     summary: 'Keeps persons and hourly rollups from raw events on the table stream',
+  },
+  {
+    name: 'drain_person_deletions',
+    handler: 'workers/drain-person-deletions',
+    trigger: { schedule: 'cron(0 5 ? * SUN *)' },
+    access: 'write',
+    consumes: ['person_deletions'],
+    continuesVia: 'drain_continuations',
+    timeoutSeconds: 900,
+    command: 'drain-person-deletions',
+    summary: 'Sundays 05:00 UTC: deletes the events of persons deleted with delete_events=true',
   },
 ] as const satisfies readonly Worker[];
 

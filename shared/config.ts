@@ -1,3 +1,5 @@
+import { QUEUES, type QueueName } from './queues/settings.ts';
+
 /**
  * Environment read and checked once. Names here are shared with infra/ (CDK sets them, the local
  * runtime sets them), so a typo cannot split the two.
@@ -20,6 +22,8 @@ export interface Config {
   /** Frozen "now" for reproducing date behaviour; honoured only by the local runtime, never by a deployed stage. */
   fixedNow: Date | undefined;
   stage: string;
+  /** URL of each SQS queue the process was given (see shared/queues/settings.ts). */
+  queueUrls: Partial<Record<QueueName, string>>;
 }
 
 export class ConfigError extends Error {
@@ -42,6 +46,9 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     runtime,
     fixedNow,
     stage: env[ENV.stage] || (runtime === 'local' ? 'local' : 'unknown'),
+    queueUrls: Object.fromEntries(
+      Object.entries(QUEUES).flatMap(([name, q]) => (env[q.urlEnv] ? [[name, env[q.urlEnv]]] : [])),
+    ) as Partial<Record<QueueName, string>>,
   };
 }
 
@@ -50,6 +57,12 @@ let cached: Config | undefined;
 export function config(): Config {
   cached ??= readConfig();
   return cached;
+}
+
+export function requireQueueUrl(name: QueueName): string {
+  const url = config().queueUrls[name];
+  if (!url) throw new ConfigError(`${QUEUES[name].urlEnv} is not set`);
+  return url;
 }
 
 export function requireTableName(): string {

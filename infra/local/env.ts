@@ -1,10 +1,13 @@
 import { ENV } from '#shared/config.ts';
+import type { QueueName } from '#shared/queues/settings.ts';
+import { queueUrlEnv } from './queues.ts';
 
 export interface LocalEndpoints {
   tableName: string;
   dynamodb: string;
   sqs?: string;
   s3?: string;
+  queues?: Partial<Record<QueueName, string>>;
 }
 
 /**
@@ -23,6 +26,7 @@ export function configureLocalEnv(endpoints: LocalEndpoints): void {
     AWS_REQUEST_CHECKSUM_CALCULATION: 'WHEN_REQUIRED',
     ...(endpoints.sqs ? { AWS_ENDPOINT_URL_SQS: endpoints.sqs } : {}),
     ...(endpoints.s3 ? { AWS_ENDPOINT_URL_S3: endpoints.s3 } : {}),
+    ...queueUrlEnv(endpoints.queues ?? {}),
   });
   delete process.env.AWS_PROFILE;
   delete process.env.AWS_SESSION_TOKEN;

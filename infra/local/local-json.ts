@@ -12,6 +12,7 @@ export interface LocalStackInfo {
   dynamodb_endpoint: string;
   sqs_endpoint: string;
   s3_endpoint: string;
+  queues: Record<string, string>;
   pid: number;
 }
 

@@ -5,6 +5,9 @@ import { configureLocalEnv } from './env.ts';
 import { startApiServer, type ApiServer } from './http-server.ts';
 import { startS3, startSqs, type StandIn } from './stand-ins.ts';
 import { startStreamPoller, type StreamPoller } from './stream-poller.ts';
+import { ensureQueues } from './queues.ts';
+import { startContinuationPollers, startScheduler } from './workers.ts';
+import type { QueueName } from '#shared/queues/settings.ts';
 import { ensureTable } from './table.ts';
 
 export const LOCAL_TABLE_NAME = 'analytics-local';
@@ -15,6 +18,7 @@ export interface LocalStack {
   sqs: StandIn;
   s3: StandIn;
   streamPoller: StreamPoller;
+  queues: Record<QueueName, string>;
   tableName: string;
   stop(): Promise<void>;
 }
@@ -32,7 +36,8 @@ export async function startLocalStack(options: { dataDir?: string; port?: number
     started.push(sqs);
     const s3 = await startS3(join(options.dataDir ?? join(process.cwd(), '.data', 'tmp'), 's3'));
     started.push(s3);
-    configureLocalEnv({ tableName, dynamodb: dynamodb.endpoint, sqs: sqs.endpoint, s3: s3.endpoint });
+    const queues = await ensureQueues(sqs.endpoint);
+    configureLocalEnv({ tableName, dynamodb: dynamodb.endpoint, sqs: sqs.endpoint, s3: s3.endpoint, queues });
     const client = new DynamoDBClient({});
     await ensureTable(client, tableName);
     client.destroy();
@@ -43,6 +48,8 @@ export async function startLocalStack(options: { dataDir?: string; port?: number
       checkpointFile: options.dataDir && join(options.dataDir, 'stream-checkpoints.json'),
     });
     started.push(streamPoller);
+    started.push(startScheduler());
+    started.push(startContinuationPollers(sqs.endpoint, queues));
     const api = await startApiServer({ port: options.port });
     started.push({ stop: api.close });
     return {
@@ -51,6 +58,7 @@ export async function startLocalStack(options: { dataDir?: string; port?: number
       sqs,
       s3,
       streamPoller,
+      queues,
       tableName,
       stop: async () => {
         for (const part of started.reverse()) await part.stop();

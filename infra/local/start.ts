@@ -19,6 +19,7 @@ async function main(): Promise<void> {
     dynamodb_endpoint: stack.dynamodb.endpoint,
     sqs_endpoint: stack.sqs.endpoint,
     s3_endpoint: stack.s3.endpoint,
+    queues: stack.queues,
     pid: process.pid,
   };
   await writeLocalJson(info, dir);

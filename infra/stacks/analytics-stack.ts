@@ -8,11 +8,16 @@ import * as origins from 'aws-cdk-lib/aws-cloudfront-origins';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { DynamoEventSource, SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
+import { QUEUES, type QueueName, type QueueSettings } from '#shared/queues/settings.ts';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import { keys as itemKeys } from '#shared/db/keys.ts';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { routePaths, routes, workers, type Route } from '#functions/routes.ts';
+import { routePaths, routes, workers, type Route, type Worker } from '#functions/routes.ts';
 import { RAW_EVENT_RECORD_FILTER } from '#shared/db/stream.ts';
 import { ENV } from '#shared/config.ts';
 import { TABLE_SCHEMA } from '#shared/db/table-schema.ts';
@@ -41,6 +46,8 @@ export class AnalyticsStack extends Stack {
   readonly distribution: cloudfront.Distribution;
   /** On-failure destination of the ingest worker's stream mapping. */
   readonly ingestFailures: sqs.Queue;
+  /** The queues of shared/queues/settings.ts with their DLQs. */
+  readonly queues = new Map<QueueName, { queue: sqs.Queue; dlq: sqs.Queue }>();
   /** Function name (operationId, or FALLBACK_FUNCTION) -> Lambda. */
   readonly functions = new Map<string, lambda.Function>();
 
@@ -66,11 +73,33 @@ export class AnalyticsStack extends Stack {
         indexName: index.name,
         partitionKey: { name: index.partitionKey, type: dynamodb.AttributeType.STRING },
         sortKey: { name: index.sortKey, type: dynamodb.AttributeType.STRING },
-        projectionType: dynamodb.ProjectionType.ALL,
+        projectionType: dynamodb.ProjectionType[index.projection],
       });
     }
 
-    const makeFunction = (name: string, description: string) => {
+    // Every queue of shared/queues/settings.ts, each with a DLQ (after maxReceiveCount) and an alarm on it.
+    for (const [name, settings] of Object.entries(QUEUES) as [QueueName, QueueSettings][]) {
+      const dlq = new sqs.Queue(this, `${pascal(name)}Dlq`, { retentionPeriod: Duration.days(14), enforceSSL: true, encryption: sqs.QueueEncryption.SQS_MANAGED });
+      const queue = new sqs.Queue(this, `${pascal(name)}Queue`, {
+        retentionPeriod: Duration.days(settings.retentionDays),
+        visibilityTimeout: Duration.seconds(settings.visibilityTimeoutSeconds),
+        deadLetterQueue: { queue: dlq, maxReceiveCount: settings.maxReceiveCount },
+        enforceSSL: true,
+        encryption: sqs.QueueEncryption.SQS_MANAGED,
+      });
+      new cloudwatch.Alarm(this, `${pascal(name)}DlqAlarm`, {
+        alarmDescription: `Messages of ${name} failed ${settings.maxReceiveCount} times and sit in its DLQ: inspect, fix, redrive`,
+        metric: dlq.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5) }),
+        threshold: 0,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+      this.queues.set(name, { queue, dlq });
+    }
+    const queueEnv = (names: readonly QueueName[]) => Object.fromEntries(names.map((n) => [QUEUES[n].urlEnv, this.queues.get(n)!.queue.queueUrl]));
+
+    const makeFunction = (name: string, description: string, timeoutSeconds = 10) => {
       // An explicit log group, rather than the one Lambda creates on first write, so retention and
       // removal follow the stage and `cdk destroy` leaves nothing behind in dev.
       const logGroup = new logs.LogGroup(this, `${pascal(name)}Logs`, {
@@ -84,8 +113,8 @@ export class AnalyticsStack extends Stack {
         handler: 'index.handler',
         code: code(name),
         memorySize: stage.lambdaMemoryMb,
-        // Above Lambda's 3 s default for cold starts, well under the HTTP API's 30 s integration limit.
-        timeout: Duration.seconds(10),
+        // API functions: above Lambda's 3 s default for cold starts, well under the HTTP API's 30 s limit.
+        timeout: Duration.seconds(timeoutSeconds),
         logGroup,
         environment: {
           [ENV.tableName]: this.table.tableName,
@@ -110,6 +139,20 @@ export class AnalyticsStack extends Stack {
       const fn = makeFunction(r.operationId, `${r.method} ${r.path}`);
       if (r.access === 'read') this.table.grantReadData(fn);
       else this.table.grantReadWriteData(fn);
+      if (r.writesCache) {
+        // Fine-grained access: PutItem only on items whose partition key is a trend cache key.
+        fn.addToRolePolicy(
+          new iam.PolicyStatement({
+            actions: ['dynamodb:PutItem'],
+            resources: [this.table.tableArn],
+            conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${itemKeys.trendCachePkPrefix}*`] } },
+          }),
+        );
+      }
+      for (const q of r.sends ?? []) {
+        this.queues.get(q)!.queue.grantSendMessages(fn);
+        fn.addEnvironment(QUEUES[q].urlEnv, this.queues.get(q)!.queue.queueUrl);
+      }
       const integration = new HttpLambdaIntegration(`${pascal(r.operationId)}Integration`, fn);
       // Capture answers on several paths: one route each, one function.
       for (const p of routePaths.filter((x) => x.operationId === r.operationId)) {
@@ -122,9 +165,25 @@ export class AnalyticsStack extends Stack {
       enforceSSL: true,
       encryption: sqs.QueueEncryption.SQS_MANAGED,
     });
-    for (const w of workers) {
-      const fn = makeFunction(w.name, w.summary);
+    for (const w of workers as readonly Worker[]) {
+      const fn = makeFunction(w.name, w.summary, w.timeoutSeconds);
       this.table.grantReadWriteData(fn);
+      for (const q of w.consumes ?? []) this.queues.get(q)!.queue.grantConsumeMessages(fn);
+      for (const [k, val] of Object.entries(queueEnv([...(w.consumes ?? []), ...(w.continuesVia ? [w.continuesVia] : [])]))) fn.addEnvironment(k, val);
+      if (w.continuesVia) {
+        // A run that cannot finish the backlog leaves a note on this queue, which starts the next run.
+        const continuation = this.queues.get(w.continuesVia)!.queue;
+        continuation.grantSendMessages(fn);
+        fn.addEventSource(new SqsEventSource(continuation, { batchSize: 1 }));
+      }
+      if ('schedule' in w.trigger) {
+        new events.Rule(this, `${pascal(w.name)}Schedule`, {
+          description: w.summary,
+          schedule: events.Schedule.expression(w.trigger.schedule),
+          targets: [new targets.LambdaFunction(fn, { retryAttempts: 2 })],
+        });
+        continue;
+      }
       // The stream itself: only raw event items reach the worker (same filter the local poller applies).
       fn.addEventSource(
         new DynamoEventSource(this.table, {

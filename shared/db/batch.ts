@@ -73,3 +73,17 @@ export async function batchPut(items: readonly Record<string, unknown>[], concur
     }
   });
 }
+
+/** BatchWriteItem deletes over any number of keys (deleting a missing item is fine: re-runs are harmless). */
+export async function batchDelete(keys: readonly ItemKey[], concurrency = 8): Promise<void> {
+  const Table = tableName();
+  await inParallel(chunks(keys, WRITE_LIMIT), concurrency, async (chunk) => {
+    let pending = chunk.map((Key) => ({ DeleteRequest: { Key: { pk: Key.pk, sk: Key.sk } } }));
+    for (let round = 0; pending.length; round += 1) {
+      if (round >= MAX_ROUNDS) throw new Error('BatchWriteItem: deletes still unprocessed after retries');
+      if (round) await backoff(round);
+      const out = await call(() => db().send(new BatchWriteCommand({ RequestItems: { [Table]: pending } })));
+      pending = (out.UnprocessedItems?.[Table] ?? []) as typeof pending;
+    }
+  });
+}

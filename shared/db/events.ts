@@ -1,5 +1,7 @@
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { batchGet, batchPut } from './batch.ts';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { batchDelete, batchGet, batchPut, inParallel } from './batch.ts';
+import { call, db, tableName } from './client.ts';
 import { keys } from './keys.ts';
 import { TABLE_SCHEMA } from './table-schema.ts';
 
@@ -37,6 +39,8 @@ export function eventItem(e: StoredEvent): Record<string, unknown> {
     ...keys.event(e.project_id, e.uuid),
     ...keys.eventsByDay(e.project_id, e.timestamp.slice(0, 10), shardOf(e.uuid)),
     day_sk: keys.eventsByDaySk(e.event, e.timestamp, e.uuid),
+    ...keys.eventsOfDistinctId(e.project_id, e.distinct_id),
+    did_sk: `${e.timestamp}#${e.uuid}`,
     entity: 'Event',
     uuid: e.uuid,
     event: e.event,
@@ -79,4 +83,85 @@ export async function putEventItems(items: readonly Record<string, unknown>[]): 
 export async function getEvent(projectId: number, uuid: string): Promise<StoredEvent | undefined> {
   const [item] = await batchGet([keys.event(projectId, uuid)]);
   return item ? storedEvent(item) : undefined;
+}
+
+/**
+ * Deletes a distinct id's events with a timestamp up to `until` (later ones belong to whoever uses the
+ * id after the deletion). Keys come from the keys-only eventsByDistinctId index; the stream's REMOVE
+ * records then take the events out of the rollups. Returns how many were deleted.
+ */
+export async function deleteEventsOfDistinctId(projectId: number, distinctId: string, until: string): Promise<number> {
+  const index = TABLE_SCHEMA.indexes.eventsByDistinctId;
+  let deleted = 0;
+  let ExclusiveStartKey: Record<string, unknown> | undefined;
+  do {
+    const out = await call(() =>
+      db().send(
+        new QueryCommand({
+          TableName: tableName(),
+          IndexName: index.name,
+          KeyConditionExpression: '#p = :p AND #s <= :until',
+          ExpressionAttributeNames: { '#p': index.partitionKey, '#s': index.sortKey },
+          ExpressionAttributeValues: { ':p': keys.eventsOfDistinctId(projectId, distinctId).did_pk, ':until': `${until}#\uffff` },
+          ExclusiveStartKey,
+          Limit: 1000,
+        }),
+      ),
+    );
+    const found = (out.Items ?? []).map((item) => ({ pk: String(item.pk), sk: String(item.sk) }));
+    await batchDelete(found);
+    deleted += found.length;
+    ExclusiveStartKey = out.LastEvaluatedKey;
+  } while (ExclusiveStartKey);
+  return deleted;
+}
+
+const RANGE_QUERIES_IN_FLIGHT = 32;
+
+function utcDays(from: Date, to: Date): string[] {
+  const days: string[] = [];
+  for (let t = Date.UTC(from.getUTCFullYear(), from.getUTCMonth(), from.getUTCDate()); t <= to.getTime(); t += 86_400_000) {
+    days.push(new Date(t).toISOString().slice(0, 10));
+  }
+  return days;
+}
+
+/**
+ * A project's events with from <= timestamp <= to, of the given names (null: every event), read from
+ * the eventsByDay partitions the range covers: one Query per (UTC day, shard[, name]), in parallel.
+ */
+export async function readEventsInRange(projectId: number, from: Date, to: Date, names: string[] | null): Promise<StoredEvent[]> {
+  const index = TABLE_SCHEMA.indexes.eventsByDay;
+  const fromIso = from.toISOString();
+  const toIso = to.toISOString();
+  const queries = utcDays(from, to).flatMap((day) =>
+    Array.from({ length: TABLE_SCHEMA.eventDayShards }, (_, shard) => (names ?? [null]).map((name) => ({ day, shard, name }))).flat(),
+  );
+  const found: StoredEvent[] = [];
+  await inParallel(queries, RANGE_QUERIES_IN_FLIGHT, async ({ day, shard, name }) => {
+    let ExclusiveStartKey: Record<string, unknown> | undefined;
+    do {
+      const out = await call(() =>
+        db().send(
+          new QueryCommand({
+            TableName: tableName(),
+            IndexName: index.name,
+            KeyConditionExpression: name === null ? '#p = :p' : '#p = :p AND #s BETWEEN :a AND :b',
+            FilterExpression: '#t BETWEEN :from AND :to',
+            ExpressionAttributeNames: { '#p': index.partitionKey, '#t': 'timestamp', ...(name === null ? {} : { '#s': index.sortKey }) },
+            ExpressionAttributeValues: {
+              ':p': keys.eventsByDay(projectId, day, shard).day_pk,
+              ':from': fromIso,
+              ':to': toIso,
+              ...(name === null ? {} : { ':a': `${keys.eventsByDayPrefix(name)}${fromIso}`, ':b': `${keys.eventsByDayPrefix(name)}${toIso}\uffff` }),
+            },
+            ExclusiveStartKey,
+          }),
+        ),
+      );
+      for (const item of out.Items ?? []) found.push(storedEvent(item));
+      ExclusiveStartKey = out.LastEvaluatedKey;
+    } while (ExclusiveStartKey);
+  });
+  return found;
 }

@@ -32,6 +32,15 @@ export const keys = {
   projectToken: (token: string): ItemKey => ({ pk: `TOKEN#${token}`, sk: 'TOKEN' }),
 
   counter: (name: string): ItemKey => ({ pk: `COUNTER#${name}`, sk: 'COUNTER' }),
+  actionCounter: (projectId: number) => `action#${projectId}`,
+  /** A project's actions, one partition, by id. */
+  action: (projectId: number, actionId: number): ItemKey => ({ pk: `ACTIONS#${projectId}`, sk: `ACTION#${pad(actionId)}` }),
+  actionsOfProject: (projectId: number) => ({ pk: `ACTIONS#${projectId}`, skPrefix: 'ACTION#' }),
+  /** A computed trend, by project and a hash of everything it depends on; short TTL. */
+  trendCache: (projectId: number, hash: string): ItemKey => ({ pk: `TRENDCACHE#${projectId}#${hash}`, sk: 'CACHE' }),
+  trendCachePkPrefix: 'TRENDCACHE#',
+  /** The earliest event time of a project (for `date_from: all`), lowered by the ingest worker. */
+  firstEvent: (projectId: number): ItemKey => ({ pk: `PROJECT#${projectId}`, sk: 'FIRSTEVENT' }),
   /** Person ids are integers counted per project (a global counter would be one hot item). */
   personCounter: (projectId: number) => `person#${projectId}`,
 
@@ -43,6 +52,16 @@ export const keys = {
     parent_sk: `${createdAt}#${pad(personId)}`,
   }),
   /** distinct_id -> person, claimed with attribute_not_exists so two persons never share one. */
+  /** personsByEmail: persons of a project by lower-cased e-mail. */
+  personsByEmail: (projectId: number, emailLower: string) => ({ email_pk: `${projectId}#${emailLower}` }),
+  /** Exact number of persons in a project, kept in the same transactions that create and remove persons. */
+  personCount: (projectId: number): ItemKey => ({ pk: `PROJECT#${projectId}`, sk: 'PERSONCOUNT' }),
+  /** An API change to a person (activity log), in the person's partition, newest last. */
+  personActivity: (projectId: number, personId: number, createdAt: string, id: string): ItemKey => ({
+    pk: `PERSON#${projectId}#${personId}`,
+    sk: `ACTIVITY#${createdAt}#${id}`,
+  }),
+  personActivityPrefix: 'ACTIVITY#',
   distinctId: (projectId: number, distinctId: string): ItemKey => ({ pk: `DISTINCT#${projectId}#${distinctId}`, sk: 'DISTINCT' }),
   /** A recorded property change, in the person's partition, in time order. */
   personChange: (projectId: number, personId: number, timestamp: string, changeId: string): ItemKey => ({
@@ -59,6 +78,8 @@ export const keys = {
   /** eventsByDay: `<len>:<name>` keeps one name from being a prefix of another (`view` vs `view2`). */
   eventsByDay: (projectId: number, day: string, shard: number) => ({ day_pk: `E#${projectId}#${day}#${shard}` }),
   eventsByDaySk: (event: string, timestamp: string, uuid: string) => `${eventNameKey(event)}#${timestamp}#${uuid}`,
+  /** eventsByDistinctId (keys only): every event of one distinct id, for deferred person deletion. */
+  eventsOfDistinctId: (projectId: number, distinctId: string) => ({ did_pk: `${projectId}#${distinctId}` }),
   eventsByDayPrefix: (event: string) => `${eventNameKey(event)}#`,
 
   /** Hourly count of one event name (or of all events: `event` null) in a project, one partition per month. */

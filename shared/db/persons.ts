@@ -2,6 +2,7 @@ import { GetCommand, QueryCommand, TransactWriteCommand, type TransactWriteComma
 import { batchGet } from './batch.ts';
 import { call, cancellationCodes, db, tableName } from './client.ts';
 import { keys } from './keys.ts';
+import { TABLE_SCHEMA } from './table-schema.ts';
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
@@ -52,8 +53,13 @@ function personItem(p: PersonRecord) {
     created_at: p.created_at,
     is_identified: p.is_identified,
     version: p.version,
-    ...(email ? { email_lower: email } : {}),
+    ...(email ? { email_lower: email, ...keys.personsByEmail(p.project_id, email) } : {}),
   };
+}
+
+/** The items that make a person (for bulk seeding: benchmarks and imports write them with BatchWriteItem). */
+export function personItems(person: PersonRecord): Record<string, unknown>[] {
+  return [personItem(person), ...person.distinct_ids.map((d) => distinctItem(person.project_id, d, person.id))];
 }
 
 export function personFromItem(item: Record<string, unknown>): PersonRecord {
@@ -125,8 +131,21 @@ export async function insertPerson(person: PersonRecord, change?: PropertyChange
       Put: { TableName: Table, Item: distinctItem(person.project_id, d, person.id), ConditionExpression: 'attribute_not_exists(pk)' },
     })),
     { Put: { TableName: Table, Item: personItem(person), ConditionExpression: 'attribute_not_exists(pk)' } },
+    countDelta(person.project_id, 1),
     ...(change ? [{ Put: { TableName: Table, Item: changeItem(change) } }] : []),
   ]);
+}
+
+function countDelta(projectId: number, delta: number): TransactItem {
+  return {
+    Update: {
+      TableName: tableName(),
+      Key: keys.personCount(projectId),
+      UpdateExpression: 'ADD #c :d SET entity = :e',
+      ExpressionAttributeNames: { '#c': 'count' },
+      ExpressionAttributeValues: { ':d': delta, ':e': 'PersonCount' },
+    },
+  };
 }
 
 /**
@@ -190,6 +209,7 @@ export async function mergePersonInto(target: PersonRecord, source: PersonRecord
       },
     },
     ...moves.map(repoint),
+    countDelta(target.project_id, -1),
     { Put: { TableName: Table, Item: changeItem(change) } },
   ]);
 }
@@ -220,4 +240,205 @@ export async function personIdsOf(pairs: { projectId: number; distinctId: string
   const unique = new Map(pairs.map((p) => [`${p.projectId}#${p.distinctId}`, p]));
   const items = await batchGet([...unique.values()].map((p) => keys.distinctId(p.projectId, p.distinctId)));
   return new Map(items.map((item) => [String(item.pk).slice('DISTINCT#'.length), Number(item.person_id)]));
+}
+
+export interface ActivityRecord {
+  id: string;
+  person_id: number;
+  project_id: number;
+  activity: 'updated' | 'property_deleted' | 'split_person' | 'deleted';
+  user: { first_name: string; email: string };
+  created_at: string;
+  changes: { type: 'Person'; action: 'changed' | 'deleted' | 'split'; field: string | null; before: unknown; after: unknown }[];
+}
+
+function activityItem(a: ActivityRecord) {
+  return { ...keys.personActivity(a.project_id, a.person_id, a.created_at, a.id), entity: 'PersonActivity', ...a, changes: JSON.stringify(a.changes) };
+}
+
+/** A person edit made through the API: the person (version-checked), its property change and its activity entry, atomically. */
+export async function savePersonEdit(person: PersonRecord, change: PropertyChange, activity: ActivityRecord): Promise<boolean> {
+  const Table = tableName();
+  return transact([
+    {
+      Put: {
+        TableName: Table,
+        Item: personItem({ ...person, version: person.version + 1 }),
+        ConditionExpression: 'version = :v',
+        ExpressionAttributeValues: { ':v': person.version },
+      },
+    },
+    { Put: { TableName: Table, Item: changeItem(change) } },
+    { Put: { TableName: Table, Item: activityItem(activity) } },
+  ]);
+}
+
+/**
+ * Removes a person and its distinct ids (new events with those ids will create a new person).
+ * The activity entry stays in the person's partition, so the history outlives the person.
+ */
+export async function deletePersonRecord(person: PersonRecord, activity: ActivityRecord): Promise<boolean> {
+  const Table = tableName();
+  const ids = [...person.distinct_ids];
+  // Distinct ids beyond one transaction's room go first; until the last step the person still owns the rest.
+  while (ids.length > MOVES_PER_TRANSACTION) {
+    const chunk = ids.splice(0, MOVES_PER_TRANSACTION);
+    await transact(chunk.map((d) => ({ Delete: { TableName: Table, Key: keys.distinctId(person.project_id, d) } })));
+  }
+  return transact([
+    {
+      Delete: {
+        TableName: Table,
+        Key: keys.person(person.project_id, person.id),
+        ConditionExpression: 'version = :v',
+        ExpressionAttributeValues: { ':v': person.version },
+      },
+    },
+    ...ids.map((d) => ({
+      Delete: {
+        TableName: Table,
+        Key: keys.distinctId(person.project_id, d),
+        ConditionExpression: 'attribute_not_exists(pk) OR person_id = :p',
+        ExpressionAttributeValues: { ':p': person.id },
+      },
+    })),
+    countDelta(person.project_id, -1),
+    { Put: { TableName: Table, Item: activityItem(activity) } },
+  ]);
+}
+
+/**
+ * Splits a person: it keeps `keep` (and its properties); every other distinct id gets a new person
+ * with no properties. All in one transaction (so at most ~30 ids at a time; the caller chunks).
+ */
+export async function splitPersonRecord(person: PersonRecord, keep: string[], fresh: PersonRecord[], activity?: ActivityRecord): Promise<boolean> {
+  const Table = tableName();
+  return transact([
+    {
+      Put: {
+        TableName: Table,
+        Item: personItem({ ...person, distinct_ids: keep, version: person.version + 1 }),
+        ConditionExpression: 'version = :v',
+        ExpressionAttributeValues: { ':v': person.version },
+      },
+    },
+    ...fresh.flatMap((p) => [
+      { Put: { TableName: Table, Item: personItem(p), ConditionExpression: 'attribute_not_exists(pk)' } },
+      ...p.distinct_ids.map((d) => ({
+        Put: {
+          TableName: Table,
+          Item: distinctItem(p.project_id, d, p.id),
+          ConditionExpression: 'person_id = :old',
+          ExpressionAttributeValues: { ':old': person.id },
+        },
+      })),
+    ]),
+    countDelta(person.project_id, fresh.length),
+    ...(activity ? [{ Put: { TableName: Table, Item: activityItem(activity) } }] : []),
+  ]);
+}
+
+export async function personCount(projectId: number): Promise<number> {
+  const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.personCount(projectId), ConsistentRead: true })));
+  return Number(out.Item?.count ?? 0);
+}
+
+export type PageKey = Record<string, unknown>;
+
+/**
+ * One read of a project's persons, newest first, from `startKey` (a previous page's end). `filter` on
+ * lower-cased e-mail (substring) runs in DynamoDB, narrowing what comes back.
+ */
+export async function queryPersons(
+  projectId: number,
+  options: { limit: number; startKey?: PageKey; emailContains?: string },
+): Promise<{ persons: { person: PersonRecord; key: PageKey }[]; nextKey?: PageKey }> {
+  const index = TABLE_SCHEMA.indexes.byParent;
+  const out = await call(() =>
+    db().send(
+      new QueryCommand({
+        TableName: tableName(),
+        IndexName: index.name,
+        KeyConditionExpression: '#p = :p',
+        ExpressionAttributeNames: { '#p': index.partitionKey, ...(options.emailContains ? { '#e': 'email_lower' } : {}) },
+        ExpressionAttributeValues: {
+          ':p': keys.personsOfProject(projectId, '', 0).parent_pk,
+          ...(options.emailContains ? { ':e': options.emailContains.toLowerCase() } : {}),
+        },
+        ...(options.emailContains ? { FilterExpression: 'contains(#e, :e)' } : {}),
+        ScanIndexForward: false,
+        Limit: options.limit,
+        ExclusiveStartKey: options.startKey,
+      }),
+    ),
+  );
+  return { persons: (out.Items ?? []).map((item) => ({ person: personFromItem(item), key: pageKeyOf(item) })), nextKey: out.LastEvaluatedKey };
+}
+
+const pageKeyOf = (item: Record<string, unknown>): PageKey => ({ pk: item.pk, sk: item.sk, parent_pk: item.parent_pk, parent_sk: item.parent_sk });
+
+/** The position after the first `count` persons (newest first), reading keys only. */
+export async function skipPersons(projectId: number, count: number): Promise<PageKey | undefined> {
+  const index = TABLE_SCHEMA.indexes.byParent;
+  let startKey: PageKey | undefined;
+  let left = count;
+  while (left > 0) {
+    const out = await call(() =>
+      db().send(
+        new QueryCommand({
+          TableName: tableName(),
+          IndexName: index.name,
+          KeyConditionExpression: '#p = :p',
+          ExpressionAttributeNames: { '#p': index.partitionKey },
+          ExpressionAttributeValues: { ':p': keys.personsOfProject(projectId, '', 0).parent_pk },
+          ScanIndexForward: false,
+          Limit: Math.min(left, 1000),
+          ExclusiveStartKey: startKey,
+          ProjectionExpression: 'pk, sk, parent_pk, parent_sk',
+        }),
+      ),
+    );
+    const items = out.Items ?? [];
+    left -= items.length;
+    if (!out.LastEvaluatedKey || items.length === 0) return left > 0 ? undefined : pageKeyOf(items.at(-1)!);
+    startKey = left > 0 ? out.LastEvaluatedKey : pageKeyOf(items.at(-1)!);
+  }
+  return startKey;
+}
+
+/** Persons whose e-mail equals this one, ignoring case (the index); the caller compares exactly. */
+export async function personsWithEmail(projectId: number, email: string): Promise<PersonRecord[]> {
+  const index = TABLE_SCHEMA.indexes.personsByEmail;
+  const out = await call(() =>
+    db().send(
+      new QueryCommand({
+        TableName: tableName(),
+        IndexName: index.name,
+        KeyConditionExpression: '#p = :p',
+        ExpressionAttributeNames: { '#p': index.partitionKey },
+        ExpressionAttributeValues: { ':p': keys.personsByEmail(projectId, email.toLowerCase()).email_pk },
+        ScanIndexForward: false,
+      }),
+    ),
+  );
+  return (out.Items ?? []).map(personFromItem);
+}
+
+export async function listPersonActivity(projectId: number, personId: number): Promise<ActivityRecord[]> {
+  const out = await call(() =>
+    db().send(
+      new QueryCommand({
+        TableName: tableName(),
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+        ExpressionAttributeValues: { ':pk': keys.personPartition(projectId, personId).pk, ':prefix': keys.personActivityPrefix },
+        ScanIndexForward: false,
+      }),
+    ),
+  );
+  return (out.Items ?? []).map((item) => ({ ...(item as unknown as ActivityRecord), changes: JSON.parse(String(item.changes ?? '[]')) }));
+}
+
+/** Many persons of a project at once (BatchGetItem). */
+export async function getPersons(projectId: number, ids: number[]): Promise<PersonRecord[]> {
+  return (await batchGet([...new Set(ids)].map((id) => keys.person(projectId, id)))).map(personFromItem);
 }

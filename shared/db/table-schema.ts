@@ -8,9 +8,13 @@ export const TABLE_SCHEMA = {
   ttlAttribute: 'expires_at',
   indexes: {
     /** Children of a parent in creation order: an org's members, a user's API keys (and later runs, logs, persons). */
-    byParent: { name: 'byParent', partitionKey: 'parent_pk', sortKey: 'parent_sk' },
+    byParent: { name: 'byParent', partitionKey: 'parent_pk', sortKey: 'parent_sk', projection: 'ALL' },
     /** Raw events of a project per UTC day (sharded), sorted by event name then time: what trends read. */
-    eventsByDay: { name: 'eventsByDay', partitionKey: 'day_pk', sortKey: 'day_sk' },
+    eventsByDay: { name: 'eventsByDay', partitionKey: 'day_pk', sortKey: 'day_sk', projection: 'ALL' },
+    /** Keys of a distinct id's events: what deferred person deletion needs, and nothing more. */
+    eventsByDistinctId: { name: 'eventsByDistinctId', partitionKey: 'did_pk', sortKey: 'did_sk', projection: 'KEYS_ONLY' },
+    /** Persons of a project by lower-cased e-mail (sparse: only persons with one). */
+    personsByEmail: { name: 'personsByEmail', partitionKey: 'email_pk', sortKey: 'parent_sk', projection: 'ALL' },
   },
   /** Shards per (project, day) in eventsByDay: keeps a busy project's day under one partition's write limit. */
   eventDayShards: 4,

@@ -2,6 +2,7 @@ import type { StoredEvent } from '../db/events.ts';
 import { applyCountMoves, countedBuckets, markerId, type Bucket } from '../db/rollups.ts';
 import type { EventChange } from '../db/stream.ts';
 import { logger } from '../observability.ts';
+import { noteEventTime } from '../db/projects.ts';
 import { applyEventsToPersons } from './person-ingest.ts';
 
 const bucketOf = (e: StoredEvent): Bucket => ({ event: e.event, hour: e.timestamp.slice(0, 13) });
@@ -24,11 +25,23 @@ export async function ingestEventChanges(changes: EventChange[]): Promise<string
   }
   try {
     await recount(changes.slice(0, firstFailure));
+    await noteFirstEvents(changes.slice(0, firstFailure));
   } catch (error) {
     logger.error('rollup update failed', { error: (error as Error).message });
     firstFailure = 0;
   }
   return changes.slice(firstFailure).map((c) => c.id);
+}
+
+/** Keeps each project's earliest event time (trends' `date_from: all`): one conditional write per project per batch. */
+async function noteFirstEvents(changes: EventChange[]): Promise<void> {
+  const earliest = new Map<number, string>();
+  for (const c of changes) {
+    if (!c.after || c.before) continue;
+    const current = earliest.get(c.after.project_id);
+    if (!current || c.after.timestamp < current) earliest.set(c.after.project_id, c.after.timestamp);
+  }
+  await Promise.all([...earliest].map(([projectId, timestamp]) => noteEventTime(projectId, timestamp)));
 }
 
 const RECOUNT_ATTEMPTS = 5;

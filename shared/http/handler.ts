@@ -16,6 +16,7 @@ import type { MembershipRecord } from '../domain/records.ts';
 import { ParseError, PayloadTooLarge, UnsupportedMediaType, ValidationError } from '../errors.ts';
 import { logger } from '../observability.ts';
 import { captureCorsHeaders } from './cors.ts';
+import { rowsOf, toCsv } from './csv.ts';
 import { errorResponse } from './errors.ts';
 import { jsonResponse, publicBaseUrl, queryParameters, type HttpResponse, type Reply } from './responses.ts';
 import { tenancyOf } from './tenancy.ts';
@@ -32,6 +33,8 @@ export interface PublicRouteInfo {
 
 export interface RouteInfo extends PublicRouteInfo {
   scope: Scope;
+  /** Accepts `format=json|csv`. */
+  csv?: boolean;
 }
 
 export interface Schemas {
@@ -78,6 +81,11 @@ const stateOf = (event: APIGatewayProxyEventV2): State => {
   return s;
 };
 const state = (request: Request): State => stateOf(request.event);
+
+function responseFormat(raw: string | undefined): 'json' | 'csv' {
+  if (raw === undefined || raw === 'json' || raw === 'csv') return raw ?? 'json';
+  throw new ValidationError(`"${raw}" is not a valid choice.`, 'format', 'invalid_choice');
+}
 
 const errorMapping: Middleware = {
   before: (request) => {
@@ -165,6 +173,7 @@ const authorization = (route: RouteInfo): Middleware => ({
 export function apiHandler<S extends Schemas>(route: RouteInfo, schemas: S, fn: (request: ApiRequest<S>) => Promise<Reply>) {
   const core = async (event: APIGatewayProxyEventV2): Promise<HttpResponse> => {
     const s = stateOf(event);
+    if (route.csv) responseFormat(s.rawQuery.format);
     const params = schemas.params ? parseWith(schemas.params, event.pathParameters ?? {}, null) : undefined;
     const query = schemas.query ? parseWith(schemas.query, s.rawQuery, null) : undefined;
     const body = schemas.body ? parseWith(schemas.body, s.body ?? {}, null) : undefined;
@@ -178,6 +187,10 @@ export function apiHandler<S extends Schemas>(route: RouteInfo, schemas: S, fn: 
       projectId: s.projectId!,
       url,
     } as ApiRequest<S>);
+    if (route.csv && responseFormat(s.rawQuery.format) === 'csv' && reply.status !== 204) {
+      const text = reply.csv ? reply.csv() : toCsv(rowsOf(reply.body));
+      return { statusCode: reply.status, headers: { 'Content-Type': 'text/csv; charset=utf-8', ...reply.headers }, body: text };
+    }
     return jsonResponse(reply.status, reply.status === 204 ? undefined : reply.body, reply.headers);
   };
   return middy<APIGatewayProxyEventV2, HttpResponse, Error, Context>()

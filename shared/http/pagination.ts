@@ -31,3 +31,30 @@ export function paginated<T>(requestUrl: URL, page: Page, count: number, results
   const previous = page.offset <= 0 ? null : link(page.offset - page.limit > 0 ? page.offset - page.limit : undefined);
   return { count, next, previous, results };
 }
+
+/**
+ * `paginated` plus an opaque `cursor` on `next`, so following `next` resumes where this page ended
+ * (same cost at any depth) while `offset` stays meaningful; `next` only when more results exist.
+ */
+export function cursorPaginated<T>(requestUrl: URL, page: Page, count: number, results: T[], more: { hasMore: boolean; cursor?: string }) {
+  const body = paginated(requestUrl, page, count, results);
+  if (!more.hasMore) return { ...body, next: null };
+  const next = new URL(requestUrl);
+  next.searchParams.set('limit', String(page.limit));
+  next.searchParams.set('offset', String(page.offset + page.limit));
+  if (more.cursor) next.searchParams.set('cursor', more.cursor);
+  else next.searchParams.delete('cursor');
+  const previous = body.previous ? new URL(body.previous) : null;
+  previous?.searchParams.delete('cursor');
+  return { ...body, next: next.toString(), previous: previous?.toString() ?? null };
+}
+
+/** `next`/`previous` for page-numbered lists (PostHog's activity log). */
+export function pageNumberLinks(requestUrl: URL, page: number, hasNext: boolean, hasPrevious: boolean) {
+  const link = (n: number) => {
+    const url = new URL(requestUrl);
+    url.searchParams.set('page', String(n));
+    return url.toString();
+  };
+  return { next: hasNext ? link(page + 1) : null, previous: hasPrevious ? link(page - 1) : null };
+}

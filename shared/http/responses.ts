@@ -7,10 +7,13 @@ export interface Reply {
   status: 200 | 201 | 202 | 204;
   body?: unknown;
   headers?: Record<string, string>;
+  /** The body as CSV when the route's CSV is not the generic flattening (trends: a row per series). */
+  csv?: () => string;
 }
 
 export const ok = (body: unknown): Reply => ({ status: 200, body });
 export const created = (body: unknown): Reply => ({ status: 201, body });
+export const accepted = (body: unknown): Reply => ({ status: 202, body });
 export const noContent = (): Reply => ({ status: 204 });
 
 export function jsonResponse(statusCode: number, body: unknown, headers: Record<string, string> = {}): HttpResponse {

@@ -4,7 +4,7 @@ import type { Context } from 'aws-lambda';
 import { logger } from '../observability.ts';
 
 /** The factory for non-HTTP functions (stream and schedule workers): logger context, then the work. */
-export function workerHandler<E, R>(name: string, fn: (event: E) => Promise<R>) {
+export function workerHandler<E, R>(name: string, fn: (event: E, context: Context) => Promise<R>) {
   return middy<E, R, Error, Context>()
     .use(injectLambdaContext(logger, { resetKeys: true }))
     .use({

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Match } from 'aws-cdk-lib/assertions';
 import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
 import { describe, expect, it } from 'vitest';
-import { routePaths, routes, workers } from '#functions/routes.ts';
+import { routePaths, routes, workers, type Route } from '#functions/routes.ts';
 import { FALLBACK_FUNCTION } from '#infra/build.ts';
 import { stageSettings } from '#infra/stages.ts';
 import { TABLE_SCHEMA } from '#shared/db/table-schema.ts';
@@ -29,7 +29,7 @@ describe('functions', () => {
 
   it('tells every function its table, service name and stage', () => {
     for (const fn of Object.values(resources(template, 'AWS::Lambda::Function'))) {
-      expect(fn.Properties?.Environment.Variables).toEqual({
+      expect(fn.Properties?.Environment.Variables).toMatchObject({
         TABLE_NAME: { Ref: tableId },
         POWERTOOLS_SERVICE_NAME: 'analytics',
         ANALYTICS_STAGE: 'dev',
@@ -49,12 +49,29 @@ describe('functions', () => {
 
 describe('least privilege', () => {
   it('gives read-only operations no table write permission', () => {
-    const readOnly = routes.filter((x) => x.access === 'read');
+    const readOnly = (routes as readonly Route[]).filter((x) => x.access === 'read' && !x.writesCache);
     expect(readOnly.length).toBeGreaterThan(0);
     for (const r of readOnly) {
       const actions = roleActions(dev, r.operationId);
       expect(actions, r.operationId).toContain('dynamodb:Query');
       for (const write of WRITE_ACTIONS) expect(actions, r.operationId).not.toContain(write);
+    }
+  });
+
+  it('lets a read-only operation with a result cache put only cache items', () => {
+    const caching = (routes as readonly Route[]).filter((x) => x.writesCache);
+    expect(caching.map((r) => r.operationId).sort()).toEqual(['insights_trend', 'insights_trend_retrieve']);
+    for (const r of caching) {
+      const role = logicalId(stack, stack.functions.get(r.operationId)!.role!);
+      const statements = Object.values(resources(template, 'AWS::IAM::Policy'))
+        .filter((p) => JSON.stringify(p.Properties!.Roles) === JSON.stringify([{ Ref: role }]))
+        .flatMap((p) => p.Properties!.PolicyDocument.Statement as { Action: string | string[]; Condition?: unknown }[]);
+      const writes = statements.filter((st) => [st.Action].flat().some((a) => WRITE_ACTIONS.includes(a)));
+      expect(writes).toHaveLength(1);
+      expect(writes[0]).toMatchObject({
+        Action: 'dynamodb:PutItem',
+        Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['TRENDCACHE#*'] } },
+      });
     }
   });
 
@@ -98,14 +115,14 @@ describe('HTTP API', () => {
 });
 
 describe('table', () => {
-  it('matches TABLE_SCHEMA: keys, GSIs with all attributes, TTL, and a stream with both images', () => {
+  it('matches TABLE_SCHEMA: keys, GSIs with their projections, TTL, and a stream with both images', () => {
     const gsis = Object.values(TABLE_SCHEMA.indexes).map((index) => ({
       IndexName: index.name,
       KeySchema: [
         { AttributeName: index.partitionKey, KeyType: 'HASH' },
         { AttributeName: index.sortKey, KeyType: 'RANGE' },
       ],
-      Projection: { ProjectionType: 'ALL' },
+      Projection: { ProjectionType: index.projection },
     }));
     template.resourceCountIs('AWS::DynamoDB::Table', 1);
     template.hasResourceProperties('AWS::DynamoDB::Table', {

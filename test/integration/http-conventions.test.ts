@@ -1,21 +1,54 @@
 import { describe, expect, it } from 'vitest';
-import { keyRoutes } from '#functions/routes.ts';
-import { expectErrorShape, newKey, useApi } from '../support/api.ts';
+import { keyRoutes, type KeyRoute } from '#functions/routes.ts';
+import { tenancyOf } from '#shared/http/tenancy.ts';
+import { client, eventually, expectErrorShape, newKey, useApi, type Client } from '../support/api.ts';
 
 const api = useApi();
 
+/** A request that succeeds for the route, against resources made for it (a fresh set for each call). */
+async function sampleRequest(route: KeyRoute, c: Client, token: string, projectId: number, org: { id: string }) {
+  const distinctId = `slash-${Math.random().toString(36).slice(2)}`;
+  let personId = 0;
+  if (route.path.includes('/actions/:id')) {
+    const action = await c.post(`/api/environments/${projectId}/actions`, { name: 'A', steps: [{ event: 'x' }] });
+    personId = action.body.id;
+  } else if (route.path.includes('/persons')) {
+    await client(api.baseUrl).post('/batch', { api_key: token, batch: [{ event: 'x', distinct_id: distinctId, properties: { $set: { a: 1 } } }] });
+    personId = await eventually(async () => {
+      const res = await c.get(`/api/environments/${projectId}/persons?distinct_id=${distinctId}`);
+      expect(res.body.results).toHaveLength(1);
+      return res.body.results[0].id as number;
+    });
+  }
+  const path = route.path.replace(':project_id', String(projectId)).replace(':id', tenancyOf(route.path).kind === 'project' ? String(personId) : org.id);
+  const bodies: Record<string, unknown> = {
+    persons_partial_update: { properties: { b: 2 } },
+    persons_split: {},
+    persons_delete_property: { $unset: 'a' },
+    persons_bulk_delete: { distinct_ids: [distinctId] },
+    projects_partial_update: { name: 'Renamed' },
+    actions_create: { name: 'Signups', steps: [{ event: 'signed up' }] },
+    actions_partial_update: { name: 'Renamed' },
+    insights_trend: { events: [{ id: 'x' }] },
+  };
+  const body = bodies[route.operationId] ?? (route.method === 'POST' || route.method === 'PATCH' ? { name: 'Slashed' } : undefined);
+  const query = route.operationId === 'insights_trend_retrieve' ? `?events=${encodeURIComponent('[{"id":"x"}]')}` : '';
+  return { path, body, query };
+}
+
 describe('paths', () => {
-  it.each(keyRoutes.map((r) => [r.operationId, r]))('%s answers with and without a trailing slash', async (_, route) => {
+  it.each(keyRoutes.map((r) => [r.operationId, r] as const))('%s answers with and without a trailing slash', async (_, route) => {
     const { key } = await newKey();
     const c = api.as(key);
-    const org = (await c.post('/api/organizations', { name: 'Slashes' })).body;
-    const path = route.path.replace(':id', org.id);
-    const body = route.method === 'POST' || route.method === 'PATCH' ? { name: 'Slashed' } : undefined;
-    const bare = await c.request(route.method, path, { body });
-    expect(bare.status).toBeLessThan(300);
-    const org2 = (await c.post('/api/organizations', { name: 'Slashes' })).body;
-    const slashed = await c.request(route.method, `${route.path.replace(':id', org2.id)}/`, { body });
-    expect(slashed.status).toBe(bare.status);
+    const newOrg = async () => (await c.post('/api/organizations', { name: 'Slashes' })).body;
+    const org1 = await newOrg();
+    const bare = await sampleRequest(route, c, org1.teams[0].api_token, org1.teams[0].id, org1);
+    const bareRes = await c.request(route.method, bare.path + bare.query, { body: bare.body });
+    expect(bareRes.status).toBeLessThan(300);
+    const org2 = await newOrg();
+    const slashed = await sampleRequest(route, c, org2.teams[0].api_token, org2.teams[0].id, org2);
+    const slashedRes = await c.request(route.method, `${slashed.path}/${slashed.query}`, { body: slashed.body });
+    expect(slashedRes.status).toBe(bareRes.status);
   });
 
   it('answers 404 in the error shape for an unknown path', async () => {

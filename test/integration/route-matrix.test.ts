@@ -6,9 +6,12 @@ import { expectErrorShape, newKey, useApi } from '../support/api.ts';
 
 const api = useApi();
 
-/** A path for the route naming resources that belong to `org` (created per test). */
-function pathFor(route: Route, orgId: string): string {
-  return route.path.replace(/:(id|organization_id)/g, orgId);
+/** A path for the route naming resources that belong to `org` (created per test): the org, its project, a person id. */
+function pathFor(route: Route, org: { id: string; teams: { id: number }[] }): string {
+  const project = tenancyOf(route.path).kind === 'project';
+  return route.path
+    .replace(':project_id', String(org.teams[0]!.id))
+    .replace(/:(id|organization_id)/g, project ? '1' : org.id);
 }
 
 function sampleBody(route: Route): unknown {
@@ -24,7 +27,7 @@ describe.each(keyRoutes.map((r) => [r.operationId, r] as const))('%s', (_, route
   it('answers 401 without a key', async () => {
     const { key } = await newKey();
     const org = (await api.as(key).post('/api/organizations', { name: 'Mine' })).body;
-    const res = await api.as().request(route.method, pathFor(route, org.id), { body: sampleBody(route) });
+    const res = await api.as().request(route.method, pathFor(route, org), { body: sampleBody(route) });
     expect(res.status).toBe(401);
     expectErrorShape(res.body);
   });
@@ -33,18 +36,18 @@ describe.each(keyRoutes.map((r) => [r.operationId, r] as const))('%s', (_, route
     const owner = await newKey();
     const org = (await api.as(owner.key).post('/api/organizations', { name: 'Mine' })).body;
     const limited = await newKey({ email: owner.email, scopes: [otherScope(route)] });
-    const res = await api.as(limited.key).request(route.method, pathFor(route, org.id), { body: sampleBody(route) });
+    const res = await api.as(limited.key).request(route.method, pathFor(route, org), { body: sampleBody(route) });
     expect(res.status).toBe(403);
     expect(res.body.detail).toBe(`API key missing required scope '${route.scope}'`);
     expect((await api.as(owner.key).get(`/api/organizations/${org.id}`)).body.name).toBe('Mine');
   });
 
-  if (tenancyOf(route.path).kind === 'organization') {
+  if (tenancyOf(route.path).kind === 'organization' || tenancyOf(route.path).kind === 'project') {
     it("answers 404 for another organization's key and leaks nothing", async () => {
       const owner = await newKey();
       const org = (await api.as(owner.key).post('/api/organizations', { name: 'Secret Org Name' })).body;
       const stranger = await newKey();
-      const res = await api.as(stranger.key).request(route.method, pathFor(route, org.id), { body: sampleBody(route) });
+      const res = await api.as(stranger.key).request(route.method, pathFor(route, org), { body: sampleBody(route) });
       expect(res.status).toBe(404);
       expect(res.text).not.toContain('Secret Org Name');
       expect(res.text).not.toContain(org.teams[0].api_token);

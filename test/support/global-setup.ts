@@ -3,6 +3,8 @@ import type { TestProject } from 'vitest/node';
 import { startDynamoDbLocal } from '../../infra/local/dynamodb-local.ts';
 import { configureLocalEnv } from '../../infra/local/env.ts';
 import { startStreamPoller } from '../../infra/local/stream-poller.ts';
+import { ensureQueues } from '../../infra/local/queues.ts';
+import { startSqs } from '../../infra/local/stand-ins.ts';
 import { ensureTable } from '../../infra/local/table.ts';
 
 export const TEST_TABLE = 'analytics-test';
@@ -11,6 +13,8 @@ declare module 'vitest' {
   export interface ProvidedContext {
     dynamodbEndpoint: string;
     tableName: string;
+    sqsEndpoint: string;
+    queues: Record<string, string>;
   }
 }
 
@@ -23,11 +27,15 @@ export default async function setup(project: TestProject) {
   const client = new DynamoDBClient({ endpoint: dynamodb.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
   await ensureTable(client, TEST_TABLE);
   client.destroy();
+  const sqs = await startSqs();
+  const queues = await ensureQueues(sqs.endpoint, 'analytics-test');
   project.provide('dynamodbEndpoint', dynamodb.endpoint);
   project.provide('tableName', TEST_TABLE);
+  project.provide('sqsEndpoint', sqs.endpoint);
+  project.provide('queues', queues);
   // One stream poller for the run, as Lambda's event source mapping is one per table: it runs the
   // ingest worker here, in this process; tests observe its effects by reading the table.
-  configureLocalEnv({ tableName: TEST_TABLE, dynamodb: dynamodb.endpoint });
+  configureLocalEnv({ tableName: TEST_TABLE, dynamodb: dynamodb.endpoint, sqs: sqs.endpoint, queues });
   process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
   const poller = await startStreamPoller({
     tableName: TEST_TABLE,
@@ -36,6 +44,7 @@ export default async function setup(project: TestProject) {
   });
   return async () => {
     await poller.stop();
+    await sqs.stop();
     await dynamodb.stop();
   };
 }

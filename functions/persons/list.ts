@@ -1,0 +1,12 @@
+import { apiHandler } from '#shared/http/handler.ts';
+import { ok } from '#shared/http/responses.ts';
+import { cursorPaginated } from '#shared/http/pagination.ts';
+import { listPersons } from '#shared/domain/persons.ts';
+import { personFilterFromQuery } from '#shared/domain/person-filters.ts';
+import { personListQuery } from '#shared/schemas/persons.ts';
+import { route } from '../routes.ts';
+
+export const handler = apiHandler(route('persons_list'), { query: personListQuery }, async ({ query, projectId, url }) => {
+  const found = await listPersons(projectId, { ...query, matches: personFilterFromQuery(query.properties) });
+  return ok(cursorPaginated(url, query, found.count, found.results, { hasMore: found.hasMore, cursor: found.nextCursor }));
+});

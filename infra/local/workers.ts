@@ -1,0 +1,96 @@
+import type { Context } from 'aws-lambda';
+import { workers } from '#functions/routes.ts';
+import { lambdaContext } from './lambda-context.ts';
+import { nextRun } from './schedule.ts';
+import { ReceiveMessageCommand, DeleteMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { QueueName } from '#shared/queues/settings.ts';
+
+type Handler = (event: unknown, context: Context) => Promise<unknown>;
+
+export async function loadWorker(name: string): Promise<Handler> {
+  const worker = workers.find((w) => w.name === name);
+  if (!worker) throw new Error(`no worker ${name}`);
+  const url = new URL(`../../functions/${worker.handler}.ts`, import.meta.url).href;
+  return ((await import(/* @vite-ignore */ url)) as { handler: Handler }).handler;
+}
+
+/** The EventBridge scheduled event a rule delivers. */
+export function scheduledEvent(ruleName: string, at = new Date()) {
+  return {
+    version: '0',
+    id: crypto.randomUUID(),
+    'detail-type': 'Scheduled Event',
+    source: 'aws.events',
+    account: '000000000000',
+    time: at.toISOString(),
+    region: 'us-east-1',
+    resources: [`arn:aws:events:us-east-1:000000000000:rule/${ruleName}`],
+    detail: {},
+  };
+}
+
+export async function runWorker(name: string, event: unknown): Promise<unknown> {
+  const worker = workers.find((w) => w.name === name)!;
+  const handler = await loadWorker(name);
+  return handler(event, lambdaContext(name, worker.timeoutSeconds * 1000));
+}
+
+export interface Stoppable {
+  stop(): Promise<void>;
+}
+
+/** Fires scheduled workers on their EventBridge expressions (real time: a frozen clock must not stop them). */
+export function startScheduler(onError: (name: string, error: unknown) => void = (n, e) => console.error(`scheduler: ${n} failed`, e)): Stoppable {
+  const timers = new Map<string, NodeJS.Timeout>();
+  let stopped = false;
+  const arm = (w: (typeof workers)[number]) => {
+    if (!('schedule' in w.trigger) || stopped) return;
+    const at = nextRun(w.trigger.schedule, new Date());
+    const timer = setTimeout(() => {
+      runWorker(w.name, scheduledEvent(w.name, at)).catch((e) => onError(w.name, e)).finally(() => arm(w));
+    }, Math.min(at.getTime() - Date.now(), 2 ** 31 - 1));
+    timer.unref();
+    timers.set(w.name, timer);
+  };
+  workers.forEach(arm);
+  return {
+    stop: async () => {
+      stopped = true;
+      for (const t of timers.values()) clearTimeout(t);
+    },
+  };
+}
+
+/** Lambda's SQS event source for continuation queues: a note on the queue invokes its worker with an SQS event. */
+export function startContinuationPollers(endpoint: string, urls: Partial<Record<QueueName, string>>): Stoppable {
+  const sqs = new SQSClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  let stopped = false;
+  const loops = workers.flatMap((w) => {
+    const queue = 'continuesVia' in w ? w.continuesVia : undefined;
+    const url = queue && urls[queue];
+    if (!url) return [];
+    return [
+      (async () => {
+        while (!stopped) {
+          const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 1, WaitTimeSeconds: 1 })).catch(() => ({ Messages: [] }));
+          for (const m of out.Messages ?? []) {
+            const event = { Records: [{ messageId: m.MessageId, receiptHandle: m.ReceiptHandle, body: m.Body, attributes: {}, messageAttributes: {}, eventSource: 'aws:sqs', eventSourceARN: url, awsRegion: 'us-east-1' }] };
+            try {
+              await runWorker(w.name, event);
+              await sqs.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle! }));
+            } catch (error) {
+              console.error(`continuation of ${w.name} failed`, error);
+            }
+          }
+        }
+      })(),
+    ];
+  });
+  return {
+    stop: async () => {
+      stopped = true;
+      await Promise.all(loops);
+      sqs.destroy();
+    },
+  };
+}

@@ -1,0 +1,77 @@
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { batchGet } from './batch.ts';
+import { call, db, isConditionalCheckFailed, tableName } from './client.ts';
+import { record } from './items.ts';
+import { keys } from './keys.ts';
+
+export interface ActionStepRecord {
+  event: string | null;
+  properties: unknown[];
+}
+
+export interface ActionRecord {
+  id: number;
+  project_id: number;
+  name: string;
+  description: string;
+  steps: ActionStepRecord[];
+  created_at: string;
+  updated_at: string;
+  created_by: { email: string; first_name: string };
+}
+
+const item = (a: ActionRecord) => ({ ...keys.action(a.project_id, a.id), entity: 'Action', ...a, steps: JSON.stringify(a.steps) });
+const fromItem = (i: Record<string, unknown>): ActionRecord => ({ ...record<ActionRecord>(i)!, steps: JSON.parse(String(i.steps)) as ActionStepRecord[] });
+
+export async function putAction(a: ActionRecord, mustExist: boolean): Promise<boolean> {
+  try {
+    await call(() =>
+      db().send(new PutCommand({ TableName: tableName(), Item: item(a), ConditionExpression: mustExist ? 'attribute_exists(pk)' : 'attribute_not_exists(pk)' })),
+    );
+    return true;
+  } catch (error) {
+    if (isConditionalCheckFailed(error)) return false;
+    throw error;
+  }
+}
+
+export async function getAction(projectId: number, actionId: number): Promise<ActionRecord | undefined> {
+  const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.action(projectId, actionId), ConsistentRead: true })));
+  return out.Item ? fromItem(out.Item) : undefined;
+}
+
+export async function getActions(projectId: number, ids: number[]): Promise<ActionRecord[]> {
+  return (await batchGet(ids.map((id) => keys.action(projectId, id)))).map(fromItem);
+}
+
+/** A project's actions by id (a project has tens, not millions: one partition, read whole). */
+export async function listActions(projectId: number): Promise<ActionRecord[]> {
+  const { pk, skPrefix } = keys.actionsOfProject(projectId);
+  const found: ActionRecord[] = [];
+  let ExclusiveStartKey: Record<string, unknown> | undefined;
+  do {
+    const out = await call(() =>
+      db().send(
+        new QueryCommand({
+          TableName: tableName(),
+          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
+          ExpressionAttributeValues: { ':pk': pk, ':p': skPrefix },
+          ExclusiveStartKey,
+        }),
+      ),
+    );
+    found.push(...(out.Items ?? []).map(fromItem));
+    ExclusiveStartKey = out.LastEvaluatedKey;
+  } while (ExclusiveStartKey);
+  return found;
+}
+
+export async function deleteAction(projectId: number, actionId: number): Promise<boolean> {
+  try {
+    await call(() => db().send(new DeleteCommand({ TableName: tableName(), Key: keys.action(projectId, actionId), ConditionExpression: 'attribute_exists(pk)' })));
+    return true;
+  } catch (error) {
+    if (isConditionalCheckFailed(error)) return false;
+    throw error;
+  }
+}

@@ -1,0 +1,61 @@
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { ProjectRecord } from '../domain/records.ts';
+import { call, db, isConditionalCheckFailed, tableName } from './client.ts';
+import { record } from './items.ts';
+import { keys } from './keys.ts';
+
+export async function getProject(orgId: string, projectId: number): Promise<ProjectRecord | undefined> {
+  const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.project(orgId, projectId), ConsistentRead: true })));
+  return record<ProjectRecord>(out.Item);
+}
+
+export type ProjectChanges = Partial<Pick<ProjectRecord, 'name' | 'timezone' | 'week_start_day' | 'test_account_filters'>> & { updated_at: string };
+
+/** Sets only the given settings (so concurrent edits of different settings both land). */
+export async function updateProjectSettings(orgId: string, projectId: number, changes: ProjectChanges): Promise<ProjectRecord | undefined> {
+  const entries = Object.entries(changes);
+  try {
+    const out = await call(() =>
+      db().send(
+        new UpdateCommand({
+          TableName: tableName(),
+          Key: keys.project(orgId, projectId),
+          UpdateExpression: `SET ${entries.map((_, i) => `#f${i} = :v${i}`).join(', ')}`,
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeNames: Object.fromEntries(entries.map(([k], i) => [`#f${i}`, k])),
+          ExpressionAttributeValues: Object.fromEntries(entries.map(([, v], i) => [`:v${i}`, v])),
+          ReturnValues: 'ALL_NEW',
+        }),
+      ),
+    );
+    return record<ProjectRecord>(out.Attributes);
+  } catch (error) {
+    if (isConditionalCheckFailed(error)) return undefined;
+    throw error;
+  }
+}
+
+/** When the project's first event happened (undefined before any). */
+export async function firstEventAt(projectId: number): Promise<Date | undefined> {
+  const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.firstEvent(projectId) })));
+  return out.Item ? new Date(String(out.Item.first_at)) : undefined;
+}
+
+/** Lowers the project's first-event time if `timestamp` is earlier (idempotent: replays change nothing). */
+export async function noteEventTime(projectId: number, timestamp: string): Promise<void> {
+  try {
+    await call(() =>
+      db().send(
+        new UpdateCommand({
+          TableName: tableName(),
+          Key: keys.firstEvent(projectId),
+          UpdateExpression: 'SET first_at = :t, entity = :e',
+          ConditionExpression: 'attribute_not_exists(first_at) OR first_at > :t',
+          ExpressionAttributeValues: { ':t': timestamp, ':e': 'FirstEvent' },
+        }),
+      ),
+    );
+  } catch (error) {
+    if (!isConditionalCheckFailed(error)) throw error;
+  }
+}

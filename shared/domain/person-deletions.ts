@@ -1,0 +1,90 @@
+import * as v from 'valibot';
+import { deleteEventsOfDistinctId } from '../db/events.ts';
+import { inParallel } from '../db/batch.ts';
+import { logger } from '../observability.ts';
+import type { DeletionRequest } from './persons.ts';
+
+export interface DeletionMessage {
+  body: string;
+  receiptHandle: string;
+  receiveCount: number;
+}
+
+export interface DrainDeps {
+  receive(): Promise<DeletionMessage[]>;
+  acknowledge(receiptHandle: string): Promise<void>;
+  /** Puts a failed message back, visible again after `delaySeconds`: its receive count climbs until the queue's redrive moves it to the DLQ. */
+  release(receiptHandle: string, delaySeconds: number): Promise<void>;
+  /** Milliseconds this invocation has left. */
+  timeLeftMs(): number;
+  /** Starts another invocation to carry on with the backlog. */
+  continueLater(): Promise<void>;
+}
+
+export interface DrainSummary {
+  processed: number;
+  eventsDeleted: number;
+  failed: number;
+  continued: boolean;
+}
+
+const deletionRequest = v.object({
+  project_id: v.pipe(v.number(), v.integer(), v.minValue(1)),
+  person_id: v.pipe(v.number(), v.integer()),
+  distinct_ids: v.array(v.string()),
+  requested_at: v.pipe(v.string(), v.isoTimestamp()),
+});
+
+/** Leaves room to finish the messages in hand before Lambda's timeout. */
+const SAFETY_MARGIN_MS = 60_000;
+
+/**
+ * The weekly drain: takes deletion requests until the queue is empty, deletes every event of the
+ * person's distinct ids in that project (up to the request time), then deletes the message. A message
+ * is removed only after its events are gone, so re-running is harmless; one that cannot be processed
+ * (malformed, or failing) is released and reaches the DLQ after the queue's max receives.
+ */
+export async function drainPersonDeletions(deps: DrainDeps): Promise<DrainSummary> {
+  const summary: DrainSummary = { processed: 0, eventsDeleted: 0, failed: 0, continued: false };
+  for (;;) {
+    if (deps.timeLeftMs() < SAFETY_MARGIN_MS) {
+      await deps.continueLater();
+      summary.continued = true;
+      return summary;
+    }
+    const messages = await deps.receive();
+    if (messages.length === 0) return summary;
+    await inParallel(messages, 4, async (m) => {
+      try {
+        const request = parse(m.body);
+        let deleted = 0;
+        for (const distinctId of request.distinct_ids) deleted += await deleteEventsOfDistinctId(request.project_id, distinctId, request.requested_at);
+        await deps.acknowledge(m.receiptHandle);
+        summary.processed += 1;
+        summary.eventsDeleted += deleted;
+        logger.info('person events deleted', { project_id: request.project_id, person_id: request.person_id, events_deleted: deleted });
+      } catch (error) {
+        summary.failed += 1;
+        // A malformed message will never succeed: straight back, so it reaches the DLQ within this drain.
+        // Anything else may be transient: back off, so an outage does not burn its receives in seconds.
+        const delay = error instanceof MalformedRequest ? 0 : Math.min(900, 30 * 2 ** (m.receiveCount - 1));
+        logger.error('person deletion failed; message released', { receive_count: m.receiveCount, retry_in_s: delay, error: (error as Error).message });
+        await deps.release(m.receiptHandle, delay);
+      }
+    });
+  }
+}
+
+class MalformedRequest extends Error {}
+
+function parse(body: string): Pick<DeletionRequest, 'project_id' | 'person_id' | 'distinct_ids' | 'requested_at'> {
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch {
+    throw new MalformedRequest('malformed deletion request: not JSON');
+  }
+  const result = v.safeParse(deletionRequest, json);
+  if (!result.success) throw new MalformedRequest(`malformed deletion request: ${result.issues[0].message}`);
+  return result.output;
+}

@@ -1,0 +1,36 @@
+import { now } from '../clock.ts';
+import { compileGroup, isGroup, parseProperties } from '../trends/properties.ts';
+import type { PropertyFilter, PropertyGroup } from '../trends/types.ts';
+
+/**
+ * The persons list's `properties` parameter, read with the trend engine's filter grammar and
+ * operators (one implementation). Persons only have person properties, so, like PostHog, only
+ * person-type filters apply; a filter without a type is taken as a person filter here.
+ */
+export function personFilterFromQuery(raw: string | undefined): ((properties: Record<string, unknown>) => boolean) | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  const asPerson = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(asPerson);
+    if (value && typeof value === 'object') {
+      const o = value as Record<string, unknown>;
+      if (Array.isArray(o.values)) return { ...o, values: o.values.map(asPerson) };
+      return { ...o, type: o.type ?? 'person' };
+    }
+    return value;
+  };
+  let parsed: unknown = raw;
+  try {
+    parsed = asPerson(JSON.parse(raw));
+  } catch {
+    // parseProperties reports it in the API's shape
+  }
+  const { group } = parseProperties(parsed, 'properties');
+  const predicate = compileGroup(personOnly(group), { tz: 'UTC', now: now().getTime(), weekStartDay: 0 });
+  return (properties) =>
+    predicate({ uuid: '', event: '', distinct_id: '', person_id: '', timestamp: '', properties: {}, person_properties: properties });
+}
+
+function personOnly(group: PropertyGroup): PropertyGroup {
+  const values = group.values.flatMap((v): (PropertyFilter | PropertyGroup)[] => (isGroup(v) ? [personOnly(v)] : v.type === 'person' ? [v] : []));
+  return { type: group.type, values };
+}

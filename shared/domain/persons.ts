@@ -1,0 +1,376 @@
+import { nowIso } from '../clock.ts';
+import { nextId } from '../db/counters.ts';
+import { keys } from '../db/keys.ts';
+import {
+  deletePersonRecord,
+  getPerson,
+  listPersonActivity,
+  listPersonChanges,
+  personCount,
+  personIdOf,
+  personsWithEmail,
+  queryPersons,
+  savePersonEdit,
+  skipPersons,
+  splitPersonRecord,
+  type ActivityRecord,
+  type PageKey,
+  type PersonRecord,
+  type PropertyChange,
+} from '../db/persons.ts';
+import { NotFound, ValidationError } from '../errors.ts';
+import { UUID_PATTERN, uuidv7 } from '../ids.ts';
+import type { Caller } from './access.ts';
+import { applyPersonUpdates } from './person-properties.ts';
+
+const NAME_PROPERTIES = ['email', 'Email', '$email', 'name', 'Name', 'username', 'Username', 'UserName'];
+
+/** The spec's Person (§2.5): integer id everywhere; identified (non-UUID) distinct ids first, as PostHog orders them. */
+export function personResponse(p: PersonRecord) {
+  const named = NAME_PROPERTIES.map((k) => p.properties[k]).find((v) => typeof v === 'string' && v !== '');
+  const distinctIds = [...p.distinct_ids].sort((a, b) => Number(UUID_PATTERN.test(a)) - Number(UUID_PATTERN.test(b)));
+  return {
+    id: p.id,
+    name: (named as string | undefined) ?? distinctIds[0] ?? String(p.id),
+    distinct_ids: distinctIds,
+    properties: p.properties,
+    created_at: p.created_at,
+    uuid: p.uuid,
+  };
+}
+
+export type PersonResponse = ReturnType<typeof personResponse>;
+
+export async function findPerson(projectId: number, personId: number): Promise<PersonRecord> {
+  const person = await getPerson(projectId, personId);
+  if (!person) throw new NotFound();
+  return person;
+}
+
+// ---------------------------------------------------------------------------------------------
+// List
+// ---------------------------------------------------------------------------------------------
+
+export interface PersonListQuery {
+  limit: number;
+  offset: number;
+  cursor?: string;
+  distinct_id?: string;
+  email?: string;
+  search?: string;
+  /** Person-property predicate built from the `properties` parameter (person-type filters). */
+  matches?: (properties: Record<string, unknown>) => boolean;
+}
+
+export interface PersonPage {
+  count: number;
+  results: PersonResponse[];
+  /** Opaque position after this page, when more results exist. */
+  nextCursor?: string;
+  hasMore: boolean;
+}
+
+interface Cursor {
+  key: PageKey;
+  offset: number;
+}
+
+export function encodeCursor(c: Cursor): string {
+  return Buffer.from(JSON.stringify(c)).toString('base64url');
+}
+
+function decodeCursor(raw: string): Cursor {
+  try {
+    const c = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as Cursor;
+    if (c && typeof c.key === 'object' && Number.isInteger(c.offset)) return c;
+  } catch {
+    // fall through
+  }
+  throw new ValidationError('Invalid cursor.', 'cursor');
+}
+
+const byNewest = (a: PersonRecord, b: PersonRecord) => (a.created_at === b.created_at ? b.id - a.id : a.created_at < b.created_at ? 1 : -1);
+
+function page(all: PersonRecord[], q: PersonListQuery): PersonPage {
+  const results = all.slice(q.offset, q.offset + q.limit).map(personResponse);
+  return { count: all.length, results, hasMore: q.offset + q.limit < all.length };
+}
+
+/**
+ * Persons newest first. Exact lookups (distinct_id, email) read an index, never the project; an
+ * unfiltered list reads only its page (count from the kept counter, cursor to continue); search and
+ * property filters read the project to count exactly.
+ */
+export async function listPersons(projectId: number, q: PersonListQuery): Promise<PersonPage> {
+  const keep = (p: PersonRecord) => (!q.matches || q.matches(p.properties)) && (!q.email || p.properties.email === q.email);
+  if (q.distinct_id !== undefined) {
+    const id = await personIdOf(projectId, q.distinct_id);
+    const person = id === undefined ? undefined : await getPerson(projectId, id);
+    return page(person && keep(person) && (!q.search || searchMatches(person, q.search)) ? [person] : [], q);
+  }
+  if (q.email !== undefined) {
+    const found = (await personsWithEmail(projectId, q.email)).filter((p) => keep(p) && (!q.search || searchMatches(p, q.search)));
+    return page(found.sort(byNewest), q);
+  }
+  if (q.search !== undefined || q.matches) return page(await scanMatching(projectId, q), q);
+  return unfilteredPage(projectId, q);
+}
+
+function searchMatches(p: PersonRecord, search: string): boolean {
+  const email = typeof p.properties.email === 'string' ? p.properties.email.toLowerCase() : '';
+  return email.includes(search.toLowerCase()) || p.distinct_ids.includes(search) || p.uuid === search.toLowerCase();
+}
+
+const SCAN_PAGE = 500;
+
+async function scanMatching(projectId: number, q: PersonListQuery): Promise<PersonRecord[]> {
+  const found = new Map<number, PersonRecord>();
+  // PostHog's search is "email contains OR distinct id equals OR uuid equals": the exact parts are lookups.
+  if (q.search !== undefined) {
+    const id = await personIdOf(projectId, q.search);
+    const byId = id === undefined ? undefined : await getPerson(projectId, id);
+    if (byId && (!q.matches || q.matches(byId.properties))) found.set(byId.id, byId);
+  }
+  let startKey: PageKey | undefined;
+  do {
+    const out = await queryPersons(projectId, { limit: SCAN_PAGE, startKey, emailContains: q.search });
+    for (const { person } of out.persons) {
+      if (!q.matches || q.matches(person.properties)) found.set(person.id, person);
+    }
+    startKey = out.nextKey;
+  } while (startKey);
+  return [...found.values()].sort(byNewest);
+}
+
+async function unfilteredPage(projectId: number, q: PersonListQuery): Promise<PersonPage> {
+  // A cursor (what `next` links carry) starts the read where the last page ended; a bare offset walks
+  // the keys before it.
+  const startKey = q.cursor ? decodeCursor(q.cursor).key : q.offset > 0 ? await skipPersons(projectId, q.offset) : undefined;
+  const beyondEnd = q.offset > 0 && !q.cursor && startKey === undefined;
+  const [count, out] = await Promise.all([
+    personCount(projectId),
+    beyondEnd ? Promise.resolve({ persons: [] }) : queryPersons(projectId, { limit: q.limit + 1, startKey }),
+  ]);
+  const rows = out.persons.slice(0, q.limit);
+  const hasMore = out.persons.length > q.limit;
+  return {
+    count,
+    results: rows.map(({ person }) => personResponse(person)),
+    hasMore,
+    nextCursor: hasMore ? encodeCursor({ key: rows.at(-1)!.key, offset: q.offset + q.limit }) : undefined,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Edits through the API: each one a property change (for the timeline) and an activity entry
+// ---------------------------------------------------------------------------------------------
+
+const EDIT_ATTEMPTS = 5;
+
+function activity(caller: Caller, person: PersonRecord, kind: ActivityRecord['activity'], changes: ActivityRecord['changes']): ActivityRecord {
+  return {
+    id: uuidv7(),
+    person_id: person.id,
+    project_id: person.project_id,
+    activity: kind,
+    user: { first_name: caller.user.first_name, email: caller.user.email },
+    created_at: nowIso(),
+    changes,
+  };
+}
+
+function apiChange(caller: Caller, person: PersonRecord, set: Record<string, unknown>, unset: string[], changed: string[]): PropertyChange {
+  return {
+    id: uuidv7(),
+    person_id: person.id,
+    project_id: person.project_id,
+    timestamp: nowIso(),
+    source: 'api',
+    actor: caller.user.email,
+    set,
+    unset,
+    properties: person.properties,
+    changed,
+    kind: 'update',
+  };
+}
+
+/** Applies `$set`/`$unset`-style edits with optimistic concurrency: re-read and retry on a conflicting write. */
+async function editProperties(
+  caller: Caller,
+  projectId: number,
+  personId: number,
+  set: Record<string, unknown>,
+  unset: string[],
+  kind: 'updated' | 'property_deleted',
+): Promise<PersonRecord> {
+  for (let attempt = 0; attempt < EDIT_ATTEMPTS; attempt += 1) {
+    const person = await findPerson(projectId, personId);
+    const { properties, changed } = applyPersonUpdates(person.properties, { set, setOnce: {}, unset });
+    if (changed.length === 0) return person;
+    const next = { ...person, properties };
+    const record = activity(caller, next, kind, [
+      { type: 'Person', action: kind === 'updated' ? 'changed' : 'deleted', field: 'properties', before: person.properties, after: properties },
+    ]);
+    if (await savePersonEdit(next, apiChange(caller, next, set, unset, changed), record)) return { ...next, version: next.version + 1 };
+  }
+  throw new Error(`person ${personId} kept changing during the edit`);
+}
+
+export async function updatePersonProperties(caller: Caller, projectId: number, personId: number, properties: Record<string, unknown>) {
+  return personResponse(await editProperties(caller, projectId, personId, properties, [], 'updated'));
+}
+
+export async function deletePersonProperty(caller: Caller, projectId: number, personId: number, key: string) {
+  await editProperties(caller, projectId, personId, {}, [key], 'property_deleted');
+  return { success: true };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Delete
+// ---------------------------------------------------------------------------------------------
+
+export interface DeletionRequest {
+  project_id: number;
+  person_id: number;
+  person_uuid: string;
+  distinct_ids: string[];
+  requested_at: string;
+  requested_by: string;
+}
+
+/** How a deletion of a person's events is queued (SQS in the service; injected so this module stays SDK-free). */
+export type QueueDeletion = (request: DeletionRequest) => Promise<void>;
+
+/**
+ * Deletes a person and its distinct ids. With `deleteEvents` the request to delete all its events is
+ * queued first: if queuing fails nothing is deleted, so a retry of the call is complete.
+ */
+export async function deletePerson(caller: Caller, projectId: number, personId: number, deleteEvents: boolean, queue: QueueDeletion): Promise<void> {
+  for (let attempt = 0; attempt < EDIT_ATTEMPTS; attempt += 1) {
+    const person = await findPerson(projectId, personId);
+    if (deleteEvents) {
+      await queue({
+        project_id: projectId,
+        person_id: person.id,
+        person_uuid: person.uuid,
+        distinct_ids: person.distinct_ids,
+        requested_at: nowIso(),
+        requested_by: caller.user.email,
+      });
+    }
+    const record = activity(caller, person, 'deleted', [{ type: 'Person', action: 'deleted', field: null, before: personResponse(person), after: null }]);
+    if (await deletePersonRecord(person, record)) return;
+  }
+  throw new Error(`person ${personId} kept changing during the delete`);
+}
+
+export const BULK_DELETE_LIMIT = 1000;
+
+/** PostHog's bulk_delete: by integer ids (or uuids) or by distinct ids, up to 1000; unknown ones are reported, not fatal. */
+export async function bulkDeletePersons(
+  caller: Caller,
+  projectId: number,
+  input: { ids?: (number | string)[]; distinct_ids?: string[]; delete_events: boolean },
+  queue: QueueDeletion,
+): Promise<{ deleted: number[]; not_found: (number | string)[] }> {
+  const wanted: (number | string)[] = input.ids ?? input.distinct_ids ?? [];
+  const resolved = await Promise.all(
+    wanted.map(async (w) => {
+      if (input.ids) return typeof w === 'number' ? w : /^\d+$/.test(String(w)) ? Number(w) : undefined;
+      return personIdOf(projectId, String(w));
+    }),
+  );
+  const deleted: number[] = [];
+  const notFound: (number | string)[] = [];
+  for (const [i, id] of resolved.entries()) {
+    if (id === undefined || deleted.includes(id)) {
+      if (id === undefined) notFound.push(wanted[i]!);
+      continue;
+    }
+    try {
+      await deletePerson(caller, projectId, id, input.delete_events, queue);
+      deleted.push(id);
+    } catch (error) {
+      if (!(error instanceof NotFound)) throw error;
+      notFound.push(wanted[i]!);
+    }
+  }
+  return { deleted, not_found: notFound };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Split
+// ---------------------------------------------------------------------------------------------
+
+const SPLIT_CHUNK = 30;
+
+/**
+ * One person per distinct id: `main_distinct_id` (or the first) stays on this person with its
+ * properties; every other id gets a new person with no properties.
+ */
+export async function splitPerson(caller: Caller, projectId: number, personId: number, mainDistinctId?: string) {
+  for (let attempt = 0; attempt < EDIT_ATTEMPTS; attempt += 1) {
+    let person = await findPerson(projectId, personId);
+    const main = mainDistinctId ?? person.distinct_ids[0];
+    if (main === undefined || !person.distinct_ids.includes(main)) {
+      throw new ValidationError(`'${mainDistinctId}' is not a distinct id of this person.`, 'main_distinct_id');
+    }
+    const others = person.distinct_ids.filter((d) => d !== main);
+    if (!others.length) return { success: true };
+    let ok = true;
+    for (let i = 0; i < others.length && ok; i += SPLIT_CHUNK) {
+      const chunk = others.slice(i, i + SPLIT_CHUNK);
+      const remaining = person.distinct_ids.filter((d) => !chunk.includes(d));
+      const fresh: PersonRecord[] = [];
+      for (const d of chunk) {
+        fresh.push({ id: await nextId(keys.personCounter(projectId)), uuid: uuidv7(), project_id: projectId, properties: {}, distinct_ids: [d], created_at: nowIso(), is_identified: false, version: 0 });
+      }
+      const last = i + SPLIT_CHUNK >= others.length;
+      const record = last
+        ? activity(caller, person, 'split_person', [{ type: 'Person', action: 'split', field: 'distinct_ids', before: person.distinct_ids, after: [main] }])
+        : undefined;
+      ok = await splitPersonRecord(person, remaining, fresh, record);
+      person = { ...person, distinct_ids: remaining, version: person.version + 1 };
+    }
+    if (ok) return { success: true };
+  }
+  throw new Error(`person ${personId} kept changing during the split`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// History
+// ---------------------------------------------------------------------------------------------
+
+export async function personActivity(projectId: number, personId: number, pageQuery: { limit: number; page: number }) {
+  const all = await listPersonActivity(projectId, personId);
+  const start = (pageQuery.page - 1) * pageQuery.limit;
+  const results = all.slice(start, start + pageQuery.limit).map((a) => ({
+    id: a.id,
+    user: a.user,
+    activity: a.activity,
+    scope: 'Person',
+    item_id: String(a.person_id),
+    detail: { id: a.person_id, changes: a.changes, merge: null, trigger: null, name: null, short_id: null, type: null },
+    created_at: a.created_at,
+  }));
+  return { results, total_count: all.length, hasNext: start + pageQuery.limit < all.length, hasPrevious: pageQuery.page > 1 };
+}
+
+/** The person's properties over time: one point per recorded change (ingestion $set/$unset, merges, API edits). */
+export async function propertiesTimeline(projectId: number, personId: number, range: { from?: string; to?: string }) {
+  await findPerson(projectId, personId);
+  const changes = await listPersonChanges(projectId, personId);
+  const points = changes
+    .filter((c) => (!range.from || c.timestamp >= range.from) && (!range.to || c.timestamp <= range.to))
+    .map((c) => ({
+      timestamp: c.timestamp,
+      properties: c.properties,
+      changed_keys: c.changed,
+      source: c.source,
+      event: c.event ?? null,
+      event_uuid: c.event_uuid ?? null,
+      actor: c.actor ?? null,
+    }));
+  return { points, crucial_property_keys: [...new Set(points.flatMap((p) => p.changed_keys))].sort() };
+}

@@ -1,0 +1,19 @@
+/** The service's SQS queues, shared by CDK and the local runtime so both build them alike. */
+export type QueueName = 'person_deletions' | 'drain_continuations';
+
+export interface QueueSettings {
+  /** Environment variable through which functions get the queue's URL. */
+  urlEnv: string;
+  retentionDays: number;
+  /** Longer than the consumer's timeout, so a message in hand is not handed out twice. */
+  visibilityTimeoutSeconds: number;
+  /** Receives before the message moves to the queue's DLQ. */
+  maxReceiveCount: number;
+}
+
+export const QUEUES: Record<QueueName, QueueSettings> = {
+  // Deletion requests wait up to a week for Sunday's drain: keep them for SQS's maximum, 14 days.
+  person_deletions: { urlEnv: 'PERSON_DELETION_QUEUE_URL', retentionDays: 14, visibilityTimeoutSeconds: 960, maxReceiveCount: 5 },
+  // "Carry on draining" notes a drain leaves itself when its backlog outlasts one invocation.
+  drain_continuations: { urlEnv: 'DRAIN_CONTINUATION_QUEUE_URL', retentionDays: 1, visibilityTimeoutSeconds: 960, maxReceiveCount: 3 },
+};

@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import { QUEUES } from '#shared/queues/settings.ts';
+import { logicalId, resources, roleActions, synthStages } from './synth.ts';
+
+const dev = synthStages('dev').dev!;
+const { stack, template } = dev;
+const drain = () => stack.functions.get('drain_person_deletions')!;
+const queueArn = (name: 'person_deletions' | 'drain_continuations', which: 'queue' | 'dlq' = 'queue') => ({
+  'Fn::GetAtt': [logicalId(stack, stack.queues.get(name)![which]), 'Arn'],
+});
+
+describe('deferred person-event deletion', () => {
+  it('keeps deletion requests 14 days, and moves a message to its DLQ after the configured receives', () => {
+    const queue = resources(template, 'AWS::SQS::Queue')[logicalId(stack, stack.queues.get('person_deletions')!.queue)]!;
+    expect(queue.Properties).toMatchObject({
+      MessageRetentionPeriod: 14 * 86_400,
+      VisibilityTimeout: QUEUES.person_deletions.visibilityTimeoutSeconds,
+      RedrivePolicy: { deadLetterTargetArn: queueArn('person_deletions', 'dlq'), maxReceiveCount: QUEUES.person_deletions.maxReceiveCount },
+    });
+    expect(QUEUES.person_deletions.visibilityTimeoutSeconds).toBeGreaterThan(900);
+  });
+
+  it('runs the drain every Sunday at 05:00 UTC', () => {
+    const rules = Object.values(resources(template, 'AWS::Events::Rule'));
+    expect(rules).toHaveLength(1);
+    expect(rules[0]!.Properties).toMatchObject({
+      ScheduleExpression: 'cron(0 5 ? * SUN *)',
+      State: 'ENABLED',
+      Targets: [expect.objectContaining({ Arn: { 'Fn::GetAtt': [logicalId(stack, drain()), 'Arn'] } })],
+    });
+  });
+
+  it('alarms as soon as any queue has a message in its DLQ', () => {
+    for (const name of ['person_deletions', 'drain_continuations'] as const) {
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        MetricName: 'ApproximateNumberOfMessagesVisible',
+        Threshold: 0,
+        ComparisonOperator: 'GreaterThanThreshold',
+        Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(stack, stack.queues.get(name)!.dlq), 'QueueName'] } }],
+      });
+    }
+  });
+
+  it('lets only the drain read the deletion queue; person deletes may only send to it', () => {
+    const consume = 'sqs:ReceiveMessage';
+    expect(roleActions(dev, 'drain_person_deletions')).toContain(consume);
+    for (const name of stack.functions.keys()) {
+      if (name === 'drain_person_deletions') continue;
+      expect([name, roleActions(dev, name).includes(consume)]).toEqual([name, false]);
+    }
+    for (const op of ['persons_destroy', 'persons_bulk_delete']) expect(roleActions(dev, op)).toContain('sqs:SendMessage');
+    expect(roleActions(dev, 'persons_retrieve').some((a) => a.startsWith('sqs:'))).toBe(false);
+  });
+
+  it('lets a long drain continue itself through its continuation queue, with a 15-minute budget', () => {
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      EventSourceArn: queueArn('drain_continuations'),
+      FunctionName: { Ref: logicalId(stack, drain()) },
+      BatchSize: 1,
+    });
+    expect(resources(template, 'AWS::Lambda::Function')[logicalId(stack, drain())]!.Properties!.Timeout).toBe(900);
+  });
+});

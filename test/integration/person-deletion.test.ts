@@ -1,0 +1,98 @@
+import { randomUUID } from 'node:crypto';
+import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { describe, expect, inject, it } from 'vitest';
+import { getEvent } from '#shared/db/events.ts';
+import { readRollups } from '#shared/db/rollups.ts';
+import { runWorker, scheduledEvent } from '../../infra/local/workers.ts';
+import { eventually, newProject, useApi } from '../support/api.ts';
+
+// Only this file puts messages on the run's deletion queue, so each drain here sees exactly this file's requests.
+const api = useApi();
+const sqs = new SQSClient({ endpoint: inject('sqsEndpoint'), region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+const queueUrl = inject('queues').person_deletions!;
+const dlqUrl = `${queueUrl}-dlq`;
+
+const drain = () => runWorker('drain_person_deletions', scheduledEvent('drain_person_deletions')) as Promise<{ processed: number; eventsDeleted: number; failed: number }>;
+const total = async (projectId: number) => [...(await readRollups(projectId, null, '2024-02-01T00', '2024-02-29T23')).values()].reduce((a, b) => a + b, 0);
+
+async function setup() {
+  const p = await newProject(api.as);
+  const c = api.as(p.key);
+  const base = `/api/environments/${p.projectId}/persons/`;
+  const uuids = { a: [randomUUID(), randomUUID(), randomUUID()], b: [randomUUID(), randomUUID()] };
+  await api.as().post('/batch', {
+    api_key: p.token,
+    batch: [
+      { event: 'view', distinct_id: 'anon-a', uuid: uuids.a[0], timestamp: '2024-02-01T10:00:00Z' },
+      { event: '$identify', distinct_id: 'user-a', uuid: uuids.a[1], timestamp: '2024-02-01T10:05:00Z', properties: { $anon_distinct_id: 'anon-a' } },
+      { event: 'view', distinct_id: 'user-a', uuid: uuids.a[2], timestamp: '2024-02-02T09:00:00Z' },
+      { event: 'view', distinct_id: 'user-b', uuid: uuids.b[0], timestamp: '2024-02-01T11:00:00Z' },
+      { event: 'view', distinct_id: 'user-b', uuid: uuids.b[1], timestamp: '2024-02-03T12:00:00Z' },
+    ],
+  });
+  await eventually(async () => expect(await total(p.projectId)).toBe(5));
+  const personOf = async (d: string) => (await eventually(async () => {
+    const res = await c.get(`${base}?distinct_id=${d}`);
+    expect(res.body.results).toHaveLength(1);
+    return res.body.results[0];
+  })) as { id: number; distinct_ids: string[] };
+  const a = await eventually(async () => {
+    const person = await personOf('user-a');
+    expect(person.distinct_ids.sort()).toEqual(['anon-a', 'user-a']);
+    return person;
+  });
+  return { ...p, c, base, uuids, a, b: await personOf('user-b') };
+}
+
+describe('deferred deletion of a person’s events', () => {
+  it('keeps the events until the drain, then deletes all of them (every distinct id), corrects rollups and spares others', async () => {
+    const s = await setup();
+    expect((await s.c.delete(`${s.base}${s.a.id}/?delete_events=true`)).status).toBe(204);
+    for (const uuid of s.uuids.a) expect(await getEvent(s.projectId, uuid)).toBeDefined();
+    expect(await total(s.projectId)).toBe(5);
+
+    const summary = await drain();
+    expect(summary).toMatchObject({ processed: 1, eventsDeleted: 3, failed: 0 });
+    for (const uuid of s.uuids.a) expect(await getEvent(s.projectId, uuid)).toBeUndefined();
+    for (const uuid of s.uuids.b) expect(await getEvent(s.projectId, uuid)).toBeDefined();
+    await eventually(async () => expect(await total(s.projectId)).toBe(2));
+    expect(await readRollups(s.projectId, 'view', '2024-02-01T00', '2024-02-29T23')).toEqual(new Map([['2024-02-01T11', 1], ['2024-02-03T12', 1]]));
+
+    expect(await drain()).toMatchObject({ processed: 0, eventsDeleted: 0 });
+    expect(await total(s.projectId)).toBe(2);
+  });
+
+  it('queues nothing without delete_events=true', async () => {
+    const s = await setup();
+    expect((await s.c.delete(`${s.base}${s.b.id}/?delete_events=false`)).status).toBe(204);
+    expect((await s.c.delete(`${s.base}${s.a.id}/`)).status).toBe(204);
+    expect(await drain()).toMatchObject({ processed: 0 });
+    for (const uuid of [...s.uuids.a, ...s.uuids.b]) expect(await getEvent(s.projectId, uuid)).toBeDefined();
+  });
+
+  it('moves a malformed message to the DLQ after the configured receives while the valid ones drain', async () => {
+    const s = await setup();
+    await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: '{"project_id": "not a number"' }));
+    expect((await s.c.delete(`${s.base}${s.b.id}/?delete_events=true`)).status).toBe(204);
+    const summary = await drain();
+    expect(summary.processed).toBe(1);
+    expect(summary.failed).toBeGreaterThanOrEqual(1);
+    for (const uuid of s.uuids.b) expect(await getEvent(s.projectId, uuid)).toBeUndefined();
+    const poisoned = await eventually(async () => {
+      const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl: dlqUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));
+      expect(out.Messages?.map((m) => m.Body)).toEqual(['{"project_id": "not a number"']);
+      return out.Messages!;
+    });
+    expect(poisoned).toHaveLength(1);
+    const left = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }));
+    expect(left.Attributes?.ApproximateNumberOfMessages).toBe('0');
+  });
+
+  it('deletes the events of persons removed through bulk_delete with delete_events', async () => {
+    const s = await setup();
+    const res = await s.c.post(`${s.base}bulk_delete/`, { ids: [s.a.id, s.b.id], delete_events: true });
+    expect(res.status).toBe(202);
+    expect(await drain()).toMatchObject({ processed: 2, eventsDeleted: 5 });
+    await eventually(async () => expect(await total(s.projectId)).toBe(0));
+  });
+});
