@@ -22,15 +22,15 @@ export function functionEntries(): Record<string, string> {
 
 export const bundleDir = (functionName: string) => join(DIST, functionName);
 
-export async function buildFunctions(): Promise<Metafile> {
-  await rm(DIST, { recursive: true, force: true });
+export async function buildFunctions(outdir = DIST): Promise<Metafile> {
+  await rm(outdir, { recursive: true, force: true });
   const entryPoints = Object.entries(functionEntries()).map(([name, handler]) => ({
     in: join(ROOT, 'functions', `${handler}.ts`),
     out: `${name}/index`,
   }));
   const result = await build({
     entryPoints,
-    outdir: DIST,
+    outdir,
     outExtension: { '.js': '.mjs' },
     bundle: true,
     minify: true,
@@ -41,6 +41,8 @@ export async function buildFunctions(): Promise<Metafile> {
     // Some CommonJS dependencies call require() for node built-ins; give the ESM bundle one.
     banner: { js: "import{createRequire as __cr}from'node:module';const require=__cr(import.meta.url);" },
     legalComments: 'none',
+    // Lambda gives credentials in the environment: skip the SDK's full provider chain (infra/lambda/credentials.ts).
+    alias: { '@aws-sdk/credential-provider-node': join(ROOT, 'infra', 'lambda', 'credentials.ts') },
     metafile: true,
     logLevel: 'warning',
   });

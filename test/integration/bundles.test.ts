@@ -1,0 +1,55 @@
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { buildFunctions } from '#infra/build.ts';
+import { lambdaContext } from '../../infra/local/lambda-context.ts';
+import { newKey } from '../support/api.ts';
+
+let outdir: string;
+
+beforeAll(async () => {
+  outdir = await mkdtemp(join(tmpdir(), 'analytics-bundles-'));
+  await buildFunctions(outdir);
+}, 60_000);
+
+async function bundled(name: string) {
+  return ((await import(pathToFileURL(join(outdir, name, 'index.mjs')).href)) as { handler: (e: unknown, c: unknown) => Promise<any> }).handler;
+}
+
+function event(method: string, path: string, key: string, body?: unknown): APIGatewayProxyEventV2 {
+  return {
+    version: '2.0',
+    routeKey: `${method} ${path}`,
+    rawPath: path,
+    rawQueryString: '',
+    headers: { host: 'api.example', authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    requestContext: { requestId: 'r', http: { method, path } } as APIGatewayProxyEventV2['requestContext'],
+    body: body ? JSON.stringify(body) : undefined,
+    isBase64Encoded: false,
+  };
+}
+
+describe('the deployable bundles', () => {
+  it('run as built (ESM, SDK inside, credentials from the environment) against the table', async () => {
+    // What Lambda provides: role credentials in the environment (here DynamoDB Local's dummy ones).
+    expect(process.env.AWS_ACCESS_KEY_ID).toBeTruthy();
+    const { key } = await newKey();
+    const create = await bundled('organizations_create');
+    const created = await create({ ...event('POST', '/api/organizations', key, { name: 'From a bundle' }) }, lambdaContext('organizations_create'));
+    expect(created.statusCode).toBe(201);
+    const list = await bundled('organizations_list');
+    const listed = await list(event('GET', '/api/organizations', key), lambdaContext('organizations_list'));
+    expect(JSON.parse(listed.body)).toMatchObject({ count: 1, results: [{ name: 'From a bundle' }] });
+    const projectId = JSON.parse(created.body).teams[0].id;
+    const trend = await bundled('insights_trend');
+    const res = await trend(
+      { ...event('POST', `/api/environments/${projectId}/insights/trend`, key, { events: [{ id: 'x' }] }), pathParameters: { project_id: String(projectId) } },
+      lambdaContext('insights_trend'),
+    );
+    expect(res.statusCode).toBe(200);
+    expect(JSON.parse(res.body).result[0].data).toHaveLength(8);
+  });
+});
