@@ -12,8 +12,8 @@ interface RouteBase {
   aliases?: readonly string[];
   /** Handler module under functions/, without extension; it exports `handler`. */
   handler: string;
-  /** What the function may do to the table: `read` gets read-only IAM, `write` read/write. */
-  access: 'read' | 'write';
+  /** What the function may do to the table: `read` gets read-only IAM, `write` read/write, `none` nothing. */
+  access: 'read' | 'write' | 'none';
   /** Queues the function may send to. */
   sends?: readonly QueueName[];
   /** Accepts `format=json|csv`. */
@@ -35,11 +35,18 @@ export interface TokenRoute extends RouteBase {
   scope?: undefined;
 }
 
+/** Public with no credential at all (the API's own description). */
+export interface PublicRoute extends RouteBase {
+  auth: 'public';
+  scope?: undefined;
+  access: 'none';
+}
+
 /**
  * One row per API operation. CDK (one Lambda + one API route per path), the local HTTP server, the
  * OpenAPI document and the scope/tenant test matrices are all generated from this table.
  */
-export type Route = KeyRoute | TokenRoute;
+export type Route = KeyRoute | TokenRoute | PublicRoute;
 
 export const routes = [
   {
@@ -265,6 +272,79 @@ export const routes = [
     summary: 'Compute a trend (PostHog legacy insights/trend), JSON body',
   },
   {
+    operationId: 'batch_exports_list',
+    method: 'GET',
+    path: '/api/organizations/:organization_id/batch_exports',
+    scope: 'batch_export:read',
+    handler: 'batch-exports/list',
+    access: 'read',
+    summary: "List an organization's batch exports",
+  },
+  {
+    operationId: 'batch_exports_create',
+    method: 'POST',
+    path: '/api/organizations/:organization_id/batch_exports',
+    scope: 'batch_export:write',
+    handler: 'batch-exports/create',
+    access: 'write',
+    summary: "Create a batch export",
+  },
+  {
+    operationId: 'batch_exports_retrieve',
+    method: 'GET',
+    path: '/api/organizations/:organization_id/batch_exports/:id',
+    scope: 'batch_export:read',
+    handler: 'batch-exports/retrieve',
+    access: 'read',
+    summary: "Retrieve a batch export with its latest runs",
+  },
+  {
+    operationId: 'batch_exports_partial_update',
+    method: 'PATCH',
+    path: '/api/organizations/:organization_id/batch_exports/:id',
+    scope: 'batch_export:write',
+    handler: 'batch-exports/update',
+    access: 'write',
+    summary: "Update (pause, unpause, reconfigure) a batch export",
+  },
+  {
+    operationId: 'batch_exports_destroy',
+    method: 'DELETE',
+    path: '/api/organizations/:organization_id/batch_exports/:id',
+    scope: 'batch_export:write',
+    handler: 'batch-exports/delete',
+    access: 'write',
+    summary: "Delete a batch export with its runs and logs",
+  },
+  {
+    operationId: 'batch_exports_backfill',
+    method: 'POST',
+    path: '/api/organizations/:organization_id/batch_exports/:id/backfill',
+    scope: 'batch_export:write',
+    handler: 'batch-exports/backfill',
+    access: 'write',
+    summary: "Backfill a batch export over a past range (deprecated endpoint)",
+  },
+  {
+    operationId: 'batch_exports_logs',
+    method: 'GET',
+    path: '/api/organizations/:organization_id/batch_exports/:id/logs',
+    scope: 'batch_export:read',
+    handler: 'batch-exports/logs',
+    access: 'read',
+    summary: "A batch export's logs, newest first",
+  },
+  {
+    // Public like PostHog's /api/schema/; the function only serves a file bundled with it.
+    operationId: 'schema',
+    method: 'GET',
+    path: '/api/schema',
+    auth: 'public',
+    handler: 'system/schema',
+    access: 'none',
+    summary: 'The OpenAPI 3.1 document of this API (docs/openapi.json, written by npm run openapi)',
+  },
+  {
     operationId: 'capture',
     method: 'POST',
     path: '/capture',
@@ -282,7 +362,7 @@ export type OperationId = RouteRow['operationId'];
 /** Every (method, path) the API answers, aliases included, each pointing at its route. */
 export const routePaths: readonly Route[] = (routes as readonly Route[]).flatMap((r) => [r, ...(r.aliases ?? []).map((path) => ({ ...r, path }))]);
 
-export const keyRoutes = (routes as readonly Route[]).filter((r): r is KeyRoute => r.auth !== 'project_token');
+export const keyRoutes = (routes as readonly Route[]).filter((r): r is KeyRoute => r.auth === undefined || r.auth === 'personal_api_key');
 
 
 /** Functions that are not API operations: fed by the table stream, or run on a schedule. */
@@ -297,6 +377,8 @@ export interface Worker {
   continuesVia?: QueueName;
   /** How long one invocation may run (seconds). */
   timeoutSeconds: number;
+  /** Writes to customer-configured destinations (S3 buckets named in batch export configs). */
+  writesDestinations?: boolean;
   /** The command that fires it now locally: `npm run cron -- <command>`. */
   command?: string;
   summary: string;
@@ -321,6 +403,16 @@ export const workers = [
     timeoutSeconds: 900,
     command: 'drain-person-deletions',
     summary: 'Sundays 05:00 UTC: deletes the events of persons deleted with delete_events=true',
+  },
+  {
+    name: 'run_batch_exports',
+    handler: 'workers/run-batch-exports',
+    trigger: { schedule: 'rate(5 minutes)' },
+    access: 'write',
+    writesDestinations: true,
+    timeoutSeconds: 900,
+    command: 'run-batch-exports',
+    summary: 'Every 5 minutes: runs due batch exports (scheduled windows, retries, backfills) into their destinations',
   },
 ] as const satisfies readonly Worker[];
 

@@ -138,7 +138,7 @@ export class AnalyticsStack extends Stack {
     for (const r of routes as readonly Route[]) {
       const fn = makeFunction(r.operationId, `${r.method} ${r.path}`);
       if (r.access === 'read') this.table.grantReadData(fn);
-      else this.table.grantReadWriteData(fn);
+      if (r.access === 'write') this.table.grantReadWriteData(fn);
       if (r.writesCache) {
         // Fine-grained access: PutItem only on items whose partition key is a trend cache key.
         fn.addToRolePolicy(
@@ -169,6 +169,11 @@ export class AnalyticsStack extends Stack {
       const fn = makeFunction(w.name, w.summary, w.timeoutSeconds);
       this.table.grantReadWriteData(fn);
       for (const q of w.consumes ?? []) this.queues.get(q)!.queue.grantConsumeMessages(fn);
+      if (w.writesDestinations) {
+        // Buckets are named by users in their export configs (or reached with their own keys), so the
+        // role may only put objects (and clean up failed multipart uploads), in any bucket.
+        fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['s3:PutObject', 's3:AbortMultipartUpload'], resources: ['arn:aws:s3:::*/*'] }));
+      }
       for (const [k, val] of Object.entries(queueEnv([...(w.consumes ?? []), ...(w.continuesVia ? [w.continuesVia] : [])]))) fn.addEnvironment(k, val);
       if (w.continuesVia) {
         // A run that cannot finish the backlog leaves a note on this queue, which starts the next run.

@@ -40,6 +40,8 @@ export function eventItem(e: StoredEvent): Record<string, unknown> {
     ...keys.eventsByDay(e.project_id, e.timestamp.slice(0, 10), shardOf(e.uuid)),
     day_sk: keys.eventsByDaySk(e.event, e.timestamp, e.uuid),
     ...keys.eventsOfDistinctId(e.project_id, e.distinct_id),
+    ...keys.eventsByInsertedHour(e.project_id, e.inserted_at.slice(0, 13), shardOf(e.uuid)),
+    ins_sk: `${e.inserted_at}#${e.uuid}`,
     did_sk: `${e.timestamp}#${e.uuid}`,
     entity: 'Event',
     uuid: e.uuid,
@@ -164,4 +166,39 @@ export async function readEventsInRange(projectId: number, from: Date, to: Date,
     } while (ExclusiveStartKey);
   });
   return found;
+}
+
+function utcHours(from: Date, to: Date): string[] {
+  const hours: string[] = [];
+  for (let t = Math.floor(from.getTime() / 3_600_000) * 3_600_000; t < to.getTime(); t += 3_600_000) hours.push(new Date(t).toISOString().slice(0, 13));
+  return hours;
+}
+
+/** Events of a project ingested in [start, end), in ingestion order (batch export windows). */
+export async function readEventsInsertedBetween(projectId: number, start: Date, end: Date): Promise<StoredEvent[]> {
+  const index = TABLE_SCHEMA.indexes.eventsByInsertedHour;
+  const startIso = start.toISOString();
+  const endIso = end.toISOString();
+  const partitions = utcHours(start, end).flatMap((hour) => Array.from({ length: TABLE_SCHEMA.eventDayShards }, (_, shard) => keys.eventsByInsertedHour(projectId, hour, shard).ins_pk));
+  const found: StoredEvent[] = [];
+  await inParallel(partitions, RANGE_QUERIES_IN_FLIGHT, async (pk) => {
+    let ExclusiveStartKey: Record<string, unknown> | undefined;
+    do {
+      const out = await call(() =>
+        db().send(
+          new QueryCommand({
+            TableName: tableName(),
+            IndexName: index.name,
+            KeyConditionExpression: '#p = :p AND #s BETWEEN :a AND :b',
+            ExpressionAttributeNames: { '#p': index.partitionKey, '#s': index.sortKey },
+            ExpressionAttributeValues: { ':p': pk, ':a': startIso, ':b': endIso },
+            ExclusiveStartKey,
+          }),
+        ),
+      );
+      for (const item of out.Items ?? []) if (String(item.inserted_at) < endIso) found.push(storedEvent(item));
+      ExclusiveStartKey = out.LastEvaluatedKey;
+    } while (ExclusiveStartKey);
+  });
+  return found.sort((a, b) => (a.inserted_at === b.inserted_at ? (a.uuid < b.uuid ? -1 : 1) : a.inserted_at < b.inserted_at ? -1 : 1));
 }

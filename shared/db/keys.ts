@@ -36,6 +36,23 @@ export const keys = {
   /** A project's actions, one partition, by id. */
   action: (projectId: number, actionId: number): ItemKey => ({ pk: `ACTIONS#${projectId}`, sk: `ACTION#${pad(actionId)}` }),
   actionsOfProject: (projectId: number) => ({ pk: `ACTIONS#${projectId}`, skPrefix: 'ACTION#' }),
+  /** eventsByInsertedHour: events ingested in one UTC hour, sharded like eventsByDay. */
+  eventsByInsertedHour: (projectId: number, hour: string, shard: number) => ({ ins_pk: `I#${projectId}#${hour}#${shard}` }),
+
+  batchExport: (orgId: string, exportId: string): ItemKey => ({ pk: `EXPORTS#${orgId}`, sk: `EXPORT#${exportId}` }),
+  batchExportsOfOrganization: (orgId: string) => ({ pk: `EXPORTS#${orgId}`, skPrefix: 'EXPORT#' }),
+  /** Runs, window claims and logs live in the export's own partition: deleting an export is one Query away. */
+  batchExportPartition: (exportId: string) => ({ pk: `EXPORT#${exportId}` }),
+  exportRun: (exportId: string, runId: string): ItemKey => ({ pk: `EXPORT#${exportId}`, sk: `RUN#${runId}` }),
+  exportRunPrefix: 'RUN#',
+  /** One scheduled run per window: the claim that makes the scheduler idempotent. */
+  exportWindow: (exportId: string, windowStart: string): ItemKey => ({ pk: `EXPORT#${exportId}`, sk: `WINDOW#${windowStart}` }),
+  exportLog: (exportId: string, timestamp: string, id: string): ItemKey => ({ pk: `EXPORT#${exportId}`, sk: `LOG#${timestamp}#${id}` }),
+  exportLogPrefix: 'LOG#',
+  /** dueByTime entries: an export whose next window closes at `at`, or a run to execute at `at`. */
+  exportDue: (at: string, exportId: string) => ({ due_pk: 'DUE#EXPORT', due_sk: `${at}#${exportId}` }),
+  runDue: (at: string, runId: string) => ({ due_pk: 'DUE#RUN', due_sk: `${at}#${runId}` }),
+
   /** A computed trend, by project and a hash of everything it depends on; short TTL. */
   trendCache: (projectId: number, hash: string): ItemKey => ({ pk: `TRENDCACHE#${projectId}#${hash}`, sk: 'CACHE' }),
   trendCachePkPrefix: 'TRENDCACHE#',

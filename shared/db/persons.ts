@@ -1,4 +1,5 @@
 import { GetCommand, QueryCommand, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { nowIso } from '../clock.ts';
 import { batchGet } from './batch.ts';
 import { call, cancellationCodes, db, tableName } from './client.ts';
 import { keys } from './keys.ts';
@@ -16,6 +17,8 @@ export interface PersonRecord {
   is_identified: boolean;
   /** Optimistic-concurrency counter: every write is conditional on the version it read. */
   version: number;
+  /** When the person last changed (persons batch exports export what changed in a window). */
+  updated_at?: string;
 }
 
 export interface PropertyChange {
@@ -53,6 +56,8 @@ function personItem(p: PersonRecord) {
     created_at: p.created_at,
     is_identified: p.is_identified,
     version: p.version,
+    // Every write of a person item is a change of the person.
+    updated_at: nowIso(),
     ...(email ? { email_lower: email, ...keys.personsByEmail(p.project_id, email) } : {}),
   };
 }
@@ -72,6 +77,7 @@ export function personFromItem(item: Record<string, unknown>): PersonRecord {
     created_at: String(item.created_at),
     is_identified: Boolean(item.is_identified),
     version: Number(item.version ?? 0),
+    updated_at: String(item.updated_at ?? item.created_at),
   };
 }
 

@@ -193,7 +193,7 @@ export function apiHandler<S extends Schemas>(route: RouteInfo, schemas: S, fn: 
     }
     return jsonResponse(reply.status, reply.status === 204 ? undefined : reply.body, reply.headers);
   };
-  return middy<APIGatewayProxyEventV2, HttpResponse, Error, Context>()
+  const middyHandler = middy<APIGatewayProxyEventV2, HttpResponse, Error, Context>()
     // Outermost, so the request's log keys are still set when errors are mapped and the request is logged.
     .use(injectLambdaContext(logger, { resetKeys: true }))
     .use(errorMapping)
@@ -201,6 +201,8 @@ export function apiHandler<S extends Schemas>(route: RouteInfo, schemas: S, fn: 
     .use(jsonBody(schemas.body !== undefined))
     .use(authorization(route))
     .handler(core);
+  // The route and schemas travel with the handler: the OpenAPI generator (infra/cli/openapi.ts) reads them.
+  return Object.assign(middyHandler, { route, schemas });
 }
 
 /** What a public (project-token) handler gets: the raw request, undecoded; the domain decides the format. */
@@ -229,11 +231,13 @@ export function publicHandler(route: PublicRouteInfo, fn: (request: PublicReques
   const cors = (request: Request) => {
     if (request.response) Object.assign(request.response.headers, captureCorsHeaders(request.event.headers?.origin));
   };
-  return middy<APIGatewayProxyEventV2, HttpResponse, Error, Context>()
+  const middyHandler = middy<APIGatewayProxyEventV2, HttpResponse, Error, Context>()
     .use(injectLambdaContext(logger, { resetKeys: true }))
     // Runs after the error mapping (middy unwinds in reverse), so error responses carry CORS too.
     .use({ after: cors, onError: cors })
     .use(errorMapping)
     .use(requestLogKeys(route))
     .handler(core);
+  // No valibot schemas: the raw request goes to the domain. Attached for the OpenAPI generator all the same.
+  return Object.assign(middyHandler, { route, schemas: {} as Schemas });
 }

@@ -21,7 +21,7 @@ describe('deferred person-event deletion', () => {
   });
 
   it('runs the drain every Sunday at 05:00 UTC', () => {
-    const rules = Object.values(resources(template, 'AWS::Events::Rule'));
+    const rules = Object.values(resources(template, 'AWS::Events::Rule')).filter((r) => r.Properties!.ScheduleExpression.startsWith('cron'));
     expect(rules).toHaveLength(1);
     expect(rules[0]!.Properties).toMatchObject({
       ScheduleExpression: 'cron(0 5 ? * SUN *)',
@@ -59,5 +59,16 @@ describe('deferred person-event deletion', () => {
       BatchSize: 1,
     });
     expect(resources(template, 'AWS::Lambda::Function')[logicalId(stack, drain())]!.Properties!.Timeout).toBe(900);
+  });
+});
+
+describe('batch export scheduler', () => {
+  it('runs every 5 minutes and may only put objects (and abort uploads) in destination buckets', () => {
+    const rules = Object.values(resources(template, 'AWS::Events::Rule')).filter((r) => r.Properties!.ScheduleExpression === 'rate(5 minutes)');
+    expect(rules).toHaveLength(1);
+    expect(rules[0]!.Properties!.Targets[0].Arn).toEqual({ 'Fn::GetAtt': [logicalId(stack, stack.functions.get('run_batch_exports')!), 'Arn'] });
+    const s3Actions = roleActions(dev, 'run_batch_exports').filter((a) => a.startsWith('s3:'));
+    expect(s3Actions.sort()).toEqual(['s3:AbortMultipartUpload', 's3:PutObject']);
+    for (const name of stack.functions.keys()) if (name !== 'run_batch_exports') expect([name, roleActions(dev, name).some((a) => a.startsWith('s3:'))]).toEqual([name, false]);
   });
 });

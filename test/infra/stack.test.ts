@@ -83,10 +83,14 @@ describe('least privilege', () => {
     }
   });
 
-  it('gives the fallback function no DynamoDB permission at all', () => {
-    expect(roleActions(dev, FALLBACK_FUNCTION).filter((a) => a.startsWith('dynamodb:'))).toEqual([]);
-    const role = logicalId(stack, stack.functions.get(FALLBACK_FUNCTION)!.role!);
-    expect(JSON.stringify(resources(template, 'AWS::IAM::Role')[role]?.Properties?.ManagedPolicyArns)).not.toMatch(/DynamoDB/i);
+  it('gives the fallback and table-less operations (the schema) no DynamoDB permission at all', () => {
+    const tableless = [FALLBACK_FUNCTION, ...(routes as readonly Route[]).filter((r) => r.access === 'none').map((r) => r.operationId)];
+    expect(tableless).toContain('schema');
+    for (const name of tableless) {
+      expect(roleActions(dev, name).filter((a) => a.startsWith('dynamodb:'))).toEqual([]);
+      const role = logicalId(stack, stack.functions.get(name)!.role!);
+      expect(JSON.stringify(resources(template, 'AWS::IAM::Role')[role]?.Properties?.ManagedPolicyArns)).not.toMatch(/DynamoDB/i);
+    }
   });
 });
 

@@ -8,10 +8,13 @@ const api = useApi();
 /** A request that succeeds for the route, against resources made for it (a fresh set for each call). */
 async function sampleRequest(route: KeyRoute, c: Client, token: string, projectId: number, org: { id: string }) {
   const distinctId = `slash-${Math.random().toString(36).slice(2)}`;
-  let personId = 0;
+  const exportBody = { name: 'E', interval: 'hour', paused: true, destination: { type: 'S3', config: { bucket_name: 'b', region: 'us-east-1', prefix: '' } } };
+  let personId: number | string = org.id;
   if (route.path.includes('/actions/:id')) {
     const action = await c.post(`/api/environments/${projectId}/actions`, { name: 'A', steps: [{ event: 'x' }] });
     personId = action.body.id;
+  } else if (route.path.includes('/batch_exports/:id')) {
+    personId = (await c.post(`/api/organizations/${org.id}/batch_exports`, exportBody)).body.id;
   } else if (route.path.includes('/persons')) {
     await client(api.baseUrl).post('/batch', { api_key: token, batch: [{ event: 'x', distinct_id: distinctId, properties: { $set: { a: 1 } } }] });
     personId = await eventually(async () => {
@@ -20,7 +23,7 @@ async function sampleRequest(route: KeyRoute, c: Client, token: string, projectI
       return res.body.results[0].id as number;
     });
   }
-  const path = route.path.replace(':project_id', String(projectId)).replace(':id', tenancyOf(route.path).kind === 'project' ? String(personId) : org.id);
+  const path = route.path.replace(':project_id', String(projectId)).replace(':organization_id', org.id).replace(':id', String(personId));
   const bodies: Record<string, unknown> = {
     persons_partial_update: { properties: { b: 2 } },
     persons_split: {},
@@ -30,6 +33,9 @@ async function sampleRequest(route: KeyRoute, c: Client, token: string, projectI
     actions_create: { name: 'Signups', steps: [{ event: 'signed up' }] },
     actions_partial_update: { name: 'Renamed' },
     insights_trend: { events: [{ id: 'x' }] },
+    batch_exports_create: exportBody,
+    batch_exports_partial_update: { name: 'Renamed' },
+    batch_exports_backfill: { start_at: '2024-01-01T00:00:00Z', end_at: '2024-01-01T02:00:00Z' },
   };
   const body = bodies[route.operationId] ?? (route.method === 'POST' || route.method === 'PATCH' ? { name: 'Slashed' } : undefined);
   const query = route.operationId === 'insights_trend_retrieve' ? `?events=${encodeURIComponent('[{"id":"x"}]')}` : '';

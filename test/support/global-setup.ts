@@ -4,7 +4,10 @@ import { startDynamoDbLocal } from '../../infra/local/dynamodb-local.ts';
 import { configureLocalEnv } from '../../infra/local/env.ts';
 import { startStreamPoller } from '../../infra/local/stream-poller.ts';
 import { ensureQueues } from '../../infra/local/queues.ts';
-import { startSqs } from '../../infra/local/stand-ins.ts';
+import { startS3, startSqs } from '../../infra/local/stand-ins.ts';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ensureTable } from '../../infra/local/table.ts';
 
 export const TEST_TABLE = 'analytics-test';
@@ -15,6 +18,7 @@ declare module 'vitest' {
     tableName: string;
     sqsEndpoint: string;
     queues: Record<string, string>;
+    s3Endpoint: string;
   }
 }
 
@@ -29,6 +33,8 @@ export default async function setup(project: TestProject) {
   client.destroy();
   const sqs = await startSqs();
   const queues = await ensureQueues(sqs.endpoint, 'analytics-test');
+  const s3 = await startS3(await mkdtemp(join(tmpdir(), 'analytics-test-s3-')));
+  project.provide('s3Endpoint', s3.endpoint);
   project.provide('dynamodbEndpoint', dynamodb.endpoint);
   project.provide('tableName', TEST_TABLE);
   project.provide('sqsEndpoint', sqs.endpoint);
@@ -45,6 +51,7 @@ export default async function setup(project: TestProject) {
   return async () => {
     await poller.stop();
     await sqs.stop();
+    await s3.stop();
     await dynamodb.stop();
   };
 }

@@ -42,7 +42,7 @@ describe('route table', () => {
   it('builds every handler with the factory and keeps handler files free of try/catch, SDK imports and JSON.parse', () => {
     for (const r of routes as readonly Route[]) {
       const source = readFileSync(join(FUNCTIONS, `${r.handler}.ts`), 'utf8');
-      const factory = r.auth === 'project_token' ? 'publicHandler' : 'apiHandler';
+      const factory = r.auth === 'project_token' || r.auth === 'public' ? 'publicHandler' : 'apiHandler';
       expect(source, r.handler).toMatch(new RegExp(`${factory}\\(\\s*route\\('${r.operationId}'\\)`));
       expect(source, r.handler).not.toMatch(/\btry\s*\{|@aws-sdk|JSON\.parse/);
     }

@@ -1,0 +1,244 @@
+import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { batchDelete, batchGet } from './batch.ts';
+import { call, db, isConditionalCheckFailed, tableName } from './client.ts';
+import { keys, type ItemKey } from './keys.ts';
+import { TABLE_SCHEMA } from './table-schema.ts';
+
+export interface ExportRecord {
+  id: string;
+  organization_id: string;
+  team_id: number;
+  name: string;
+  model: 'events' | 'persons';
+  destination: { type: 'S3'; config: Record<string, unknown> };
+  interval: string;
+  paused: boolean;
+  created_at: string;
+  last_updated_at: string;
+  last_paused_at: string | null;
+  start_at: string | null;
+  end_at: string | null;
+  hogql_query: string | null;
+  filters: unknown[] | null;
+  /** End of the next window the scheduler will run (null when there is none left). */
+  next_window_end: string | null;
+  consecutive_failures: number;
+  version: number;
+}
+
+export type RunStatus = 'Starting' | 'Running' | 'Completed' | 'Failed' | 'FailedRetryable' | 'Cancelled';
+
+export interface RunRecord {
+  id: string;
+  batch_export: string;
+  organization_id: string;
+  status: RunStatus;
+  records_completed: number;
+  records_total_count: number;
+  bytes_exported: number;
+  latest_error: string | null;
+  data_interval_start: string;
+  data_interval_end: string;
+  cursor: string | null;
+  created_at: string;
+  finished_at: string | null;
+  last_updated_at: string;
+  attempts: number;
+  /** When a Starting / FailedRetryable run is (re)tried; null once settled. */
+  next_attempt_at: string | null;
+  backfill_id: string | null;
+}
+
+export interface LogRecord {
+  id: string;
+  timestamp: string;
+  level: 'DEBUG' | 'INFO' | 'WARNING' | 'ERROR';
+  message: string;
+  run_id: string | null;
+}
+
+const LOG_RETENTION_SECONDS = 30 * 86_400;
+
+/** The export is due in the scheduler's index while active: not paused and a window left before end_at. */
+function exportItem(e: ExportRecord) {
+  const active = !e.paused && e.next_window_end !== null && (!e.end_at || e.next_window_end <= e.end_at);
+  return {
+    ...keys.batchExport(e.organization_id, e.id),
+    ...(active ? keys.exportDue(e.next_window_end!, e.id) : {}),
+    entity: 'BatchExport',
+    ...e,
+    destination: JSON.stringify(e.destination),
+    filters: e.filters === null ? null : JSON.stringify(e.filters),
+  };
+}
+
+function exportFromItem(item: Record<string, unknown>): ExportRecord {
+  const { pk: _pk, sk: _sk, due_pk: _dp, due_sk: _ds, entity: _e, ...rest } = item;
+  return {
+    ...(rest as unknown as ExportRecord),
+    destination: JSON.parse(String(item.destination)),
+    filters: item.filters ? (JSON.parse(String(item.filters)) as unknown[]) : null,
+  };
+}
+
+function runItem(r: RunRecord) {
+  const pending = (r.status === 'Starting' || r.status === 'FailedRetryable') && r.next_attempt_at;
+  return { ...keys.exportRun(r.batch_export, r.id), ...(pending ? keys.runDue(r.next_attempt_at!, r.id) : {}), entity: 'BatchExportRun', ...r };
+}
+
+function runFromItem(item: Record<string, unknown>): RunRecord {
+  const { pk: _pk, sk: _sk, due_pk: _dp, due_sk: _ds, entity: _e, ...rest } = item;
+  return rest as unknown as RunRecord;
+}
+
+/** Writes the export if it is new (`expectedVersion` undefined) or still at the version read. */
+export async function saveExport(e: ExportRecord, expectedVersion?: number): Promise<boolean> {
+  try {
+    await call(() =>
+      db().send(
+        new PutCommand({
+          TableName: tableName(),
+          Item: exportItem(e),
+          ...(expectedVersion === undefined
+            ? { ConditionExpression: 'attribute_not_exists(pk)' }
+            : { ConditionExpression: 'version = :v', ExpressionAttributeValues: { ':v': expectedVersion } }),
+        }),
+      ),
+    );
+    return true;
+  } catch (error) {
+    if (isConditionalCheckFailed(error)) return false;
+    throw error;
+  }
+}
+
+export async function getExport(orgId: string, exportId: string): Promise<ExportRecord | undefined> {
+  const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.batchExport(orgId, exportId), ConsistentRead: true })));
+  return out.Item ? exportFromItem(out.Item) : undefined;
+}
+
+async function queryAll(pk: string, prefix: string, options: { newestFirst?: boolean; limit?: number } = {}): Promise<Record<string, unknown>[]> {
+  const items: Record<string, unknown>[] = [];
+  let ExclusiveStartKey: Record<string, unknown> | undefined;
+  do {
+    const out = await call(() =>
+      db().send(
+        new QueryCommand({
+          TableName: tableName(),
+          KeyConditionExpression: prefix ? 'pk = :pk AND begins_with(sk, :p)' : 'pk = :pk',
+          ExpressionAttributeValues: prefix ? { ':pk': pk, ':p': prefix } : { ':pk': pk },
+          ScanIndexForward: !options.newestFirst,
+          ExclusiveStartKey,
+          ...(options.limit ? { Limit: options.limit - items.length } : {}),
+        }),
+      ),
+    );
+    items.push(...(out.Items ?? []));
+    ExclusiveStartKey = options.limit && items.length >= options.limit ? undefined : out.LastEvaluatedKey;
+  } while (ExclusiveStartKey);
+  return items;
+}
+
+/** An organization's exports in creation order (ids are UUID v7). */
+export async function listExports(orgId: string): Promise<ExportRecord[]> {
+  const { pk, skPrefix } = keys.batchExportsOfOrganization(orgId);
+  return (await queryAll(pk, skPrefix)).map(exportFromItem);
+}
+
+/** Deletes the export, then everything in its partition: runs, window claims, logs. */
+export async function deleteExport(e: ExportRecord): Promise<void> {
+  await batchDelete([keys.batchExport(e.organization_id, e.id)]);
+  const rest = await queryAll(keys.batchExportPartition(e.id).pk, '');
+  await batchDelete(rest.map((i) => ({ pk: String(i.pk), sk: String(i.sk) })));
+}
+
+export async function saveRun(r: RunRecord): Promise<void> {
+  await call(() => db().send(new PutCommand({ TableName: tableName(), Item: runItem(r) })));
+}
+
+export async function getRun(exportId: string, runId: string): Promise<RunRecord | undefined> {
+  const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.exportRun(exportId, runId), ConsistentRead: true })));
+  return out.Item ? runFromItem(out.Item) : undefined;
+}
+
+export async function latestRuns(exportId: string, limit = 10): Promise<RunRecord[]> {
+  return (await queryAll(keys.batchExportPartition(exportId).pk, keys.exportRunPrefix, { newestFirst: true, limit })).map(runFromItem);
+}
+
+/** Claims a scheduled window for a run; false when that window already has one. */
+export async function claimWindow(exportId: string, windowStart: string, runId: string): Promise<boolean> {
+  try {
+    await call(() =>
+      db().send(
+        new PutCommand({
+          TableName: tableName(),
+          Item: { ...keys.exportWindow(exportId, windowStart), entity: 'ExportWindow', run_id: runId },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      ),
+    );
+    return true;
+  } catch (error) {
+    if (isConditionalCheckFailed(error)) return false;
+    throw error;
+  }
+}
+
+export async function writeLog(exportId: string, entry: LogRecord): Promise<void> {
+  await call(() =>
+    db().send(
+      new PutCommand({
+        TableName: tableName(),
+        Item: {
+          ...keys.exportLog(exportId, entry.timestamp, entry.id),
+          entity: 'ExportLog',
+          ...entry,
+          expires_at: Math.floor(Date.parse(entry.timestamp) / 1000) + LOG_RETENTION_SECONDS,
+        },
+      }),
+    ),
+  );
+}
+
+/** Newest first; entries past their 30 days are hidden even before DynamoDB's TTL removes them. */
+export async function listLogs(exportId: string, now: Date): Promise<LogRecord[]> {
+  const items = await queryAll(keys.batchExportPartition(exportId).pk, keys.exportLogPrefix, { newestFirst: true });
+  return items
+    .filter((i) => Number(i.expires_at) * 1000 > now.getTime())
+    .map((i) => ({ id: String(i.id), timestamp: String(i.timestamp), level: i.level as LogRecord['level'], message: String(i.message), run_id: (i.run_id as string | null) ?? null }));
+}
+
+async function dueKeys(duePk: string, now: Date): Promise<ItemKey[]> {
+  const index = TABLE_SCHEMA.indexes.dueByTime;
+  const found: ItemKey[] = [];
+  let ExclusiveStartKey: Record<string, unknown> | undefined;
+  do {
+    const out = await call(() =>
+      db().send(
+        new QueryCommand({
+          TableName: tableName(),
+          IndexName: index.name,
+          KeyConditionExpression: '#p = :p AND #s <= :now',
+          ExpressionAttributeNames: { '#p': index.partitionKey, '#s': index.sortKey },
+          ExpressionAttributeValues: { ':p': duePk, ':now': `${now.toISOString()}#\uffff` },
+          ExclusiveStartKey,
+        }),
+      ),
+    );
+    found.push(...(out.Items ?? []).map((i) => ({ pk: String(i.pk), sk: String(i.sk) })));
+    ExclusiveStartKey = out.LastEvaluatedKey;
+  } while (ExclusiveStartKey);
+  return found;
+}
+
+/** Exports whose next window has closed by `now` (the sparse index: never a scan). */
+export async function dueExports(now: Date): Promise<ExportRecord[]> {
+  const keysDue = await dueKeys(keys.exportDue('', '').due_pk, now);
+  return (await batchGet(keysDue)).map(exportFromItem);
+}
+
+/** Runs waiting to start or to be retried by `now`. */
+export async function dueRuns(now: Date): Promise<RunRecord[]> {
+  const keysDue = await dueKeys(keys.runDue('', '').due_pk, now);
+  return (await batchGet(keysDue)).map(runFromItem);
+}

@@ -1,0 +1,286 @@
+import { nowIso, now as clockNow } from '../clock.ts';
+import {
+  deleteExport as removeExport,
+  getExport,
+  latestRuns,
+  listExports as readExports,
+  listLogs,
+  saveExport,
+  saveRun,
+  writeLog,
+  type ExportRecord,
+  type LogRecord,
+  type RunRecord,
+} from '../db/batch-exports.ts';
+import { getOrganizationWithProjects } from '../db/organizations.ts';
+import { NotFound, ValidationError } from '../errors.ts';
+import { COMPRESSIONS, FILE_FORMATS } from '../exports/files.ts';
+import { parseExportQuery } from '../exports/hogql.ts';
+import { firstWindowEnd, intervalMs, windowsBetween, type ExportInterval } from '../exports/intervals.ts';
+import { uuidv7 } from '../ids.ts';
+import { parseProperties } from '../trends/properties.ts';
+import { newRun } from './export-runs.ts';
+import type { MembershipRecord } from './records.ts';
+
+export interface ExportInput {
+  name?: string;
+  model?: 'events' | 'persons';
+  destination?: { type?: unknown; config?: unknown };
+  interval?: ExportInterval;
+  paused?: boolean;
+  start_at?: string | null;
+  end_at?: string | null;
+  hogql_query?: string | null;
+  filters?: unknown[] | null;
+  team_id?: number;
+}
+
+const SECRETS = ['aws_access_key_id', 'aws_secret_access_key'];
+const S3_REQUIRED = ['bucket_name', 'region', 'prefix'];
+const S3_OPTIONAL = ['compression', 'file_format', 'aws_access_key_id', 'aws_secret_access_key', 'endpoint_url', 'include_events', 'exclude_events'];
+
+export function runResponse(r: RunRecord) {
+  return {
+    id: r.id,
+    status: r.status,
+    records_completed: r.records_completed,
+    records_total_count: r.records_total_count,
+    bytes_exported: r.bytes_exported,
+    latest_error: r.latest_error,
+    data_interval_start: r.data_interval_start,
+    data_interval_end: r.data_interval_end,
+    cursor: r.cursor,
+    created_at: r.created_at,
+    finished_at: r.finished_at,
+    last_updated_at: r.last_updated_at,
+    batch_export: r.batch_export,
+    backfill: r.backfill_id,
+  };
+}
+
+/** The spec's BatchExport (§2.3). Destination secrets never leave the service. */
+export function exportResponse(e: ExportRecord, runs: RunRecord[]) {
+  const config = Object.fromEntries(Object.entries(e.destination.config).filter(([k]) => !SECRETS.includes(k)));
+  return {
+    id: e.id,
+    team_id: e.team_id,
+    name: e.name,
+    model: e.model,
+    destination: { type: e.destination.type, config },
+    interval: e.interval,
+    paused: e.paused,
+    created_at: e.created_at,
+    last_updated_at: e.last_updated_at,
+    last_paused_at: e.last_paused_at,
+    start_at: e.start_at,
+    end_at: e.end_at,
+    latest_runs: runs.map(runResponse),
+    hogql_query: e.hogql_query,
+    schema: e.hogql_query ? { fields: parseExportQuery(e.hogql_query).map((f) => ({ expression: f.expression, alias: f.alias })), hogql_query: e.hogql_query } : null,
+    filters: e.filters,
+  };
+}
+
+/** PostHog's S3 config rules (PR #27148): unknown and missing fields are named, types checked. */
+function s3Config(raw: unknown, partial: boolean): Record<string, unknown> {
+  const attr = 'destination__config';
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new ValidationError('Expected a dictionary of settings.', attr);
+  const config = raw as Record<string, unknown>;
+  const unknown = Object.keys(config).filter((k) => !S3_REQUIRED.includes(k) && !S3_OPTIONAL.includes(k));
+  if (unknown.length) throw new ValidationError(`Configuration has unknown field/s: ${unknown.map((k) => `'${k}'`).join(', ')}.`, attr);
+  if (!partial) {
+    const missing = S3_REQUIRED.find((k) => config[k] === undefined);
+    if (missing) throw new ValidationError(`Configuration missing required field: '${missing}'.`, `${attr}__${missing}`, 'required');
+  }
+  for (const [k, v] of Object.entries(config)) {
+    if (k === 'include_events' || k === 'exclude_events') {
+      if (v !== null && !(Array.isArray(v) && v.every((x) => typeof x === 'string'))) throw new ValidationError('Expected a list of event names.', `${attr}__${k}`);
+    } else if (v !== null && typeof v !== 'string') {
+      throw new ValidationError(`Configuration has invalid type: got '${typeof v}', expected 'str'.`, `${attr}__${k}`);
+    }
+  }
+  for (const k of ['bucket_name', 'region']) if (config[k] === '') throw new ValidationError(`The following inputs are empty: ['${k}'].`, `${attr}__${k}`, 'blank');
+  if (config.compression != null && !(COMPRESSIONS as readonly unknown[]).includes(config.compression)) {
+    throw new ValidationError(`"${String(config.compression)}" is not a supported compression: ${COMPRESSIONS.join(', ')}.`, `${attr}__compression`);
+  }
+  if (config.file_format != null && !(FILE_FORMATS as readonly unknown[]).includes(config.file_format)) {
+    throw new ValidationError(`"${String(config.file_format)}" is not a supported file format: ${FILE_FORMATS.join(', ')}.`, `${attr}__file_format`);
+  }
+  if (config.endpoint_url != null && !/^https?:\/\/[^\s/]+/.test(String(config.endpoint_url))) throw new ValidationError('Enter a valid URL.', `${attr}__endpoint_url`);
+  return config;
+}
+
+function destination(raw: ExportInput['destination'], current?: ExportRecord['destination']): ExportRecord['destination'] {
+  if (!raw) {
+    if (current) return current;
+    throw new ValidationError('This field is required.', 'destination', 'required');
+  }
+  const type = raw.type ?? current?.type;
+  if (type !== 'S3') throw new ValidationError(`"${String(type)}" is not a supported destination type: S3.`, 'destination__type', 'invalid_choice');
+  if (current && current.type !== type) throw new ValidationError('The destination type cannot be changed.', 'destination__type');
+  // PATCH merges the config (secrets stay unless given again), then the result must be complete.
+  const merged = current ? { ...current.config, ...(s3Config(raw.config ?? {}, true) as object) } : s3Config(raw.config, false);
+  const config = s3Config(merged, false);
+  const keyGiven = config.aws_access_key_id != null;
+  if (keyGiven !== (config.aws_secret_access_key != null)) {
+    throw new ValidationError('aws_access_key_id and aws_secret_access_key go together.', 'destination__config__aws_secret_access_key');
+  }
+  return { type: 'S3', config };
+}
+
+function checkWindow(startAt: string | null, endAt: string | null): void {
+  if (startAt && endAt && Date.parse(endAt) <= Date.parse(startAt)) throw new ValidationError('end_at must be after start_at.', 'end_at');
+}
+
+function checkQuery(model: string, hogql: string | null | undefined, filters: unknown[] | null | undefined): void {
+  if (hogql) {
+    if (model !== 'events') throw new ValidationError('hogql_query is only supported for the events model.', 'hogql_query');
+    parseExportQuery(hogql);
+  }
+  if (filters) parseProperties(filters, 'filters');
+}
+
+async function projectOf(membership: MembershipRecord, teamId: number | undefined): Promise<number> {
+  const found = await getOrganizationWithProjects(membership.organization_id);
+  const projects = found?.projects ?? [];
+  if (teamId === undefined) {
+    const first = projects[0];
+    if (!first) throw new ValidationError('This organization has no project to export from.', 'team_id');
+    return first.id;
+  }
+  if (!projects.some((p) => p.id === teamId)) throw new ValidationError(`Project ${teamId} is not part of this organization.`, 'team_id', 'does_not_exist');
+  return teamId;
+}
+
+async function log(exportId: string, level: LogRecord['level'], message: string, runId: string | null = null): Promise<void> {
+  await writeLog(exportId, { id: uuidv7(), timestamp: nowIso(), level, message, run_id: runId });
+}
+
+export async function createExport(membership: MembershipRecord, input: ExportInput & { name: string; interval: ExportInterval }) {
+  const model = input.model ?? 'events';
+  checkWindow(input.start_at ?? null, input.end_at ?? null);
+  checkQuery(model, input.hogql_query, input.filters);
+  const dest = destination(input.destination);
+  const teamId = await projectOf(membership, input.team_id);
+  const at = nowIso();
+  const record: ExportRecord = {
+    id: uuidv7(),
+    organization_id: membership.organization_id,
+    team_id: teamId,
+    name: input.name,
+    model,
+    destination: dest,
+    interval: input.interval,
+    paused: input.paused ?? false,
+    created_at: at,
+    last_updated_at: at,
+    last_paused_at: input.paused ? at : null,
+    start_at: input.start_at ?? null,
+    end_at: input.end_at ?? null,
+    hogql_query: input.hogql_query ?? null,
+    filters: input.filters ?? null,
+    next_window_end: firstWindowEnd(clockNow(), input.interval, input.start_at ? new Date(input.start_at) : undefined).toISOString(),
+    consecutive_failures: 0,
+    version: 1,
+  };
+  await saveExport(record);
+  await log(record.id, 'INFO', `Batch export created: ${record.interval} export of ${record.model} to S3 bucket ${String(dest.config.bucket_name)}.`);
+  return exportResponse(record, []);
+}
+
+export async function findExport(membership: MembershipRecord, exportId: string): Promise<ExportRecord> {
+  const record = /^[0-9a-f-]{36}$/i.test(exportId) ? await getExport(membership.organization_id, exportId.toLowerCase()) : undefined;
+  if (!record) throw new NotFound();
+  return record;
+}
+
+export async function retrieveExport(membership: MembershipRecord, exportId: string) {
+  const record = await findExport(membership, exportId);
+  return exportResponse(record, await latestRuns(record.id));
+}
+
+export async function listExports(membership: MembershipRecord, page: { limit: number; offset: number }) {
+  const all = await readExports(membership.organization_id);
+  const slice = all.slice(page.offset, page.offset + page.limit);
+  const results = await Promise.all(slice.map(async (e) => exportResponse(e, await latestRuns(e.id))));
+  return { count: all.length, results };
+}
+
+const UPDATE_ATTEMPTS = 5;
+
+export async function updateExport(membership: MembershipRecord, exportId: string, input: ExportInput) {
+  for (let attempt = 0; attempt < UPDATE_ATTEMPTS; attempt += 1) {
+    const current = await findExport(membership, exportId);
+    const next: ExportRecord = { ...current, version: current.version + 1, last_updated_at: nowIso() };
+    if (input.name !== undefined) next.name = input.name;
+    if (input.model !== undefined) next.model = input.model;
+    if (input.destination !== undefined) next.destination = destination(input.destination, current.destination);
+    if (input.start_at !== undefined) next.start_at = input.start_at;
+    if (input.end_at !== undefined) next.end_at = input.end_at;
+    if (input.hogql_query !== undefined) next.hogql_query = input.hogql_query;
+    if (input.filters !== undefined) next.filters = input.filters;
+    if (input.team_id !== undefined) next.team_id = await projectOf(membership, input.team_id);
+    checkWindow(next.start_at, next.end_at);
+    checkQuery(next.model, next.hogql_query, next.filters);
+    const messages: string[] = [];
+    const now = clockNow();
+    if (input.paused === true && !current.paused) {
+      next.paused = true;
+      next.last_paused_at = next.last_updated_at;
+      messages.push('Batch export paused.');
+    }
+    // Unpausing resumes at the next interval: the paused period is not exported unless backfilled.
+    const resumes = input.paused === false && current.paused;
+    if (resumes) {
+      next.paused = false;
+      next.consecutive_failures = 0;
+      messages.push('Batch export unpaused; runs resume from the next interval (backfill to export the paused period).');
+    }
+    if (input.interval !== undefined) next.interval = input.interval;
+    if (resumes || input.interval !== undefined || input.start_at !== undefined) {
+      next.next_window_end = firstWindowEnd(now, next.interval as ExportInterval, next.start_at ? new Date(next.start_at) : undefined).toISOString();
+    }
+    if (await saveExport(next, current.version)) {
+      for (const m of messages) await log(next.id, 'INFO', m);
+      return exportResponse(next, await latestRuns(next.id));
+    }
+  }
+  throw new Error(`batch export ${exportId} kept changing during the update`);
+}
+
+export async function deleteExport(membership: MembershipRecord, exportId: string): Promise<void> {
+  await removeExport(await findExport(membership, exportId));
+}
+
+const MAX_BACKFILL_RUNS = 10_000;
+
+/**
+ * One run per interval in [start_at, end_at), queued for the scheduler. Objects are keyed by their
+ * window, so a backfill over windows already exported replaces those files instead of duplicating them.
+ */
+export async function backfillExport(membership: MembershipRecord, exportId: string, input: { start_at: string; end_at: string }) {
+  const record = await findExport(membership, exportId);
+  const start = new Date(input.start_at);
+  const end = new Date(input.end_at);
+  if (end.getTime() > clockNow().getTime()) throw new ValidationError('The end of a backfill cannot be in the future.', 'end_at');
+  if (end <= start) throw new ValidationError("The initial backfill datetime 'start_at' happens after 'end_at'.", 'start_at');
+  const windows = windowsBetween(start, end, record.interval as ExportInterval);
+  if (windows.length > MAX_BACKFILL_RUNS) {
+    throw new ValidationError(`A backfill may cover at most ${MAX_BACKFILL_RUNS} intervals; this one covers ${windows.length}.`, 'start_at');
+  }
+  const backfillId = uuidv7();
+  const now = clockNow();
+  for (const w of windows) await saveRun(newRun(record, w.start.toISOString(), w.end.toISOString(), now, backfillId));
+  const note = 'Files of intervals already exported are overwritten in place (each window has one object key): no duplicate rows.';
+  await log(record.id, 'INFO', `Backfill ${backfillId} queued ${windows.length} run(s) from ${windows[0]?.start.toISOString()} to ${end.toISOString()}. ${note}`);
+  return { backfill_id: backfillId, runs: windows.length, interval_seconds: intervalMs(record.interval as ExportInterval) / 1000, note };
+}
+
+export async function exportLogs(membership: MembershipRecord, exportId: string, filter: { levels?: string[]; run_id?: string }) {
+  const record = await findExport(membership, exportId);
+  const entries = await listLogs(record.id, clockNow());
+  return entries
+    .filter((e) => !filter.levels || filter.levels.includes(e.level))
+    .filter((e) => !filter.run_id || e.run_id === filter.run_id)
+    .map((e) => ({ timestamp: e.timestamp, level: e.level, message: e.message, run_id: e.run_id }));
+}

@@ -1,0 +1,256 @@
+import { now as clockNow } from '../clock.ts';
+import { inParallel } from '../db/batch.ts';
+import {
+  claimWindow,
+  dueExports,
+  dueRuns,
+  getExport,
+  saveExport,
+  saveRun,
+  writeLog,
+  type ExportRecord,
+  type LogRecord,
+  type RunRecord,
+} from '../db/batch-exports.ts';
+import { readEventsInsertedBetween, type StoredEvent } from '../db/events.ts';
+import { getPersons, personIdsOf, queryPersons, type PersonRecord, type PageKey } from '../db/persons.ts';
+import { encodeRows, objectKey, type Compression, type FileFormat } from '../exports/files.ts';
+import { EVENT_COLUMNS, parseExportQuery } from '../exports/hogql.ts';
+import { intervalMs, type ExportInterval } from '../exports/intervals.ts';
+import { uuidv7 } from '../ids.ts';
+import { logger } from '../observability.ts';
+import { compileGroup, parseProperties } from '../trends/properties.ts';
+
+/** Where files go (S3 in the service; injected so the rules here stay testable). */
+export type PutObject = (config: Record<string, unknown>, key: string, body: Buffer, contentType: string) => Promise<void>;
+
+export const MAX_ATTEMPTS = 3;
+export const PAUSE_AFTER_FAILED_RUNS = 3;
+/** A scheduler that was down does not flood: at most this many missed windows per export per tick. */
+const MAX_CATCH_UP = 24;
+const RUNS_IN_FLIGHT = 2;
+
+const PERSON_COLUMNS = ['team_id', 'distinct_id', 'person_id', 'properties', 'person_distinct_id_version', 'person_version', 'created_at', '_inserted_at', 'is_deleted'];
+
+async function log(exportId: string, level: LogRecord['level'], message: string, runId: string | null): Promise<void> {
+  await writeLog(exportId, { id: uuidv7(), timestamp: clockNow().toISOString(), level, message, run_id: runId });
+}
+
+export interface SchedulerSummary {
+  runsCreated: number;
+  runsExecuted: number;
+  completed: number;
+  failed: number;
+}
+
+/**
+ * One scheduler tick (EventBridge every 5 minutes): every export whose next window has closed gets a
+ * run per closed window [T - interval, T) (a window is claimed once, so overlapping ticks are harmless),
+ * then runs that are due (new, retried, backfilled) are executed.
+ */
+export async function runScheduler(now: Date, put: PutObject, timeLeftMs: () => number = () => Infinity): Promise<SchedulerSummary> {
+  const summary: SchedulerSummary = { runsCreated: 0, runsExecuted: 0, completed: 0, failed: 0 };
+  for (const e of await dueExports(now)) summary.runsCreated += await scheduleWindows(e, now);
+  const runs = (await dueRuns(now)).sort((a, b) => (a.data_interval_start < b.data_interval_start ? -1 : 1));
+  await inParallel(runs, RUNS_IN_FLIGHT, async (run) => {
+    if (timeLeftMs() < 120_000) return; // the next tick picks it up
+    const status = await executeRun(run, now, put);
+    if (status) summary.runsExecuted += 1;
+    if (status === 'Completed') summary.completed += 1;
+    if (status === 'Failed' || status === 'FailedRetryable') summary.failed += 1;
+  });
+  return summary;
+}
+
+async function scheduleWindows(e: ExportRecord, now: Date): Promise<number> {
+  const step = intervalMs(e.interval as ExportInterval);
+  let end = Date.parse(e.next_window_end!);
+  let created = 0;
+  while (end <= now.getTime() && (!e.end_at || end <= Date.parse(e.end_at)) && created < MAX_CATCH_UP) {
+    const start = new Date(end - step).toISOString();
+    const run = newRun(e, start, new Date(end).toISOString(), now, null);
+    if (await claimWindow(e.id, start, run.id)) {
+      await saveRun(run);
+      created += 1;
+    }
+    end += step;
+  }
+  // Another tick may have moved it meanwhile: then its claims already covered these windows.
+  await saveExport({ ...e, next_window_end: new Date(end).toISOString(), version: e.version + 1 }, e.version);
+  return created;
+}
+
+export function newRun(e: ExportRecord, start: string, end: string, now: Date, backfillId: string | null): RunRecord {
+  const at = now.toISOString();
+  return {
+    id: uuidv7(),
+    batch_export: e.id,
+    organization_id: e.organization_id,
+    status: 'Starting',
+    records_completed: 0,
+    records_total_count: 0,
+    bytes_exported: 0,
+    latest_error: null,
+    data_interval_start: start,
+    data_interval_end: end,
+    cursor: null,
+    created_at: at,
+    finished_at: null,
+    last_updated_at: at,
+    attempts: 0,
+    next_attempt_at: at,
+    backfill_id: backfillId,
+  };
+}
+
+/** Executes one run; returns its new status (undefined when it was not started). */
+export async function executeRun(run: RunRecord, now: Date, put: PutObject): Promise<RunRecord['status'] | undefined> {
+  const e = await getExport(run.organization_id, run.batch_export);
+  if (!e) return undefined;
+  if (e.paused) {
+    // Never started while paused: look again later (unpausing does not flood, these were already due).
+    await saveRun({ ...run, next_attempt_at: new Date(now.getTime() + 5 * 60_000).toISOString() });
+    return undefined;
+  }
+  const attempt = run.attempts + 1;
+  const running: RunRecord = { ...run, status: 'Running', attempts: attempt, last_updated_at: now.toISOString(), next_attempt_at: null };
+  await saveRun(running);
+  try {
+    const rows = e.model === 'persons' ? await personRows(e, run) : await eventRows(e, run);
+    const config = e.destination.config;
+    const format = (config.file_format as FileFormat | null) ?? 'JSONLines';
+    const compression = (config.compression as Compression | null) ?? 'none';
+    const window = { start: new Date(run.data_interval_start), end: new Date(run.data_interval_end) };
+    const file = encodeRows(rows.rows, rows.columns, format, compression);
+    const key = objectKey(String(config.prefix ?? ''), window, e.model, file.extension);
+    await put(config, key, file.body, file.contentType);
+    const manifest = {
+      batch_export_id: e.id,
+      run_id: run.id,
+      model: e.model,
+      data_interval_start: run.data_interval_start,
+      data_interval_end: run.data_interval_end,
+      file_format: format,
+      compression,
+      files: [{ key, records: rows.rows.length, bytes: file.body.length }],
+      records: rows.rows.length,
+      bytes: file.body.length,
+    };
+    const manifestKey = `${key.slice(0, -file.extension.length - 1)}.manifest.json`;
+    await put(config, manifestKey, Buffer.from(JSON.stringify(manifest, null, 2)), 'application/json');
+    const finished = clockNow().toISOString();
+    await saveRun({ ...running, status: 'Completed', records_completed: rows.rows.length, records_total_count: rows.rows.length, bytes_exported: file.body.length, finished_at: finished, last_updated_at: finished, latest_error: null });
+    await log(e.id, 'INFO', `Exported ${rows.rows.length} record(s) (${file.body.length} bytes) for ${run.data_interval_start} - ${run.data_interval_end} to s3://${String(config.bucket_name)}/${key}.`, run.id);
+    await changeExport(e, (x) => (x.consecutive_failures ? { ...x, consecutive_failures: 0 } : undefined));
+    return 'Completed';
+  } catch (error) {
+    return fail(e, running, error, now);
+  }
+}
+
+function describeError(error: unknown): string {
+  const e = error as { name?: string; message?: string; Code?: string };
+  return `${e.name ?? 'Error'}: ${e.message ?? String(error)}`.slice(0, 1000);
+}
+
+async function fail(e: ExportRecord, run: RunRecord, error: unknown, now: Date): Promise<RunRecord['status']> {
+  const message = describeError(error);
+  logger.warn('batch export run failed', { batch_export_id: e.id, run_id: run.id, attempt: run.attempts, error: message });
+  const at = clockNow().toISOString();
+  if (run.attempts < MAX_ATTEMPTS) {
+    const retryAt = new Date(now.getTime() + 60_000 * 2 ** (run.attempts - 1)).toISOString();
+    await saveRun({ ...run, status: 'FailedRetryable', latest_error: message, last_updated_at: at, next_attempt_at: retryAt });
+    await log(e.id, 'WARNING', `Run failed (attempt ${run.attempts} of ${MAX_ATTEMPTS}), retrying at ${retryAt}: ${message}`, run.id);
+    return 'FailedRetryable';
+  }
+  await saveRun({ ...run, status: 'Failed', latest_error: message, last_updated_at: at, finished_at: at, next_attempt_at: null });
+  await log(e.id, 'ERROR', `Run failed after ${MAX_ATTEMPTS} attempts: ${message}`, run.id);
+  let pausedNow = 0;
+  await changeExport(e, (x) => {
+    const failures = x.consecutive_failures + 1;
+    const pause = !x.paused && failures >= PAUSE_AFTER_FAILED_RUNS;
+    pausedNow = pause ? failures : 0;
+    return { ...x, consecutive_failures: failures, paused: x.paused || pause, last_paused_at: pause ? at : x.last_paused_at };
+  });
+  if (pausedNow) await log(e.id, 'ERROR', `Batch export paused after ${pausedNow} consecutive failed runs; fix the destination and unpause it (backfill to export what was missed).`, run.id);
+  return 'Failed';
+}
+
+/**
+ * Read-modify-write of the export with its version: runs finish concurrently, and a lost update here
+ * would lose a failure count (and with it the automatic pause). `change` returns undefined for no change.
+ */
+async function changeExport(e: ExportRecord, change: (current: ExportRecord) => ExportRecord | undefined): Promise<void> {
+  let current: ExportRecord | undefined = e;
+  for (let attempt = 0; attempt < 8 && current; attempt += 1) {
+    const next = change(current);
+    if (!next || (await saveExport({ ...next, version: current.version + 1 }, current.version))) return;
+    current = await getExport(e.organization_id, e.id);
+  }
+}
+
+/** PostHog's events schema (§4.5): one row per event ingested in the window, filtered, optionally shaped by hogql_query. */
+async function eventRows(e: ExportRecord, run: RunRecord): Promise<{ rows: Record<string, unknown>[]; columns: string[] }> {
+  const events = await readEventsInsertedBetween(e.team_id, new Date(run.data_interval_start), new Date(run.data_interval_end));
+  const include = e.destination.config.include_events as string[] | null | undefined;
+  const exclude = e.destination.config.exclude_events as string[] | null | undefined;
+  const named = events.filter((x) => (!include?.length || include.includes(x.event)) && !exclude?.includes(x.event));
+  const persons = await personsOf(e.team_id, named);
+  const filter = e.filters?.length ? compileGroup(parseProperties(e.filters, 'filters').group, { tz: 'UTC', now: Date.now(), weekStartDay: 0 }) : undefined;
+  const sources = named
+    .map((x) => ({ x, person: persons.get(x.distinct_id) }))
+    .filter(({ x, person }) => !filter || filter({ ...x, person_id: person ? String(person.id) : x.distinct_id, person_properties: person?.properties ?? {} }))
+    .map(({ x, person }) => ({
+      columns: {
+        uuid: x.uuid,
+        event: x.event,
+        distinct_id: x.distinct_id,
+        person_id: person?.uuid ?? null,
+        properties: x.properties,
+        person_properties: person?.properties ?? {},
+        elements_chain: '',
+        timestamp: x.timestamp,
+        created_at: x.inserted_at,
+        _inserted_at: x.inserted_at,
+      } as Record<string, unknown>,
+      properties: x.properties,
+      person_properties: person?.properties ?? {},
+    }));
+  if (!e.hogql_query) return { rows: sources.map((s) => s.columns), columns: EVENT_COLUMNS };
+  const fields = parseExportQuery(e.hogql_query);
+  return { rows: sources.map((s) => Object.fromEntries(fields.map((f) => [f.alias, f.read(s)]))), columns: fields.map((f) => f.alias) };
+}
+
+async function personsOf(projectId: number, events: StoredEvent[]): Promise<Map<string, PersonRecord>> {
+  const ids = await personIdsOf([...new Set(events.map((x) => x.distinct_id))].map((distinctId) => ({ projectId, distinctId })));
+  const persons = new Map((await getPersons(projectId, [...ids.values()])).map((p) => [p.id, p]));
+  return new Map([...ids].flatMap(([key, id]) => (persons.has(id) ? [[key.slice(String(projectId).length + 1), persons.get(id)!] as const] : [])));
+}
+
+/** PostHog's persons schema: one row per (person, distinct id) for persons changed in the window. */
+async function personRows(e: ExportRecord, run: RunRecord): Promise<{ rows: Record<string, unknown>[]; columns: string[] }> {
+  const rows: Record<string, unknown>[] = [];
+  let startKey: PageKey | undefined;
+  do {
+    const page = await queryPersons(e.team_id, { limit: 500, startKey });
+    for (const { person: p } of page.persons) {
+      const changed = p.updated_at ?? p.created_at;
+      if (changed < run.data_interval_start || changed >= run.data_interval_end) continue;
+      for (const distinctId of p.distinct_ids) {
+        rows.push({
+          team_id: e.team_id,
+          distinct_id: distinctId,
+          person_id: p.uuid,
+          properties: p.properties,
+          person_distinct_id_version: 0,
+          person_version: p.version,
+          created_at: p.created_at,
+          _inserted_at: changed,
+          is_deleted: false,
+        });
+      }
+    }
+    startKey = page.nextKey;
+  } while (startKey);
+  return { rows, columns: PERSON_COLUMNS };
+}

@@ -1,0 +1,112 @@
+import { describe, expect, it } from 'vitest';
+import { expectErrorShape, newKey, useApi, type Client } from '../support/api.ts';
+
+const api = useApi();
+
+// Far-future start: these exports never become due, so scheduler ticks in other test files leave them alone.
+const FUTURE = '2099-01-01T00:00:00Z';
+const s3 = (config: Record<string, unknown> = {}) => ({
+  type: 'S3',
+  config: { bucket_name: 'my-bucket', region: 'us-east-1', prefix: 'posthog/{year}/{month}', aws_access_key_id: 'AKIA_TEST', aws_secret_access_key: 'super-secret-value', ...config },
+});
+
+async function org(): Promise<{ c: Client; base: string; orgId: string; projectId: number }> {
+  const { key } = await newKey();
+  const c = api.as(key);
+  const o = (await c.post('/api/organizations', { name: 'Exporter' })).body;
+  return { c, base: `/api/organizations/${o.id}/batch_exports/`, orgId: o.id, projectId: o.teams[0].id };
+}
+
+describe('batch export create and read', () => {
+  it('creates with the spec fields, the default project and model, and never returns the secret', async () => {
+    const { c, base, projectId } = await org();
+    const res = await c.post(base, { name: 'Hourly S3', destination: s3(), interval: 'hour', start_at: FUTURE });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ name: 'Hourly S3', model: 'events', interval: 'hour', paused: false, team_id: projectId, latest_runs: [], last_paused_at: null, start_at: FUTURE, end_at: null });
+    expect(res.body.destination).toEqual({ type: 'S3', config: { bucket_name: 'my-bucket', region: 'us-east-1', prefix: 'posthog/{year}/{month}' } });
+    expect(res.text).not.toContain('super-secret-value');
+    expect(res.text).not.toContain('AKIA_TEST');
+    const got = await c.get(`${base}${res.body.id}/`);
+    expect(got.body).toEqual(res.body);
+    expect((await c.get(base)).body).toMatchObject({ count: 1, results: [{ id: res.body.id }] });
+  });
+
+  it.each([
+    [{ destination: { type: 'Snowflake', config: {} } }, 'destination__type'],
+    [{ destination: s3({ bucket_name: undefined }) }, 'destination__config__bucket_name'],
+    [{ destination: s3({ colour: 'blue' }) }, 'destination__config'],
+    [{ destination: s3({ compression: 'zip' }) }, 'destination__config__compression'],
+    [{ destination: s3({ region: 5 }) }, 'destination__config__region'],
+    [{ interval: 'every 7 minutes' }, 'interval'],
+    [{ start_at: '2024-05-02T00:00:00Z', end_at: '2024-05-01T00:00:00Z' }, 'end_at'],
+    [{ start_at: '2024-05-02 00:00:00' }, 'start_at'],
+    [{ hogql_query: 'SELECT * FROM events' }, 'hogql_query'],
+    [{ filters: [{ key: 'x', operator: 'bogus', value: 1 }] }, 'filters__0__operator'],
+    [{ team_id: 999999 }, 'team_id'],
+    [{ model: 'sessions' }, 'model'],
+  ])('rejects %j with 400 on %s and creates nothing', async (override, attr) => {
+    const { c, base } = await org();
+    const body = JSON.parse(JSON.stringify({ name: 'Bad', destination: s3(), interval: 'hour', start_at: FUTURE, ...override }));
+    const res = await c.post(base, body);
+    expect(res.status).toBe(400);
+    expectErrorShape(res.body);
+    expect(res.body.attr).toBe(attr);
+    expect((await c.get(base)).body.count).toBe(0);
+  });
+
+  it("answers 404 for another organization's export", async () => {
+    const a = await org();
+    const b = await org();
+    const created = await a.c.post(a.base, { name: 'Mine', destination: s3(), interval: 'day', start_at: FUTURE });
+    expect((await b.c.get(`${b.base}${created.body.id}/`)).status).toBe(404);
+    expect((await b.c.get(`${a.base}${created.body.id}/`)).status).toBe(404);
+  });
+});
+
+describe('batch export update, pause, delete, logs', () => {
+  it('merges config on PATCH keeping secrets, pauses with last_paused_at and logs it', async () => {
+    const { c, base } = await org();
+    const created = (await c.post(base, { name: 'E', destination: s3(), interval: 'hour', start_at: FUTURE })).body;
+    const patched = await c.patch(`${base}${created.id}/`, { destination: { type: 'S3', config: { prefix: 'new/' } }, paused: true });
+    expect(patched.status).toBe(200);
+    expect(patched.body.destination.config).toEqual({ bucket_name: 'my-bucket', region: 'us-east-1', prefix: 'new/' });
+    expect(patched.body.paused).toBe(true);
+    expect(patched.body.last_paused_at).toBeTruthy();
+    expect((await c.patch(`${base}${created.id}/`, { destination: { type: 'S3', config: { nope: 1 } } })).status).toBe(400);
+    expect((await c.patch(`${base}${created.id}/`, { interval: 'fortnightly' })).status).toBe(400);
+    const logs = await c.get(`${base}${created.id}/logs/`);
+    expect(logs.status).toBe(200);
+    expect(logs.body.results.map((l: any) => l.message)).toEqual([expect.stringMatching(/^Batch export paused/), expect.stringMatching(/^Batch export created/)]);
+    expect(Object.keys(logs.body.results[0]).sort()).toEqual(['level', 'message', 'run_id', 'timestamp']);
+    expect((await c.get(`${base}${created.id}/logs/?level=ERROR`)).body.count).toBe(0);
+    expect((await c.get(`${base}${created.id}/logs/?level=nope`)).status).toBe(400);
+  });
+
+  it('deletes the export with its runs and logs; a second delete is 404', async () => {
+    const { c, base } = await org();
+    const created = (await c.post(base, { name: 'Gone', destination: s3(), interval: 'hour', paused: true })).body;
+    const backfill = await c.post(`${base}${created.id}/backfill/`, { start_at: '2024-01-01T00:00:00Z', end_at: '2024-01-01T03:00:00Z' });
+    expect(backfill.status).toBe(200);
+    expect(backfill.body).toMatchObject({ runs: 3 });
+    expect(backfill.body.note).toMatch(/no duplicate rows/);
+    expect((await c.get(`${base}${created.id}/`)).body.latest_runs).toHaveLength(3);
+    expect((await c.delete(`${base}${created.id}/`)).status).toBe(204);
+    expect((await c.get(`${base}${created.id}/`)).status).toBe(404);
+    expect((await c.get(`${base}${created.id}/logs/`)).status).toBe(404);
+    expect((await c.delete(`${base}${created.id}/`)).status).toBe(404);
+  });
+
+  it.each([
+    [{ start_at: '2024-01-01T00:00:00Z', end_at: '2099-01-01T00:00:00Z' }, 'end_at'],
+    [{ start_at: '2024-01-02T00:00:00Z', end_at: '2024-01-01T00:00:00Z' }, 'start_at'],
+    [{ start_at: '2024-01-01T00:00:00', end_at: '2024-01-01T05:00:00Z' }, 'start_at'],
+    [{ start_at: '2024-01-01T00:00:00Z' }, 'end_at'],
+  ])('refuses the backfill %j with 400 on %s', async (body, attr) => {
+    const { c, base } = await org();
+    const created = (await c.post(base, { name: 'B', destination: s3(), interval: 'hour', paused: true })).body;
+    const res = await c.post(`${base}${created.id}/backfill/`, body);
+    expect(res.status).toBe(400);
+    expect(res.body.attr).toBe(attr);
+    expect((await c.get(`${base}${created.id}/`)).body.latest_runs).toEqual([]);
+  });
+});
