@@ -156,6 +156,30 @@ export async function saveRun(r: RunRecord): Promise<void> {
   await call(() => db().send(new PutCommand({ TableName: tableName(), Item: runItem(r) })));
 }
 
+/**
+ * Starts a run only if it is still as it was read (same status and attempt count): two scheduler ticks
+ * that overlap (a tick may outlast the 5-minute rate) cannot both execute it.
+ */
+export async function claimRun(read: RunRecord, running: RunRecord): Promise<boolean> {
+  try {
+    await call(() =>
+      db().send(
+        new PutCommand({
+          TableName: tableName(),
+          Item: runItem(running),
+          ConditionExpression: '#s = :s AND attempts = :a',
+          ExpressionAttributeNames: { '#s': 'status' },
+          ExpressionAttributeValues: { ':s': read.status, ':a': read.attempts },
+        }),
+      ),
+    );
+    return true;
+  } catch (error) {
+    if (isConditionalCheckFailed(error)) return false;
+    throw error;
+  }
+}
+
 export async function getRun(exportId: string, runId: string): Promise<RunRecord | undefined> {
   const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.exportRun(exportId, runId), ConsistentRead: true })));
   return out.Item ? runFromItem(out.Item) : undefined;

@@ -1,6 +1,7 @@
 import { now as clockNow } from '../clock.ts';
 import { inParallel } from '../db/batch.ts';
 import {
+  claimRun,
   claimWindow,
   dueExports,
   dueRuns,
@@ -114,7 +115,7 @@ export async function executeRun(run: RunRecord, now: Date, put: PutObject): Pro
   }
   const attempt = run.attempts + 1;
   const running: RunRecord = { ...run, status: 'Running', attempts: attempt, last_updated_at: now.toISOString(), next_attempt_at: null };
-  await saveRun(running);
+  if (!(await claimRun(run, running))) return undefined;
   try {
     const rows = e.model === 'persons' ? await personRows(e, run) : await eventRows(e, run);
     const config = e.destination.config;

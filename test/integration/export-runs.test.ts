@@ -173,3 +173,16 @@ describe('batch export runs into S3', () => {
     expect((await runsOf(paused.c, paused.base, paused.exportId)).map((r) => r.data_interval_start)).toEqual(['2024-05-01T10:30:00.000Z']);
   });
 });
+
+describe('overlapping scheduler ticks', () => {
+  it('execute each due run once', async () => {
+    const s = await setup((b) => ({ name: 'Raced', interval: 'every 5 minutes', end_at: '2024-05-01T10:30:00Z', destination: config(b) }));
+    await s.c.post(`${s.base}${s.exportId}/backfill/`, { start_at: '2024-05-01T10:00:00Z', end_at: '2024-05-01T10:20:00Z' });
+    const [a, b] = await Promise.all([tick('2024-05-01T10:33:00Z'), tick('2024-05-01T10:33:00Z')]);
+    expect(a.runsExecuted + b.runsExecuted).toBe(4);
+    const runs = await runsOf(s.c, s.base, s.exportId);
+    expect(runs.map((r) => r.status)).toEqual(['Completed', 'Completed', 'Completed', 'Completed']);
+    const logs = (await s.c.get(`${s.base}${s.exportId}/logs/?level=INFO`)).body.results.filter((l: any) => l.message.startsWith('Exported'));
+    expect(logs).toHaveLength(4);
+  });
+});
