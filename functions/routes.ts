@@ -1,4 +1,5 @@
 import type { Scope } from '#shared/auth/scopes.ts';
+import type { RateLimitClass } from '#shared/config.ts';
 import type { QueueName } from '#shared/queues/settings.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
@@ -27,6 +28,8 @@ interface RouteBase {
 export interface KeyRoute extends RouteBase {
   auth?: 'personal_api_key';
   scope: Scope;
+  /** Rate-limit class of the key's requests: `analytics` (240/min, 1200/h) for trends, else `crud` (480/min, 4800/h). */
+  rateLimit?: Exclude<RateLimitClass, 'capture'>;
 }
 
 /** Public, authenticated by a project token in the payload (capture). */
@@ -257,6 +260,7 @@ export const routes = [
     handler: 'insights/trend-get',
     access: 'read',
     writesCache: true,
+    rateLimit: 'analytics',
     csv: true,
     summary: 'Compute a trend (PostHog legacy insights/trend), query-string parameters',
   },
@@ -268,6 +272,7 @@ export const routes = [
     handler: 'insights/trend-post',
     access: 'read',
     writesCache: true,
+    rateLimit: 'analytics',
     csv: true,
     summary: 'Compute a trend (PostHog legacy insights/trend), JSON body',
   },

@@ -12,7 +12,24 @@ export const ENV = {
   serviceName: 'POWERTOOLS_SERVICE_NAME',
   stage: 'ANALYTICS_STAGE',
   lambdaFunctionName: 'AWS_LAMBDA_FUNCTION_NAME',
+  /** JSON overriding the rate limits below, e.g. `{"crud":{"minute":5}}` or `{"enabled":false}` (tests, benchmarks). */
+  rateLimits: 'ANALYTICS_RATE_LIMITS',
 } as const;
+
+/**
+ * Rate-limit classes: `crud` for every personal-key operation unless its route says otherwise,
+ * `analytics` for the trend routes, `capture` per project token on the capture endpoints.
+ */
+export type RateLimitClass = 'crud' | 'analytics' | 'capture';
+export type RateWindow = 'minute' | 'hour';
+export type RateLimits = Record<RateLimitClass, Partial<Record<RateWindow, number>>>;
+
+/** PostHog's numbers (posthog/rate_limit.py); capture is far higher, per project token, per minute only. */
+export const DEFAULT_RATE_LIMITS: RateLimits = {
+  crud: { minute: 480, hour: 4800 },
+  analytics: { minute: 240, hour: 1200 },
+  capture: { minute: 10_000 },
+};
 
 export interface Config {
   /** The single DynamoDB table; undefined only in processes that never touch it (the clock, bundling). */
@@ -24,6 +41,8 @@ export interface Config {
   stage: string;
   /** URL of each SQS queue the process was given (see shared/queues/settings.ts). */
   queueUrls: Partial<Record<QueueName, string>>;
+  /** Requests allowed per window and class; `undefined` when rate limiting is switched off. */
+  rateLimits: RateLimits | undefined;
 }
 
 export class ConfigError extends Error {
@@ -49,7 +68,40 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     queueUrls: Object.fromEntries(
       Object.entries(QUEUES).flatMap(([name, q]) => (env[q.urlEnv] ? [[name, env[q.urlEnv]]] : [])),
     ) as Partial<Record<QueueName, string>>,
+    rateLimits: readRateLimits(env[ENV.rateLimits]),
   };
+}
+
+/** Defaults, overridden per class and window by ANALYTICS_RATE_LIMITS; `{"enabled": false}` switches limiting off. */
+function readRateLimits(raw: string | undefined): RateLimits | undefined {
+  if (!raw?.trim()) return DEFAULT_RATE_LIMITS;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new ConfigError(`${ENV.rateLimits} must be JSON, got '${raw}'`);
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError(`${ENV.rateLimits} must be a JSON object`);
+  const { enabled, ...classes } = parsed as Record<string, unknown>;
+  if (enabled === false) return undefined;
+  if (enabled !== undefined && enabled !== true) throw new ConfigError(`${ENV.rateLimits}.enabled must be true or false`);
+  const out: RateLimits = { crud: { ...DEFAULT_RATE_LIMITS.crud }, analytics: { ...DEFAULT_RATE_LIMITS.analytics }, capture: { ...DEFAULT_RATE_LIMITS.capture } };
+  for (const [name, windows] of Object.entries(classes)) {
+    if (!(name in out)) throw new ConfigError(`${ENV.rateLimits}: unknown class '${name}' (expected ${Object.keys(out).join(', ')})`);
+    if (!windows || typeof windows !== 'object' || Array.isArray(windows)) throw new ConfigError(`${ENV.rateLimits}.${name} must be an object`);
+    for (const [window, limit] of Object.entries(windows)) {
+      if (window !== 'minute' && window !== 'hour') throw new ConfigError(`${ENV.rateLimits}.${name}: unknown window '${window}' (expected minute, hour)`);
+      if (limit === null) {
+        delete out[name as RateLimitClass][window];
+        continue;
+      }
+      if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1) {
+        throw new ConfigError(`${ENV.rateLimits}.${name}.${window} must be a positive integer (or null for no limit), got ${JSON.stringify(limit)}`);
+      }
+      out[name as RateLimitClass][window] = limit;
+    }
+  }
+  return out;
 }
 
 let cached: Config | undefined;

@@ -72,7 +72,8 @@ export async function startChildStack(): Promise<ChildStack> {
   const started = performance.now();
   const child: ChildProcess = spawn('npx', ['tsx', 'infra/local/start.ts'], {
     cwd: ROOT,
-    env: { ...process.env, DATA_DIR: dataDir, PORT: String(port) },
+    // Benchmarks measure capacity, not the per-key rate limiter (one dev key would hit 480/min at once).
+    env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), ANALYTICS_RATE_LIMITS: process.env.ANALYTICS_RATE_LIMITS ?? '{"enabled":false}' },
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

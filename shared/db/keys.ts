@@ -99,6 +99,18 @@ export const keys = {
   eventsOfDistinctId: (projectId: number, distinctId: string) => ({ did_pk: `${projectId}#${distinctId}` }),
   eventsByDayPrefix: (event: string) => `${eventNameKey(event)}#`,
 
+  /**
+   * One fixed rate-limit window of one subject (a key's stored `sha256$<hex>` hash, never the raw key,
+   * or `project:<id>` for capture) and class: an atomic `ADD` counter with a TTL just after the window.
+   * `start` is the window's UTC start, `YYYY-MM-DDTHH:MM` (minute) or `YYYY-MM-DDTHH` (hour).
+   */
+  rateLimitWindow: (subject: string, cls: string, window: 'minute' | 'hour', start: string): ItemKey => ({
+    pk: `RATE#${subject}#${cls}#${window}#${start}`,
+    sk: 'RATE',
+  }),
+  /** Every rate-limit item's partition key starts with this (IAM: the one write read-only API functions may do). */
+  rateLimitPkPrefix: 'RATE#',
+
   /** Hourly count of one event name (or of all events: `event` null) in a project, one partition per month. */
   rollup: (projectId: number, event: string | null, hour: string): ItemKey => ({
     pk: `ROLLUP#${projectId}#${event === null ? '*' : eventNameKey(event)}#${hour.slice(0, 7)}`,

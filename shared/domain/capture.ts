@@ -2,8 +2,10 @@ import { decodeCaptureRequest, extractEvents, normalizeEvents, type CaptureReque
 import { now } from '../clock.ts';
 import { eventItem, EventTooLarge, existingEventUuids, putEventItems } from '../db/events.ts';
 import { findProjectByToken } from '../db/organizations.ts';
+import { limitRequest } from '../db/rate-limits.ts';
 import { NotAuthenticated, ValidationError } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
+import { emitWithDimensions, METRIC, MetricUnit } from '../observability.ts';
 
 export interface CaptureResult {
   status: 1;
@@ -24,6 +26,12 @@ export async function captureEvents(input: CaptureRequestInput): Promise<Capture
   const { token, sentAt, events } = extractEvents(payload, input.query);
   const project = await findProjectByToken(token);
   if (!project) throw new NotAuthenticated('Project API key invalid. You can find your project API key in your project settings.');
+  // Per project (its token names exactly one), far above the personal-key limits; SDKs back off on 429.
+  // Counted while the batch is validated and its uuids looked up; nothing is stored before the verdict.
+  const limited = limitRequest(`project:${project.project_id}`, 'capture').then(({ throttled }) => {
+    if (throttled) throw throttled;
+  });
+  limited.catch(() => undefined); // awaited below; this only keeps an early validation error from leaving it unhandled
 
   const receivedAt = now();
   const { accepted, rejected } = normalizeEvents(events, { now: receivedAt, sentAt, newUuid: uuidv7 });
@@ -48,13 +56,24 @@ export async function captureEvents(input: CaptureRequestInput): Promise<Capture
   });
 
   if (unique.size === 0 && deduplicated === 0 && rejected.length) {
+    await limited;
+    countOutcomes({ accepted: 0, deduplicated: 0, rejected: rejected.length });
     const first = [...rejected].sort((a, b) => a.index - b.index)[0]!;
     throw new ValidationError(first.reason, rejected.length === events.length && events.length === 1 ? null : `batch__${first.index}`);
   }
 
-  const existing = await existingEventUuids(project.project_id, [...unique.keys()]);
+  const [, existing] = await Promise.all([limited, existingEventUuids(project.project_id, [...unique.keys()])]);
   const fresh = [...unique.entries()].filter(([uuid]) => !existing.has(uuid)).map(([, v]) => v.item);
   await putEventItems(fresh);
   rejected.sort((a, b) => a.index - b.index);
-  return { status: 1, accepted: fresh.length, deduplicated: deduplicated + existing.size, rejected: rejected.length, errors: rejected };
+  const result: CaptureResult = { status: 1, accepted: fresh.length, deduplicated: deduplicated + existing.size, rejected: rejected.length, errors: rejected };
+  countOutcomes(result);
+  return result;
+}
+
+/** CaptureEvents by outcome (events of requests whose token resolved); outcomes with no events are left out. */
+function countOutcomes(counts: Pick<CaptureResult, 'accepted' | 'deduplicated' | 'rejected'>): void {
+  for (const outcome of ['accepted', 'deduplicated', 'rejected'] as const) {
+    if (counts[outcome] > 0) emitWithDimensions(METRIC.captureEvents, MetricUnit.Count, counts[outcome], { outcome });
+  }
 }

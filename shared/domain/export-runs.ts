@@ -19,7 +19,7 @@ import { encodeRows, objectKey, type Compression, type FileFormat } from '../exp
 import { EVENT_COLUMNS, parseExportQuery } from '../exports/hogql.ts';
 import { intervalMs, type ExportInterval } from '../exports/intervals.ts';
 import { uuidv7 } from '../ids.ts';
-import { logger } from '../observability.ts';
+import { logger, METRIC, metrics, MetricUnit } from '../observability.ts';
 import { compileGroup, parseProperties } from '../trends/properties.ts';
 
 /** Where files go (S3 in the service; injected so the rules here stay testable). */
@@ -60,6 +60,9 @@ export async function runScheduler(now: Date, put: PutObject, timeLeftMs: () => 
     if (status === 'Completed') summary.completed += 1;
     if (status === 'Failed' || status === 'FailedRetryable') summary.failed += 1;
   });
+  // Every tick, zeros included: failed attempts (retryable or final) and completed runs.
+  metrics.addMetric(METRIC.exportRunsCompleted, MetricUnit.Count, summary.completed);
+  metrics.addMetric(METRIC.exportRunFailures, MetricUnit.Count, summary.failed);
   return summary;
 }
 
@@ -141,6 +144,7 @@ export async function executeRun(run: RunRecord, now: Date, put: PutObject): Pro
     await put(config, manifestKey, Buffer.from(JSON.stringify(manifest, null, 2)), 'application/json');
     const finished = clockNow().toISOString();
     await saveRun({ ...running, status: 'Completed', records_completed: rows.rows.length, records_total_count: rows.rows.length, bytes_exported: file.body.length, finished_at: finished, last_updated_at: finished, latest_error: null });
+    metrics.addMetric(METRIC.exportRows, MetricUnit.Count, rows.rows.length);
     await log(e.id, 'INFO', `Exported ${rows.rows.length} record(s) (${file.body.length} bytes) for ${run.data_interval_start} - ${run.data_interval_end} to s3://${String(config.bucket_name)}/${key}.`, run.id);
     await changeExport(e, (x) => (x.consecutive_failures ? { ...x, consecutive_failures: 0 } : undefined));
     return 'Completed';

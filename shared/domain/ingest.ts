@@ -1,7 +1,8 @@
 import type { StoredEvent } from '../db/events.ts';
 import { applyCountMoves, countedBuckets, markerId, type Bucket } from '../db/rollups.ts';
 import type { EventChange } from '../db/stream.ts';
-import { logger } from '../observability.ts';
+import { now } from '../clock.ts';
+import { logger, METRIC, metrics, MetricUnit } from '../observability.ts';
 import { noteEventTime } from '../db/projects.ts';
 import { applyEventsToPersons } from './person-ingest.ts';
 
@@ -30,7 +31,20 @@ export async function ingestEventChanges(changes: EventChange[]): Promise<string
     logger.error('rollup update failed', { error: (error as Error).message });
     firstFailure = 0;
   }
+  recordIngestion(changes.slice(0, firstFailure));
   return changes.slice(firstFailure).map((c) => c.id);
+}
+
+/**
+ * IngestedEvents: new events this batch processed (a retried record counts again when redelivered);
+ * IngestionLag: from the oldest of them being stored by capture (`inserted_at`) to now.
+ */
+function recordIngestion(done: EventChange[]): void {
+  const inserted = done.flatMap((c) => (c.after && !c.before ? [c.after.inserted_at] : []));
+  metrics.addMetric(METRIC.ingestedEvents, MetricUnit.Count, inserted.length);
+  if (inserted.length === 0) return;
+  const oldest = Math.min(...inserted.map((at) => Date.parse(at)).filter((ms) => !Number.isNaN(ms)));
+  if (Number.isFinite(oldest)) metrics.addMetric(METRIC.ingestionLag, MetricUnit.Milliseconds, Math.max(0, now().getTime() - oldest));
 }
 
 /** Keeps each project's earliest event time (trends' `date_from: all`): one conditional write per project per batch. */

@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import { deleteEventsOfDistinctId } from '../db/events.ts';
 import { inParallel } from '../db/batch.ts';
-import { logger } from '../observability.ts';
+import { logger, METRIC, metrics, MetricUnit } from '../observability.ts';
 import type { DeletionRequest } from './persons.ts';
 
 export interface DeletionMessage {
@@ -50,10 +50,10 @@ export async function drainPersonDeletions(deps: DrainDeps): Promise<DrainSummar
     if (deps.timeLeftMs() < SAFETY_MARGIN_MS) {
       await deps.continueLater();
       summary.continued = true;
-      return summary;
+      return recordDrain(summary);
     }
     const messages = await deps.receive();
-    if (messages.length === 0) return summary;
+    if (messages.length === 0) return recordDrain(summary);
     await inParallel(messages, 4, async (m) => {
       try {
         const request = parse(m.body);
@@ -73,6 +73,13 @@ export async function drainPersonDeletions(deps: DrainDeps): Promise<DrainSummar
       }
     });
   }
+}
+
+/** PersonEventsDeleted (this invocation's) and DrainCompleted: 1 when the queue was emptied, 0 when handed to a continuation. */
+function recordDrain(summary: DrainSummary): DrainSummary {
+  metrics.addMetric(METRIC.personEventsDeleted, MetricUnit.Count, summary.eventsDeleted);
+  metrics.addMetric(METRIC.drainCompleted, MetricUnit.Count, summary.continued ? 0 : 1);
+  return summary;
 }
 
 class MalformedRequest extends Error {}

@@ -1,5 +1,6 @@
 import middy, { type MiddlewareObj } from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import type * as v from 'valibot';
 import type { Scope } from '../auth/scopes.ts';
@@ -13,11 +14,12 @@ import {
   type Caller,
 } from '../domain/access.ts';
 import type { MembershipRecord } from '../domain/records.ts';
-import { ParseError, PayloadTooLarge, UnsupportedMediaType, ValidationError } from '../errors.ts';
-import { logger } from '../observability.ts';
+import { ParseError, PayloadTooLarge, Throttled, UnsupportedMediaType, ValidationError } from '../errors.ts';
+import { logger, METRIC, metrics, MetricUnit } from '../observability.ts';
 import { captureCorsHeaders } from './cors.ts';
 import { rowsOf, toCsv } from './csv.ts';
 import { errorResponse } from './errors.ts';
+import { limitKey, type KeyRateLimitClass } from './rate-limit.ts';
 import { jsonResponse, publicBaseUrl, queryParameters, type HttpResponse, type Reply } from './responses.ts';
 import { tenancyOf } from './tenancy.ts';
 import { parseWith } from './validation.ts';
@@ -35,6 +37,8 @@ export interface RouteInfo extends PublicRouteInfo {
   scope: Scope;
   /** Accepts `format=json|csv`. */
   csv?: boolean;
+  /** Rate-limit class of the personal key's requests (shared/http/rate-limit.ts); `crud` when absent. */
+  rateLimit?: KeyRateLimitClass;
 }
 
 export interface Schemas {
@@ -65,6 +69,8 @@ interface State {
   membership?: MembershipRecord;
   projectId?: number;
   startedAt: number;
+  /** X-RateLimit-* of this request's key, sent with whatever the response turns out to be. */
+  rateLimitHeaders?: Record<string, string>;
 }
 
 type Request = middy.Request<APIGatewayProxyEventV2, HttpResponse, Error, Context>;
@@ -87,21 +93,36 @@ function responseFormat(raw: string | undefined): 'json' | 'csv' {
   throw new ValidationError(`"${raw}" is not a valid choice.`, 'format', 'invalid_choice');
 }
 
-const errorMapping: Middleware = {
+const errorMapping = (route: PublicRouteInfo): Middleware => ({
   before: (request) => {
     stateOf(request.event);
   },
-  after: (request) => logCompletion(request),
+  after: (request) => complete(route, request),
   onError: (request) => {
     request.response = errorResponse(request.error);
-    logCompletion(request);
+    complete(route, request);
   },
-};
+});
 
-function logCompletion(request: Request): void {
-  const status = request.response?.statusCode;
-  const durationMs = Math.round((performance.now() - state(request).startedAt) * 10) / 10;
-  logger.info('request completed', { status, duration_ms: durationMs });
+/**
+ * Every API request ends here, success or error: rate-limit headers on the response, one log line,
+ * and the request metrics (flushed by `logMetrics`, outside this middleware): RequestCount,
+ * RequestLatency, ServerErrors and ClientErrors (0 or 1 each, so their average is the error rate) and,
+ * for a 429 of the rate limiter, Throttled; all with dimension `operation` = the operationId.
+ */
+function complete(route: PublicRouteInfo, request: Request): void {
+  const s = state(request);
+  const response = request.response;
+  if (response && s.rateLimitHeaders) response.headers = { ...response.headers, ...s.rateLimitHeaders };
+  const status = response?.statusCode ?? 500;
+  const elapsedMs = performance.now() - s.startedAt;
+  logger.info('request completed', { status: response?.statusCode, duration_ms: Math.round(elapsedMs * 10) / 10 });
+  metrics.addDimension('operation', route.operationId);
+  metrics.addMetric(METRIC.requestCount, MetricUnit.Count, 1);
+  metrics.addMetric(METRIC.requestLatency, MetricUnit.Milliseconds, Math.round(elapsedMs * 100) / 100);
+  metrics.addMetric(METRIC.serverErrors, MetricUnit.Count, status >= 500 ? 1 : 0);
+  metrics.addMetric(METRIC.clientErrors, MetricUnit.Count, status >= 400 && status < 500 ? 1 : 0);
+  if (request.error instanceof Throttled) metrics.addMetric(METRIC.throttled, MetricUnit.Count, 1);
 }
 
 const requestLogKeys = (route: PublicRouteInfo): Middleware => ({
@@ -141,34 +162,51 @@ const jsonBody = (expectsBody: boolean): Middleware => ({
   },
 });
 
-/** Key -> caller -> scope -> tenant. Order matters: 401 before 403 before 404. */
+/**
+ * Key -> caller -> (rate limit, concurrently with) scope -> tenant. Order matters: 401 before 429
+ * before 403 before 404. The key's request is counted as soon as it authenticates; the count runs
+ * beside the scope and tenant checks so it costs no extra round trip, and a 429 wins over their refusals.
+ */
 const authorization = (route: RouteInfo): Middleware => ({
   before: async (request) => {
     const s = state(request);
     const found = extractPersonalApiKey(request.event.headers?.authorization, s.rawQuery.personal_api_key);
     const caller = await authenticate(found?.key, found?.source);
     logger.appendKeys({ user_id: caller.user.id });
-    requireScope(caller, route.scope);
-    const tenancy = tenancyOf(route.path);
-    if (tenancy.kind === 'organization' || tenancy.kind === 'organization-collection') requireOrganizationLevelKey(caller);
-    if (tenancy.kind === 'organization') {
-      const orgId = request.event.pathParameters?.[tenancy.param] ?? '';
-      s.membership = await organizationMembership(caller, orgId);
-      logger.appendKeys({ organization_id: s.membership.organization_id });
-    }
-    if (tenancy.kind === 'project') {
-      const access = await projectAccess(caller, request.event.pathParameters?.[tenancy.param] ?? '');
-      s.membership = access.membership;
-      s.projectId = access.projectId;
-      logger.appendKeys({ organization_id: access.membership.organization_id, project_id: access.projectId });
-    }
+    const limited = limitKey(caller, route.rateLimit);
+    const access = await authorizeCaller(route, request, caller).then(
+      () => undefined,
+      (error: unknown) => ({ error }),
+    );
+    const { headers, throttled } = await limited;
+    s.rateLimitHeaders = headers;
+    if (throttled) throw throttled;
+    if (access) throw access.error;
     s.caller = caller;
   },
 });
 
+async function authorizeCaller(route: RouteInfo, request: Request, caller: Caller): Promise<void> {
+  const s = state(request);
+  requireScope(caller, route.scope);
+  const tenancy = tenancyOf(route.path);
+  if (tenancy.kind === 'organization' || tenancy.kind === 'organization-collection') requireOrganizationLevelKey(caller);
+  if (tenancy.kind === 'organization') {
+    const orgId = request.event.pathParameters?.[tenancy.param] ?? '';
+    s.membership = await organizationMembership(caller, orgId);
+    logger.appendKeys({ organization_id: s.membership.organization_id });
+  }
+  if (tenancy.kind === 'project') {
+    const access = await projectAccess(caller, request.event.pathParameters?.[tenancy.param] ?? '');
+    s.membership = access.membership;
+    s.projectId = access.projectId;
+    logger.appendKeys({ organization_id: access.membership.organization_id, project_id: access.projectId });
+  }
+}
+
 /**
- * The only way to build an API handler: logger context -> JSON body -> auth -> validation -> handler
- * -> error mapping. Handlers receive typed, validated input and return a Reply.
+ * The only way to build an API handler: logger context -> metrics -> JSON body -> auth (with the
+ * rate limit) -> validation -> handler -> error mapping. Handlers receive typed, validated input and return a Reply.
  */
 export function apiHandler<S extends Schemas>(route: RouteInfo, schemas: S, fn: (request: ApiRequest<S>) => Promise<Reply>) {
   const core = async (event: APIGatewayProxyEventV2): Promise<HttpResponse> => {
@@ -196,7 +234,9 @@ export function apiHandler<S extends Schemas>(route: RouteInfo, schemas: S, fn: 
   const middyHandler = middy<APIGatewayProxyEventV2, HttpResponse, Error, Context>()
     // Outermost, so the request's log keys are still set when errors are mapped and the request is logged.
     .use(injectLambdaContext(logger, { resetKeys: true }))
-    .use(errorMapping)
+    // Flushes the metrics once per invocation, after the error mapping recorded the request's.
+    .use(logMetrics(metrics))
+    .use(errorMapping(route))
     .use(requestLogKeys(route))
     .use(jsonBody(schemas.body !== undefined))
     .use(authorization(route))
@@ -233,9 +273,10 @@ export function publicHandler(route: PublicRouteInfo, fn: (request: PublicReques
   };
   const middyHandler = middy<APIGatewayProxyEventV2, HttpResponse, Error, Context>()
     .use(injectLambdaContext(logger, { resetKeys: true }))
+    .use(logMetrics(metrics))
     // Runs after the error mapping (middy unwinds in reverse), so error responses carry CORS too.
     .use({ after: cors, onError: cors })
-    .use(errorMapping)
+    .use(errorMapping(route))
     .use(requestLogKeys(route))
     .handler(core);
   // No valibot schemas: the raw request goes to the domain. Attached for the OpenAPI generator all the same.

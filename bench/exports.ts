@@ -1,0 +1,107 @@
+/**
+ * Export throughput: a 100k-event window exported into the local S3 (s3rver) by the real scheduler
+ * (`npm run cron -- run-batch-exports` against a child local stack), as rows/s. Events are seeded
+ * straight into the table's ingestion-time index with BatchWriteItem under a key prefix the stream
+ * worker ignores: what is measured is the export (read the window, resolve persons, encode, gzip,
+ * upload, manifest), not ingestion.
+ */
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { promisify } from 'node:util';
+import { CreateBucketCommand, GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { eventItem } from '#shared/db/events.ts';
+import { ROOT } from '#infra/build.ts';
+import { batchWriteAll, localDynamo } from './lib/dynamo-seed.ts';
+import { startChildStack } from './lib/local-stack.ts';
+import { fixed, heading, table } from './lib/format.ts';
+import type { Benchmark, BenchResult } from './lib/types.ts';
+
+const run = promisify(execFile);
+const intEnv = (name: string, fallback: number) => Number(process.env[name] || fallback);
+
+export const exportsBenchmark: Benchmark = {
+  name: 'exports',
+  title: 'Batch export throughput: a 100k-event window into s3rver (local stack)',
+  async run(): Promise<BenchResult> {
+    heading(this.title);
+    const count = intEnv('BENCH_EXPORT_EVENTS', 100_000);
+    const stack = await startChildStack();
+    try {
+      const { info } = stack;
+      const s3 = new S3Client({ endpoint: info.s3_endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' }, requestChecksumCalculation: 'WHEN_REQUIRED' });
+      const bucket = `bench-${randomUUID().slice(0, 8)}`;
+      await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+      // One closed hour, two hours ago: the window the backfill below exports.
+      const windowStart = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000 - 2 * 3_600_000);
+      const items = function* () {
+        for (let i = 0; i < count; i += 1) {
+          const at = new Date(windowStart.getTime() + Math.floor((i / count) * 3_600_000)).toISOString();
+          const item = eventItem({
+            uuid: randomUUID(),
+            event: i % 4 ? '$pageview' : 'signed up',
+            distinct_id: `user-${i % 5000}`,
+            project_id: info.project_id,
+            properties: { $current_url: `https://example.com/p/${i % 97}`, $browser: ['Chrome', 'Firefox', 'Safari'][i % 3], amount: i % 50 },
+            timestamp: at,
+            inserted_at: at,
+          });
+          yield { ...item, pk: `BENCHEXPORT#${String(item.pk)}` };
+        }
+      };
+      const seedStarted = performance.now();
+      const dynamo = localDynamo(info.dynamodb_endpoint);
+      await batchWriteAll(dynamo, info.table_name, items(), { inFlight: 16 });
+      dynamo.destroy();
+      console.log(`seeded ${count} events in ${fixed((performance.now() - seedStarted) / 1000)} s`);
+      const headers = { authorization: `Bearer ${info.personal_api_key}`, 'content-type': 'application/json' };
+      const base = `${info.base_url}/api/organizations/${info.organization_id}/batch_exports/`;
+      const created = (await (
+        await fetch(base, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({
+            name: 'bench',
+            interval: 'hour',
+            paused: false,
+            end_at: windowStart.toISOString(),
+            destination: { type: 'S3', config: { bucket_name: bucket, region: 'us-east-1', prefix: 'bench', compression: 'gzip', endpoint_url: info.s3_endpoint, aws_access_key_id: 'S3RVER', aws_secret_access_key: 'S3RVER' } },
+          }),
+        })
+      ).json()) as { id: string };
+      const cron = () => run('npx', ['tsx', 'infra/cli/cron.ts', 'run-batch-exports'], { cwd: ROOT, env: { ...process.env, DATA_DIR: stack.dataDir }, maxBuffer: 10 * 1024 * 1024 });
+      // The same command with nothing to do: its start-up cost, to subtract.
+      let started = performance.now();
+      await cron();
+      const idleMs = performance.now() - started;
+      await fetch(`${base}${created.id}/backfill/`, { method: 'POST', headers, body: JSON.stringify({ start_at: windowStart.toISOString(), end_at: new Date(windowStart.getTime() + 3_600_000).toISOString() }) });
+      started = performance.now();
+      const out = await cron();
+      const busyMs = performance.now() - started;
+      const runs = ((await (await fetch(`${base}${created.id}/`, { headers })).json()) as { latest_runs: { status: string; records_completed: number; bytes_exported: number }[] }).latest_runs;
+      const done = runs[0];
+      if (done?.status !== 'Completed' || done.records_completed !== count) throw new Error(`run did not export ${count} rows: ${JSON.stringify(runs)}\n${out.stdout.slice(-2000)}`);
+      const key = `bench/${windowStart.toISOString()}-${new Date(windowStart.getTime() + 3_600_000).toISOString()}.manifest.json`;
+      const manifest = JSON.parse(await (await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }))).Body!.transformToString()) as { records: number };
+      if (manifest.records !== count) throw new Error(`manifest says ${manifest.records} records`);
+      const exportMs = busyMs - idleMs;
+      const rate = (count / exportMs) * 1000;
+      console.log(
+        `\n${table(
+          ['what', 'value'],
+          [
+            ['rows exported', String(done.records_completed)],
+            ['gzip bytes', String(done.bytes_exported)],
+            ['cron with the run (s)', fixed(busyMs / 1000, 2)],
+            ['cron with nothing to do (s)', fixed(idleMs / 1000, 2)],
+            ['export time (s)', fixed(exportMs / 1000, 2)],
+            ['rows/s', fixed(rate, 0)],
+          ],
+        )}`,
+      );
+      s3.destroy();
+      return { rows: [{ benchmark: 'exports', metric: `${count}-event window to s3rver`, value: `${fixed(rate, 0)} rows/s`, target: '-', status: 'info' }], errors: [] };
+    } finally {
+      await stack.stop();
+    }
+  },
+};
