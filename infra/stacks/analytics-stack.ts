@@ -3,30 +3,48 @@ import { fileURLToPath } from 'node:url';
 import { Aws, CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
+import * as acm from 'aws-cdk-lib/aws-certificatemanager';
 import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
 import * as origins from 'aws-cdk-lib/aws-cloudfront-origins';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
-import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
-import { QUEUES, type QueueName, type QueueSettings } from '#shared/queues/settings.ts';
+import * as route53 from 'aws-cdk-lib/aws-route53';
+import * as route53Targets from 'aws-cdk-lib/aws-route53-targets';
+import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as iam from 'aws-cdk-lib/aws-iam';
-import { keys as itemKeys } from '#shared/db/keys.ts';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
+import { QUEUES, type QueueName, type QueueSettings } from '#shared/queues/settings.ts';
+import { keys as itemKeys } from '#shared/db/keys.ts';
 import { routePaths, routes, workers, type Route, type Worker } from '#functions/routes.ts';
 import { RAW_EVENT_RECORD_FILTER } from '#shared/db/stream.ts';
 import { ENV } from '#shared/config.ts';
 import { TABLE_SCHEMA } from '#shared/db/table-schema.ts';
 import { bundleDir, FALLBACK_FUNCTION } from '#infra/build.ts';
-import type { StageSettings } from '#infra/stages.ts';
+import { Monitoring, pascal, type DeadLetterQueue } from '#infra/constructs/monitoring.ts';
+import { acknowledgeNagFindings } from '#infra/constructs/nag.ts';
+import { resourcePrefix, type StageSettings } from '#infra/stages.ts';
 
 export const EDGE_FUNCTION_FILE = join(dirname(fileURLToPath(import.meta.url)), '..', 'edge', 'strip-trailing-slash.js');
 
 export const SERVICE_NAME = 'analytics';
+
+/**
+ * POWERTOOLS_SERVICE_NAME of a stage's functions, hence the `service` field of its logs and the `service`
+ * dimension of its custom metrics: per stage, so two stages in one account never share a metric.
+ */
+export const serviceNameOf = (stage: Pick<StageSettings, 'name'>) => `${SERVICE_NAME}-${stage.name}`;
+
+/** `analytics-<stage>-<name>`: the Lambda function name (≤ 64 characters, checked in test/infra). */
+export const functionNameOf = (stage: Pick<StageSettings, 'name'>, name: string) => `${resourcePrefix(stage)}-${name}`;
+
+/** `person_deletions` -> `analytics-<stage>-person-deletions`. */
+const queueNameOf = (stage: StageSettings, name: string) => `${resourcePrefix(stage)}-${name.replaceAll('_', '-')}`;
 
 export interface AnalyticsStackProps extends StackProps {
   stage: StageSettings;
@@ -41,23 +59,34 @@ export interface AnalyticsStackProps extends StackProps {
 export const apiGatewayPath = (path: string) => path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 
 export class AnalyticsStack extends Stack {
+  readonly stage: StageSettings;
   readonly table: dynamodb.Table;
   readonly api: apigwv2.HttpApi;
+  /** The HTTP API's `$default` stage: throttling, access logs, the metrics the API alarms read. */
+  readonly apiStage: apigwv2.HttpStage;
+  readonly apiAccessLogs: logs.LogGroup;
   readonly distribution: cloudfront.Distribution;
+  /** CloudFront standard logs, when the stage keeps them. */
+  readonly edgeLogBucket?: s3.Bucket;
   /** On-failure destination of the ingest worker's stream mapping. */
   readonly ingestFailures: sqs.Queue;
   /** The queues of shared/queues/settings.ts with their DLQs. */
   readonly queues = new Map<QueueName, { queue: sqs.Queue; dlq: sqs.Queue }>();
-  /** Function name (operationId, or FALLBACK_FUNCTION) -> Lambda. */
+  /** Function name (operationId, worker name, or FALLBACK_FUNCTION) -> Lambda. */
   readonly functions = new Map<string, lambda.Function>();
+  readonly schedules = new Map<string, events.Rule>();
+  readonly monitoring: Monitoring;
 
   constructor(scope: Construct, id: string, props: AnalyticsStackProps) {
     super(scope, id, props);
     const { stage } = props;
+    this.stage = stage;
+    const prefix = resourcePrefix(stage);
     const code = props.code ?? ((name: string) => lambda.Code.fromAsset(bundleDir(name)));
 
     const { indexes, ...keys } = TABLE_SCHEMA;
     this.table = new dynamodb.Table(this, 'Table', {
+      tableName: prefix,
       partitionKey: { name: keys.partitionKey, type: dynamodb.AttributeType.STRING },
       sortKey: { name: keys.sortKey, type: dynamodb.AttributeType.STRING },
       billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
@@ -77,36 +106,44 @@ export class AnalyticsStack extends Stack {
       });
     }
 
-    // Every queue of shared/queues/settings.ts, each with a DLQ (after maxReceiveCount) and an alarm on it.
+    // Every queue of shared/queues/settings.ts, each with a DLQ after maxReceiveCount (alarms: Monitoring).
     for (const [name, settings] of Object.entries(QUEUES) as [QueueName, QueueSettings][]) {
-      const dlq = new sqs.Queue(this, `${pascal(name)}Dlq`, { retentionPeriod: Duration.days(14), enforceSSL: true, encryption: sqs.QueueEncryption.SQS_MANAGED });
+      const dlq = new sqs.Queue(this, `${pascal(name)}Dlq`, {
+        queueName: `${queueNameOf(stage, name)}-dlq`,
+        retentionPeriod: Duration.days(14),
+        enforceSSL: true,
+        encryption: sqs.QueueEncryption.SQS_MANAGED,
+      });
       const queue = new sqs.Queue(this, `${pascal(name)}Queue`, {
+        queueName: queueNameOf(stage, name),
         retentionPeriod: Duration.days(settings.retentionDays),
         visibilityTimeout: Duration.seconds(settings.visibilityTimeoutSeconds),
         deadLetterQueue: { queue: dlq, maxReceiveCount: settings.maxReceiveCount },
         enforceSSL: true,
         encryption: sqs.QueueEncryption.SQS_MANAGED,
       });
-      new cloudwatch.Alarm(this, `${pascal(name)}DlqAlarm`, {
-        alarmDescription: `Messages of ${name} failed ${settings.maxReceiveCount} times and sit in its DLQ: inspect, fix, redrive`,
-        metric: dlq.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5) }),
-        threshold: 0,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        evaluationPeriods: 1,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      });
       this.queues.set(name, { queue, dlq });
     }
     const queueEnv = (names: readonly QueueName[]) => Object.fromEntries(names.map((n) => [QUEUES[n].urlEnv, this.queues.get(n)!.queue.queueUrl]));
 
     const makeFunction = (name: string, description: string, timeoutSeconds = 10) => {
+      const functionName = functionNameOf(stage, name);
       // An explicit log group, rather than the one Lambda creates on first write, so retention and
       // removal follow the stage and `cdk destroy` leaves nothing behind in dev.
       const logGroup = new logs.LogGroup(this, `${pascal(name)}Logs`, {
+        logGroupName: `/aws/lambda/${functionName}`,
         retention: stage.logRetention,
         removalPolicy: stage.removalPolicy,
       });
+      // Our own role instead of AWSLambdaBasicExecutionRole (logs:* on every log group): this function
+      // may write only its own log group. Table, queue and bucket grants are added per function below.
+      const role = new iam.Role(this, `${pascal(name)}Role`, {
+        assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+        description: `${functionName}: its own log group, X-Ray, and the grants of its route-table row`,
+      });
+      logGroup.grantWrite(role);
       const fn = new lambda.Function(this, `${pascal(name)}Function`, {
+        functionName,
         description,
         runtime: lambda.Runtime.NODEJS_22_X,
         architecture: lambda.Architecture.ARM_64,
@@ -115,10 +152,12 @@ export class AnalyticsStack extends Stack {
         memorySize: stage.lambdaMemoryMb,
         // API functions: above Lambda's 3 s default for cold starts, well under the HTTP API's 30 s limit.
         timeout: Duration.seconds(timeoutSeconds),
+        role,
         logGroup,
+        tracing: lambda.Tracing.ACTIVE,
         environment: {
           [ENV.tableName]: this.table.tableName,
-          [ENV.serviceName]: SERVICE_NAME,
+          [ENV.serviceName]: serviceNameOf(stage),
           [ENV.stage]: stage.name,
         },
       });
@@ -130,9 +169,60 @@ export class AnalyticsStack extends Stack {
     const fallback = makeFunction(FALLBACK_FUNCTION, 'Unmatched requests: 404, 405, trailing-slash redirect');
 
     this.api = new apigwv2.HttpApi(this, 'HttpApi', {
-      apiName: `${SERVICE_NAME}-${stage.name}`,
+      apiName: prefix,
+      description: `PostHog-compatible analytics API (${stage.name}); public entry is the CloudFront distribution`,
       // API Gateway's own 404 is `{"message":"Not Found"}`; the fallback answers in the API's error shape.
       defaultIntegration: new HttpLambdaIntegration('FallbackIntegration', fallback),
+      // Our own $default stage below (throttling, access logs); HttpApi's cannot take either.
+      createDefaultStage: false,
+      // Off unless the stage lists browser origins. API keys travel in Authorization, never in cookies.
+      corsPreflight: stage.corsOrigins?.length
+        ? {
+            allowOrigins: stage.corsOrigins,
+            allowMethods: [apigwv2.CorsHttpMethod.ANY],
+            allowHeaders: ['authorization', 'content-type'],
+            allowCredentials: false,
+            maxAge: Duration.hours(1),
+          }
+        : undefined,
+    });
+    this.apiAccessLogs = new logs.LogGroup(this, 'ApiAccessLogs', {
+      logGroupName: `/aws/apigateway/${prefix}/access`,
+      retention: stage.logRetention,
+      removalPolicy: stage.removalPolicy,
+    });
+    // Under the API with the id HttpApi would give it: same logical id as the stage it used to create,
+    // so an existing stack updates that stage in place instead of colliding on the name `$default`.
+    this.apiStage = new apigwv2.HttpStage(this.api, 'DefaultStage', {
+      httpApi: this.api,
+      stageName: '$default',
+      autoDeploy: true,
+      // The outer guard: API Gateway answers 429 above these, before any function runs. Per-key limits
+      // in the code are the inner one.
+      throttle: { rateLimit: stage.throttle.rateLimit, burstLimit: stage.throttle.burstLimit },
+      // JSON lines with the same field names as the function logs where they overlap. No headers:
+      // Authorization (API keys) never reaches the access log.
+      accessLogSettings: {
+        destination: new apigwv2.LogGroupLogDestination(this.apiAccessLogs),
+        format: AccessLogFormat.custom(
+          JSON.stringify({
+            request_id: '$context.requestId',
+            time: '$context.requestTime',
+            ip: '$context.identity.sourceIp',
+            user_agent: '$context.identity.userAgent',
+            method: '$context.httpMethod',
+            path: '$context.path',
+            route: '$context.routeKey',
+            status: '$context.status',
+            latency_ms: '$context.responseLatency',
+            integration_latency_ms: '$context.integrationLatency',
+            integration_status: '$context.integrationStatus',
+            integration_error: '$context.integrationErrorMessage',
+            error: '$context.error.message',
+            response_length: '$context.responseLength',
+          }),
+        ),
+      },
     });
 
     for (const r of routes as readonly Route[]) {
@@ -149,6 +239,17 @@ export class AnalyticsStack extends Stack {
           }),
         );
       }
+      if (r.access !== 'write' && (r.auth === undefined || r.auth === 'personal_api_key')) {
+        // Per-key rate limits (shared/db/rate-limits.ts) count every authenticated request with an
+        // UpdateItem on RATE# items: the one write a read-only operation may do. Write routes already can.
+        fn.addToRolePolicy(
+          new iam.PolicyStatement({
+            actions: ['dynamodb:UpdateItem'],
+            resources: [this.table.tableArn],
+            conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${itemKeys.rateLimitPkPrefix}*`] } },
+          }),
+        );
+      }
       for (const q of r.sends ?? []) {
         this.queues.get(q)!.queue.grantSendMessages(fn);
         fn.addEnvironment(QUEUES[q].urlEnv, this.queues.get(q)!.queue.queueUrl);
@@ -161,6 +262,7 @@ export class AnalyticsStack extends Stack {
     }
 
     this.ingestFailures = new sqs.Queue(this, 'IngestFailures', {
+      queueName: `${prefix}-ingest-failures`,
       retentionPeriod: Duration.days(14),
       enforceSSL: true,
       encryption: sqs.QueueEncryption.SQS_MANAGED,
@@ -182,11 +284,15 @@ export class AnalyticsStack extends Stack {
         fn.addEventSource(new SqsEventSource(continuation, { batchSize: 1 }));
       }
       if ('schedule' in w.trigger) {
-        new events.Rule(this, `${pascal(w.name)}Schedule`, {
-          description: w.summary,
-          schedule: events.Schedule.expression(w.trigger.schedule),
-          targets: [new targets.LambdaFunction(fn, { retryAttempts: 2 })],
-        });
+        this.schedules.set(
+          w.name,
+          new events.Rule(this, `${pascal(w.name)}Schedule`, {
+            ruleName: `${prefix}-${w.name}`,
+            description: w.summary,
+            schedule: events.Schedule.expression(w.trigger.schedule),
+            targets: [new targets.LambdaFunction(fn, { retryAttempts: 2 })],
+          }),
+        );
         continue;
       }
       // The stream itself: only raw event items reach the worker (same filter the local poller applies).
@@ -199,6 +305,7 @@ export class AnalyticsStack extends Stack {
           bisectBatchOnError: true,
           retryAttempts: 10,
           maxRecordAge: Duration.days(1),
+          // Records the worker gave up on land here (metadata only: shard and sequence range to replay).
           onFailure: new SqsDlq(this.ingestFailures),
           filters: [
             lambda.FilterCriteria.filter({
@@ -213,15 +320,6 @@ export class AnalyticsStack extends Stack {
         }),
       );
     }
-    // Records the worker gave up on land in the queue (metadata only: shard and sequence range to replay).
-    new cloudwatch.Alarm(this, 'IngestFailuresAlarm', {
-      alarmDescription: 'Ingest worker gave up on stream records: persons/rollups are missing events until replayed',
-      metric: this.ingestFailures.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1) }),
-      threshold: 0,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-      evaluationPeriods: 1,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
 
     const edgeFunction = new cloudfront.Function(this, 'StripTrailingSlash', {
       code: cloudfront.FunctionCode.fromFile({ filePath: EDGE_FUNCTION_FILE }),
@@ -229,11 +327,25 @@ export class AnalyticsStack extends Stack {
       comment: 'Strip one trailing slash; pass the viewer host as x-forwarded-host',
     });
 
+    if (stage.cloudFrontAccessLogs) {
+      // CloudFront standard logs need ACLs on the bucket (object writer). Kept for the stage's log retention.
+      this.edgeLogBucket = new s3.Bucket(this, 'EdgeLogs', {
+        encryption: s3.BucketEncryption.S3_MANAGED,
+        blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+        enforceSSL: true,
+        objectOwnership: s3.ObjectOwnership.OBJECT_WRITER,
+        lifecycleRules: [{ expiration: Duration.days(stage.logRetention) }],
+        removalPolicy: stage.removalPolicy,
+      });
+    }
+
+    const domain = stage.customDomain;
     this.distribution = new cloudfront.Distribution(this, 'Distribution', {
-      comment: `${SERVICE_NAME}-${stage.name} API`,
+      comment: `${prefix} API`,
       defaultBehavior: {
         origin: new origins.HttpOrigin(`${this.api.apiId}.execute-api.${Aws.REGION}.${Aws.URL_SUFFIX}`, {
           protocolPolicy: cloudfront.OriginProtocolPolicy.HTTPS_ONLY,
+          originSslProtocols: [cloudfront.OriginSslPolicy.TLS_V1_2],
         }),
         allowedMethods: cloudfront.AllowedMethods.ALLOW_ALL,
         viewerProtocolPolicy: cloudfront.ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
@@ -243,20 +355,68 @@ export class AnalyticsStack extends Stack {
         originRequestPolicy: cloudfront.OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER,
         functionAssociations: [{ function: edgeFunction, eventType: cloudfront.FunctionEventType.VIEWER_REQUEST }],
       },
+      ...(domain
+        ? {
+            domainNames: [domain.domainName],
+            certificate: acm.Certificate.fromCertificateArn(this, 'Certificate', domain.certificateArn),
+            // Only settable with a custom certificate: *.cloudfront.net keeps CloudFront's own policy.
+            minimumProtocolVersion: cloudfront.SecurityPolicyProtocol.TLS_V1_2_2021,
+          }
+        : {}),
+      httpVersion: cloudfront.HttpVersion.HTTP2_AND_3,
+      ...(this.edgeLogBucket ? { enableLogging: true, logBucket: this.edgeLogBucket, logFilePrefix: 'cloudfront/' } : {}),
     });
+    if (domain?.hostedZone) {
+      const zone = route53.HostedZone.fromHostedZoneAttributes(this, 'HostedZone', domain.hostedZone);
+      const target = route53.RecordTarget.fromAlias(new route53Targets.CloudFrontTarget(this.distribution));
+      new route53.ARecord(this, 'AliasA', { zone, recordName: domain.domainName, target });
+      new route53.AaaaRecord(this, 'AliasAaaa', { zone, recordName: domain.domainName, target });
+    }
+
+    const deadLetterQueues: DeadLetterQueue[] = [
+      {
+        name: 'ingest-failures',
+        queue: this.ingestFailures,
+        meaning: 'The ingest worker gave up on stream records: persons and rollups are missing those events until they are replayed.',
+        period: Duration.minutes(1),
+      },
+      ...[...this.queues].map(([name, { dlq }]) => ({
+        name: name.replaceAll('_', '-'),
+        queue: dlq,
+        meaning: `Messages of ${name} failed ${QUEUES[name].maxReceiveCount} times and sit in its DLQ.`,
+      })),
+    ];
+    const workerNames = new Set<string>(workers.map((w) => w.name));
+    this.monitoring = new Monitoring(this, 'Monitoring', {
+      stage,
+      prefix,
+      serviceName: serviceNameOf(stage),
+      apiFunctions: new Map([...this.functions].filter(([name]) => !workerNames.has(name))),
+      workerFunctions: new Map([...this.functions].filter(([name]) => workerNames.has(name))),
+      ingestWorker: this.functions.get('ingest_events')!,
+      apiStage: this.apiStage,
+      deletionQueue: this.queues.get('person_deletions')!.queue,
+      deadLetterQueues,
+    });
+
+    acknowledgeNagFindings(this);
 
     new CfnOutput(this, 'ApiBaseUrl', {
       description: 'Public API base URL (CloudFront; serves both /path and /path/)',
-      value: `https://${this.distribution.distributionDomainName}`,
+      value: domain ? `https://${domain.domainName}` : `https://${this.distribution.distributionDomainName}`,
     });
+    if (domain) {
+      new CfnOutput(this, 'DistributionDomainName', {
+        description: `Point ${domain.domainName} here (CNAME or alias) unless the stack manages the hosted zone`,
+        value: this.distribution.distributionDomainName,
+      });
+    }
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
+    new CfnOutput(this, 'AlarmTopicArn', { description: 'Every alarm of the stage notifies this topic: subscribe here', value: this.monitoring.topic.topicArn });
+    new CfnOutput(this, 'DashboardUrl', {
+      value: `https://${Aws.REGION}.console.aws.amazon.com/cloudwatch/home?region=${Aws.REGION}#dashboards:name=${prefix}`,
+    });
+    new CfnOutput(this, 'PersonDeletionQueueUrl', { value: this.queues.get('person_deletions')!.queue.queueUrl });
+    new CfnOutput(this, 'IngestFailuresQueueUrl', { value: this.ingestFailures.queueUrl });
   }
-}
-
-/** `organizations_list` -> `OrganizationsList`: stable, readable construct ids. */
-function pascal(name: string): string {
-  return name
-    .split(/[^A-Za-z0-9]+/)
-    .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
-    .join('');
 }

@@ -52,6 +52,26 @@ describe('deferred person-event deletion', () => {
     expect(roleActions(dev, 'persons_retrieve').some((a) => a.startsWith('sqs:'))).toBe(false);
   });
 
+  it('lets only the drain receive, delete or change the visibility of deletion requests, on the queue or its DLQ', () => {
+    const consuming = ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility'];
+    const deletionQueues = [queueArn('person_deletions'), queueArn('person_deletions', 'dlq')].map((a) => JSON.stringify(a));
+    const roleIdOf = (name: string) => logicalId(stack, stack.functions.get(name)!.role!);
+    for (const name of stack.functions.keys()) {
+      const grants = Object.values(resources(template, 'AWS::IAM::Policy'))
+        .filter((p) => JSON.stringify(p.Properties!.Roles) === JSON.stringify([{ Ref: roleIdOf(name) }]))
+        .flatMap((p) => p.Properties!.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[])
+        .filter((st) => [st.Resource].flat().some((r) => deletionQueues.includes(JSON.stringify(r)) || r === '*'))
+        .flatMap((st) => [st.Action].flat())
+        .filter((a) => consuming.includes(a) || a === 'sqs:*');
+      if (name === 'drain_person_deletions') expect(grants).toEqual(expect.arrayContaining(['sqs:ReceiveMessage', 'sqs:DeleteMessage']));
+      else expect([name, grants]).toEqual([name, []]);
+    }
+    // No queue policy opens the deletion queue to anyone else: the only statements deny non-TLS access.
+    for (const policy of Object.values(resources(template, 'AWS::SQS::QueuePolicy'))) {
+      for (const st of policy.Properties!.PolicyDocument.Statement as { Effect: string }[]) expect(st.Effect).toBe('Deny');
+    }
+  });
+
   it('lets a long drain continue itself through its continuation queue, with a 15-minute budget', () => {
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       EventSourceArn: queueArn('drain_continuations'),

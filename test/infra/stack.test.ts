@@ -14,6 +14,13 @@ const { stack, template } = dev;
 const WRITE_ACTIONS = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem'];
 const tableId = logicalId(stack, stack.table);
 
+type Statement = { Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown };
+/** Every statement of the inline policies attached to a role. */
+const statementsOf = (roleId: string): Statement[] =>
+  Object.values(resources(template, 'AWS::IAM::Policy'))
+    .filter((p) => (p.Properties!.Roles as unknown[]).some((r) => JSON.stringify(r) === JSON.stringify({ Ref: roleId })))
+    .flatMap((p) => p.Properties!.PolicyDocument.Statement as Statement[]);
+
 /** Route key as API Gateway spells it: `GET /api/organizations/{id}`. */
 const routeKey = (r: { method: string; path: string }) => `${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}`;
 
@@ -31,9 +38,27 @@ describe('functions', () => {
     for (const fn of Object.values(resources(template, 'AWS::Lambda::Function'))) {
       expect(fn.Properties?.Environment.Variables).toMatchObject({
         TABLE_NAME: { Ref: tableId },
-        POWERTOOLS_SERVICE_NAME: 'analytics',
+        // Per stage: the `service` dimension of the custom metrics, so stages in one account never mix.
+        POWERTOOLS_SERVICE_NAME: 'analytics-dev',
         ANALYTICS_STAGE: 'dev',
       });
+    }
+  });
+
+  it('names every function analytics-<stage>-<operation> and traces it with X-Ray', () => {
+    for (const [name, fn] of stack.functions) {
+      const props = resources(template, 'AWS::Lambda::Function')[logicalId(stack, fn)]!.Properties!;
+      expect(props.FunctionName).toBe(`analytics-dev-${name}`);
+      expect(props.TracingConfig).toEqual({ Mode: 'Active' });
+    }
+  });
+
+  it('keeps secrets out of function configuration: no credential-like variables, only references and plain settings', () => {
+    for (const fn of Object.values(resources(template, 'AWS::Lambda::Function'))) {
+      for (const [key, value] of Object.entries(fn.Properties?.Environment.Variables as Record<string, unknown>)) {
+        expect(key).not.toMatch(/SECRET|PASSWORD|ACCESS_KEY|TOKEN|CREDENTIAL|PRIVATE/i);
+        if (typeof value === 'string') expect(value).not.toMatch(/AKIA[0-9A-Z]{16}|phx_/);
+      }
     }
   });
 
@@ -48,13 +73,27 @@ describe('functions', () => {
 });
 
 describe('least privilege', () => {
-  it('gives read-only operations no table write permission', () => {
-    const readOnly = (routes as readonly Route[]).filter((x) => x.access === 'read' && !x.writesCache);
+  it('gives read-only operations no unconditional table write permission', () => {
+    const readOnly = (routes as readonly Route[]).filter((x) => x.access === 'read');
     expect(readOnly.length).toBeGreaterThan(0);
     for (const r of readOnly) {
       const actions = roleActions(dev, r.operationId);
       expect(actions, r.operationId).toContain('dynamodb:Query');
-      for (const write of WRITE_ACTIONS) expect(actions, r.operationId).not.toContain(write);
+      const writes = statementsOf(logicalId(stack, stack.functions.get(r.operationId)!.role!)).filter((st) => [st.Action].flat().some((a) => WRITE_ACTIONS.includes(a)));
+      // Only item-level writes restricted by partition-key prefix: rate-limit counters, and the trend cache.
+      for (const st of writes) expect([r.operationId, st.Condition]).toEqual([r.operationId, { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [expect.stringMatching(/^(RATE|TRENDCACHE)#\*$/)] } }]);
+    }
+  });
+
+  it('lets every key-authenticated read-only operation count its rate limits: UpdateItem on RATE# items only', () => {
+    const keyed = (routes as readonly Route[]).filter((x) => x.access !== 'write' && (x.auth === undefined || x.auth === 'personal_api_key'));
+    expect(keyed.length).toBeGreaterThan(0);
+    for (const r of keyed) {
+      const updates = statementsOf(logicalId(stack, stack.functions.get(r.operationId)!.role!)).filter((st) => [st.Action].flat().includes('dynamodb:UpdateItem'));
+      expect([r.operationId, updates]).toEqual([
+        r.operationId,
+        [{ Effect: 'Allow', Action: 'dynamodb:UpdateItem', Resource: { 'Fn::GetAtt': [tableId, 'Arn'] }, Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['RATE#*'] } } }],
+      ]);
     }
   });
 
@@ -62,13 +101,9 @@ describe('least privilege', () => {
     const caching = (routes as readonly Route[]).filter((x) => x.writesCache);
     expect(caching.map((r) => r.operationId).sort()).toEqual(['insights_trend', 'insights_trend_retrieve']);
     for (const r of caching) {
-      const role = logicalId(stack, stack.functions.get(r.operationId)!.role!);
-      const statements = Object.values(resources(template, 'AWS::IAM::Policy'))
-        .filter((p) => JSON.stringify(p.Properties!.Roles) === JSON.stringify([{ Ref: role }]))
-        .flatMap((p) => p.Properties!.PolicyDocument.Statement as { Action: string | string[]; Condition?: unknown }[]);
-      const writes = statements.filter((st) => [st.Action].flat().some((a) => WRITE_ACTIONS.includes(a)));
-      expect(writes).toHaveLength(1);
-      expect(writes[0]).toMatchObject({
+      const puts = statementsOf(logicalId(stack, stack.functions.get(r.operationId)!.role!)).filter((st) => [st.Action].flat().includes('dynamodb:PutItem'));
+      expect(puts).toHaveLength(1);
+      expect(puts[0]).toMatchObject({
         Action: 'dynamodb:PutItem',
         Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['TRENDCACHE#*'] } },
       });
@@ -89,12 +124,66 @@ describe('least privilege', () => {
     for (const name of tableless) {
       expect(roleActions(dev, name).filter((a) => a.startsWith('dynamodb:'))).toEqual([]);
       const role = logicalId(stack, stack.functions.get(name)!.role!);
-      expect(JSON.stringify(resources(template, 'AWS::IAM::Role')[role]?.Properties?.ManagedPolicyArns)).not.toMatch(/DynamoDB/i);
+      expect(resources(template, 'AWS::IAM::Role')[role]?.Properties?.ManagedPolicyArns ?? []).toEqual([]);
+    }
+  });
+
+  it('lets each function write only its own log group, with no managed policy (no AWSLambdaBasicExecutionRole)', () => {
+    const logGroups = resources(template, 'AWS::Logs::LogGroup');
+    for (const [name, fn] of stack.functions) {
+      const roleId = logicalId(stack, fn.role!);
+      expect(resources(template, 'AWS::IAM::Role')[roleId]!.Properties!.ManagedPolicyArns ?? [], name).toEqual([]);
+      const own = resources(template, 'AWS::Lambda::Function')[logicalId(stack, fn)]!.Properties!.LoggingConfig.LogGroup.Ref as string;
+      expect(logGroups[own]!.Properties!.LogGroupName).toBe(`/aws/lambda/analytics-dev-${name}`);
+      const logStatements = statementsOf(roleId).filter((st) => [st.Action].flat().some((a) => a.startsWith('logs:')));
+      expect(logStatements, name).toEqual([
+        { Effect: 'Allow', Action: ['logs:CreateLogStream', 'logs:PutLogEvents'], Resource: { 'Fn::GetAtt': [own, 'Arn'] } },
+      ]);
+    }
+  });
+
+  it('uses wildcard resources only for X-Ray, the stream listing and export destinations', () => {
+    const allowed: Record<string, (action: string) => boolean> = {
+      '*': (a) => a.startsWith('xray:') || a === 'dynamodb:ListStreams',
+      'arn:aws:s3:::*/*': (a) => ['s3:PutObject', 's3:AbortMultipartUpload'].includes(a),
+    };
+    for (const [name, fn] of stack.functions) {
+      for (const st of statementsOf(logicalId(stack, fn.role!))) {
+        for (const resource of [st.Resource].flat()) {
+          if (typeof resource !== 'string' || !resource.includes('*')) continue;
+          expect([name, resource, [st.Action].flat().every((a) => allowed[resource]?.(a) ?? false)]).toEqual([name, resource, true]);
+        }
+      }
     }
   });
 });
 
 describe('HTTP API', () => {
+  const stageProps = () => Object.values(resources(template, 'AWS::ApiGatewayV2::Stage'));
+
+  it('throttles the $default stage with the stage settings (the outer guard)', () => {
+    const { throttle } = stageSettings('dev');
+    expect(stageProps()).toHaveLength(1);
+    expect(stageProps()[0]!.Properties).toMatchObject({
+      StageName: '$default',
+      AutoDeploy: true,
+      ApiId: { Ref: logicalId(stack, stack.api) },
+      DefaultRouteSettings: { ThrottlingRateLimit: throttle.rateLimit, ThrottlingBurstLimit: throttle.burstLimit },
+    });
+  });
+
+  it('writes JSON access logs with the request id and status, and no headers (no API keys in logs)', () => {
+    const settings = stageProps()[0]!.Properties!.AccessLogSettings;
+    expect(settings.DestinationArn).toEqual({ 'Fn::GetAtt': [logicalId(stack, stack.apiAccessLogs), 'Arn'] });
+    const format = JSON.parse(settings.Format) as Record<string, string>;
+    expect(format).toMatchObject({ request_id: '$context.requestId', status: '$context.status', route: '$context.routeKey' });
+    expect(settings.Format).not.toMatch(/header|authorization|querystring/i);
+  });
+
+  it('leaves CORS off unless the stage lists origins', () => {
+    for (const api of Object.values(resources(template, 'AWS::ApiGatewayV2::Api'))) expect(api.Properties?.CorsConfiguration).toBeUndefined();
+  });
+
   const routeResources = Object.values(resources(template, 'AWS::ApiGatewayV2::Route'));
   const integrations = resources(template, 'AWS::ApiGatewayV2::Integration');
   /** Logical id of the function behind a route key. */
@@ -185,5 +274,16 @@ describe('CloudFront in front of the API', () => {
     const distributionId = logicalId(stack, stack.distribution);
     template.hasOutput('ApiBaseUrl', { Value: { 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [distributionId, 'DomainName'] }]] } });
     template.hasOutput('TableName', { Value: { Ref: tableId } });
+  });
+
+  it('talks to the origin over TLS 1.2 only, and serves HTTP/2 and HTTP/3', () => {
+    const config = Object.values(resources(template, 'AWS::CloudFront::Distribution'))[0]!.Properties!.DistributionConfig;
+    expect(config.Origins[0].CustomOriginConfig).toMatchObject({ OriginProtocolPolicy: 'https-only', OriginSSLProtocols: ['TLSv1.2'] });
+    expect(config.HttpVersion).toBe('http2and3');
+  });
+
+  it('publishes where alarms go and where the dashboard is', () => {
+    template.hasOutput('AlarmTopicArn', { Value: { Ref: logicalId(stack, stack.monitoring.topic) } });
+    template.hasOutput('DashboardUrl', { Value: Match.objectLike({}) });
   });
 });

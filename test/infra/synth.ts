@@ -13,12 +13,24 @@ export interface Synthesized {
   template: Template;
 }
 
-/** Synthesizes the given stages side by side in one app, as two stages share one account. */
-export function synthStages(...stages: string[]): Record<string, Synthesized> {
+/** A stage by name (its settings from infra/stages.ts), or with overrides on top (custom domain, CORS...). */
+export type StageSpec = string | { name: string; overrides: Parameters<typeof stageSettings>[1] };
+
+/** The stages' stacks in one app, side by side as two stages share one account, not yet synthesized. */
+export function buildStages(...stages: StageSpec[]): { app: App; stacks: AnalyticsStack[] } {
   const app = new App();
+  const stacks = stages.map((spec) => {
+    const { name, overrides } = typeof spec === 'string' ? { name: spec, overrides: {} } : spec;
+    return new AnalyticsStack(app, `analytics-${name}`, { stage: stageSettings(name, overrides), code: inlineCode });
+  });
+  return { app, stacks };
+}
+
+/** Synthesizes the given stages side by side in one app, keyed by stage name. */
+export function synthStages(...stages: StageSpec[]): Record<string, Synthesized> {
   // Build the whole tree first: the first Template.fromStack synthesizes the app, which then freezes.
-  const stacks = stages.map((name) => new AnalyticsStack(app, `analytics-${name}`, { stage: stageSettings(name), code: inlineCode }));
-  return Object.fromEntries(stacks.map((stack, i) => [stages[i]!, { stack, template: Template.fromStack(stack) }]));
+  const { stacks } = buildStages(...stages);
+  return Object.fromEntries(stacks.map((stack) => [stack.stage.name, { stack, template: Template.fromStack(stack) }]));
 }
 
 type Resource = { Type: string; Properties?: Record<string, any>; DeletionPolicy?: string; UpdateReplacePolicy?: string };
