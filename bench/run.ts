@@ -10,10 +10,12 @@ import { apiLatencyBenchmark } from './api-latency.ts';
 import { bundlesBenchmark } from './bundles.ts';
 import { captureBenchmark } from './capture.ts';
 import { personsBenchmark } from './persons.ts';
+import { trendsBenchmark } from './trends.ts';
+import { exportsBenchmark } from './exports.ts';
 import { heading, table } from './lib/format.ts';
 import type { Benchmark, SummaryRow } from './lib/types.ts';
 
-const benchmarks: Benchmark[] = [bundlesBenchmark, apiLatencyBenchmark, captureBenchmark, personsBenchmark];
+const benchmarks: Benchmark[] = [bundlesBenchmark, apiLatencyBenchmark, captureBenchmark, personsBenchmark, trendsBenchmark, exportsBenchmark];
 
 function usage(): string {
   return [
