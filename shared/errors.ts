@@ -108,3 +108,15 @@ export class ServiceUnavailable extends ServiceError {
     this.headers['Retry-After'] = '1';
   }
 }
+
+/**
+ * A request value as text for error messages and choice checks: `String(value)`, except for objects whose
+ * `toString`/`valueOf` keys are data (`{"toString": {}}` from JSON), which String() cannot convert.
+ */
+export function textOf(value: unknown): string {
+  try {
+    return String(value);
+  } catch {
+    return JSON.stringify(value) ?? Object.prototype.toString.call(value);
+  }
+}

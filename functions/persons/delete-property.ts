@@ -9,9 +9,9 @@ import { route } from '../routes.ts';
 export const handler = apiHandler(
   route('persons_delete_property'),
   { params: personIdParams, query: deletePropertyQuery, body: deletePropertyBody },
-  async ({ params, query, body, caller, projectId }) => {
+  async ({ params, query, body, caller, projectId, deadline }) => {
     const key = query.$unset ?? body.$unset;
     if (key === undefined) throw new ValidationError('This field is required.', '$unset', 'required');
-    return ok(await deletePersonProperty(caller, projectId, params.id, key));
+    return ok(await deletePersonProperty(caller, projectId, params.id, key, deadline));
   },
 );

@@ -8,6 +8,7 @@
 import { gunzipSync } from 'node:zlib';
 import { NotAuthenticated, ParseError, PayloadTooLarge, ValidationError } from '../errors.ts';
 import { UUID_PATTERN } from '../ids.ts';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '../json.ts';
 import { parseClientTime, resolveEventTimestamp, sentAtFromQuery } from './timestamps.ts';
 
 /** PostHog's `/batch` body limit; also the cap on what any decoding step may inflate to. */
@@ -16,6 +17,12 @@ export const MAX_REQUEST_BYTES = 20 * 1024 * 1024;
 export const MAX_EVENT_BYTES = 1024 * 1024;
 /** PostHog truncates distinct ids to 200 characters rather than rejecting them. */
 export const MAX_DISTINCT_ID_LENGTH = 200;
+/**
+ * PostHog's ingestion cuts event names to 200 characters too (plugin-server `sanitizeEventName`). Here
+ * the name is also part of index keys (eventsByDay's sort key, rollup partitions), which DynamoDB caps
+ * at 1024 bytes: a longer name must not reach them.
+ */
+export const MAX_EVENT_NAME_LENGTH = 200;
 
 // ------------------------------------------------------------------------------------------------
 // 1. Bytes -> JSON value
@@ -183,11 +190,16 @@ function fromBase64(text: string, encodings: Encoding[]): string {
 
 function parseJson(text: string): unknown {
   if (text.trim() === '') throw new ValidationError('request holds no event', null, 'no_data');
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch (err) {
     throw new ParseError(`failed to parse request: invalid JSON (${(err as Error).message})`);
   }
+  if (value !== null && typeof value === 'object' && nestedDeeperThan(value)) {
+    throw new ParseError(`failed to parse request: invalid JSON (nested deeper than ${MAX_JSON_DEPTH} levels)`);
+  }
+  return value;
 }
 
 // ---- LZ-string (`compressToBase64`), as sent by old posthog-js with compression=lz64 -----------
@@ -422,9 +434,10 @@ function normalizeEvent(raw: RawEvent, requestSentAt: Date | undefined, opts: No
   const sentAt = eventSentAt(raw, props, requestSentAt);
   const time = resolveEventTimestamp({ timestamp: raw.timestamp, offset: raw.offset, sentAt, now: opts.now });
   if (!time.ok) return time.reason;
+  const nameChars = [...raw.event];
   return {
     uuid,
-    event: raw.event,
+    event: nameChars.length > MAX_EVENT_NAME_LENGTH ? nameChars.slice(0, MAX_EVENT_NAME_LENGTH).join('') : raw.event,
     distinct_id: distinctId,
     properties,
     timestamp: time.timestamp.toISOString(),

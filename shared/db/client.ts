@@ -1,16 +1,21 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { requireTableName } from '../config.ts';
-import { ServiceUnavailable } from '../errors.ts';
+import { PayloadTooLarge, ServiceUnavailable, ValidationError } from '../errors.ts';
 
 let documentClient: DynamoDBDocumentClient | undefined;
 
-/** One client per process; bounded timeouts and retries so a dead table answers 503 fast instead of hanging. */
+/**
+ * One client per process; bounded timeouts and retries so a dead or hung table answers 503 instead of
+ * hanging. The request timeout only aborts a request with `throwOnRequestTimeout` (without it the
+ * Smithy handler merely logs a warning and waits on), and 3 attempts of at most 2.5 s each stay under
+ * the API functions' 10 s timeout, so the 503 is ours and not API Gateway's.
+ */
 export function db(): DynamoDBDocumentClient {
   documentClient ??= DynamoDBDocumentClient.from(
     new DynamoDBClient({
       maxAttempts: 3,
-      requestHandler: { connectionTimeout: 1_000, requestTimeout: 5_000 },
+      requestHandler: { connectionTimeout: 1_000, requestTimeout: 2_500, throwOnRequestTimeout: true },
     }),
     { marshallOptions: { removeUndefinedValues: true } },
   );
@@ -35,14 +40,33 @@ const UNAVAILABLE = new Set([
   'ServiceUnavailable',
 ]);
 
-/** Runs a table call, turning transport failures and throttling (after SDK retries) into a 503. */
+/**
+ * DynamoDB refusing a value the client sent (an item over 400 KB, a key over 2048/1024 bytes, maps
+ * nested over 32 levels): the request's fault, so a 4xx in the error shape rather than a 500. These
+ * are refused before anything is written (a transaction is refused whole).
+ */
+function refusedInput(e: { name?: string; message?: string }): Error | undefined {
+  if (e.name !== 'ValidationException') return undefined;
+  const message = e.message ?? '';
+  if (/item size (to update )?has exceeded the maximum allowed size/i.test(message)) {
+    return new PayloadTooLarge('The request would store more than the 400 KB one stored item may hold.');
+  }
+  if (/primary key values must be under|size of (hash|range)key has exceeded|size of all range keys has exceeded/i.test(message)) {
+    return new ValidationError('A value is too long to be used as an identifier.', null);
+  }
+  if (/nesting levels have exceeded/i.test(message)) return new ValidationError('Values may not be nested more than 32 levels deep.', null);
+  if (/size limit exceeded/i.test(message)) return new ValidationError('A value is too long to be stored.', null);
+  return undefined;
+}
+
+/** Runs a table call, turning transport failures and throttling (after SDK retries) into a 503, and values DynamoDB refuses into a 4xx. */
 export async function call<T>(operation: () => Promise<T>): Promise<T> {
   try {
     return await operation();
   } catch (error) {
-    const e = error as { name?: string; code?: string; $metadata?: unknown };
+    const e = error as { name?: string; code?: string; message?: string; $metadata?: unknown };
     if (UNAVAILABLE.has(e.name ?? '') || UNAVAILABLE.has(e.code ?? '')) throw new ServiceUnavailable();
-    throw error;
+    throw refusedInput(e) ?? error;
   }
 }
 

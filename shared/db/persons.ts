@@ -383,6 +383,22 @@ export async function queryPersons(
 
 const pageKeyOf = (item: Record<string, unknown>): PageKey => ({ pk: item.pk, sk: item.sk, parent_pk: item.parent_pk, parent_sk: item.parent_sk });
 
+/** Whether a page key (from a client's cursor) is one `queryPersons` of this project could have returned. */
+export function isPersonPageKey(projectId: number, key: unknown): key is PageKey {
+  if (!key || typeof key !== 'object' || Array.isArray(key)) return false;
+  const k = key as Record<string, unknown>;
+  const { parent_pk } = keys.personsOfProject(projectId, '', 0);
+  return (
+    Object.keys(k).length === 4 &&
+    k.parent_pk === parent_pk &&
+    k.sk === 'PERSON' &&
+    typeof k.pk === 'string' &&
+    new RegExp(`^PERSON#${projectId}#\\d{1,15}$`).test(k.pk) &&
+    typeof k.parent_sk === 'string' &&
+    /^[0-9T:.Z-]{1,40}#\d{12,15}$/.test(k.parent_sk)
+  );
+}
+
 /** The position after the first `count` persons (newest first), reading keys only. */
 export async function skipPersons(projectId: number, count: number): Promise<PageKey | undefined> {
   const index = TABLE_SCHEMA.indexes.byParent;

@@ -35,12 +35,14 @@ function steps(input: NonNullable<ActionInput['steps']>) {
 
 export async function createAction(caller: Caller, projectId: number, input: ActionInput & { name: string; steps: NonNullable<ActionInput['steps']> }) {
   const at = nowIso();
+  // Validate the steps before taking an id: a rejected request must leave the table (its counter too) as it was.
+  const validSteps = steps(input.steps);
   const action: ActionRecord = {
     id: await nextId(keys.actionCounter(projectId)),
     project_id: projectId,
     name: input.name,
     description: input.description ?? '',
-    steps: steps(input.steps),
+    steps: validSteps,
     created_at: at,
     updated_at: at,
     created_by: { email: caller.user.email, first_name: caller.user.first_name },

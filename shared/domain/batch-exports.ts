@@ -13,7 +13,7 @@ import {
   type RunRecord,
 } from '../db/batch-exports.ts';
 import { getOrganizationWithProjects } from '../db/organizations.ts';
-import { NotFound, ValidationError } from '../errors.ts';
+import { Conflict, NotFound, textOf, ValidationError } from '../errors.ts';
 import { COMPRESSIONS, FILE_FORMATS } from '../exports/files.ts';
 import { parseExportQuery } from '../exports/hogql.ts';
 import { firstWindowEnd, intervalMs, windowsBetween, type ExportInterval } from '../exports/intervals.ts';
@@ -116,7 +116,7 @@ function destination(raw: ExportInput['destination'], current?: ExportRecord['de
     throw new ValidationError('This field is required.', 'destination', 'required');
   }
   const type = raw.type ?? current?.type;
-  if (type !== 'S3') throw new ValidationError(`"${String(type)}" is not a supported destination type: S3.`, 'destination__type', 'invalid_choice');
+  if (type !== 'S3') throw new ValidationError(`"${textOf(type)}" is not a supported destination type: S3.`, 'destination__type', 'invalid_choice');
   if (current && current.type !== type) throw new ValidationError('The destination type cannot be changed.', 'destination__type');
   // PATCH merges the config (secrets stay unless given again), then the result must be complete.
   const merged = current ? { ...current.config, ...(s3Config(raw.config ?? {}, true) as object) } : s3Config(raw.config, false);
@@ -245,7 +245,7 @@ export async function updateExport(membership: MembershipRecord, exportId: strin
       return exportResponse(next, await latestRuns(next.id));
     }
   }
-  throw new Error(`batch export ${exportId} kept changing during the update`);
+  throw new Conflict(`Batch export ${exportId} kept changing during the update; retry it.`);
 }
 
 export async function deleteExport(membership: MembershipRecord, exportId: string): Promise<void> {

@@ -25,11 +25,15 @@ export function hasUpdates(u: PersonUpdates): boolean {
 /** `$set_once` only fills absent keys, `$set` overwrites, then `$unset` removes. Returns the keys that changed. */
 export function applyPersonUpdates(current: Record<string, unknown>, u: PersonUpdates): { properties: Record<string, unknown>; changed: string[] } {
   const next: Record<string, unknown> = { ...current };
-  for (const [k, v] of Object.entries(u.setOnce)) if (!(k in next)) next[k] = v;
-  for (const [k, v] of Object.entries(u.set)) next[k] = v;
+  // Property names are data: `__proto__`, `constructor`, `toString`... are stored like any other key,
+  // never inherited from Object.prototype nor turned into a prototype by assignment.
+  const put = (k: string, v: unknown) => Object.defineProperty(next, k, { value: v, enumerable: true, writable: true, configurable: true });
+  const own = (o: Record<string, unknown>, k: string) => (Object.hasOwn(o, k) ? o[k] : undefined);
+  for (const [k, v] of Object.entries(u.setOnce)) if (!Object.hasOwn(next, k)) put(k, v);
+  for (const [k, v] of Object.entries(u.set)) put(k, v);
   for (const k of u.unset) delete next[k];
   const keys = new Set([...Object.keys(current), ...Object.keys(next)]);
-  const changed = [...keys].filter((k) => JSON.stringify(current[k]) !== JSON.stringify(next[k]));
+  const changed = [...keys].filter((k) => Object.hasOwn(current, k) !== Object.hasOwn(next, k) || JSON.stringify(own(current, k)) !== JSON.stringify(own(next, k)));
   return { properties: next, changed };
 }
 

@@ -4,6 +4,7 @@ import { keys } from '../db/keys.ts';
 import {
   deletePersonRecord,
   getPerson,
+  isPersonPageKey,
   listPersonActivity,
   listPersonChanges,
   personCount,
@@ -18,9 +19,10 @@ import {
   type PersonRecord,
   type PropertyChange,
 } from '../db/persons.ts';
-import { NotFound, ValidationError } from '../errors.ts';
+import { Conflict, NotFound, ValidationError } from '../errors.ts';
 import { UUID_PATTERN, uuidv7 } from '../ids.ts';
 import type { Caller } from './access.ts';
+import { retryOnConflict } from './optimistic.ts';
 import { applyPersonUpdates } from './person-properties.ts';
 
 const NAME_PROPERTIES = ['email', 'Email', '$email', 'name', 'Name', 'username', 'Username', 'UserName'];
@@ -79,10 +81,11 @@ export function encodeCursor(c: Cursor): string {
   return Buffer.from(JSON.stringify(c)).toString('base64url');
 }
 
-function decodeCursor(raw: string): Cursor {
+function decodeCursor(raw: string, projectId: number): Cursor {
   try {
     const c = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as Cursor;
-    if (c && typeof c.key === 'object' && Number.isInteger(c.offset)) return c;
+    // Only a position this project's list could have produced: anything else would reach DynamoDB as a bad start key.
+    if (c && isPersonPageKey(projectId, c.key) && Number.isInteger(c.offset) && c.offset >= 0) return c;
   } catch {
     // fall through
   }
@@ -145,7 +148,7 @@ async function scanMatching(projectId: number, q: PersonListQuery): Promise<Pers
 async function unfilteredPage(projectId: number, q: PersonListQuery): Promise<PersonPage> {
   // A cursor (what `next` links carry) starts the read where the last page ended; a bare offset walks
   // the keys before it.
-  const startKey = q.cursor ? decodeCursor(q.cursor).key : q.offset > 0 ? await skipPersons(projectId, q.offset) : undefined;
+  const startKey = q.cursor ? decodeCursor(q.cursor, projectId).key : q.offset > 0 ? await skipPersons(projectId, q.offset) : undefined;
   const beyondEnd = q.offset > 0 && !q.cursor && startKey === undefined;
   const [count, out] = await Promise.all([
     personCount(projectId),
@@ -203,8 +206,9 @@ async function editProperties(
   set: Record<string, unknown>,
   unset: string[],
   kind: 'updated' | 'property_deleted',
+  deadline?: number,
 ): Promise<PersonRecord> {
-  for (let attempt = 0; attempt < EDIT_ATTEMPTS; attempt += 1) {
+  return retryOnConflict(`Person ${personId}`, async () => {
     const person = await findPerson(projectId, personId);
     const { properties, changed } = applyPersonUpdates(person.properties, { set, setOnce: {}, unset });
     if (changed.length === 0) return person;
@@ -213,16 +217,16 @@ async function editProperties(
       { type: 'Person', action: kind === 'updated' ? 'changed' : 'deleted', field: 'properties', before: person.properties, after: properties },
     ]);
     if (await savePersonEdit(next, apiChange(caller, next, set, unset, changed), record)) return { ...next, version: next.version + 1 };
-  }
-  throw new Error(`person ${personId} kept changing during the edit`);
+    return undefined;
+  }, deadline);
 }
 
-export async function updatePersonProperties(caller: Caller, projectId: number, personId: number, properties: Record<string, unknown>) {
-  return personResponse(await editProperties(caller, projectId, personId, properties, [], 'updated'));
+export async function updatePersonProperties(caller: Caller, projectId: number, personId: number, properties: Record<string, unknown>, deadline?: number) {
+  return personResponse(await editProperties(caller, projectId, personId, properties, [], 'updated', deadline));
 }
 
-export async function deletePersonProperty(caller: Caller, projectId: number, personId: number, key: string) {
-  await editProperties(caller, projectId, personId, {}, [key], 'property_deleted');
+export async function deletePersonProperty(caller: Caller, projectId: number, personId: number, key: string, deadline?: number) {
+  await editProperties(caller, projectId, personId, {}, [key], 'property_deleted', deadline);
   return { success: true };
 }
 
@@ -262,7 +266,7 @@ export async function deletePerson(caller: Caller, projectId: number, personId: 
     const record = activity(caller, person, 'deleted', [{ type: 'Person', action: 'deleted', field: null, before: personResponse(person), after: null }]);
     if (await deletePersonRecord(person, record)) return;
   }
-  throw new Error(`person ${personId} kept changing during the delete`);
+  throw new Conflict(`Person ${personId} kept changing during the delete; retry it.`);
 }
 
 export const BULK_DELETE_LIMIT = 1000;
@@ -335,7 +339,7 @@ export async function splitPerson(caller: Caller, projectId: number, personId: n
     }
     if (ok) return { success: true };
   }
-  throw new Error(`person ${personId} kept changing during the split`);
+  throw new Conflict(`Person ${personId} kept changing during the split; retry it.`);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -38,7 +38,8 @@ export function renderPrefix(prefix: string, window: { start: Date; end: Date },
     data_interval_start: iso,
     data_interval_end: window.end.toISOString(),
   };
-  return prefix.replace(/\{(\w+)\}/g, (all, name: string) => vars[name] ?? all);
+  // Own keys only: `{constructor}` or `{toString}` stay literal rather than expanding to Object.prototype's functions.
+  return prefix.replace(/\{(\w+)\}/g, (all, name: string) => (Object.hasOwn(vars, name) ? vars[name]! : all));
 }
 
 /**

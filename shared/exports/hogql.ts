@@ -64,7 +64,11 @@ export function parseExportQuery(query: string): SelectField[] {
     return {
       expression,
       alias: aliased?.[2] ?? key,
-      read: (row: ExportRowSource) => (ofPerson ? row.person_properties : row.properties)[key] ?? null,
+      read: (row: ExportRowSource) => {
+        const props = ofPerson ? row.person_properties : row.properties;
+        // Own keys only: `properties.constructor` reads as absent unless the event holds it.
+        return Object.hasOwn(props, key) ? (props[key] ?? null) : null;
+      },
     };
   });
   const aliases = fields.map((f) => f.alias);

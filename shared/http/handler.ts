@@ -15,6 +15,7 @@ import {
 } from '../domain/access.ts';
 import type { MembershipRecord } from '../domain/records.ts';
 import { ParseError, PayloadTooLarge, Throttled, UnsupportedMediaType, ValidationError } from '../errors.ts';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '../json.ts';
 import { logger, METRIC, metrics, MetricUnit } from '../observability.ts';
 import { captureCorsHeaders } from './cors.ts';
 import { rowsOf, toCsv } from './csv.ts';
@@ -58,9 +59,19 @@ export interface ApiRequest<S extends Schemas> {
   projectId: number;
   /** Absolute URL of this request as the client sent it (for pagination links). */
   url: URL;
+  /** When the handler must have answered (epoch ms): the invocation's remaining time less a margin. Retries stop there. */
+  deadline: number;
 }
 
 export const MAX_BODY_BYTES = 1024 * 1024;
+
+/** Time kept back from the invocation's remaining time for the last attempt and the reply. */
+const ANSWER_MARGIN_MS = 2_000;
+
+function answerBy(context: Context | undefined): number {
+  const remaining = typeof context?.getRemainingTimeInMillis === 'function' ? context.getRemainingTimeInMillis() : 10_000;
+  return Date.now() + Math.max(1_000, remaining - ANSWER_MARGIN_MS);
+}
 
 interface State {
   rawQuery: Record<string, string>;
@@ -154,6 +165,7 @@ const jsonBody = (expectsBody: boolean): Middleware => ({
     } catch (error) {
       throw new ParseError(`JSON parse error - ${(error as Error).message}`);
     }
+    if (parsed !== null && typeof parsed === 'object' && nestedDeeperThan(parsed)) throw new ParseError(`JSON parse error - nested deeper than ${MAX_JSON_DEPTH} levels`);
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
       const got = Array.isArray(parsed) ? 'list' : parsed === null ? 'null' : typeof parsed;
       throw new ValidationError(`Invalid data. Expected a dictionary, but got ${got}.`, null);
@@ -209,7 +221,7 @@ async function authorizeCaller(route: RouteInfo, request: Request, caller: Calle
  * rate limit) -> validation -> handler -> error mapping. Handlers receive typed, validated input and return a Reply.
  */
 export function apiHandler<S extends Schemas>(route: RouteInfo, schemas: S, fn: (request: ApiRequest<S>) => Promise<Reply>) {
-  const core = async (event: APIGatewayProxyEventV2): Promise<HttpResponse> => {
+  const core = async (event: APIGatewayProxyEventV2, context?: Context): Promise<HttpResponse> => {
     const s = stateOf(event);
     if (route.csv) responseFormat(s.rawQuery.format);
     const params = schemas.params ? parseWith(schemas.params, event.pathParameters ?? {}, null) : undefined;
@@ -224,6 +236,7 @@ export function apiHandler<S extends Schemas>(route: RouteInfo, schemas: S, fn: 
       membership: s.membership!,
       projectId: s.projectId!,
       url,
+      deadline: answerBy(context),
     } as ApiRequest<S>);
     if (route.csv && responseFormat(s.rawQuery.format) === 'csv' && reply.status !== 204) {
       const text = reply.csv ? reply.csv() : toCsv(rowsOf(reply.body));

@@ -3,7 +3,9 @@
  * the top `breakdown_limit` values by volume, the rest in one "Other" row, missing values in a
  * "None" row.
  */
+import { textOf } from '#shared/errors.ts';
 import { computeRow, lowerIndex, type RowContext, type RowValues, type TimedEvent } from './math.ts';
+import { propertyOf } from './properties.ts';
 import { BREAKDOWN_NULL_LABEL, BREAKDOWN_NULL_VALUE, BREAKDOWN_OTHER_LABEL, BREAKDOWN_OTHER_VALUE, type BreakdownSpec, type TrendEntity, type TrendEvent } from './types.ts';
 
 /**
@@ -32,15 +34,15 @@ export type BreakdownReader = (e: TrendEvent) => string;
  */
 export function breakdownReader(spec: BreakdownSpec, all: TimedEvent[]): BreakdownReader {
   const key = spec.property;
-  if (spec.source === 'person') return (e) => breakdownText(e.person_properties?.[key]);
-  if (spec.source === 'event') return (e) => breakdownText(e.properties?.[key]);
+  if (spec.source === 'person') return (e) => breakdownText(propertyOf(e.person_properties, key));
+  if (spec.source === 'event') return (e) => breakdownText(propertyOf(e.properties, key));
   const durations = sessionDurations(all);
   return (e) => breakdownText(durations.get(sessionKey(e) ?? ''));
 }
 
 function sessionKey(e: TrendEvent): string | null {
   const id = e.properties?.$session_id;
-  return id === undefined || id === null || id === '' ? null : String(id);
+  return id === undefined || id === null || id === '' ? null : textOf(id);
 }
 
 function sessionDurations(all: TimedEvent[]): Map<string, number> {

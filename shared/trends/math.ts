@@ -4,7 +4,7 @@
  */
 import { type DateContext, windowStart } from './dates.ts';
 import type { Period } from './dates.ts';
-import { toNumber } from './properties.ts';
+import { propertyOf, toNumber } from './properties.ts';
 import { COUNT_PER_ACTOR_MATHS, PROPERTY_MATHS, type Interval, type MathType, type TrendEntity, type TrendEvent } from './types.ts';
 
 /** An event with its timestamp parsed once. Lists of these are kept sorted by `t`. */
@@ -116,7 +116,7 @@ export function aggregator(entity: TrendEntity): Aggregate {
   if (math === 'unique_session') return (events) => distinct(events, sessionOf);
   if ((PROPERTY_MATHS as readonly string[]).includes(math)) {
     const key = entity.math_property!;
-    const read = entity.math_property_type === 'person_properties' ? (e: TrendEvent) => e.person_properties?.[key] : (e: TrendEvent) => e.properties?.[key];
+    const read = entity.math_property_type === 'person_properties' ? (e: TrendEvent) => propertyOf(e.person_properties, key) : (e: TrendEvent) => propertyOf(e.properties, key);
     return (events) => {
       const numbers: number[] = [];
       for (const { e } of events) {

@@ -3,7 +3,7 @@
  * or a GET query string whose structured values are JSON strings. Everything is validated here so
  * the engine never sees a request it cannot answer; errors name the field as DRF would (`events__0__math`).
  */
-import { ValidationError } from '#shared/errors.ts';
+import { textOf, ValidationError } from '#shared/errors.ts';
 import { parseDateExpression } from './dates.ts';
 import { parseFormula } from './formula.ts';
 import { parseProperties } from './properties.ts';
@@ -152,8 +152,9 @@ function actionId(raw: unknown, attr: string): number {
 
 function parseMath(raw: unknown, attr: string): MathType {
   if (blank(raw)) return 'total';
-  const math = String(raw);
-  if (UNSUPPORTED_MATHS[math]) throw new ValidationError(UNSUPPORTED_MATHS[math], attr);
+  const math = textOf(raw);
+  // Own keys only: `constructor` or `isPrototypeOf` are not entries of the table (they are Object.prototype's).
+  if (Object.hasOwn(UNSUPPORTED_MATHS, math)) throw new ValidationError(UNSUPPORTED_MATHS[math]!, attr);
   if (!KNOWN_MATHS.has(math)) throw new ValidationError(`"${math}" is not a valid choice.`, attr, 'invalid_choice');
   return math as MathType;
 }
@@ -161,7 +162,7 @@ function parseMath(raw: unknown, attr: string): MathType {
 function parseMathPropertyType(raw: unknown, attr: string): TrendEntity['math_property_type'] {
   if (blank(raw) || raw === 'event_properties') return 'event_properties';
   if (raw === 'person_properties') return 'person_properties';
-  throw new ValidationError(`"${String(raw)}" is not a valid choice.`, attr, 'invalid_choice');
+  throw new ValidationError(`"${textOf(raw)}" is not a valid choice.`, attr, 'invalid_choice');
 }
 
 /**
@@ -181,7 +182,7 @@ function orderSeries(entities: (TrendEntity & { requestedOrder: number | null })
 
 function parseDisplay(raw: unknown): Display {
   if (blank(raw)) return 'ActionsLineGraph';
-  if (!(DISPLAYS as readonly unknown[]).includes(raw)) throw new ValidationError(`"${String(raw)}" is not a valid choice.`, 'display', 'invalid_choice');
+  if (!(DISPLAYS as readonly unknown[]).includes(raw)) throw new ValidationError(`"${textOf(raw)}" is not a valid choice.`, 'display', 'invalid_choice');
   return raw as Display;
 }
 
@@ -190,7 +191,7 @@ function parseInterval(raw: unknown): Interval {
   if (blank(raw)) return 'day';
   if (raw === 'minute') return 'hour';
   if (raw === 'hour' || raw === 'day' || raw === 'week' || raw === 'month') return raw;
-  throw new ValidationError(`"${String(raw)}" is not a valid choice.`, 'interval', 'invalid_choice');
+  throw new ValidationError(`"${textOf(raw)}" is not a valid choice.`, 'interval', 'invalid_choice');
 }
 
 function parseDate(raw: unknown, attr: 'date_from' | 'date_to', allowAll: boolean): string | null {
@@ -214,7 +215,7 @@ function parseCompareTo(raw: unknown): string | null {
 const BREAKDOWN_TYPES = new Set(['event', 'person', 'session', 'hogql']);
 
 function parseBreakdown(raw: Record<string, unknown>, display: Display): BreakdownSpec | null {
-  const type = blank(raw.breakdown_type) ? 'event' : String(raw.breakdown_type);
+  const type = blank(raw.breakdown_type) ? 'event' : textOf(raw.breakdown_type);
   if (type === 'cohort') throw new ValidationError('Breakdown by cohort is not supported yet.', 'breakdown_type');
   if (type === 'group') throw new ValidationError('Breakdown by group is not supported yet.', 'breakdown_type');
   if (!BREAKDOWN_TYPES.has(type)) throw new ValidationError(`"${type}" is not a valid choice.`, 'breakdown_type', 'invalid_choice');

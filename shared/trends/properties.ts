@@ -2,7 +2,7 @@
  * Property filters (posthog/models/property/util.py, posthog/hogql/property.py): validation at
  * parse time, then compiled into predicates over events.
  */
-import { ValidationError } from '#shared/errors.ts';
+import { textOf, ValidationError } from '#shared/errors.ts';
 import { type DateContext, parseDateExpression, resolveExpression } from './dates.ts';
 import { endOfLocalDay, fromLocal } from './tz.ts';
 import type { PropertyFilter, PropertyGroup, TrendEvent } from './types.ts';
@@ -95,18 +95,18 @@ function parseItem(item: unknown, attr: string): PropertyFilter | PropertyGroup 
 }
 
 function parseGroup(raw: Record<string, unknown>, attr: string): PropertyGroup {
-  const type = raw.type === undefined ? 'AND' : String(raw.type).toUpperCase();
-  if (type !== 'AND' && type !== 'OR') throw new ValidationError(`"${String(raw.type)}" is not a valid choice.`, `${attr}__type`);
+  const type = raw.type === undefined ? 'AND' : textOf(raw.type).toUpperCase();
+  if (type !== 'AND' && type !== 'OR') throw new ValidationError(`"${textOf(raw.type)}" is not a valid choice.`, `${attr}__type`);
   const values = (raw.values as unknown[]).map((item, i) => parseItem(item, `${attr}__values__${i}`));
   return { type, values };
 }
 
 export function parseFilter(raw: Record<string, unknown>, attr: string): PropertyFilter {
   if (typeof raw.key !== 'string' || raw.key === '') throw new ValidationError('This field is required.', `${attr}__key`, 'required');
-  const type = raw.type === undefined || raw.type === null ? 'event' : String(raw.type);
-  if (UNSUPPORTED_TYPES[type]) throw new ValidationError(UNSUPPORTED_TYPES[type], `${attr}__type`);
+  const type = raw.type === undefined || raw.type === null ? 'event' : textOf(raw.type);
+  if (Object.hasOwn(UNSUPPORTED_TYPES, type)) throw new ValidationError(UNSUPPORTED_TYPES[type]!, `${attr}__type`);
   if (type !== 'event' && type !== 'person') throw new ValidationError(`"${type}" is not a valid choice.`, `${attr}__type`);
-  const operator = raw.operator === undefined || raw.operator === null ? 'exact' : String(raw.operator);
+  const operator = raw.operator === undefined || raw.operator === null ? 'exact' : textOf(raw.operator);
   if (!(OPERATORS as readonly string[]).includes(operator)) throw new ValidationError(`"${operator}" is not a valid operator.`, `${attr}__operator`);
   const filter: PropertyFilter = { key: raw.key, ...(raw.value === undefined ? {} : { value: raw.value }), operator, type };
   validateValue(filter, `${attr}__value`);
@@ -117,10 +117,10 @@ function validateValue(f: PropertyFilter, attr: string): void {
   const op = f.operator!;
   if (VALUELESS_OPERATORS.has(op)) return;
   if (f.value === undefined || f.value === null) throw new ValidationError('This field is required.', attr, 'required');
-  if (NUMERIC_OPERATORS.has(op) && toNumber(f.value) === null) throw new ValidationError(`"${String(f.value)}" is not a number.`, attr);
+  if (NUMERIC_OPERATORS.has(op) && toNumber(f.value) === null) throw new ValidationError(`"${textOf(f.value)}" is not a number.`, attr);
   if (RANGE_OPERATORS.has(op) && !rangeOf(f.value)) throw new ValidationError('Between filters need a [min, max] pair of numbers with min <= max.', attr);
-  if (DATE_OPERATORS.has(op) && !isDateValue(f.value)) throw new ValidationError(`"${String(f.value)}" is not a valid date.`, attr);
-  if (REGEX_OPERATORS.has(op)) for (const v of listOf(f.value)) if (!compileRegex(String(v))) throw new ValidationError(`Invalid regular expression: ${String(v)}`, attr);
+  if (DATE_OPERATORS.has(op) && !isDateValue(f.value)) throw new ValidationError(`"${textOf(f.value)}" is not a valid date.`, attr);
+  if (REGEX_OPERATORS.has(op)) for (const v of listOf(f.value)) if (!compileRegex(textOf(v))) throw new ValidationError(`Invalid regular expression: ${textOf(v)}`, attr);
 }
 
 /** PostHog's toFloat64OrNull: numbers and numeric strings; booleans, blanks and the rest are null. */
@@ -191,9 +191,17 @@ export function compileFilters(filters: PropertyFilter[], ctx: DateContext): Eve
 
 const isMissing = (v: unknown) => v === undefined || v === null;
 
+/**
+ * A property of an event or person: own keys only, so `constructor`, `toString` or `__proto__` read as
+ * absent unless the properties really hold them (properties are parsed JSON, with Object.prototype).
+ */
+export function propertyOf(properties: Record<string, unknown> | null | undefined, key: string): unknown {
+  return properties && Object.hasOwn(properties, key) ? properties[key] : undefined;
+}
+
 export function compileFilter(f: PropertyFilter, ctx: DateContext): EventPredicate {
   const key = f.key;
-  const read: (e: TrendEvent) => unknown = f.type === 'person' ? (e) => e.person_properties?.[key] : (e) => e.properties?.[key];
+  const read: (e: TrendEvent) => unknown = f.type === 'person' ? (e) => propertyOf(e.person_properties, key) : (e) => propertyOf(e.properties, key);
   const test = valueTest(f, ctx);
   return (e) => test(read(e));
 }
@@ -214,11 +222,11 @@ function valueTest(f: PropertyFilter, ctx: DateContext): (prop: unknown) => bool
     case 'not_icontains':
       return (p) => isMissing(p) || !texts.some((t) => propertyText(p).toLowerCase().includes(t));
     case 'regex': {
-      const res = values.map((v) => compileRegex(String(v))).filter((r): r is RegExp => r !== null);
+      const res = values.map((v) => compileRegex(textOf(v))).filter((r): r is RegExp => r !== null);
       return (p) => !isMissing(p) && res.some((r) => r.test(propertyText(p)));
     }
     case 'not_regex': {
-      const res = values.map((v) => compileRegex(String(v))).filter((r): r is RegExp => r !== null);
+      const res = values.map((v) => compileRegex(textOf(v))).filter((r): r is RegExp => r !== null);
       return (p) => isMissing(p) || !res.some((r) => r.test(propertyText(p)));
     }
     case 'gt':
@@ -247,7 +255,7 @@ function valueTest(f: PropertyFilter, ctx: DateContext): (prop: unknown) => bool
     case 'is_date_before':
     case 'is_date_after':
     case 'is_date_exact':
-      return dateTest(operator, String(f.value), ctx);
+      return dateTest(operator, textOf(f.value), ctx);
     default:
       return () => false;
   }
