@@ -16,6 +16,8 @@ export interface TenantScope {
   userId: string;
   organizationIds: string[];
   projectIds: number[];
+  /** Batch exports whose own partition (runs, window claims, logs) is read; all when absent. */
+  exportIds?: string[];
   /** Projects whose raw events (by ingestion hour) are part of the snapshot. */
   eventProjects?: number[];
   eventsSince?: Date;
@@ -82,7 +84,7 @@ export async function snapshotTenant(scope: TenantScope): Promise<Snapshot> {
       [org, members, exports].forEach(add);
       const slug = org.find((i) => i.sk === 'ORG')?.slug;
       const tokens = org.filter((i) => String(i.sk).startsWith('PROJECT#')).map((i) => String(i.api_token));
-      const exportIds = exports.map((e) => String(e.id ?? String(e.sk).slice('EXPORT#'.length)));
+      const exportIds = exports.map((e) => String(e.id ?? String(e.sk).slice('EXPORT#'.length))).filter((id) => !scope.exportIds || scope.exportIds.includes(id));
       await Promise.all([
         ...(slug ? [getItem(`SLUG#${String(slug)}`, 'SLUG').then((i) => add([i]))] : []),
         ...tokens.map((t) => getItem(`TOKEN#${t}`, 'TOKEN').then((i) => add([i]))),
