@@ -1,3 +1,4 @@
+import { METRICS_NAMESPACE } from './metric-names.ts';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 
@@ -21,7 +22,7 @@ const metricsOff = process.env.POWERTOOLS_METRICS_DISABLED !== undefined ? truth
  * metrics to publish") go through the logger.
  */
 export const metrics = new Metrics({
-  namespace: 'Analytics',
+  namespace: METRICS_NAMESPACE,
   serviceName,
   // Its own warnings go to the structured log, except while metrics are off (locally), when they would
   // only be noise ("no metrics to publish", a dimension re-added by concurrent local requests).
@@ -38,21 +39,7 @@ export const metrics = new Metrics({
 export { MetricUnit };
 export type MetricUnitValue = (typeof MetricUnit)[keyof typeof MetricUnit];
 
-export const METRIC = {
-  requestCount: 'RequestCount',
-  requestLatency: 'RequestLatency',
-  serverErrors: 'ServerErrors',
-  clientErrors: 'ClientErrors',
-  throttled: 'Throttled',
-  captureEvents: 'CaptureEvents',
-  ingestionLag: 'IngestionLag',
-  ingestedEvents: 'IngestedEvents',
-  exportRows: 'ExportRows',
-  exportRunFailures: 'ExportRunFailures',
-  exportRunsCompleted: 'ExportRunsCompleted',
-  personEventsDeleted: 'PersonEventsDeleted',
-  drainCompleted: 'DrainCompleted',
-} as const;
+export { METRIC } from './metric-names.ts';
 
 /**
  * A metric with its own dimensions (for instance one per capture outcome): emitted at once as its own

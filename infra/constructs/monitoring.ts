@@ -1,3 +1,4 @@
+import { METRIC as CUSTOM_METRICS, METRICS_NAMESPACE } from '#shared/metric-names.ts';
 import { Duration } from 'aws-cdk-lib';
 import type * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -16,22 +17,8 @@ import type { StageSettings } from '#infra/stages.ts';
  * carries `outcome`. Alarms read the worker metrics with exactly the `service` dimension; the dashboard
  * uses SEARCH, so extra dimensions never hide a series there.
  */
-export const METRICS_NAMESPACE = 'Analytics';
-export const CUSTOM_METRICS = {
-  requestCount: 'RequestCount',
-  requestLatency: 'RequestLatency',
-  serverErrors: 'ServerErrors',
-  clientErrors: 'ClientErrors',
-  throttled: 'Throttled',
-  captureEvents: 'CaptureEvents',
-  ingestionLag: 'IngestionLag',
-  ingestedEvents: 'IngestedEvents',
-  exportRows: 'ExportRows',
-  exportRunFailures: 'ExportRunFailures',
-  exportRunsCompleted: 'ExportRunsCompleted',
-  personEventsDeleted: 'PersonEventsDeleted',
-  drainCompleted: 'DrainCompleted',
-} as const;
+// One list for what the code emits and what is alarmed on (shared/metric-names.ts).
+export { METRICS_NAMESPACE, CUSTOM_METRICS };
 
 /** Section of docs/operations.md for each kind of alarm; every alarm description names its section. */
 export const RUNBOOK = {
