@@ -1,5 +1,6 @@
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { batchDelete, batchGet } from './batch.ts';
+import { dueKeys, queryAll } from './query.ts';
 import { call, db, isConditionalCheckFailed, tableName } from './client.ts';
 import { keys, type ItemKey } from './keys.ts';
 import { TABLE_SCHEMA } from './table-schema.ts';
@@ -117,28 +118,6 @@ export async function getExport(orgId: string, exportId: string): Promise<Export
   return out.Item ? exportFromItem(out.Item) : undefined;
 }
 
-async function queryAll(pk: string, prefix: string, options: { newestFirst?: boolean; limit?: number } = {}): Promise<Record<string, unknown>[]> {
-  const items: Record<string, unknown>[] = [];
-  let ExclusiveStartKey: Record<string, unknown> | undefined;
-  do {
-    const out = await call(() =>
-      db().send(
-        new QueryCommand({
-          TableName: tableName(),
-          KeyConditionExpression: prefix ? 'pk = :pk AND begins_with(sk, :p)' : 'pk = :pk',
-          ExpressionAttributeValues: prefix ? { ':pk': pk, ':p': prefix } : { ':pk': pk },
-          ScanIndexForward: !options.newestFirst,
-          ExclusiveStartKey,
-          ...(options.limit ? { Limit: options.limit - items.length } : {}),
-        }),
-      ),
-    );
-    items.push(...(out.Items ?? []));
-    ExclusiveStartKey = options.limit && items.length >= options.limit ? undefined : out.LastEvaluatedKey;
-  } while (ExclusiveStartKey);
-  return items;
-}
-
 /** An organization's exports in creation order (ids are UUID v7). */
 export async function listExports(orgId: string): Promise<ExportRecord[]> {
   const { pk, skPrefix } = keys.batchExportsOfOrganization(orgId);
@@ -232,28 +211,6 @@ export async function listLogs(exportId: string, now: Date): Promise<LogRecord[]
     .map((i) => ({ id: String(i.id), timestamp: String(i.timestamp), level: i.level as LogRecord['level'], message: String(i.message), run_id: (i.run_id as string | null) ?? null }));
 }
 
-async function dueKeys(duePk: string, now: Date): Promise<ItemKey[]> {
-  const index = TABLE_SCHEMA.indexes.dueByTime;
-  const found: ItemKey[] = [];
-  let ExclusiveStartKey: Record<string, unknown> | undefined;
-  do {
-    const out = await call(() =>
-      db().send(
-        new QueryCommand({
-          TableName: tableName(),
-          IndexName: index.name,
-          KeyConditionExpression: '#p = :p AND #s <= :now',
-          ExpressionAttributeNames: { '#p': index.partitionKey, '#s': index.sortKey },
-          ExpressionAttributeValues: { ':p': duePk, ':now': `${now.toISOString()}#\uffff` },
-          ExclusiveStartKey,
-        }),
-      ),
-    );
-    found.push(...(out.Items ?? []).map((i) => ({ pk: String(i.pk), sk: String(i.sk) })));
-    ExclusiveStartKey = out.LastEvaluatedKey;
-  } while (ExclusiveStartKey);
-  return found;
-}
 
 /** Exports whose next window has closed by `now` (the sparse index: never a scan). */
 export async function dueExports(now: Date): Promise<ExportRecord[]> {
