@@ -18,8 +18,10 @@
  *    run, the same event objects) computes the same numbers with SQL, and the per (breakdown value,
  *    UTC day) counts, per-value totals and row order must match.
  */
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
+import { promisify } from 'node:util';
 import { QueryCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 // DuckDB is the baseline of this benchmark only. Its npm package ships per-platform binaries that this
@@ -41,11 +43,15 @@ import { eventItem, type StoredEvent } from '#shared/db/events.ts';
 import { keys } from '#shared/db/keys.ts';
 import { personItems } from '#shared/db/persons.ts';
 import { TABLE_SCHEMA } from '#shared/db/table-schema.ts';
+import { fingerprint } from '#shared/segments/fingerprint.ts';
+import { ROOT } from '#infra/build.ts';
 import { startChildStack, type ChildStack } from './lib/local-stack.ts';
 import { batchWriteAll, localDynamo } from './lib/dynamo-seed.ts';
 import { fixed, heading, table } from './lib/format.ts';
 import { percentile } from './lib/stats.ts';
 import type { Benchmark, BenchResult, SummaryRow } from './lib/types.ts';
+
+const execFileAsync = promisify(execFile);
 
 function intEnv(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -129,7 +135,8 @@ function shape(rng: () => number, nowMs: number): Shape {
 
 function rawEvents(count: number, projectId: number, nowMs: number, seed: number, extra: Record<string, unknown> = {}): StoredEvent[] {
   const rng = prng(seed);
-  const insertedAt = new Date(nowMs).toISOString();
+  // Ingested a while before the run: the compactor leaves the last minute's ingestion to its next pass.
+  const insertedAt = new Date(nowMs - 5 * 60_000).toISOString();
   return Array.from({ length: count }, () => {
     const { event, t } = shape(rng, nowMs);
     const user = Math.floor(rng() * DISTINCT_IDS);
@@ -191,6 +198,65 @@ function rollupItems(projectId: number, counts: RollupCounts): Record<string, un
   return [...counts.values()].map((c) => ({ ...keys.rollup(projectId, c.event, c.hour), count: c.count, entity: 'Rollup' }));
 }
 
+/** Day counters as the ingest worker keeps them: per (UTC day, event name) the count and fingerprint sum. */
+function dayCountsOfEvents(events: readonly StoredEvent[]): Map<string, { day: string; event: string; count: number; xsum: number }> {
+  const out = new Map<string, { day: string; event: string; count: number; xsum: number }>();
+  for (const e of events) {
+    const day = e.timestamp.slice(0, 10);
+    const id = `${e.event}|${day}`;
+    const entry = out.get(id) ?? { day, event: e.event, count: 0, xsum: 0 };
+    entry.count += 1;
+    entry.xsum += fingerprint(e.uuid);
+    out.set(id, entry);
+  }
+  return out;
+}
+
+function dayCountItems(projectId: number, counts: ReturnType<typeof dayCountsOfEvents>): Record<string, unknown>[] {
+  return [...counts.values()].map((c) => ({ ...keys.dayCount(projectId, c.day, c.event), count: c.count, xsum: c.xsum, event: c.event, entity: 'DayCount' }));
+}
+
+/** The compaction markers the ingest worker leaves on the days it changed, due at `dueAt`. */
+function compactionMarkerItems(projectId: number, days: Iterable<string>, dueAt: string): Record<string, unknown>[] {
+  return [...new Set(days)].map((day) => ({
+    ...keys.compactionMarker(projectId, day),
+    ...keys.compactionDue(dueAt, projectId, day),
+    entity: 'CompactionMarker',
+    project_id: projectId,
+    day,
+    touches: 1,
+    attempts: 0,
+  }));
+}
+
+/** Every day counter of a project over the window, as `name|day -> count:xsum`. */
+async function readAllDayCounts(client: DynamoDBClient, tableName: string, projectId: number, nowMs: number): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (let t = nowMs - SPAN - DAY; t <= nowMs + DAY; t += DAY) {
+    const day = new Date(t).toISOString().slice(0, 10);
+    const page = await client.send(
+      new QueryCommand({ TableName: tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: marshall({ ':pk': keys.eventDayPartition(projectId, day).pk }) }),
+    );
+    for (const raw of page.Items ?? []) {
+      const item = unmarshall(raw);
+      if (item.entity === 'DayCount' && Number(item.count)) out.set(`${String(item.event)}|${day}`, `${Number(item.count)}:${Number(item.xsum)}`);
+    }
+  }
+  return out;
+}
+
+/** Fires the compactor the way `npm run cron -- compact-events` does, against the child stack; returns its summary. */
+async function runCompactor(stack: ChildStack): Promise<{ ms: number; output: string }> {
+  const started = performance.now();
+  const { stdout, stderr } = await execFileAsync(process.execPath, ['--import', 'tsx', 'infra/cli/cron.ts', 'compact-events'], {
+    cwd: ROOT,
+    env: { ...process.env, DATA_DIR: stack.dataDir, POWERTOOLS_LOG_LEVEL: 'ERROR' },
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  const summary = `${stdout}${stderr}`.split('\n').find((line) => line.includes('finished in')) ?? `${stdout}${stderr}`.trim().split('\n').at(-1) ?? '';
+  return { ms: performance.now() - started, output: summary };
+}
+
 /** What noteEventTime leaves for a project whose earliest event is at `first`. */
 function firstEventItem(projectId: number, first: number): Record<string, unknown> {
   return { ...keys.firstEvent(projectId), first_at: new Date(first).toISOString(), entity: 'FirstEvent' };
@@ -248,7 +314,7 @@ async function createProject(stack: ChildStack, name: string): Promise<number> {
   return team.id;
 }
 
-async function trend(stack: ChildStack, projectId: number, body: unknown): Promise<{ ms: number; source: string | null; results: TrendResult[] }> {
+async function trend(stack: ChildStack, projectId: number, body: unknown): Promise<{ ms: number; source: string | null; timing: Map<string, number>; results: TrendResult[] }> {
   const started = performance.now();
   const res = await fetch(`${stack.info.base_url}/api/environments/${projectId}/insights/trend/?refresh=true`, {
     method: 'POST',
@@ -258,7 +324,11 @@ async function trend(stack: ChildStack, projectId: number, body: unknown): Promi
   const json = (await res.json()) as { result?: TrendResult[] };
   const ms = performance.now() - started;
   if (res.status !== 200) throw new Error(`trend on project ${projectId}: HTTP ${res.status} ${JSON.stringify(json).slice(0, 300)}`);
-  return { ms, source: res.headers.get('x-trend-source'), results: json.result ?? [] };
+  const timing = new Map((res.headers.get('server-timing') ?? '').split(',').flatMap((part) => {
+    const m = /^\s*([\w-]+);dur=([\d.]+)/.exec(part);
+    return m ? [[m[1]!, Number(m[2])] as const] : [];
+  }));
+  return { ms, source: res.headers.get('x-trend-source'), timing, results: json.result ?? [] };
 }
 
 const loadNow = () => `load average (1 min) ${fixed(loadavg()[0] ?? 0, 2)}`;
@@ -413,6 +483,7 @@ export const trendsBenchmark: Benchmark = {
     const rawCount = intEnv('BENCH_TRENDS_RAW', 100_000);
     const rollupRequests = intEnv('BENCH_TRENDS_ROLLUP_REQUESTS', 30);
     const rawRequests = intEnv('BENCH_TRENDS_RAW_REQUESTS', 10);
+    const rawPathRequests = intEnv('BENCH_TRENDS_RAW_PATH_REQUESTS', 3);
     const checkCount = intEnv('BENCH_TRENDS_CHECK', 2_000);
     const warmupRollups = 5;
     const errors: string[] = [];
@@ -498,19 +569,25 @@ export const trendsBenchmark: Benchmark = {
       const seedMs = performance.now() - seedStarted;
       const rawRollups = rollupsOfEvents(events);
       const rawFirst = events.reduce((m, e) => Math.min(m, Date.parse(e.timestamp)), Infinity);
-      await batchWriteAll(client, tableName, [...rollupItems(rawProject, rawRollups), firstEventItem(rawProject, rawFirst)]);
+      const rawDayCounts = dayCountsOfEvents(events);
+      const markers = compactionMarkerItems(rawProject, [...rawDayCounts.values()].map((c) => c.day), new Date(Date.now() - 1_000).toISOString());
+      await batchWriteAll(client, tableName, [...rollupItems(rawProject, rawRollups), ...dayCountItems(rawProject, rawDayCounts), ...markers, firstEventItem(rawProject, rawFirst)]);
       console.log(
-        `project ${rawProject}: ${rawCount} raw events (eventItem(), BatchWriteItem, 16 in flight) written in ${fixed(seedMs / 1000)} s (${fixed((rawCount / seedMs) * 1000, 0)} items/s), then ${rawRollups.size} rollup items + first-event item`,
+        `project ${rawProject}: ${rawCount} raw events (eventItem(), BatchWriteItem, 16 in flight) written in ${fixed(seedMs / 1000)} s (${fixed((rawCount / seedMs) * 1000, 0)} items/s), ` +
+          `then ${rawRollups.size} rollup items, ${rawDayCounts.size} day counters, ${markers.length} compaction markers (due now) + first-event item`,
       );
 
       const drainMs = await waitForWorker(client, tableName, checkProject, checkCount, months);
       const expectedRollups = new Map([...rollupsOfEvents(checkEvents).values()].map((c) => [`${c.event ?? '*'}|${c.hour}`, c.count]));
       const workerRollups = await readAllRollups(client, tableName, checkProject, [...EVENT_MIX.map(([n]) => n), null], months);
-      const rollupDiffs = compareCounts(workerRollups, expectedRollups);
+      const workerDays = await readAllDayCounts(client, tableName, checkProject, nowMs);
+      const expectedDays = new Map([...dayCountsOfEvents(checkEvents).values()].map((c) => [`${c.event}|${c.day}`, `${c.count}:${c.xsum}`]));
+      const dayDiffs = [...new Set([...workerDays.keys(), ...expectedDays.keys()])].filter((k) => workerDays.get(k) !== expectedDays.get(k)).map((k) => `${k}: worker ${workerDays.get(k)}, bench ${expectedDays.get(k)}`);
+      const rollupDiffs = [...compareCounts(workerRollups, expectedRollups), ...dayDiffs];
       const builderOk = rollupDiffs.length === 0;
       if (!builderOk) errors.push(`bench rollup builder disagrees with the ingest worker on ${rollupDiffs.length} item(s), e.g. ${rollupDiffs.slice(0, 3).join('; ')}`);
       console.log(
-        `rollup check: the worker had counted all ${checkCount} events (${fixed(drainMs / 1000)} s after seeding ended); its ${workerRollups.size} rollup items ${builderOk ? "equal the bench builder's item for item" : `DIFFER from the bench builder's in ${rollupDiffs.length}`}; stack idle from here on`,
+        `rollup check: the worker had counted all ${checkCount} events (${fixed(drainMs / 1000)} s after seeding ended); its ${workerRollups.size} rollup items and ${workerDays.size} day counters ${builderOk ? "equal the bench builder's item for item" : `DIFFER from the bench builder's in ${rollupDiffs.length}`}; stack idle from here on`,
       );
 
       // ---- 1. unfiltered totals from rollups, 10k vs 1M --------------------------------------
@@ -575,16 +652,40 @@ export const trendsBenchmark: Benchmark = {
         date_from: '-30d',
         interval: 'day',
       };
+      // 2a. Before compaction: every day is read from its raw event partitions.
+      console.log(`\nthe filtered breakdown trend before compaction (raw event partitions): ${rawPathRequests} requests, one at a time; ${loadNow()}`);
+      const rawPathMs: number[] = [];
+      let rawPathResults: TrendResult[] = [];
+      for (let i = 0; i < rawPathRequests; i += 1) {
+        const r = await trend(stack, rawProject, filteredBody);
+        if (r.source !== 'events') errors.push(`filtered breakdown trend before compaction: X-Trend-Source ${r.source}, expected events`);
+        rawPathMs.push(r.ms);
+        rawPathResults = r.results;
+      }
+      console.log(`  raw path: p50 ${fixed(percentile(rawPathMs, 50))} ms over ${rawPathMs.length} requests`);
+
+      // 2b. The compactor, as the stack's scheduler would fire it: one pass over the due days.
+      console.log(`compacting: npm run cron -- compact-events against the stack; ${loadNow()}`);
+      const compaction = await runCompactor(stack);
+      console.log(`  ${compaction.output}`);
+      console.log(`  compactor wall time (process start to exit) ${fixed(compaction.ms / 1000, 1)} s = ${fixed(rawCount / (compaction.ms / 1000), 0)} events/s`);
+
+      // 2c. The measured requests: every day from its segments.
       console.log(`\nmeasuring the filtered breakdown trend: 1 warm-up + ${rawRequests} measured requests, one at a time; ${loadNow()}`);
       const apiMs: number[] = [];
+      const phaseMs = new Map<string, number[]>();
       let apiResults: TrendResult[] = [];
       for (let i = -1; i < rawRequests; i += 1) {
         const r = await trend(stack, rawProject, filteredBody);
-        if (r.source !== 'events') errors.push(`filtered breakdown trend: X-Trend-Source ${r.source}, expected events`);
+        if (r.source !== 'segments') errors.push(`filtered breakdown trend: X-Trend-Source ${r.source}, expected segments`);
         if (i < 0) continue;
         apiMs.push(r.ms);
+        for (const [phase, ms] of r.timing) phaseMs.set(phase, [...(phaseMs.get(phase) ?? []), ms]);
         apiResults = r.results;
       }
+      const phaseNote = [...phaseMs].map(([phase, ms]) => `${phase} ${fixed(percentile(ms, 50), 1)}`).join(', ');
+      console.log(`  server-side p50 per phase (Server-Timing), ms: ${phaseNote}; the rest is HTTP, routing, auth and JSON`);
+      if (rawPathResults.length && JSON.stringify(rawPathResults) !== JSON.stringify(apiResults)) errors.push('the trend from segments differs from the same trend from raw events');
       const apiP50 = percentile(apiMs, 50);
       const apiP99 = percentile(apiMs, 99);
 
@@ -661,7 +762,8 @@ export const trendsBenchmark: Benchmark = {
         `\n${table(
           ['engine', 'runs', 'p50 ms', 'p99 ms'],
           [
-            ['API POST .../insights/trend?refresh=true (end to end)', String(apiMs.length), fixed(apiP50), fixed(apiP99)],
+            ['API POST .../insights/trend?refresh=true (end to end, compacted)', String(apiMs.length), fixed(apiP50), fixed(apiP99)],
+            ['  the same before compaction (raw partitions)', String(rawPathMs.length), fixed(percentile(rawPathMs, 50)), fixed(percentile(rawPathMs, 99))],
             ['DuckDB in-memory SQL (query + read result)', String(duckMs.length), fixed(duckP50, 2), fixed(percentile(duckMs, 99), 2)],
           ],
         )}\nfor reference, the same eventsByDay Queries from the bench process (${floors[0]?.items} $pageview items, unfiltered by browser): median of 3 ${fixed(floorP50)} ms` +
@@ -669,7 +771,10 @@ export const trendsBenchmark: Benchmark = {
       );
       rows.push(
         { benchmark: 'trends', metric: `filtered+breakdown @${rawCount} API p50 / p99`, value: `${fixed(apiP50)} / ${fixed(apiP99)} ms`, target: `p50 <= ${END_TO_END_TARGET_MS} ms`, status: apiP50 <= END_TO_END_TARGET_MS ? 'pass' : 'OVER TARGET' },
-        { benchmark: 'trends', metric: `  of which reading ${floors[0]?.items} events (bench-side Queries)`, value: `${fixed(floorP50)} ms`, target: '-', status: 'info' },
+        { benchmark: 'trends', metric: '  server phases p50 (Server-Timing)', value: phaseNote, target: '-', status: 'info' },
+        { benchmark: 'trends', metric: `  same trend before compaction (raw partitions) p50`, value: `${fixed(percentile(rawPathMs, 50))} ms`, target: '-', status: 'info' },
+        { benchmark: 'trends', metric: `  reading the ${floors[0]?.items} raw events alone (bench-side Queries)`, value: `${fixed(floorP50)} ms`, target: '-', status: 'info' },
+        { benchmark: 'trends', metric: `  compacting ${rawCount} events (one compactor pass)`, value: `${fixed(compaction.ms / 1000, 1)} s`, target: '-', status: 'info' },
         { benchmark: 'trends', metric: `DuckDB same query p50 (load ${fixed(duck.ms, 0)} ms)`, value: `${fixed(duckP50, 2)} ms`, target: '-', status: 'info' },
         { benchmark: 'trends', metric: 'API p50 / DuckDB p50', value: fixed(ratio, 0), target: `<= ${RATIO_DUCKDB_TARGET}`, status: ratio <= RATIO_DUCKDB_TARGET ? 'pass' : 'OVER TARGET' },
         { benchmark: 'trends', metric: 'API numbers = DuckDB numbers', value: matched && orderNote ? 'equal' : 'DIFFERENT', target: 'equal', status: matched && orderNote ? 'pass' : 'ERROR' },

@@ -419,6 +419,15 @@ export const workers = [
     command: 'run-batch-exports',
     summary: 'Every 5 minutes: runs due batch exports (scheduled windows, retries, backfills) into their destinations',
   },
+  {
+    name: 'compact_events',
+    handler: 'workers/compact-events',
+    trigger: { schedule: 'rate(5 minutes)' },
+    access: 'write',
+    timeoutSeconds: 900,
+    command: 'compact-events',
+    summary: 'Every 5 minutes: packs the events of changed days into compact segments that trends read',
+  },
 ] as const satisfies readonly Worker[];
 
 /** Answers requests no route matches (404) or matches by path only (405), in the API's error shape. */

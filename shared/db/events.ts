@@ -119,6 +119,7 @@ export async function deleteEventsOfDistinctId(projectId: number, distinctId: st
 }
 
 const RANGE_QUERIES_IN_FLIGHT = 32;
+const RANGE_PAGE_ITEMS = 500;
 
 function utcDays(from: Date, to: Date): string[] {
   const days: string[] = [];
@@ -158,6 +159,8 @@ export async function readEventsInRange(projectId: number, from: Date, to: Date,
               ...(name === null ? {} : { ':a': `${keys.eventsByDayPrefix(name)}${fromIso}`, ':b': `${keys.eventsByDayPrefix(name)}${toIso}\uffff` }),
             },
             ExclusiveStartKey,
+            // Bounded pages: each request stays well inside the API's SDK timeout even on a slow table.
+            Limit: RANGE_PAGE_ITEMS,
           }),
         ),
       );

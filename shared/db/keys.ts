@@ -111,6 +111,24 @@ export const keys = {
   /** Every rate-limit item's partition key starts with this (IAM: the one write read-only API functions may do). */
   rateLimitPkPrefix: 'RATE#',
 
+  /**
+   * One UTC day of a project's events in compact form, one partition: per event name a day counter
+   * (count and fingerprint sum, kept by the ingest worker) and the segments the compactor builds, plus
+   * the day's compaction marker. A trend reads one day of one name with one Query (`begins_with` the name).
+   */
+  eventDayPartition: (projectId: number, day: string) => ({ pk: `EVDAY#${projectId}#${day}` }),
+  eventDayPrefix: (event: string) => `${eventNameKey(event)}#`,
+  dayCount: (projectId: number, day: string, event: string): ItemKey => ({ pk: `EVDAY#${projectId}#${day}`, sk: `${eventNameKey(event)}#COUNT` }),
+  /** One chunk of a (day, name) segment; readers use chunks only when all carry chunk 0's build id. */
+  daySegment: (projectId: number, day: string, event: string, chunk: number): ItemKey => ({
+    pk: `EVDAY#${projectId}#${day}`,
+    sk: `${eventNameKey(event)}#SEG#${String(chunk).padStart(4, '0')}`,
+  }),
+  /** Set by the ingest worker when a day's events change; the compactor removes it once the day is compacted. */
+  compactionMarker: (projectId: number, day: string): ItemKey => ({ pk: `EVDAY#${projectId}#${day}`, sk: 'COMPACT' }),
+  /** dueByTime entry of a compaction marker: the day may be compacted from `at` on. */
+  compactionDue: (at: string, projectId: number, day: string) => ({ due_pk: 'DUE#COMPACT', due_sk: `${at}#${projectId}#${day}` }),
+
   /** Hourly count of one event name (or of all events: `event` null) in a project, one partition per month. */
   rollup: (projectId: number, event: string | null, hour: string): ItemKey => ({
     pk: `ROLLUP#${projectId}#${event === null ? '*' : eventNameKey(event)}#${hour.slice(0, 7)}`,

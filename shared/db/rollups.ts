@@ -2,6 +2,7 @@ import { QueryCommand, TransactWriteCommand, type TransactWriteCommandInput } fr
 import { batchGet, inParallel } from './batch.ts';
 import { call, cancellationCodes, db, tableName } from './client.ts';
 import { keys, type ItemKey } from './keys.ts';
+import { fingerprint } from '../segments/fingerprint.ts';
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
@@ -42,7 +43,7 @@ export async function applyCountMoves(moves: CountMove[]): Promise<CountMove[]> 
   // Sorted by bucket, a transaction covers few rollup items and has room for ~95 markers.
   const order = (m: CountMove) => `${m.projectId}|${m.to?.event ?? m.from?.event}|${m.to?.hour ?? m.from?.hour}`;
   const pending = moves.filter((m) => !sameBucket(m.from, m.to)).sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
-  const groups: { moves: CountMove[]; deltas: Map<string, { key: ItemKey; delta: number }> }[] = [];
+  const groups: { moves: CountMove[]; deltas: Map<string, Delta> }[] = [];
   let group: (typeof groups)[number] = { moves: [], deltas: new Map() };
   for (const m of pending) {
     const added = rollupDeltas(m).filter(({ key }) => !group.deltas.has(`${key.pk}|${key.sk}`)).length;
@@ -51,10 +52,7 @@ export async function applyCountMoves(moves: CountMove[]): Promise<CountMove[]> 
       group = { moves: [], deltas: new Map() };
     }
     group.moves.push(m);
-    for (const { key, delta } of rollupDeltas(m)) {
-      const id = `${key.pk}|${key.sk}`;
-      group.deltas.set(id, { key, delta: (group.deltas.get(id)?.delta ?? 0) + delta });
-    }
+    addDeltas(group.deltas, rollupDeltas(m));
   }
   if (group.moves.length) groups.push(group);
   const failed: CountMove[] = [];
@@ -66,30 +64,60 @@ export async function applyCountMoves(moves: CountMove[]): Promise<CountMove[]> 
 
 const TRANSACTIONS_IN_FLIGHT = 4;
 
-function rollupDeltas(m: CountMove): { key: ItemKey; delta: number }[] {
+/** A change to one counter item: hourly rollups change `count`; day counters also `xsum` (see fingerprint). */
+interface Delta {
+  key: ItemKey;
+  count: number;
+  xsum?: number;
+  event?: string;
+}
+
+/**
+ * What moving one event changes: the hourly rollup of its name and of all events, and the day counter
+ * of its name (the count and fingerprint sum that tell a compacted segment is complete).
+ */
+function rollupDeltas(m: CountMove): Delta[] {
+  const print = fingerprint(m.uuid);
   return (
     [
       [m.from, -1],
       [m.to, 1],
     ] as const
-  ).flatMap(([b, delta]) => (b ? [{ key: keys.rollup(m.projectId, b.event, b.hour), delta }, { key: keys.rollup(m.projectId, null, b.hour), delta }] : []));
+  ).flatMap(([b, sign]) =>
+    b
+      ? [
+          { key: keys.rollup(m.projectId, b.event, b.hour), count: sign },
+          { key: keys.rollup(m.projectId, null, b.hour), count: sign },
+          { key: keys.dayCount(m.projectId, b.hour.slice(0, 10), b.event), count: sign, xsum: sign * print, event: b.event },
+        ]
+      : [],
+  );
+}
+
+function addDeltas(into: Map<string, Delta>, deltas: Delta[]): void {
+  for (const d of deltas) {
+    const id = `${d.key.pk}|${d.key.sk}`;
+    const seen = into.get(id);
+    if (!seen) into.set(id, { ...d });
+    else {
+      seen.count += d.count;
+      if (d.xsum !== undefined) seen.xsum = (seen.xsum ?? 0) + d.xsum;
+    }
+  }
 }
 
 /** When a group's transaction is refused, find the culprits one move at a time (rare: replays and races). */
 async function retryOneByOne(group: CountMove[]): Promise<CountMove[]> {
   const failed: CountMove[] = [];
   for (const m of group) {
-    const deltas = new Map<string, { key: ItemKey; delta: number }>();
-    for (const { key, delta } of rollupDeltas(m)) {
-      const id = `${key.pk}|${key.sk}`;
-      deltas.set(id, { key, delta: (deltas.get(id)?.delta ?? 0) + delta });
-    }
+    const deltas = new Map<string, Delta>();
+    addDeltas(deltas, rollupDeltas(m));
     if (!(await writeGroup([m], [...deltas.values()]))) failed.push(m);
   }
   return failed;
 }
 
-async function writeGroup(group: CountMove[], deltas: { key: ItemKey; delta: number }[]): Promise<boolean> {
+async function writeGroup(group: CountMove[], deltas: Delta[]): Promise<boolean> {
   const Table = tableName();
   const markers: TransactItem[] = group.map((m) => {
     const Key = keys.eventCounted(m.projectId, m.uuid);
@@ -100,14 +128,22 @@ async function writeGroup(group: CountMove[], deltas: { key: ItemKey; delta: num
     return { Put: { TableName: Table, Item: { ...Key, entity: 'EventCounted', event: m.to.event, hour: m.to.hour }, ...condition } };
   });
   const rollups: TransactItem[] = deltas
-    .filter((d) => d.delta !== 0)
-    .map(({ key, delta }) => ({
+    .filter((d) => d.count !== 0 || (d.xsum ?? 0) !== 0)
+    .map(({ key, count, xsum, event }): TransactItem => ({
       Update: {
         TableName: Table,
         Key: key,
-        UpdateExpression: 'ADD #c :d SET entity = :entity',
-        ExpressionAttributeNames: { '#c': 'count' },
-        ExpressionAttributeValues: { ':d': delta, ':entity': 'Rollup' },
+        ...(xsum === undefined
+          ? {
+              UpdateExpression: 'ADD #c :d SET entity = :entity',
+              ExpressionAttributeNames: { '#c': 'count' },
+              ExpressionAttributeValues: { ':d': count, ':entity': 'Rollup' },
+            }
+          : {
+              UpdateExpression: 'ADD #c :d, xsum :x SET entity = :entity, #e = :e',
+              ExpressionAttributeNames: { '#c': 'count', '#e': 'event' },
+              ExpressionAttributeValues: { ':d': count, ':x': xsum, ':entity': 'DayCount', ':e': event },
+            }),
       },
     }));
   for (let attempt = 0; attempt < 8; attempt += 1) {

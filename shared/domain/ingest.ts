@@ -4,12 +4,13 @@ import type { EventChange } from '../db/stream.ts';
 import { now } from '../clock.ts';
 import { logger, METRIC, metrics, MetricUnit } from '../observability.ts';
 import { noteEventTime } from '../db/projects.ts';
+import { markChangedDays } from './event-segments.ts';
 import { applyEventsToPersons } from './person-ingest.ts';
 
 const bucketOf = (e: StoredEvent): Bucket => ({ event: e.event, hour: e.timestamp.slice(0, 13) });
 
 /**
- * One stream batch: persons for new events (in stream order), then rollups for everything up to the
+ * One stream batch: persons for new events (in stream order), then rollups and day counters for everything up to the
  * first failure. Returns the ids to report as failed: the first failed record and all after it, since
  * Lambda retries from the lowest failed sequence number. Both steps are idempotent, so a retried or
  * redelivered batch converges to the same persons and counts.
@@ -27,6 +28,8 @@ export async function ingestEventChanges(changes: EventChange[]): Promise<string
   try {
     await recount(changes.slice(0, firstFailure));
     await noteFirstEvents(changes.slice(0, firstFailure));
+    // After counting (see compactDay): a compaction racing this batch either sees the new counts or this touch.
+    await markChangedDays(changedDays(changes.slice(0, firstFailure)), now());
   } catch (error) {
     logger.error('rollup update failed', { error: (error as Error).message });
     firstFailure = 0;
@@ -56,6 +59,11 @@ async function noteFirstEvents(changes: EventChange[]): Promise<void> {
     if (!current || c.after.timestamp < current) earliest.set(c.after.project_id, c.after.timestamp);
   }
   await Promise.all([...earliest].map(([projectId, timestamp]) => noteEventTime(projectId, timestamp)));
+}
+
+/** The UTC days whose counted events a batch changes (the old image's day too: an event can leave one). */
+function changedDays(changes: EventChange[]): { projectId: number; day: string }[] {
+  return changes.flatMap((c) => [c.before, c.after].flatMap((e) => (e ? [{ projectId: e.project_id, day: e.timestamp.slice(0, 10) }] : [])));
 }
 
 const RECOUNT_ATTEMPTS = 5;

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import { now as clockNow } from '../clock.ts';
-import { readEventsInRange } from '../db/events.ts';
 import { getPersons, personIdsOf } from '../db/persons.ts';
 import { firstEventAt } from '../db/projects.ts';
 import { readRollups } from '../db/rollups.ts';
@@ -12,6 +11,8 @@ import {
   computeTrendFromHourly,
   eventsNeeded,
   needsEventNames,
+  needsPersons,
+  eventPropertiesUsed,
   parseTrendRequest,
   resolveDateRange,
   trendToCsv,
@@ -22,6 +23,7 @@ import {
   type TrendResponse,
 } from '../trends/index.ts';
 import { actionDefinitions } from './actions.ts';
+import { readTrendRows, type TrendEventSource } from './event-segments.ts';
 import { findProject, projectSettings } from './projects.ts';
 import type { MembershipRecord } from './records.ts';
 
@@ -31,8 +33,24 @@ export const TREND_CACHE_SECONDS = 60;
 export interface TrendAnswer {
   body: TrendResponse & { is_cached: boolean; last_refresh: string; next: null };
   csv: () => string;
-  /** Which path computed it (for logs and benchmarks): hourly rollups, raw events, or the cache. */
-  source: 'rollups' | 'events' | 'cache';
+  /** Which path computed it (for logs and benchmarks): hourly rollups, compacted segments and/or raw events, or the cache. */
+  source: 'rollups' | TrendEventSource | 'cache';
+  /** Where the time went, as a `Server-Timing` header value (`read;dur=12.3, compute;dur=4.5`). */
+  timing: string;
+}
+
+/** Milliseconds per phase, in order, for the Server-Timing header. */
+class Phases {
+  private last = performance.now();
+  private readonly spent: [string, number][] = [];
+  mark(phase: string): void {
+    const t = performance.now();
+    this.spent.push([phase, t - this.last]);
+    this.last = t;
+  }
+  header(): string {
+    return this.spent.map(([phase, ms]) => `${phase};dur=${ms.toFixed(1)}`).join(', ');
+  }
 }
 
 const hourKey = (d: Date) => d.toISOString().slice(0, 13);
@@ -43,6 +61,7 @@ const hourKey = (d: Date) => d.toISOString().slice(0, 13);
  * event partitions of the range read in parallel, with persons resolved for person maths/filters.
  */
 export async function computeProjectTrend(membership: MembershipRecord, projectId: number, raw: Record<string, unknown>, refresh: boolean): Promise<TrendAnswer> {
+  const phases = new Phases();
   const query = parseTrendRequest(raw);
   const actionIds = query.series.flatMap((s) => (s.type === 'actions' ? [Number(s.id)] : []));
   const [project, actions, firstAt] = await Promise.all([findProject(membership, projectId), actionDefinitions(projectId, actionIds), firstEventAt(projectId)]);
@@ -54,51 +73,60 @@ export async function computeProjectTrend(membership: MembershipRecord, projectI
   const settings = projectSettings(project);
   const now = clockNow();
   const hash = createHash('sha256').update(JSON.stringify({ query, settings, actions, firstAt })).digest('base64url');
+  phases.mark('setup');
   if (!refresh) {
     const cached = await readTrendCache(projectId, hash, now);
+    phases.mark('cache');
     if (cached) {
       const body = { ...(cached.body as TrendResponse), is_cached: true, last_refresh: cached.last_refresh, next: null as null };
-      return { body, csv: () => trendToCsv(body), source: 'cache' };
+      return { body, csv: () => trendToCsv(body), source: 'cache', timing: phases.header() };
     }
   }
-  const fast = canUseHourlyRollups(query, settings, now, firstAt);
-  const response = fast ? await fromRollups(projectId, query, settings, now, firstAt) : await fromEvents(projectId, query, settings, actions, now, firstAt);
+  const { response, source } = canUseHourlyRollups(query, settings, now, firstAt)
+    ? { response: await fromRollups(projectId, query, settings, now, firstAt, phases), source: 'rollups' as const }
+    : await fromEvents(projectId, query, settings, actions, now, firstAt, phases);
   await writeTrendCache(projectId, hash, response, now, TREND_CACHE_SECONDS);
+  phases.mark('store');
   const body = { ...response, is_cached: false, last_refresh: now.toISOString(), next: null as null };
-  return { body, csv: () => trendToCsv(body), source: fast ? 'rollups' : 'events' };
+  return { body, csv: () => trendToCsv(body), source, timing: phases.header() };
 }
 
-async function fromRollups(projectId: number, query: TrendQuery, settings: ProjectSettings, now: Date, firstAt: Date | undefined) {
+async function fromRollups(projectId: number, query: TrendQuery, settings: ProjectSettings, now: Date, firstAt: Date | undefined, phases: Phases) {
   const needed = eventsNeeded(query, resolveDateRange(query, settings, now, firstAt));
   const hourly = await Promise.all(
     query.series.map((s) => readRollups(projectId, s.id === null ? null : String(s.id), hourKey(needed.from), hourKey(needed.to))),
   );
-  return computeTrendFromHourly(query, { hourly, project: settings, now, firstEventAt: firstAt });
+  phases.mark('read');
+  const response = computeTrendFromHourly(query, { hourly, project: settings, now, firstEventAt: firstAt });
+  phases.mark('compute');
+  return response;
 }
 
-async function fromEvents(projectId: number, query: TrendQuery, settings: ProjectSettings, actions: ActionDefinition[], now: Date, firstAt: Date | undefined) {
+async function fromEvents(projectId: number, query: TrendQuery, settings: ProjectSettings, actions: ActionDefinition[], now: Date, firstAt: Date | undefined, phases: Phases) {
   const range = resolveDateRange(query, settings, now, firstAt);
   const needed = eventsNeeded(query, range);
-  const stored = range.buckets.length ? await readEventsInRange(projectId, needed.from, needed.to, needsEventNames(query, actions)) : [];
-  const events = await withPersons(projectId, stored);
-  return computeTrend(query, { events, project: settings, actions, now, firstEventAt: firstAt });
+  const persons = needsPersons(query, settings, actions);
+  const projection = { properties: eventPropertiesUsed(query, settings, actions), distinctIds: persons };
+  const { events, source } = range.buckets.length
+    ? await readTrendRows(projectId, needed.from, needed.to, needsEventNames(query, actions), projection, now)
+    : { events: [], source: 'events' as const };
+  phases.mark('read');
+  if (persons) await resolvePersons(projectId, events);
+  phases.mark('persons');
+  const response = computeTrend(query, { events, project: settings, actions, now, firstEventAt: firstAt });
+  phases.mark('compute');
+  return { response, source };
 }
 
-/** Each event's person (merged distinct ids share one) and that person's current properties. */
-async function withPersons(projectId: number, stored: Awaited<ReturnType<typeof readEventsInRange>>): Promise<TrendEvent[]> {
-  const ids = await personIdsOf([...new Set(stored.map((e) => e.distinct_id))].map((distinctId) => ({ projectId, distinctId })));
+/** Sets each event's person (merged distinct ids share one) and that person's current properties. */
+async function resolvePersons(projectId: number, events: TrendEvent[]): Promise<void> {
+  const ids = await personIdsOf([...new Set(events.map((e) => e.distinct_id))].map((distinctId) => ({ projectId, distinctId })));
   const persons = new Map((await getPersons(projectId, [...ids.values()])).map((p) => [p.id, p]));
-  return stored.map((e) => {
+  for (const e of events) {
     const personId = ids.get(`${projectId}#${e.distinct_id}`);
     const person = personId === undefined ? undefined : persons.get(personId);
-    return {
-      uuid: e.uuid,
-      event: e.event,
-      distinct_id: e.distinct_id,
-      person_id: person ? String(person.id) : e.distinct_id,
-      timestamp: e.timestamp,
-      properties: e.properties,
-      person_properties: person?.properties ?? {},
-    };
-  });
+    if (!person) continue;
+    e.person_id = String(person.id);
+    e.person_properties = person.properties;
+  }
 }

@@ -70,9 +70,11 @@ function sessionDurations(all: TimedEvent[]): Map<string, number> {
  */
 export function breakdownRows(events: TimedEvent[], entity: TrendEntity, spec: BreakdownSpec, read: BreakdownReader, ctx: RowContext): RowValues[] {
   const { period } = ctx;
+  // Each event's value, read once (ranking and grouping both need it).
+  const values = events.map((ev) => read(ev.e));
   const volumes = new Map<string, number>();
   for (let i = lowerIndex(events, period.from); i < events.length && events[i]!.t <= period.to; i++) {
-    const value = read(events[i]!.e);
+    const value = values[i]!;
     volumes.set(value, (volumes.get(value) ?? 0) + 1);
   }
   if (!volumes.size) return [];
@@ -81,9 +83,7 @@ export function breakdownRows(events: TimedEvent[], entity: TrendEntity, spec: B
   const withOther = ranked.length > spec.limit && !spec.hide_other;
   const groups = new Map<string, TimedEvent[]>(top.map((v) => [v, []]));
   if (withOther) groups.set(BREAKDOWN_OTHER_VALUE, []);
-  for (const ev of events) {
-    const value = read(ev.e);
-    (groups.get(value) ?? (withOther ? groups.get(BREAKDOWN_OTHER_VALUE) : undefined))?.push(ev);
-  }
+  const other = withOther ? groups.get(BREAKDOWN_OTHER_VALUE) : undefined;
+  events.forEach((ev, i) => (groups.get(values[i]!) ?? other)?.push(ev));
   return [...groups].map(([value, rowEvents]) => ({ breakdown_value: value, ...computeRow(rowEvents, entity, ctx) }));
 }

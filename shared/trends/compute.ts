@@ -8,7 +8,7 @@ import { computeRow, lowerIndex, type RowValues, type TimedEvent, windowDays } f
 import { buildResponse, type PeriodResult } from './output.ts';
 import { compileFilters, compileGroup, type EventPredicate, parseFilter } from './properties.ts';
 import { isValidTimeZone } from './tz.ts';
-import type { ActionDefinition, DateRange, ProjectSettings, PropertyFilter, TrendEntity, TrendEvent, TrendQuery, TrendResponse } from './types.ts';
+import { ACTIVE_USER_MATHS, COUNT_PER_ACTOR_MATHS, type ActionDefinition, type DateRange, type MathType, type ProjectSettings, type PropertyFilter, type PropertyGroup, type TrendEntity, type TrendEvent, type TrendQuery, type TrendResponse } from './types.ts';
 
 export function projectContext(project: ProjectSettings, now: Date): DateContext {
   if (!isValidTimeZone(project.timezone)) throw new ValidationError(`Unknown time zone "${project.timezone}".`, 'timezone');
@@ -76,6 +76,52 @@ export function needsEventNames(query: TrendQuery, actions: ActionDefinition[]):
   return [...names].sort();
 }
 
+const PERSON_MATHS: ReadonlySet<MathType> = new Set<MathType>([...ACTIVE_USER_MATHS, ...COUNT_PER_ACTOR_MATHS]);
+
+const groupUsesPersons = (g: PropertyGroup): boolean => g.values.some((v) => ('values' in v ? groupUsesPersons(v) : v.type === 'person'));
+const filtersUsePersons = (filters: PropertyFilter[] | undefined) => (filters ?? []).some((f) => f.type === 'person');
+
+/**
+ * Whether the answer depends on who the events' persons are (merged distinct ids, person properties):
+ * person maths, person filters anywhere (request, series, action steps, test-account filters in use),
+ * person property maths, person breakdowns. When it does not, storage skips resolving persons.
+ */
+export function needsPersons(query: TrendQuery, project: ProjectSettings, actions: ActionDefinition[]): boolean {
+  if (query.breakdown?.source === 'person' || groupUsesPersons(query.properties)) return true;
+  if (query.filter_test_accounts && filtersUsePersons(project.test_account_filters)) return true;
+  const byId = indexActions(query, actions);
+  return query.series.some(
+    (s) =>
+      PERSON_MATHS.has(s.math) ||
+      (s.math_property !== null && s.math_property_type === 'person_properties') ||
+      groupUsesPersons(s.properties) ||
+      (s.type === 'actions' && byId.get(s.id as number)!.steps.some((step) => filtersUsePersons(step.properties))),
+  );
+}
+
+const eventKeysOf = (g: PropertyGroup): string[] => g.values.flatMap((v) => ('values' in v ? eventKeysOf(v) : v.type === 'person' ? [] : [v.key]));
+const eventFilterKeys = (filters: PropertyFilter[] | undefined) => (filters ?? []).flatMap((f) => (f.type === 'person' ? [] : [f.key]));
+
+/**
+ * Every event property the answer can depend on: filter keys (request, series, action steps, applied
+ * test-account filters), the event breakdown, event property maths, and `$session_id` for session
+ * maths and breakdowns. Storage may hand over events with only these properties.
+ */
+export function eventPropertiesUsed(query: TrendQuery, project: ProjectSettings, actions: ActionDefinition[]): string[] {
+  const used = new Set<string>(eventKeysOf(query.properties));
+  if (query.filter_test_accounts) for (const k of eventFilterKeys(project.test_account_filters)) used.add(k);
+  if (query.breakdown?.source === 'event') used.add(query.breakdown.property);
+  if (query.breakdown?.source === 'session') used.add('$session_id');
+  const byId = indexActions(query, actions);
+  for (const s of query.series) {
+    for (const k of eventKeysOf(s.properties)) used.add(k);
+    if (s.math === 'unique_session') used.add('$session_id');
+    if (s.math_property !== null && s.math_property_type !== 'person_properties') used.add(s.math_property);
+    if (s.type === 'actions') for (const step of byId.get(s.id as number)!.steps) for (const k of eventFilterKeys(step.properties)) used.add(k);
+  }
+  return [...used].sort();
+}
+
 /** Filters stored with the project or an action are validated like request filters (400 on what we cannot evaluate). */
 function storedFilters(filters: PropertyFilter[] | undefined, attr: string, ctx: DateContext): EventPredicate {
   const parsed = (filters ?? []).map((f, i) => parseFilter(f as unknown as Record<string, unknown>, `${attr}__${i}`));
@@ -95,18 +141,22 @@ function seriesMatcher(entity: TrendEntity, actions: ReadonlyMap<number, ActionD
   return (e) => steps.some((s) => s(e)) && own(e);
 }
 
-/** Timestamps are UTC; one without a zone designator is read as UTC too (Date.parse would use the machine's zone). */
-function parseTimestamp(ts: string): number {
+/** Timestamps are UTC (or epoch ms); one without a zone designator is read as UTC too (Date.parse would use the machine's zone). */
+function parseTimestamp(ts: string | number): number {
+  if (typeof ts === 'number') return ts;
   return Date.parse(/(Z|[+-]\d{2}:?\d{2})$/i.test(ts) || !ts.includes('T') ? ts : `${ts}Z`);
 }
 
 export function timedEvents(events: TrendEvent[]): TimedEvent[] {
   const out: TimedEvent[] = [];
+  let sorted = true;
   for (const e of events) {
     const t = parseTimestamp(e.timestamp);
-    if (Number.isFinite(t)) out.push({ t, e });
+    if (!Number.isFinite(t)) continue;
+    if (sorted && out.length && out[out.length - 1]!.t > t) sorted = false;
+    out.push({ t, e });
   }
-  return out.sort((a, b) => a.t - b.t);
+  return sorted ? out : out.sort((a, b) => a.t - b.t);
 }
 
 /** Each series' events: matching its event/action and filters, the global filters and the test-account filters. */

@@ -5,13 +5,13 @@
 
 /** A raw event as storage hands it over (already limited to the project). */
 export interface TrendEvent {
-  uuid: string;
+  uuid?: string;
   event: string;
   distinct_id: string;
   /** Resolved person (merged distinct ids share one); the caller falls back to distinct_id when unknown. */
   person_id: string;
-  /** ISO UTC. */
-  timestamp: string;
+  /** ISO UTC, or epoch milliseconds. */
+  timestamp: string | number;
   properties: Record<string, unknown>;
   /** The person's CURRENT properties (PostHog without person-on-events). */
   person_properties: Record<string, unknown>;

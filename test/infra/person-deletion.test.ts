@@ -84,11 +84,22 @@ describe('deferred person-event deletion', () => {
 
 describe('batch export scheduler', () => {
   it('runs every 5 minutes and may only put objects (and abort uploads) in destination buckets', () => {
-    const rules = Object.values(resources(template, 'AWS::Events::Rule')).filter((r) => r.Properties!.ScheduleExpression === 'rate(5 minutes)');
-    expect(rules).toHaveLength(1);
-    expect(rules[0]!.Properties!.Targets[0].Arn).toEqual({ 'Fn::GetAtt': [logicalId(stack, stack.functions.get('run_batch_exports')!), 'Arn'] });
+    const target = { 'Fn::GetAtt': [logicalId(stack, stack.functions.get('run_batch_exports')!), 'Arn'] };
+    const rules = Object.values(resources(template, 'AWS::Events::Rule')).filter((r) => JSON.stringify(r.Properties!.Targets[0].Arn) === JSON.stringify(target));
+    expect(rules.map((r) => r.Properties!.ScheduleExpression)).toEqual(['rate(5 minutes)']);
     const s3Actions = roleActions(dev, 'run_batch_exports').filter((a) => a.startsWith('s3:'));
     expect(s3Actions.sort()).toEqual(['s3:AbortMultipartUpload', 's3:PutObject']);
     for (const name of stack.functions.keys()) if (name !== 'run_batch_exports') expect([name, roleActions(dev, name).some((a) => a.startsWith('s3:'))]).toEqual([name, false]);
+  });
+});
+
+describe('event compactor', () => {
+  it('runs every 5 minutes with a write role and no S3 or queue access', () => {
+    const target = { 'Fn::GetAtt': [logicalId(stack, stack.functions.get('compact_events')!), 'Arn'] };
+    const rules = Object.values(resources(template, 'AWS::Events::Rule')).filter((r) => JSON.stringify(r.Properties!.Targets[0].Arn) === JSON.stringify(target));
+    expect(rules.map((r) => r.Properties!.ScheduleExpression)).toEqual(['rate(5 minutes)']);
+    const actions = roleActions(dev, 'compact_events');
+    expect(actions).toEqual(expect.arrayContaining(['dynamodb:Query', 'dynamodb:BatchWriteItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem']));
+    expect(actions.some((a) => a.startsWith('s3:') || a.startsWith('sqs:'))).toBe(false);
   });
 });

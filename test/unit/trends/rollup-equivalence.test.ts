@@ -20,7 +20,7 @@ const EVENTS: TrendEvent[] = Array.from({ length: 3000 }, () => {
   const t = START + Math.floor(random() * (NOW.getTime() - START));
   return ev(['a', 'b', 'c'][Math.floor(random() * 3)]!, new Date(t).toISOString(), { person: `p${Math.floor(random() * 50)}` });
 });
-const FIRST = new Date(Math.min(...EVENTS.map((e) => Date.parse(e.timestamp))));
+const FIRST = new Date(Math.min(...EVENTS.map((e) => Date.parse(String(e.timestamp)))));
 
 /** What the rollup writer stores: per series, events counted by UTC hour `YYYY-MM-DDTHH`. */
 function hourlyFor(query: TrendQuery, events: TrendEvent[]): Map<string, number>[] {

@@ -1,0 +1,247 @@
+/**
+ * Compacted event segments: per (project, UTC day, event name) the day's events in one or a few
+ * packed items (shared/segments/codec.ts), built by the compactor and read by trends instead of one
+ * item per event. Correctness never rests on the compactor having run: the ingest worker keeps a
+ * day counter (count + fingerprint sum) per (day, name), and a segment is used only when it, plus
+ * the events ingested after it (read from the ingestion-time index), adds up to that counter exactly.
+ * Anything else reads that day's raw event partitions, as before.
+ */
+import { randomUUID } from 'node:crypto';
+import { readEventsInRange, readEventsInsertedBetween, type StoredEvent } from '../db/events.ts';
+import { inParallel } from '../db/batch.ts';
+import type { ItemKey } from '../db/keys.ts';
+import {
+  clearCompactionMarker,
+  deleteSegmentItems,
+  dueCompactions,
+  getCompactionMarker,
+  leaseCompaction,
+  putSegmentBuild,
+  readEventDay,
+  readEventDays,
+  releaseCompaction,
+  rescheduleCompaction,
+  touchCompactionMarkers,
+  type EventDay,
+  type SegmentBuild,
+} from '../db/segments.ts';
+import { encodedSize, encodeSegment, forEachRow, type EncodedSegment, type Projection, type SegmentRow } from '../segments/codec.ts';
+import type { TrendEvent } from '../trends/index.ts';
+import { addToTally, emptyTally, sameTally, type Tally } from '../segments/fingerprint.ts';
+
+const DAY_MS = 86_400_000;
+/** Events ingested in the last minute before a compaction may not be in the index yet: left to the next one. */
+const VISIBILITY_MS = 60_000;
+/** How long after a day's first change since its last compaction it is compacted again. */
+export const COMPACTION_DELAY_MS = 10 * 60_000;
+/** When a compaction could not match the day counters (ingestion still catching up), try again this much later. */
+const RETRY_MS = 5 * 60_000;
+/** Tries before a day whose counters the raw events never match (events from before day counters existed) is left to the raw path. */
+const COMPACTION_ATTEMPTS = 3;
+/** A segment older than this is not topped up from the ingestion-time index (that read grows with time): its day is read raw. */
+const DELTA_HORIZON_MS = 60 * 60_000;
+/** Chunks stay well under DynamoDB's 400 KB item limit. */
+const CHUNK_BYTES = 300 * 1024;
+/** A compaction holds its day this long at most (Lambda's longest run). */
+const LEASE_MS = 15 * 60_000;
+const PARTS_IN_FLIGHT = 32;
+
+/** No person resolved: each distinct id stands for its own person (the caller resolves persons when it needs them). */
+const NO_PERSON_PROPERTIES: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
+
+const dayOf = (iso: string) => iso.slice(0, 10);
+const dayStart = (day: string) => Date.parse(`${day}T00:00:00.000Z`);
+
+// ---------------------------------------------------------------------------------------------
+// Ingest side
+
+/** The ingest worker calls this for the UTC days whose events it just counted, added or removed. */
+export async function markChangedDays(days: { projectId: number; day: string }[], now: Date): Promise<void> {
+  const unique = new Map(days.map((d) => [`${d.projectId}#${d.day}`, d]));
+  await touchCompactionMarkers([...unique.values()], new Date(now.getTime() + COMPACTION_DELAY_MS).toISOString());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compaction
+
+function encodeChunks(rows: SegmentRow[], base: number, maxBytes: number): EncodedSegment[] {
+  const whole = encodeSegment(rows, base);
+  if (encodedSize(whole) <= maxBytes || rows.length < 2) return [whole];
+  const half = Math.ceil(rows.length / 2);
+  return [...encodeChunks(rows.slice(0, half), base, maxBytes), ...encodeChunks(rows.slice(half), base, maxBytes)];
+}
+
+export interface CompactionResult {
+  projectId: number;
+  day: string;
+  events: number;
+  names: number;
+  /** Every name's segment matched its day counter: the day is fully compacted. */
+  complete: boolean;
+}
+
+/**
+ * Rebuilds a day's segments from its raw events ingested before `now` − 1 min, drops the builds they
+ * supersede, and clears the day's marker when every segment matches its counter (else it stays due).
+ * The marker is read first and cleared only if nothing touched it meanwhile, and the counters are read
+ * after the segments are written, so a change racing the compaction always leaves the day due.
+ */
+export async function compactDay(projectId: number, day: string, now: Date, options: { chunkBytes?: number } = {}): Promise<CompactionResult> {
+  const marker = await getCompactionMarker(projectId, day);
+  if (marker && !(await leaseCompaction(marker, now, new Date(now.getTime() + LEASE_MS)))) return { projectId, day, events: 0, names: 0, complete: false };
+  const through = new Date(now.getTime() - VISIBILITY_MS).toISOString();
+  const base = dayStart(day);
+  const stored = await readEventsInRange(projectId, new Date(base), new Date(base + DAY_MS - 1), null);
+  const byName = new Map<string, StoredEvent[]>();
+  for (const e of stored) {
+    if (e.inserted_at >= through || dayOf(e.timestamp) !== day) continue;
+    const list = byName.get(e.event);
+    if (list) list.push(e);
+    else byName.set(e.event, [e]);
+  }
+  const build = `${through}~${randomUUID().slice(0, 8)}`;
+  const tallies = new Map<string, Tally>();
+  const chunkCounts = new Map<string, number>();
+  for (const [event, events] of byName) {
+    const tally = emptyTally();
+    const rows = events
+      .map((e) => {
+        addToTally(tally, e.uuid);
+        return { distinct_id: e.distinct_id, t: Date.parse(e.timestamp), properties: e.properties };
+      })
+      .sort((a, b) => a.t - b.t);
+    tallies.set(event, tally);
+    const chunks = encodeChunks(rows, base, options.chunkBytes ?? CHUNK_BYTES);
+    chunkCounts.set(event, chunks.length);
+    await putSegmentBuild(projectId, day, { event, build, through, tally, chunks });
+  }
+  // Chunks past a name's new chunk count (or of a name with no events left) belong to older builds.
+  const after = await readEventDay(projectId, day, null, null);
+  const stale: ItemKey[] = [];
+  for (const [event, items] of after.segmentKeys) {
+    for (const key of items) if (chunkOf(key) >= (chunkCounts.get(event) ?? 0)) stale.push(key);
+  }
+  await deleteSegmentItems(stale);
+  const names = new Set([...after.counts.keys(), ...tallies.keys()]);
+  const complete = [...names].every((name) => sameTally(tallies.get(name), after.counts.get(name)));
+  if (marker) {
+    // Giving up is safe: the day is read raw meanwhile, and the ingest worker marks it again when it counts more.
+    if (complete || marker.attempts + 1 >= COMPACTION_ATTEMPTS) {
+      if (!(await clearCompactionMarker(marker))) await releaseCompaction(marker);
+    } else await rescheduleCompaction(marker, new Date(now.getTime() + RETRY_MS).toISOString());
+  }
+  return { projectId, day, events: [...tallies.values()].reduce((n, t) => n + t.count, 0), names: tallies.size, complete };
+}
+
+const chunkOf = (key: ItemKey) => Number(key.sk.slice(key.sk.lastIndexOf('#') + 1));
+
+/** The scheduled compactor: every due day, oldest first, while time remains. */
+export async function compactDueDays(now: Date, remainingMs: () => number = () => Infinity): Promise<{ compacted: CompactionResult[]; left: number }> {
+  const due = await dueCompactions(now);
+  const compacted: CompactionResult[] = [];
+  for (const [i, { projectId, day }] of due.entries()) {
+    if (remainingMs() < 60_000) return { compacted, left: due.length - i };
+    compacted.push(await compactDay(projectId, day, now));
+  }
+  return { compacted, left: 0 };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading for trends
+
+interface Part {
+  day: string;
+  /** null: every event name of the day. */
+  name: string | null;
+  data: EventDay;
+}
+
+/** The names a part must account for: every name counted or compacted that day (or just its own). */
+function namesOf(part: Part): string[] {
+  if (part.name !== null) return [part.name];
+  return [...new Set([...part.data.counts.keys(), ...part.data.segments.keys()])];
+}
+
+const isFresh = (part: Part, name: string) => sameTally(part.data.segments.get(name)?.tally, part.data.counts.get(name));
+
+export type TrendEventSource = 'segments' | 'events' | 'segments+events';
+
+/**
+ * Events with from <= time <= to of the given names (null: all), for trends: each UTC day of the range
+ * from its segments when they (plus what was ingested since) match the day counters, else from the
+ * day's raw partitions. Says which it used. Segments give only the projected properties (and distinct
+ * ids if asked); raw events come whole.
+ */
+export async function readTrendRows(
+  projectId: number,
+  from: Date,
+  to: Date,
+  names: string[] | null,
+  projection: Projection,
+  now: Date,
+): Promise<{ events: TrendEvent[]; source: TrendEventSource }> {
+  const days: string[] = [];
+  for (let t = dayStart(dayOf(from.toISOString())); t <= to.getTime(); t += DAY_MS) days.push(new Date(t).toISOString().slice(0, 10));
+  // One name: a BatchGetItem round over all days; every name: one Query per day.
+  const parts: Part[] = names
+    ? (await Promise.all(names.map(async (name) => [...(await readEventDays(projectId, days, name, projection))].map(([day, data]) => ({ day, name, data }))))).flat()
+    : await inParallel(days, PARTS_IN_FLIGHT, async (day) => ({ day, name: null, data: await readEventDay(projectId, day, null, projection) }));
+
+  // Parts whose segments are behind their counters: top up from what was ingested since, if recent.
+  const horizon = new Date(now.getTime() - DELTA_HORIZON_MS).toISOString();
+  // A part with no counter at all is read raw: no events, or events counted before day counters existed.
+  const behind = parts.filter((p) => p.data.counts.size === 0 || namesOf(p).some((n) => !isFresh(p, n)));
+  const toppable = behind.filter((p) => p.data.counts.size > 0 && namesOf(p).every((n) => isFresh(p, n) || (p.data.segments.get(n)?.through ?? '') >= horizon));
+  const raw = new Set(behind.filter((p) => !toppable.includes(p)));
+  const extra = new Map<Part, StoredEvent[]>();
+  if (toppable.length) {
+    const since = toppable.flatMap((p) => namesOf(p).filter((n) => !isFresh(p, n)).map((n) => p.data.segments.get(n)!.through)).sort()[0]!;
+    const recent = await readEventsInsertedBetween(projectId, new Date(since), new Date(now.getTime() + VISIBILITY_MS));
+    for (const p of toppable) {
+      const added: StoredEvent[] = [];
+      const complete = namesOf(p).every((n) => {
+        if (isFresh(p, n)) return true;
+        const segment = p.data.segments.get(n)!;
+        const tally: Tally = { ...segment.tally };
+        for (const e of recent) {
+          if (e.event !== n || dayOf(e.timestamp) !== p.day || e.inserted_at < segment.through) continue;
+          addToTally(tally, e.uuid);
+          added.push(e);
+        }
+        return sameTally(tally, p.data.counts.get(n));
+      });
+      if (complete) extra.set(p, added);
+      else raw.add(p);
+    }
+  }
+
+  const lo = from.getTime();
+  const hi = to.getTime();
+  const events: TrendEvent[] = [];
+  const take = (event: string, distinctId: string, t: number, properties: Record<string, unknown>) => {
+    if (t >= lo && t <= hi) events.push({ event, distinct_id: distinctId, person_id: distinctId, timestamp: t, properties, person_properties: NO_PERSON_PROPERTIES });
+  };
+  const takeStored = (e: StoredEvent) => take(e.event, e.distinct_id, Date.parse(e.timestamp), e.properties);
+  let compacted = 0;
+  for (const p of parts) {
+    if (raw.has(p)) continue;
+    for (const n of namesOf(p)) {
+      const segment: SegmentBuild | undefined = p.data.segments.get(n);
+      if (!segment) continue;
+      compacted += 1;
+      for (const chunk of segment.chunks) forEachRow(chunk, projection, (distinctId, t, properties) => take(n, distinctId, t, properties));
+    }
+    for (const e of extra.get(p) ?? []) takeStored(e);
+  }
+  let rawEvents = 0;
+  await inParallel([...raw], PARTS_IN_FLIGHT, async (p) => {
+    const start = Math.max(lo, dayStart(p.day));
+    const end = Math.min(hi, dayStart(p.day) + DAY_MS - 1);
+    const found = await readEventsInRange(projectId, new Date(start), new Date(end), p.name === null ? null : [p.name]);
+    rawEvents += found.length;
+    for (const e of found) takeStored(e);
+  });
+  // Where the events came from (a raw read of an empty day contributes nothing).
+  const source: TrendEventSource = rawEvents === 0 ? 'segments' : compacted === 0 && extra.size === 0 ? 'events' : 'segments+events';
+  return { events, source };
+}

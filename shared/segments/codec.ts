@@ -1,0 +1,148 @@
+import { createHash } from 'node:crypto';
+import { gunzipSync, gzipSync } from 'node:zlib';
+
+/**
+ * The columnar form of one (project, UTC day, event name)'s events that trends read instead of one
+ * item per event. Each column is its own gzipped blob, stored as its own attribute of the segment
+ * item, so a reader fetches (DynamoDB ProjectionExpression) and decodes only the columns its query
+ * uses: the times always, the distinct ids when persons matter, and the properties it filters,
+ * breaks down or aggregates on.
+ *
+ * Blobs, before gzip: `time` = n u32 LE offsets from `base` (ms); `dids` and each property column =
+ * u32 LE length of a JSON array (the column's dictionary), that JSON, zero padding to 4 bytes, then n
+ * u32 LE dictionary indexes (for properties, index + 1; 0 = the event does not have the key).
+ */
+export interface SegmentRow {
+  distinct_id: string;
+  /** Epoch milliseconds. */
+  t: number;
+  properties: Record<string, unknown>;
+}
+
+export interface EncodedSegment {
+  n: number;
+  base: number;
+  time: Uint8Array;
+  dids: Uint8Array;
+  /** Property key -> its column. */
+  columns: Map<string, Uint8Array>;
+}
+
+/** What a reader wants decoded: these property keys, and the distinct ids or not. */
+export interface Projection {
+  properties: readonly string[];
+  distinctIds: boolean;
+}
+
+const MAX_OFFSET = 0xffffffff;
+
+const valueId = (v: unknown) => (typeof v === 'string' ? `s${v}` : `j${JSON.stringify(v)}`);
+
+/**
+ * The attribute name of a property's column. Property keys are arbitrary strings; long ones are hashed
+ * so the name stays small. Readers compute the same name from the key they want.
+ */
+export function columnAttribute(key: string): string {
+  return Buffer.byteLength(key) <= 200 ? `p:${key}` : `h:${createHash('sha256').update(key).digest('hex')}`;
+}
+
+function dictionaryColumn(dictionary: unknown[], indexes: Uint32Array): Uint8Array {
+  const json = Buffer.from(JSON.stringify(dictionary), 'utf8');
+  const at = align4(4 + json.length);
+  const out = Buffer.alloc(at + indexes.byteLength);
+  out.writeUInt32LE(json.length, 0);
+  json.copy(out, 4);
+  Buffer.from(indexes.buffer, indexes.byteOffset, indexes.byteLength).copy(out, at);
+  return gzipSync(out);
+}
+
+function readDictionaryColumn(blob: Uint8Array, n: number): { dictionary: unknown[]; indexes: Uint32Array } {
+  const raw = gunzipSync(blob);
+  const length = raw.readUInt32LE(0);
+  const dictionary = JSON.parse(raw.toString('utf8', 4, 4 + length)) as unknown[];
+  return { dictionary, indexes: words(raw, align4(4 + length), n) };
+}
+
+/** A u32 view of `n` words at `offset`; gunzip's buffer may be misaligned, then it is copied once. */
+function words(raw: Buffer, offset: number, n: number): Uint32Array {
+  if (!littleEndian) throw new Error('segments are little-endian; this machine is not');
+  const start = raw.byteOffset + offset;
+  if (raw.length < offset + 4 * n) throw new Error('truncated segment column');
+  return start % 4 === 0 ? new Uint32Array(raw.buffer, start, n) : new Uint32Array(raw.buffer.slice(start, start + 4 * n));
+}
+
+/** Encodes rows whose times lie in [base, base + 2^32 ms). */
+export function encodeSegment(rows: readonly SegmentRow[], base: number): EncodedSegment {
+  const n = rows.length;
+  const time = new Uint32Array(n);
+  const dids: string[] = [];
+  const didIndex = new Map<string, number>();
+  const did = new Uint32Array(n);
+  const columns = new Map<string, { values: unknown[]; index: Map<string, number>; indexes: Uint32Array }>();
+  rows.forEach((row, i) => {
+    const offset = row.t - base;
+    if (!Number.isInteger(offset) || offset < 0 || offset > MAX_OFFSET) throw new RangeError(`event time ${row.t} is outside the segment's range`);
+    time[i] = offset;
+    let d = didIndex.get(row.distinct_id);
+    if (d === undefined) didIndex.set(row.distinct_id, (d = dids.push(row.distinct_id) - 1));
+    did[i] = d;
+    for (const [key, value] of Object.entries(row.properties)) {
+      if (value === undefined) continue;
+      let column = columns.get(key);
+      if (!column) columns.set(key, (column = { values: [], index: new Map(), indexes: new Uint32Array(n) }));
+      const id = valueId(value);
+      let v = column.index.get(id);
+      if (v === undefined) column.index.set(id, (v = column.values.push(value) - 1));
+      column.indexes[i] = v + 1;
+    }
+  });
+  return {
+    n,
+    base,
+    time: gzipSync(Buffer.from(time.buffer, time.byteOffset, time.byteLength)),
+    dids: dictionaryColumn(dids, did),
+    columns: new Map([...columns].map(([key, c]) => [key, dictionaryColumn(c.values, c.indexes)])),
+  };
+}
+
+export function encodedSize(segment: EncodedSegment): number {
+  let size = segment.time.length + segment.dids.length;
+  for (const [key, blob] of segment.columns) size += blob.length + columnAttribute(key).length;
+  return size;
+}
+
+type FetchedColumns = Omit<EncodedSegment, 'columns'> & { columns: Map<string, Uint8Array | undefined> };
+
+/**
+ * Calls `row` for each event with the projected columns decoded (a key the segment lacks reads as
+ * absent on every row; without distinct ids, `distinct_id` is ''), in time order.
+ */
+export function forEachRow(segment: FetchedColumns, projection: Projection, row: (distinctId: string, t: number, properties: Record<string, unknown>) => void): void {
+  const { n, base } = segment;
+  const time = words(gunzipSync(segment.time), 0, n);
+  const dids = projection.distinctIds ? readDictionaryColumn(segment.dids, n) : null;
+  const present = projection.properties.flatMap((key) => {
+    const blob = segment.columns.get(key);
+    return blob ? [{ key, ...readDictionaryColumn(blob, n) }] : [];
+  });
+  for (let i = 0; i < n; i += 1) {
+    const properties: Record<string, unknown> = {};
+    for (const { key, dictionary, indexes } of present) {
+      const v = indexes[i]!;
+      if (v === 0) continue;
+      // A "__proto__" property is data (JSON.parse makes it an own property); plain assignment would set the prototype.
+      if (key === '__proto__') Object.defineProperty(properties, key, { value: dictionary[v - 1], enumerable: true, writable: true, configurable: true });
+      else properties[key] = dictionary[v - 1];
+    }
+    row(dids ? (dids.dictionary[dids.indexes[i]!] as string) : '', base + time[i]!, properties);
+  }
+}
+
+export function decodeSegment(segment: FetchedColumns, projection: Projection): SegmentRow[] {
+  const rows: SegmentRow[] = [];
+  forEachRow(segment, projection, (distinct_id, t, properties) => rows.push({ distinct_id, t, properties }));
+  return rows;
+}
+
+const align4 = (n: number) => (n + 3) & ~3;
+const littleEndian = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
