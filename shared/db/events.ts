@@ -118,8 +118,15 @@ export async function deleteEventsOfDistinctId(projectId: number, distinctId: st
   return deleted;
 }
 
-const RANGE_QUERIES_IN_FLIGHT = 32;
+/**
+ * Raw range reads: bounded pages, few in flight. A slow table (DynamoDB Local on two cores, or a hot
+ * partition) serves queued requests one after another, so 32 in flight made each wait past the API's
+ * 2.5 s SDK timeout; 8 keeps every request short at the same total throughput.
+ */
+const RANGE_QUERIES_IN_FLIGHT = 8;
 const RANGE_PAGE_ITEMS = 500;
+/** Ingestion-time windows (batch exports, run by workers with long SDK timeouts; trends' small top-ups). */
+const WINDOW_QUERIES_IN_FLIGHT = 32;
 
 function utcDays(from: Date, to: Date): string[] {
   const days: string[] = [];
@@ -184,7 +191,7 @@ export async function readEventsInsertedBetween(projectId: number, start: Date, 
   const endIso = end.toISOString();
   const partitions = utcHours(start, end).flatMap((hour) => Array.from({ length: TABLE_SCHEMA.eventDayShards }, (_, shard) => keys.eventsByInsertedHour(projectId, hour, shard).ins_pk));
   const found: StoredEvent[] = [];
-  await inParallel(partitions, RANGE_QUERIES_IN_FLIGHT, async (pk) => {
+  await inParallel(partitions, WINDOW_QUERIES_IN_FLIGHT, async (pk) => {
     let ExclusiveStartKey: Record<string, unknown> | undefined;
     do {
       const out = await call(() =>
