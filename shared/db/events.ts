@@ -141,10 +141,15 @@ function utcDays(from: Date, to: Date): string[] {
  * the eventsByDay partitions the range covers: one Query per (UTC day, shard[, name]), in parallel.
  */
 export async function readEventsInRange(projectId: number, from: Date, to: Date, names: string[] | null): Promise<StoredEvent[]> {
+  return readEventsOnDays(projectId, utcDays(from, to), from, to, names);
+}
+
+/** As readEventsInRange, for some UTC days of the range only, all their Queries sharing one pool. */
+export async function readEventsOnDays(projectId: number, days: readonly string[], from: Date, to: Date, names: string[] | null): Promise<StoredEvent[]> {
   const index = TABLE_SCHEMA.indexes.eventsByDay;
   const fromIso = from.toISOString();
   const toIso = to.toISOString();
-  const queries = utcDays(from, to).flatMap((day) =>
+  const queries = days.flatMap((day) =>
     Array.from({ length: TABLE_SCHEMA.eventDayShards }, (_, shard) => (names ?? [null]).map((name) => ({ day, shard, name }))).flat(),
   );
   const found: StoredEvent[] = [];

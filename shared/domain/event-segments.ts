@@ -7,7 +7,7 @@
  * Anything else reads that day's raw event partitions, as before.
  */
 import { randomUUID } from 'node:crypto';
-import { readEventsInRange, readEventsInsertedBetween, type StoredEvent } from '../db/events.ts';
+import { readEventsInRange, readEventsInsertedBetween, readEventsOnDays, type StoredEvent } from '../db/events.ts';
 import { inParallel } from '../db/batch.ts';
 import type { ItemKey } from '../db/keys.ts';
 import {
@@ -233,14 +233,15 @@ export async function readTrendRows(
     }
     for (const e of extra.get(p) ?? []) takeStored(e);
   }
+  // Raw days, grouped by name so every Query shares one bounded pool.
   let rawEvents = 0;
-  await inParallel([...raw], PARTS_IN_FLIGHT, async (p) => {
-    const start = Math.max(lo, dayStart(p.day));
-    const end = Math.min(hi, dayStart(p.day) + DAY_MS - 1);
-    const found = await readEventsInRange(projectId, new Date(start), new Date(end), p.name === null ? null : [p.name]);
+  const rawDays = new Map<string | null, string[]>();
+  for (const p of raw) rawDays.set(p.name, [...(rawDays.get(p.name) ?? []), p.day]);
+  for (const [name, onDays] of rawDays) {
+    const found = await readEventsOnDays(projectId, onDays, from, to, name === null ? null : [name]);
     rawEvents += found.length;
     for (const e of found) takeStored(e);
-  });
+  }
   // Where the events came from (a raw read of an empty day contributes nothing).
   const source: TrendEventSource = rawEvents === 0 ? 'segments' : compacted === 0 && extra.size === 0 ? 'events' : 'segments+events';
   return { events, source };
