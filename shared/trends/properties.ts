@@ -199,11 +199,24 @@ export function propertyOf(properties: Record<string, unknown> | null | undefine
   return properties && Object.hasOwn(properties, key) ? properties[key] : undefined;
 }
 
+/** Distinct primitive values whose test result a compiled filter remembers (property values repeat a lot). */
+const MEMO_LIMIT = 4096;
+
 export function compileFilter(f: PropertyFilter, ctx: DateContext): EventPredicate {
   const key = f.key;
   const read: (e: TrendEvent) => unknown = f.type === 'person' ? (e) => propertyOf(e.person_properties, key) : (e) => propertyOf(e.properties, key);
   const test = valueTest(f, ctx);
-  return (e) => test(read(e));
+  const memo = new Map<unknown, boolean>();
+  return (e) => {
+    const p = read(e);
+    if (typeof p === 'object' && p !== null) return test(p);
+    let result = memo.get(p);
+    if (result === undefined) {
+      result = test(p);
+      if (memo.size < MEMO_LIMIT) memo.set(p, result);
+    }
+    return result;
+  };
 }
 
 /** The test one filter applies to a property value (missing = undefined or null). */
