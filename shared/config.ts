@@ -31,6 +31,32 @@ export const DEFAULT_RATE_LIMITS: RateLimits = {
   capture: { minute: 10_000 },
 };
 
+/**
+ * What an invocation is: an API request (answers within the API functions' 10 s timeout) or a
+ * background worker (the `workers` of functions/routes.ts: stream, schedule and queue triggers,
+ * 300-900 s timeouts, bulk reads and writes). shared/invocation.ts tracks which one is running.
+ */
+export type InvocationKind = 'api' | 'worker';
+
+export interface SdkTimeouts {
+  connectionTimeoutMs: number;
+  /** Per attempt; the attempt is aborted (`throwOnRequestTimeout`) and retried until `maxAttempts`. */
+  requestTimeoutMs: number;
+  maxAttempts: number;
+}
+
+/**
+ * The DynamoDB client's limits per invocation kind (shared/db/client.ts keeps one client per kind).
+ * API: 3 x 2.5 s stays under the 10 s function timeout, so a hung table is our 503 and not API
+ * Gateway's. Workers: a slow page of a bulk read under load is waited for rather than failing the
+ * run; 5 x 10 s plus backoff (< 4 s) is under a minute, far inside their timeouts. (The request
+ * timeout's timer starts with the request, so it bounds connecting too.)
+ */
+export const DYNAMODB_TIMEOUTS: Readonly<Record<InvocationKind, SdkTimeouts>> = {
+  api: { connectionTimeoutMs: 1_000, requestTimeoutMs: 2_500, maxAttempts: 3 },
+  worker: { connectionTimeoutMs: 1_000, requestTimeoutMs: 10_000, maxAttempts: 5 },
+};
+
 export interface Config {
   /** The single DynamoDB table; undefined only in processes that never touch it (the clock, bundling). */
   tableName: string | undefined;

@@ -1,25 +1,32 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { requireTableName } from '../config.ts';
+import { DYNAMODB_TIMEOUTS, requireTableName, type InvocationKind } from '../config.ts';
 import { PayloadTooLarge, ServiceUnavailable, ValidationError } from '../errors.ts';
+import { invocationKind } from '../invocation.ts';
 
-let documentClient: DynamoDBDocumentClient | undefined;
+const clients = new Map<InvocationKind, DynamoDBDocumentClient>();
 
 /**
- * One client per process; bounded timeouts and retries so a dead or hung table answers 503 instead of
- * hanging. The request timeout only aborts a request with `throwOnRequestTimeout` (without it the
- * Smithy handler merely logs a warning and waits on), and 3 attempts of at most 2.5 s each stay under
- * the API functions' 10 s timeout, so the 503 is ours and not API Gateway's.
+ * The client for the running invocation's kind (shared/invocation.ts), one per kind and process;
+ * bounded timeouts and retries (shared/config.ts, DYNAMODB_TIMEOUTS) so a dead or hung table fails
+ * instead of hanging. The request timeout only aborts a request with `throwOnRequestTimeout` (without
+ * it the Smithy handler merely logs a warning and waits on).
  */
 export function db(): DynamoDBDocumentClient {
-  documentClient ??= DynamoDBDocumentClient.from(
-    new DynamoDBClient({
-      maxAttempts: 3,
-      requestHandler: { connectionTimeout: 1_000, requestTimeout: 2_500, throwOnRequestTimeout: true },
-    }),
-    { marshallOptions: { removeUndefinedValues: true } },
-  );
-  return documentClient;
+  const kind = invocationKind();
+  let client = clients.get(kind);
+  if (!client) {
+    const t = DYNAMODB_TIMEOUTS[kind];
+    client = DynamoDBDocumentClient.from(
+      new DynamoDBClient({
+        maxAttempts: t.maxAttempts,
+        requestHandler: { connectionTimeout: t.connectionTimeoutMs, requestTimeout: t.requestTimeoutMs, throwOnRequestTimeout: true },
+      }),
+      { marshallOptions: { removeUndefinedValues: true } },
+    );
+    clients.set(kind, client);
+  }
+  return client;
 }
 
 export function tableName(): string {

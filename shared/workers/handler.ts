@@ -2,14 +2,17 @@ import middy from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { Context } from 'aws-lambda';
+import { runAs } from '../invocation.ts';
 import { logger, metrics } from '../observability.ts';
 
 /**
  * The factory for non-HTTP functions (stream and schedule workers): logger context, metrics (the
  * work records them, `logMetrics` flushes them once per invocation, also when it fails), then the work.
+ * The whole invocation runs as a `worker` (shared/invocation.ts): its table calls get the workers'
+ * longer timeouts and more attempts, also in the local runtime where API requests share the process.
  */
-export function workerHandler<E, R>(name: string, fn: (event: E, context: Context) => Promise<R>) {
-  return middy<E, R, Error, Context>()
+export function workerHandler<E, R>(name: string, fn: (event: E, context: Context) => Promise<R>): (event: E, context: Context) => Promise<R> {
+  const handler = middy<E, R, Error, Context>()
     .use(injectLambdaContext(logger, { resetKeys: true }))
     .use(logMetrics(metrics))
     .use({
@@ -21,4 +24,5 @@ export function workerHandler<E, R>(name: string, fn: (event: E, context: Contex
       },
     })
     .handler(fn);
+  return (event, context) => runAs('worker', () => handler(event, context));
 }
