@@ -30,6 +30,15 @@ export const PAUSE_AFTER_FAILED_RUNS = 3;
 /** A scheduler that was down does not flood: at most this many missed windows per export per tick. */
 const MAX_CATCH_UP = 24;
 const RUNS_IN_FLIGHT = 2;
+/**
+ * A run reads its window in slices (5 minutes, longer for windows over 4 hours so there are at most
+ * 48), several at once, rather than as one Query chain per hour shard: a busy hour is then many short
+ * chains read in parallel instead of four long serial ones (on DynamoDB Local, whose page cost grows
+ * with the rest of the range, 100k events read 3-4x faster).
+ */
+const READ_SLICE_MS = 5 * 60_000;
+const MAX_READ_SLICES = 48;
+const READ_SLICES_IN_FLIGHT = 6;
 
 const PERSON_COLUMNS = ['team_id', 'distinct_id', 'person_id', 'properties', 'person_distinct_id_version', 'person_version', 'created_at', '_inserted_at', 'is_deleted'];
 
@@ -196,7 +205,8 @@ async function changeExport(e: ExportRecord, change: (current: ExportRecord) => 
 
 /** PostHog's events schema (§4.5): one row per event ingested in the window, filtered, optionally shaped by hogql_query. */
 async function eventRows(e: ExportRecord, run: RunRecord): Promise<{ rows: Record<string, unknown>[]; columns: string[] }> {
-  const events = await readEventsInsertedBetween(e.team_id, new Date(run.data_interval_start), new Date(run.data_interval_end));
+  const slices = readSlices(new Date(run.data_interval_start), new Date(run.data_interval_end));
+  const events = (await inParallel(slices, READ_SLICES_IN_FLIGHT, (slice) => readEventsInsertedBetween(e.team_id, slice.start, slice.end))).flat();
   const include = e.destination.config.include_events as string[] | null | undefined;
   const exclude = e.destination.config.exclude_events as string[] | null | undefined;
   const named = events.filter((x) => (!include?.length || include.includes(x.event)) && !exclude?.includes(x.event));
@@ -224,6 +234,14 @@ async function eventRows(e: ExportRecord, run: RunRecord): Promise<{ rows: Recor
   if (!e.hogql_query) return { rows: sources.map((s) => s.columns), columns: EVENT_COLUMNS };
   const fields = parseExportQuery(e.hogql_query);
   return { rows: sources.map((s) => Object.fromEntries(fields.map((f) => [f.alias, f.read(s)]))), columns: fields.map((f) => f.alias) };
+}
+
+/** [start, end) as consecutive half-open read slices, in order (so their events concatenate in ingestion order). */
+export function readSlices(start: Date, end: Date): { start: Date; end: Date }[] {
+  const sliceMs = Math.max(READ_SLICE_MS, Math.ceil((end.getTime() - start.getTime()) / MAX_READ_SLICES));
+  const slices: { start: Date; end: Date }[] = [];
+  for (let t = start.getTime(); t < end.getTime(); t += sliceMs) slices.push({ start: new Date(t), end: new Date(Math.min(t + sliceMs, end.getTime())) });
+  return slices;
 }
 
 async function personsOf(projectId: number, events: StoredEvent[]): Promise<Map<string, PersonRecord>> {

@@ -4,6 +4,7 @@ import { encodeRows, objectKey, renderPrefix } from '#shared/exports/files.ts';
 import { parseExportQuery } from '#shared/exports/hogql.ts';
 import { ceilBoundary, firstWindowEnd, floorBoundary, windowsBetween } from '#shared/exports/intervals.ts';
 import { ValidationError } from '#shared/errors.ts';
+import { readSlices } from '#shared/domain/export-runs.ts';
 
 const d = (iso: string) => new Date(iso);
 
@@ -28,6 +29,28 @@ describe('export intervals', () => {
   it('covers a backfill range with aligned windows', () => {
     const w = windowsBetween(d('2024-05-01T10:30:00Z'), d('2024-05-01T13:00:00Z'), 'hour');
     expect(w.map((x) => x.start.toISOString().slice(11, 16))).toEqual(['10:00', '11:00', '12:00']);
+  });
+});
+
+describe('export window read slices', () => {
+  const spans = (start: string, end: string) => readSlices(new Date(start), new Date(end)).map((x) => [x.start.toISOString(), x.end.getTime() - x.start.getTime()] as const);
+
+  it('cuts a window into contiguous half-open slices covering it exactly: 5 minutes, at most 48', () => {
+    for (const [start, end, count] of [
+      ['2024-05-01T10:00:00Z', '2024-05-01T10:05:00Z', 1],
+      ['2024-05-01T10:00:00Z', '2024-05-01T11:00:00Z', 12],
+      ['2024-05-01T00:00:00Z', '2024-05-02T00:00:00Z', 48],
+      ['2024-04-28T00:00:00Z', '2024-05-05T00:00:00Z', 48],
+    ] as const) {
+      const slices = readSlices(new Date(start), new Date(end));
+      expect(slices).toHaveLength(count);
+      expect(slices[0]!.start.toISOString()).toBe(new Date(start).toISOString());
+      expect(slices.at(-1)!.end.toISOString()).toBe(new Date(end).toISOString());
+      slices.slice(1).forEach((x, i) => expect(x.start.getTime()).toBe(slices[i]!.end.getTime()));
+    }
+    expect(spans('2024-05-01T10:00:00Z', '2024-05-01T11:00:00Z')[11]).toEqual(['2024-05-01T10:55:00.000Z', 300_000]);
+    expect(spans('2024-05-01T00:00:00Z', '2024-05-02T00:00:00Z')[1]).toEqual(['2024-05-01T00:30:00.000Z', 1_800_000]);
+    expect(readSlices(new Date('2024-05-01T10:00:00Z'), new Date('2024-05-01T10:00:00Z'))).toEqual([]);
   });
 });
 
