@@ -47,13 +47,13 @@ export interface SdkTimeouts {
 
 /**
  * The DynamoDB client's limits per invocation kind (shared/db/client.ts keeps one client per kind).
- * API: 3 x 2.5 s stays under the 10 s function timeout, so a hung table is our 503 and not API
+ * API: 2 x 4.5 s stays under the 10 s function timeout, so a hung table is our 503 and not API
  * Gateway's. Workers: a slow page of a bulk read under load is waited for rather than failing the
  * run; 5 x 10 s plus backoff (< 4 s) is under a minute, far inside their timeouts. (The request
  * timeout's timer starts with the request, so it bounds connecting too.)
  */
 export const DYNAMODB_TIMEOUTS: Readonly<Record<InvocationKind, SdkTimeouts>> = {
-  api: { connectionTimeoutMs: 1_000, requestTimeoutMs: 2_500, maxAttempts: 3 },
+  api: { connectionTimeoutMs: 1_000, requestTimeoutMs: 4_500, maxAttempts: 2 },
   worker: { connectionTimeoutMs: 1_000, requestTimeoutMs: 10_000, maxAttempts: 5 },
 };
 

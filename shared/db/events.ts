@@ -78,8 +78,15 @@ export async function existingEventUuids(projectId: number, uuids: readonly stri
   return new Set(found.map((item) => String(item.uuid)));
 }
 
+/**
+ * Capture's write: 25 items a call, 4 calls in flight. Each call waits behind every other one the
+ * table is serving, so fewer in flight per request keeps each call well inside the API's SDK timeout
+ * when many capture requests arrive at once (8 in flight x 8 clients made DynamoDB Local answer past it).
+ */
+const CAPTURE_WRITES_IN_FLIGHT = 4;
+
 export async function putEventItems(items: readonly Record<string, unknown>[]): Promise<void> {
-  await batchPut(items);
+  await batchPut(items, CAPTURE_WRITES_IN_FLIGHT);
 }
 
 export async function getEvent(projectId: number, uuid: string): Promise<StoredEvent | undefined> {
@@ -121,7 +128,7 @@ export async function deleteEventsOfDistinctId(projectId: number, distinctId: st
 /**
  * Raw range reads: bounded pages, few in flight. A slow table (DynamoDB Local on two cores, or a hot
  * partition) serves queued requests one after another, so 32 in flight made each wait past the API's
- * 2.5 s SDK timeout; 8 keeps every request short at the same total throughput.
+ * SDK timeout; 8 keeps every request short at the same total throughput.
  */
 const RANGE_QUERIES_IN_FLIGHT = 8;
 const RANGE_PAGE_ITEMS = 500;
