@@ -57,8 +57,9 @@ const hourKey = (d: Date) => d.toISOString().slice(0, 13);
 
 /**
  * PostHog's legacy trend: the request is validated by the engine, then answered from the cache, from
- * hourly rollups (unfiltered totals: cost independent of the number of events), or from the raw
- * event partitions of the range read in parallel, with persons resolved for person maths/filters.
+ * hourly rollups (unfiltered totals: cost independent of the number of events), or from the events of
+ * the range — compacted day segments where they are exact, raw event partitions elsewhere
+ * (event-segments.ts) — with persons resolved only for queries that use them.
  */
 export async function computeProjectTrend(membership: MembershipRecord, projectId: number, raw: Record<string, unknown>, refresh: boolean): Promise<TrendAnswer> {
   const phases = new Phases();
