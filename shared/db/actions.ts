@@ -1,8 +1,9 @@
-import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { batchGet } from './batch.ts';
 import { call, db, isConditionalCheckFailed, tableName } from './client.ts';
 import { record } from './items.ts';
 import { keys } from './keys.ts';
+import { queryAll } from './query.ts';
 
 export interface ActionStepRecord {
   event: string | null;
@@ -47,23 +48,7 @@ export async function getActions(projectId: number, ids: number[]): Promise<Acti
 /** A project's actions by id (a project has tens, not millions: one partition, read whole). */
 export async function listActions(projectId: number): Promise<ActionRecord[]> {
   const { pk, skPrefix } = keys.actionsOfProject(projectId);
-  const found: ActionRecord[] = [];
-  let ExclusiveStartKey: Record<string, unknown> | undefined;
-  do {
-    const out = await call(() =>
-      db().send(
-        new QueryCommand({
-          TableName: tableName(),
-          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
-          ExpressionAttributeValues: { ':pk': pk, ':p': skPrefix },
-          ExclusiveStartKey,
-        }),
-      ),
-    );
-    found.push(...(out.Items ?? []).map(fromItem));
-    ExclusiveStartKey = out.LastEvaluatedKey;
-  } while (ExclusiveStartKey);
-  return found;
+  return (await queryAll(pk, skPrefix)).map(fromItem);
 }
 
 export async function deleteAction(projectId: number, actionId: number): Promise<boolean> {

@@ -3,6 +3,7 @@ import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { batchDelete, batchGet, batchPut, inParallel } from './batch.ts';
 import { call, db, tableName } from './client.ts';
 import { keys } from './keys.ts';
+import { queryItems } from './query.ts';
 import { TABLE_SCHEMA } from './table-schema.ts';
 
 /** An event as stored: what capture accepted plus when it was ingested (batch exports window on it). */
@@ -161,31 +162,21 @@ export async function readEventsOnDays(projectId: number, days: readonly string[
   );
   const found: StoredEvent[] = [];
   await inParallel(queries, RANGE_QUERIES_IN_FLIGHT, async ({ day, shard, name }) => {
-    let ExclusiveStartKey: Record<string, unknown> | undefined;
-    do {
-      const out = await call(() =>
-        db().send(
-          new QueryCommand({
-            TableName: tableName(),
-            IndexName: index.name,
-            KeyConditionExpression: name === null ? '#p = :p' : '#p = :p AND #s BETWEEN :a AND :b',
-            FilterExpression: '#t BETWEEN :from AND :to',
-            ExpressionAttributeNames: { '#p': index.partitionKey, '#t': 'timestamp', ...(name === null ? {} : { '#s': index.sortKey }) },
-            ExpressionAttributeValues: {
-              ':p': keys.eventsByDay(projectId, day, shard).day_pk,
-              ':from': fromIso,
-              ':to': toIso,
-              ...(name === null ? {} : { ':a': `${keys.eventsByDayPrefix(name)}${fromIso}`, ':b': `${keys.eventsByDayPrefix(name)}${toIso}\uffff` }),
-            },
-            ExclusiveStartKey,
-            // Bounded pages: each request stays well inside the API's SDK timeout even on a slow table.
-            Limit: RANGE_PAGE_ITEMS,
-          }),
-        ),
-      );
-      for (const item of out.Items ?? []) found.push(storedEvent(item));
-      ExclusiveStartKey = out.LastEvaluatedKey;
-    } while (ExclusiveStartKey);
+    const items = await queryItems({
+      IndexName: index.name,
+      KeyConditionExpression: name === null ? '#p = :p' : '#p = :p AND #s BETWEEN :a AND :b',
+      FilterExpression: '#t BETWEEN :from AND :to',
+      ExpressionAttributeNames: { '#p': index.partitionKey, '#t': 'timestamp', ...(name === null ? {} : { '#s': index.sortKey }) },
+      ExpressionAttributeValues: {
+        ':p': keys.eventsByDay(projectId, day, shard).day_pk,
+        ':from': fromIso,
+        ':to': toIso,
+        ...(name === null ? {} : { ':a': `${keys.eventsByDayPrefix(name)}${fromIso}`, ':b': `${keys.eventsByDayPrefix(name)}${toIso}\uffff` }),
+      },
+      // Bounded pages: each request stays well inside the API's SDK timeout even on a slow table.
+      Limit: RANGE_PAGE_ITEMS,
+    });
+    for (const item of items) found.push(storedEvent(item));
   });
   return found;
 }
@@ -204,23 +195,13 @@ export async function readEventsInsertedBetween(projectId: number, start: Date, 
   const partitions = utcHours(start, end).flatMap((hour) => Array.from({ length: TABLE_SCHEMA.eventDayShards }, (_, shard) => keys.eventsByInsertedHour(projectId, hour, shard).ins_pk));
   const found: StoredEvent[] = [];
   await inParallel(partitions, WINDOW_QUERIES_IN_FLIGHT, async (pk) => {
-    let ExclusiveStartKey: Record<string, unknown> | undefined;
-    do {
-      const out = await call(() =>
-        db().send(
-          new QueryCommand({
-            TableName: tableName(),
-            IndexName: index.name,
-            KeyConditionExpression: '#p = :p AND #s BETWEEN :a AND :b',
-            ExpressionAttributeNames: { '#p': index.partitionKey, '#s': index.sortKey },
-            ExpressionAttributeValues: { ':p': pk, ':a': startIso, ':b': endIso },
-            ExclusiveStartKey,
-          }),
-        ),
-      );
-      for (const item of out.Items ?? []) if (String(item.inserted_at) < endIso) found.push(storedEvent(item));
-      ExclusiveStartKey = out.LastEvaluatedKey;
-    } while (ExclusiveStartKey);
+    const items = await queryItems({
+      IndexName: index.name,
+      KeyConditionExpression: '#p = :p AND #s BETWEEN :a AND :b',
+      ExpressionAttributeNames: { '#p': index.partitionKey, '#s': index.sortKey },
+      ExpressionAttributeValues: { ':p': pk, ':a': startIso, ':b': endIso },
+    });
+    for (const item of items) if (String(item.inserted_at) < endIso) found.push(storedEvent(item));
   });
   return found.sort((a, b) => (a.inserted_at === b.inserted_at ? (a.uuid < b.uuid ? -1 : 1) : a.inserted_at < b.inserted_at ? -1 : 1));
 }

@@ -3,6 +3,7 @@ import type { MembershipRecord, OrganizationRecord, ProjectRecord } from '../dom
 import { call, cancellationCodes, db, isConditionalCheckFailed, tableName } from './client.ts';
 import { record } from './items.ts';
 import { keys, type ItemKey } from './keys.ts';
+import { queryIndex, queryItems } from './query.ts';
 import { TABLE_SCHEMA } from './table-schema.ts';
 
 export class SlugTaken extends Error {
@@ -90,24 +91,12 @@ export async function getMembership(userId: string, orgId: string): Promise<Memb
 /** A user's memberships, oldest organization first (organization ids are UUID v7, so key order is creation order). */
 export async function listMemberships(userId: string): Promise<MembershipRecord[]> {
   const { pk, skPrefix } = keys.membershipsOfUser(userId);
-  const memberships: MembershipRecord[] = [];
-  let ExclusiveStartKey: Record<string, unknown> | undefined;
-  do {
-    const out = await call(() =>
-      db().send(
-        new QueryCommand({
-          TableName: tableName(),
-          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-          ExpressionAttributeValues: { ':pk': pk, ':prefix': skPrefix },
-          ConsistentRead: true,
-          ExclusiveStartKey,
-        }),
-      ),
-    );
-    for (const item of out.Items ?? []) memberships.push(record<MembershipRecord>(item)!);
-    ExclusiveStartKey = out.LastEvaluatedKey;
-  } while (ExclusiveStartKey);
-  return memberships;
+  const items = await queryItems({
+    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+    ExpressionAttributeValues: { ':pk': pk, ':prefix': skPrefix },
+    ConsistentRead: true,
+  });
+  return items.map((item) => record<MembershipRecord>(item)!);
 }
 
 export type OrganizationChanges = Partial<
@@ -145,26 +134,8 @@ export async function updateOrganization(orgId: string, changes: OrganizationCha
 }
 
 async function listMemberKeys(orgId: string): Promise<ItemKey[]> {
-  const index = TABLE_SCHEMA.indexes.byParent;
-  const found: ItemKey[] = [];
-  let ExclusiveStartKey: Record<string, unknown> | undefined;
-  do {
-    const out = await call(() =>
-      db().send(
-        new QueryCommand({
-          TableName: tableName(),
-          IndexName: index.name,
-          KeyConditionExpression: '#p = :p',
-          ExpressionAttributeNames: { '#p': index.partitionKey },
-          ExpressionAttributeValues: { ':p': keys.membersOfOrganization(orgId).parent_pk },
-          ExclusiveStartKey,
-        }),
-      ),
-    );
-    for (const item of out.Items ?? []) found.push({ pk: String(item.pk), sk: String(item.sk) });
-    ExclusiveStartKey = out.LastEvaluatedKey;
-  } while (ExclusiveStartKey);
-  return found;
+  const items = await queryIndex(TABLE_SCHEMA.indexes.byParent, keys.membersOfOrganization(orgId).parent_pk);
+  return items.map((item) => ({ pk: String(item.pk), sk: String(item.sk) }));
 }
 
 const TRANSACTION_LIMIT = 100;

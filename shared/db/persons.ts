@@ -3,6 +3,7 @@ import { nowIso } from '../clock.ts';
 import { batchGet } from './batch.ts';
 import { call, cancellationCodes, db, tableName } from './client.ts';
 import { keys } from './keys.ts';
+import { queryAll, queryItems } from './query.ts';
 import { TABLE_SCHEMA } from './table-schema.ts';
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
@@ -222,23 +223,7 @@ export async function mergePersonInto(target: PersonRecord, source: PersonRecord
 
 /** A person's recorded property changes, oldest first. */
 export async function listPersonChanges(projectId: number, personId: number): Promise<PropertyChange[]> {
-  const changes: PropertyChange[] = [];
-  let ExclusiveStartKey: Record<string, unknown> | undefined;
-  do {
-    const out = await call(() =>
-      db().send(
-        new QueryCommand({
-          TableName: tableName(),
-          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-          ExpressionAttributeValues: { ':pk': keys.personPartition(projectId, personId).pk, ':prefix': keys.personChangePrefix },
-          ExclusiveStartKey,
-        }),
-      ),
-    );
-    for (const item of out.Items ?? []) changes.push(changeFromItem(item));
-    ExclusiveStartKey = out.LastEvaluatedKey;
-  } while (ExclusiveStartKey);
-  return changes;
+  return (await queryAll(keys.personPartition(projectId, personId).pk, keys.personChangePrefix)).map(changeFromItem);
 }
 
 /** Person ids for many (project, distinct id) pairs at once; key `<projectId>#<distinctId>`. */
@@ -431,33 +416,19 @@ export async function skipPersons(projectId: number, count: number): Promise<Pag
 /** Persons whose e-mail equals this one, ignoring case (the index); the caller compares exactly. */
 export async function personsWithEmail(projectId: number, email: string): Promise<PersonRecord[]> {
   const index = TABLE_SCHEMA.indexes.personsByEmail;
-  const out = await call(() =>
-    db().send(
-      new QueryCommand({
-        TableName: tableName(),
-        IndexName: index.name,
-        KeyConditionExpression: '#p = :p',
-        ExpressionAttributeNames: { '#p': index.partitionKey },
-        ExpressionAttributeValues: { ':p': keys.personsByEmail(projectId, email.toLowerCase()).email_pk },
-        ScanIndexForward: false,
-      }),
-    ),
-  );
-  return (out.Items ?? []).map(personFromItem);
+  const items = await queryItems({
+    IndexName: index.name,
+    KeyConditionExpression: '#p = :p',
+    ExpressionAttributeNames: { '#p': index.partitionKey },
+    ExpressionAttributeValues: { ':p': keys.personsByEmail(projectId, email.toLowerCase()).email_pk },
+    ScanIndexForward: false,
+  });
+  return items.map(personFromItem);
 }
 
 export async function listPersonActivity(projectId: number, personId: number): Promise<ActivityRecord[]> {
-  const out = await call(() =>
-    db().send(
-      new QueryCommand({
-        TableName: tableName(),
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-        ExpressionAttributeValues: { ':pk': keys.personPartition(projectId, personId).pk, ':prefix': keys.personActivityPrefix },
-        ScanIndexForward: false,
-      }),
-    ),
-  );
-  return (out.Items ?? []).map((item) => ({ ...(item as unknown as ActivityRecord), changes: JSON.parse(String(item.changes ?? '[]')) }));
+  const items = await queryAll(keys.personPartition(projectId, personId).pk, keys.personActivityPrefix, { newestFirst: true });
+  return items.map((item) => ({ ...(item as unknown as ActivityRecord), changes: JSON.parse(String(item.changes ?? '[]')) }));
 }
 
 /** Many persons of a project at once (BatchGetItem). */

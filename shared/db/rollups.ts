@@ -1,7 +1,8 @@
-import { QueryCommand, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { batchGet, inParallel } from './batch.ts';
 import { call, cancellationCodes, db, tableName } from './client.ts';
 import { keys, type ItemKey } from './keys.ts';
+import { queryItems } from './query.ts';
 import { fingerprint } from '../segments/fingerprint.ts';
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
@@ -171,21 +172,8 @@ export async function readRollups(projectId: number, event: string | null, fromH
   await Promise.all(
     months.map(async (month) => {
       const { pk } = keys.rollup(projectId, event, `${month}T00`);
-      let ExclusiveStartKey: Record<string, unknown> | undefined;
-      do {
-        const out = await call(() =>
-          db().send(
-            new QueryCommand({
-              TableName: tableName(),
-              KeyConditionExpression: 'pk = :pk AND sk BETWEEN :a AND :b',
-              ExpressionAttributeValues: { ':pk': pk, ':a': fromHour, ':b': toHour },
-              ExclusiveStartKey,
-            }),
-          ),
-        );
-        for (const item of out.Items ?? []) if (Number(item.count)) counts.set(String(item.sk), Number(item.count));
-        ExclusiveStartKey = out.LastEvaluatedKey;
-      } while (ExclusiveStartKey);
+      const items = await queryItems({ KeyConditionExpression: 'pk = :pk AND sk BETWEEN :a AND :b', ExpressionAttributeValues: { ':pk': pk, ':a': fromHour, ':b': toHour } });
+      for (const item of items) if (Number(item.count)) counts.set(String(item.sk), Number(item.count));
     }),
   );
   return counts;

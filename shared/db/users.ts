@@ -1,8 +1,9 @@
-import { DeleteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { ApiKeyRecord, UserRecord } from '../domain/records.ts';
 import { call, cancellationCodes, db, tableName } from './client.ts';
 import { record } from './items.ts';
 import { keys } from './keys.ts';
+import { queryIndex } from './query.ts';
 import { TABLE_SCHEMA } from './table-schema.ts';
 
 export async function getUser(userId: string): Promise<UserRecord | undefined> {
@@ -71,19 +72,8 @@ export async function putApiKey(key: ApiKeyRecord): Promise<void> {
 }
 
 export async function listApiKeys(userId: string): Promise<ApiKeyRecord[]> {
-  const index = TABLE_SCHEMA.indexes.byParent;
-  const out = await call(() =>
-    db().send(
-      new QueryCommand({
-        TableName: tableName(),
-        IndexName: index.name,
-        KeyConditionExpression: '#p = :p',
-        ExpressionAttributeNames: { '#p': index.partitionKey },
-        ExpressionAttributeValues: { ':p': keys.apiKeysOfUser(userId).parent_pk },
-      }),
-    ),
-  );
-  return (out.Items ?? []).map((item) => record<ApiKeyRecord>(item)!);
+  const items = await queryIndex(TABLE_SCHEMA.indexes.byParent, keys.apiKeysOfUser(userId).parent_pk);
+  return items.map((item) => record<ApiKeyRecord>(item)!);
 }
 
 export async function deleteApiKey(secureValue: string): Promise<void> {
