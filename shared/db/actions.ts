@@ -1,6 +1,6 @@
 import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { batchGet } from './batch.ts';
-import { call, db, isConditionalCheckFailed, tableName } from './client.ts';
+import { call, db, conditional, tableName } from './client.ts';
 import { record } from './items.ts';
 import { keys } from './keys.ts';
 import { queryAll } from './query.ts';
@@ -25,15 +25,9 @@ const item = (a: ActionRecord) => ({ ...keys.action(a.project_id, a.id), entity:
 const fromItem = (i: Record<string, unknown>): ActionRecord => ({ ...record<ActionRecord>(i)!, steps: JSON.parse(String(i.steps)) as ActionStepRecord[] });
 
 export async function putAction(a: ActionRecord, mustExist: boolean): Promise<boolean> {
-  try {
-    await call(() =>
-      db().send(new PutCommand({ TableName: tableName(), Item: item(a), ConditionExpression: mustExist ? 'attribute_exists(pk)' : 'attribute_not_exists(pk)' })),
-    );
-    return true;
-  } catch (error) {
-    if (isConditionalCheckFailed(error)) return false;
-    throw error;
-  }
+  return (await conditional(() =>
+    db().send(new PutCommand({ TableName: tableName(), Item: item(a), ConditionExpression: mustExist ? 'attribute_exists(pk)' : 'attribute_not_exists(pk)' })),
+  )) !== undefined;
 }
 
 export async function getAction(projectId: number, actionId: number): Promise<ActionRecord | undefined> {
@@ -52,11 +46,5 @@ export async function listActions(projectId: number): Promise<ActionRecord[]> {
 }
 
 export async function deleteAction(projectId: number, actionId: number): Promise<boolean> {
-  try {
-    await call(() => db().send(new DeleteCommand({ TableName: tableName(), Key: keys.action(projectId, actionId), ConditionExpression: 'attribute_exists(pk)' })));
-    return true;
-  } catch (error) {
-    if (isConditionalCheckFailed(error)) return false;
-    throw error;
-  }
+  return (await conditional(() => db().send(new DeleteCommand({ TableName: tableName(), Key: keys.action(projectId, actionId), ConditionExpression: 'attribute_exists(pk)' })))) !== undefined;
 }

@@ -1,7 +1,7 @@
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { batchDelete, batchGet } from './batch.ts';
 import { dueKeys, queryAll } from './query.ts';
-import { call, db, isConditionalCheckFailed, tableName } from './client.ts';
+import { call, db, conditional, tableName } from './client.ts';
 import { keys, type ItemKey } from './keys.ts';
 import { TABLE_SCHEMA } from './table-schema.ts';
 
@@ -94,23 +94,17 @@ function runFromItem(item: Record<string, unknown>): RunRecord {
 
 /** Writes the export if it is new (`expectedVersion` undefined) or still at the version read. */
 export async function saveExport(e: ExportRecord, expectedVersion?: number): Promise<boolean> {
-  try {
-    await call(() =>
-      db().send(
-        new PutCommand({
-          TableName: tableName(),
-          Item: exportItem(e),
-          ...(expectedVersion === undefined
-            ? { ConditionExpression: 'attribute_not_exists(pk)' }
-            : { ConditionExpression: 'version = :v', ExpressionAttributeValues: { ':v': expectedVersion } }),
-        }),
-      ),
-    );
-    return true;
-  } catch (error) {
-    if (isConditionalCheckFailed(error)) return false;
-    throw error;
-  }
+  return (await conditional(() =>
+    db().send(
+      new PutCommand({
+        TableName: tableName(),
+        Item: exportItem(e),
+        ...(expectedVersion === undefined
+          ? { ConditionExpression: 'attribute_not_exists(pk)' }
+          : { ConditionExpression: 'version = :v', ExpressionAttributeValues: { ':v': expectedVersion } }),
+      }),
+    ),
+  )) !== undefined;
 }
 
 export async function getExport(orgId: string, exportId: string): Promise<ExportRecord | undefined> {
@@ -140,23 +134,17 @@ export async function saveRun(r: RunRecord): Promise<void> {
  * that overlap (a tick may outlast the 5-minute rate) cannot both execute it.
  */
 export async function claimRun(read: RunRecord, running: RunRecord): Promise<boolean> {
-  try {
-    await call(() =>
-      db().send(
-        new PutCommand({
-          TableName: tableName(),
-          Item: runItem(running),
-          ConditionExpression: '#s = :s AND attempts = :a',
-          ExpressionAttributeNames: { '#s': 'status' },
-          ExpressionAttributeValues: { ':s': read.status, ':a': read.attempts },
-        }),
-      ),
-    );
-    return true;
-  } catch (error) {
-    if (isConditionalCheckFailed(error)) return false;
-    throw error;
-  }
+  return (await conditional(() =>
+    db().send(
+      new PutCommand({
+        TableName: tableName(),
+        Item: runItem(running),
+        ConditionExpression: '#s = :s AND attempts = :a',
+        ExpressionAttributeNames: { '#s': 'status' },
+        ExpressionAttributeValues: { ':s': read.status, ':a': read.attempts },
+      }),
+    ),
+  )) !== undefined;
 }
 
 export async function getRun(exportId: string, runId: string): Promise<RunRecord | undefined> {
@@ -170,21 +158,15 @@ export async function latestRuns(exportId: string, limit = 10): Promise<RunRecor
 
 /** Claims a scheduled window for a run; false when that window already has one. */
 export async function claimWindow(exportId: string, windowStart: string, runId: string): Promise<boolean> {
-  try {
-    await call(() =>
-      db().send(
-        new PutCommand({
-          TableName: tableName(),
-          Item: { ...keys.exportWindow(exportId, windowStart), entity: 'ExportWindow', run_id: runId },
-          ConditionExpression: 'attribute_not_exists(pk)',
-        }),
-      ),
-    );
-    return true;
-  } catch (error) {
-    if (isConditionalCheckFailed(error)) return false;
-    throw error;
-  }
+  return (await conditional(() =>
+    db().send(
+      new PutCommand({
+        TableName: tableName(),
+        Item: { ...keys.exportWindow(exportId, windowStart), entity: 'ExportWindow', run_id: runId },
+        ConditionExpression: 'attribute_not_exists(pk)',
+      }),
+    ),
+  )) !== undefined;
 }
 
 export async function writeLog(exportId: string, entry: LogRecord): Promise<void> {

@@ -77,6 +77,19 @@ export async function call<T>(operation: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * Runs a conditional write through `call`: its output, or undefined when the condition failed (the
+ * item was not as expected: someone else got there first, or it is gone). Other errors propagate.
+ */
+export async function conditional<T>(operation: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await call(operation);
+  } catch (error) {
+    if (isConditionalCheckFailed(error)) return undefined;
+    throw error;
+  }
+}
+
 export function isConditionalCheckFailed(error: unknown): boolean {
   return (error as { name?: string }).name === 'ConditionalCheckFailedException';
 }

@@ -1,6 +1,6 @@
 import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { MembershipRecord, OrganizationRecord, ProjectRecord } from '../domain/records.ts';
-import { call, cancellationCodes, db, isConditionalCheckFailed, tableName } from './client.ts';
+import { call, cancellationCodes, db, conditional, tableName } from './client.ts';
 import { record } from './items.ts';
 import { keys, type ItemKey } from './keys.ts';
 import { queryIndex, queryItems } from './query.ts';
@@ -112,25 +112,20 @@ export async function updateOrganization(orgId: string, changes: OrganizationCha
     values[`:v${i}`] = value;
     return `#f${i} = :v${i}`;
   });
-  try {
-    const out = await call(() =>
-      db().send(
-        new UpdateCommand({
-          TableName: tableName(),
-          Key: keys.organization(orgId),
-          UpdateExpression: `SET ${sets.join(', ')}`,
-          ConditionExpression: 'attribute_exists(pk)',
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
-          ReturnValues: 'ALL_NEW',
-        }),
-      ),
-    );
-    return record<OrganizationRecord>(out.Attributes);
-  } catch (error) {
-    if (isConditionalCheckFailed(error)) return undefined;
-    throw error;
-  }
+  const out = await conditional(() =>
+    db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.organization(orgId),
+        UpdateExpression: `SET ${sets.join(', ')}`,
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+        ReturnValues: 'ALL_NEW',
+      }),
+    ),
+  );
+  return record<OrganizationRecord>(out?.Attributes);
 }
 
 async function listMemberKeys(orgId: string): Promise<ItemKey[]> {

@@ -155,6 +155,16 @@ function countDelta(projectId: number, delta: number): TransactItem {
   };
 }
 
+/** The person written as given at its next version, if nobody wrote it since it was read (optimistic concurrency). */
+function versionedPut(person: PersonRecord): TransactItem {
+  return { Put: { TableName: tableName(), Item: personItem({ ...person, version: person.version + 1 }), ConditionExpression: 'version = :v', ExpressionAttributeValues: { ':v': person.version } } };
+}
+
+/** The person removed, if nobody wrote it since it was read. */
+function versionedDelete(person: PersonRecord): TransactItem {
+  return { Delete: { TableName: tableName(), Key: keys.person(person.project_id, person.id), ConditionExpression: 'version = :v', ExpressionAttributeValues: { ':v': person.version } } };
+}
+
 /**
  * Writes the person as given (its version + 1) if nobody wrote it since it was read at `person.version`;
  * optionally claims new distinct ids in the same transaction. False on a conflict: re-read and retry.
@@ -162,14 +172,7 @@ function countDelta(projectId: number, delta: number): TransactItem {
 export async function savePerson(person: PersonRecord, options: { change?: PropertyChange; claim?: string[] } = {}): Promise<boolean> {
   const Table = tableName();
   return transact([
-    {
-      Put: {
-        TableName: Table,
-        Item: personItem({ ...person, version: person.version + 1 }),
-        ConditionExpression: 'version = :v',
-        ExpressionAttributeValues: { ':v': person.version },
-      },
-    },
+    versionedPut(person),
     ...(options.claim ?? []).map((d) => ({
       Put: { TableName: Table, Item: distinctItem(person.project_id, d, person.id), ConditionExpression: 'attribute_not_exists(pk)' },
     })),
@@ -199,22 +202,8 @@ export async function mergePersonInto(target: PersonRecord, source: PersonRecord
     if (!(await transact(moves.splice(0, MOVES_PER_TRANSACTION).map(repoint)))) return false;
   }
   return transact([
-    {
-      Put: {
-        TableName: Table,
-        Item: personItem({ ...target, version: target.version + 1 }),
-        ConditionExpression: 'version = :v',
-        ExpressionAttributeValues: { ':v': target.version },
-      },
-    },
-    {
-      Delete: {
-        TableName: Table,
-        Key: keys.person(source.project_id, source.id),
-        ConditionExpression: 'version = :v',
-        ExpressionAttributeValues: { ':v': source.version },
-      },
-    },
+    versionedPut(target),
+    versionedDelete(source),
     ...moves.map(repoint),
     countDelta(target.project_id, -1),
     { Put: { TableName: Table, Item: changeItem(change) } },
@@ -251,14 +240,7 @@ function activityItem(a: ActivityRecord) {
 export async function savePersonEdit(person: PersonRecord, change: PropertyChange, activity: ActivityRecord): Promise<boolean> {
   const Table = tableName();
   return transact([
-    {
-      Put: {
-        TableName: Table,
-        Item: personItem({ ...person, version: person.version + 1 }),
-        ConditionExpression: 'version = :v',
-        ExpressionAttributeValues: { ':v': person.version },
-      },
-    },
+    versionedPut(person),
     { Put: { TableName: Table, Item: changeItem(change) } },
     { Put: { TableName: Table, Item: activityItem(activity) } },
   ]);
@@ -277,14 +259,7 @@ export async function deletePersonRecord(person: PersonRecord, activity: Activit
     await transact(chunk.map((d) => ({ Delete: { TableName: Table, Key: keys.distinctId(person.project_id, d) } })));
   }
   return transact([
-    {
-      Delete: {
-        TableName: Table,
-        Key: keys.person(person.project_id, person.id),
-        ConditionExpression: 'version = :v',
-        ExpressionAttributeValues: { ':v': person.version },
-      },
-    },
+    versionedDelete(person),
     ...ids.map((d) => ({
       Delete: {
         TableName: Table,
@@ -305,14 +280,7 @@ export async function deletePersonRecord(person: PersonRecord, activity: Activit
 export async function splitPersonRecord(person: PersonRecord, keep: string[], fresh: PersonRecord[], activity?: ActivityRecord): Promise<boolean> {
   const Table = tableName();
   return transact([
-    {
-      Put: {
-        TableName: Table,
-        Item: personItem({ ...person, distinct_ids: keep, version: person.version + 1 }),
-        ConditionExpression: 'version = :v',
-        ExpressionAttributeValues: { ':v': person.version },
-      },
-    },
+    versionedPut({ ...person, distinct_ids: keep }),
     ...fresh.flatMap((p) => [
       { Put: { TableName: Table, Item: personItem(p), ConditionExpression: 'attribute_not_exists(pk)' } },
       ...p.distinct_ids.map((d) => ({

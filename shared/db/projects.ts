@@ -1,6 +1,6 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { ProjectRecord } from '../domain/records.ts';
-import { call, db, isConditionalCheckFailed, tableName } from './client.ts';
+import { call, db, conditional, tableName } from './client.ts';
 import { record } from './items.ts';
 import { keys } from './keys.ts';
 
@@ -14,25 +14,20 @@ export type ProjectChanges = Partial<Pick<ProjectRecord, 'name' | 'timezone' | '
 /** Sets only the given settings (so concurrent edits of different settings both land). */
 export async function updateProjectSettings(orgId: string, projectId: number, changes: ProjectChanges): Promise<ProjectRecord | undefined> {
   const entries = Object.entries(changes);
-  try {
-    const out = await call(() =>
-      db().send(
-        new UpdateCommand({
-          TableName: tableName(),
-          Key: keys.project(orgId, projectId),
-          UpdateExpression: `SET ${entries.map((_, i) => `#f${i} = :v${i}`).join(', ')}`,
-          ConditionExpression: 'attribute_exists(pk)',
-          ExpressionAttributeNames: Object.fromEntries(entries.map(([k], i) => [`#f${i}`, k])),
-          ExpressionAttributeValues: Object.fromEntries(entries.map(([, v], i) => [`:v${i}`, v])),
-          ReturnValues: 'ALL_NEW',
-        }),
-      ),
-    );
-    return record<ProjectRecord>(out.Attributes);
-  } catch (error) {
-    if (isConditionalCheckFailed(error)) return undefined;
-    throw error;
-  }
+  const out = await conditional(() =>
+    db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.project(orgId, projectId),
+        UpdateExpression: `SET ${entries.map((_, i) => `#f${i} = :v${i}`).join(', ')}`,
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeNames: Object.fromEntries(entries.map(([k], i) => [`#f${i}`, k])),
+        ExpressionAttributeValues: Object.fromEntries(entries.map(([, v], i) => [`:v${i}`, v])),
+        ReturnValues: 'ALL_NEW',
+      }),
+    ),
+  );
+  return record<ProjectRecord>(out?.Attributes);
 }
 
 /** When the project's first event happened (undefined before any). */
@@ -43,19 +38,15 @@ export async function firstEventAt(projectId: number): Promise<Date | undefined>
 
 /** Lowers the project's first-event time if `timestamp` is earlier (idempotent: replays change nothing). */
 export async function noteEventTime(projectId: number, timestamp: string): Promise<void> {
-  try {
-    await call(() =>
-      db().send(
-        new UpdateCommand({
-          TableName: tableName(),
-          Key: keys.firstEvent(projectId),
-          UpdateExpression: 'SET first_at = :t, entity = :e',
-          ConditionExpression: 'attribute_not_exists(first_at) OR first_at > :t',
-          ExpressionAttributeValues: { ':t': timestamp, ':e': 'FirstEvent' },
-        }),
-      ),
-    );
-  } catch (error) {
-    if (!isConditionalCheckFailed(error)) throw error;
-  }
+  await conditional(() =>
+    db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.firstEvent(projectId),
+        UpdateExpression: 'SET first_at = :t, entity = :e',
+        ConditionExpression: 'attribute_not_exists(first_at) OR first_at > :t',
+        ExpressionAttributeValues: { ':t': timestamp, ':e': 'FirstEvent' },
+      }),
+    ),
+  );
 }

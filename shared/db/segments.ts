@@ -1,8 +1,8 @@
 import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { columnAttribute, type EncodedSegment, type Projection } from '../segments/codec.ts';
+import { columnAttribute, type EncodedSegment, type FetchedSegment, type Projection } from '../segments/codec.ts';
 import type { Tally } from '../segments/fingerprint.ts';
 import { batchDelete, batchGet, batchPut, inParallel } from './batch.ts';
-import { call, db, isConditionalCheckFailed, tableName } from './client.ts';
+import { call, db, conditional, tableName } from './client.ts';
 import { keys, type ItemKey } from './keys.ts';
 import { dueKeys, queryAll } from './query.ts';
 
@@ -15,10 +15,7 @@ export interface SegmentBuild {
   tally: Tally;
   /** The chunks, with the columns that were read (a column a chunk lacks is undefined). */
   chunks: FetchedSegment[];
-  keys: ItemKey[];
 }
-
-export type FetchedSegment = Omit<EncodedSegment, 'columns'> & { columns: Map<string, Uint8Array | undefined> };
 
 const META = ['pk', 'sk', 'entity', 'event', 'count', 'xsum', 'build', 'chunk', 'chunks', 'through', 'n', 'base'];
 
@@ -70,7 +67,6 @@ function assemble(items: Record<string, unknown>[], projection: Projection | nul
         dids: c.d as Uint8Array,
         columns: new Map((projection?.properties ?? []).map((key) => [key, c[columnAttribute(key)] as Uint8Array | undefined])),
       })),
-      keys: used.map((c) => ({ pk: String(c.pk), sk: String(c.sk) })),
     });
   }
   return { counts, segments, segmentKeys };
@@ -108,7 +104,7 @@ export async function readEventDays(projectId: number, days: readonly string[], 
 }
 
 /** Writes a build's chunks over the previous ones, chunk 0 last (readers check every chunk carries chunk 0's build). */
-export async function putSegmentBuild(projectId: number, day: string, build: { event: string; build: string; through: string; tally: Tally; chunks: EncodedSegment[] }): Promise<ItemKey[]> {
+export async function putSegmentBuild(projectId: number, day: string, build: { event: string; build: string; through: string; tally: Tally; chunks: EncodedSegment[] }): Promise<void> {
   const items = build.chunks.map((segment, chunk) => ({
     ...keys.daySegment(projectId, day, build.event, chunk),
     entity: 'EventSegment',
@@ -127,7 +123,6 @@ export async function putSegmentBuild(projectId: number, day: string, build: { e
   }));
   await batchPut(items.slice(1));
   if (items[0]) await batchPut(items.slice(0, 1));
-  return items.map(({ pk, sk }) => ({ pk, sk }));
 }
 
 export async function deleteSegmentItems(items: ItemKey[]): Promise<void> {
@@ -181,48 +176,36 @@ export async function getCompactionMarker(projectId: number, day: string): Promi
 
 /** Takes the day for one compaction (`until`), unless another compaction holds it. False: someone else is on it. */
 export async function leaseCompaction(marker: CompactionMarker, now: Date, until: Date): Promise<boolean> {
-  try {
-    await call(() =>
-      db().send(
-        new UpdateCommand({
-          TableName: tableName(),
-          Key: keys.compactionMarker(marker.projectId, marker.day),
-          UpdateExpression: 'SET lease_until = :until',
-          ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(lease_until) OR lease_until < :now)',
-          ExpressionAttributeValues: { ':until': until.toISOString(), ':now': now.toISOString() },
-        }),
-      ),
-    );
-    return true;
-  } catch (error) {
-    if (isConditionalCheckFailed(error)) return false;
-    throw error;
-  }
+  return (await conditional(() =>
+    db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.compactionMarker(marker.projectId, marker.day),
+        UpdateExpression: 'SET lease_until = :until',
+        ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(lease_until) OR lease_until < :now)',
+        ExpressionAttributeValues: { ':until': until.toISOString(), ':now': now.toISOString() },
+      }),
+    ),
+  )) !== undefined;
 }
 
 /** Removes the marker unless the day changed since `touches` was read (then it stays due). */
 export async function clearCompactionMarker(marker: CompactionMarker): Promise<boolean> {
-  try {
-    await call(() =>
-      db().send(
-        new DeleteCommand({
-          TableName: tableName(),
-          Key: keys.compactionMarker(marker.projectId, marker.day),
-          ConditionExpression: 'touches = :t',
-          ExpressionAttributeValues: { ':t': marker.touches },
-        }),
-      ),
-    );
-    return true;
-  } catch (error) {
-    if (isConditionalCheckFailed(error)) return false;
-    throw error;
-  }
+  return (await conditional(() =>
+    db().send(
+      new DeleteCommand({
+        TableName: tableName(),
+        Key: keys.compactionMarker(marker.projectId, marker.day),
+        ConditionExpression: 'touches = :t',
+        ExpressionAttributeValues: { ':t': marker.touches },
+      }),
+    ),
+  )) !== undefined;
 }
 
 /** Gives the day back without clearing it (it changed while compacting: the next tick takes it again). */
 export async function releaseCompaction(marker: CompactionMarker): Promise<void> {
-  await call(() =>
+  await conditional(() =>
     db().send(
       new UpdateCommand({
         TableName: tableName(),
@@ -231,15 +214,13 @@ export async function releaseCompaction(marker: CompactionMarker): Promise<void>
         ConditionExpression: 'attribute_exists(pk)',
       }),
     ),
-  ).catch((error: unknown) => {
-    if (!isConditionalCheckFailed(error)) throw error;
-  });
+  );
 }
 
 /** Keeps the marker and makes it due again at `at` (the day could not be completed yet), counting the attempt. */
 export async function rescheduleCompaction(marker: CompactionMarker, at: string): Promise<void> {
   const due = keys.compactionDue(at, marker.projectId, marker.day);
-  await call(() =>
+  await conditional(() =>
     db().send(
       new UpdateCommand({
         TableName: tableName(),
@@ -249,7 +230,5 @@ export async function rescheduleCompaction(marker: CompactionMarker, at: string)
         ExpressionAttributeValues: { ':dp': due.due_pk, ':ds': due.due_sk, ':one': 1 },
       }),
     ),
-  ).catch((error: unknown) => {
-    if (!isConditionalCheckFailed(error)) throw error;
-  });
+  );
 }

@@ -111,13 +111,14 @@ export function encodedSize(segment: EncodedSegment): number {
   return size;
 }
 
-type FetchedColumns = Omit<EncodedSegment, 'columns'> & { columns: Map<string, Uint8Array | undefined> };
+/** A segment as a reader fetched it: only some columns (a column the reader did not fetch, or the segment lacks, is undefined). */
+export type FetchedSegment = Omit<EncodedSegment, 'columns'> & { columns: Map<string, Uint8Array | undefined> };
 
 /**
  * Calls `row` for each event with the projected columns decoded (a key the segment lacks reads as
  * absent on every row; without distinct ids, `distinct_id` is ''), in time order.
  */
-export function forEachRow(segment: FetchedColumns, projection: Projection, row: (distinctId: string, t: number, properties: Record<string, unknown>) => void): void {
+export function forEachRow(segment: FetchedSegment, projection: Projection, row: (distinctId: string, t: number, properties: Record<string, unknown>) => void): void {
   const { n, base } = segment;
   const time = words(gunzipSync(segment.time), 0, n);
   const dids = projection.distinctIds ? readDictionaryColumn(segment.dids, n) : null;
@@ -138,7 +139,7 @@ export function forEachRow(segment: FetchedColumns, projection: Projection, row:
   }
 }
 
-export function decodeSegment(segment: FetchedColumns, projection: Projection): SegmentRow[] {
+export function decodeSegment(segment: FetchedSegment, projection: Projection): SegmentRow[] {
   const rows: SegmentRow[] = [];
   forEachRow(segment, projection, (distinct_id, t, properties) => rows.push({ distinct_id, t, properties }));
   return rows;

@@ -137,6 +137,7 @@ describe('trends from compacted segments', () => {
         // After the last compaction's horizon (now - 1 min = NOW + 20 s), within a minute of the frozen clock.
         inserted_at: new Date(NOW + 30_000).toISOString(),
       });
+    // Stored with capture's own write (not POST /batch): capture would stamp inserted_at with the frozen clock, before the compaction.
     for (const t of [compacted, raw]) await putEventItems([late(t.projectId, 1), late(t.projectId, 2)]);
     await eventually(async () => expect([await total(compacted.projectId), await total(raw.projectId)]).toEqual([batch.length + 2, batch.length + 2]), 20_000);
     const after = await answers(compacted);
@@ -148,6 +149,7 @@ describe('trends from compacted segments', () => {
 
   it('falls back to the raw day when an event is deleted, and a recompaction makes the day whole again', async () => {
     const gone = batch.find((e) => e.event === '$pageview' && e.timestamp.startsWith('2024-04-19') && ['Chrome', 'Firefox'].includes(String(e.properties.$browser)))!;
+    // What the deferred person-event deletion does to each event item; the stream takes it out of the counters.
     for (const t of [compacted, raw]) await db().send(new DeleteCommand({ TableName: tableName(), Key: keys.event(t.projectId, gone.uuid) }));
     await eventually(async () => expect([await total(compacted.projectId), await total(raw.projectId)]).toEqual([batch.length + 1, batch.length + 1]), 20_000);
     const stale = await answers(compacted);
