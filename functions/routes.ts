@@ -433,6 +433,9 @@ export const workers = [
 /** Answers requests no route matches (404) or matches by path only (405), in the API's error shape. */
 export const fallbackHandler = 'system/fallback';
 
+/** Every API function's timeout: above cold starts, well under the HTTP API's 30 s integration limit. */
+export const API_TIMEOUT_SECONDS = 10;
+
 export function route<Id extends OperationId>(operationId: Id): Extract<RouteRow, { operationId: Id }> {
   const found = routes.find((r) => r.operationId === operationId);
   if (!found) throw new Error(`unknown operation ${operationId}`);

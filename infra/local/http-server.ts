@@ -3,11 +3,11 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import { fallbackHandler, routePaths, type Route } from '#functions/routes.ts';
+import { API_TIMEOUT_SECONDS, fallbackHandler, routePaths, type Route } from '#functions/routes.ts';
 import { normalizePath, resolveRoute } from '#shared/http/router.ts';
-import { lambdaContext } from './lambda-context.ts';
+import { FunctionTimeout, invokeWithTimeout } from './lambda-context.ts';
 
-type LambdaHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
+export type LambdaHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
 
 const MAX_REQUEST_BYTES = 25 * 1024 * 1024;
 const TEXT_TYPES = /^(application\/(json|[\w.+-]+\+json|x-www-form-urlencoded|xml)|text\/)/i;
@@ -93,7 +93,21 @@ function send(res: ServerResponse, result: APIGatewayProxyStructuredResultV2): v
   res.end(body);
 }
 
-async function dispatch(req: IncomingMessage, res: ServerResponse, routeTable: readonly Route[]): Promise<void> {
+/** What API Gateway (HTTP API) answers when the Lambda behind a route fails or runs past its timeout. */
+const FUNCTION_FAILED: APIGatewayProxyStructuredResultV2 = {
+  statusCode: 500,
+  headers: { 'Content-Type': 'application/json' },
+  body: JSON.stringify({ message: 'Internal Server Error' }),
+};
+
+interface DispatchOptions {
+  routes: readonly Route[];
+  timeoutMs: number;
+  load: (file: string) => Promise<LambdaHandler>;
+}
+
+async function dispatch(req: IncomingMessage, res: ServerResponse, options: DispatchOptions): Promise<void> {
+  const routeTable = options.routes;
   const method = (req.method ?? 'GET').toUpperCase();
   const path = new URL(req.url ?? '/', 'http://local').pathname;
   const resolution = resolveRoute(routeTable, method, path);
@@ -109,8 +123,15 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, routeTable: r
   const matched = resolution.kind === 'match' ? resolution : undefined;
   const event = toApiGatewayEvent(req, body, matched?.route, matched?.params);
   const file = matched ? matched.route.handler : fallbackHandler;
-  const handler = await loadHandler(file);
-  send(res, await handler(event, lambdaContext(matched?.route.operationId ?? 'fallback')));
+  const handler = await options.load(file);
+  const functionName = matched?.route.operationId ?? 'fallback';
+  try {
+    send(res, await invokeWithTimeout(functionName, options.timeoutMs, (context) => handler(event, context)));
+  } catch (error) {
+    if (!(error instanceof FunctionTimeout)) throw error;
+    console.error(`local server: ${functionName} ${error.message}`);
+    send(res, FUNCTION_FAILED);
+  }
 }
 
 export interface ApiServer {
@@ -119,11 +140,25 @@ export interface ApiServer {
   close(): Promise<void>;
 }
 
-/** Serves the route table over HTTP on 127.0.0.1 (port 0 = any free port). */
-export async function startApiServer(options: { port?: number; routes?: readonly Route[] } = {}): Promise<ApiServer> {
-  const routeTable = options.routes ?? routePaths;
+export interface ApiServerOptions {
+  /** Port to listen on (0 = any free port). */
+  port?: number;
+  routes?: readonly Route[];
+  /** The functions' timeout (API_TIMEOUT_SECONDS, as deployed). */
+  timeoutMs?: number;
+  /** How a handler module is loaded (tests of the runtime itself substitute their own). */
+  loadHandler?: (file: string) => Promise<LambdaHandler>;
+}
+
+/** Serves the route table over HTTP on 127.0.0.1, each request in its function's timeout as Lambda runs it. */
+export async function startApiServer(options: ApiServerOptions = {}): Promise<ApiServer> {
+  const dispatchOptions: DispatchOptions = {
+    routes: options.routes ?? routePaths,
+    timeoutMs: options.timeoutMs ?? API_TIMEOUT_SECONDS * 1000,
+    load: options.loadHandler ?? loadHandler,
+  };
   const server = createServer((req, res) => {
-    dispatch(req, res, routeTable).catch((error: unknown) => {
+    dispatch(req, res, dispatchOptions).catch((error: unknown) => {
       console.error('local server: unhandled error', error);
       if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'application/json' });
       res.end(JSON.stringify({ type: 'server_error', code: 'error', detail: 'A server error occurred.', attr: null }));

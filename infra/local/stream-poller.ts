@@ -9,7 +9,10 @@ import {
 } from '@aws-sdk/client-dynamodb-streams';
 import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { isRawEventRecord } from '#shared/db/stream.ts';
-import { lambdaContext } from './lambda-context.ts';
+import { workers } from '#functions/routes.ts';
+import { invokeWithTimeout } from './lambda-context.ts';
+
+const INGEST_TIMEOUT_MS = workers.find((w) => w.name === 'ingest_events')!.timeoutSeconds * 1000;
 
 type StreamHandler = (event: DynamoDBStreamEvent, context: Context) => Promise<DynamoDBBatchResponse | void>;
 
@@ -93,7 +96,7 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
     let error = '';
     let failedAt: string | undefined;
     try {
-      const response = await handler({ Records: records }, lambdaContext('ingest_events', 300_000));
+      const response = await invokeWithTimeout('ingest_events', INGEST_TIMEOUT_MS, (context) => handler({ Records: records }, context));
       const failures = (response && response.batchItemFailures) || [];
       if (failures.length) {
         const seqs = failures.map((f) => f.itemIdentifier);

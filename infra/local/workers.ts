@@ -1,6 +1,6 @@
 import type { Context } from 'aws-lambda';
 import { workers } from '#functions/routes.ts';
-import { lambdaContext } from './lambda-context.ts';
+import { invokeWithTimeout } from './lambda-context.ts';
 import { nextRun } from './schedule.ts';
 import { ReceiveMessageCommand, DeleteMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { QueueName } from '#shared/queues/settings.ts';
@@ -32,7 +32,7 @@ export function scheduledEvent(ruleName: string, at = new Date()) {
 export async function runWorker(name: string, event: unknown): Promise<unknown> {
   const worker = workers.find((w) => w.name === name)!;
   const handler = await loadWorker(name);
-  return handler(event, lambdaContext(name, worker.timeoutSeconds * 1000));
+  return invokeWithTimeout(name, worker.timeoutSeconds * 1000, (context) => handler(event, context));
 }
 
 export interface Stoppable {

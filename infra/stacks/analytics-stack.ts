@@ -21,7 +21,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { QUEUES, type QueueName, type QueueSettings } from '#shared/queues/settings.ts';
 import { keys as itemKeys } from '#shared/db/keys.ts';
-import { routePaths, routes, workers, type Route, type Worker } from '#functions/routes.ts';
+import { API_TIMEOUT_SECONDS, routePaths, routes, workers, type Route, type Worker } from '#functions/routes.ts';
 import { RAW_EVENT_RECORD_FILTER } from '#shared/db/stream.ts';
 import { ENV } from '#shared/config.ts';
 import { TABLE_SCHEMA } from '#shared/db/table-schema.ts';
@@ -126,7 +126,7 @@ export class AnalyticsStack extends Stack {
     }
     const queueEnv = (names: readonly QueueName[]) => Object.fromEntries(names.map((n) => [QUEUES[n].urlEnv, this.queues.get(n)!.queue.queueUrl]));
 
-    const makeFunction = (name: string, description: string, timeoutSeconds = 10) => {
+    const makeFunction = (name: string, description: string, timeoutSeconds = API_TIMEOUT_SECONDS) => {
       const functionName = functionNameOf(stage, name);
       // An explicit log group, rather than the one Lambda creates on first write, so retention and
       // removal follow the stage and `cdk destroy` leaves nothing behind in dev.
@@ -150,7 +150,6 @@ export class AnalyticsStack extends Stack {
         handler: 'index.handler',
         code: code(name),
         memorySize: stage.lambdaMemoryMb,
-        // API functions: above Lambda's 3 s default for cold starts, well under the HTTP API's 30 s limit.
         timeout: Duration.seconds(timeoutSeconds),
         role,
         logGroup,
