@@ -1,5 +1,5 @@
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { batchDelete, batchGet } from './batch.ts';
+import { batchDelete, batchGet, batchPut } from './batch.ts';
 import { dueKeys, queryAll } from './query.ts';
 import { call, db, conditional, tableName } from './client.ts';
 import { keys, type ItemKey } from './keys.ts';
@@ -127,6 +127,11 @@ export async function deleteExport(e: ExportRecord): Promise<void> {
 
 export async function saveRun(r: RunRecord): Promise<void> {
   await call(() => db().send(new PutCommand({ TableName: tableName(), Item: runItem(r) })));
+}
+
+/** New runs in bulk (a backfill's up to 10,000: batched, so the request stays inside the API timeout). */
+export async function saveRuns(runs: RunRecord[]): Promise<void> {
+  await batchPut(runs.map(runItem));
 }
 
 /**
