@@ -4,7 +4,8 @@ import { encodeRows, objectKey, renderPrefix } from '#shared/exports/files.ts';
 import { parseExportQuery } from '#shared/exports/hogql.ts';
 import { ceilBoundary, firstWindowEnd, floorBoundary, INTERVALS, windowCount, windowsBetween } from '#shared/exports/intervals.ts';
 import { ValidationError } from '#shared/errors.ts';
-import { readSlices } from '#shared/domain/export-runs.ts';
+import { readSlices, RUN_LEASE_MS, takeTurns } from '#shared/domain/export-runs.ts';
+import { workers } from '#functions/routes.ts';
 
 const d = (iso: string) => new Date(iso);
 
@@ -53,6 +54,22 @@ describe('export intervals', () => {
     expect(windowCount(d('2000-01-01T00:00:00Z'), d('2024-01-01T00:00:00Z'), 'day')).toBe(8766);
     expect(windowCount(d('2000-01-01T00:00:00Z'), d('2024-01-01T00:00:00Z'), 'week')).toBe(1254);
     expect(performance.now() - started).toBeLessThan(1000);
+  });
+});
+
+describe('export scheduling', () => {
+  it('takes turns across organizations: every first run before any second run, order kept within each', () => {
+    const hostile = Array.from({ length: 500 }, (_, i) => `a${i}`);
+    const turns = takeTurns([hostile, ['b0'], ['c0', 'c1']]);
+    expect(turns.slice(0, 6)).toEqual(['a0', 'b0', 'c0', 'a1', 'c1', 'a2']);
+    expect(turns).toHaveLength(503);
+    expect(turns.filter((x) => x.startsWith('a'))).toEqual(hostile);
+    expect(takeTurns([])).toEqual([]);
+  });
+
+  it("leases a claimed run for longer than the exporter's invocation can live", () => {
+    const exporter = workers.find((w) => w.name === 'run_batch_exports')!;
+    expect(RUN_LEASE_MS).toBeGreaterThan(exporter.timeoutSeconds * 1000);
   });
 });
 
