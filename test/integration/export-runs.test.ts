@@ -7,7 +7,8 @@ import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, S3Client }
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { batchPut } from '#shared/db/batch.ts';
 import { eventItem } from '#shared/db/events.ts';
-import { RUN_LEASE_MS, RUNS_PER_ORGANIZATION_PER_TICK, runScheduler } from '#shared/domain/export-runs.ts';
+import { dueOrganizations, dueRunsOf, settleOrganizationQueue } from '#shared/db/batch-exports.ts';
+import { executeRun, RUN_LEASE_MS, RUNS_PER_ORGANIZATION_PER_TICK, runScheduler } from '#shared/domain/export-runs.ts';
 import { putObject, type S3Destination } from '#shared/exports/s3.ts';
 import { eventually, newProject, useApi, type Client } from '../support/api.ts';
 
@@ -286,5 +287,27 @@ describe('runs abandoned by a dead exporter', () => {
     expect(run).toMatchObject({ status: 'Failed', latest_error: expect.stringMatching(/^AttemptAbandoned: attempt 3 stopped without finishing/) });
     expect(await listKeys(s.bucketName)).toEqual([]);
     expect(await tick(new Date(at + RUN_LEASE_MS).toISOString())).toMatchObject({ runsExecuted: 0 });
+  });
+});
+
+describe("an organization's queue entry", () => {
+  it('stays while the organization has runs, goes once it has none, and comes back with the next run', async () => {
+    const s = await setup((b) => ({ name: 'Queue', interval: 'every 5 minutes', end_at: '2024-05-01T10:30:00Z', destination: config(b) }));
+    const orgId = s.org.id as string;
+    await s.c.post(`${s.base}${s.exportId}/backfill/`, { start_at: '2024-05-01T10:00:00Z', end_at: '2024-05-01T10:10:00Z' });
+    expect(await dueOrganizations(new Date('2024-05-01T10:31:59Z'))).not.toContain(orgId); // queued at 10:32 (the frozen clock)
+    expect(await dueOrganizations(new Date('2024-05-01T10:32:00Z'))).toContain(orgId);
+    // A page of one: one run now, the other stays queued, so the entry stays.
+    const [first] = await dueRunsOf(orgId, new Date('2024-05-01T10:40:00Z'), 1);
+    expect(await executeRun(first!, new Date('2024-05-01T10:40:00Z'), put)).toBe('Completed');
+    await settleOrganizationQueue(orgId, new Date('2024-05-01T10:40:00Z'));
+    expect(await dueOrganizations(new Date('2024-05-01T10:40:00Z'))).toContain(orgId);
+    expect(await tick('2024-05-01T10:41:00Z')).toMatchObject({ runsExecuted: 1 });
+    // Nothing left, untouched for over a minute: the entry goes, and ticks stop reading this organization.
+    expect(await dueOrganizations(new Date('2024-05-01T10:41:00Z'))).not.toContain(orgId);
+    // A run queued later brings it back, and runs.
+    await s.c.post(`${s.base}${s.exportId}/backfill/`, { start_at: '2024-05-01T10:10:00Z', end_at: '2024-05-01T10:15:00Z' });
+    expect(await dueOrganizations(new Date('2024-05-01T10:42:00Z'))).toContain(orgId);
+    expect(await tick('2024-05-01T10:42:00Z')).toMatchObject({ runsExecuted: 1, completed: 1 });
   });
 });
