@@ -1,6 +1,7 @@
-import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { batchDelete, batchGet } from './batch.ts';
-import { dueKeys, queryAll } from './query.ts';
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { nowIso } from '../clock.ts';
+import { batchDelete, batchGet, batchPut } from './batch.ts';
+import { dueKeys, queryAll, queryIndex } from './query.ts';
 import { call, db, conditional, tableName } from './client.ts';
 import { keys, type ItemKey } from './keys.ts';
 import { TABLE_SCHEMA } from './table-schema.ts';
@@ -48,6 +49,8 @@ export interface RunRecord {
   /** When a Starting / FailedRetryable run is (re)tried; null once settled. */
   next_attempt_at: string | null;
   backfill_id: string | null;
+  /** While Running: by when the attempt's invocation has surely ended; the run is due again from then (absent on older items). */
+  lease_until?: string | null;
 }
 
 export interface LogRecord {
@@ -82,9 +85,15 @@ function exportFromItem(item: Record<string, unknown>): ExportRecord {
   };
 }
 
+/** When the scheduler must look at a run: a Starting / FailedRetryable one at its next attempt, a Running one when its lease runs out. */
+function dueAt(r: RunRecord): string | null {
+  if (r.status === 'Running') return r.lease_until ?? null;
+  return r.status === 'Starting' || r.status === 'FailedRetryable' ? r.next_attempt_at : null;
+}
+
 function runItem(r: RunRecord) {
-  const pending = (r.status === 'Starting' || r.status === 'FailedRetryable') && r.next_attempt_at;
-  return { ...keys.exportRun(r.batch_export, r.id), ...(pending ? keys.runDue(r.next_attempt_at!, r.id) : {}), entity: 'BatchExportRun', ...r };
+  const at = dueAt(r);
+  return { ...keys.exportRun(r.batch_export, r.id), ...(at ? keys.runDue(r.organization_id, at, r.id) : {}), entity: 'BatchExportRun', ...r };
 }
 
 function runFromItem(item: Record<string, unknown>): RunRecord {
@@ -126,22 +135,104 @@ export async function deleteExport(e: ExportRecord): Promise<void> {
 }
 
 export async function saveRun(r: RunRecord): Promise<void> {
+  const at = dueAt(r);
+  if (at) await queueOrganization(r.organization_id, at);
   await call(() => db().send(new PutCommand({ TableName: tableName(), Item: runItem(r) })));
 }
 
+/** New runs in bulk (a backfill's up to 10,000: batched, so the request stays inside the API timeout). */
+export async function saveRuns(runs: RunRecord[]): Promise<void> {
+  const earliest = new Map<string, string>();
+  for (const r of runs) {
+    const at = dueAt(r);
+    if (at && !(earliest.get(r.organization_id)! <= at)) earliest.set(r.organization_id, at);
+  }
+  for (const [orgId, at] of earliest) await queueOrganization(orgId, at);
+  await batchPut(runs.map(runItem));
+}
+
 /**
- * Starts a run only if it is still as it was read (same status and attempt count): two scheduler ticks
- * that overlap (a tick may outlast the 5-minute rate) cannot both execute it.
+ * Marks the organization as having runs due from `at` (moving its entry earlier, never later), before
+ * the runs are written: so a due run always has its organization's entry. `touches` tells
+ * `settleOrganizationQueue` that runs were queued since it looked.
+ */
+async function queueOrganization(orgId: string, at: string): Promise<void> {
+  const due = keys.runQueueDue(at, orgId);
+  const touch = { ':t': nowIso(), ':one': 1 };
+  const moved = await conditional(() =>
+    db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.runQueue(orgId),
+        UpdateExpression: 'SET due_pk = :dp, due_sk = :ds, entity = :e, organization_id = :o, touched_at = :t ADD touches :one',
+        ConditionExpression: 'attribute_not_exists(due_sk) OR due_sk > :ds',
+        ExpressionAttributeValues: { ':dp': due.due_pk, ':ds': due.due_sk, ':e': 'RunQueue', ':o': orgId, ...touch },
+      }),
+    ),
+  );
+  if (moved) return;
+  await call(() =>
+    db().send(new UpdateCommand({ TableName: tableName(), Key: keys.runQueue(orgId), UpdateExpression: 'SET touched_at = :t ADD touches :one', ExpressionAttributeValues: touch })),
+  );
+}
+
+/** Organizations with runs due by `now`, the longest waiting first: one entry each, however many runs they queued. */
+export async function dueOrganizations(now: Date): Promise<string[]> {
+  return (await dueKeys(keys.runQueueDue('', '').due_pk, now)).map((k) => k.pk.slice(keys.runQueuePkPrefix.length));
+}
+
+/** At most `limit` of an organization's runs due by `now`, earliest first. */
+export async function dueRunsOf(orgId: string, now: Date, limit: number): Promise<RunRecord[]> {
+  const keysDue = await dueKeys(keys.runDue(orgId, '', '').due_pk, now, limit);
+  const runs = new Map((await batchGet(keysDue)).map((i) => [String(i.sk), runFromItem(i)]));
+  return keysDue.flatMap((k) => (runs.has(k.sk) ? [runs.get(k.sk)!] : []));
+}
+
+/**
+ * After a tick: moves the organization's entry to its earliest run still in the index, or removes it
+ * when none is left. Only if no run was queued since the entry was read (`touches`) and not in the
+ * last minute (the index is eventually consistent: a run just written may not show yet), so a queued
+ * run never loses its entry.
+ */
+export async function settleOrganizationQueue(orgId: string, now: Date): Promise<void> {
+  const key = keys.runQueue(orgId);
+  const entry = (await call(() => db().send(new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true })))).Item;
+  if (!entry || String(entry.touched_at) > new Date(now.getTime() - 60_000).toISOString()) return;
+  const [next] = await queryIndex(TABLE_SCHEMA.indexes.dueByTime, keys.runDue(orgId, '', '').due_pk, undefined, 1);
+  const unchanged = { ConditionExpression: 'touches = :seen', ExpressionAttributeValues: { ':seen': entry.touches } };
+  if (!next) {
+    await conditional(() => db().send(new DeleteCommand({ TableName: tableName(), Key: key, ...unchanged })));
+    return;
+  }
+  const due = keys.runQueueDue(String(next.due_sk).split('#')[0]!, orgId);
+  if (due.due_sk === entry.due_sk) return;
+  await conditional(() =>
+    db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: key,
+        UpdateExpression: 'SET due_sk = :ds',
+        ...unchanged,
+        ExpressionAttributeValues: { ...unchanged.ExpressionAttributeValues, ':ds': due.due_sk },
+      }),
+    ),
+  );
+}
+
+/**
+ * Starts a run only if it is still as it was read (same status and attempt count, and lease for a
+ * Running one): two scheduler ticks that overlap (a tick may outlast the 5-minute rate) cannot both execute it.
  */
 export async function claimRun(read: RunRecord, running: RunRecord): Promise<boolean> {
+  const leased = read.status === 'Running';
   return (await conditional(() =>
     db().send(
       new PutCommand({
         TableName: tableName(),
         Item: runItem(running),
-        ConditionExpression: '#s = :s AND attempts = :a',
+        ConditionExpression: `#s = :s AND attempts = :a${leased ? ' AND lease_until = :l' : ''}`,
         ExpressionAttributeNames: { '#s': 'status' },
-        ExpressionAttributeValues: { ':s': read.status, ':a': read.attempts },
+        ExpressionAttributeValues: { ':s': read.status, ':a': read.attempts, ...(leased ? { ':l': read.lease_until } : {}) },
       }),
     ),
   )) !== undefined;
@@ -200,8 +291,3 @@ export async function dueExports(now: Date): Promise<ExportRecord[]> {
   return (await batchGet(keysDue)).map(exportFromItem);
 }
 
-/** Runs waiting to start or to be retried by `now`. */
-export async function dueRuns(now: Date): Promise<RunRecord[]> {
-  const keysDue = await dueKeys(keys.runDue('', '').due_pk, now);
-  return (await batchGet(keysDue)).map(runFromItem);
-}

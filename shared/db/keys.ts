@@ -49,9 +49,13 @@ export const keys = {
   exportWindow: (exportId: string, windowStart: string): ItemKey => ({ pk: `EXPORT#${exportId}`, sk: `WINDOW#${windowStart}` }),
   exportLog: (exportId: string, timestamp: string, id: string): ItemKey => ({ pk: `EXPORT#${exportId}`, sk: `LOG#${timestamp}#${id}` }),
   exportLogPrefix: 'LOG#',
-  /** dueByTime entries: an export whose next window closes at `at`, or a run to execute at `at`. */
+  /** dueByTime entries: an export whose next window closes at `at`, or a run to execute at `at` (one partition per organization). */
   exportDue: (at: string, exportId: string) => ({ due_pk: 'DUE#EXPORT', due_sk: `${at}#${exportId}` }),
-  runDue: (at: string, runId: string) => ({ due_pk: 'DUE#RUN', due_sk: `${at}#${runId}` }),
+  runDue: (orgId: string, at: string, runId: string) => ({ due_pk: `DUE#RUN#${orgId}`, due_sk: `${at}#${runId}` }),
+  /** An organization that may have runs due from `at`: one entry however many runs it queued, so the scheduler can take turns. */
+  runQueue: (orgId: string): ItemKey => ({ pk: `RUNQUEUE#${orgId}`, sk: 'RUNQUEUE' }),
+  runQueuePkPrefix: 'RUNQUEUE#',
+  runQueueDue: (at: string, orgId: string) => ({ due_pk: 'DUE#RUNQUEUE', due_sk: `${at}#${orgId}` }),
 
   /** A computed trend, by project and a hash of everything it depends on; short TTL. */
   trendCache: (projectId: number, hash: string): ItemKey => ({ pk: `TRENDCACHE#${projectId}#${hash}`, sk: 'CACHE' }),

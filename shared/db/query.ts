@@ -36,11 +36,12 @@ export async function queryAll(
   );
 }
 
-/** Every item of an index partition (`byParent`, `dueByTime`, ...), optionally a sort-key range. */
+/** Every item of an index partition (`byParent`, `dueByTime`, ...), optionally a sort-key range; with `limit`, the first that many. */
 export async function queryIndex(
   index: { name: string; partitionKey: string; sortKey: string },
   partition: string,
   range?: { from?: string; to: string },
+  limit?: number,
 ): Promise<Record<string, unknown>[]> {
   const sortKeyCondition = range ? (range.from === undefined ? ' AND #s <= :to' : ' AND #s BETWEEN :from AND :to') : '';
   return queryItems({
@@ -48,11 +49,11 @@ export async function queryIndex(
     KeyConditionExpression: `#p = :p${sortKeyCondition}`,
     ExpressionAttributeNames: { '#p': index.partitionKey, ...(range ? { '#s': index.sortKey } : {}) },
     ExpressionAttributeValues: { ':p': partition, ...(range ? { ':to': range.to, ...(range.from === undefined ? {} : { ':from': range.from }) } : {}) },
-  });
+  }, limit);
 }
 
-/** Keys of the items whose dueByTime entry (`due_pk`) is due by `now` (the sparse index: never a scan). */
-export async function dueKeys(duePk: string, now: Date): Promise<ItemKey[]> {
-  const items = await queryIndex(TABLE_SCHEMA.indexes.dueByTime, duePk, { to: `${now.toISOString()}#\uffff` });
+/** Keys of the items whose dueByTime entry (`due_pk`) is due by `now`, earliest first (the sparse index: never a scan); with `limit`, the first that many. */
+export async function dueKeys(duePk: string, now: Date, limit?: number): Promise<ItemKey[]> {
+  const items = await queryIndex(TABLE_SCHEMA.indexes.dueByTime, duePk, { to: `${now.toISOString()}#\uffff` }, limit);
   return items.map((i) => ({ pk: String(i.pk), sk: String(i.sk) }));
 }

@@ -6,7 +6,7 @@ import {
   listExports as readExports,
   listLogs,
   saveExport,
-  saveRun,
+  saveRuns,
   writeLog,
   type ExportRecord,
   type LogRecord,
@@ -16,7 +16,7 @@ import { getOrganizationWithProjects } from '../db/organizations.ts';
 import { Conflict, NotFound, textOf, ValidationError } from '../errors.ts';
 import { COMPRESSIONS, FILE_FORMATS } from '../exports/files.ts';
 import { parseExportQuery } from '../exports/hogql.ts';
-import { firstWindowEnd, intervalMs, windowsBetween, type ExportInterval } from '../exports/intervals.ts';
+import { firstWindowEnd, intervalMs, windowCount, windowsBetween, type ExportInterval } from '../exports/intervals.ts';
 import { uuidv7 } from '../ids.ts';
 import { parseProperties } from '../trends/properties.ts';
 import { newRun } from './export-runs.ts';
@@ -253,6 +253,8 @@ export async function deleteExport(membership: MembershipRecord, exportId: strin
 }
 
 const MAX_BACKFILL_RUNS = 10_000;
+/** No analytics data predates it; a far-past start only queues empty windows (and weeks back to 1834 fit the cap). */
+const EARLIEST_BACKFILL_START = '2000-01-01T00:00:00.000Z';
 
 /**
  * One run per interval in [start_at, end_at), queued for the scheduler. Objects are keyed by their
@@ -264,13 +266,18 @@ export async function backfillExport(membership: MembershipRecord, exportId: str
   const end = new Date(input.end_at);
   if (end.getTime() > clockNow().getTime()) throw new ValidationError('The end of a backfill cannot be in the future.', 'end_at');
   if (end <= start) throw new ValidationError("The initial backfill datetime 'start_at' happens after 'end_at'.", 'start_at');
-  const windows = windowsBetween(start, end, record.interval as ExportInterval);
-  if (windows.length > MAX_BACKFILL_RUNS) {
-    throw new ValidationError(`A backfill may cover at most ${MAX_BACKFILL_RUNS} intervals; this one covers ${windows.length}.`, 'start_at');
+  if (start.getTime() < Date.parse(EARLIEST_BACKFILL_START)) {
+    throw new ValidationError(`A backfill cannot start before ${EARLIEST_BACKFILL_START}; start_at is ${start.toISOString()}.`, 'start_at');
   }
+  // Counted before anything is built: a range of millions of windows costs nothing to refuse.
+  const count = windowCount(start, end, record.interval as ExportInterval);
+  if (count > MAX_BACKFILL_RUNS) {
+    throw new ValidationError(`A backfill may cover at most ${MAX_BACKFILL_RUNS} intervals; this one covers ${count}.`, 'start_at');
+  }
+  const windows = windowsBetween(start, end, record.interval as ExportInterval);
   const backfillId = uuidv7();
   const now = clockNow();
-  for (const w of windows) await saveRun(newRun(record, w.start.toISOString(), w.end.toISOString(), now, backfillId));
+  await saveRuns(windows.map((w) => newRun(record, w.start.toISOString(), w.end.toISOString(), now, backfillId)));
   const note = 'Files of intervals already exported are overwritten in place (each window has one object key): no duplicate rows.';
   await log(record.id, 'INFO', `Backfill ${backfillId} queued ${windows.length} run(s) from ${windows[0]?.start.toISOString()} to ${end.toISOString()}. ${note}`);
   return { backfill_id: backfillId, runs: windows.length, interval_seconds: intervalMs(record.interval as ExportInterval) / 1000, note };

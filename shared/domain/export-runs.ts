@@ -4,10 +4,12 @@ import {
   claimRun,
   claimWindow,
   dueExports,
-  dueRuns,
+  dueOrganizations,
+  dueRunsOf,
   getExport,
   saveExport,
   saveRun,
+  settleOrganizationQueue,
   writeLog,
   type ExportRecord,
   type LogRecord,
@@ -30,6 +32,19 @@ export const PAUSE_AFTER_FAILED_RUNS = 3;
 /** A scheduler that was down does not flood: at most this many missed windows per export per tick. */
 const MAX_CATCH_UP = 24;
 const RUNS_IN_FLIGHT = 2;
+/**
+ * Fairness: a tick reads at most this many due runs per organization (a page of its own index
+ * partition, never the whole backlog) and executes them taking turns, one run per organization per
+ * round. Another organization's backlog therefore delays a run by at most one round of runs.
+ */
+export const RUNS_PER_ORGANIZATION_PER_TICK = 50;
+/**
+ * A claimed run is leased for the exporter's whole invocation (run_batch_exports times out after
+ * 900 s, counted from the tick's `now`, which is at or before the claim) plus a minute of margin.
+ * Once the lease runs out, the invocation is surely gone: the run is due again.
+ */
+export const RUN_LEASE_MS = (900 + 60) * 1000;
+const ORGANIZATIONS_IN_FLIGHT = 4;
 /**
  * A run reads its window in slices (5 minutes, longer for windows over 4 hours so there are at most
  * 48), several at once, rather than as one Query chain per hour shard: a busy hour is then many short
@@ -56,15 +71,19 @@ export interface SchedulerSummary {
 /**
  * One scheduler tick (EventBridge every 5 minutes): every export whose next window has closed gets a
  * run per closed window [T - interval, T) (a window is claimed once, so overlapping ticks are harmless),
- * then runs that are due (new, retried, backfilled) are executed.
+ * then runs that are due (new, retried, backfilled, or abandoned by a dead invocation) are executed,
+ * the organizations taking turns (RUNS_PER_ORGANIZATION_PER_TICK).
  */
 export async function runScheduler(now: Date, put: PutObject, timeLeftMs: () => number = () => Infinity): Promise<SchedulerSummary> {
   const summary: SchedulerSummary = { runsCreated: 0, runsExecuted: 0, completed: 0, failed: 0 };
   for (const e of await dueExports(now)) summary.runsCreated += await scheduleWindows(e, now);
-  const runs = (await dueRuns(now)).sort((a, b) => (a.data_interval_start < b.data_interval_start ? -1 : 1));
-  await inParallel(runs, RUNS_IN_FLIGHT, async (run) => {
+  const organizations = await dueOrganizations(now);
+  const queues = await inParallel(organizations, ORGANIZATIONS_IN_FLIGHT, async (orgId) =>
+    (await dueRunsOf(orgId, now, RUNS_PER_ORGANIZATION_PER_TICK)).sort((a, b) => (a.data_interval_start < b.data_interval_start ? -1 : 1)),
+  );
+  await inParallel(takeTurns(queues), RUNS_IN_FLIGHT, async (run) => {
     if (timeLeftMs() < 120_000) return; // the next tick picks it up
-    const status = await executeRun(run, now, put);
+    const status = run.status === 'Running' ? await resumeAbandoned(run, now, put) : await executeRun(run, now, put);
     if (status) summary.runsExecuted += 1;
     if (status === 'Completed') summary.completed += 1;
     if (status === 'Failed' || status === 'FailedRetryable') summary.failed += 1;
@@ -72,8 +91,35 @@ export async function runScheduler(now: Date, put: PutObject, timeLeftMs: () => 
   // Every tick, zeros included: failed attempts (retryable or final) and completed runs.
   metrics.addMetric(METRIC.exportRunsCompleted, MetricUnit.Count, summary.completed);
   metrics.addMetric(METRIC.exportRunFailures, MetricUnit.Count, summary.failed);
+  await inParallel(organizations, ORGANIZATIONS_IN_FLIGHT, (orgId) => settleOrganizationQueue(orgId, now));
   return summary;
 }
+
+/** Round robin: the first run of every queue, then the second of every queue, and so on. */
+export function takeTurns<T>(queues: readonly (readonly T[])[]): T[] {
+  const turns: T[] = [];
+  const rounds = queues.reduce((most, q) => Math.max(most, q.length), 0);
+  for (let i = 0; i < rounds; i += 1) for (const q of queues) if (i < q.length) turns.push(q[i]!);
+  return turns;
+}
+
+/**
+ * A Running run whose lease ran out: the invocation that held it timed out or crashed. That attempt
+ * counts; the next one starts now (it waited longer than any retry backoff) unless the attempts are
+ * used up or the export is paused, which settle it as a failed attempt.
+ */
+async function resumeAbandoned(run: RunRecord, now: Date, put: PutObject): Promise<RunRecord['status'] | undefined> {
+  const e = await getExport(run.organization_id, run.batch_export);
+  if (!e) return undefined;
+  const taken: RunRecord = { ...run, last_updated_at: now.toISOString(), lease_until: leaseEnd(now) };
+  if (!(await claimRun(run, taken))) return undefined; // another tick took it over
+  const message = `attempt ${run.attempts} stopped without finishing (its lease ran out at ${run.lease_until}: the exporter timed out or crashed)`;
+  if (run.attempts >= MAX_ATTEMPTS || e.paused) return fail(e, taken, { name: 'AttemptAbandoned', message }, now);
+  await log(e.id, 'WARNING', `Run ${message}; retrying now (attempt ${run.attempts + 1} of ${MAX_ATTEMPTS}).`, run.id);
+  return executeRun(taken, now, put);
+}
+
+const leaseEnd = (now: Date) => new Date(now.getTime() + RUN_LEASE_MS).toISOString();
 
 async function scheduleWindows(e: ExportRecord, now: Date): Promise<number> {
   const step = intervalMs(e.interval as ExportInterval);
@@ -126,7 +172,7 @@ export async function executeRun(run: RunRecord, now: Date, put: PutObject): Pro
     return undefined;
   }
   const attempt = run.attempts + 1;
-  const running: RunRecord = { ...run, status: 'Running', attempts: attempt, last_updated_at: now.toISOString(), next_attempt_at: null };
+  const running: RunRecord = { ...run, status: 'Running', attempts: attempt, last_updated_at: now.toISOString(), next_attempt_at: null, lease_until: leaseEnd(now) };
   if (!(await claimRun(run, running))) return undefined;
   try {
     const rows = e.model === 'persons' ? await personRows(e, run) : await eventRows(e, run);

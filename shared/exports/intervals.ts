@@ -39,6 +39,15 @@ export function firstWindowEnd(from: Date, interval: ExportInterval, startAt?: D
   return end;
 }
 
+/**
+ * How many windows `windowsBetween(from, to)` holds, by arithmetic: every interval is a fixed length in
+ * UTC (weeks too: Sunday to Sunday), so a request can be weighed before anything is built.
+ */
+export function windowCount(from: Date, to: Date, interval: ExportInterval): number {
+  const first = floorBoundary(from, interval).getTime();
+  return to.getTime() <= first ? 0 : Math.ceil((to.getTime() - first) / LENGTH[interval]);
+}
+
 /** The windows [start, end) of `interval` that cover [from, to), aligned to boundaries. */
 export function windowsBetween(from: Date, to: Date, interval: ExportInterval): { start: Date; end: Date }[] {
   const windows: { start: Date; end: Date }[] = [];

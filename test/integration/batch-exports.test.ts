@@ -101,6 +101,7 @@ describe('batch export update, pause, delete, logs', () => {
     [{ start_at: '2024-01-02T00:00:00Z', end_at: '2024-01-01T00:00:00Z' }, 'start_at'],
     [{ start_at: '2024-01-01T00:00:00', end_at: '2024-01-01T05:00:00Z' }, 'start_at'],
     [{ start_at: '2024-01-01T00:00:00Z' }, 'end_at'],
+    [{ start_at: '1999-12-31T23:00:00Z', end_at: '2000-01-01T01:00:00Z' }, 'start_at'],
   ])('refuses the backfill %j with 400 on %s', async (body, attr) => {
     const { c, base } = await org();
     const created = (await c.post(base, { name: 'B', destination: s3(), interval: 'hour', paused: true })).body;
@@ -108,5 +109,23 @@ describe('batch export update, pause, delete, logs', () => {
     expect(res.status).toBe(400);
     expect(res.body.attr).toBe(attr);
     expect((await c.get(`${base}${created.id}/`)).body.latest_runs).toEqual([]);
+  });
+
+  it.each([
+    ['week', '1990-01-01T00:00:00Z', '2024-01-01T00:00:00Z', /cannot start before 2000-01-01T00:00:00.000Z; start_at is 1990-01-01T00:00:00.000Z/],
+    ['every 5 minutes', '2000-01-01T00:00:00Z', '2024-01-01T00:00:00Z', /at most 10000 intervals; this one covers 2524608\./],
+    ['hour', '2023-01-01T00:00:00Z', '2024-02-21T17:00:00Z', /at most 10000 intervals; this one covers 10001\./],
+  ])('refuses a %s backfill from %s with a detail naming the limit, and queues no run', async (interval, start_at, end_at, detail) => {
+    const { c, base } = await org();
+    const created = (await c.post(base, { name: 'Capped', destination: s3(), interval, paused: true })).body;
+    const started = performance.now();
+    const res = await c.post(`${base}${created.id}/backfill/`, { start_at, end_at });
+    // Counted, not built: 2.5 million 5-minute windows took 18 s and 700 MB to build before the refusal.
+    expect(performance.now() - started).toBeLessThan(5000);
+    expect(res.status).toBe(400);
+    expectErrorShape(res.body);
+    expect(res.body).toMatchObject({ attr: 'start_at', detail: expect.stringMatching(detail) });
+    expect((await c.get(`${base}${created.id}/`)).body.latest_runs).toEqual([]);
+    expect((await c.get(`${base}${created.id}/logs/`)).body.results.map((l: any) => l.message)).toEqual([expect.stringMatching(/^Batch export created/)]);
   });
 });

@@ -7,7 +7,8 @@ import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, S3Client }
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { batchPut } from '#shared/db/batch.ts';
 import { eventItem } from '#shared/db/events.ts';
-import { runScheduler } from '#shared/domain/export-runs.ts';
+import { dueOrganizations, dueRunsOf, settleOrganizationQueue } from '#shared/db/batch-exports.ts';
+import { executeRun, RUN_LEASE_MS, RUNS_PER_ORGANIZATION_PER_TICK, runScheduler } from '#shared/domain/export-runs.ts';
 import { putObject, type S3Destination } from '#shared/exports/s3.ts';
 import { eventually, newProject, useApi, type Client } from '../support/api.ts';
 
@@ -199,5 +200,114 @@ describe('overlapping scheduler ticks', () => {
     expect(runs.map((r) => r.status)).toEqual(['Completed', 'Completed', 'Completed', 'Completed']);
     const logs = (await s.c.get(`${s.base}${s.exportId}/logs/?level=INFO`)).body.results.filter((l: any) => l.message.startsWith('Exported'));
     expect(logs).toHaveLength(4);
+  });
+});
+
+describe('fair scheduling across organizations', () => {
+  // end_at in the past: only backfilled runs exist. 500 five-minute windows end at 10:30.
+  const hostileBackfill = { start_at: '2024-04-29T16:50:00Z', end_at: '2024-05-01T10:30:00Z' };
+
+  async function hostileAndOther() {
+    const hostile = await setup((b) => ({ name: 'Backlog', interval: 'every 5 minutes', end_at: '2024-05-01T10:30:00Z', destination: config(b) }));
+    expect((await hostile.c.post(`${hostile.base}${hostile.exportId}/backfill/`, hostileBackfill)).body.runs).toBe(500);
+    const other = await setup((b) => ({ name: 'Small', interval: 'every 5 minutes', end_at: '2024-05-01T10:30:00Z', destination: config(b) }));
+    expect((await other.c.post(`${other.base}${other.exportId}/backfill/`, { start_at: '2024-05-01T10:00:00Z', end_at: '2024-05-01T10:05:00Z' })).body.runs).toBe(1);
+    return { hostile, other };
+  }
+
+  it("runs another organization's due run in the tick's first batch, ahead of one organization's 500 queued runs against a slow destination", async () => {
+    const { hostile, other } = await hostileAndOther();
+    const started: string[] = []; // bucket of each run's data file, in the order runs reached the destination
+    const slowPut = async (cfg: Record<string, unknown>, key: string, body: Buffer, type: string) => {
+      if (!key.endsWith('.manifest.json')) started.push(String(cfg.bucket_name));
+      if (cfg.bucket_name === hostile.bucketName) await new Promise((r) => setTimeout(r, 50));
+      else await put(cfg, key, body, type);
+    };
+    let runsBudget = 6; // the invocation "runs out of time" after 6 runs: the tick stops starting runs
+    const summary = await runScheduler(new Date('2024-05-01T10:33:00Z'), slowPut, () => (runsBudget-- > 0 ? Infinity : 0));
+    expect(summary.runsExecuted).toBe(6);
+    // Two runs in flight: the first batch is the first two runs started.
+    expect(started.slice(0, 2)).toContain(other.bucketName);
+    expect((await runsOf(other.c, other.base, other.exportId)).map((r) => r.status)).toEqual(['Completed']);
+  });
+
+  it('reads and runs at most RUNS_PER_ORGANIZATION_PER_TICK due runs of one organization per tick', async () => {
+    const { hostile, other } = await hostileAndOther();
+    const executed = new Map<string, number>();
+    const countingPut = async (cfg: Record<string, unknown>, key: string) => {
+      if (!key.endsWith('.manifest.json')) executed.set(String(cfg.bucket_name), (executed.get(String(cfg.bucket_name)) ?? 0) + 1);
+    };
+    expect(await runScheduler(new Date('2024-05-01T10:33:00Z'), countingPut)).toMatchObject({ runsExecuted: 51, completed: 51 });
+    expect(RUNS_PER_ORGANIZATION_PER_TICK).toBe(50);
+    expect(executed.get(hostile.bucketName)).toBe(50);
+    expect(executed.get(other.bucketName)).toBe(1);
+    // The next tick takes the next page of the backlog, oldest windows first.
+    expect(await runScheduler(new Date('2024-05-01T10:38:00Z'), countingPut)).toMatchObject({ runsExecuted: 50 });
+    expect(executed.get(hostile.bucketName)).toBe(100);
+  });
+});
+
+describe('runs abandoned by a dead exporter', () => {
+  /** A destination that never answers: the invocation holding the run "dies" (its promise never settles). */
+  function hangingPut() {
+    let reached!: () => void;
+    const called = new Promise<void>((r) => (reached = r));
+    return { called, put: async () => { reached(); await new Promise(() => {}); } };
+  }
+
+  it('re-runs a run left Running once its lease has run out, and not while it is live', async () => {
+    const s = await setup((b) => ({ name: 'Dies', interval: 'every 5 minutes', end_at: '2024-05-01T10:30:00Z', destination: config(b) }));
+    await s.c.post(`${s.base}${s.exportId}/backfill/`, { start_at: '2024-05-01T10:00:00Z', end_at: '2024-05-01T10:05:00Z' });
+    const dead = hangingPut();
+    void runScheduler(new Date('2024-05-01T10:33:00Z'), dead.put);
+    await dead.called;
+    expect((await runsOf(s.c, s.base, s.exportId)).map((r) => r.status)).toEqual(['Running']);
+    // Lease: 10:33 + 900 s + 60 s = 10:49. A tick before then leaves the run to its (maybe live) invocation.
+    expect(await tick('2024-05-01T10:48:59Z')).toMatchObject({ runsExecuted: 0 });
+    expect((await runsOf(s.c, s.base, s.exportId)).map((r) => r.status)).toEqual(['Running']);
+    expect(await tick('2024-05-01T10:49:00Z')).toMatchObject({ runsExecuted: 1, completed: 1 });
+    expect((await runsOf(s.c, s.base, s.exportId)).map((r) => r.status)).toEqual(['Completed']);
+    expect(await listKeys(s.bucketName)).toHaveLength(2);
+    const warnings = (await s.c.get(`${s.base}${s.exportId}/logs/?level=WARNING`)).body.results.map((l: any) => l.message);
+    expect(warnings).toEqual([expect.stringMatching(/attempt 1 stopped without finishing .*retrying now \(attempt 2 of 3\)/)]);
+  });
+
+  it('counts each abandoned attempt, so a run that always kills the exporter ends Failed after 3 attempts', async () => {
+    const s = await setup((b) => ({ name: 'Always dies', interval: 'every 5 minutes', end_at: '2024-05-01T10:30:00Z', destination: config(b) }));
+    await s.c.post(`${s.base}${s.exportId}/backfill/`, { start_at: '2024-05-01T10:00:00Z', end_at: '2024-05-01T10:05:00Z' });
+    let at = Date.parse('2024-05-01T10:33:00Z');
+    for (let attempt = 1; attempt <= 3; attempt += 1) {
+      const dead = hangingPut();
+      void runScheduler(new Date(at), dead.put);
+      await dead.called;
+      at += RUN_LEASE_MS;
+    }
+    expect(await runScheduler(new Date(at), put)).toMatchObject({ runsExecuted: 1, failed: 1 });
+    const [run] = await runsOf(s.c, s.base, s.exportId);
+    expect(run).toMatchObject({ status: 'Failed', latest_error: expect.stringMatching(/^AttemptAbandoned: attempt 3 stopped without finishing/) });
+    expect(await listKeys(s.bucketName)).toEqual([]);
+    expect(await tick(new Date(at + RUN_LEASE_MS).toISOString())).toMatchObject({ runsExecuted: 0 });
+  });
+});
+
+describe("an organization's queue entry", () => {
+  it('stays while the organization has runs, goes once it has none, and comes back with the next run', async () => {
+    const s = await setup((b) => ({ name: 'Queue', interval: 'every 5 minutes', end_at: '2024-05-01T10:30:00Z', destination: config(b) }));
+    const orgId = s.org.id as string;
+    await s.c.post(`${s.base}${s.exportId}/backfill/`, { start_at: '2024-05-01T10:00:00Z', end_at: '2024-05-01T10:10:00Z' });
+    expect(await dueOrganizations(new Date('2024-05-01T10:31:59Z'))).not.toContain(orgId); // queued at 10:32 (the frozen clock)
+    expect(await dueOrganizations(new Date('2024-05-01T10:32:00Z'))).toContain(orgId);
+    // A page of one: one run now, the other stays queued, so the entry stays.
+    const [first] = await dueRunsOf(orgId, new Date('2024-05-01T10:40:00Z'), 1);
+    expect(await executeRun(first!, new Date('2024-05-01T10:40:00Z'), put)).toBe('Completed');
+    await settleOrganizationQueue(orgId, new Date('2024-05-01T10:40:00Z'));
+    expect(await dueOrganizations(new Date('2024-05-01T10:40:00Z'))).toContain(orgId);
+    expect(await tick('2024-05-01T10:41:00Z')).toMatchObject({ runsExecuted: 1 });
+    // Nothing left, untouched for over a minute: the entry goes, and ticks stop reading this organization.
+    expect(await dueOrganizations(new Date('2024-05-01T10:41:00Z'))).not.toContain(orgId);
+    // A run queued later brings it back, and runs.
+    await s.c.post(`${s.base}${s.exportId}/backfill/`, { start_at: '2024-05-01T10:10:00Z', end_at: '2024-05-01T10:15:00Z' });
+    expect(await dueOrganizations(new Date('2024-05-01T10:42:00Z'))).toContain(orgId);
+    expect(await tick('2024-05-01T10:42:00Z')).toMatchObject({ runsExecuted: 1, completed: 1 });
   });
 });

@@ -2,9 +2,10 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { encodeRows, objectKey, renderPrefix } from '#shared/exports/files.ts';
 import { parseExportQuery } from '#shared/exports/hogql.ts';
-import { ceilBoundary, firstWindowEnd, floorBoundary, windowsBetween } from '#shared/exports/intervals.ts';
+import { ceilBoundary, firstWindowEnd, floorBoundary, INTERVALS, windowCount, windowsBetween } from '#shared/exports/intervals.ts';
 import { ValidationError } from '#shared/errors.ts';
-import { readSlices } from '#shared/domain/export-runs.ts';
+import { readSlices, RUN_LEASE_MS, takeTurns } from '#shared/domain/export-runs.ts';
+import { workers } from '#functions/routes.ts';
 
 const d = (iso: string) => new Date(iso);
 
@@ -29,6 +30,46 @@ describe('export intervals', () => {
   it('covers a backfill range with aligned windows', () => {
     const w = windowsBetween(d('2024-05-01T10:30:00Z'), d('2024-05-01T13:00:00Z'), 'hour');
     expect(w.map((x) => x.start.toISOString().slice(11, 16))).toEqual(['10:00', '11:00', '12:00']);
+  });
+
+  it('counts the windows of a range by arithmetic, exactly as many as windowsBetween builds', () => {
+    const ranges = [
+      ['2024-05-01T10:30:00Z', '2024-05-01T13:00:00Z'],
+      ['2024-05-01T10:00:00Z', '2024-05-01T10:00:00.001Z'],
+      ['2024-05-01T10:00:00Z', '2024-05-01T10:00:00Z'],
+      ['2024-05-01T10:21:30Z', '2024-05-01T10:20:00Z'],
+      ['2024-02-28T23:59:59Z', '2024-03-31T01:00:00Z'],
+      ['2023-12-30T12:00:00Z', '2024-01-07T00:00:00Z'],
+      ['2024-04-27T23:59:59.999Z', '2024-05-12T00:00:00Z'],
+    ];
+    for (const interval of INTERVALS) {
+      for (const [from, to] of ranges) expect([interval, from, to, windowCount(d(from!), d(to!), interval)]).toEqual([interval, from, to, windowsBetween(d(from!), d(to!), interval).length]);
+    }
+  });
+
+  it('counts a range of millions of windows without building them', () => {
+    const started = performance.now();
+    // Year 1 to 9999 in 5-minute windows: about 1e9 windows, which windowsBetween could never hold.
+    expect(windowCount(d('0001-01-01T00:00:00Z'), d('9999-12-31T23:59:59Z'), 'every 5 minutes')).toBe(1_051_792_992);
+    expect(windowCount(d('2000-01-01T00:00:00Z'), d('2024-01-01T00:00:00Z'), 'day')).toBe(8766);
+    expect(windowCount(d('2000-01-01T00:00:00Z'), d('2024-01-01T00:00:00Z'), 'week')).toBe(1254);
+    expect(performance.now() - started).toBeLessThan(1000);
+  });
+});
+
+describe('export scheduling', () => {
+  it('takes turns across organizations: every first run before any second run, order kept within each', () => {
+    const hostile = Array.from({ length: 500 }, (_, i) => `a${i}`);
+    const turns = takeTurns([hostile, ['b0'], ['c0', 'c1']]);
+    expect(turns.slice(0, 6)).toEqual(['a0', 'b0', 'c0', 'a1', 'c1', 'a2']);
+    expect(turns).toHaveLength(503);
+    expect(turns.filter((x) => x.startsWith('a'))).toEqual(hostile);
+    expect(takeTurns([])).toEqual([]);
+  });
+
+  it("leases a claimed run for longer than the exporter's invocation can live", () => {
+    const exporter = workers.find((w) => w.name === 'run_batch_exports')!;
+    expect(RUN_LEASE_MS).toBeGreaterThan(exporter.timeoutSeconds * 1000);
   });
 });
 
