@@ -189,6 +189,18 @@ describe('trend cost: caps and the read clamped to the first event', () => {
     expect(performance.now() - started).toBeLessThan(5_000);
   });
 
+  it('refuses an answer over 5 MiB that passes the other caps (each row echoes every series)', async () => {
+    const events = Array.from({ length: 50 }, (_, i) => ({ id: '$pageview', custom_name: String(i).padEnd(2_500, 'x') }));
+    const res = await ctx.c.post(ctx.path, { events, date_from: '-7d' });
+    expect(res.status).toBe(400);
+    expectErrorShape(res.body);
+    expect(res.body.attr).toBe('interval');
+    expect(res.body.detail).toContain('5,120 KiB');
+    const smaller = await ctx.c.post(ctx.path, { events: events.slice(0, 10), date_from: '-7d' });
+    expect(smaller.status).toBe(200);
+    expect(smaller.body.result).toHaveLength(10);
+  });
+
   it('refuses to read more than 3,700 days of a project whose events go back that far', async () => {
     const p = await newProject(api.as);
     const c = api.as(p.key);

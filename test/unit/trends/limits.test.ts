@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { eventsToRead, parseTrendRequest, resolveDateRange } from '#shared/trends/index.ts';
-import { MAX_BREAKDOWN_LIMIT, MAX_CELLS, MAX_DAYS_READ, MAX_SERIES, MAX_TREND_BUCKETS } from '#shared/trends/limits.ts';
+import { checkResponseBytes, MAX_BREAKDOWN_LIMIT, MAX_CELLS, MAX_DAYS_READ, MAX_RESPONSE_BYTES, MAX_SERIES, MAX_TREND_BUCKETS } from '#shared/trends/limits.ts';
 import { ev, expectValidation, iso, project, trend } from './helpers.ts';
 
 const NOW = new Date('2024-03-12T12:00:00Z');
@@ -72,6 +72,13 @@ describe('trend request caps', () => {
     // Without a breakdown: 20 series × 10,000 days is the most; one day more is refused on the interval.
     expect(resolveDateRange(parseTrendRequest({ events: seriesOf(20), ...days(10_000) }), project(), NOW).buckets).toHaveLength(10_000);
     refused(() => resolveDateRange(parseTrendRequest({ events: seriesOf(21), ...days(10_000) }), project(), NOW), 'interval', 200_000);
+  });
+
+  it(`allows an answer of ${MAX_RESPONSE_BYTES} bytes (5 MiB, under Lambda's 6 MB) and refuses one byte more`, () => {
+    expect(MAX_RESPONSE_BYTES).toBe(5 * 1024 * 1024);
+    expect(() => checkResponseBytes(parse({}), MAX_RESPONSE_BYTES)).not.toThrow();
+    refused(() => checkResponseBytes(parse({}), MAX_RESPONSE_BYTES + 1), 'interval', 5_120);
+    refused(() => checkResponseBytes(parse({ breakdown: 'b' }), MAX_RESPONSE_BYTES + 1), 'breakdown_limit', 5_120);
   });
 });
 
