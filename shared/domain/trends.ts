@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { FUTURE_CUTOFF_MS } from '../capture/timestamps.ts';
 import { now as clockNow } from '../clock.ts';
 import { getPersons, personIdsOf } from '../db/persons.ts';
 import { firstEventAt } from '../db/projects.ts';
@@ -76,9 +77,10 @@ export async function computeProjectTrend(membership: MembershipRecord, projectI
   const settings = projectSettings(project);
   const now = clockNow();
   // The caps (shared/trends/limits.ts) before anything is read: the response's size on the requested
-  // range, the days read once the range is clamped to the project's first event.
+  // range, the days read once the range is clamped to the stored events: from the project's first
+  // event, to now + 23 h (capture stores a later time as now).
   const range = resolveDateRange(query, settings, now, firstAt);
-  const read = eventsToRead(query, range, firstAt);
+  const read = eventsToRead(query, range, firstAt, new Date(now.getTime() + FUTURE_CUTOFF_MS));
   const hash = createHash('sha256').update(JSON.stringify({ query, settings, actions, firstAt })).digest('base64url');
   phases.mark('setup');
   if (!refresh) {

@@ -4,7 +4,7 @@
 import { ValidationError } from '#shared/errors.ts';
 import { breakdownReader, breakdownRows } from './breakdown.ts';
 import { dateContext, type DateContext, fromDateRange, type NumericRange, type Period, periodsOf, resolveRange, toDateRange, windowStart } from './dates.ts';
-import { checkDaysRead, checkResponseSize, clampToFirstEvent, type ReadWindow, tooManyBuckets } from './limits.ts';
+import { checkDaysRead, checkResponseSize, clampToEvents, type ReadWindow, tooManyBuckets } from './limits.ts';
 import { computeRow, lowerIndex, type RowValues, type TimedEvent, windowDays } from './math.ts';
 import { buildResponse, type PeriodResult } from './output.ts';
 import { compileFilters, compileGroup, type EventPredicate, parseFilter } from './properties.ts';
@@ -49,13 +49,14 @@ export function eventsNeeded(query: TrendQuery, range: DateRange): { from: Date;
 }
 
 /**
- * What storage must read: eventsNeeded from the UTC day of the project's first event on (the response
- * still shows every requested bucket, zero-filled), null when nothing can be stored in it. 400 when
+ * What storage must read: eventsNeeded from the UTC day of the project's first event on, and up to
+ * `latestEventAt` (the latest time an event can be stored with, when the caller knows it); the response
+ * still shows every requested bucket, zero-filled. Null when nothing can be stored in it. 400 when
  * that is more days than a trend may read (shared/trends/limits.ts).
  */
-export function eventsToRead(query: TrendQuery, range: DateRange, firstEventAt: Date | undefined): ReadWindow | null {
-  const read = clampToFirstEvent(eventsNeeded(query, range), firstEventAt);
-  checkDaysRead(query, read, () => clampToFirstEvent(eventsNeeded({ ...query, compare: false, compare_to: null }, range), firstEventAt));
+export function eventsToRead(query: TrendQuery, range: DateRange, firstEventAt: Date | undefined, latestEventAt?: Date): ReadWindow | null {
+  const read = clampToEvents(eventsNeeded(query, range), firstEventAt, latestEventAt);
+  checkDaysRead(query, read, () => clampToEvents(eventsNeeded({ ...query, compare: false, compare_to: null }, range), firstEventAt, latestEventAt));
   return read;
 }
 

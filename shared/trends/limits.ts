@@ -97,12 +97,14 @@ const isoDay = (d: Date) => d.toISOString().slice(0, 10);
 
 /**
  * The window starting no earlier than the UTC day of the project's first event (nothing is stored
- * before it); null when nothing can be there: no event yet, or the whole window before the first one.
+ * before it) and ending no later than `latest` (capture stores nothing later: see the caller); null
+ * when nothing can be there: no event yet, or the whole window outside those bounds.
  */
-export function clampToFirstEvent(window: { from: Date; to: Date }, firstEventAt: Date | undefined): ReadWindow | null {
-  if (firstEventAt === undefined || window.to.getTime() < firstEventAt.getTime()) return null;
+export function clampToEvents(window: { from: Date; to: Date }, firstEventAt: Date | undefined, latest?: Date): ReadWindow | null {
+  const to = Math.min(window.to.getTime(), latest?.getTime() ?? Infinity);
+  if (firstEventAt === undefined || to < firstEventAt.getTime() || window.from.getTime() > to) return null;
   const from = Math.max(window.from.getTime(), utcDay(firstEventAt.getTime()) * DAY_MS);
-  return { from: new Date(from), to: window.to, days: utcDay(window.to.getTime()) - utcDay(from) + 1 };
+  return { from: new Date(from), to: new Date(to), days: utcDay(to) - utcDay(from) + 1 };
 }
 
 /**

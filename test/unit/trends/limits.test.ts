@@ -152,6 +152,17 @@ describe('what a trend reads', () => {
     expect(read({ date_from: '2000-01-01', date_to: '2020-01-01' }, '2024-03-05T09:00:00Z').read).toBeNull();
   });
 
+  it('ends at the latest time an event can be stored with, so a range far into the future reads no future day', () => {
+    const query = parse({ date_from: '-1d', date_to: '2050-12-31' });
+    const r = resolveDateRange(query, project(), NOW, new Date('2020-01-01T00:00:00Z'));
+    expect(r.buckets).toHaveLength(9_792);
+    const latest = new Date(NOW.getTime() + 23 * 3_600_000);
+    expect(eventsToRead(query, r, new Date('2020-01-01T00:00:00Z'), latest)).toEqual({ from: new Date('2024-03-11T00:00:00Z'), to: latest, days: 3 });
+    expect(() => eventsToRead(query, r, new Date('2020-01-01T00:00:00Z'))).toThrow(/3,700 days/);
+    const future = parse({ date_from: '2030-01-01', date_to: '2030-01-31' });
+    expect(eventsToRead(future, resolveDateRange(future, project(), NOW), new Date('2020-01-01T00:00:00Z'), latest)).toBeNull();
+  });
+
   it('counts the compared period and the active-user lookback, clamped alike', () => {
     expect(read({ date_from: '-7d', compare: true }, '2020-01-01T00:00:00Z').read?.days).toBe(16);
     expect(read({ date_from: '-7d', compare: true }, '2024-03-10T12:00:00Z').read?.days).toBe(3);
