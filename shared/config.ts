@@ -32,6 +32,12 @@ export const DEFAULT_RATE_LIMITS: RateLimits = {
 };
 
 /**
+ * Capture refuses an event whose time (after clock-skew correction) is before this: such times are
+ * clock bugs, not data, and each one would stretch the project's `all` range and the days trends read.
+ */
+export const EARLIEST_EVENT_TIME = new Date('2000-01-01T00:00:00Z');
+
+/**
  * What an invocation is: an API request (answers within the API functions' 10 s timeout) or a
  * background worker (the `workers` of functions/routes.ts: stream, schedule and queue triggers,
  * 300-900 s timeouts, bulk reads and writes). shared/invocation.ts tracks which one is running.

@@ -2,8 +2,9 @@
  * Event time as PostHog's ingestion computes it (plugin-server `parseEventTimestamp` /
  * `handleTimestamp`): client time corrected by the clock skew that `sent_at` reveals, else
  * `now - offset`, else the client's timestamp, else `now`; anything more than 23 h ahead of the
- * server becomes `now`.
+ * server becomes `now`. Our addition: an event time before EARLIEST_EVENT_TIME (2000) is refused.
  */
+import { EARLIEST_EVENT_TIME } from '../config.ts';
 
 /** PostHog lets events run up to 23 h ahead (time-zone mistakes) before replacing them with `now`. */
 export const FUTURE_CUTOFF_MS = 23 * 60 * 60 * 1000;
@@ -85,6 +86,7 @@ export function resolveEventTimestamp({ timestamp, offset, sentAt, now }: Timest
     result = now.getTime();
   }
   if (result - now.getTime() > FUTURE_CUTOFF_MS) return { ok: true, timestamp: new Date(now.getTime()) };
+  if (result < EARLIEST_EVENT_TIME.getTime()) return { ok: false, reason: `timestamp before ${EARLIEST_EVENT_TIME.toISOString()}` };
   const resolved = inRange(new Date(result));
   return resolved ? { ok: true, timestamp: resolved } : { ok: false, reason: 'invalid timestamp' };
 }

@@ -2,6 +2,7 @@ import { decodeCaptureRequest, extractEvents, normalizeEvents, type CaptureReque
 import { now } from '../clock.ts';
 import { eventItem, EventTooLarge, existingEventUuids, putEventItems } from '../db/events.ts';
 import { findProjectByToken } from '../db/organizations.ts';
+import { noteEventTime } from '../db/projects.ts';
 import { limitRequest } from '../db/rate-limits.ts';
 import { NotAuthenticated, ValidationError } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
@@ -64,11 +65,33 @@ export async function captureEvents(input: CaptureRequestInput): Promise<Capture
 
   const [, existing] = await Promise.all([limited, existingEventUuids(project.project_id, [...unique.keys()])]);
   const fresh = [...unique.entries()].filter(([uuid]) => !existing.has(uuid)).map(([, v]) => v.item);
+  await noteFirstEvent(project.project_id, fresh);
   await putEventItems(fresh);
   rejected.sort((a, b) => a.index - b.index);
   const result: CaptureResult = { status: 1, accepted: fresh.length, deduplicated: deduplicated + existing.size, rejected: rejected.length, errors: rejected };
   countOutcomes(result);
   return result;
+}
+
+/**
+ * The earliest timestamp this container has lowered each project's first-event time to. That time only
+ * ever moves earlier, so a batch no earlier than it needs no write: steady state costs nothing.
+ */
+const notedFirstEvents = new Map<number, string>();
+
+/**
+ * Lowers the project's first-event time before the events are stored, so no stored event is ever
+ * earlier than it: trends clamp their reads to it (and `all` starts there) without missing events the
+ * ingest worker has not reached yet. The ingest worker still lowers it too (idempotent).
+ */
+async function noteFirstEvent(projectId: number, items: Record<string, unknown>[]): Promise<void> {
+  let earliest: string | undefined;
+  for (const item of items) if (earliest === undefined || String(item.timestamp) < earliest) earliest = String(item.timestamp);
+  const noted = notedFirstEvents.get(projectId);
+  if (earliest === undefined || (noted !== undefined && noted <= earliest)) return;
+  await noteEventTime(projectId, earliest);
+  if (notedFirstEvents.size >= 10_000) notedFirstEvents.clear();
+  notedFirstEvents.set(projectId, earliest);
 }
 
 /** CaptureEvents by outcome (events of requests whose token resolved); outcomes with no events are left out. */

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { FUTURE_CUTOFF_MS } from '../capture/timestamps.ts';
 import { now as clockNow } from '../clock.ts';
 import { getPersons, personIdsOf } from '../db/persons.ts';
 import { firstEventAt } from '../db/projects.ts';
@@ -9,7 +10,7 @@ import {
   canUseHourlyRollups,
   computeTrend,
   computeTrendFromHourly,
-  eventsNeeded,
+  eventsToRead,
   needsEventNames,
   needsPersons,
   eventPropertiesUsed,
@@ -17,11 +18,13 @@ import {
   resolveDateRange,
   trendToCsv,
   type ActionDefinition,
+  type DateRange,
   type ProjectSettings,
   type TrendEvent,
   type TrendQuery,
   type TrendResponse,
 } from '../trends/index.ts';
+import { checkResponseBytes, type ReadWindow } from '../trends/limits.ts';
 import { actionDefinitions } from './actions.ts';
 import { readTrendRows, type TrendEventSource } from './event-segments.ts';
 import { findProject, projectSettings } from './projects.ts';
@@ -35,21 +38,21 @@ export interface TrendAnswer {
   csv: () => string;
   /** Which path computed it (for logs and benchmarks): hourly rollups, compacted segments and/or raw events, or the cache. */
   source: 'rollups' | TrendEventSource | 'cache';
-  /** Where the time went, as a `Server-Timing` header value (`read;dur=12.3, compute;dur=4.5`). */
+  /** Where the time went, as a `Server-Timing` header value (`read;dur=12.3;desc="8 days", compute;dur=4.5`): the read names the UTC days it covered. */
   timing: string;
 }
 
 /** Milliseconds per phase, in order, for the Server-Timing header. */
 class Phases {
   private last = performance.now();
-  private readonly spent: [string, number][] = [];
-  mark(phase: string): void {
+  private readonly spent: [string, number, string | undefined][] = [];
+  mark(phase: string, desc?: string): void {
     const t = performance.now();
-    this.spent.push([phase, t - this.last]);
+    this.spent.push([phase, t - this.last, desc]);
     this.last = t;
   }
   header(): string {
-    return this.spent.map(([phase, ms]) => `${phase};dur=${ms.toFixed(1)}`).join(', ');
+    return this.spent.map(([phase, ms, desc]) => `${phase};dur=${ms.toFixed(1)}${desc === undefined ? '' : `;desc="${desc}"`}`).join(', ');
   }
 }
 
@@ -73,6 +76,11 @@ export async function computeProjectTrend(membership: MembershipRecord, projectI
   }
   const settings = projectSettings(project);
   const now = clockNow();
+  // The caps (shared/trends/limits.ts) before anything is read: the response's size on the requested
+  // range, the days read once the range is clamped to the stored events: from the project's first
+  // event, to now + 23 h (capture stores a later time as now).
+  const range = resolveDateRange(query, settings, now, firstAt);
+  const read = eventsToRead(query, range, firstAt, new Date(now.getTime() + FUTURE_CUTOFF_MS));
   const hash = createHash('sha256').update(JSON.stringify({ query, settings, actions, firstAt })).digest('base64url');
   phases.mark('setup');
   if (!refresh) {
@@ -84,34 +92,45 @@ export async function computeProjectTrend(membership: MembershipRecord, projectI
     }
   }
   const { response, source } = canUseHourlyRollups(query, settings, now, firstAt)
-    ? { response: await fromRollups(projectId, query, settings, now, firstAt, phases), source: 'rollups' as const }
-    : await fromEvents(projectId, query, settings, actions, now, firstAt, phases);
+    ? { response: await fromRollups(projectId, query, read, settings, now, firstAt, phases), source: 'rollups' as const }
+    : await fromEvents(projectId, query, range, read, settings, actions, now, firstAt, phases);
+  checkResponseBytes(query, Buffer.byteLength(JSON.stringify(response)));
   await writeTrendCache(projectId, hash, response, now, TREND_CACHE_SECONDS);
   phases.mark('store');
   const body = { ...response, is_cached: false, last_refresh: now.toISOString(), next: null as null };
   return { body, csv: () => trendToCsv(body), source, timing: phases.header() };
 }
 
-async function fromRollups(projectId: number, query: TrendQuery, settings: ProjectSettings, now: Date, firstAt: Date | undefined, phases: Phases) {
-  const needed = eventsNeeded(query, resolveDateRange(query, settings, now, firstAt));
-  const hourly = await Promise.all(
-    query.series.map((s) => readRollups(projectId, s.id === null ? null : String(s.id), hourKey(needed.from), hourKey(needed.to))),
-  );
-  phases.mark('read');
+const daysRead = (read: ReadWindow | null) => `${read?.days ?? 0} days`;
+
+async function fromRollups(projectId: number, query: TrendQuery, read: ReadWindow | null, settings: ProjectSettings, now: Date, firstAt: Date | undefined, phases: Phases) {
+  const hourly = read
+    ? await Promise.all(query.series.map((s) => readRollups(projectId, s.id === null ? null : String(s.id), hourKey(read.from), hourKey(read.to))))
+    : query.series.map(() => new Map<string, number>());
+  phases.mark('read', daysRead(read));
   const response = computeTrendFromHourly(query, { hourly, project: settings, now, firstEventAt: firstAt });
   phases.mark('compute');
   return response;
 }
 
-async function fromEvents(projectId: number, query: TrendQuery, settings: ProjectSettings, actions: ActionDefinition[], now: Date, firstAt: Date | undefined, phases: Phases) {
-  const range = resolveDateRange(query, settings, now, firstAt);
-  const needed = eventsNeeded(query, range);
+async function fromEvents(
+  projectId: number,
+  query: TrendQuery,
+  range: DateRange,
+  read: ReadWindow | null,
+  settings: ProjectSettings,
+  actions: ActionDefinition[],
+  now: Date,
+  firstAt: Date | undefined,
+  phases: Phases,
+) {
   const persons = needsPersons(query, settings, actions);
   const projection = { properties: eventPropertiesUsed(query, settings, actions), distinctIds: persons };
-  const { events, source } = range.buckets.length
-    ? await readTrendRows(projectId, needed.from, needed.to, needsEventNames(query, actions), projection, now)
-    : { events: [], source: 'events' as const };
-  phases.mark('read');
+  const { events, source } =
+    read && range.buckets.length
+      ? await readTrendRows(projectId, read.from, read.to, needsEventNames(query, actions), projection, now)
+      : { events: [], source: 'events' as const };
+  phases.mark('read', daysRead(read && range.buckets.length ? read : null));
   if (persons) await resolvePersons(projectId, events);
   phases.mark('persons');
   const response = computeTrend(query, { events, project: settings, actions, now, firstEventAt: firstAt });

@@ -3,7 +3,8 @@
  */
 import { ValidationError } from '#shared/errors.ts';
 import { breakdownReader, breakdownRows } from './breakdown.ts';
-import { dateContext, type DateContext, fromDateRange, MAX_BUCKETS, type Period, periodsOf, resolveRange, toDateRange, windowStart } from './dates.ts';
+import { dateContext, type DateContext, fromDateRange, type NumericRange, type Period, periodsOf, resolveRange, toDateRange, windowStart } from './dates.ts';
+import { checkDaysRead, checkResponseSize, clampToEvents, type ReadWindow, tooManyBuckets } from './limits.ts';
 import { computeRow, lowerIndex, type RowValues, type TimedEvent, windowDays } from './math.ts';
 import { buildResponse, type PeriodResult } from './output.ts';
 import { compileFilters, compileGroup, type EventPredicate, parseFilter } from './properties.ts';
@@ -17,12 +18,15 @@ export function projectContext(project: ProjectSettings, now: Date): DateContext
 
 export function resolveDateRange(query: TrendQuery, project: ProjectSettings, now: Date, firstEventAt?: Date): DateRange {
   const ctx = projectContext(project, now);
+  let range: NumericRange;
   try {
-    return toDateRange(resolveRange(query, ctx, firstEventAt?.getTime()), query.interval, ctx);
+    range = resolveRange(query, ctx, firstEventAt?.getTime());
   } catch (err) {
-    if (err instanceof RangeError) throw new ValidationError(`The date range has more than ${MAX_BUCKETS} ${query.interval} intervals; choose a longer interval.`, 'interval');
+    if (err instanceof RangeError) throw tooManyBuckets(query.interval);
     throw err;
   }
+  checkResponseSize(query, range.buckets.length);
+  return toDateRange(range, query.interval, ctx);
 }
 
 /** The range and the compared one; `now` is irrelevant once the range is resolved. */
@@ -42,6 +46,18 @@ export function eventsNeeded(query: TrendQuery, range: DateRange): { from: Date;
   const from = Math.min(...periods.map((p) => readFrom(query, p, range.timezone)));
   const to = Math.max(...periods.map((p) => p.to));
   return { from: new Date(from), to: new Date(to) };
+}
+
+/**
+ * What storage must read: eventsNeeded from the UTC day of the project's first event on, and up to
+ * `latestEventAt` (the latest time an event can be stored with, when the caller knows it); the response
+ * still shows every requested bucket, zero-filled. Null when nothing can be stored in it. 400 when
+ * that is more days than a trend may read (shared/trends/limits.ts).
+ */
+export function eventsToRead(query: TrendQuery, range: DateRange, firstEventAt: Date | undefined, latestEventAt?: Date): ReadWindow | null {
+  const read = clampToEvents(eventsNeeded(query, range), firstEventAt, latestEventAt);
+  checkDaysRead(query, read, () => clampToEvents(eventsNeeded({ ...query, compare: false, compare_to: null }, range), firstEventAt, latestEventAt));
+  return read;
 }
 
 export function indexActions(query: TrendQuery, actions: ActionDefinition[]): Map<number, ActionDefinition> {

@@ -6,6 +6,7 @@
 import { textOf, ValidationError } from '#shared/errors.ts';
 import { parseDateExpression } from './dates.ts';
 import { parseFormula } from './formula.ts';
+import { checkBreakdownLimit, checkEarliestYear, checkRelativeReach, checkSeriesCount, MAX_SERIES } from './limits.ts';
 import { parseProperties } from './properties.ts';
 import {
   COUNT_PER_ACTOR_MATHS,
@@ -79,6 +80,7 @@ export function parseTrendRequest(raw: Record<string, unknown>): TrendQuery {
   const events = entityList(raw.events, 'events');
   const actions = entityList(raw.actions, 'actions');
   if (!events.length && !actions.length) throw new ValidationError('At least one of events or actions is required.', 'events', 'required');
+  checkSeriesCount(events.length, actions.length);
   const series = orderSeries([...events, ...actions]);
   const display = parseDisplay(raw.display);
   const formula = optionalString(raw.formula, 'formula')?.trim() || null;
@@ -110,6 +112,7 @@ function entityList(raw: unknown, list: 'events' | 'actions'): (TrendEntity & { 
   const value = jsonValue(raw, list);
   if (blank(value)) return [];
   if (!Array.isArray(value)) throw new ValidationError(`Expected a list of items but got type "${typeof value}".`, list);
+  if (value.length > MAX_SERIES) checkSeriesCount(list === 'events' ? value.length : 0, list === 'actions' ? value.length : 0);
   return value.map((item, i) => parseEntity(item, list, i));
 }
 
@@ -199,6 +202,8 @@ function parseDate(raw: unknown, attr: 'date_from' | 'date_to', allowAll: boolea
   if (value === null) return null;
   const expr = parseDateExpression(value);
   if (!expr || (expr.kind === 'all' && !allowAll)) throw new ValidationError(`"${value}" is not a valid date.`, attr);
+  if (expr.kind === 'relative') checkRelativeReach(value, expr.n, expr.unit, attr);
+  if (expr.kind === 'absolute') checkEarliestYear(value, expr.date.year, attr);
   return value.trim();
 }
 
@@ -209,6 +214,7 @@ function parseCompareTo(raw: unknown): string | null {
   if (!expr || expr.kind !== 'relative' || expr.position !== null || expr.n < 1 || !value.trim().startsWith('-')) {
     throw new ValidationError(`"${value}" is not a relative date like -1w or -1y.`, 'compare_to');
   }
+  checkRelativeReach(value, expr.n, expr.unit, 'compare_to');
   return value.trim();
 }
 
@@ -222,6 +228,7 @@ function parseBreakdown(raw: Record<string, unknown>, display: Display): Breakdo
   const limitDefault = display === 'WorldMap' ? WORLD_MAP_BREAKDOWN_LIMIT : DEFAULT_BREAKDOWN_LIMIT;
   const limit = integerValue(raw.breakdown_limit, 'breakdown_limit') ?? limitDefault;
   if (limit < 1) throw new ValidationError('Ensure this value is greater than or equal to 1.', 'breakdown_limit');
+  checkBreakdownLimit(limit);
   const hideOther = booleanValue(raw.breakdown_hide_other_aggregation, 'breakdown_hide_other_aggregation');
   const breakdown = breakdownKey(raw.breakdown);
   if (breakdown === null) {

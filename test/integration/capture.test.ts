@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { personIdOf, getPerson, listPersonChanges } from '#shared/db/persons.ts';
 import { readRollups } from '#shared/db/rollups.ts';
 import { getEvent } from '#shared/db/events.ts';
+import { firstEventAt } from '#shared/db/projects.ts';
 import { expectErrorShape, eventually, newProject, useApi } from '../support/api.ts';
 
 const api = useApi();
@@ -142,6 +143,29 @@ describe('capture limits and time', () => {
     const stored = await getEvent(projectId, uuid);
     expect(Math.abs(Date.parse(stored!.timestamp) - (Date.now() - 5_000))).toBeLessThan(3_000);
     expect(stored!.uuid).toBe(uuid);
+  });
+
+  it('refuses an event dated before 2000 and stores the valid one of the same batch', async () => {
+    const { projectId, token } = await newProject(api.as);
+    const [old, valid] = [randomUUID(), randomUUID()];
+    const res = await api.as().post('/batch', {
+      api_key: token,
+      batch: [
+        { event: 'old', distinct_id: 'o', uuid: old, timestamp: '1999-12-31T23:59:59Z' },
+        { event: 'new', distinct_id: 'o', uuid: valid, timestamp: '2024-05-01T00:00:00Z' },
+      ],
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ status: 1, accepted: 1, deduplicated: 0, rejected: 1, errors: [{ index: 0, reason: 'timestamp before 2000-01-01T00:00:00.000Z' }] });
+    expect(await getEvent(projectId, old)).toBeUndefined();
+    expect((await getEvent(projectId, valid))?.event).toBe('new');
+    // The first-event time trends clamp their reads to is lowered before capture answers, not later by the ingest worker.
+    expect(await firstEventAt(projectId)).toEqual(new Date('2024-05-01T00:00:00Z'));
+
+    const alone = await api.as().post('/batch', { api_key: token, batch: [{ event: 'old', distinct_id: 'o', timestamp: '1970-01-01T00:00:00Z' }] });
+    expect(alone.status).toBe(400);
+    expectErrorShape(alone.body);
+    expect(alone.body.detail).toBe('timestamp before 2000-01-01T00:00:00.000Z');
   });
 
   it('replaces a timestamp more than 23 hours ahead with the server time', async () => {

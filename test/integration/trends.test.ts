@@ -130,6 +130,96 @@ describe('trend over HTTP (UTC project)', () => {
   });
 });
 
+describe('trend cost: caps and the read clamped to the first event', () => {
+  let ctx: Ctx;
+  beforeAll(async () => {
+    ctx = await projectWithEvents([
+      ev('$pageview', 'a', '2024-03-05T09:00:00Z', { $browser: 'Chrome' }),
+      ev('$pageview', 'a', '2024-03-06T09:00:00Z', { $browser: 'Chrome' }),
+      ev('$pageview', 'b', '2024-03-06T10:00:00Z', { $browser: 'Firefox' }),
+      ev('$pageview', 'c', '2024-03-10T23:59:00Z', { $browser: 'Safari' }),
+      ev('$pageview', 'b', '2024-03-12T08:00:00Z', {}),
+    ]);
+  });
+  const readDays = (res: { headers: Headers }) => /(?:^|, )read;dur=[\d.]+;desc="(\d+) days"/.exec(res.headers.get('server-timing') ?? '')?.[1];
+
+  it('reads only the days from the first event on for date_from 2000-01-01, and answers every bucket zero-filled', async () => {
+    const raw = await ctx.c.post(ctx.path, { events: [{ id: '$pageview', properties: [{ key: '$browser', operator: 'is_set' }] }], date_from: '2000-01-01' });
+    expect(raw.status).toBe(200);
+    expect(raw.headers.get('x-trend-source')).toBe('events');
+    expect(readDays(raw)).toBe('8');
+    const [series] = raw.body.result;
+    expect(series.days).toHaveLength(8_838);
+    expect(series.days[0]).toBe('2000-01-01');
+    expect(series.data.slice(-8)).toEqual([1, 2, 0, 0, 0, 1, 0, 0]);
+    expect(series.count).toBe(4);
+
+    const rollups = await ctx.c.get(`${ctx.path}?date_from=2000-01-01&events=${encodeURIComponent(JSON.stringify([{ id: '$pageview' }]))}`);
+    expect(rollups.headers.get('x-trend-source')).toBe('rollups');
+    expect(readDays(rollups)).toBe('8');
+    expect(rollups.body.result[0].data).toHaveLength(8_838);
+    expect(rollups.body.result[0].data.slice(-8)).toEqual([1, 2, 0, 0, 0, 1, 0, 1]);
+  });
+
+  it('reads nothing for a project without events, and answers zeros', async () => {
+    const p = await newProject(api.as);
+    const res = await api.as(p.key).post(`/api/environments/${p.projectId}/insights/trend/`, { events: [{ id: 'x', properties: [{ key: 'y', operator: 'is_set' }] }], date_from: '2000-01-01' });
+    expect(res.status).toBe(200);
+    expect(readDays(res)).toBe('0');
+    expect(res.body.result[0].data).toHaveLength(8_838);
+    expect(res.body.result[0].count).toBe(0);
+  });
+
+  it.each([
+    [{ events: JSON.stringify(Array.from({ length: 51 }, () => ({ id: '$pageview' }))) }, 'events', '50'],
+    [{ breakdown: '$browser', breakdown_limit: '1001' }, 'breakdown_limit', '1,000'],
+    [{ date_from: '-1y', interval: 'hour', date_to: '2024-03-12', explicit_date: 'false', compare: 'true', breakdown: '$browser' }, 'breakdown_limit', '200,000'],
+    [{ date_from: '-2y', interval: 'hour' }, 'interval', '10,000'],
+    [{ date_from: '-999999999h', interval: 'hour' }, 'date_from', '100 years'],
+    [{ date_from: '-100000d', interval: 'month' }, 'date_from', '100 years'],
+    [{ date_from: '-7d', compare_to: '-100000y' }, 'compare_to', '100 years'],
+  ])('answers GET %j with a 400 on %s stating %s', async (params, attr, cap) => {
+    const query = new URLSearchParams({ events: JSON.stringify([{ id: '$pageview' }]), ...params });
+    const started = performance.now();
+    const res = await ctx.c.get(`${ctx.path}?${query.toString()}`);
+    expect(res.status).toBe(400);
+    expectErrorShape(res.body);
+    expect(res.body.attr).toBe(attr);
+    expect(res.body.detail).toContain(cap);
+    expect(performance.now() - started).toBeLessThan(5_000);
+  });
+
+  it('refuses an answer over 5 MiB that passes the other caps (each row echoes every series)', async () => {
+    const events = Array.from({ length: 50 }, (_, i) => ({ id: '$pageview', custom_name: String(i).padEnd(2_500, 'x') }));
+    const res = await ctx.c.post(ctx.path, { events, date_from: '-7d' });
+    expect(res.status).toBe(400);
+    expectErrorShape(res.body);
+    expect(res.body.attr).toBe('interval');
+    expect(res.body.detail).toContain('5,120 KiB');
+    const smaller = await ctx.c.post(ctx.path, { events: events.slice(0, 10), date_from: '-7d' });
+    expect(smaller.status).toBe(200);
+    expect(smaller.body.result).toHaveLength(10);
+  });
+
+  it('refuses to read more than 3,700 days of a project whose events go back that far', async () => {
+    const p = await newProject(api.as);
+    const c = api.as(p.key);
+    expect((await api.as().post('/batch', { api_key: p.token, batch: [ev('old', 'a', '2005-01-01T00:00:00Z'), ev('old', 'a', '2024-03-01T00:00:00Z')] })).body.accepted).toBe(2);
+    const path = `/api/environments/${p.projectId}/insights/trend/`;
+    const tooMuch = await c.post(path, { events: [{ id: 'old' }], date_from: '2005-01-01', interval: 'month' });
+    expect(tooMuch.status).toBe(400);
+    expect(tooMuch.body).toMatchObject({ type: 'validation_error', attr: 'date_from' });
+    expect(tooMuch.body.detail).toContain('3,700 days');
+    // Clamped to the first event, a range from 2000 reads the 31 days of January 2005 and is answered.
+    // (A filter takes the raw-event path, which sees the events before the ingest worker counts them.)
+    const clamped = await c.post(path, { events: [{ id: 'old', properties: [{ key: 'x', operator: 'is_not_set' }] }], date_from: '2000-01-01', date_to: '2005-01-31' });
+    expect(clamped.status).toBe(200);
+    expect(clamped.headers.get('server-timing')).toMatch(/read;dur=[\d.]+;desc="31 days"/);
+    expect(clamped.body.result[0].data).toHaveLength(1_858);
+    expect(clamped.body.result[0].count).toBe(1);
+  });
+});
+
 describe('trend in a project timezone across DST', () => {
   it('counts a New York day of 23 hours as one day and puts a local 23:30 event on its local day', async () => {
     const ctx = await projectWithEvents(

@@ -11,6 +11,7 @@ import {
   type NormalizeOptions,
 } from '#shared/capture/decode.ts';
 import { NotAuthenticated, ParseError, PayloadTooLarge, ValidationError } from '#shared/errors.ts';
+import { EARLIEST_EVENT_TIME } from '#shared/config.ts';
 
 const EVENT = { event: '$pageview', distinct_id: 'user-1', properties: { token: 'phc_abc' } };
 const EVENT_JSON = JSON.stringify(EVENT);
@@ -417,5 +418,27 @@ describe('normalizeEvents', () => {
     );
     expect(out.rejected).toEqual([0, 1, 2, 3].map((index) => ({ index, reason: 'invalid timestamp' })));
     expect(out.accepted).toHaveLength(1);
+  });
+
+  it('rejects an event whose time is before 2000-01-01, for that event only, whichever way the time came', () => {
+    expect(EARLIEST_EVENT_TIME.toISOString()).toBe('2000-01-01T00:00:00.000Z');
+    const out = normalizeEvents(
+      [
+        { ...EVENT, timestamp: '1999-12-31T23:59:59.999Z' },
+        { ...EVENT, timestamp: '2000-01-01T00:00:00Z' },
+        { ...EVENT, timestamp: 0 },
+        { ...EVENT, timestamp: '0001-01-01T00:00:00Z' },
+        { ...EVENT, offset: NOW.getTime() - Date.parse('1999-06-01T00:00:00Z') },
+        EVENT,
+      ],
+      opts,
+    );
+    expect(out.rejected).toEqual([0, 2, 3, 4].map((index) => ({ index, reason: 'timestamp before 2000-01-01T00:00:00.000Z' })));
+    expect(out.accepted.map((e) => e.timestamp)).toEqual(['2000-01-01T00:00:00.000Z', '2024-05-01T12:00:10.000Z']);
+  });
+
+  it('keeps an event from a client whose clock reads 1970 once sent_at corrects it', () => {
+    const e = accepted({ ...EVENT, timestamp: '1970-01-01T00:00:05Z' }, { sentAt: '1970-01-01T00:00:10Z' });
+    expect(e.timestamp).toBe('2024-05-01T12:00:05.000Z');
   });
 });
