@@ -7,6 +7,7 @@ const api = useApi();
 
 interface Ctx {
   c: Client;
+  key: string;
   projectId: number;
   token: string;
   base: string;
@@ -48,7 +49,7 @@ async function seedPersons(ctx: Ctx, count: number, properties: (i: number) => R
 
 async function project(): Promise<Ctx> {
   const p = await newProject(api.as);
-  return { c: api.as(p.key), projectId: p.projectId, token: p.token, base: `/api/environments/${p.projectId}/persons/` };
+  return { c: api.as(p.key), key: p.key, projectId: p.projectId, token: p.token, base: `/api/environments/${p.projectId}/persons/` };
 }
 
 describe('persons list', () => {
@@ -98,6 +99,17 @@ describe('persons list', () => {
     expect(exact.body.next).toBeNull();
     const beyond = await ctx.c.get(`${ctx.base}?offset=20`);
     expect(beyond.body).toMatchObject({ count: 8, results: [], next: null });
+  });
+
+  it('never copies a personal_api_key given in the query string into next or previous', async () => {
+    const res = await api.as().get(`${ctx.base}?personal_api_key=${ctx.key}&limit=3&offset=3`);
+    expect(res.status).toBe(200);
+    expect(res.body.next).toBeTruthy();
+    expect(res.body.previous).toBeTruthy();
+    for (const link of [res.body.next, res.body.previous]) {
+      expect(link).not.toContain(ctx.key);
+      expect(new URL(link).searchParams.has('personal_api_key')).toBe(false);
+    }
   });
 
   it('filters by distinct_id and by exact email through lookups', async () => {
