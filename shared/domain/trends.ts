@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { now as clockNow } from '../clock.ts';
+import { trendToCsv } from '../csv.ts';
 import { getPersons, personIdsOf } from '../db/persons.ts';
 import { firstEventAt } from '../db/projects.ts';
 import { readRollups } from '../db/rollups.ts';
@@ -15,7 +16,6 @@ import {
   eventPropertiesUsed,
   parseTrendRequest,
   resolveDateRange,
-  trendToCsv,
   type ActionDefinition,
   type ProjectSettings,
   type TrendEvent,

@@ -3,4 +3,3 @@ export * from './types.ts';
 export { parseTrendRequest } from './parse.ts';
 export { resolveDateRange, eventsNeeded, needsEventNames, needsPersons, eventPropertiesUsed, computeTrend } from './compute.ts';
 export { canUseHourlyRollups, computeTrendFromHourly } from './hourly.ts';
-export { trendToCsv } from './csv.ts';

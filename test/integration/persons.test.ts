@@ -166,6 +166,32 @@ describe('persons list', () => {
   });
 });
 
+describe('persons CSV', () => {
+  it('neutralises cells that would run as spreadsheet formulas; numbers stay numbers', async () => {
+    const ctx = await project();
+    await seedPersons(ctx, 1, () => ({ name: '=HYPERLINK("http://evil")', balance: -5, note: '-5' }));
+    const res = await ctx.c.get(`${ctx.base}?format=csv`);
+    expect(res.status).toBe(200);
+    const [header, row] = res.text.split('\r\n');
+    const cells = Object.fromEntries(header!.split(',').map((column, i) => [column, row!.split(/,(?=(?:[^"]*"[^"]*")*[^"]*$)/)[i]]));
+    expect(cells['properties.name']).toBe(`"'=HYPERLINK(""http://evil"")"`);
+    expect(cells.name).toBe(`"'=HYPERLINK(""http://evil"")"`);
+    expect(cells['properties.balance']).toBe('-5');
+    expect(cells['properties.note']).toBe("'-5");
+  });
+
+  it('keeps at most 1000 columns from property keys, says so in X-CSV-Truncated, and keeps the top-level fields', async () => {
+    const ctx = await project();
+    await seedPersons(ctx, 1, () => Object.fromEntries(Array.from({ length: 1200 }, (_, i) => [`k${i}`, i])));
+    const res = await ctx.c.get(`${ctx.base}?format=csv`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-csv-truncated')).toBe('201 columns omitted (at most 1000 columns from nested fields)');
+    const columns = res.text.split('\r\n')[0]!.split(',');
+    expect(columns.filter((c) => c.includes('.'))).toHaveLength(1000);
+    expect(columns).toEqual(expect.arrayContaining(['id', 'name', 'created_at', 'uuid']));
+  });
+});
+
 describe('person retrieve, update, delete property, activity, timeline', () => {
   it('retrieves by integer id; unknown ids and other projects are 404; non-integers 400', async () => {
     const ctx = await project();
