@@ -323,13 +323,10 @@ export async function personCount(projectId: number): Promise<number> {
 
 export type PageKey = Record<string, unknown>;
 
-/**
- * One read of a project's persons, newest first, from `startKey` (a previous page's end). `filter` on
- * lower-cased e-mail (substring) runs in DynamoDB, narrowing what comes back.
- */
+/** One read of a project's persons, newest first, from `startKey` (a previous page's end). */
 export async function queryPersons(
   projectId: number,
-  options: { limit: number; startKey?: PageKey; emailContains?: string },
+  options: { limit: number; startKey?: PageKey },
 ): Promise<{ persons: { person: PersonRecord; key: PageKey }[]; nextKey?: PageKey }> {
   const index = TABLE_SCHEMA.indexes.byParent;
   const out = await call(() =>
@@ -338,12 +335,8 @@ export async function queryPersons(
         TableName: tableName(),
         IndexName: index.name,
         KeyConditionExpression: '#p = :p',
-        ExpressionAttributeNames: { '#p': index.partitionKey, ...(options.emailContains ? { '#e': 'email_lower' } : {}) },
-        ExpressionAttributeValues: {
-          ':p': keys.personsOfProject(projectId, '', 0).parent_pk,
-          ...(options.emailContains ? { ':e': options.emailContains.toLowerCase() } : {}),
-        },
-        ...(options.emailContains ? { FilterExpression: 'contains(#e, :e)' } : {}),
+        ExpressionAttributeNames: { '#p': index.partitionKey },
+        ExpressionAttributeValues: { ':p': keys.personsOfProject(projectId, '', 0).parent_pk },
         ScanIndexForward: false,
         Limit: options.limit,
         ExclusiveStartKey: options.startKey,

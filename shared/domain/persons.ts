@@ -1,4 +1,5 @@
 import { nowIso } from '../clock.ts';
+import { config } from '../config.ts';
 import { inParallel } from '../db/batch.ts';
 import { nextId } from '../db/counters.ts';
 import { keys } from '../db/keys.ts';
@@ -68,6 +69,8 @@ export interface PersonListQuery {
   search?: string;
   /** Person-property predicate built from the `properties` parameter (person-type filters). */
   matches?: (properties: Record<string, unknown>) => boolean;
+  /** When the request must answer (epoch ms): a filtered scan stops there too. */
+  deadline?: number;
 }
 
 export interface PersonPage {
@@ -75,9 +78,14 @@ export interface PersonPage {
   results: PersonResponse[];
   /** Opaque position after this page, when more results exist. */
   nextCursor?: string;
+  /** The `offset` of the next page when it is not offset + limit (a filtered page the scan limit cut short). */
+  nextOffset?: number;
   hasMore: boolean;
+  /** A filtered scan stopped at its limit before the page was full; `next` resumes it. */
+  scanLimited?: boolean;
 }
 
+/** A position in the project's persons (newest first) and how many results of the list lie before it. */
 interface Cursor {
   key: PageKey;
   offset: number;
@@ -108,7 +116,7 @@ function page(all: PersonRecord[], q: PersonListQuery): PersonPage {
 /**
  * Persons newest first. Exact lookups (distinct_id, email) read an index, never the project; an
  * unfiltered list reads only its page (count from the kept counter, cursor to continue); search and
- * property filters read the project to count exactly.
+ * property filters read the project's persons in order, a bounded number per request (see scanPage).
  */
 export async function listPersons(projectId: number, q: PersonListQuery): Promise<PersonPage> {
   const keep = (p: PersonRecord) => (!q.matches || q.matches(p.properties)) && (!q.email || p.properties.email === q.email);
@@ -121,7 +129,7 @@ export async function listPersons(projectId: number, q: PersonListQuery): Promis
     const found = (await personsWithEmail(projectId, q.email)).filter((p) => keep(p) && (!q.search || searchMatches(p, q.search)));
     return page(found.sort(byNewest), q);
   }
-  if (q.search !== undefined || q.matches) return page(await scanMatching(projectId, q), q);
+  if (q.search !== undefined || q.matches) return scanPage(projectId, q);
   return unfilteredPage(projectId, q);
 }
 
@@ -131,24 +139,60 @@ function searchMatches(p: PersonRecord, search: string): boolean {
 }
 
 const SCAN_PAGE = 500;
+/** Query calls per filtered request: each reads up to 1 MB, so persons with large properties cannot make one request read without bound. */
+const SCAN_READS = 40;
 
-async function scanMatching(projectId: number, q: PersonListQuery): Promise<PersonRecord[]> {
-  const found = new Map<number, PersonRecord>();
-  // PostHog's search is "email contains OR distinct id equals OR uuid equals": the exact parts are lookups.
-  if (q.search !== undefined) {
-    const id = await personIdOf(projectId, q.search);
-    const byId = id === undefined ? undefined : await getPerson(projectId, id);
-    if (byId && (!q.matches || q.matches(byId.properties))) found.set(byId.id, byId);
-  }
-  let startKey: PageKey | undefined;
-  do {
-    const out = await queryPersons(projectId, { limit: SCAN_PAGE, startKey, emailContains: q.search });
-    for (const { person } of out.persons) {
-      if (!q.matches || q.matches(person.properties)) found.set(person.id, person);
+/**
+ * One page of a filtered list: reads the project's persons newest first from the cursor's position
+ * (or the start, skipping `offset` matches) until the page is full and one more match shows there is
+ * more, the persons run out, or the scan reaches its limit (`config().personScanLimit` persons
+ * examined, SCAN_READS reads or the request's deadline). Cut short, the page has the matches found
+ * so far, `scanLimited`, and a cursor just after the last person examined: following `next` resumes
+ * the scan, so a client walking `next` sees every match exactly once. `count` is exact on the last
+ * page; before it, the matches found so far.
+ */
+async function scanPage(projectId: number, q: PersonListQuery): Promise<PersonPage> {
+  const cursor = q.cursor ? decodeCursor(q.cursor, projectId) : undefined;
+  const keep = (p: PersonRecord) => (!q.matches || q.matches(p.properties)) && (q.search === undefined || searchMatches(p, q.search));
+  const scanLimit = config().personScanLimit;
+  let before = cursor?.offset ?? 0;
+  let startKey = cursor?.key;
+  let resume = startKey;
+  const results: PersonRecord[] = [];
+  let examined = 0;
+  let reads = 0;
+  let more = false;
+  let exhausted = false;
+  scan: while (examined < scanLimit && reads < SCAN_READS && !(q.deadline !== undefined && Date.now() >= q.deadline)) {
+    const out = await queryPersons(projectId, { limit: Math.min(SCAN_PAGE, scanLimit - examined), startKey });
+    reads += 1;
+    for (const { person, key } of out.persons) {
+      if (keep(person)) {
+        if (results.length === q.limit) {
+          more = true;
+          break scan;
+        }
+        if (before < q.offset) before += 1;
+        else results.push(person);
+      }
+      examined += 1;
+      resume = key;
     }
     startKey = out.nextKey;
-  } while (startKey);
-  return [...found.values()].sort(byNewest);
+    if (!startKey) {
+      exhausted = true;
+      break;
+    }
+  }
+  const hasMore = more || !exhausted;
+  return {
+    count: before + results.length + (more ? 1 : 0),
+    results: results.map(personResponse),
+    hasMore,
+    nextCursor: hasMore && resume ? encodeCursor({ key: resume, offset: before + results.length }) : undefined,
+    nextOffset: hasMore ? Math.max(q.offset, before) + results.length : undefined,
+    ...(hasMore && !more ? { scanLimited: true } : {}),
+  };
 }
 
 async function unfilteredPage(projectId: number, q: PersonListQuery): Promise<PersonPage> {

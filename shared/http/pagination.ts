@@ -43,12 +43,12 @@ export function paginated<T>(requestUrl: URL, page: Page, count: number, results
  * `paginated` plus an opaque `cursor` on `next`, so following `next` resumes where this page ended
  * (same cost at any depth) while `offset` stays meaningful; `next` only when more results exist.
  */
-export function cursorPaginated<T>(requestUrl: URL, page: Page, count: number, results: T[], more: { hasMore: boolean; cursor?: string }) {
+export function cursorPaginated<T>(requestUrl: URL, page: Page, count: number, results: T[], more: { hasMore: boolean; cursor?: string; nextOffset?: number }) {
   const body = paginated(requestUrl, page, count, results);
   if (!more.hasMore) return { ...body, next: null };
   const next = withoutCredentials(requestUrl);
   next.searchParams.set('limit', String(page.limit));
-  next.searchParams.set('offset', String(page.offset + page.limit));
+  next.searchParams.set('offset', String(more.nextOffset ?? page.offset + page.limit));
   if (more.cursor) next.searchParams.set('cursor', more.cursor);
   else next.searchParams.delete('cursor');
   const previous = body.previous ? new URL(body.previous) : null;
