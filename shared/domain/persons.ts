@@ -81,7 +81,7 @@ export interface PersonPage {
   /** The `offset` of the next page when it is not offset + limit (a filtered page the scan limit cut short). */
   nextOffset?: number;
   hasMore: boolean;
-  /** A filtered scan stopped at its limit before the page was full; `next` resumes it. */
+  /** A filtered scan stopped at its limit: the page may be short and `count` counts only the matches seen; `next` resumes it. */
   scanLimited?: boolean;
 }
 
@@ -144,12 +144,13 @@ const SCAN_READS = 40;
 
 /**
  * One page of a filtered list: reads the project's persons newest first from the cursor's position
- * (or the start, skipping `offset` matches) until the page is full and one more match shows there is
- * more, the persons run out, or the scan reaches its limit (`config().personScanLimit` persons
- * examined, SCAN_READS reads or the request's deadline). Cut short, the page has the matches found
- * so far, `scanLimited`, and a cursor just after the last person examined: following `next` resumes
- * the scan, so a client walking `next` sees every match exactly once. `count` is exact on the last
- * page; before it, the matches found so far.
+ * (or the start, skipping `offset` matches), fills the page, then goes on counting the matches after
+ * it, until the persons run out or the scan reaches its limit (`config().personScanLimit` persons
+ * examined, SCAN_READS reads or the request's deadline). So `count` is exact whenever the rest of the
+ * project fits in one scan (as before for all but large projects). Cut short (`scanLimited`), the
+ * page has the matches found so far (maybe fewer than `limit`), `count` counts the matches seen, and
+ * `next` carries a cursor just after the last result or, on a short page, the last person examined:
+ * following `next` resumes the scan, so a client walking `next` sees every match exactly once.
  */
 async function scanPage(projectId: number, q: PersonListQuery): Promise<PersonPage> {
   const cursor = q.cursor ? decodeCursor(q.cursor, projectId) : undefined;
@@ -159,23 +160,22 @@ async function scanPage(projectId: number, q: PersonListQuery): Promise<PersonPa
   let startKey = cursor?.key;
   let resume = startKey;
   const results: PersonRecord[] = [];
+  let beyond = 0;
   let examined = 0;
   let reads = 0;
-  let more = false;
   let exhausted = false;
-  scan: while (examined < scanLimit && reads < SCAN_READS && !(q.deadline !== undefined && Date.now() >= q.deadline)) {
+  while (examined < scanLimit && reads < SCAN_READS && !(q.deadline !== undefined && Date.now() >= q.deadline)) {
     const out = await queryPersons(projectId, { limit: Math.min(SCAN_PAGE, scanLimit - examined), startKey });
     reads += 1;
     for (const { person, key } of out.persons) {
-      if (keep(person)) {
-        if (results.length === q.limit) {
-          more = true;
-          break scan;
-        }
-        if (before < q.offset) before += 1;
-        else results.push(person);
-      }
       examined += 1;
+      const match = keep(person);
+      if (results.length === q.limit) {
+        if (match) beyond += 1;
+        continue;
+      }
+      if (match && before < q.offset) before += 1;
+      else if (match) results.push(person);
       resume = key;
     }
     startKey = out.nextKey;
@@ -184,14 +184,14 @@ async function scanPage(projectId: number, q: PersonListQuery): Promise<PersonPa
       break;
     }
   }
-  const hasMore = more || !exhausted;
+  const hasMore = beyond > 0 || !exhausted;
   return {
-    count: before + results.length + (more ? 1 : 0),
+    count: before + results.length + beyond,
     results: results.map(personResponse),
     hasMore,
     nextCursor: hasMore && resume ? encodeCursor({ key: resume, offset: before + results.length }) : undefined,
     nextOffset: hasMore ? Math.max(q.offset, before) + results.length : undefined,
-    ...(hasMore && !more ? { scanLimited: true } : {}),
+    ...(exhausted ? {} : { scanLimited: true }),
   };
 }
 

@@ -128,6 +128,13 @@ describe('persons list', () => {
     const id = await ctx.c.get(`${ctx.base}?search=no-email`);
     expect(id.body.results.map((p: any) => p.distinct_ids[0])).toEqual(['no-email']);
     expect((await ctx.c.get(`${ctx.base}?search=example.com`)).body.count).toBe(7);
+    // A page of a small project still counts every match, and next continues after the page.
+    const first = await ctx.c.get(`${ctx.base}?search=example.com&limit=3`);
+    expect(first.body).toMatchObject({ count: 7 });
+    expect(first.body.scan_limited).toBeUndefined();
+    const second = await ctx.c.get(new URL(first.body.next).pathname + new URL(first.body.next).search);
+    expect(second.body.results.map((p: any) => p.distinct_ids[0])).toEqual(['user-4', 'user-3', 'user-2']);
+    expect(second.body.count).toBe(7);
   });
 
   it.each([
