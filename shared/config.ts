@@ -14,7 +14,12 @@ export const ENV = {
   lambdaFunctionName: 'AWS_LAMBDA_FUNCTION_NAME',
   /** JSON overriding the rate limits below, e.g. `{"crud":{"minute":5}}` or `{"enabled":false}` (tests, benchmarks). */
   rateLimits: 'ANALYTICS_RATE_LIMITS',
+  /** Persons a filtered persons list examines per request (default below); tests lower it. */
+  personScanLimit: 'ANALYTICS_PERSON_SCAN_LIMIT',
 } as const;
+
+/** A `search` or `properties` persons list reads persons in order and stops after this many per request. */
+export const DEFAULT_PERSON_SCAN_LIMIT = 10_000;
 
 /**
  * Rate-limit classes: `crud` for every personal-key operation unless its route says otherwise,
@@ -75,6 +80,7 @@ export interface Config {
   queueUrls: Partial<Record<QueueName, string>>;
   /** Requests allowed per window and class; `undefined` when rate limiting is switched off. */
   rateLimits: RateLimits | undefined;
+  personScanLimit: number;
 }
 
 export class ConfigError extends Error {
@@ -101,7 +107,15 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
       Object.entries(QUEUES).flatMap(([name, q]) => (env[q.urlEnv] ? [[name, env[q.urlEnv]]] : [])),
     ) as Partial<Record<QueueName, string>>,
     rateLimits: readRateLimits(env[ENV.rateLimits]),
+    personScanLimit: readPositiveInteger(ENV.personScanLimit, env[ENV.personScanLimit], DEFAULT_PERSON_SCAN_LIMIT),
   };
+}
+
+function readPositiveInteger(name: string, raw: string | undefined, fallback: number): number {
+  if (!raw?.trim()) return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new ConfigError(`${name} must be a positive integer, got '${raw}'`);
+  return n;
 }
 
 /** Defaults, overridden per class and window by ANALYTICS_RATE_LIMITS; `{"enabled": false}` switches limiting off. */

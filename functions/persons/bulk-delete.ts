@@ -5,6 +5,6 @@ import { queuePersonDeletion } from '#shared/queues/person-deletions.ts';
 import { bulkDeleteBody } from '#shared/schemas/persons.ts';
 import { route } from '../routes.ts';
 
-export const handler = apiHandler(route('persons_bulk_delete'), { body: bulkDeleteBody }, async ({ body, caller, projectId }) =>
-  accepted(await bulkDeletePersons(caller, projectId, body, queuePersonDeletion)),
+export const handler = apiHandler(route('persons_bulk_delete'), { body: bulkDeleteBody }, async ({ body, caller, projectId, deadline }) =>
+  accepted(await bulkDeletePersons(caller, projectId, body, queuePersonDeletion, deadline)),
 );

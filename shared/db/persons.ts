@@ -258,9 +258,15 @@ export async function deletePersonRecord(person: PersonRecord, activity: Activit
     const chunk = ids.splice(0, MOVES_PER_TRANSACTION);
     await transact(chunk.map((d) => ({ Delete: { TableName: Table, Key: keys.distinctId(person.project_id, d) } })));
   }
-  return transact([
+  return transact([...removal({ ...person, distinct_ids: ids }, activity), countDelta(person.project_id, -1)]);
+}
+
+/** The person, its distinct ids (those still its own) and its activity entry: what removing it writes. */
+function removal(person: PersonRecord, activity: ActivityRecord): TransactItem[] {
+  const Table = tableName();
+  return [
     versionedDelete(person),
-    ...ids.map((d) => ({
+    ...person.distinct_ids.map((d) => ({
       Delete: {
         TableName: Table,
         Key: keys.distinctId(person.project_id, d),
@@ -268,9 +274,22 @@ export async function deletePersonRecord(person: PersonRecord, activity: Activit
         ExpressionAttributeValues: { ':p': person.id },
       },
     })),
-    countDelta(person.project_id, -1),
     { Put: { TableName: Table, Item: activityItem(activity) } },
-  ]);
+  ];
+}
+
+/** Items one transaction may hold (DynamoDB's limit), and how many a person's removal takes. */
+export const TRANSACTION_ITEMS = 100;
+export const removalItemCount = (person: PersonRecord) => person.distinct_ids.length + 2;
+
+/**
+ * Removes several persons of a project in one transaction (bulk deletes): all of them, each at the
+ * version it was read, or none (false). One counter update for all: the counter is a single item,
+ * and transactions updating it side by side would conflict.
+ */
+export async function deletePersonRecords(removals: { person: PersonRecord; activity: ActivityRecord }[]): Promise<boolean> {
+  if (removals.length === 0) return true;
+  return transact([...removals.flatMap((r) => removal(r.person, r.activity)), countDelta(removals[0]!.person.project_id, -removals.length)]);
 }
 
 /**
@@ -304,13 +323,10 @@ export async function personCount(projectId: number): Promise<number> {
 
 export type PageKey = Record<string, unknown>;
 
-/**
- * One read of a project's persons, newest first, from `startKey` (a previous page's end). `filter` on
- * lower-cased e-mail (substring) runs in DynamoDB, narrowing what comes back.
- */
+/** One read of a project's persons, newest first, from `startKey` (a previous page's end). */
 export async function queryPersons(
   projectId: number,
-  options: { limit: number; startKey?: PageKey; emailContains?: string },
+  options: { limit: number; startKey?: PageKey },
 ): Promise<{ persons: { person: PersonRecord; key: PageKey }[]; nextKey?: PageKey }> {
   const index = TABLE_SCHEMA.indexes.byParent;
   const out = await call(() =>
@@ -319,12 +335,8 @@ export async function queryPersons(
         TableName: tableName(),
         IndexName: index.name,
         KeyConditionExpression: '#p = :p',
-        ExpressionAttributeNames: { '#p': index.partitionKey, ...(options.emailContains ? { '#e': 'email_lower' } : {}) },
-        ExpressionAttributeValues: {
-          ':p': keys.personsOfProject(projectId, '', 0).parent_pk,
-          ...(options.emailContains ? { ':e': options.emailContains.toLowerCase() } : {}),
-        },
-        ...(options.emailContains ? { FilterExpression: 'contains(#e, :e)' } : {}),
+        ExpressionAttributeNames: { '#p': index.partitionKey },
+        ExpressionAttributeValues: { ':p': keys.personsOfProject(projectId, '', 0).parent_pk },
         ScanIndexForward: false,
         Limit: options.limit,
         ExclusiveStartKey: options.startKey,

@@ -48,8 +48,9 @@ export async function createUser(user: UserRecord): Promise<boolean> {
   }
 }
 
+/** Strongly consistent: a key revoked a moment ago must not authenticate from a stale replica. */
 export async function getApiKey(secureValue: string): Promise<ApiKeyRecord | undefined> {
-  const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.apiKey(secureValue) })));
+  const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.apiKey(secureValue), ConsistentRead: true })));
   return record<ApiKeyRecord>(out.Item);
 }
 

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { FUTURE_CUTOFF_MS } from '../capture/timestamps.ts';
 import { now as clockNow } from '../clock.ts';
+import { trendToCsv } from '../csv.ts';
 import { getPersons, personIdsOf } from '../db/persons.ts';
 import { firstEventAt } from '../db/projects.ts';
 import { readRollups } from '../db/rollups.ts';
@@ -16,7 +17,6 @@ import {
   eventPropertiesUsed,
   parseTrendRequest,
   resolveDateRange,
-  trendToCsv,
   type ActionDefinition,
   type DateRange,
   type ProjectSettings,

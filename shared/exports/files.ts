@@ -1,21 +1,17 @@
 import { brotliCompressSync, gzipSync } from 'node:zlib';
+import { recordsToCsv } from '../csv.ts';
 
 export const FILE_FORMATS = ['JSONLines', 'CSV'] as const;
 export type FileFormat = (typeof FILE_FORMATS)[number];
 export const COMPRESSIONS = ['none', 'gzip', 'brotli'] as const;
 export type Compression = (typeof COMPRESSIONS)[number];
 
-function csvCell(value: unknown): string {
-  const text = value === null || value === undefined ? '' : typeof value === 'object' ? JSON.stringify(value) : String(value);
-  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
-}
-
 /** One file's bytes: JSON Lines (nested values stay objects) or CSV (nested values as JSON), then compressed. */
 export function encodeRows(rows: Record<string, unknown>[], columns: string[], format: FileFormat, compression: Compression): { body: Buffer; extension: string; contentType: string } {
   const text =
     format === 'JSONLines'
       ? rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : '')
-      : [columns.join(','), ...rows.map((r) => columns.map((c) => csvCell(r[c])).join(','))].join('\r\n') + '\r\n';
+      : recordsToCsv(rows, columns);
   const raw = Buffer.from(text, 'utf8');
   const extension = format === 'JSONLines' ? 'jsonl' : 'csv';
   const contentType = format === 'JSONLines' ? 'application/jsonl' : 'text/csv';

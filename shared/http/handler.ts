@@ -15,10 +15,10 @@ import {
 } from '../domain/access.ts';
 import type { MembershipRecord } from '../domain/records.ts';
 import { ParseError, PayloadTooLarge, Throttled, UnsupportedMediaType, ValidationError } from '../errors.ts';
+import { flatCsv, omissionNote, rowsOf } from '../csv.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '../json.ts';
 import { logger, METRIC, metrics, MetricUnit } from '../observability.ts';
 import { captureCorsHeaders } from './cors.ts';
-import { rowsOf, toCsv } from './csv.ts';
 import { errorResponse } from './errors.ts';
 import { limitKey, type KeyRateLimitClass } from './rate-limit.ts';
 import { jsonResponse, publicBaseUrl, queryParameters, type HttpResponse, type Reply } from './responses.ts';
@@ -239,8 +239,10 @@ export function apiHandler<S extends Schemas>(route: RouteInfo, schemas: S, fn: 
       deadline: answerBy(context),
     } as ApiRequest<S>);
     if (route.csv && responseFormat(s.rawQuery.format) === 'csv' && reply.status !== 204) {
-      const text = reply.csv ? reply.csv() : toCsv(rowsOf(reply.body));
-      return { statusCode: reply.status, headers: { 'Content-Type': 'text/csv; charset=utf-8', ...reply.headers }, body: text };
+      const flat = reply.csv ? undefined : flatCsv(rowsOf(reply.body));
+      const note = flat && omissionNote(flat);
+      const headers = { 'Content-Type': 'text/csv; charset=utf-8', ...(note ? { 'X-CSV-Truncated': note } : {}), ...reply.headers };
+      return { statusCode: reply.status, headers, body: flat ? flat.text : reply.csv!() };
     }
     return jsonResponse(reply.status, reply.status === 204 ? undefined : reply.body, reply.headers);
   };

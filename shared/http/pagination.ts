@@ -10,6 +10,13 @@ export const pageQuery = {
   offset: v.optional(queryInteger(0), '0'),
 };
 
+/** A key given in the query string (PostHog accepts one there) must not be copied into the links a response hands out. */
+function withoutCredentials(requestUrl: URL): URL {
+  const url = new URL(requestUrl);
+  url.searchParams.delete('personal_api_key');
+  return url;
+}
+
 export interface Page {
   limit: number;
   offset: number;
@@ -21,7 +28,7 @@ export interface Page {
  */
 export function paginated<T>(requestUrl: URL, page: Page, count: number, results: T[]) {
   const link = (offset: number | undefined) => {
-    const url = new URL(requestUrl);
+    const url = withoutCredentials(requestUrl);
     url.searchParams.set('limit', String(page.limit));
     if (offset === undefined) url.searchParams.delete('offset');
     else url.searchParams.set('offset', String(offset));
@@ -36,12 +43,12 @@ export function paginated<T>(requestUrl: URL, page: Page, count: number, results
  * `paginated` plus an opaque `cursor` on `next`, so following `next` resumes where this page ended
  * (same cost at any depth) while `offset` stays meaningful; `next` only when more results exist.
  */
-export function cursorPaginated<T>(requestUrl: URL, page: Page, count: number, results: T[], more: { hasMore: boolean; cursor?: string }) {
+export function cursorPaginated<T>(requestUrl: URL, page: Page, count: number, results: T[], more: { hasMore: boolean; cursor?: string; nextOffset?: number }) {
   const body = paginated(requestUrl, page, count, results);
   if (!more.hasMore) return { ...body, next: null };
-  const next = new URL(requestUrl);
+  const next = withoutCredentials(requestUrl);
   next.searchParams.set('limit', String(page.limit));
-  next.searchParams.set('offset', String(page.offset + page.limit));
+  next.searchParams.set('offset', String(more.nextOffset ?? page.offset + page.limit));
   if (more.cursor) next.searchParams.set('cursor', more.cursor);
   else next.searchParams.delete('cursor');
   const previous = body.previous ? new URL(body.previous) : null;
@@ -52,7 +59,7 @@ export function cursorPaginated<T>(requestUrl: URL, page: Page, count: number, r
 /** `next`/`previous` for page-numbered lists (PostHog's activity log). */
 export function pageNumberLinks(requestUrl: URL, page: number, hasNext: boolean, hasPrevious: boolean) {
   const link = (n: number) => {
-    const url = new URL(requestUrl);
+    const url = withoutCredentials(requestUrl);
     url.searchParams.set('page', String(n));
     return url.toString();
   };

@@ -3,5 +3,4 @@ export * from './types.ts';
 export { parseTrendRequest } from './parse.ts';
 export { resolveDateRange, eventsNeeded, eventsToRead, needsEventNames, needsPersons, eventPropertiesUsed, computeTrend } from './compute.ts';
 export { canUseHourlyRollups, computeTrendFromHourly } from './hourly.ts';
-export { trendToCsv } from './csv.ts';
 export { MAX_BREAKDOWN_LIMIT, MAX_TREND_BUCKETS, MAX_CELLS, MAX_DAYS_READ, MAX_SERIES } from './limits.ts';

@@ -13,6 +13,12 @@ describe('config', () => {
     expect(readConfig({ ANALYTICS_RUNTIME: 'local', ANALYTICS_FIXED_NOW: '2020-01-05T10:00:00Z', AWS_LAMBDA_FUNCTION_NAME: 'fn' }).fixedNow).toBeUndefined();
   });
 
+  it('scans at most 10,000 persons per filtered list request unless ANALYTICS_PERSON_SCAN_LIMIT says otherwise', () => {
+    expect(readConfig({}).personScanLimit).toBe(10_000);
+    expect(readConfig({ ANALYTICS_PERSON_SCAN_LIMIT: '40' }).personScanLimit).toBe(40);
+    for (const bad of ['0', '-1', '1.5', 'many']) expect(() => readConfig({ ANALYTICS_PERSON_SCAN_LIMIT: bad })).toThrow(/positive integer/);
+  });
+
   it('rejects an unparsable fixed time instead of guessing', () => {
     expect(() => readConfig({ ANALYTICS_RUNTIME: 'local', ANALYTICS_FIXED_NOW: 'yesterday' })).toThrow(/ISO 8601/);
   });

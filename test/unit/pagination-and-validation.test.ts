@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
-import { paginated } from '#shared/http/pagination.ts';
+import { cursorPaginated, pageNumberLinks, paginated } from '#shared/http/pagination.ts';
 import { parseWith } from '#shared/http/validation.ts';
 import { ValidationError } from '#shared/errors.ts';
 
@@ -19,6 +19,23 @@ describe('paginated', () => {
     expect(page.previous).toBe('https://h/p?limit=2');
     expect(page.next).toBeNull();
     expect(paginated(new URL('https://h/p'), { limit: 100, offset: 0 }, 0, []).previous).toBeNull();
+  });
+});
+
+describe('pagination links and a key in the query string', () => {
+  const url = new URL('https://h/p?personal_api_key=phx_secret&limit=2&offset=2&search=x');
+
+  it('never copies personal_api_key into next or previous', () => {
+    const links = [
+      ...Object.values(paginated(url, { limit: 2, offset: 2 }, 9, [])).filter((v) => typeof v === 'string'),
+      ...Object.values(cursorPaginated(url, { limit: 2, offset: 2 }, 9, [], { hasMore: true, cursor: 'c' })).filter((v) => typeof v === 'string'),
+      ...Object.values(pageNumberLinks(url, 2, true, true)),
+    ] as string[];
+    expect(links).toHaveLength(6);
+    for (const link of links) {
+      expect(link).not.toContain('phx_secret');
+      expect(new URL(link).searchParams.get('search')).toBe('x');
+    }
   });
 });
 

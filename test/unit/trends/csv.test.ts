@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { trendToCsv } from '#shared/trends/index.ts';
+import { trendToCsv } from '#shared/csv.ts';
 import { ev, trend } from './helpers.ts';
 
 const NOW = '2020-01-10T12:00:00Z';
@@ -32,6 +32,11 @@ describe('trendToCsv', () => {
 
   it('compared rows say which period they are', () => {
     expect(csv({ compare: true }).split('\r\n').map((l) => l.split(',')[0])).toEqual(['series', 'e (current)', 'e (previous)', '']);
+  });
+
+  it('neutralises a series name that would run as a formula; numbers stay numbers', () => {
+    expect(csv({ events: [{ id: 'e', custom_name: '=1+2' }] }).split('\r\n')[1]).toBe("'=1+2,1,0,3");
+    expect(csv({ formula: 'A-10' }).split('\r\n')[1]).toBe('Formula (A-10),-9,-10,-7');
   });
 
   it('an empty result is just the header', () => {
