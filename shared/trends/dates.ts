@@ -27,7 +27,7 @@ export type DateExpression =
   | { kind: 'absolute'; date: LocalDate; time: { hour: number; minute: number; second: number; ms: number } | null; offsetMinutes: number | null };
 
 const RELATIVE = /^-?(\d+)?([hdwmqy])(Start|End)?$/;
-const ABSOLUTE = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
+const ABSOLUTE = /^(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
 
 /** null when the string is not a date PostHog would accept. */
 export function parseDateExpression(input: string): DateExpression | null {

@@ -143,6 +143,40 @@ describe('explicit dates', () => {
   });
 });
 
+describe('absolute date forms PostHog accepts', () => {
+  const now = '2020-07-01T00:00:00Z';
+
+  it('non-zero-padded YYYY-M-D, alone and with a time', () => {
+    const events = [ev('e', '2020-06-01T10:00:00Z'), ev('e', '2020-06-03T23:00:00Z'), ev('e', '2020-06-04T00:00:00Z')];
+    const s = trend({ events: [{ id: 'e' }], date_from: '2020-6-01', date_to: '2020-6-3' }, events, { now }).result[0]!;
+    expect(s.days).toEqual(['2020-06-01', '2020-06-02', '2020-06-03']);
+    expect(s.data).toEqual([1, 0, 1]);
+    expect(iso(range({ date_from: '2020-6-1 13:00:00', date_to: '2020-6-1 15:00:00', explicit_date: true }, now).from)).toBe('2020-06-01T13:00:00.000Z');
+  });
+
+  it('date-times with a space, and ISO with T, fractional seconds and an offset (converted to the project zone)', () => {
+    const ny = project('America/New_York'); // EDT, UTC-4, in June
+    // A space-separated date-time without offset is New York time: 13:00 EDT = 17:00Z.
+    const spaced = range({ date_from: '2020-06-01 13:00:00', date_to: '2020-06-01 15:00:00', interval: 'hour' }, now, ny);
+    expect(iso(spaced.from)).toBe('2020-06-01T17:00:00.000Z');
+    expect(iso(spaced.to)).toBe('2020-06-01T19:59:59.999Z');
+    // 13:30:00.250+02:00 = 11:30:00.250Z = 07:30:00.250 EDT.
+    const offset = range({ date_from: '2020-06-01T13:30:00.250+02:00', date_to: '2020-06-01T09:00:00.5-04:00', explicit_date: true }, now, ny);
+    expect(iso(offset.from)).toBe('2020-06-01T11:30:00.250Z');
+    expect(iso(offset.to)).toBe('2020-06-01T13:00:00.500Z');
+    // Fractional seconds without an offset: the project's zone.
+    expect(iso(range({ date_from: '2020-06-01T13:30:00.123456', date_to: '2020-06-02', explicit_date: true }, now, ny).from)).toBe('2020-06-01T17:30:00.123Z');
+    // A date-time with an offset as date_to is widened to the end of its local day (03:30Z on 06-02 is 23:30 EDT on 06-01).
+    expect(iso(range({ date_from: '2020-06-01', date_to: '2020-06-02T03:30:00Z' }, now, ny).to)).toBe('2020-06-02T03:59:59.999Z');
+  });
+
+  it('still refuses dates that do not exist', () => {
+    expectValidation(() => range({ date_from: '2020-2-30' }, now), 'date_from');
+    expectValidation(() => range({ date_from: '2020-13-1' }, now), 'date_from');
+    expectValidation(() => range({ date_from: '2020-06-01 24:00:00' }, now), 'date_from');
+  });
+});
+
 describe('week and month buckets', () => {
   // 2024-03-13 and 2024-03-27 are Wednesdays; 03-10 and 03-24 Sundays.
   const events = [ev('e', '2024-03-10T12:00:00Z'), ev('e', '2024-03-11T12:00:00Z'), ev('e', '2024-03-24T12:00:00Z')];
