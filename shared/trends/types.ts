@@ -148,6 +148,10 @@ export interface DateRange {
   to: Date;
   /** Bucket starts: UTC instants of the local bucket starts. */
   buckets: Date[];
+  /** The lower bound before rounding to its bucket (what PostHog's compare period is computed from). */
+  unrounded_from: Date;
+  /** The upper bound as PostHog adjusts it (`to`, or the end of the current hour for an hourly range without date_to). */
+  adjusted_to: Date;
   interval: Interval;
   timezone: string;
   /** The project's week start, kept so the range alone can derive the compared period. */
