@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BREAKDOWN_NULL_VALUE } from '#shared/trends/index.ts';
+import { BREAKDOWN_NULL_VALUE, BREAKDOWN_OTHER_VALUE } from '#shared/trends/index.ts';
 import { ev, project, trend } from './helpers.ts';
 
 const NOW = '2020-01-10T12:00:00Z';
@@ -167,6 +167,36 @@ describe('formula', () => {
       ['Chrome', 'Chrome', [1, 0, 0], null],
       ['Firefox', 'Firefox', [0, 1, 0], null],
       ['Safari', 'Safari', [0, 0, -3], null],
+    ]);
+  });
+
+  it('with a breakdown: values by their formula total, largest first, then the None row, then Other', () => {
+    // breakdown_limit 2. Series a: None x3, Chrome x2, Edge x1 -> rows None 3, Chrome 2, Other 1 (Edge).
+    // Series b: Safari x4, Chrome x1. A+B per value: None 3, Chrome 2+1 = 3, Other 1, Safari 4.
+    const at = (event: string, browser: string | undefined, hour: number) =>
+      ev(event, `2020-01-08T${String(hour).padStart(2, '0')}:00:00Z`, { props: browser === undefined ? {} : { browser } });
+    const evs = [
+      ...[1, 2, 3].map((h) => at('a', undefined, h)),
+      at('a', 'Chrome', 4),
+      at('a', 'Chrome', 5),
+      at('a', 'Edge', 6),
+      ...[1, 2, 3, 4].map((h) => at('b', 'Safari', h)),
+      at('b', 'Chrome', 7),
+    ];
+    const res = run('A+B', { breakdown: 'browser', breakdown_limit: 2 }, evs);
+    expect(res.result.map((s) => [s.breakdown_value, s.count])).toEqual([
+      ['Safari', 4],
+      ['Chrome', 3],
+      [BREAKDOWN_NULL_VALUE, 3],
+      [BREAKDOWN_OTHER_VALUE, 1],
+    ]);
+    // The same order by aggregated value with an aggregated display.
+    const table = run('A+B', { breakdown: 'browser', breakdown_limit: 2, display: 'ActionsTable' }, evs);
+    expect(table.result.map((s) => [s.breakdown_value, s.aggregated_value])).toEqual([
+      ['Safari', 4],
+      ['Chrome', 3],
+      [BREAKDOWN_NULL_VALUE, 3],
+      [BREAKDOWN_OTHER_VALUE, 1],
     ]);
   });
 
