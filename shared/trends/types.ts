@@ -71,16 +71,23 @@ export const DISPLAYS = [
   'ActionsBar',
   'ActionsAreaGraph',
   'ActionsStackedBar',
+  'ActionsUnstackedBar',
   'ActionsTable',
   'ActionsPie',
   'ActionsBarValue',
   'WorldMap',
   'BoldNumber',
+  'CalendarHeatmap',
 ] as const;
-export type Display = (typeof DISPLAYS)[number];
+export type KnownDisplay = (typeof DISPLAYS)[number];
+/** The legacy endpoint takes any display string; one it does not know is answered as a time series. */
+export type Display = KnownDisplay | (string & {});
 
 /** Displays that return one `aggregated_value` per series over the whole range instead of per-bucket data. */
-export const AGGREGATED_DISPLAYS: ReadonlySet<Display> = new Set<Display>(['ActionsTable', 'ActionsPie', 'ActionsBarValue', 'WorldMap', 'BoldNumber']);
+export const AGGREGATED_DISPLAYS: ReadonlySet<Display> = new Set<Display>(['ActionsTable', 'ActionsPie', 'ActionsBarValue', 'WorldMap', 'BoldNumber', 'CalendarHeatmap']);
+
+/** Displays that answer without the breakdown of the request (one number, or one heatmap, per series). */
+export const UNBROKEN_DISPLAYS: ReadonlySet<Display> = new Set<Display>(['BoldNumber', 'CalendarHeatmap']);
 
 /** One series of the request (an entry of `events` or `actions`), validated and normalized. */
 export interface TrendEntity {
