@@ -17,8 +17,13 @@ export function projectContext(project: ProjectSettings, now: Date): DateContext
 
 export function resolveDateRange(query: TrendQuery, project: ProjectSettings, now: Date, firstEventAt?: Date): DateRange {
   const ctx = projectContext(project, now);
+  return withBucketCap(query, () => toDateRange(resolveRange(query, ctx, firstEventAt?.getTime()), query.interval, ctx));
+}
+
+/** The bucket cap as a 400 (the compared period is resolved on its own and may hold an hour more across DST). */
+function withBucketCap<T>(query: TrendQuery, resolve: () => T): T {
   try {
-    return toDateRange(resolveRange(query, ctx, firstEventAt?.getTime()), query.interval, ctx);
+    return resolve();
   } catch (err) {
     if (err instanceof RangeError) throw new ValidationError(`The date range has more than ${MAX_BUCKETS} ${query.interval} intervals; choose a longer interval.`, 'interval');
     throw err;
@@ -27,7 +32,7 @@ export function resolveDateRange(query: TrendQuery, project: ProjectSettings, no
 
 /** The range and the compared one; `now` is irrelevant once the range is resolved. */
 export function periodsFor(query: TrendQuery, range: DateRange): Period[] {
-  return periodsOf(query, fromDateRange(range), { tz: range.timezone, now: range.to.getTime(), weekStartDay: range.week_start_day });
+  return withBucketCap(query, () => periodsOf(query, fromDateRange(range), { tz: range.timezone, now: range.to.getTime(), weekStartDay: range.week_start_day }));
 }
 
 /** Where a period's events start, reaching back for the weekly/monthly active windows of its first bucket. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BREAKDOWN_NULL_VALUE, BREAKDOWN_OTHER_VALUE } from '#shared/trends/index.ts';
-import { ev, project, trend } from './helpers.ts';
+import { ev, expectValidation, project, trend } from './helpers.ts';
 
 const NOW = '2020-01-10T12:00:00Z';
 
@@ -95,6 +95,15 @@ describe('compare', () => {
     const m = trend({ events: [{ id: 'e' }], date_from: '2024-03-01', date_to: '2024-03-31', interval: 'month', compare_to: '-1w' }, monthly, { now: '2024-04-10T00:00:00Z' });
     expect(m.result[1]).toMatchObject({ days: ['2024-02-01', '2024-03-01'], data: [1, 1], labels: ['month 0', 'month 1'] });
   });
+
+  it('the bucket cap also holds for the compared period (a 400, not a crash)', () => {
+    // New York, hourly, 2023-11-30T21:00Z .. 2026-03-12 end: 19,999 hourly buckets; the previous period, same wall-clock
+    // length, crosses DST changes the other way round and holds 20,001 real hours.
+    const request = { events: [{ id: 'e' }], interval: 'hour', date_from: '2023-11-30T21:00:00Z', date_to: '2026-03-12' };
+    const opts = { now: '2026-04-01T00:00:00Z', project: project('America/New_York') };
+    expect(trend(request, [], opts).result[0]!.data).toHaveLength(19_999);
+    expectValidation(() => trend({ ...request, compare: true }, [], opts), 'interval');
+  }, 60_000); // ~40,000 buckets: a few seconds on a loaded machine
 
   it('compare_to moves the compared period by that offset', () => {
     const evs = [ev('e', '2020-01-01T06:00:00Z'), ev('e', '2020-01-01T07:00:00Z'), ev('e', '2020-01-03T06:00:00Z')];
