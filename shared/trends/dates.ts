@@ -7,9 +7,9 @@ import {
   addMonths,
   DAY,
   endOfLocalDay,
-  fromWallClock,
   endOfLocalHour,
   fromLocal,
+  fromWallClock,
   HOUR,
   localDateOf,
   type LocalDate,
@@ -213,10 +213,10 @@ function shouldRound(from: number, adjustedTo: number, interval: Interval): bool
 /** The longest a bucket can be (a 25-hour DST day), for a cheap lower bound on the bucket count. */
 const LONGEST_BUCKET: Record<Interval, number> = { hour: HOUR, day: 25 * HOUR, week: 7 * 25 * HOUR, month: 31 * 25 * HOUR };
 
-export function bucketStarts(first: number, to: number, interval: Interval, ctx: DateContext, count?: number): number[] {
-  if (count === undefined && (to - first) / LONGEST_BUCKET[interval] > MAX_BUCKETS) throw new RangeError('too many buckets');
+export function bucketStarts(first: number, to: number, interval: Interval, ctx: DateContext): number[] {
+  if ((to - first) / LONGEST_BUCKET[interval] > MAX_BUCKETS) throw new RangeError('too many buckets');
   const out: number[] = [];
-  for (let t = first; count === undefined ? t <= to : out.length < count; t = nextBucket(t, interval, ctx)) {
+  for (let t = first; t <= to; t = nextBucket(t, interval, ctx)) {
     out.push(t);
     if (out.length > MAX_BUCKETS) throw new RangeError('too many buckets');
   }
@@ -301,7 +301,7 @@ export interface Period {
 export function periodsOf(query: TrendQuery, range: NumericRange, ctx: DateContext): Period[] {
   const current: Period = { kind: 'current', from: range.from, to: range.to, buckets: range.buckets };
   if (!query.compare) return [current];
-  const { from, to, buckets } = query.compare_to === null ? previousPeriod(query, range, ctx) : comparedTo(query.compare_to, query.interval, range, ctx);
+  const { from, to, buckets } = query.compare_to === null ? previousPeriod(query, range, ctx) : comparedTo(query, query.compare_to, range, ctx);
   return [current, { kind: 'previous', from, to, buckets }];
 }
 
@@ -342,7 +342,7 @@ function isWeeksOfDays(dateFrom: string | null): boolean {
  * `compare_to` (HogQL's QueryCompareToDateRange): the previous start is the current start moved
  * back by that relative offset, the previous end is that plus the current range's length.
  */
-function comparedTo(compareTo: string, interval: Interval, range: NumericRange, ctx: DateContext): NumericRange {
+function comparedTo(query: TrendQuery, compareTo: string, range: NumericRange, ctx: DateContext): NumericRange {
   const expr = parseDateExpression(compareTo);
   if (!expr || expr.kind !== 'relative') throw new Error(`unparsable compare_to ${compareTo}`);
   const length = wallClock(range.to, ctx.tz) - wallClock(range.from, ctx.tz);
@@ -354,7 +354,7 @@ function comparedTo(compareTo: string, interval: Interval, range: NumericRange, 
     from = fromLocal({ ...l, ...shiftDate(l, unit, -expr.n) }, ctx.tz);
   }
   const to = fromWallClock(wallClock(from, ctx.tz) + length, ctx.tz);
-  return rangeBetween(from, to, to, interval, ctx, false);
+  return rangeBetween(from, to, to, query.interval, ctx, query.explicit_date);
 }
 
 /** The earliest day a weekly/monthly-active window reaches back to for a bucket. */
