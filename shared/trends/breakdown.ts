@@ -62,11 +62,18 @@ function sessionDurations(all: TimedEvent[]): Map<string, number> {
   return out;
 }
 
+/** Rows by volume, largest first, ties by label ascending (None and Other sort by their label like any row). */
+const byVolume = (a: [string, number], b: [string, number]) => {
+  const la = breakdownLabel(a[0]);
+  const lb = breakdownLabel(b[0]);
+  return b[1] - a[1] || (la < lb ? -1 : la > lb ? 1 : 0);
+};
+
 /**
- * Rows of one series broken down. Values are ranked by their number of events in the period
- * (ties: by value), largest first; "None" ranks like any value; "Other" comes last and is
- * aggregated with the series' math over all its events (not a sum of rows), so distinct-person
- * maths stay distinct. No event in the period: no rows at all.
+ * Rows of one series broken down. Values are ranked by their number of events in the period; the
+ * top `breakdown_limit` get rows, the rest one "Other" row aggregated with the series' math over all
+ * their events (not a sum of rows), so distinct-person maths stay distinct. The rows, None and Other
+ * included, are ordered by volume as the legacy endpoint did. No event in the period: no rows.
  */
 export function breakdownRows(events: TimedEvent[], entity: TrendEntity, spec: BreakdownSpec, read: BreakdownReader, ctx: RowContext): RowValues[] {
   const { period } = ctx;
@@ -78,11 +85,12 @@ export function breakdownRows(events: TimedEvent[], entity: TrendEntity, spec: B
     volumes.set(value, (volumes.get(value) ?? 0) + 1);
   }
   if (!volumes.size) return [];
-  const ranked = [...volumes].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([v]) => v);
-  const top = ranked.slice(0, spec.limit);
-  const withOther = ranked.length > spec.limit && !spec.hide_other;
-  const groups = new Map<string, TimedEvent[]>(top.map((v) => [v, []]));
-  if (withOther) groups.set(BREAKDOWN_OTHER_VALUE, []);
+  const ranked = [...volumes].sort(byVolume);
+  const rows = ranked.slice(0, spec.limit);
+  const rest = ranked.slice(spec.limit);
+  const withOther = rest.length > 0 && !spec.hide_other;
+  if (withOther) rows.push([BREAKDOWN_OTHER_VALUE, rest.reduce((sum, [, volume]) => sum + volume, 0)]);
+  const groups = new Map<string, TimedEvent[]>(rows.sort(byVolume).map(([v]) => [v, []]));
   const other = withOther ? groups.get(BREAKDOWN_OTHER_VALUE) : undefined;
   events.forEach((ev, i) => (groups.get(values[i]!) ?? other)?.push(ev));
   return [...groups].map(([value, rowEvents]) => ({ breakdown_value: value, ...computeRow(rowEvents, entity, ctx) }));

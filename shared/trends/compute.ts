@@ -3,8 +3,8 @@
  */
 import { ValidationError } from '#shared/errors.ts';
 import { breakdownReader, breakdownRows } from './breakdown.ts';
-import { dateContext, type DateContext, fromDateRange, type NumericRange, type Period, periodsOf, resolveRange, toDateRange, windowStart } from './dates.ts';
-import { checkDaysRead, checkResponseSize, clampToEvents, type ReadWindow, tooManyBuckets } from './limits.ts';
+import { dateContext, type DateContext, fromDateRange, type Period, periodsOf, resolveRange, toDateRange, windowStart } from './dates.ts';
+import { checkDaysRead, checkResponseSize, clampToEvents, MAX_TREND_BUCKETS, type ReadWindow, tooManyBuckets } from './limits.ts';
 import { computeRow, lowerIndex, type RowValues, type TimedEvent, windowDays } from './math.ts';
 import { buildResponse, type PeriodResult } from './output.ts';
 import { compileFilters, compileGroup, type EventPredicate, parseFilter } from './properties.ts';
@@ -18,20 +18,26 @@ export function projectContext(project: ProjectSettings, now: Date): DateContext
 
 export function resolveDateRange(query: TrendQuery, project: ProjectSettings, now: Date, firstEventAt?: Date): DateRange {
   const ctx = projectContext(project, now);
-  let range: NumericRange;
-  try {
-    range = resolveRange(query, ctx, firstEventAt?.getTime());
-  } catch (err) {
-    if (err instanceof RangeError) throw tooManyBuckets(query.interval);
-    throw err;
-  }
+  const range = withBucketCap(query, () => resolveRange(query, ctx, firstEventAt?.getTime()));
   checkResponseSize(query, range.buckets.length);
   return toDateRange(range, query.interval, ctx);
 }
 
+/** The bucket cap as a 400 (the compared period is resolved on its own and may hold an hour more across DST). */
+function withBucketCap<T>(query: TrendQuery, resolve: () => T): T {
+  try {
+    return resolve();
+  } catch (err) {
+    if (err instanceof RangeError) throw tooManyBuckets(query.interval);
+    throw err;
+  }
+}
+
 /** The range and the compared one; `now` is irrelevant once the range is resolved. */
 export function periodsFor(query: TrendQuery, range: DateRange): Period[] {
-  return periodsOf(query, fromDateRange(range), { tz: range.timezone, now: range.to.getTime(), weekStartDay: range.week_start_day });
+  const periods = withBucketCap(query, () => periodsOf(query, fromDateRange(range), { tz: range.timezone, now: range.to.getTime(), weekStartDay: range.week_start_day }));
+  for (const p of periods) if (p.buckets.length > MAX_TREND_BUCKETS) throw tooManyBuckets(query.interval, p.buckets.length);
+  return periods;
 }
 
 /** Where a period's events start, reaching back for the weekly/monthly active windows of its first bucket. */

@@ -5,9 +5,11 @@
 import {
   addDays,
   addMonths,
+  DAY,
   endOfLocalDay,
   endOfLocalHour,
   fromLocal,
+  fromWallClock,
   HOUR,
   localDateOf,
   type LocalDate,
@@ -16,6 +18,7 @@ import {
   startOfLocalHour,
   startOfWeek,
   toLocal,
+  wallClock,
 } from './tz.ts';
 import type { DateRange, Interval, ProjectSettings, TrendQuery } from './types.ts';
 
@@ -27,7 +30,7 @@ export type DateExpression =
   | { kind: 'absolute'; date: LocalDate; time: { hour: number; minute: number; second: number; ms: number } | null; offsetMinutes: number | null };
 
 const RELATIVE = /^-?(\d+)?([hdwmqy])(Start|End)?$/;
-const ABSOLUTE = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
+const ABSOLUTE = /^(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
 
 /** null when the string is not a date PostHog would accept. */
 export function parseDateExpression(input: string): DateExpression | null {
@@ -182,22 +185,38 @@ export function resolveRange(query: TrendQuery, ctx: DateContext, firstEventAt: 
   const point = resolveExpression(fromExpr, ctx, firstEventAt);
   // `all` counts from the first event's day (its hour for hourly ranges), as HogQL's QueryDateRange truncates it.
   if (fromExpr.kind === 'all' && firstEventAt !== undefined && interval === 'hour') point.precision = 'hour';
-  let from = lowerBound(point, ctx);
   const to = upperBound(query.date_to, interval, ctx, query.explicit_date, firstEventAt);
-  if (from > to) return { from, to, buckets: [] };
-  // PostHog's should_round: week/month ranges, and ranges spanning 2+ buckets, count from the start of the first bucket.
-  const first = alignToBucket(from, interval, ctx);
-  if (!query.explicit_date && (interval === 'week' || interval === 'month' || first !== alignToBucket(to, interval, ctx))) from = first;
-  return { from, to, buckets: bucketStarts(first, to, interval, ctx) };
+  // Counting stops at now, but the hourly range "ends with the current hour" for the rounding test and the compared period.
+  const adjustedTo = query.date_to === null && interval === 'hour' ? endOfLocalHour(ctx.now, ctx.tz) : to;
+  return rangeBetween(lowerBound(point, ctx), to, adjustedTo, interval, ctx, query.explicit_date);
+}
+
+/**
+ * A range from its unrounded lower bound. Buckets always start at the first bucket; the lower bound
+ * itself moves there only when PostHog's QueryDateRange.should_round says so: week and month
+ * intervals always, hour and day intervals when the range from the lower bound to the adjusted end
+ * lasts at least two intervals (so `-24h` by day keeps 15:00 yesterday as its bound, `-48h` does not).
+ */
+function rangeBetween(unroundedFrom: number, to: number, adjustedTo: number, interval: Interval, ctx: DateContext, explicit: boolean): NumericRange {
+  const bounds = { unroundedFrom, adjustedTo };
+  if (unroundedFrom > to) return { from: unroundedFrom, to, buckets: [], ...bounds };
+  const first = alignToBucket(unroundedFrom, interval, ctx);
+  const from = !explicit && shouldRound(unroundedFrom, adjustedTo, interval) ? first : unroundedFrom;
+  return { from, to, buckets: bucketStarts(first, to, interval, ctx), ...bounds };
+}
+
+function shouldRound(from: number, adjustedTo: number, interval: Interval): boolean {
+  if (interval === 'week' || interval === 'month') return true;
+  return adjustedTo - from >= 2 * (interval === 'hour' ? HOUR : DAY);
 }
 
 /** The longest a bucket can be (a 25-hour DST day), for a cheap lower bound on the bucket count. */
 const LONGEST_BUCKET: Record<Interval, number> = { hour: HOUR, day: 25 * HOUR, week: 7 * 25 * HOUR, month: 31 * 25 * HOUR };
 
-export function bucketStarts(first: number, to: number, interval: Interval, ctx: DateContext, count?: number): number[] {
-  if (count === undefined && (to - first) / LONGEST_BUCKET[interval] > MAX_BUCKETS) throw new RangeError('too many buckets');
+export function bucketStarts(first: number, to: number, interval: Interval, ctx: DateContext): number[] {
+  if ((to - first) / LONGEST_BUCKET[interval] > MAX_BUCKETS) throw new RangeError('too many buckets');
   const out: number[] = [];
-  for (let t = first; count === undefined ? t <= to : out.length < count; t = nextBucket(t, interval, ctx)) {
+  for (let t = first; t <= to; t = nextBucket(t, interval, ctx)) {
     out.push(t);
     if (out.length > MAX_BUCKETS) throw new RangeError('too many buckets');
   }
@@ -241,6 +260,10 @@ export interface NumericRange {
   from: number;
   to: number;
   buckets: number[];
+  /** The lower bound before rounding to its bucket. */
+  unroundedFrom: number;
+  /** The upper bound as PostHog adjusts it: `to`, except the end of the current hour for an hourly range without date_to. */
+  adjustedTo: number;
 }
 
 export function toDateRange(resolved: NumericRange, interval: Interval, ctx: DateContext): DateRange {
@@ -248,6 +271,8 @@ export function toDateRange(resolved: NumericRange, interval: Interval, ctx: Dat
     from: new Date(resolved.from),
     to: new Date(resolved.to),
     buckets: resolved.buckets.map((b) => new Date(b)),
+    unrounded_from: new Date(resolved.unroundedFrom),
+    adjusted_to: new Date(resolved.adjustedTo),
     interval,
     timezone: ctx.tz,
     week_start_day: ctx.weekStartDay,
@@ -255,7 +280,13 @@ export function toDateRange(resolved: NumericRange, interval: Interval, ctx: Dat
 }
 
 export function fromDateRange(range: DateRange): NumericRange {
-  return { from: range.from.getTime(), to: range.to.getTime(), buckets: range.buckets.map((b) => b.getTime()) };
+  return {
+    from: range.from.getTime(),
+    to: range.to.getTime(),
+    buckets: range.buckets.map((b) => b.getTime()),
+    unroundedFrom: range.unrounded_from.getTime(),
+    adjustedTo: range.adjusted_to.getTime(),
+  };
 }
 
 /** One period of the response: the current range, or the compared one. */
@@ -266,37 +297,64 @@ export interface Period {
   buckets: number[];
 }
 
-/**
- * The compared period has as many buckets as the current one. With `compare` it is the buckets
- * immediately before (PostHog's get_compare_period_dates: same length, aligned to the interval);
- * with `compare_to` it starts at the first bucket moved by that relative offset. It always ends at
- * the end of its last bucket (PostHog aligns the previous period's end to the interval too).
- */
+/** The current period, and with `compare` the previous one. */
 export function periodsOf(query: TrendQuery, range: NumericRange, ctx: DateContext): Period[] {
-  const current: Period = { kind: 'current', ...range };
+  const current: Period = { kind: 'current', from: range.from, to: range.to, buckets: range.buckets };
   if (!query.compare) return [current];
-  const n = range.buckets.length;
-  const interval = query.interval;
-  const shift = compareShift(query, n, ctx);
-  if (n === 0) return [current, { kind: 'previous', from: shift(range.from), to: shift(range.to), buckets: [] }];
-  const firstCurrent = range.buckets[0]!;
-  const first = alignToBucket(shift(firstCurrent), interval, ctx);
-  const buckets = bucketStarts(first, Infinity, interval, ctx, n);
-  const from = range.from === firstCurrent ? first : Math.max(first, shift(range.from));
-  const to = nextBucket(buckets[n - 1]!, interval, ctx) - 1;
+  const { from, to, buckets } = query.compare_to === null ? previousPeriod(query, range, ctx) : comparedTo(query, query.compare_to, range, ctx);
   return [current, { kind: 'previous', from, to, buckets }];
 }
 
-function compareShift(query: TrendQuery, n: number, ctx: DateContext): (t: number) => number {
-  if (query.compare_to === null) return (t) => shiftBucket(t, query.interval, -n, ctx);
-  const expr = parseDateExpression(query.compare_to);
-  if (!expr || expr.kind !== 'relative') throw new Error(`unparsable compare_to ${query.compare_to}`);
-  if (expr.unit === 'h') return (t) => t - expr.n * HOUR;
-  const unit = expr.unit;
-  return (t) => {
-    const l = toLocal(t, ctx.tz);
-    return fromLocal({ ...l, ...shiftDate(l, unit, -expr.n) }, ctx.tz);
-  };
+/**
+ * PostHog's get_compare_period_dates, on local wall-clock times (Python's aware-datetime arithmetic):
+ * with diff = adjusted end - unrounded start, the previous start is start - diff on that day at the
+ * start's time of day, the previous end is previous start + diff at the end's time of day (hourly:
+ * its minutes and seconds). Day intervals with a `-Nd` date_from, N a multiple of 7, and no date_to
+ * start one day later (PostHog's "last 7 days" kludge). The result is then resolved like a requested
+ * range: its end widened to the end of its day (hour), its start rounded by should_round.
+ */
+function previousPeriod(query: TrendQuery, range: NumericRange, ctx: DateContext): NumericRange {
+  const { interval, explicit_date: explicit } = query;
+  const from = wallClock(range.unroundedFrom, ctx.tz);
+  const to = wallClock(range.adjustedTo, ctx.tz);
+  const diff = to - from;
+  let previousFrom = startOfWallDay(from - diff) + (from - startOfWallDay(from));
+  if (interval === 'day' && query.date_to === null && isWeeksOfDays(query.date_from)) previousFrom += DAY;
+  const end = previousFrom + diff;
+  const unit = interval === 'hour' ? HOUR : DAY;
+  const previousTo = end - mod(end, unit) + mod(to, unit);
+  const fromT = fromWallClock(previousFrom, ctx.tz);
+  const toT = fromWallClock(previousTo, ctx.tz);
+  const widened = explicit ? toT : interval === 'hour' ? endOfLocalHour(toT, ctx.tz) : endOfLocalDay(toT, ctx.tz);
+  return rangeBetween(fromT, widened, widened, interval, ctx, explicit);
+}
+
+const mod = (a: number, m: number) => ((a % m) + m) % m;
+const startOfWallDay = (w: number) => w - mod(w, DAY);
+
+/** `-7d`, `-14d`, ...: a date_from whose day delta is a positive multiple of 7 (not `-1w`, which is a week delta). */
+function isWeeksOfDays(dateFrom: string | null): boolean {
+  const expr = dateFrom === null ? null : parseDateExpression(dateFrom);
+  return expr?.kind === 'relative' && expr.unit === 'd' && expr.n > 0 && expr.n % 7 === 0;
+}
+
+/**
+ * `compare_to` (HogQL's QueryCompareToDateRange): the previous start is the current start moved
+ * back by that relative offset, the previous end is that plus the current range's length.
+ */
+function comparedTo(query: TrendQuery, compareTo: string, range: NumericRange, ctx: DateContext): NumericRange {
+  const expr = parseDateExpression(compareTo);
+  if (!expr || expr.kind !== 'relative') throw new Error(`unparsable compare_to ${compareTo}`);
+  const length = wallClock(range.to, ctx.tz) - wallClock(range.from, ctx.tz);
+  let from: number;
+  if (expr.unit === 'h') from = range.from - expr.n * HOUR;
+  else {
+    const unit = expr.unit;
+    const l = toLocal(range.from, ctx.tz);
+    from = fromLocal({ ...l, ...shiftDate(l, unit, -expr.n) }, ctx.tz);
+  }
+  const to = fromWallClock(wallClock(from, ctx.tz) + length, ctx.tz);
+  return rangeBetween(from, to, to, query.interval, ctx, query.explicit_date);
 }
 
 /** The earliest day a weekly/monthly-active window reaches back to for a bucket. */

@@ -4,6 +4,7 @@
  * query both give the same body.
  */
 import { periodsFor, projectContext, resolveDateRange, eventsNeeded } from './compute.ts';
+import type { Period } from './dates.ts';
 import { bucketIndex } from './math.ts';
 import { buildResponse, type PeriodResult } from './output.ts';
 import { hasFilters } from './properties.ts';
@@ -23,17 +24,21 @@ export function canUseHourlyRollups(query: TrendQuery, project: ProjectSettings,
   if (query.filter_test_accounts && project.test_account_filters.length) return false;
   if (!query.series.every((s) => s.type === 'events' && s.math === 'total' && !hasFilters(s.properties))) return false;
   let needed: { from: Date; to: Date };
+  let periods: Period[];
   try {
-    needed = eventsNeeded(query, resolveDateRange(query, project, now, firstEventAt));
+    const range = resolveDateRange(query, project, now, firstEventAt);
+    needed = eventsNeeded(query, range);
+    periods = periodsFor(query, range);
   } catch {
     return false;
   }
   const from = needed.from.getTime();
   const to = needed.to.getTime();
-  // The upper bound is an hour's last millisecond, or now (the current hour is read whole: only
-  // events stamped in the future could differ).
-  const toIsHourEnd = (to + 1) % HOUR === 0 || (query.date_to === null && query.interval === 'hour');
-  return from % HOUR === 0 && toIsHourEnd && wholeHourOffsets(project.timezone, from, to);
+  // Each period (the compared one is resolved on its own) starts on an hour and ends with one, or
+  // at now (the current hour is read whole: only events stamped in the future could differ).
+  const onHours = (p: Period) =>
+    p.from % HOUR === 0 && ((p.to + 1) % HOUR === 0 || (p.kind === 'current' && query.date_to === null && query.interval === 'hour'));
+  return from % HOUR === 0 && periods.every(onHours) && wholeHourOffsets(project.timezone, from, to);
 }
 
 /** Samples the offset daily and at both ends: offsets hold for months, so a fractional one cannot hide between samples. */

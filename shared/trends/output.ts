@@ -10,6 +10,8 @@ import type { RowValues } from './math.ts';
 import { isoLocal } from './tz.ts';
 import {
   AGGREGATED_DISPLAYS,
+  BREAKDOWN_NULL_VALUE,
+  BREAKDOWN_OTHER_VALUE,
   type ActionDefinition,
   type FormulaNode,
   type SeriesAction,
@@ -111,9 +113,10 @@ function seriesRowsOf(ctx: OutputContext, series: SeriesRows): LabelledRow[] {
 }
 
 /**
- * Formula rows. Without breakdown: one row. With breakdown: one row per value found in any series
- * (first-seen order, series by series); a value a series lacks counts as 0 there. Legacy
- * formula.py labels breakdown rows by their value alone.
+ * Formula rows. Without breakdown: one row. With breakdown: one row per value found in any series;
+ * a value a series lacks counts as 0 there. Legacy formula.py labels breakdown rows by their value
+ * alone. Order: values by their formula total (the whole-range aggregate for aggregated displays),
+ * largest first, ties in first-seen order (series A's ranking first); then the None row, then Other.
  */
 function formulaRowsOf(ctx: OutputContext, ast: FormulaNode, series: SeriesRows[], buckets: number): LabelledRow[] {
   const zero: RowValues = { values: new Array(buckets).fill(0), aggregated: 0 };
@@ -126,7 +129,10 @@ function formulaRowsOf(ctx: OutputContext, ast: FormulaNode, series: SeriesRows[
   });
   if (!ctx.query.breakdown) return [evaluate(series.map((s) => s.rows[0] ?? zero), undefined)];
   const keys = [...new Set(series.flatMap((s) => s.rows.map((r) => r.breakdown_value!)))];
-  return keys.map((key) => evaluate(series.map((s) => s.rows.find((r) => r.breakdown_value === key) ?? zero), key));
+  const rows = keys.map((key) => evaluate(series.map((s) => s.rows.find((r) => r.breakdown_value === key) ?? zero), key));
+  const total = AGGREGATED_DISPLAYS.has(ctx.query.display) ? (r: LabelledRow) => r.aggregated : (r: LabelledRow) => r.values.reduce((a, b) => a + b, 0);
+  const place = (r: LabelledRow) => (r.breakdown_value === BREAKDOWN_NULL_VALUE ? 1 : r.breakdown_value === BREAKDOWN_OTHER_VALUE ? 2 : 0);
+  return rows.sort((a, b) => place(a) - place(b) || total(b) - total(a));
 }
 
 const running = (values: number[]) => {

@@ -71,16 +71,23 @@ export const DISPLAYS = [
   'ActionsBar',
   'ActionsAreaGraph',
   'ActionsStackedBar',
+  'ActionsUnstackedBar',
   'ActionsTable',
   'ActionsPie',
   'ActionsBarValue',
   'WorldMap',
   'BoldNumber',
+  'CalendarHeatmap',
 ] as const;
-export type Display = (typeof DISPLAYS)[number];
+export type KnownDisplay = (typeof DISPLAYS)[number];
+/** The legacy endpoint takes any display string; one it does not know is answered as a time series. */
+export type Display = KnownDisplay | (string & {});
 
 /** Displays that return one `aggregated_value` per series over the whole range instead of per-bucket data. */
-export const AGGREGATED_DISPLAYS: ReadonlySet<Display> = new Set<Display>(['ActionsTable', 'ActionsPie', 'ActionsBarValue', 'WorldMap', 'BoldNumber']);
+export const AGGREGATED_DISPLAYS: ReadonlySet<Display> = new Set<Display>(['ActionsTable', 'ActionsPie', 'ActionsBarValue', 'WorldMap', 'BoldNumber', 'CalendarHeatmap']);
+
+/** Displays that answer without the breakdown of the request (one number, or one heatmap, per series). */
+export const UNBROKEN_DISPLAYS: ReadonlySet<Display> = new Set<Display>(['BoldNumber', 'CalendarHeatmap']);
 
 /** One series of the request (an entry of `events` or `actions`), validated and normalized. */
 export interface TrendEntity {
@@ -148,6 +155,10 @@ export interface DateRange {
   to: Date;
   /** Bucket starts: UTC instants of the local bucket starts. */
   buckets: Date[];
+  /** The lower bound before rounding to its bucket (what PostHog's compare period is computed from). */
+  unrounded_from: Date;
+  /** The upper bound as PostHog adjusts it (`to`, or the end of the current hour for an hourly range without date_to). */
+  adjusted_to: Date;
   interval: Interval;
   timezone: string;
   /** The project's week start, kept so the range alone can derive the compared period. */

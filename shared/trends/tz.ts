@@ -97,6 +97,28 @@ export function fromLocal(local: LocalDate & Partial<LocalDateTime>, tz: string)
   return wall - before;
 }
 
+/** The local wall-clock time of an instant as milliseconds on the UTC axis (for Python-style naive arithmetic). */
+export function wallClock(t: number, tz: string): number {
+  return t + offsetAt(t, tz);
+}
+
+/** The instant of a wall-clock time given as milliseconds on the UTC axis (see fromLocal for DST gaps and folds). */
+export function fromWallClock(w: number, tz: string): number {
+  const d = new Date(w);
+  return fromLocal(
+    {
+      year: d.getUTCFullYear(),
+      month: d.getUTCMonth() + 1,
+      day: d.getUTCDate(),
+      hour: d.getUTCHours(),
+      minute: d.getUTCMinutes(),
+      second: d.getUTCSeconds(),
+      ms: d.getUTCMilliseconds(),
+    },
+    tz,
+  );
+}
+
 export function localDateOf(t: number, tz: string): LocalDate {
   const { year, month, day } = toLocal(t, tz);
   return { year, month, day };

@@ -30,25 +30,54 @@ describe('event breakdown', () => {
     expect(rows(run({}, [browser(undefined), browser(null), browser('')]))).toEqual([['None (i.e. no value)', BREAKDOWN_NULL_VALUE, 3]]);
   });
 
-  it('breakdown_limit keeps the top values and puts the rest in Other', () => {
+  it('breakdown_limit keeps the top values and puts the rest in Other, which is sorted by its volume like any row', () => {
     const more = [...events, browser('Edge'), browser('Safari')];
-    // Volumes: Chrome 3, Firefox 2, and None, Edge, Safari 1 each (ties by value: '$$...' < 'Edge' < 'Safari').
+    // Volumes: Chrome 3, Firefox 2, and None, Edge, Safari 1 each (ties by label: 'Edge' < 'None (i.e. no value)' < 'Safari').
+    // Limit 2: Other = None + Edge + Safari = 3, level with Chrome: 'Chrome' < 'Other (i.e. ...)' by label.
     expect(rows(run({ breakdown_limit: 2 }, more))).toEqual([
       ['Chrome', 'Chrome', 3],
-      ['Firefox', 'Firefox', 2],
       ['Other (i.e. all remaining values)', BREAKDOWN_OTHER_VALUE, 3],
+      ['Firefox', 'Firefox', 2],
     ]);
-    expect(rows(run({ breakdown_limit: 3 }, more)).map((r) => r[1])).toEqual(['Chrome', 'Firefox', BREAKDOWN_NULL_VALUE, BREAKDOWN_OTHER_VALUE]);
+    // Limit 3: the top 3 are Chrome, Firefox, Edge; Other = None + Safari = 2, after Firefox (2) by label.
+    expect(rows(run({ breakdown_limit: 3 }, more))).toEqual([
+      ['Chrome', 'Chrome', 3],
+      ['Firefox', 'Firefox', 2],
+      ['Other (i.e. all remaining values)', BREAKDOWN_OTHER_VALUE, 2],
+      ['Edge', 'Edge', 1],
+    ]);
     expect(rows(run({ breakdown_limit: '2', breakdown_hide_other_aggregation: true }, more)).map((r) => r[1])).toEqual(['Chrome', 'Firefox']);
   });
 
+  it('None and Other have no special place: ordered by volume, ties by label', () => {
+    // None 3, Chrome 2, Edge/Firefox/Opera 1 each; limit 2 keeps None and Chrome, Other = 3 (ties with None:
+    // 'None (i.e. no value)' < 'Other (i.e. all remaining values)').
+    const evs = [browser(undefined, 8, 1), browser(undefined, 8, 2), browser(null, 9), browser('Chrome', 8, 3), browser('Chrome', 10), browser('Edge'), browser('Firefox'), browser('Opera')];
+    expect(rows(run({ breakdown_limit: 2 }, evs))).toEqual([
+      ['None (i.e. no value)', BREAKDOWN_NULL_VALUE, 3],
+      ['Other (i.e. all remaining values)', BREAKDOWN_OTHER_VALUE, 3],
+      ['Chrome', 'Chrome', 2],
+    ]);
+    // Other above every value: Chrome 2, Firefox, Edge, Safari 1 each, limit 1 -> Other 3, Chrome 2.
+    const other = [browser('Chrome'), browser('Chrome', 9), browser('Firefox'), browser('Edge'), browser('Safari')];
+    expect(rows(run({ breakdown_limit: 1 }, other)).map((r) => [r[1], r[2]])).toEqual([
+      [BREAKDOWN_OTHER_VALUE, 3],
+      ['Chrome', 2],
+    ]);
+    // A None row level with values sits among them by its label.
+    const tied = [browser('Chrome'), browser('Chrome', 9), browser(undefined), browser('Edge'), browser('Safari')];
+    expect(rows(run({}, tied)).map((r) => r[0])).toEqual(['Chrome', 'Edge', 'None (i.e. no value)', 'Safari']);
+  });
+
   it('the default limit is 25', () => {
+    // v00 x3, v01..v26 x1: the top 25 are v00..v24, Other holds v25 and v26 (2) and sorts right after v00.
     const many = [browser('v00', 8, 2), browser('v00', 8, 3), ...Array.from({ length: 27 }, (_, i) => browser(`v${String(i).padStart(2, '0')}`))];
     const res = run({}, many);
     expect(res.result).toHaveLength(26);
     expect(res.result[0]).toMatchObject({ breakdown_value: 'v00', count: 3 });
-    expect(res.result[24]!.breakdown_value).toBe('v24');
-    expect(res.result[25]).toMatchObject({ breakdown_value: BREAKDOWN_OTHER_VALUE, count: 2 });
+    expect(res.result[1]).toMatchObject({ breakdown_value: BREAKDOWN_OTHER_VALUE, count: 2 });
+    expect(res.result[2]!.breakdown_value).toBe('v01');
+    expect(res.result[25]!.breakdown_value).toBe('v24');
   });
 
   it('Other applies the math to its events: one person on two other values is one daily user', () => {
@@ -83,6 +112,25 @@ describe('event breakdown', () => {
       ['Views - Firefox', 1],
       ['signup - Chrome', 1],
       ['signup - Safari', 1],
+    ]);
+  });
+
+  it('with several series each sorts its own rows (None and Other included) and series keep the request order', () => {
+    // signup is listed first, $pageview second; $pageview's None row (2) outranks its Chrome row (1).
+    const evs = [
+      ev('$pageview', '2020-01-08T01:00:00Z'),
+      ev('$pageview', '2020-01-08T02:00:00Z'),
+      ev('$pageview', '2020-01-08T03:00:00Z', { props: { browser: 'Chrome' } }),
+      ev('signup', '2020-01-08T01:00:00Z', { props: { browser: 'Safari' } }),
+      ev('signup', '2020-01-08T02:00:00Z', { props: { browser: 'Safari' } }),
+      ev('signup', '2020-01-08T03:00:00Z'),
+    ];
+    const res = trend({ events: [{ id: 'signup' }, { id: '$pageview' }], ...RANGE, breakdown: 'browser' }, evs, { now: NOW });
+    expect(res.result.map((s) => [s.label, s.count])).toEqual([
+      ['signup - Safari', 2],
+      ['signup - None (i.e. no value)', 1],
+      ['$pageview - None (i.e. no value)', 2],
+      ['$pageview - Chrome', 1],
     ]);
   });
 
@@ -134,10 +182,11 @@ describe('other breakdown types', () => {
       ev('e', '2020-01-08T11:00:00Z', { props: { $session_id: 's2' } }),
       ev('e', '2020-01-08T12:00:00Z'),
     ];
+    // None and '0' both hold one event: by label '0' < 'None (i.e. no value)'.
     expect(rows(run({ breakdown: '$session_duration', breakdown_type: 'session' }, evs))).toEqual([
       ['300', '300', 2],
-      ['None (i.e. no value)', BREAKDOWN_NULL_VALUE, 1],
       ['0', '0', 1],
+      ['None (i.e. no value)', BREAKDOWN_NULL_VALUE, 1],
     ]);
   });
 

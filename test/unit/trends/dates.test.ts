@@ -55,11 +55,26 @@ describe('relative ranges', () => {
     expect(iso(range({ date_from: '-2h' }, '2020-01-10T15:20:00Z').from)).toBe('2020-01-10T13:00:00.000Z');
   });
 
-  it('an hour-unit range spanning two days moves back to the start of its first day', () => {
-    const events = [ev('e', '2020-01-09T01:00:00Z')];
-    const res = trend({ events: [{ id: 'e' }], date_from: '-24h' }, events, { now: '2020-01-10T15:20:00Z' });
-    expect(res.result[0]!.days).toEqual(['2020-01-09', '2020-01-10']);
-    expect(res.result[0]!.data).toEqual([1, 0]);
+  it('-24h by day is not rounded (shorter than two days), -48h is rounded to the start of its first day (should_round)', () => {
+    // now Fri 2020-01-10 15:20. -24h: from 01-09 15:00; adjusted end 01-10 23:59:59.999; 32h59m59.999s < 2 x 24h,
+    // so the lower bound stays at 15:00: the 01-09 bucket is shown but its 01:00 event is outside the range.
+    const events = [ev('e', '2020-01-08T01:00:00Z'), ev('e', '2020-01-09T01:00:00Z'), ev('e', '2020-01-09T16:00:00Z'), ev('e', '2020-01-10T10:00:00Z')];
+    const day = trend({ events: [{ id: 'e' }], date_from: '-24h' }, events, { now: '2020-01-10T15:20:00Z' }).result[0]!;
+    expect(day.days).toEqual(['2020-01-09', '2020-01-10']);
+    expect(day.data).toEqual([1, 1]);
+    expect(iso(range({ date_from: '-24h' }, '2020-01-10T15:20:00Z').from)).toBe('2020-01-09T15:00:00.000Z');
+    // -48h: from 01-08 15:00; 56h59m59.999s >= 48h, so it counts from 01-08 00:00 and the 01-08 01:00 event is in.
+    const two = trend({ events: [{ id: 'e' }], date_from: '-48h' }, events, { now: '2020-01-10T15:20:00Z' }).result[0]!;
+    expect(two.days).toEqual(['2020-01-08', '2020-01-09', '2020-01-10']);
+    expect(two.data).toEqual([1, 2, 1]);
+    expect(iso(range({ date_from: '-48h' }, '2020-01-10T15:20:00Z').from)).toBe('2020-01-08T00:00:00.000Z');
+  });
+
+  it('a day-unit relative date_from starts at 00:00 also with an hour interval', () => {
+    // -1d at 2020-01-10 03:30: 01-09 00:00 .. the current hour 01-10 03:00 = 24 + 4 hourly buckets.
+    const r = range({ date_from: '-1d', interval: 'hour' }, '2020-01-10T03:30:00Z');
+    expect(iso(r.from)).toBe('2020-01-09T00:00:00.000Z');
+    expect(r.buckets).toHaveLength(28);
   });
 
   it('resolves -1w, -1m, -1y, -1q, dStart, mStart, yStart, -1mStart/-1mEnd, -1yStart/-1yEnd', () => {
@@ -112,11 +127,32 @@ describe('explicit dates', () => {
     expect(res.result[0]!.data).toEqual([0, 0, 1]);
   });
 
-  it('keeps a datetime date_from within a single bucket, rounds it back once the range spans two', () => {
+  it('rounds a datetime date_from back only when the range lasts two intervals or more (duration, not bucket count)', () => {
     const events = [ev('e', '2020-01-05T12:00:00Z'), ev('e', '2020-01-05T14:00:00Z')];
     const now = { now: '2020-02-01T00:00:00Z' };
-    expect(trend({ events: [{ id: 'e' }], date_from: '2020-01-05T13:00:00', date_to: '2020-01-05' }, events, now).result[0]!.data).toEqual([1]);
-    expect(trend({ events: [{ id: 'e' }], date_from: '2020-01-05T13:00:00', date_to: '2020-01-06' }, events, now).result[0]!.data).toEqual([2, 0]);
+    const data = (date_to: string) => trend({ events: [{ id: 'e' }], date_from: '2020-01-05T13:00:00', date_to }, events, now).result[0]!.data;
+    // 13:00 .. 01-05 23:59:59.999: 11h, kept as given.
+    expect(data('2020-01-05')).toEqual([1]);
+    // 13:00 .. 01-06 23:59:59.999: 34h59m59.999s < 48h: two buckets, but still not rounded; 12:00 is outside.
+    expect(data('2020-01-06')).toEqual([1, 0]);
+    // 13:00 .. 01-07 23:59:59.999: 58h59m59.999s >= 48h: counted from 01-05 00:00.
+    expect(data('2020-01-07')).toEqual([2, 0, 0]);
+  });
+
+  it('hourly: rounds the lower bound to its hour only when the range to the end of its last hour lasts 2 hours or more', () => {
+    const events = [ev('e', '2020-01-05T13:10:00Z'), ev('e', '2020-01-05T13:30:00Z')];
+    const run = (extra: Record<string, unknown>, now: string) =>
+      trend({ events: [{ id: 'e' }], date_from: '2020-01-05T13:20:00', interval: 'hour', ...extra }, events, { now }).result[0]!;
+    // date_to 14:00 -> adjusted to 14:59:59.999; 13:20 .. 14:59:59.999 = 1h39m59.999s < 2h: not rounded, 13:10 is outside.
+    const short = run({ date_to: '2020-01-05 14:00:00' }, '2020-02-01T00:00:00Z');
+    expect(short.days).toEqual(['2020-01-05 13:00:00', '2020-01-05 14:00:00']);
+    expect(short.data).toEqual([1, 0]);
+    // date_to 15:00 -> 15:59:59.999: 2h39m59.999s >= 2h: counted from 13:00.
+    expect(run({ date_to: '2020-01-05 15:00:00' }, '2020-02-01T00:00:00Z').data).toEqual([2, 0, 0]);
+    // No date_to: the range ends with the current hour. now 14:10 -> 14:59:59.999 (not rounded); now 15:10 -> 15:59:59.999
+    // (2h39m59.999s: rounded, although now - 13:20 is only 1h50m).
+    expect(run({}, '2020-01-05T14:10:00Z').data).toEqual([1, 0]);
+    expect(run({}, '2020-01-05T15:10:00Z').data).toEqual([2, 0, 0]);
   });
 
   it('explicit_date uses the given datetimes as they are', () => {
@@ -140,6 +176,40 @@ describe('explicit dates', () => {
     const without = range({ date_from: 'all' }, '2024-03-08T12:00:00Z');
     expect(iso(without.from)).toBe('2024-03-01T00:00:00.000Z');
     expect(without.buckets).toHaveLength(8);
+  });
+});
+
+describe('absolute date forms PostHog accepts', () => {
+  const now = '2020-07-01T00:00:00Z';
+
+  it('non-zero-padded YYYY-M-D, alone and with a time', () => {
+    const events = [ev('e', '2020-06-01T10:00:00Z'), ev('e', '2020-06-03T23:00:00Z'), ev('e', '2020-06-04T00:00:00Z')];
+    const s = trend({ events: [{ id: 'e' }], date_from: '2020-6-01', date_to: '2020-6-3' }, events, { now }).result[0]!;
+    expect(s.days).toEqual(['2020-06-01', '2020-06-02', '2020-06-03']);
+    expect(s.data).toEqual([1, 0, 1]);
+    expect(iso(range({ date_from: '2020-6-1 13:00:00', date_to: '2020-6-1 15:00:00', explicit_date: true }, now).from)).toBe('2020-06-01T13:00:00.000Z');
+  });
+
+  it('date-times with a space, and ISO with T, fractional seconds and an offset (converted to the project zone)', () => {
+    const ny = project('America/New_York'); // EDT, UTC-4, in June
+    // A space-separated date-time without offset is New York time: 13:00 EDT = 17:00Z.
+    const spaced = range({ date_from: '2020-06-01 13:00:00', date_to: '2020-06-01 15:00:00', interval: 'hour' }, now, ny);
+    expect(iso(spaced.from)).toBe('2020-06-01T17:00:00.000Z');
+    expect(iso(spaced.to)).toBe('2020-06-01T19:59:59.999Z');
+    // 13:30:00.250+02:00 = 11:30:00.250Z = 07:30:00.250 EDT.
+    const offset = range({ date_from: '2020-06-01T13:30:00.250+02:00', date_to: '2020-06-01T09:00:00.5-04:00', explicit_date: true }, now, ny);
+    expect(iso(offset.from)).toBe('2020-06-01T11:30:00.250Z');
+    expect(iso(offset.to)).toBe('2020-06-01T13:00:00.500Z');
+    // Fractional seconds without an offset: the project's zone.
+    expect(iso(range({ date_from: '2020-06-01T13:30:00.123456', date_to: '2020-06-02', explicit_date: true }, now, ny).from)).toBe('2020-06-01T17:30:00.123Z');
+    // A date-time with an offset as date_to is widened to the end of its local day (03:30Z on 06-02 is 23:30 EDT on 06-01).
+    expect(iso(range({ date_from: '2020-06-01', date_to: '2020-06-02T03:30:00Z' }, now, ny).to)).toBe('2020-06-02T03:59:59.999Z');
+  });
+
+  it('still refuses dates that do not exist', () => {
+    expectValidation(() => range({ date_from: '2020-2-30' }, now), 'date_from');
+    expectValidation(() => range({ date_from: '2020-13-1' }, now), 'date_from');
+    expectValidation(() => range({ date_from: '2020-06-01 24:00:00' }, now), 'date_from');
   });
 });
 

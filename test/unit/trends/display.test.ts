@@ -9,7 +9,7 @@ const run = (extra: Record<string, unknown>, events = EVENTS, entity: Record<str
   trend({ events: [{ id: 'e', ...entity }], ...RANGE, ...extra }, events, { now: NOW });
 
 describe('time-series displays', () => {
-  it.each(['ActionsLineGraph', 'ActionsBar', 'ActionsAreaGraph', 'ActionsStackedBar', undefined])('%s returns per-bucket data; count is the sum of data', (display) => {
+  it.each(['ActionsLineGraph', 'ActionsBar', 'ActionsAreaGraph', 'ActionsStackedBar', 'ActionsUnstackedBar', 'SomeFutureChart', undefined])('%s returns per-bucket data; count is the sum of data', (display) => {
     const s = run({ display }).result[0]!;
     expect(s.data).toEqual([1, 0, 3]);
     expect(s.count).toBe(4);
@@ -40,6 +40,19 @@ describe('aggregated displays', () => {
   it.each(['ActionsTable', 'ActionsPie', 'ActionsBarValue', 'BoldNumber'])('%s returns aggregated_value over the whole range and empty data', (display) => {
     const s = run({ display }).result[0]!;
     expect(s).toMatchObject({ aggregated_value: 4, data: [], labels: [], days: [], count: 0 });
+  });
+
+  it('CalendarHeatmap is aggregated; it and BoldNumber drop a requested breakdown', () => {
+    const evs = [ev('e', '2020-01-08T01:00:00Z', { props: { browser: 'Chrome' } }), ...EVENTS.slice(1)];
+    for (const display of ['CalendarHeatmap', 'BoldNumber']) {
+      const res = run({ display, breakdown: 'browser' }, evs);
+      expect(res.result).toHaveLength(1);
+      expect(res.result[0]).toMatchObject({ label: 'e', aggregated_value: 4, data: [], count: 0 });
+      expect(res.result[0]!.breakdown_value).toBeUndefined();
+      expect(res.result[0]!.filter.breakdown).toBeUndefined();
+    }
+    // The breakdown is still checked before it is dropped.
+    expect(() => run({ display: 'BoldNumber', breakdown: 'browser', breakdown_type: 'nope' }, evs)).toThrow('not a valid choice');
   });
 
   it('with compare each period has its own aggregate', () => {

@@ -48,6 +48,10 @@ const CASES: Record<string, unknown>[] = [
   { events: [{ id: 'c' }], date_from: '-1mStart', date_to: '-1mEnd', display: 'ActionsTable' },
   { events: [{ id: 'a' }], date_from: '2023-11-04', date_to: '2023-11-06', interval: 'hour' },
   { events: [{ id: 'b' }, { id: 'c' }], date_from: '2023-03-01', date_to: '2023-04-15', interval: 'week', formula: 'A/B' },
+  // Compared periods resolved on their own: overlapping (-7d), not rounded (-24h by day), same hours of yesterday (dStart).
+  { events: [{ id: 'a' }, { id: 'b' }], date_from: '-7d', compare: true },
+  { events: [{ id: null }], date_from: '-24h', compare: true },
+  { events: [{ id: null }], date_from: 'dStart', interval: 'hour', compare: true },
 ];
 
 describe('hourly rollups give exactly the raw-event response', () => {
@@ -95,6 +99,9 @@ describe('canUseHourlyRollups', () => {
     expect(canUseHourlyRollups(parseTrendRequest({ events: [{ id: 'a' }], date_from: '2016-04-01', date_to: '2016-04-10' }), caracas, NOW)).toBe(false);
     expect(canUseHourlyRollups(parseTrendRequest({ events: [{ id: 'a' }], date_from: '2020-04-01', date_to: '2020-04-10' }), caracas, NOW)).toBe(true);
     expect(eligible({ date_from: '2024-03-01T10:30:00', date_to: '2024-03-01T12:00:00', explicit_date: true })).toBe(false);
+    // compare_to: the previous hourly period ends at yesterday's 10:30 (current length from now), mid-hour.
+    expect(eligible({ date_from: '-2h', interval: 'hour', compare_to: '-1d' })).toBe(false);
+    expect(eligible({ date_from: '-2h', interval: 'hour', compare: true })).toBe(true);
   });
 
   it('computeTrendFromHourly refuses a query that needs raw events', () => {

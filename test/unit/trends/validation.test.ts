@@ -67,8 +67,12 @@ describe('options', () => {
     expect(parse({ formula: '  ' }).formula).toBeNull();
   });
 
-  it('display and interval must be known values', () => {
-    expectValidation(() => parse({ display: 'Pie' }), 'display', 'invalid_choice');
+  it('interval must be a known value; display any string up to 100 characters (the legacy endpoint took unknown displays)', () => {
+    expect(parse({ display: 'Pie' }).display).toBe('Pie');
+    expectValidation(() => parse({ display: 'x'.repeat(101) }), 'display');
+    expect(parse({ display: 'x'.repeat(100) }).display).toHaveLength(100);
+    expectValidation(() => parse({ display: 3 }), 'display');
+    expectValidation(() => parse({ display: { toString: 'ActionsPie' } }), 'display');
     expectValidation(() => parse({ interval: 'year' }), 'interval', 'invalid_choice');
     expect(parse({ interval: 'minute' }).interval).toBe('hour');
   });
