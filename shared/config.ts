@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { QUEUES, type QueueName } from './queues/settings.ts';
 
 /**
@@ -14,6 +15,15 @@ export const ENV = {
   lambdaFunctionName: 'AWS_LAMBDA_FUNCTION_NAME',
   /** JSON overriding the rate limits below, e.g. `{"crud":{"minute":5}}` or `{"enabled":false}` (tests, benchmarks). */
   rateLimits: 'ANALYTICS_RATE_LIMITS',
+  /** KMS key that wraps batch-export destination secrets (CDK sets it); absent -> a local key file under DATA_DIR. */
+  exportSecretsKmsKeyId: 'EXPORT_SECRETS_KMS_KEY_ID',
+  /** Local runtime's data folder (the local key file of export secrets lives there). */
+  dataDir: 'DATA_DIR',
+  /** `true` lets export endpoints be loopback (and http) addresses: the local stack and tests only; CDK never sets it. */
+  allowLoopbackExportEndpoints: 'ALLOW_LOOPBACK_EXPORT_ENDPOINTS',
+  /** STS endpoint the exporter assumes customer roles through (the SDK's own variable name; local fakes in tests). */
+  stsEndpoint: 'AWS_ENDPOINT_URL_STS',
+  region: 'AWS_REGION',
 } as const;
 
 /**
@@ -69,6 +79,12 @@ export interface Config {
   queueUrls: Partial<Record<QueueName, string>>;
   /** Requests allowed per window and class; `undefined` when rate limiting is switched off. */
   rateLimits: RateLimits | undefined;
+  /** Batch export secrets: wrapped by this KMS key, or (undefined) by `localSecretsKeyFile`. */
+  exportSecretsKmsKeyId: string | undefined;
+  localSecretsKeyFile: string;
+  /** Loopback (and plain http to it) export endpoints allowed: local runtime with the flag only. */
+  allowLoopbackExportEndpoints: boolean;
+  stsEndpoint: string;
 }
 
 export class ConfigError extends Error {
@@ -95,6 +111,10 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
       Object.entries(QUEUES).flatMap(([name, q]) => (env[q.urlEnv] ? [[name, env[q.urlEnv]]] : [])),
     ) as Partial<Record<QueueName, string>>,
     rateLimits: readRateLimits(env[ENV.rateLimits]),
+    exportSecretsKmsKeyId: env[ENV.exportSecretsKmsKeyId] || undefined,
+    localSecretsKeyFile: resolve(env[ENV.dataDir] || '.data', 'export-secrets.key'),
+    allowLoopbackExportEndpoints: runtime === 'local' && env[ENV.allowLoopbackExportEndpoints] === 'true',
+    stsEndpoint: env[ENV.stsEndpoint] || `https://sts.${env[ENV.region] || 'us-east-1'}.amazonaws.com`,
   };
 }
 
