@@ -16,7 +16,7 @@ export const ENV = {
   /** JSON overriding the rate limits below, e.g. `{"crud":{"minute":5}}` or `{"enabled":false}` (tests, benchmarks). */
   rateLimits: 'ANALYTICS_RATE_LIMITS',
   /** KMS key that wraps batch-export destination secrets (CDK sets it); absent -> a local key file under DATA_DIR. */
-  exportSecretsKmsKeyId: 'EXPORT_SECRETS_KMS_KEY_ID',
+  exportSecretsKmsKeyId: 'EXPORT_SEALING_KMS_KEY_ID',
   /** Local runtime's data folder (the local key file of export secrets lives there). */
   dataDir: 'DATA_DIR',
   /** `true` lets export endpoints be loopback (and http) addresses: the local stack and tests only; CDK never sets it. */
