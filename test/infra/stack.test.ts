@@ -159,8 +159,7 @@ describe('least privilege', () => {
 });
 
 describe('batch export destinations and their secrets', () => {
-  const keyId = logicalId(stack, stack.exportSecretsKey);
-  const keyArn = { 'Fn::GetAtt': [keyId, 'Arn'] };
+  const keyArn = () => ({ 'Fn::GetAtt': [logicalId(stack, stack.exportSecretsKey), 'Arn'] });
   const allStatements = () => [...stack.functions].flatMap(([name, fn]) => statementsOf(logicalId(stack, fn.role!)).map((st) => ({ name, st })));
   const withAction = (prefix: string) => allStatements().filter(({ st }) => [st.Action].flat().some((a) => a.startsWith(prefix)));
 
@@ -180,9 +179,9 @@ describe('batch export destinations and their secrets', () => {
     const uses = withAction('kms:').map(({ name, st }) => [name, st.Effect, st.Action, st.Resource]);
     expect(uses.sort()).toEqual(
       [
-        ['batch_exports_create', 'Allow', 'kms:GenerateDataKey', keyArn],
-        ['batch_exports_partial_update', 'Allow', 'kms:GenerateDataKey', keyArn],
-        ['run_batch_exports', 'Allow', 'kms:Decrypt', keyArn],
+        ['batch_exports_create', 'Allow', 'kms:GenerateDataKey', keyArn()],
+        ['batch_exports_partial_update', 'Allow', 'kms:GenerateDataKey', keyArn()],
+        ['run_batch_exports', 'Allow', 'kms:Decrypt', keyArn()],
       ].sort(),
     );
     for (const { st } of withAction('kms:')) {
@@ -195,7 +194,7 @@ describe('batch export destinations and their secrets', () => {
     const told = [...stack.functions].filter(([, fn]) => {
       const vars = resources(template, 'AWS::Lambda::Function')[logicalId(stack, fn)]!.Properties!.Environment.Variables as Record<string, unknown>;
       expect(Object.keys(vars)).not.toContain('ALLOW_LOOPBACK_EXPORT_ENDPOINTS');
-      if (vars.EXPORT_SEALING_KMS_KEY_ID !== undefined) expect(vars.EXPORT_SEALING_KMS_KEY_ID).toEqual(keyArn);
+      if (vars.EXPORT_SEALING_KMS_KEY_ID !== undefined) expect(vars.EXPORT_SEALING_KMS_KEY_ID).toEqual(keyArn());
       return vars.EXPORT_SEALING_KMS_KEY_ID !== undefined;
     });
     expect(told.map(([name]) => name).sort()).toEqual(['batch_exports_create', 'batch_exports_partial_update', 'run_batch_exports']);
