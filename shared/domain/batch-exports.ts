@@ -102,7 +102,7 @@ function s3Config(raw: unknown, partial: boolean): Record<string, unknown> {
       throw new ValidationError(`Configuration has invalid type: got '${typeof v}', expected 'str'.`, `${attr}__${k}`);
     }
   }
-  for (const k of ['bucket_name', 'region']) if (config[k] === '') throw new ValidationError(`The following inputs are empty: ['${k}'].`, `${attr}__${k}`, 'blank');
+  for (const k of ['bucket_name', 'region', 'aws_access_key_id', 'aws_secret_access_key', 'role_arn']) if (config[k] === '') throw new ValidationError(`The following inputs are empty: ['${k}'].`, `${attr}__${k}`, 'blank');
   if (config.compression != null && !(COMPRESSIONS as readonly unknown[]).includes(config.compression)) {
     throw new ValidationError(`"${String(config.compression)}" is not a supported compression: ${COMPRESSIONS.join(', ')}.`, `${attr}__compression`);
   }

@@ -61,6 +61,7 @@ describe('batch export create and read', () => {
     [{ destination: s3({ aws_access_key_id: null, aws_secret_access_key: null }) }, 'destination__config'],
     [{ destination: s3({ role_arn: 'arn:aws:iam::123456789012:role/exporter' }) }, 'destination__config'],
     [{ destination: s3({ aws_secret_access_key: undefined }) }, 'destination__config__aws_secret_access_key'],
+    [{ destination: s3({ aws_secret_access_key: '' }) }, 'destination__config__aws_secret_access_key'],
     [{ interval: 'every 7 minutes' }, 'interval'],
     [{ start_at: '2024-05-02T00:00:00Z', end_at: '2024-05-01T00:00:00Z' }, 'end_at'],
     [{ start_at: '2024-05-02 00:00:00' }, 'start_at'],
