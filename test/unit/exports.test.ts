@@ -182,6 +182,15 @@ describe('sealed export secrets', () => {
     expect((await stat(config().localSecretsKeyFile)).mode & 0o777).toBe(0o600);
   });
 
+  it("opens an export's keys into the run's config, and a box moved to another export fails in our words", async () => {
+    const { sealSecrets } = await import('#shared/exports/secrets.ts');
+    const { openDestination } = await import('#shared/domain/export-destinations.ts');
+    const sealed = await sealSecrets({ aws_access_key_id: 'AKIA1', aws_secret_access_key: 'plain-secret' }, context);
+    const record = { id: 'exp-1', organization_id: 'org-1', destination: { type: 'S3', config: { bucket_name: 'b', region: 'us-east-1' }, sealed_secrets: sealed } } as any;
+    expect(await openDestination(record)).toEqual({ bucket_name: 'b', region: 'us-east-1', aws_access_key_id: 'AKIA1', aws_secret_access_key: 'plain-secret' });
+    await expect(openDestination({ ...record, id: 'exp-2' })).rejects.toThrow('Could not open the stored credentials of this destination (a service-side problem; the run is retried).');
+  });
+
   it('uses a KMS data key with the export as encryption context when the stage names a key, and never a key file in a deployed stage', async () => {
     vi.stubEnv('EXPORT_SEALING_KMS_KEY_ID', 'arn:aws:kms:us-east-1:123456789012:key/k');
     vi.resetModules();
