@@ -21,6 +21,8 @@ interface RouteBase {
   csv?: boolean;
   /** A read-only operation that may still write its result cache (IAM: PutItem on cache keys only). */
   writesCache?: boolean;
+  /** Seals batch-export destination secrets (IAM: kms:GenerateDataKey on the export secrets key, never Decrypt). */
+  sealsSecrets?: boolean;
   summary: string;
 }
 
@@ -292,6 +294,7 @@ export const routes = [
     scope: 'batch_export:write',
     handler: 'batch-exports/create',
     access: 'write',
+    sealsSecrets: true,
     summary: "Create a batch export",
   },
   {
@@ -310,6 +313,7 @@ export const routes = [
     scope: 'batch_export:write',
     handler: 'batch-exports/update',
     access: 'write',
+    sealsSecrets: true,
     summary: "Update (pause, unpause, reconfigure) a batch export",
   },
   {
@@ -382,7 +386,10 @@ export interface Worker {
   continuesVia?: QueueName;
   /** How long one invocation may run (seconds). */
   timeoutSeconds: number;
-  /** Writes to customer-configured destinations (S3 buckets named in batch export configs). */
+  /**
+   * Writes to customer-configured destinations (S3 buckets named in batch export configs) with their
+   * own credentials: opens their sealed keys (kms:Decrypt) or assumes their role (sts:AssumeRole).
+   */
   writesDestinations?: boolean;
   /** The command that fires it now locally: `npm run cron -- <command>`. */
   command?: string;

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { QUEUES, type QueueName } from './queues/settings.ts';
 
 /**
@@ -16,6 +17,15 @@ export const ENV = {
   rateLimits: 'ANALYTICS_RATE_LIMITS',
   /** Persons a filtered persons list examines per request (default below); tests lower it. */
   personScanLimit: 'ANALYTICS_PERSON_SCAN_LIMIT',
+  /** KMS key that wraps batch-export destination secrets (CDK sets it); absent -> a local key file under DATA_DIR. */
+  exportSecretsKmsKeyId: 'EXPORT_SEALING_KMS_KEY_ID',
+  /** Local runtime's data folder (the local key file of export secrets lives there). */
+  dataDir: 'DATA_DIR',
+  /** `true` lets export endpoints be loopback (and http) addresses: the local stack and tests only; CDK never sets it. */
+  allowLoopbackExportEndpoints: 'ALLOW_LOOPBACK_EXPORT_ENDPOINTS',
+  /** STS endpoint the exporter assumes customer roles through (the SDK's own variable name; local fakes in tests). */
+  stsEndpoint: 'AWS_ENDPOINT_URL_STS',
+  region: 'AWS_REGION',
 } as const;
 
 /** A `search` or `properties` persons list reads persons in order and stops after this many per request. */
@@ -81,6 +91,12 @@ export interface Config {
   /** Requests allowed per window and class; `undefined` when rate limiting is switched off. */
   rateLimits: RateLimits | undefined;
   personScanLimit: number;
+  /** Batch export secrets: wrapped by this KMS key, or (undefined) by `localSecretsKeyFile`. */
+  exportSecretsKmsKeyId: string | undefined;
+  localSecretsKeyFile: string;
+  /** Loopback (and plain http to it) export endpoints allowed: local runtime with the flag only. */
+  allowLoopbackExportEndpoints: boolean;
+  stsEndpoint: string;
 }
 
 export class ConfigError extends Error {
@@ -108,6 +124,10 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ) as Partial<Record<QueueName, string>>,
     rateLimits: readRateLimits(env[ENV.rateLimits]),
     personScanLimit: readPositiveInteger(ENV.personScanLimit, env[ENV.personScanLimit], DEFAULT_PERSON_SCAN_LIMIT),
+    exportSecretsKmsKeyId: env[ENV.exportSecretsKmsKeyId] || undefined,
+    localSecretsKeyFile: resolve(env[ENV.dataDir] || '.data', 'export-secrets.key'),
+    allowLoopbackExportEndpoints: runtime === 'local' && env[ENV.allowLoopbackExportEndpoints] === 'true',
+    stsEndpoint: env[ENV.stsEndpoint] || `https://sts.${env[ENV.region] || 'us-east-1'}.amazonaws.com`,
   };
 }
 

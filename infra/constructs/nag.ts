@@ -52,9 +52,9 @@ export function acknowledgeNagFindings(stack: AnalyticsStack): void {
 
   const exportRole = stack.functions.get('run_batch_exports')!.role!;
   acknowledge(exportRole, {
-    id: 'AwsSolutions-IAM5[Resource::arn:aws:s3:::*/*]',
+    id: 'AwsSolutions-IAM5[Resource::arn:*:iam::*:role/*]',
     reason:
-      'Batch export destinations are S3 buckets that users name in their export configs at run time, so no bucket list exists at deploy time. The statement allows only s3:PutObject and s3:AbortMultipartUpload (no read, list, delete or policy actions); exports that carry their own access keys do not use the role at all.',
+      "Batch export destinations may name a role in the customer's account, known only at run time. The statement allows only sts:AssumeRole; the customer's trust policy must name this role and require sts:ExternalId = the organization id (the exporter always sends it), and roles of this stack's own account are denied by an explicit Deny. The role has no S3 permission: uploads are signed with the destination's own or assumed credentials.",
   });
 
   acknowledge(stack.api, {

@@ -8,6 +8,8 @@ export interface LocalEndpoints {
   sqs?: string;
   s3?: string;
   queues?: Partial<Record<QueueName, string>>;
+  /** DATA_DIR for this process (the local key of export secrets lives there); default: as set, else .data. */
+  dataDir?: string;
 }
 
 /**
@@ -24,6 +26,9 @@ export function configureLocalEnv(endpoints: LocalEndpoints): void {
     AWS_ACCESS_KEY_ID: 'local',
     AWS_SECRET_ACCESS_KEY: 'local',
     AWS_REQUEST_CHECKSUM_CALCULATION: 'WHEN_REQUIRED',
+    // Export destinations on this machine (s3rver, test servers) are loopback; a deployed stage never sets it.
+    [ENV.allowLoopbackExportEndpoints]: 'true',
+    ...(endpoints.dataDir ? { [ENV.dataDir]: endpoints.dataDir } : {}),
     ...(endpoints.sqs ? { AWS_ENDPOINT_URL_SQS: endpoints.sqs } : {}),
     ...(endpoints.s3 ? { AWS_ENDPOINT_URL_S3: endpoints.s3 } : {}),
     ...queueUrlEnv(endpoints.queues ?? {}),

@@ -37,7 +37,7 @@ export async function startLocalStack(options: { dataDir?: string; port?: number
     const s3 = await startS3(join(options.dataDir ?? join(process.cwd(), '.data', 'tmp'), 's3'));
     started.push(s3);
     const queues = await ensureQueues(sqs.endpoint);
-    configureLocalEnv({ tableName, dynamodb: dynamodb.endpoint, sqs: sqs.endpoint, s3: s3.endpoint, queues });
+    configureLocalEnv({ tableName, dynamodb: dynamodb.endpoint, sqs: sqs.endpoint, s3: s3.endpoint, queues, dataDir: options.dataDir });
     const client = new DynamoDBClient({});
     await ensureTable(client, tableName);
     client.destroy();

@@ -17,6 +17,7 @@ import * as route53Targets from 'aws-cdk-lib/aws-route53-targets';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { QUEUES, type QueueName, type QueueSettings } from '#shared/queues/settings.ts';
@@ -76,6 +77,8 @@ export class AnalyticsStack extends Stack {
   readonly functions = new Map<string, lambda.Function>();
   readonly schedules = new Map<string, events.Rule>();
   readonly monitoring: Monitoring;
+  /** Wraps the data keys that seal batch-export destination secrets (shared/exports/secrets.ts). */
+  readonly exportSecretsKey: kms.Key;
 
   constructor(scope: Construct, id: string, props: AnalyticsStackProps) {
     super(scope, id, props);
@@ -124,6 +127,17 @@ export class AnalyticsStack extends Stack {
       });
       this.queues.set(name, { queue, dlq });
     }
+    this.exportSecretsKey = new kms.Key(this, 'ExportSecretsKey', {
+      description: `${prefix}: wraps the per-export data keys that seal batch-export destination secrets`,
+      enableKeyRotation: true,
+      // Same fate as the table whose sealed secrets it opens.
+      removalPolicy: stage.removalPolicy,
+    });
+    /** The key is used only with an export's encryption context (shared/exports/secrets.ts). */
+    const exportSecretsContext = {
+      'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': ['organization_id', 'batch_export_id'] },
+      Null: { 'kms:EncryptionContextKeys': 'false' },
+    };
     const queueEnv = (names: readonly QueueName[]) => Object.fromEntries(names.map((n) => [QUEUES[n].urlEnv, this.queues.get(n)!.queue.queueUrl]));
 
     const makeFunction = (name: string, description: string, timeoutSeconds = API_TIMEOUT_SECONDS) => {
@@ -249,6 +263,11 @@ export class AnalyticsStack extends Stack {
           }),
         );
       }
+      if (r.sealsSecrets) {
+        // Seals new destination secrets; only the exporter may open them (kms:Decrypt).
+        fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['kms:GenerateDataKey'], resources: [this.exportSecretsKey.keyArn], conditions: exportSecretsContext }));
+        fn.addEnvironment(ENV.exportSecretsKmsKeyId, this.exportSecretsKey.keyArn);
+      }
       for (const q of r.sends ?? []) {
         this.queues.get(q)!.queue.grantSendMessages(fn);
         fn.addEnvironment(QUEUES[q].urlEnv, this.queues.get(q)!.queue.queueUrl);
@@ -271,9 +290,15 @@ export class AnalyticsStack extends Stack {
       this.table.grantReadWriteData(fn);
       for (const q of w.consumes ?? []) this.queues.get(q)!.queue.grantConsumeMessages(fn);
       if (w.writesDestinations) {
-        // Buckets are named by users in their export configs (or reached with their own keys), so the
-        // role may only put objects (and clean up failed multipart uploads), in any bucket.
-        fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['s3:PutObject', 's3:AbortMultipartUpload'], resources: ['arn:aws:s3:::*/*'] }));
+        // The exporter never writes with its own identity: no S3 permission at all. A destination brings
+        // its own keys (sealed: only this role may Decrypt them) or names a role in the customer's
+        // account, assumed with the organization id as ExternalId. Any role ARN is allowed because the
+        // customer's trust policy (principal = this role, sts:ExternalId = their organization id) is
+        // what gates it; roles of this account are denied so a tenant cannot name one of ours.
+        fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['sts:AssumeRole'], resources: ['arn:*:iam::*:role/*'] }));
+        fn.addToRolePolicy(new iam.PolicyStatement({ effect: iam.Effect.DENY, actions: ['sts:AssumeRole'], resources: [`arn:${Aws.PARTITION}:iam::${Aws.ACCOUNT_ID}:role/*`] }));
+        fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['kms:Decrypt'], resources: [this.exportSecretsKey.keyArn], conditions: exportSecretsContext }));
+        fn.addEnvironment(ENV.exportSecretsKmsKeyId, this.exportSecretsKey.keyArn);
       }
       for (const [k, val] of Object.entries(queueEnv([...(w.consumes ?? []), ...(w.continuesVia ? [w.continuesVia] : [])]))) fn.addEnvironment(k, val);
       if (w.continuesVia) {

@@ -5,6 +5,7 @@ import { dueKeys, queryAll, queryIndex } from './query.ts';
 import { call, db, conditional, tableName } from './client.ts';
 import { keys, type ItemKey } from './keys.ts';
 import { TABLE_SCHEMA } from './table-schema.ts';
+import type { SealedSecrets } from '../exports/secrets.ts';
 
 export interface ExportRecord {
   id: string;
@@ -12,7 +13,8 @@ export interface ExportRecord {
   team_id: number;
   name: string;
   model: 'events' | 'persons';
-  destination: { type: 'S3'; config: Record<string, unknown> };
+  /** `config` holds no secret: access keys are in `sealed_secrets` (envelope-encrypted, shared/exports/secrets.ts). */
+  destination: { type: 'S3'; config: Record<string, unknown>; sealed_secrets?: SealedSecrets | null };
   interval: string;
   paused: boolean;
   created_at: string;
@@ -125,6 +127,13 @@ export async function getExport(orgId: string, exportId: string): Promise<Export
 export async function listExports(orgId: string): Promise<ExportRecord[]> {
   const { pk, skPrefix } = keys.batchExportsOfOrganization(orgId);
   return (await queryAll(pk, skPrefix)).map(exportFromItem);
+}
+
+/** Deletes every export of an organization with its runs, window claims and logs (the organization is gone). */
+export async function deleteExportsOfOrganization(orgId: string): Promise<number> {
+  const all = await listExports(orgId);
+  for (const e of all) await deleteExport(e);
+  return all.length;
 }
 
 /** Deletes the export, then everything in its partition: runs, window claims, logs. */

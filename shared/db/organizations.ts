@@ -81,6 +81,12 @@ export async function getOrganizationWithProjects(
   return { organization: record<OrganizationRecord>(orgItem)!, projects };
 }
 
+/** One strongly consistent GetItem: does the organization still exist? */
+export async function organizationExists(orgId: string): Promise<boolean> {
+  const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.organization(orgId), ConsistentRead: true, ProjectionExpression: 'pk' })));
+  return out.Item !== undefined;
+}
+
 export async function getMembership(userId: string, orgId: string): Promise<MembershipRecord | undefined> {
   const out = await call(() =>
     db().send(new GetCommand({ TableName: tableName(), Key: keys.membership(userId, orgId), ConsistentRead: true })),

@@ -13,8 +13,11 @@ import {
   type RunRecord,
 } from '../db/batch-exports.ts';
 import { getOrganizationWithProjects } from '../db/organizations.ts';
+import { config as serviceConfig } from '../config.ts';
 import { Conflict, NotFound, textOf, ValidationError } from '../errors.ts';
+import { bucketProblem, endpointProblem, regionProblem, roleArnProblem } from '../exports/destination-rules.ts';
 import { COMPRESSIONS, FILE_FORMATS } from '../exports/files.ts';
+import { sealSecrets } from '../exports/secrets.ts';
 import { parseExportQuery } from '../exports/hogql.ts';
 import { firstWindowEnd, intervalMs, windowCount, windowsBetween, type ExportInterval } from '../exports/intervals.ts';
 import { uuidv7 } from '../ids.ts';
@@ -37,7 +40,7 @@ export interface ExportInput {
 
 const SECRETS = ['aws_access_key_id', 'aws_secret_access_key'];
 const S3_REQUIRED = ['bucket_name', 'region', 'prefix'];
-const S3_OPTIONAL = ['compression', 'file_format', 'aws_access_key_id', 'aws_secret_access_key', 'endpoint_url', 'include_events', 'exclude_events'];
+const S3_OPTIONAL = ['compression', 'file_format', 'aws_access_key_id', 'aws_secret_access_key', 'role_arn', 'endpoint_url', 'include_events', 'exclude_events'];
 
 export function runResponse(r: RunRecord) {
   return {
@@ -99,33 +102,72 @@ function s3Config(raw: unknown, partial: boolean): Record<string, unknown> {
       throw new ValidationError(`Configuration has invalid type: got '${typeof v}', expected 'str'.`, `${attr}__${k}`);
     }
   }
-  for (const k of ['bucket_name', 'region']) if (config[k] === '') throw new ValidationError(`The following inputs are empty: ['${k}'].`, `${attr}__${k}`, 'blank');
+  for (const k of ['bucket_name', 'region', 'aws_access_key_id', 'aws_secret_access_key', 'role_arn']) if (config[k] === '') throw new ValidationError(`The following inputs are empty: ['${k}'].`, `${attr}__${k}`, 'blank');
   if (config.compression != null && !(COMPRESSIONS as readonly unknown[]).includes(config.compression)) {
     throw new ValidationError(`"${String(config.compression)}" is not a supported compression: ${COMPRESSIONS.join(', ')}.`, `${attr}__compression`);
   }
   if (config.file_format != null && !(FILE_FORMATS as readonly unknown[]).includes(config.file_format)) {
     throw new ValidationError(`"${String(config.file_format)}" is not a supported file format: ${FILE_FORMATS.join(', ')}.`, `${attr}__file_format`);
   }
-  if (config.endpoint_url != null && !/^https?:\/\/[^\s/]+/.test(String(config.endpoint_url))) throw new ValidationError('Enter a valid URL.', `${attr}__endpoint_url`);
+  const problems: [string, (v: string) => string | undefined][] = [
+    ['region', regionProblem],
+    ['bucket_name', bucketProblem],
+    ['role_arn', roleArnProblem],
+    ['endpoint_url', (url) => endpointProblem(url, serviceConfig().allowLoopbackExportEndpoints)],
+  ];
+  for (const [k, check] of problems) {
+    const problem = typeof config[k] === 'string' && config[k] !== '' ? check(config[k]) : undefined;
+    if (problem) throw new ValidationError(problem, `${attr}__${k}`);
+  }
   return config;
 }
 
-function destination(raw: ExportInput['destination'], current?: ExportRecord['destination']): ExportRecord['destination'] {
+type AccessKeys = { aws_access_key_id: string; aws_secret_access_key: string };
+
+/**
+ * The validated destination without its secrets, and what becomes of the access keys: new ones to
+ * seal, null to drop them, undefined to keep the sealed ones (a PATCH that does not name them).
+ */
+function destination(raw: ExportInput['destination'], current?: ExportRecord['destination']): { type: 'S3'; config: Record<string, unknown>; keys: AccessKeys | null | undefined } {
   if (!raw) {
-    if (current) return current;
+    if (current) return { type: current.type, config: current.config, keys: undefined };
     throw new ValidationError('This field is required.', 'destination', 'required');
   }
   const type = raw.type ?? current?.type;
   if (type !== 'S3') throw new ValidationError(`"${textOf(type)}" is not a supported destination type: S3.`, 'destination__type', 'invalid_choice');
   if (current && current.type !== type) throw new ValidationError('The destination type cannot be changed.', 'destination__type');
   // PATCH merges the config (secrets stay unless given again), then the result must be complete.
-  const merged = current ? { ...current.config, ...(s3Config(raw.config ?? {}, true) as object) } : s3Config(raw.config, false);
-  const config = s3Config(merged, false);
-  const keyGiven = config.aws_access_key_id != null;
-  if (keyGiven !== (config.aws_secret_access_key != null)) {
+  const given = current ? s3Config(raw.config ?? {}, true) : s3Config(raw.config, false);
+  const merged = s3Config(current ? { ...current.config, ...given } : given, false);
+  const { aws_access_key_id: id, aws_secret_access_key: secret, ...config } = merged;
+  if ((id === undefined) !== (secret === undefined) || (id === null) !== (secret === null)) {
     throw new ValidationError('aws_access_key_id and aws_secret_access_key go together.', 'destination__config__aws_secret_access_key');
   }
-  return { type: 'S3', config };
+  const keys = id == null ? (id === null ? null : current ? undefined : null) : { aws_access_key_id: String(id), aws_secret_access_key: String(secret) };
+  const hasKeys = keys ? true : keys === null ? false : Boolean(current?.sealed_secrets);
+  const hasRole = config.role_arn != null && config.role_arn !== '';
+  if (!hasKeys && !hasRole) {
+    throw new ValidationError(
+      'An S3 destination needs credentials of its own: aws_access_key_id and aws_secret_access_key, or role_arn (a role the exporter assumes with your organization id as ExternalId).',
+      'destination__config',
+    );
+  }
+  if (hasKeys && hasRole) throw new ValidationError('Give either access keys or role_arn, not both (set the one you drop to null).', 'destination__config');
+  return { type: 'S3', config, keys };
+}
+
+/**
+ * The destination as stored: config without secrets, access keys sealed to this export (or kept as
+ * they were). A record from before sealing has its keys in config: any PATCH of its destination seals them.
+ */
+async function storedDestination(
+  dest: ReturnType<typeof destination>,
+  record: { organization_id: string; id: string },
+  current?: ExportRecord['destination'],
+): Promise<ExportRecord['destination']> {
+  const context = { organization_id: record.organization_id, batch_export_id: record.id };
+  const sealed = dest.keys ? await sealSecrets(dest.keys, context) : dest.keys === null ? null : (current?.sealed_secrets ?? null);
+  return { type: dest.type, config: dest.config, sealed_secrets: sealed };
 }
 
 function checkWindow(startAt: string | null, endAt: string | null): void {
@@ -163,13 +205,14 @@ export async function createExport(membership: MembershipRecord, input: ExportIn
   const dest = destination(input.destination);
   const teamId = await projectOf(membership, input.team_id);
   const at = nowIso();
+  const id = uuidv7();
   const record: ExportRecord = {
-    id: uuidv7(),
+    id,
     organization_id: membership.organization_id,
     team_id: teamId,
     name: input.name,
     model,
-    destination: dest,
+    destination: await storedDestination(dest, { organization_id: membership.organization_id, id }),
     interval: input.interval,
     paused: input.paused ?? false,
     created_at: at,
@@ -214,7 +257,7 @@ export async function updateExport(membership: MembershipRecord, exportId: strin
     const next: ExportRecord = { ...current, version: current.version + 1, last_updated_at: nowIso() };
     if (input.name !== undefined) next.name = input.name;
     if (input.model !== undefined) next.model = input.model;
-    if (input.destination !== undefined) next.destination = destination(input.destination, current.destination);
+    if (input.destination !== undefined) next.destination = await storedDestination(destination(input.destination, current.destination), current, current.destination);
     if (input.start_at !== undefined) next.start_at = input.start_at;
     if (input.end_at !== undefined) next.end_at = input.end_at;
     if (input.hogql_query !== undefined) next.hogql_query = input.hogql_query;

@@ -3,6 +3,7 @@ import { inParallel } from '../db/batch.ts';
 import {
   claimRun,
   claimWindow,
+  deleteExport,
   dueExports,
   dueOrganizations,
   dueRunsOf,
@@ -16,6 +17,9 @@ import {
   type RunRecord,
 } from '../db/batch-exports.ts';
 import { readEventsInsertedBetween, type StoredEvent } from '../db/events.ts';
+import { organizationExists } from '../db/organizations.ts';
+import { DestinationError } from '../exports/destination-http.ts';
+import { openDestination } from './export-destinations.ts';
 import { getPersons, personIdsOf, queryPersons, type PersonRecord, type PageKey } from '../db/persons.ts';
 import { encodeRows, objectKey, type Compression, type FileFormat } from '../exports/files.ts';
 import { EVENT_COLUMNS, parseExportQuery } from '../exports/hogql.ts';
@@ -166,6 +170,11 @@ export function newRun(e: ExportRecord, start: string, end: string, now: Date, b
 export async function executeRun(run: RunRecord, now: Date, put: PutObject): Promise<RunRecord['status'] | undefined> {
   const e = await getExport(run.organization_id, run.batch_export);
   if (!e) return undefined;
+  if (!(await organizationExists(e.organization_id))) {
+    // Its organization was deleted (and the cleanup did not finish): drop the export and its runs.
+    await deleteExport(e);
+    return undefined;
+  }
   if (e.paused) {
     // Never started while paused: look again later (unpausing does not flood, these were already due).
     await saveRun({ ...run, next_attempt_at: new Date(now.getTime() + 5 * 60_000).toISOString() });
@@ -176,7 +185,7 @@ export async function executeRun(run: RunRecord, now: Date, put: PutObject): Pro
   if (!(await claimRun(run, running))) return undefined;
   try {
     const rows = e.model === 'persons' ? await personRows(e, run) : await eventRows(e, run);
-    const config = e.destination.config;
+    const config = await openDestination(e);
     const format = (config.file_format as FileFormat | null) ?? 'JSONLines';
     const compression = (config.compression as Compression | null) ?? 'none';
     const window = { start: new Date(run.data_interval_start), end: new Date(run.data_interval_end) };
@@ -209,6 +218,8 @@ export async function executeRun(run: RunRecord, now: Date, put: PutObject): Pro
 }
 
 function describeError(error: unknown): string {
+  // A destination's failure is our own sentence (status and error code at most), never its text.
+  if (error instanceof DestinationError) return error.message;
   const e = error as { name?: string; message?: string; Code?: string };
   return `${e.name ?? 'Error'}: ${e.message ?? String(error)}`.slice(0, 1000);
 }

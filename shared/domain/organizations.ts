@@ -1,5 +1,6 @@
 import { generateProjectToken } from '../auth/api-keys.ts';
 import { nowIso } from '../clock.ts';
+import { deleteExportsOfOrganization } from '../db/batch-exports.ts';
 import { nextId } from '../db/counters.ts';
 import {
   getOrganizationWithProjects,
@@ -149,6 +150,8 @@ export async function deleteOrganization(membership: MembershipRecord): Promise<
   requireLevel(membership, MembershipLevel.owner);
   const found = await getOrganizationWithProjects(membership.organization_id);
   if (!found || !(await removeOrganization(found.organization, found.projects))) throw new NotFound();
+  // The exporter drops runs of a gone organization; its exports (runs, logs) go with it now.
+  await deleteExportsOfOrganization(found.organization.id);
 }
 
 /** Adds a user to an organization at a level (no API yet; used by tests and future member invites). */

@@ -59,10 +59,10 @@ describe('cdk-nag AwsSolutions', () => {
     expect(rulesOf('full')).toEqual([...everywhere, 'AwsSolutions-CFR3', 'AwsSolutions-DDB3'].sort());
   });
 
-  it('accepts wildcard IAM resources only for X-Ray/stream listing, table indexes and export destinations', () => {
+  it('accepts wildcard IAM resources only for X-Ray/stream listing, table indexes and customers\' export roles', () => {
     const iam5 = new Set(acknowledgements(app).filter(([, id]) => id.startsWith('AwsSolutions-IAM5')).map(([, id]) => id.replace(/<Table[A-Z0-9]+\.Arn>/, '<Table.Arn>')));
     expect([...iam5].sort()).toEqual(
-      ['AwsSolutions-IAM5[Resource::*]', 'AwsSolutions-IAM5[Resource::<Table.Arn>/index/*]', 'AwsSolutions-IAM5[Resource::arn:aws:s3:::*/*]'].sort(),
+      ['AwsSolutions-IAM5[Resource::*]', 'AwsSolutions-IAM5[Resource::<Table.Arn>/index/*]', 'AwsSolutions-IAM5[Resource::arn:*:iam::*:role/*]'].sort(),
     );
   });
 });

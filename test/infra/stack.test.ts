@@ -142,10 +142,10 @@ describe('least privilege', () => {
     }
   });
 
-  it('uses wildcard resources only for X-Ray, the stream listing and export destinations', () => {
+  it("uses wildcard resources only for X-Ray, the stream listing and customers' export roles", () => {
     const allowed: Record<string, (action: string) => boolean> = {
       '*': (a) => a.startsWith('xray:') || a === 'dynamodb:ListStreams',
-      'arn:aws:s3:::*/*': (a) => ['s3:PutObject', 's3:AbortMultipartUpload'].includes(a),
+      'arn:*:iam::*:role/*': (a) => a === 'sts:AssumeRole',
     };
     for (const [name, fn] of stack.functions) {
       for (const st of statementsOf(logicalId(stack, fn.role!))) {
@@ -155,6 +155,49 @@ describe('least privilege', () => {
         }
       }
     }
+  });
+});
+
+describe('batch export destinations and their secrets', () => {
+  const keyArn = () => ({ 'Fn::GetAtt': [logicalId(stack, stack.exportSecretsKey), 'Arn'] });
+  const allStatements = () => [...stack.functions].flatMap(([name, fn]) => statementsOf(logicalId(stack, fn.role!)).map((st) => ({ name, st })));
+  const withAction = (prefix: string) => allStatements().filter(({ st }) => [st.Action].flat().some((a) => a.startsWith(prefix)));
+
+  it('lets no function put objects in S3 with its own identity', () => {
+    expect(withAction('s3:')).toEqual([]);
+  });
+
+  it('lets only the exporter assume roles, any role but those of its own account', () => {
+    const assume = withAction('sts:');
+    expect(assume.map(({ name, st }) => [name, st.Effect, st.Action, st.Resource])).toEqual([
+      ['run_batch_exports', 'Allow', 'sts:AssumeRole', 'arn:*:iam::*:role/*'],
+      ['run_batch_exports', 'Deny', 'sts:AssumeRole', { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::', { Ref: 'AWS::AccountId' }, ':role/*']] }],
+    ]);
+  });
+
+  it('lets only the exporter decrypt export secrets, and only batch export create/update generate data keys', () => {
+    const uses = withAction('kms:').map(({ name, st }) => [name, st.Effect, st.Action, st.Resource]);
+    expect(uses.sort()).toEqual(
+      [
+        ['batch_exports_create', 'Allow', 'kms:GenerateDataKey', keyArn()],
+        ['batch_exports_partial_update', 'Allow', 'kms:GenerateDataKey', keyArn()],
+        ['run_batch_exports', 'Allow', 'kms:Decrypt', keyArn()],
+      ].sort(),
+    );
+    for (const { st } of withAction('kms:')) {
+      expect(st.Condition).toEqual({ 'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': ['organization_id', 'batch_export_id'] }, Null: { 'kms:EncryptionContextKeys': 'false' } });
+    }
+    template.hasResourceProperties('AWS::KMS::Key', { EnableKeyRotation: true });
+  });
+
+  it('tells exactly those functions the KMS key, and no function that loopback export endpoints are allowed', () => {
+    const told = [...stack.functions].filter(([, fn]) => {
+      const vars = resources(template, 'AWS::Lambda::Function')[logicalId(stack, fn)]!.Properties!.Environment.Variables as Record<string, unknown>;
+      expect(Object.keys(vars)).not.toContain('ALLOW_LOOPBACK_EXPORT_ENDPOINTS');
+      if (vars.EXPORT_SEALING_KMS_KEY_ID !== undefined) expect(vars.EXPORT_SEALING_KMS_KEY_ID).toEqual(keyArn());
+      return vars.EXPORT_SEALING_KMS_KEY_ID !== undefined;
+    });
+    expect(told.map(([name]) => name).sort()).toEqual(['batch_exports_create', 'batch_exports_partial_update', 'run_batch_exports']);
   });
 });
 

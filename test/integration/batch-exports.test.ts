@@ -1,4 +1,7 @@
+import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
+import { db, tableName } from '#shared/db/client.ts';
+import { keys } from '#shared/db/keys.ts';
 import { expectErrorShape, newKey, useApi, type Client } from '../support/api.ts';
 
 const api = useApi();
@@ -37,6 +40,28 @@ describe('batch export create and read', () => {
     [{ destination: s3({ colour: 'blue' }) }, 'destination__config'],
     [{ destination: s3({ compression: 'zip' }) }, 'destination__config__compression'],
     [{ destination: s3({ region: 5 }) }, 'destination__config__region'],
+    [{ destination: s3({ region: 'us-east-9' }) }, 'destination__config__region'],
+    [{ destination: s3({ region: 'eu-west-1 ' }) }, 'destination__config__region'],
+    [{ destination: s3({ bucket_name: 'My_Bucket' }) }, 'destination__config__bucket_name'],
+    [{ destination: s3({ bucket_name: 'ab' }) }, 'destination__config__bucket_name'],
+    [{ destination: s3({ bucket_name: 'b'.repeat(64) }) }, 'destination__config__bucket_name'],
+    [{ destination: s3({ bucket_name: 'my..bucket' }) }, 'destination__config__bucket_name'],
+    [{ destination: s3({ bucket_name: '-bucket' }) }, 'destination__config__bucket_name'],
+    [{ destination: s3({ bucket_name: '192.168.5.4' }) }, 'destination__config__bucket_name'],
+    [{ destination: s3({ bucket_name: 'xn--bucket' }) }, 'destination__config__bucket_name'],
+    [{ destination: s3({ bucket_name: 'my-bucket-s3alias' }) }, 'destination__config__bucket_name'],
+    [{ destination: s3({ endpoint_url: 'http://s3.example.com' }) }, 'destination__config__endpoint_url'],
+    [{ destination: s3({ endpoint_url: 'ftp://s3.example.com' }) }, 'destination__config__endpoint_url'],
+    [{ destination: s3({ endpoint_url: 'https://user:pw@s3.example.com' }) }, 'destination__config__endpoint_url'],
+    [{ destination: s3({ endpoint_url: 'https://10.0.0.5' }) }, 'destination__config__endpoint_url'],
+    [{ destination: s3({ endpoint_url: 'http://169.254.169.254/latest' }) }, 'destination__config__endpoint_url'],
+    [{ destination: s3({ role_arn: 'arn:aws:iam::123:role/x', aws_access_key_id: undefined, aws_secret_access_key: undefined }) }, 'destination__config__role_arn'],
+    [{ destination: s3({ role_arn: 'arn:aws:s3:::bucket', aws_access_key_id: undefined, aws_secret_access_key: undefined }) }, 'destination__config__role_arn'],
+    [{ destination: s3({ aws_access_key_id: undefined, aws_secret_access_key: undefined }) }, 'destination__config'],
+    [{ destination: s3({ aws_access_key_id: null, aws_secret_access_key: null }) }, 'destination__config'],
+    [{ destination: s3({ role_arn: 'arn:aws:iam::123456789012:role/exporter' }) }, 'destination__config'],
+    [{ destination: s3({ aws_secret_access_key: undefined }) }, 'destination__config__aws_secret_access_key'],
+    [{ destination: s3({ aws_secret_access_key: '' }) }, 'destination__config__aws_secret_access_key'],
     [{ interval: 'every 7 minutes' }, 'interval'],
     [{ start_at: '2024-05-02T00:00:00Z', end_at: '2024-05-01T00:00:00Z' }, 'end_at'],
     [{ start_at: '2024-05-02 00:00:00' }, 'start_at'],
@@ -52,6 +77,32 @@ describe('batch export create and read', () => {
     expectErrorShape(res.body);
     expect(res.body.attr).toBe(attr);
     expect((await c.get(base)).body.count).toBe(0);
+  });
+
+  it('accepts a destination that names a role instead of keys, in any partition and with a path', async () => {
+    const { c, base } = await org();
+    for (const role_arn of ['arn:aws:iam::123456789012:role/exports/posthog-writer', 'arn:aws-cn:iam::123456789012:role/w', 'arn:aws-us-gov:iam::123456789012:role/w']) {
+      const config = { bucket_name: 'my.dotted-bucket', region: 'cn-north-1', prefix: 'p', role_arn };
+      const res = await c.post(base, { name: 'Role', destination: { type: 'S3', config }, interval: 'hour', start_at: FUTURE });
+      expect(res.status).toBe(201);
+      expect(res.body.destination.config).toEqual(config);
+    }
+  });
+
+  it('stores the secret sealed: the raw item holds neither the secret nor the key id in plain text', async () => {
+    const { c, base, orgId } = await org();
+    const res = await c.post(base, { name: 'Sealed', destination: s3(), interval: 'hour', start_at: FUTURE });
+    expect(res.status).toBe(201);
+    const item = (await db().send(new GetCommand({ TableName: tableName(), Key: keys.batchExport(orgId, res.body.id) }))).Item!;
+    const raw = JSON.stringify(item);
+    expect(raw).toContain('my-bucket');
+    expect(raw).not.toContain('super-secret-value');
+    expect(raw).not.toContain('AKIA_TEST');
+    expect(raw).not.toContain(Buffer.from('super-secret-value').toString('base64').slice(0, 16));
+    expect(JSON.parse(item.destination).sealed_secrets).toMatchObject({ v: 1, wrap: 'local' });
+    // Nothing else written for the export (its log) holds it either.
+    const rest = await db().send(new QueryCommand({ TableName: tableName(), KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': keys.batchExportPartition(res.body.id).pk } }));
+    expect(JSON.stringify(rest.Items)).not.toMatch(/super-secret-value|AKIA_TEST/);
   });
 
   it("answers 404 for another organization's export", async () => {
@@ -73,6 +124,16 @@ describe('batch export update, pause, delete, logs', () => {
     expect(patched.body.paused).toBe(true);
     expect(patched.body.last_paused_at).toBeTruthy();
     expect((await c.patch(`${base}${created.id}/`, { destination: { type: 'S3', config: { nope: 1 } } })).status).toBe(400);
+    // Keys and a role do not mix; switching to a role drops the keys.
+    const both = await c.patch(`${base}${created.id}/`, { destination: { type: 'S3', config: { role_arn: 'arn:aws:iam::123456789012:role/w' } } });
+    expect([both.status, both.body.attr]).toEqual([400, 'destination__config']);
+    const role = await c.patch(`${base}${created.id}/`, { destination: { type: 'S3', config: { role_arn: 'arn:aws:iam::123456789012:role/w', aws_access_key_id: null, aws_secret_access_key: null } } });
+    expect(role.status).toBe(200);
+    expect(role.body.destination.config.role_arn).toBe('arn:aws:iam::123456789012:role/w');
+    const neither = await c.patch(`${base}${created.id}/`, { destination: { type: 'S3', config: { role_arn: null } } });
+    expect([neither.status, neither.body.attr]).toEqual([400, 'destination__config']);
+    expect((await c.patch(`${base}${created.id}/`, { destination: { type: 'S3', config: { region: 'moon-1' } } })).body.attr).toBe('destination__config__region');
+    expect((await c.patch(`${base}${created.id}/`, { destination: { type: 'S3', config: { role_arn: null, aws_access_key_id: 'AKIA_TEST', aws_secret_access_key: 'super-secret-value', prefix: 'new/' } } })).status).toBe(200);
     expect((await c.patch(`${base}${created.id}/`, { interval: 'fortnightly' })).status).toBe(400);
     const logs = await c.get(`${base}${created.id}/logs/`);
     expect(logs.status).toBe(200);

@@ -154,7 +154,7 @@ describe('fuzzed requests on every route', () => {
         name: 'Fuzz export',
         interval: 'hour',
         paused: true,
-        destination: { type: 'S3', config: { bucket_name: 'fuzz', region: 'us-east-1', prefix: '' } },
+        destination: { type: 'S3', config: { bucket_name: 'fuzz', region: 'us-east-1', prefix: '', role_arn: 'arn:aws:iam::123456789012:role/exports' } },
       })
     ).body;
     const me = await findUserIdByEmail(email);

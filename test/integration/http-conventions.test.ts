@@ -8,7 +8,7 @@ const api = useApi();
 /** A request that succeeds for the route, against resources made for it (a fresh set for each call). */
 async function sampleRequest(route: KeyRoute, c: Client, token: string, projectId: number, org: { id: string }) {
   const distinctId = `slash-${Math.random().toString(36).slice(2)}`;
-  const exportBody = { name: 'E', interval: 'hour', paused: true, destination: { type: 'S3', config: { bucket_name: 'b', region: 'us-east-1', prefix: '' } } };
+  const exportBody = { name: 'E', interval: 'hour', paused: true, destination: { type: 'S3', config: { bucket_name: 'bucket', region: 'us-east-1', prefix: '', role_arn: 'arn:aws:iam::123456789012:role/exports' } } };
   let personId: number | string = org.id;
   if (route.path.includes('/actions/:id')) {
     const action = await c.post(`/api/environments/${projectId}/actions`, { name: 'A', steps: [{ event: 'x' }] });

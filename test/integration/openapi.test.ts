@@ -284,7 +284,7 @@ interface Ctx {
 }
 
 const FUTURE = '2099-01-01T00:00:00Z';
-const s3 = { type: 'S3', config: { bucket_name: 'openapi-bucket', region: 'us-east-1', prefix: 'openapi' } };
+const s3 = { type: 'S3', config: { bucket_name: 'openapi-bucket', region: 'us-east-1', prefix: 'openapi', role_arn: 'arn:aws:iam::123456789012:role/exports' } };
 
 const examples: Record<string, (c: Ctx) => Example> = {
   organizations_list: () => ({ query: { limit: '10', offset: '0' } }),

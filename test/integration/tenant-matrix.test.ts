@@ -60,7 +60,7 @@ beforeAll(async () => {
       name: `Export ${SECRET}`,
       interval: 'hour',
       paused: true,
-      destination: { type: 'S3', config: { bucket_name: `bucket-${SECRET}`, region: 'us-east-1', prefix: '' } },
+      destination: { type: 'S3', config: { bucket_name: `bucket-${SECRET}`, region: 'us-east-1', prefix: '', aws_access_key_id: `AKIA-${SECRET}`, aws_secret_access_key: `secret-${SECRET}` } },
     })
   ).body;
   victim = {
@@ -130,7 +130,7 @@ function bodyFor(route: KeyRoute): unknown {
     actions_create: { name: 'Hijacked', steps: [{ event: 'x' }] },
     actions_partial_update: { name: 'Hijacked' },
     insights_trend: { events: [{ id: 'signed up' }] },
-    batch_exports_create: { name: 'Hijacked', interval: 'hour', paused: true, destination: { type: 'S3', config: { bucket_name: 'evil', region: 'us-east-1', prefix: '' } } },
+    batch_exports_create: { name: 'Hijacked', interval: 'hour', paused: true, destination: { type: 'S3', config: { bucket_name: 'evil', region: 'us-east-1', prefix: '', role_arn: 'arn:aws:iam::123456789012:role/exports' } } },
     batch_exports_partial_update: { name: 'Hijacked', paused: false },
     batch_exports_backfill: { start_at: '2024-01-01T00:00:00Z', end_at: '2024-01-01T02:00:00Z' },
   };

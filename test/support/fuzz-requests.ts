@@ -43,7 +43,7 @@ const FIELDS = [
   'week_start_day', 'test_account_filters', 'logo_media_id', 'is_member_join_email_enabled', 'enforce_2fa', 'description', 'event',
   'id', 'math', 'math_property', 'date_from', 'date_to', 'breakdown', 'breakdown_type', 'compare', 'formula', 'display', 'bucket_name',
   'region', 'prefix', 'compression', 'file_format', 'endpoint_url', 'include_events', 'exclude_events', 'aws_access_key_id',
-  'aws_secret_access_key', 'api_key', 'token', 'batch', 'distinct_id', 'uuid', 'timestamp', '$set', '$set_once', 'sent_at', 'data',
+  'aws_secret_access_key', 'role_arn', 'api_key', 'token', 'batch', 'distinct_id', 'uuid', 'timestamp', '$set', '$set_once', 'sent_at', 'data',
   'email', 'offset', 'limit', 'key', 'value', 'operator',
 ];
 
@@ -115,7 +115,7 @@ const BAD_JSON = ['{', '{"name": }', '{"name": "x",}', "{'name': 'x'}", '{"name"
 
 /** A valid request body per operation: mutating it keeps most fields valid, so the handler's own checks run. */
 function baseBody(route: Route, t: FuzzTargets): Record<string, unknown> | undefined {
-  const exportBody = { name: 'E', interval: 'hour', paused: true, destination: { type: 'S3', config: { bucket_name: 'b', region: 'us-east-1', prefix: '' } } };
+  const exportBody = { name: 'E', interval: 'hour', paused: true, destination: { type: 'S3', config: { bucket_name: 'bucket', region: 'us-east-1', prefix: '', role_arn: 'arn:aws:iam::123456789012:role/exports' } } };
   const bodies: Record<string, Record<string, unknown>> = {
     organizations_create: { name: 'Fuzzed org' },
     organizations_partial_update: { name: 'Fuzzed', enforce_2fa: false },

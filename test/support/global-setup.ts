@@ -5,7 +5,7 @@ import { configureLocalEnv } from '../../infra/local/env.ts';
 import { startStreamPoller } from '../../infra/local/stream-poller.ts';
 import { ensureQueues } from '../../infra/local/queues.ts';
 import { startS3, startSqs } from '../../infra/local/stand-ins.ts';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureTable } from '../../infra/local/table.ts';
@@ -19,6 +19,7 @@ declare module 'vitest' {
     sqsEndpoint: string;
     queues: Record<string, string>;
     s3Endpoint: string;
+    dataDir: string;
   }
 }
 
@@ -35,13 +36,16 @@ export default async function setup(project: TestProject) {
   const queues = await ensureQueues(sqs.endpoint, 'analytics-test');
   const s3 = await startS3(await mkdtemp(join(tmpdir(), 'analytics-test-s3-')));
   project.provide('s3Endpoint', s3.endpoint);
+  // One DATA_DIR for every test process: the local key that seals export secrets is made there once.
+  const dataDir = await mkdtemp(join(tmpdir(), 'analytics-test-data-'));
+  project.provide('dataDir', dataDir);
   project.provide('dynamodbEndpoint', dynamodb.endpoint);
   project.provide('tableName', TEST_TABLE);
   project.provide('sqsEndpoint', sqs.endpoint);
   project.provide('queues', queues);
   // One stream poller for the run, as Lambda's event source mapping is one per table: it runs the
   // ingest worker here, in this process; tests observe its effects by reading the table.
-  configureLocalEnv({ tableName: TEST_TABLE, dynamodb: dynamodb.endpoint, sqs: sqs.endpoint, queues });
+  configureLocalEnv({ tableName: TEST_TABLE, dynamodb: dynamodb.endpoint, sqs: sqs.endpoint, queues, dataDir });
   process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
   const poller = await startStreamPoller({
     tableName: TEST_TABLE,
@@ -53,5 +57,6 @@ export default async function setup(project: TestProject) {
     await sqs.stop();
     await s3.stop();
     await dynamodb.stop();
+    await rm(dataDir, { recursive: true, force: true });
   };
 }

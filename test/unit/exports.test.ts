@@ -1,5 +1,9 @@
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
-import { describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
+import { stat } from 'node:fs/promises';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { readConfig } from '#shared/config.ts';
+import { AWS_REGIONS, bucketProblem, endpointProblem, regionProblem, roleArnProblem } from '#shared/exports/destination-rules.ts';
 import { encodeRows, objectKey, renderPrefix } from '#shared/exports/files.ts';
 import { parseExportQuery } from '#shared/exports/hogql.ts';
 import { ceilBoundary, firstWindowEnd, floorBoundary, INTERVALS, windowCount, windowsBetween } from '#shared/exports/intervals.ts';
@@ -154,5 +158,103 @@ describe('export hogql_query', () => {
     })();
     expect(error).toBeInstanceOf(ValidationError);
     expect((error as ValidationError).attr).toBe('hogql_query');
+  });
+});
+
+describe('export destination rules', () => {
+  it('knows the commercial, China and GovCloud regions and nothing else', () => {
+    for (const r of ['us-east-1', 'eu-central-2', 'ap-southeast-7', 'mx-central-1', 'cn-northwest-1', 'us-gov-west-1']) expect(regionProblem(r), r).toBeUndefined();
+    for (const r of ['us-east-7', 'US-EAST-1', 'local', 'us-iso-east-1', '']) expect(regionProblem(r), r).toBeDefined();
+    expect(AWS_REGIONS.size).toBe(40);
+  });
+
+  it("follows S3's bucket naming rules", () => {
+    for (const b of ['abc', 'my-bucket', 'my.bucket.v2', '1bucket', 'a'.repeat(63)]) expect(bucketProblem(b), b).toBeUndefined();
+    for (const b of ['ab', 'a'.repeat(64), 'Bucket', 'my_bucket', '-abc', 'abc-', '.abc', 'a..b', '10.1.2.3', 'xn--abc', 'sthree-abc', 'amzn-s3-demo-x', 'abc-s3alias', 'abc--ol-s3', 'abc.mrap', 'abc--x-s3', 'abc--table-s3', 'ab c']) {
+      expect(bucketProblem(b), b).toBeDefined();
+    }
+  });
+
+  it('takes role ARNs of any partition, with a path, 12-digit account and a name of at most 64 characters', () => {
+    for (const a of ['arn:aws:iam::123456789012:role/w', 'arn:aws-cn:iam::123456789012:role/a/b/c+=,.@-_', 'arn:aws-us-gov:iam::123456789012:role/x']) expect(roleArnProblem(a), a).toBeUndefined();
+    for (const a of ['arn:aws:iam::12345678901:role/w', 'arn:aws:iam::123456789012:user/w', 'arn:aws:iam::123456789012:role/', `arn:aws:iam::123456789012:role/${'n'.repeat(65)}`, 'arn:aws:sts::123456789012:role/w', `arn:aws:iam::123456789012:role/${'p/'.repeat(1100)}n`]) {
+      expect(roleArnProblem(a), a.slice(0, 60)).toBeDefined();
+    }
+    expect(roleArnProblem(`arn:aws:iam::123456789012:role/${'p/'.repeat(1100)}n`)).toMatch(/at most 2048/);
+  });
+
+  it('wants https, and loopback only where the stage allows it', () => {
+    expect(endpointProblem('https://s3.eu-west-1.amazonaws.com', false)).toBeUndefined();
+    expect(endpointProblem('https://minio.example.com:9000/base', false)).toBeUndefined();
+    for (const url of ['http://127.0.0.1:4569', 'https://127.0.0.1', 'https://localhost:9000', 'http://[::1]:80', 'https://[::1]', 'https://10.1.2.3', 'https://192.168.0.1', 'https://172.20.0.1', 'https://169.254.169.254', 'https://[fd00::1]', 'https://[::ffff:127.0.0.1]', 'http://s3.example.com']) {
+      expect(endpointProblem(url, false), url).toBeDefined();
+    }
+    for (const url of ['http://127.0.0.1:4569', 'http://127.9.9.9', 'https://localhost:9000', 'http://[::1]:80']) expect(endpointProblem(url, true), url).toBeUndefined();
+    // The flag opens loopback only: plain http elsewhere, private addresses and odd URLs stay refused.
+    for (const url of ['http://s3.example.com', 'https://10.1.2.3', 'https://u:p@127.0.0.1', 'https://s3.example.com/?x=1', 'ftp://127.0.0.1', 'not a url']) {
+      expect(endpointProblem(url, true), url).toBeDefined();
+    }
+  });
+
+  it('honours ALLOW_LOOPBACK_EXPORT_ENDPOINTS only in the local runtime', () => {
+    expect(readConfig({ ANALYTICS_RUNTIME: 'local', ALLOW_LOOPBACK_EXPORT_ENDPOINTS: 'true' }).allowLoopbackExportEndpoints).toBe(true);
+    expect(readConfig({ ANALYTICS_RUNTIME: 'local' }).allowLoopbackExportEndpoints).toBe(false);
+    expect(readConfig({ ALLOW_LOOPBACK_EXPORT_ENDPOINTS: 'true', AWS_LAMBDA_FUNCTION_NAME: 'fn' }).allowLoopbackExportEndpoints).toBe(false);
+  });
+});
+
+describe('sealed export secrets', () => {
+  afterEach(() => {
+    vi.unstubAllEnvs();
+    vi.restoreAllMocks();
+    vi.resetModules();
+  });
+  const context = { organization_id: 'org-1', batch_export_id: 'exp-1' };
+
+  it('opens only with the same organization and export, under a 0600 local key file', async () => {
+    const { openSecrets, sealSecrets } = await import('#shared/exports/secrets.ts');
+    const { config } = await import('#shared/config.ts');
+    const sealed = await sealSecrets({ aws_secret_access_key: 'plain-secret' }, context);
+    expect(JSON.stringify(sealed)).not.toContain('plain-secret');
+    expect(sealed.wrap).toBe('local');
+    expect(await openSecrets(sealed, context)).toEqual({ aws_secret_access_key: 'plain-secret' });
+    await expect(openSecrets(sealed, { ...context, batch_export_id: 'exp-2' })).rejects.toThrow();
+    await expect(openSecrets(sealed, { ...context, organization_id: 'org-2' })).rejects.toThrow();
+    expect((await stat(config().localSecretsKeyFile)).mode & 0o777).toBe(0o600);
+  });
+
+  it("opens an export's keys into the run's config, and a box moved to another export fails in our words", async () => {
+    const { sealSecrets } = await import('#shared/exports/secrets.ts');
+    const { openDestination } = await import('#shared/domain/export-destinations.ts');
+    const sealed = await sealSecrets({ aws_access_key_id: 'AKIA1', aws_secret_access_key: 'plain-secret' }, context);
+    const record = { id: 'exp-1', organization_id: 'org-1', destination: { type: 'S3', config: { bucket_name: 'b', region: 'us-east-1' }, sealed_secrets: sealed } } as any;
+    expect(await openDestination(record)).toEqual({ bucket_name: 'b', region: 'us-east-1', aws_access_key_id: 'AKIA1', aws_secret_access_key: 'plain-secret' });
+    await expect(openDestination({ ...record, id: 'exp-2' })).rejects.toThrow('Could not open the stored credentials of this destination (a service-side problem; the run is retried).');
+  });
+
+  it('uses a KMS data key with the export as encryption context when the stage names a key, and never a key file in a deployed stage', async () => {
+    vi.stubEnv('EXPORT_SEALING_KMS_KEY_ID', 'arn:aws:kms:us-east-1:123456789012:key/k');
+    vi.resetModules();
+    const { KMSClient } = await import('@aws-sdk/client-kms');
+    const { openSecrets, sealSecrets } = await import('#shared/exports/secrets.ts');
+    const dataKey = randomBytes(32);
+    const inputs: { name: string; input: any }[] = [];
+    vi.spyOn(KMSClient.prototype, 'send').mockImplementation(async (command: any) => {
+      inputs.push({ name: command.constructor.name, input: command.input });
+      return command.constructor.name === 'GenerateDataKeyCommand' ? { Plaintext: Uint8Array.from(dataKey), CiphertextBlob: Buffer.from('wrapped-by-kms') } : { Plaintext: Uint8Array.from(dataKey) };
+    });
+    const sealed = await sealSecrets({ aws_secret_access_key: 'plain-secret' }, context);
+    expect(sealed).toMatchObject({ wrap: 'kms', key: Buffer.from('wrapped-by-kms').toString('base64') });
+    expect(await openSecrets(sealed, context)).toEqual({ aws_secret_access_key: 'plain-secret' });
+    expect(inputs).toEqual([
+      { name: 'GenerateDataKeyCommand', input: { KeyId: 'arn:aws:kms:us-east-1:123456789012:key/k', KeySpec: 'AES_256', EncryptionContext: context } },
+      { name: 'DecryptCommand', input: { CiphertextBlob: Buffer.from('wrapped-by-kms'), EncryptionContext: context, KeyId: 'arn:aws:kms:us-east-1:123456789012:key/k' } },
+    ]);
+
+    vi.unstubAllEnvs();
+    vi.stubEnv('AWS_LAMBDA_FUNCTION_NAME', 'analytics-dev-batch_exports_create');
+    vi.resetModules();
+    const deployed = await import('#shared/exports/secrets.ts');
+    await expect(deployed.sealSecrets({ a: 'b' }, context)).rejects.toThrow(/EXPORT_SEALING_KMS_KEY_ID is not set/);
   });
 });
