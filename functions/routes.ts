@@ -23,6 +23,8 @@ interface RouteBase {
   writesCache?: boolean;
   /** Seals batch-export destination secrets (IAM: kms:GenerateDataKey on the export secrets key, never Decrypt). */
   sealsSecrets?: boolean;
+  /** Files shipped beside the bundled handler: the static SDK routes serve posthog-js's browser bundles (infra/build.ts copies them). */
+  assets?: 'posthog-js';
   summary: string;
 }
 
@@ -362,6 +364,63 @@ export const routes = [
     handler: 'capture/capture',
     access: 'write',
     summary: 'Capture events (PostHog SDK ingestion), authenticated by the project token',
+  },
+  // posthog-js in a browser: what the SDK fetches from its api_host besides capture (README, "posthog-js").
+  {
+    operationId: 'sdk_remote_config',
+    method: 'GET',
+    path: '/array/:token/config',
+    auth: 'project_token',
+    handler: 'sdk/remote-config',
+    access: 'read',
+    summary: "The project's remote config for posthog-js (compression, autocapture opt-out, no recordings or surveys)",
+  },
+  {
+    operationId: 'sdk_remote_config_js',
+    method: 'GET',
+    path: '/array/:token/config.js',
+    auth: 'project_token',
+    handler: 'sdk/remote-config-js',
+    access: 'read',
+    summary: 'The same remote config as a script that hands it to posthog-js (window._POSTHOG_REMOTE_CONFIG)',
+  },
+  {
+    operationId: 'sdk_flags',
+    method: 'POST',
+    path: '/flags',
+    auth: 'project_token',
+    handler: 'sdk/flags',
+    access: 'read',
+    summary: 'Feature flags for a person: always none (this service has no feature flags)',
+  },
+  {
+    operationId: 'sdk_decide',
+    method: 'POST',
+    path: '/decide',
+    auth: 'project_token',
+    handler: 'sdk/decide',
+    access: 'read',
+    summary: 'Legacy /decide for older SDKs: no flags, plus the remote config they read from it',
+  },
+  {
+    operationId: 'sdk_static',
+    method: 'GET',
+    path: '/static/:file',
+    auth: 'public',
+    handler: 'sdk/static',
+    access: 'none',
+    assets: 'posthog-js',
+    summary: "posthog-js's browser bundles (array.js, array.full.js, lazily loaded extensions) from the pinned package",
+  },
+  {
+    operationId: 'sdk_static_versioned',
+    method: 'GET',
+    path: '/static/:version/:file',
+    auth: 'public',
+    handler: 'sdk/static-versioned',
+    access: 'none',
+    assets: 'posthog-js',
+    summary: 'The same bundles at the version-qualified path posthog-js builds with strict_script_versioning',
   },
 ] as const satisfies readonly Route[];
 

@@ -2,11 +2,13 @@
  * `npm run build`: every handler in the route table (plus the fallback) bundled by ONE esbuild call
  * into dist/functions/<operationId>/index.mjs: minified ESM, AWS SDK bundled, node 22 target.
  */
-import { rm } from 'node:fs/promises';
+import { cp, mkdir, readdir, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build, type Metafile } from 'esbuild';
-import { fallbackHandler, routes, workers } from '#functions/routes.ts';
+import { fallbackHandler, routes, workers, type Route } from '#functions/routes.ts';
+import { BUNDLED_ASSETS_DIR, isServedAsset } from '#shared/domain/sdk-assets.ts';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const DIST = join(ROOT, 'dist', 'functions');
@@ -21,6 +23,22 @@ export function functionEntries(): Record<string, string> {
 }
 
 export const bundleDir = (functionName: string) => join(DIST, functionName);
+
+/**
+ * The files a route serves, copied beside its bundle: posthog-js's package.json (its version) and the
+ * browser scripts of its dist/ folder, at `<bundle>/posthog-js/` where shared/domain/sdk-assets.ts looks first.
+ */
+export async function copyFunctionAssets(outdir: string): Promise<void> {
+  const source = dirname(createRequire(import.meta.url).resolve('posthog-js/package.json'));
+  const scripts = (await readdir(join(source, 'dist'))).filter(isServedAsset);
+  for (const r of routes as readonly Route[]) {
+    if (r.assets !== 'posthog-js') continue;
+    const target = join(outdir, r.operationId, BUNDLED_ASSETS_DIR);
+    await mkdir(join(target, 'dist'), { recursive: true });
+    await cp(join(source, 'package.json'), join(target, 'package.json'));
+    await Promise.all(scripts.map((name) => cp(join(source, 'dist', name), join(target, 'dist', name))));
+  }
+}
 
 export async function buildFunctions(outdir = DIST): Promise<Metafile> {
   await rm(outdir, { recursive: true, force: true });
@@ -46,6 +64,7 @@ export async function buildFunctions(outdir = DIST): Promise<Metafile> {
     metafile: true,
     logLevel: 'warning',
   });
+  await copyFunctionAssets(outdir);
   return result.metafile;
 }
 

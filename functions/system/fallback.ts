@@ -5,9 +5,12 @@ import { MethodNotAllowed, NotFound } from '#shared/errors.ts';
 import { capturePreflightHeaders } from '#shared/http/cors.ts';
 import { routePaths } from '../routes.ts';
 
-/** Browsers preflight capture requests that are not "simple"; API Gateway hands OPTIONS to this function. */
-const capturePaths = routePaths.filter((r) => r.auth === 'project_token');
-const isCapturePath = (path: string) => resolveRoute(capturePaths, 'POST', path).kind === 'match';
+/**
+ * Browsers preflight SDK requests that are not "simple" (capture, flags, remote config with custom
+ * request headers); API Gateway hands OPTIONS to this function.
+ */
+const sdkPaths = routePaths.filter((r) => r.auth === 'project_token' || r.auth === 'public');
+const isSdkPath = (path: string) => resolveRoute(sdkPaths, 'OPTIONS', path).kind !== 'not_found';
 
 /**
  * API Gateway's `$default` route: anything no operation route took. Unknown paths are 404 and known
@@ -18,7 +21,7 @@ const isCapturePath = (path: string) => resolveRoute(capturePaths, 'POST', path)
 export const handler = async (event: APIGatewayProxyEventV2) => {
   const method = event.requestContext.http.method;
   const resolution = resolveRoute(routePaths, method, event.rawPath);
-  if (method === 'OPTIONS' && isCapturePath(event.rawPath)) {
+  if (method === 'OPTIONS' && isSdkPath(event.rawPath)) {
     return { statusCode: 204, headers: capturePreflightHeaders(event.headers?.origin, event.headers?.['access-control-request-headers']), body: '' };
   }
   if (resolution.kind === 'match') {

@@ -3,6 +3,7 @@
  * DATA_DIR (default .data) keeps DynamoDB and S3 data across restarts; PORT (default 8000) is the API port.
  */
 import { join } from 'node:path';
+import { findChromium } from './chromium.ts';
 import { ensureDevAccess } from './dev-seed.ts';
 import { dataDir, localJsonPath, readLocalJson, writeLocalJson, type LocalStackInfo } from './local-json.ts';
 import { startLocalStack } from './stack.ts';
@@ -37,6 +38,10 @@ async function main(): Promise<void> {
       `  data in ${join(dir)}; details in ${localJsonPath(dir)}`,
       '',
       `  try: curl -H "Authorization: Bearer ${info.personal_api_key}" ${info.base_url}/api/organizations/`,
+      `  posthog-js: posthog.init('${info.project_token}', { api_host: '${info.base_url}' }) with the snippet (README, "posthog-js")`,
+      ...(findChromium()
+        ? []
+        : ['', '  note: no Chromium found; npm test\'s browser test needs it: sudo apt-get install -y chromium (or set CHROMIUM_PATH)']),
       '',
     ].join('\n'),
   );

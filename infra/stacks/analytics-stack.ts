@@ -364,13 +364,14 @@ export class AnalyticsStack extends Stack {
     }
 
     const domain = stage.customDomain;
+    const apiOrigin = new origins.HttpOrigin(`${this.api.apiId}.execute-api.${Aws.REGION}.${Aws.URL_SUFFIX}`, {
+      protocolPolicy: cloudfront.OriginProtocolPolicy.HTTPS_ONLY,
+      originSslProtocols: [cloudfront.OriginSslPolicy.TLS_V1_2],
+    });
     this.distribution = new cloudfront.Distribution(this, 'Distribution', {
       comment: `${prefix} API`,
       defaultBehavior: {
-        origin: new origins.HttpOrigin(`${this.api.apiId}.execute-api.${Aws.REGION}.${Aws.URL_SUFFIX}`, {
-          protocolPolicy: cloudfront.OriginProtocolPolicy.HTTPS_ONLY,
-          originSslProtocols: [cloudfront.OriginSslPolicy.TLS_V1_2],
-        }),
+        origin: apiOrigin,
         allowedMethods: cloudfront.AllowedMethods.ALLOW_ALL,
         viewerProtocolPolicy: cloudfront.ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
         // Every response is per-key and per-tenant. With caching disabled the AllViewer policies also
@@ -378,6 +379,18 @@ export class AnalyticsStack extends Stack {
         cachePolicy: cloudfront.CachePolicy.CACHING_DISABLED,
         originRequestPolicy: cloudfront.OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER,
         functionAssociations: [{ function: edgeFunction, eventType: cloudfront.FunctionEventType.VIEWER_REQUEST }],
+      },
+      additionalBehaviors: {
+        // posthog-js's scripts (the sdk_static routes): the same bytes for everyone (CORS `*`, no
+        // credentials), so CloudFront caches them as the function's Cache-Control says and compresses
+        // them; the query (`?v=<version>`) and viewer headers stay out of the cache key.
+        '/static/*': {
+          origin: apiOrigin,
+          allowedMethods: cloudfront.AllowedMethods.ALLOW_GET_HEAD_OPTIONS,
+          viewerProtocolPolicy: cloudfront.ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
+          cachePolicy: cloudfront.CachePolicy.CACHING_OPTIMIZED,
+          compress: true,
+        },
       },
       ...(domain
         ? {

@@ -9,7 +9,7 @@ export async function getProject(orgId: string, projectId: number): Promise<Proj
   return record<ProjectRecord>(out.Item);
 }
 
-export type ProjectChanges = Partial<Pick<ProjectRecord, 'name' | 'timezone' | 'week_start_day' | 'test_account_filters'>> & { updated_at: string };
+export type ProjectChanges = Partial<Pick<ProjectRecord, 'name' | 'timezone' | 'week_start_day' | 'test_account_filters' | 'autocapture_opt_out'>> & { updated_at: string };
 
 /** Sets only the given settings (so concurrent edits of different settings both land). */
 export async function updateProjectSettings(orgId: string, projectId: number, changes: ProjectChanges): Promise<ProjectRecord | undefined> {

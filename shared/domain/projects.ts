@@ -17,6 +17,7 @@ export function projectResponse(p: ProjectRecord) {
     timezone: p.timezone,
     week_start_day: p.week_start_day,
     test_account_filters: p.test_account_filters,
+    autocapture_opt_out: p.autocapture_opt_out ?? false,
     created_at: p.created_at,
     updated_at: (p as ProjectRecord & { updated_at?: string }).updated_at ?? p.created_at,
   };
@@ -47,6 +48,7 @@ export interface ProjectInput {
   timezone?: string;
   week_start_day?: 0 | 1;
   test_account_filters?: unknown[];
+  autocapture_opt_out?: boolean;
 }
 
 export async function updateProject(membership: MembershipRecord, projectId: number, input: ProjectInput) {
@@ -61,6 +63,7 @@ export async function updateProject(membership: MembershipRecord, projectId: num
     // The same grammar the trend engine applies them with; a list is ANDed.
     changes.test_account_filters = parseProperties(input.test_account_filters, 'test_account_filters').echo;
   }
+  if (input.autocapture_opt_out !== undefined) changes.autocapture_opt_out = input.autocapture_opt_out;
   const updated = await updateProjectSettings(membership.organization_id, projectId, changes);
   if (!updated) throw new NotFound();
   return projectResponse(updated);

@@ -50,5 +50,7 @@ export interface ProjectRecord {
   timezone: string;
   week_start_day: 0 | 1;
   test_account_filters: unknown[];
+  /** Turns posthog-js autocapture off through remote config; absent on projects made before it existed (false). */
+  autocapture_opt_out?: boolean;
   created_at: string;
 }

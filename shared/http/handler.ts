@@ -18,7 +18,7 @@ import { ParseError, PayloadTooLarge, Throttled, UnsupportedMediaType, Validatio
 import { flatCsv, omissionNote, rowsOf } from '../csv.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '../json.ts';
 import { logger, METRIC, metrics, MetricUnit } from '../observability.ts';
-import { captureCorsHeaders } from './cors.ts';
+import { captureCorsHeaders, PUBLIC_ASSET_CORS_HEADERS } from './cors.ts';
 import { errorResponse } from './errors.ts';
 import { limitKey, type KeyRateLimitClass } from './rate-limit.ts';
 import { jsonResponse, publicBaseUrl, queryParameters, type HttpResponse, type Reply } from './responses.ts';
@@ -262,29 +262,42 @@ export function apiHandler<S extends Schemas>(route: RouteInfo, schemas: S, fn: 
 
 /** What a public (project-token) handler gets: the raw request, undecoded; the domain decides the format. */
 export interface PublicRequest {
+  /** Path parameters (`:token`, `:file`), as the router or API Gateway decoded them. */
+  params: Record<string, string | undefined>;
   body: Buffer;
   headers: Record<string, string | undefined>;
   query: Record<string, string>;
   url: URL;
 }
 
+export interface PublicHandlerOptions {
+  /**
+   * `origin` (default): the caller's origin mirrored with credentials, like capture (beacons send
+   * cookies). `any`: `Access-Control-Allow-Origin: *`, for cacheable answers that are the same for every site.
+   */
+  cors?: 'origin' | 'any';
+}
+
 /**
  * The factory for public endpoints authenticated by a token inside the payload (capture): logger
  * context -> handler -> error mapping, with no JSON parser and no personal-key auth.
  */
-export function publicHandler(route: PublicRouteInfo, fn: (request: PublicRequest) => Promise<Reply>) {
+export function publicHandler(route: PublicRouteInfo, fn: (request: PublicRequest) => Promise<Reply>, options: PublicHandlerOptions = {}) {
   const core = async (event: APIGatewayProxyEventV2): Promise<HttpResponse> => {
     const raw = event.body ?? '';
     const reply = await fn({
+      params: event.pathParameters ?? {},
       body: Buffer.from(raw, event.isBase64Encoded ? 'base64' : 'utf8'),
       headers: event.headers ?? {},
       query: stateOf(event).rawQuery,
       url: new URL(`${publicBaseUrl(event)}${event.rawPath}${event.rawQueryString ? `?${event.rawQueryString}` : ''}`),
     });
+    if (reply.text) return { statusCode: reply.status, headers: { 'Content-Type': reply.text.contentType, ...reply.headers }, body: reply.text.body };
     return jsonResponse(reply.status, reply.status === 204 ? undefined : reply.body, reply.headers);
   };
+  const corsHeaders = (origin: string | undefined) => (options.cors === 'any' ? PUBLIC_ASSET_CORS_HEADERS : captureCorsHeaders(origin));
   const cors = (request: Request) => {
-    if (request.response) Object.assign(request.response.headers, captureCorsHeaders(request.event.headers?.origin));
+    if (request.response) Object.assign(request.response.headers, corsHeaders(request.event.headers?.origin));
   };
   const middyHandler = middy<APIGatewayProxyEventV2, HttpResponse, Error, Context>()
     .use(injectLambdaContext(logger, { resetKeys: true }))

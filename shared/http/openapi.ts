@@ -269,8 +269,63 @@ interface HandDocumented {
   description: string;
   requestBody?: JsonObject;
   response: JsonObject;
+  /** The success body's media type when it is not JSON (the SDK's scripts). */
+  contentType?: string;
   errors: number[];
 }
+
+/** What /flags and /decide accept: posthog-js's body, as JSON or in any encoding capture takes. */
+const flagsRequestBody: JsonObject = {
+  required: false,
+  content: {
+    'application/json': {
+      schema: {
+        type: 'object',
+        properties: {
+          token: { type: 'string', description: 'The project token (`phc_...`); `api_key` is read too, else the `token` query parameter.' },
+          distinct_id: { type: 'string' },
+          groups: { type: 'object' },
+          person_properties: { type: 'object' },
+        },
+      },
+    },
+    'text/plain': { schema: { type: 'string', description: 'gzip (`?compression=gzip-js`) or base64, as posthog-js sends it.' } },
+    'application/x-www-form-urlencoded': { schema: { type: 'object', properties: { data: { type: 'string' }, compression: { type: 'string' } } } },
+  },
+};
+
+const noFlagsResponse: JsonObject = {
+  type: 'object',
+  required: ['flags', 'featureFlags', 'featureFlagPayloads', 'errorsWhileComputingFlags', 'quotaLimited', 'requestId'],
+  properties: {
+    flags: { type: 'object', description: 'Always empty: this service has no feature flags.' },
+    featureFlags: { type: ['object', 'array'] },
+    featureFlagPayloads: { type: 'object' },
+    errorsWhileComputingFlags: { const: false },
+    quotaLimited: { type: 'array', items: { type: 'string' } },
+    requestId: { type: 'string', format: 'uuid' },
+    evaluatedAt: { type: 'integer' },
+  },
+};
+
+const remoteConfigResponse: JsonObject = {
+  type: 'object',
+  required: ['token', 'supportedCompression', 'autocapture_opt_out', 'sessionRecording', 'surveys', 'hasFeatureFlags', 'siteApps'],
+  properties: {
+    token: { type: 'string' },
+    supportedCompression: { type: 'array', items: { type: 'string' } },
+    hasFeatureFlags: { const: false },
+    autocapture_opt_out: { type: 'boolean', description: "The project's setting (PATCH the project); false turns posthog-js autocapture on." },
+    capturePerformance: { const: false },
+    analytics: { type: 'object', properties: { endpoint: { type: 'string' } } },
+    elementsChainAsString: { const: true },
+    sessionRecording: { const: false },
+    heatmaps: { const: false },
+    surveys: { const: false },
+    defaultIdentifiedOnly: { type: 'boolean' },
+    siteApps: { type: 'array', maxItems: 0 },
+  },
+};
 
 /**
  * Operations whose handler validates no valibot schema (publicHandler hands the raw request to the
@@ -331,6 +386,51 @@ export const HAND_DOCUMENTED: Record<string, HandDocumented> = {
     },
     errors: [429, 500],
   },
+  sdk_remote_config: {
+    description:
+      'What posthog-js loads at `init` (`api_host` + `/array/<token>/config`): the remote config of the project the token names. ' +
+      'CORS `*` and `Cache-Control: public, max-age=300`; 404 for a token that names no project.',
+    response: remoteConfigResponse,
+    errors: [404, 500],
+  },
+  sdk_remote_config_js: {
+    description:
+      'The remote config as a script that sets `window._POSTHOG_REMOTE_CONFIG[<token>] = {config, siteApps: []}`, which posthog-js loads ' +
+      'first (a cross-origin script). CORS `*`; 404 for a token that names no project.',
+    response: { type: 'string' },
+    contentType: 'application/javascript',
+    errors: [404, 500],
+  },
+  sdk_flags: {
+    description:
+      "posthog-js's feature-flag request (`/flags/?v=2`). This service has no feature flags: the answer is always none, never an error " +
+      'for a valid token. With `config=true` the remote config comes with it. 401 for a missing or unknown token.',
+    requestBody: flagsRequestBody,
+    response: noFlagsResponse,
+    errors: [400, 401, 413, 500],
+  },
+  sdk_decide: {
+    description:
+      'The legacy `/decide/?v=3|4` of older SDKs: no flags, plus the remote config they read from it (`config.enable_collect_everything`, ' +
+      '`toolbarParams`, `isAuthenticated`, ...). Before `v=2`, `featureFlags` is a list. 401 for a missing or unknown token.',
+    requestBody: flagsRequestBody,
+    response: { allOf: [noFlagsResponse, remoteConfigResponse] },
+    errors: [400, 401, 413, 500],
+  },
+  sdk_static: {
+    description:
+      "A browser bundle of the pinned posthog-js (`array.js` for the snippet, `array.full.js`, and the extensions the SDK loads lazily as " +
+      '`/static/<name>.js?v=<version>`). Only scripts listed in the package\'s `dist/` folder; anything else is 404. CORS `*`, cached a day.',
+    response: { type: 'string' },
+    contentType: 'application/javascript',
+    errors: [404, 500],
+  },
+  sdk_static_versioned: {
+    description: 'The same bundles at `/static/<version>/<name>.js` (posthog-js `strict_script_versioning`); another version than the pinned one is 404. Cached a year.',
+    response: { type: 'string' },
+    contentType: 'application/javascript',
+    errors: [404, 500],
+  },
 };
 
 /** `/api/organizations/:id` -> `/api/organizations/{id}`. */
@@ -341,7 +441,7 @@ const pathParams = (path: string) => [...path.matchAll(/:([A-Za-z0-9_]+)/g)].map
 /** The resource the operation is about: the first literal segment after the tenant (`persons`), else the first one. */
 function tagOf(route: OpenApiRoute): string {
   const segments = route.path.split('/').filter(Boolean);
-  if (segments[0] !== 'api') return 'capture';
+  if (segments[0] !== 'api') return route.operationId.startsWith('sdk_') ? 'sdk' : 'capture';
   const afterTenant = segments.slice(2).find((s) => !s.startsWith(':'));
   return tenancyOf(route.path).kind === 'project' && afterTenant ? afterTenant : segments[1]!;
 }
@@ -406,10 +506,10 @@ function parametersOf(entry: OpenApiEntry): JsonObject[] {
   return out;
 }
 
-function responsesOf(route: OpenApiRoute, errors: number[], success: { status: number; schema?: JsonObject }): JsonObject {
+function responsesOf(route: OpenApiRoute, errors: number[], success: { status: number; schema?: JsonObject; contentType?: string }): JsonObject {
   const content: JsonObject = {};
   if (success.status !== 204) {
-    content['application/json'] = { schema: success.schema ?? { type: 'object' } };
+    content[success.contentType ?? 'application/json'] = { schema: success.schema ?? { type: 'object' } };
     if (route.csv) content['text/csv'] = { schema: { type: 'string' } };
   }
   const responses: JsonObject = {
@@ -463,7 +563,7 @@ function publicOperation(entry: OpenApiEntry): JsonObject {
     tags: [tagOf(route)],
     ...nonEmpty('parameters', parametersOf(entry)),
     ...(doc.requestBody ? { requestBody: doc.requestBody } : {}),
-    responses: responsesOf(route, doc.errors, { status: successStatus(route), schema: doc.response }),
+    responses: responsesOf(route, doc.errors, { status: successStatus(route), schema: doc.response, contentType: doc.contentType }),
     security: [],
   };
 }
@@ -478,6 +578,7 @@ const DESCRIPTION = [
   'Lists answer `{count, next, previous, results}` with `limit` (default 100) and `offset`; `next`/`previous` are absolute URLs.',
   'Authenticate with a personal API key: `Authorization: Bearer phx_...` (or the `personal_api_key` query parameter). Each operation names the scope it needs.',
   'Capture endpoints take the project token in the payload instead; `/api/schema` is public.',
+  'The `sdk` operations answer what posthog-js fetches from its `api_host` besides capture: remote config, (no) feature flags and its own scripts.',
 ].join('\n');
 
 /** The OpenAPI 3.1 document for `entries` (one per route-table row, with the schemas its handler validates). */

@@ -9,6 +9,8 @@ export interface Reply {
   headers?: Record<string, string>;
   /** The body as CSV when the route's CSV is not the generic flattening (trends: a row per series). */
   csv?: () => string;
+  /** A body that is not JSON (the SDK's scripts): sent as it is with this content type. */
+  text?: { contentType: string; body: string };
 }
 
 export const ok = (body: unknown): Reply => ({ status: 200, body });

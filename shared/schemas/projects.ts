@@ -6,6 +6,7 @@ export const projectUpdateBody = v.object({
   timezone: v.optional(v.pipe(v.string(), v.maxLength(64))),
   week_start_day: v.optional(v.picklist([0, 1], 'Must be 0 (Sunday) or 1 (Monday).')),
   test_account_filters: v.optional(v.array(v.unknown())),
+  autocapture_opt_out: v.optional(v.boolean()),
 });
 
 const step = v.object({

@@ -313,6 +313,25 @@ describe('CloudFront in front of the API', () => {
     });
   });
 
+  it("caches and compresses posthog-js's scripts (/static/*) from the same API origin, GET/HEAD only, query and headers out of the key", () => {
+    const config = Object.values(resources(template, 'AWS::CloudFront::Distribution'))[0]!.Properties!.DistributionConfig;
+    const behaviors = config.CacheBehaviors as Record<string, unknown>[];
+    expect(behaviors).toHaveLength(1);
+    expect(behaviors[0]).toMatchObject({
+      PathPattern: '/static/*',
+      TargetOriginId: config.DefaultCacheBehavior.TargetOriginId,
+      CachePolicyId: cloudfront.CachePolicy.CACHING_OPTIMIZED.cachePolicyId,
+      Compress: true,
+      AllowedMethods: ['GET', 'HEAD', 'OPTIONS'],
+      ViewerProtocolPolicy: 'redirect-to-https',
+    });
+    expect(behaviors[0]!.OriginRequestPolicyId).toBeUndefined();
+    // The path the cached behaviour serves is an API route of a function that reads no table.
+    const staticRoutes = routePaths.filter((r) => r.path.startsWith('/static/'));
+    expect(staticRoutes.map((r) => r.operationId).sort()).toEqual(['sdk_static', 'sdk_static_versioned']);
+    for (const r of staticRoutes) expect([r.operationId, r.method, r.access]).toEqual([r.operationId, 'GET', 'none']);
+  });
+
   it('publishes the CloudFront URL as the API base URL, and the table name', () => {
     const distributionId = logicalId(stack, stack.distribution);
     template.hasOutput('ApiBaseUrl', { Value: { 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [distributionId, 'DomainName'] }]] } });

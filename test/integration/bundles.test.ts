@@ -1,6 +1,8 @@
+import { readFileSync, statSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -51,5 +53,24 @@ describe('the deployable bundles', () => {
     );
     expect(res.statusCode).toBe(200);
     expect(JSON.parse(res.body).result[0].data).toHaveLength(8);
+  });
+
+  it("serve posthog-js's scripts from the copy beside the static bundle (the deployed function has no node_modules)", async () => {
+    const sdk = dirname(createRequire(import.meta.url).resolve('posthog-js/package.json'));
+    const version = JSON.parse(readFileSync(join(sdk, 'package.json'), 'utf8')).version as string;
+    // Outside the repository: the bundle cannot fall back to node_modules, only to its own copy.
+    expect(outdir.startsWith(tmpdir())).toBe(true);
+    const serve = await bundled('sdk_static');
+    const res = await serve({ ...event('GET', '/static/array.js', ''), pathParameters: { file: 'array.js' } }, lambdaContext('sdk_static'));
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['Content-Type']).toBe('application/javascript; charset=utf-8');
+    expect(res.body === readFileSync(join(sdk, 'dist', 'array.js'), 'utf8')).toBe(true);
+    const versioned = await bundled('sdk_static_versioned');
+    const ok = await versioned({ ...event('GET', `/static/${version}/surveys.js`, ''), pathParameters: { version, file: 'surveys.js' } }, lambdaContext('sdk_static_versioned'));
+    expect(ok.statusCode).toBe(200);
+    const missing = await serve({ ...event('GET', '/static/x', ''), pathParameters: { file: '../package.json' } }, lambdaContext('sdk_static'));
+    expect(missing.statusCode).toBe(404);
+    // The handler stays small; the scripts ride beside it, not inside it.
+    expect(statSync(join(outdir, 'sdk_static', 'index.mjs')).size).toBeLessThan(400 * 1024);
   });
 });
