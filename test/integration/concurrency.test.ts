@@ -7,7 +7,10 @@ import { readRollups } from '#shared/db/rollups.ts';
 import { eventually, newProject, useApi } from '../support/api.ts';
 import { retryingUnavailable } from '../support/retry.ts';
 
-const api = useApi();
+// 50 transactions racing on one item, or 3,000 events in three transactions' worth of dedup claims,
+// take DynamoDB Local (one process, one lock per table) far longer than DynamoDB: these tests check
+// that no write is lost or doubled, not the speed (`npm run bench` does), so the functions get 30 s.
+const api = useApi({ timeoutMs: 30_000 });
 
 describe('concurrent writes', () => {
   it('applies 50 concurrent PATCHes of one organization: all 200, last write wins per field, no field lost', async () => {

@@ -47,10 +47,14 @@ export function client(baseUrl: string, key?: string): Client {
 }
 
 /** The local HTTP server for this test file, on a random port, against the run's DynamoDB Local. */
-export function useApi(): { readonly baseUrl: string; as(key?: string): Client } {
+/**
+ * One local API for a test file. `options` are the local server's (a file that measures correctness
+ * under a load DynamoDB Local serves far slower than DynamoDB may give its functions more time).
+ */
+export function useApi(options?: Parameters<typeof startApiServer>[0]): { readonly baseUrl: string; as(key?: string): Client } {
   let server: ApiServer | undefined;
   beforeAll(async () => {
-    server = await startApiServer();
+    server = await startApiServer(options);
   });
   afterAll(async () => {
     await server?.close();
