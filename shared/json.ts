@@ -7,7 +7,7 @@ export const MAX_JSON_DEPTH = 128;
 
 /** Whether a parsed JSON value nests arrays/objects more than `max` levels. Iterative, so any depth is safe to check. */
 export function nestedDeeperThan(value: unknown, max = MAX_JSON_DEPTH): boolean {
-  const stack: [unknown, number][] = [[value, 1]];
+  const stack: [unknown, number][] = value !== null && typeof value === 'object' ? [[value, 1]] : [];
   while (stack.length) {
     const [v, depth] = stack.pop()!;
     if (depth > max) return true;

@@ -1,5 +1,5 @@
 import { now } from '../clock.ts';
-import { compileGroup, isGroup, parseProperties } from '../trends/properties.ts';
+import { compileGroup, isGroup, parseProperties, refuseDeepNesting } from '../trends/properties.ts';
 import type { PropertyFilter, PropertyGroup } from '../trends/types.ts';
 
 /**
@@ -20,11 +20,12 @@ export function personFilterFromQuery(raw: string | undefined): ((properties: Re
   };
   let parsed: unknown = raw;
   try {
-    parsed = asPerson(JSON.parse(raw));
+    parsed = JSON.parse(raw);
   } catch {
     // parseProperties reports it in the API's shape
   }
-  const { group } = parseProperties(parsed, 'properties');
+  refuseDeepNesting(parsed, 'properties'); // before asPerson's recursion
+  const { group } = parseProperties(asPerson(parsed), 'properties');
   const predicate = compileGroup(personOnly(group), { tz: 'UTC', now: now().getTime(), weekStartDay: 0 });
   return (properties) =>
     predicate({ uuid: '', event: '', distinct_id: '', person_id: '', timestamp: '', properties: {}, person_properties: properties });

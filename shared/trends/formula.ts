@@ -29,10 +29,16 @@ function tokenize(formula: string): Token[] {
 
 const invalid = (why: string) => new ValidationError(`Invalid formula: ${why}.`, 'formula');
 
+export const MAX_FORMULA_LENGTH = 1_000;
+/** Parentheses nesting: the parser and the evaluator recurse once per level. */
+export const MAX_FORMULA_DEPTH = 64;
+
 /** Parses and checks that every letter names an existing series. */
 export function parseFormula(formula: string, seriesCount: number): FormulaNode {
+  if (formula.length > MAX_FORMULA_LENGTH) throw invalid(`formulas are limited to ${MAX_FORMULA_LENGTH} characters`);
   const tokens = tokenize(formula);
   let i = 0;
+  let depth = 0;
   const peek = () => tokens[i];
   const isOp = (...ops: string[]) => {
     const t = peek();
@@ -75,9 +81,11 @@ export function parseFormula(formula: string, seriesCount: number): FormulaNode 
       return { kind: 'series', index: t.index };
     }
     if (t.op === '(') {
+      if (++depth > MAX_FORMULA_DEPTH) throw invalid(`parentheses may nest at most ${MAX_FORMULA_DEPTH} levels`);
       const node = expression();
       if (!isOp(')')) throw invalid('missing ")"');
       i++;
+      depth--;
       return node;
     }
     throw invalid(`unexpected "${t.op}"`);

@@ -4,6 +4,7 @@
  * the engine never sees a request it cannot answer; errors name the field as DRF would (`events__0__math`).
  */
 import { textOf, ValidationError } from '#shared/errors.ts';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/json.ts';
 import { parseDateExpression } from './dates.ts';
 import { parseFormula } from './formula.ts';
 import { checkBreakdownLimit, checkEarliestYear, checkRelativeReach, checkSeriesCount, MAX_SERIES } from './limits.ts';
@@ -38,11 +39,15 @@ const blank = (v: unknown) => v === undefined || v === null || v === '';
 /** A structured value that a GET sends as a JSON string. */
 function jsonValue(raw: unknown, attr: string): unknown {
   if (typeof raw !== 'string') return raw;
+  let value: unknown;
   try {
-    return JSON.parse(raw);
+    value = JSON.parse(raw);
   } catch {
     throw new ValidationError('Value must be valid JSON.', attr);
   }
+  // A body is refused past this depth before it is parsed; a GET's JSON parameters get the same limit.
+  if (nestedDeeperThan(value)) throw new ValidationError(`Value may not nest deeper than ${MAX_JSON_DEPTH} levels.`, attr);
+  return value;
 }
 
 function tryJson(raw: string): unknown {

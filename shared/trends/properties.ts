@@ -2,7 +2,9 @@
  * Property filters (posthog/models/property/util.py, posthog/hogql/property.py): validation at
  * parse time, then compiled into predicates over events.
  */
+import { RE2JS } from 're2js';
 import { textOf, ValidationError } from '#shared/errors.ts';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/json.ts';
 import { type DateContext, parseDateExpression, resolveExpression } from './dates.ts';
 import { endOfLocalDay, fromLocal } from './tz.ts';
 import type { PropertyFilter, PropertyGroup, TrendEvent } from './types.ts';
@@ -67,6 +69,7 @@ export function parseProperties(raw: unknown, attr: string): { group: PropertyGr
       throw new ValidationError('Properties must be a JSON list or property group.', attr);
     }
   }
+  refuseDeepNesting(value, attr);
   if (Array.isArray(value)) {
     const values = value.map((item, i) => parseItem(item, `${attr}__${i}`));
     return { group: { type: 'AND', values }, echo: values };
@@ -80,6 +83,11 @@ export function parseProperties(raw: unknown, attr: string): { group: PropertyGr
     return { group: { type: 'AND', values }, echo: values };
   }
   throw new ValidationError('Properties must be a list or a property group.', attr);
+}
+
+/** Groups are parsed and compiled recursively: their depth is bounded, whatever route or stored record they came from. */
+export function refuseDeepNesting(value: unknown, attr: string): void {
+  if (nestedDeeperThan(value)) throw new ValidationError(`Properties may not nest deeper than ${MAX_JSON_DEPTH} levels.`, attr);
 }
 
 function legacyDictFilter(key: string, value: unknown, attr: string): PropertyFilter {
@@ -120,7 +128,7 @@ function validateValue(f: PropertyFilter, attr: string): void {
   if (NUMERIC_OPERATORS.has(op) && toNumber(f.value) === null) throw new ValidationError(`"${textOf(f.value)}" is not a number.`, attr);
   if (RANGE_OPERATORS.has(op) && !rangeOf(f.value)) throw new ValidationError('Between filters need a [min, max] pair of numbers with min <= max.', attr);
   if (DATE_OPERATORS.has(op) && !isDateValue(f.value)) throw new ValidationError(`"${textOf(f.value)}" is not a valid date.`, attr);
-  if (REGEX_OPERATORS.has(op)) for (const v of listOf(f.value)) if (!compileRegex(textOf(v))) throw new ValidationError(`Invalid regular expression: ${textOf(v)}`, attr);
+  if (REGEX_OPERATORS.has(op)) for (const v of listOf(f.value)) compileRegex(textOf(v), attr);
 }
 
 /** PostHog's toFloat64OrNull: numbers and numeric strings; booleans, blanks and the rest are null. */
@@ -145,19 +153,33 @@ function isDateValue(v: unknown): boolean {
   return expr !== null && expr.kind !== 'all';
 }
 
-/** RE2 patterns as JS regexes; RE2's leading inline flags (`(?i)`) become JS flags. */
-export function compileRegex(pattern: string): RegExp | null {
-  const inline = /^\(\?([ims]+)\)/.exec(pattern);
-  const flags = inline ? [...new Set(inline[1])].join('') : '';
-  const body = inline ? pattern.slice(inline[0].length) : pattern;
-  for (const f of [flags, `${flags}u`]) {
-    try {
-      return new RegExp(body, f);
-    } catch {
-      // retried with the unicode flag (for \p{..} classes), then refused
-    }
+/** Longest regex pattern accepted. */
+export const MAX_REGEX_LENGTH = 1_000;
+/**
+ * Largest compiled regex, in RE2 instructions. Matching costs up to (instructions x text length) when
+ * the engine falls back from its DFA, and counted repetition multiplies a short pattern's size
+ * (`(\w){999}` is 3,000): twice the length cap admits any pattern without such expansion.
+ */
+export const MAX_REGEX_PROGRAM = 2_000;
+
+/**
+ * A user's pattern under RE2's rules, as ClickHouse's match() reads it (inline flags like `(?i)`;
+ * no backreferences or lookarounds), run by an RE2 engine so matching takes linear time whatever
+ * the pattern. Refused patterns are a 400 on `attr`.
+ */
+export function compileRegex(pattern: string, attr: string | null): RE2JS {
+  if (pattern.length > MAX_REGEX_LENGTH) throw new ValidationError(`Invalid regular expression: patterns are limited to ${MAX_REGEX_LENGTH} characters.`, attr);
+  let regex: RE2JS;
+  try {
+    regex = RE2JS.compile(pattern);
+  } catch (error) {
+    throw new ValidationError(`Invalid regular expression: ${(error as Error).message} (RE2 syntax: no backreferences or lookarounds).`, attr);
   }
-  return null;
+  const size = (regex.re2Input.prog as { numInst(): number }).numInst();
+  if (size > MAX_REGEX_PROGRAM) {
+    throw new ValidationError(`Invalid regular expression: too complex (compiles to ${size} RE2 instructions, the limit is ${MAX_REGEX_PROGRAM}; counted repetition like {n} multiplies a pattern's size).`, attr);
+  }
+  return regex;
 }
 
 const listOf = (v: unknown): unknown[] => (Array.isArray(v) ? v : [v]);
@@ -235,11 +257,11 @@ function valueTest(f: PropertyFilter, ctx: DateContext): (prop: unknown) => bool
     case 'not_icontains':
       return (p) => isMissing(p) || !texts.some((t) => propertyText(p).toLowerCase().includes(t));
     case 'regex': {
-      const res = values.map((v) => compileRegex(textOf(v))).filter((r): r is RegExp => r !== null);
+      const res = values.map((v) => compileRegex(textOf(v), null));
       return (p) => !isMissing(p) && res.some((r) => r.test(propertyText(p)));
     }
     case 'not_regex': {
-      const res = values.map((v) => compileRegex(textOf(v))).filter((r): r is RegExp => r !== null);
+      const res = values.map((v) => compileRegex(textOf(v), null));
       return (p) => isMissing(p) || !res.some((r) => r.test(propertyText(p)));
     }
     case 'gt':

@@ -175,6 +175,29 @@ describe('batch export runs into S3', () => {
     expect(lines.map((l) => JSON.parse(l).uuid)).toEqual(inWindow.map((e) => e.uuid));
   });
 
+  it('completes a run at once when a filter holds a regex catastrophic for backtracking and an event 10,000 a\'s and a !', async () => {
+    const s = await setup((b) => ({
+      name: 'Hostile filter',
+      interval: 'every 5 minutes',
+      start_at: '2024-05-01T12:00:00Z',
+      filters: [{ key: 'text', operator: 'regex', value: '^(a+)+$', type: 'event' }],
+      destination: config(b, { prefix: 'rx' }),
+    }));
+    const batch = [
+      { event: 'hostile', distinct_id: 'mallory', properties: { text: `${'a'.repeat(10_000)}!` } },
+      { event: 'hostile', distinct_id: 'alice', properties: { text: 'aaaa' } },
+    ];
+    expect((await api.as().post('/batch', { api_key: s.token, batch })).body.accepted).toBe(2);
+    await eventually(async () => expect((await s.c.get(`/api/environments/${s.projectId}/persons/?distinct_id=mallory`)).body.count).toBe(1));
+    expect((await s.c.post(`${s.base}${s.exportId}/backfill/`, { start_at: '2024-05-01T10:30:00Z', end_at: '2024-05-01T10:32:00Z' })).body.runs).toBe(1);
+    const started = performance.now();
+    expect(await tick('2024-05-01T10:32:30Z')).toMatchObject({ completed: 1 });
+    // Generous for a loaded 2-core machine; a backtracking engine takes 2^n steps for n a's.
+    expect(performance.now() - started).toBeLessThan(5_000);
+    const lines = (await read(s.bucketName, 'rx/2024-05-01T10:30:00.000Z-2024-05-01T10:35:00.000Z.jsonl')).toString().trim().split('\n');
+    expect(lines.map((l) => JSON.parse(l).distinct_id)).toEqual(['alice']);
+  });
+
   it('starts no run while paused, before start_at or after end_at', async () => {
     const paused = await setup((b) => ({ name: 'Paused', interval: 'every 5 minutes', paused: true, destination: config(b) }));
     const bounded = await setup((b) => ({ name: 'Bounded', interval: 'every 5 minutes', start_at: '2024-05-01T11:00:00Z', end_at: '2024-05-01T11:15:00Z', destination: config(b) }));
