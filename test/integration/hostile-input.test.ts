@@ -106,7 +106,7 @@ describe('hostile input is refused quickly with a 400, never a 500', () => {
         name: 'x',
         interval: 'hour',
         filters: lookahead,
-        destination: { type: 'S3', config: { bucket_name: 'b', region: 'us-east-1', prefix: 'p', aws_access_key_id: 'k', aws_secret_access_key: 's' } },
+        destination: { type: 'S3', config: { bucket_name: 'hostile-input-bucket', region: 'us-east-1', prefix: 'p', aws_access_key_id: 'k', aws_secret_access_key: 's' } },
       }),
     ];
     for (const res of replies) {
@@ -148,7 +148,7 @@ describe('hostile input is refused quickly with a 400, never a 500', () => {
       name: 'x',
       interval: 'hour',
       hogql_query,
-      destination: { type: 'S3', config: { bucket_name: 'b', region: 'us-east-1', prefix: 'p', aws_access_key_id: 'k', aws_secret_access_key: 's' } },
+      destination: { type: 'S3', config: { bucket_name: 'hostile-input-bucket', region: 'us-east-1', prefix: 'p', aws_access_key_id: 'k', aws_secret_access_key: 's' } },
     });
     const base = `/api/organizations/${p.org.id}/batch_exports/`;
     for (const query of [`select ${' '.repeat(9_990)}`, `select ${' '.repeat(9_970)}x from events`, `select ${'('.repeat(4_990)}${')'.repeat(4_990)} from events`]) {
