@@ -126,7 +126,14 @@ function baseBody(route: Route, t: FuzzTargets): Record<string, unknown> | undef
     projects_partial_update: { name: 'Renamed', timezone: 'Europe/Paris', week_start_day: 1, test_account_filters: [] },
     actions_create: { name: 'Signups', steps: [{ event: 'signed up', properties: [] }] },
     actions_partial_update: { name: 'Renamed', steps: [{ event: 'x' }] },
-    insights_trend: { events: [{ id: '$pageview', math: 'total' }], interval: 'day', date_from: '-7d' },
+    // The fixture stores a catastrophic regex in the action and the test-account filters: the valid body meets both.
+    insights_trend: {
+      events: [{ id: '$pageview', math: 'total', properties: [{ key: 'hostile', value: '^(a+)+$', operator: 'regex' }] }],
+      actions: [{ id: t.actionId }],
+      filter_test_accounts: true,
+      interval: 'day',
+      date_from: '-7d',
+    },
     batch_exports_create: exportBody,
     batch_exports_partial_update: { name: 'Renamed', paused: true },
     batch_exports_backfill: { start_at: '2024-01-01T00:00:00Z', end_at: '2024-01-01T02:00:00Z' },
@@ -198,7 +205,8 @@ const BAD_QUERY_VALUES = [
   '', '-1', '0', '1.5', '1e3', '007', ' 1', '+1', '0x10', '１', '٣', '9'.repeat(20), String(2 ** 53 + 1), 'NaN', 'true', 'True', 'yes', 'maybe',
   'csv', 'json', 'xml', 'hour', 'minute', 'week', 'month', '-1d', '-100000y', 'all', 'dStart', '[{"id":"x"}]', '[{"id":', '{"a":1}', '[]',
   '[{"id":"$pageview","math":"sum","math_property":"__proto__"}]', '[{"key":"__proto__","value":"x","operator":"exact","type":"person"}]',
-  '[{"key":"a","value":"(a+)+$","operator":"regex","type":"event"}]', 'A+B*C/0', 'A/0', 'gzip-js', 'base64', 'lz64', 'DEBUG,NOPE', '%E2%82',
+  '[{"key":"a","value":"(a+)+$","operator":"regex","type":"event"}]', '[{"key":"hostile","value":"^(a+)+$","operator":"regex","type":"event"}]',
+  '[{"key":"hostile","value":"^(a+)+$","operator":"regex","type":"person"}]', '[{"key":"hostile","value":"(a|aa)+$","operator":"not_regex"}]', 'A+B*C/0', 'A/0', 'gzip-js', 'base64', 'lz64', 'DEBUG,NOPE', '%E2%82',
   `${'['.repeat(3000)}${']'.repeat(3000)}`, `[{"id":"x","properties":${'['.repeat(2000)}${']'.repeat(2000)}}]`,
   // Forged list cursors: a key of another shape, of another project's partition, and one DynamoDB would refuse.
   Buffer.from(JSON.stringify({ key: { pk: 'x' }, offset: 100 })).toString('base64url'),
