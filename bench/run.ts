@@ -12,10 +12,11 @@ import { captureBenchmark } from './capture.ts';
 import { personsBenchmark } from './persons.ts';
 import { trendsBenchmark } from './trends.ts';
 import { exportsBenchmark } from './exports.ts';
+import { hostileBenchmark } from './hostile.ts';
 import { heading, table } from './lib/format.ts';
 import type { Benchmark, SummaryRow } from './lib/types.ts';
 
-const benchmarks: Benchmark[] = [bundlesBenchmark, apiLatencyBenchmark, captureBenchmark, personsBenchmark, trendsBenchmark, exportsBenchmark];
+const benchmarks: Benchmark[] = [bundlesBenchmark, apiLatencyBenchmark, captureBenchmark, personsBenchmark, trendsBenchmark, exportsBenchmark, hostileBenchmark];
 
 function usage(): string {
   return [
