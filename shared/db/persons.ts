@@ -1,12 +1,10 @@
-import { GetCommand, QueryCommand, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { nowIso } from '../clock.ts';
 import { batchGet } from './batch.ts';
-import { call, cancellationCodes, db, tableName } from './client.ts';
+import { call, db, tableName, transact, type TransactItem } from './client.ts';
 import { keys } from './keys.ts';
 import { queryAll, queryItems } from './query.ts';
 import { TABLE_SCHEMA } from './table-schema.ts';
-
-type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 export interface PersonRecord {
   id: number;
@@ -107,15 +105,9 @@ const distinctItem = (projectId: number, distinctId: string, personId: number) =
   person_id: personId,
 });
 
-async function transact(items: TransactItem[]): Promise<boolean> {
-  try {
-    await call(() => db().send(new TransactWriteCommand({ TransactItems: items })));
-    return true;
-  } catch (error) {
-    const codes = cancellationCodes(error);
-    if (codes && codes.some((c) => c === 'ConditionalCheckFailed' || c === 'TransactionConflict')) return false;
-    throw error;
-  }
+/** Whether a person transaction was written: false when a condition failed or another writer got there first (re-read and retry). */
+async function written(items: TransactItem[]): Promise<boolean> {
+  return (await transact(items)).committed;
 }
 
 export async function personIdOf(projectId: number, distinctId: string): Promise<number | undefined> {
@@ -133,7 +125,7 @@ export async function getPerson(projectId: number, personId: number): Promise<Pe
 /** Creates a person and claims its distinct ids; false when one of them already belongs to someone. */
 export async function insertPerson(person: PersonRecord, change?: PropertyChange): Promise<boolean> {
   const Table = tableName();
-  return transact([
+  return written([
     ...person.distinct_ids.map((d) => ({
       Put: { TableName: Table, Item: distinctItem(person.project_id, d, person.id), ConditionExpression: 'attribute_not_exists(pk)' },
     })),
@@ -171,7 +163,7 @@ function versionedDelete(person: PersonRecord): TransactItem {
  */
 export async function savePerson(person: PersonRecord, options: { change?: PropertyChange; claim?: string[] } = {}): Promise<boolean> {
   const Table = tableName();
-  return transact([
+  return written([
     versionedPut(person),
     ...(options.claim ?? []).map((d) => ({
       Put: { TableName: Table, Item: distinctItem(person.project_id, d, person.id), ConditionExpression: 'attribute_not_exists(pk)' },
@@ -199,9 +191,9 @@ export async function mergePersonInto(target: PersonRecord, source: PersonRecord
   const moves = [...source.distinct_ids];
   // Very large merges move distinct ids ahead of the final transaction; reads follow the ids, so events resolve to the target at once.
   while (moves.length > MOVES_PER_TRANSACTION) {
-    if (!(await transact(moves.splice(0, MOVES_PER_TRANSACTION).map(repoint)))) return false;
+    if (!(await written(moves.splice(0, MOVES_PER_TRANSACTION).map(repoint)))) return false;
   }
-  return transact([
+  return written([
     versionedPut(target),
     versionedDelete(source),
     ...moves.map(repoint),
@@ -239,7 +231,7 @@ function activityItem(a: ActivityRecord) {
 /** A person edit made through the API: the person (version-checked), its property change and its activity entry, atomically. */
 export async function savePersonEdit(person: PersonRecord, change: PropertyChange, activity: ActivityRecord): Promise<boolean> {
   const Table = tableName();
-  return transact([
+  return written([
     versionedPut(person),
     { Put: { TableName: Table, Item: changeItem(change) } },
     { Put: { TableName: Table, Item: activityItem(activity) } },
@@ -256,9 +248,9 @@ export async function deletePersonRecord(person: PersonRecord, activity: Activit
   // Distinct ids beyond one transaction's room go first; until the last step the person still owns the rest.
   while (ids.length > MOVES_PER_TRANSACTION) {
     const chunk = ids.splice(0, MOVES_PER_TRANSACTION);
-    await transact(chunk.map((d) => ({ Delete: { TableName: Table, Key: keys.distinctId(person.project_id, d) } })));
+    await written(chunk.map((d) => ({ Delete: { TableName: Table, Key: keys.distinctId(person.project_id, d) } })));
   }
-  return transact([...removal({ ...person, distinct_ids: ids }, activity), countDelta(person.project_id, -1)]);
+  return written([...removal({ ...person, distinct_ids: ids }, activity), countDelta(person.project_id, -1)]);
 }
 
 /** The person, its distinct ids (those still its own) and its activity entry: what removing it writes. */
@@ -289,7 +281,7 @@ export const removalItemCount = (person: PersonRecord) => person.distinct_ids.le
  */
 export async function deletePersonRecords(removals: { person: PersonRecord; activity: ActivityRecord }[]): Promise<boolean> {
   if (removals.length === 0) return true;
-  return transact([...removals.flatMap((r) => removal(r.person, r.activity)), countDelta(removals[0]!.person.project_id, -removals.length)]);
+  return written([...removals.flatMap((r) => removal(r.person, r.activity)), countDelta(removals[0]!.person.project_id, -removals.length)]);
 }
 
 /**
@@ -298,7 +290,7 @@ export async function deletePersonRecords(removals: { person: PersonRecord; acti
  */
 export async function splitPersonRecord(person: PersonRecord, keep: string[], fresh: PersonRecord[], activity?: ActivityRecord): Promise<boolean> {
   const Table = tableName();
-  return transact([
+  return written([
     versionedPut({ ...person, distinct_ids: keep }),
     ...fresh.flatMap((p) => [
       { Put: { TableName: Table, Item: personItem(p), ConditionExpression: 'attribute_not_exists(pk)' } },

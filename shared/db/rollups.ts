@@ -1,11 +1,9 @@
-import { TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { batchGet, inParallel } from './batch.ts';
-import { call, cancellationCodes, db, tableName } from './client.ts';
+import { tableName, transact, type TransactItem } from './client.ts';
+import { CONFLICT, retryOnConflict } from '../retry.ts';
 import { keys, type ItemKey } from './keys.ts';
 import { queryItems } from './query.ts';
 import { fingerprint } from '../segments/fingerprint.ts';
-
-type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 /** Where an event is counted: its name and UTC hour (`YYYY-MM-DDTHH`). */
 export interface Bucket {
@@ -147,20 +145,14 @@ async function writeGroup(group: CountMove[], deltas: Delta[]): Promise<boolean>
             }),
       },
     }));
-  for (let attempt = 0; attempt < 8; attempt += 1) {
-    try {
-      await call(() => db().send(new TransactWriteCommand({ TransactItems: [...markers, ...rollups] })));
-      return true;
-    } catch (error) {
-      const codes = cancellationCodes(error);
-      if (!codes) throw error;
-      if (codes.includes('ConditionalCheckFailed')) return false;
-      // TransactionConflict: another transaction is writing the same rollup item; back off and retry.
-      await new Promise((r) => setTimeout(r, 10 * 2 ** attempt + Math.random() * 20));
-    }
-  }
-  throw new Error('rollup transaction kept conflicting');
+  // TransactionConflict: another transaction is writing the same rollup item; back off and retry.
+  return retryOnConflict('Rollup transaction', async () => {
+    const outcome = await transact([...markers, ...rollups]);
+    return outcome.committed || ('conflict' in outcome ? CONFLICT : false);
+  }, { attempts: ROLLUP_ATTEMPTS, baseMs: 10, capMs: 1_280, gaveUp: () => new Error(`rollup transaction kept conflicting after ${ROLLUP_ATTEMPTS} attempts`) });
 }
+
+const ROLLUP_ATTEMPTS = 8;
 
 /** Hourly counts for one event name (or all events) between two UTC hours inclusive (`YYYY-MM-DDTHH`). */
 export async function readRollups(projectId: number, event: string | null, fromHour: string, toHour: string): Promise<Map<string, number>> {

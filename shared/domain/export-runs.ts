@@ -25,6 +25,7 @@ import { encodeRows, objectKey, type Compression, type FileFormat } from '../exp
 import { EVENT_COLUMNS, parseExportQuery } from '../exports/hogql.ts';
 import { intervalMs, type ExportInterval } from '../exports/intervals.ts';
 import { uuidv7 } from '../ids.ts';
+import { conflictIfFalse, retryOnConflict } from '../retry.ts';
 import { logger, METRIC, metrics, MetricUnit } from '../observability.ts';
 import { compileGroup, parseProperties } from '../trends/properties.ts';
 
@@ -250,15 +251,25 @@ async function fail(e: ExportRecord, run: RunRecord, error: unknown, now: Date):
 /**
  * Read-modify-write of the export with its version: runs finish concurrently, and a lost update here
  * would lose a failure count (and with it the automatic pause). `change` returns undefined for no change.
+ * Giving up is logged, not thrown: the run's own outcome is already recorded and stays as it is.
  */
 async function changeExport(e: ExportRecord, change: (current: ExportRecord) => ExportRecord | undefined): Promise<void> {
   let current: ExportRecord | undefined = e;
-  for (let attempt = 0; attempt < 8 && current; attempt += 1) {
-    const next = change(current);
-    if (!next || (await saveExport({ ...next, version: current.version + 1 }, current.version))) return;
-    current = await getExport(e.organization_id, e.id);
+  const gaveUp = new Error(`batch export ${e.id} kept changing: counters not updated after ${CHANGE_EXPORT_ATTEMPTS} attempts`);
+  try {
+    await retryOnConflict(`Batch export ${e.id}`, async (attempt) => {
+      if (attempt > 0) current = await getExport(e.organization_id, e.id);
+      const next = current && change(current);
+      if (!current || !next) return true;
+      return conflictIfFalse(await saveExport({ ...next, version: current.version + 1 }, current.version));
+    }, { attempts: CHANGE_EXPORT_ATTEMPTS, gaveUp: () => gaveUp });
+  } catch (error) {
+    if (error !== gaveUp) throw error;
+    logger.error(gaveUp.message, { batch_export_id: e.id });
   }
 }
+
+const CHANGE_EXPORT_ATTEMPTS = 8;
 
 /** PostHog's events schema (§4.5): one row per event ingested in the window, filtered, optionally shaped by hogql_query. */
 async function eventRows(e: ExportRecord, run: RunRecord): Promise<{ rows: Record<string, unknown>[]; columns: string[] }> {

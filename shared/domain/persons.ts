@@ -29,7 +29,7 @@ import {
 import { Conflict, NotFound, ValidationError } from '../errors.ts';
 import { UUID_PATTERN, uuidv7 } from '../ids.ts';
 import type { Caller } from './access.ts';
-import { retryOnConflict } from './optimistic.ts';
+import { CONFLICT, conflictIfFalse, retryOnConflict } from '../retry.ts';
 import { applyPersonUpdates } from './person-properties.ts';
 
 const NAME_PROPERTIES = ['email', 'Email', '$email', 'name', 'Name', 'username', 'Username', 'UserName'];
@@ -267,8 +267,8 @@ async function editProperties(
       { type: 'Person', action: kind === 'updated' ? 'changed' : 'deleted', field: 'properties', before: person.properties, after: properties },
     ]);
     if (await savePersonEdit(next, apiChange(caller, next, set, unset, changed), record)) return { ...next, version: next.version + 1 };
-    return undefined;
-  }, deadline);
+    return CONFLICT;
+  }, { deadline });
 }
 
 export async function updatePersonProperties(caller: Caller, projectId: number, personId: number, properties: Record<string, unknown>, deadline?: number) {
@@ -302,7 +302,7 @@ export type QueueDeletion = (request: DeletionRequest) => Promise<void>;
  * person as already read (bulk deletes read many at once); a conflicting write makes it read again.
  */
 export async function deletePerson(caller: Caller, projectId: number, personId: number, deleteEvents: boolean, queue: QueueDeletion, read?: PersonRecord): Promise<void> {
-  for (let attempt = 0; attempt < EDIT_ATTEMPTS; attempt += 1) {
+  await retryOnConflict(`Person ${personId}`, async (attempt) => {
     const person = attempt === 0 && read ? read : await findPerson(projectId, personId);
     if (deleteEvents) {
       await queue({
@@ -315,9 +315,8 @@ export async function deletePerson(caller: Caller, projectId: number, personId: 
       });
     }
     const record = activity(caller, person, 'deleted', [{ type: 'Person', action: 'deleted', field: null, before: personResponse(person), after: null }]);
-    if (await deletePersonRecord(person, record)) return;
-  }
-  throw new Conflict(`Person ${personId} kept changing during the delete; retry it.`);
+    return conflictIfFalse(await deletePersonRecord(person, record));
+  }, { attempts: EDIT_ATTEMPTS, gaveUp: () => new Conflict(`Person ${personId} kept changing during the delete; retry it.`) });
 }
 
 export const BULK_DELETE_LIMIT = 1000;
@@ -436,7 +435,7 @@ const SPLIT_CHUNK = 30;
  * properties; every other id gets a new person with no properties.
  */
 export async function splitPerson(caller: Caller, projectId: number, personId: number, mainDistinctId?: string) {
-  for (let attempt = 0; attempt < EDIT_ATTEMPTS; attempt += 1) {
+  return retryOnConflict(`Person ${personId}`, async () => {
     let person = await findPerson(projectId, personId);
     const main = mainDistinctId ?? person.distinct_ids[0];
     if (main === undefined || !person.distinct_ids.includes(main)) {
@@ -459,9 +458,8 @@ export async function splitPerson(caller: Caller, projectId: number, personId: n
       ok = await splitPersonRecord(person, remaining, fresh, record);
       person = { ...person, distinct_ids: remaining, version: person.version + 1 };
     }
-    if (ok) return { success: true };
-  }
-  throw new Conflict(`Person ${personId} kept changing during the split; retry it.`);
+    return ok ? { success: true } : CONFLICT;
+  }, { attempts: EDIT_ATTEMPTS, gaveUp: () => new Conflict(`Person ${personId} kept changing during the split; retry it.`) });
 }
 
 // ---------------------------------------------------------------------------------------------
