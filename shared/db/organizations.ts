@@ -1,11 +1,34 @@
 import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { MembershipRecord, OrganizationRecord, ProjectRecord } from '../domain/records.ts';
 import { call, db, conditional, tableName, transact } from './client.ts';
 import { CONFLICT, retryOnConflict, type Conflicted } from '../retry.ts';
 import { record } from './items.ts';
 import { keys, type ItemKey } from './keys.ts';
 import { queryIndex, queryItems } from './query.ts';
 import { TABLE_SCHEMA } from './table-schema.ts';
+import type { ProjectRecord } from '../domain/records.ts';
+
+export const MembershipLevel = { member: 1, admin: 8, owner: 15 } as const;
+
+export interface MembershipRecord {
+  user_id: string;
+  organization_id: string;
+  level: number;
+  joined_at: string;
+}
+
+export interface OrganizationRecord {
+  id: string;
+  name: string;
+  slug: string;
+  logo_media_id: string | null;
+  created_at: string;
+  updated_at: string;
+  is_member_join_email_enabled: boolean;
+  enforce_2fa: boolean;
+  plugins_access_level: number;
+  customer_id: string | null;
+  member_count: number;
+}
 
 function membershipItem(m: MembershipRecord) {
   return {

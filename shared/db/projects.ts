@@ -1,8 +1,14 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { ProjectRecord } from '../domain/records.ts';
 import { call, db, conditional, tableName } from './client.ts';
+import { nextId } from './counters.ts';
 import { record } from './items.ts';
 import { keys } from './keys.ts';
+
+/** A new project id (integers, as PostHog's team ids: one service-wide counter). */
+export async function nextProjectId(): Promise<number> {
+  return nextId('project');
+}
 
 export async function getProject(orgId: string, projectId: number): Promise<ProjectRecord | undefined> {
   const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.project(orgId, projectId), ConsistentRead: true })));

@@ -24,7 +24,7 @@ import { uuidv7 } from '../ids.ts';
 import { CONFLICT, retryOnConflict } from '../retry.ts';
 import { parseProperties } from '../trends/properties.ts';
 import { newRun } from './export-runs.ts';
-import type { MembershipRecord } from './records.ts';
+import type { MembershipRecord } from '../db/organizations.ts';
 
 export interface ExportInput {
   name?: string;

@@ -1,9 +1,11 @@
 import { generateProjectToken } from '../auth/api-keys.ts';
 import { nowIso } from '../clock.ts';
 import { deleteExportsOfOrganization } from '../db/batch-exports.ts';
-import { nextId } from '../db/counters.ts';
 import {
   getOrganizationWithProjects,
+  MembershipLevel,
+  type MembershipRecord,
+  type OrganizationRecord,
   insertMembership,
   insertOrganization,
   listMemberships,
@@ -11,11 +13,12 @@ import {
   updateOrganization as writeOrganizationChanges,
   type OrganizationChanges,
 } from '../db/organizations.ts';
+import { nextProjectId } from '../db/projects.ts';
 import { NotFound, PermissionDenied } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
 import { CONFLICT, retryOnConflict } from '../retry.ts';
 import { keyAllowsOrganization, type Caller } from './access.ts';
-import { MembershipLevel, type MembershipRecord, type OrganizationRecord, type ProjectRecord } from './records.ts';
+import type { ProjectRecord } from './records.ts';
 import { slugCandidate } from './slug.ts';
 
 export interface OrganizationInput {
@@ -67,7 +70,7 @@ const SLUG_ATTEMPTS = 10;
 export async function createOrganization(caller: Caller, input: OrganizationInput & { name: string }): Promise<OrganizationResponse> {
   const createdAt = nowIso();
   const orgId = uuidv7();
-  const projectId = await nextId('project');
+  const projectId = await nextProjectId();
   const project: ProjectRecord = {
     id: projectId,
     uuid: uuidv7(),

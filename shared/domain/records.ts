@@ -18,29 +18,6 @@ export interface ApiKeyRecord {
   created_at: string;
 }
 
-export const MembershipLevel = { member: 1, admin: 8, owner: 15 } as const;
-
-export interface MembershipRecord {
-  user_id: string;
-  organization_id: string;
-  level: number;
-  joined_at: string;
-}
-
-export interface OrganizationRecord {
-  id: string;
-  name: string;
-  slug: string;
-  logo_media_id: string | null;
-  created_at: string;
-  updated_at: string;
-  is_member_join_email_enabled: boolean;
-  enforce_2fa: boolean;
-  plugins_access_level: number;
-  customer_id: string | null;
-  member_count: number;
-}
-
 export interface ProjectRecord {
   id: number;
   uuid: string;

@@ -13,7 +13,7 @@ import {
   requireScope,
   type Caller,
 } from '../domain/access.ts';
-import type { MembershipRecord } from '../domain/records.ts';
+import type { MembershipRecord } from '../db/organizations.ts';
 import { ParseError, PayloadTooLarge, Throttled, UnsupportedMediaType, ValidationError } from '../errors.ts';
 import { flatCsv, omissionNote, rowsOf } from '../csv.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '../json.ts';
