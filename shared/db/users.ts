@@ -1,10 +1,28 @@
 import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import type { ApiKeyRecord, UserRecord } from '../domain/records.ts';
 import { call, db, tableName, transact } from './client.ts';
 import { record } from './items.ts';
 import { keys } from './keys.ts';
 import { queryIndex } from './query.ts';
 import { TABLE_SCHEMA } from './table-schema.ts';
+
+export interface UserRecord {
+  id: string;
+  email: string;
+  first_name: string;
+  created_at: string;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  user_id: string;
+  label: string;
+  mask_value: string;
+  secure_value: string;
+  scopes: string[];
+  scoped_organizations: string[] | null;
+  scoped_teams: number[] | null;
+  created_at: string;
+}
 
 export async function getUser(userId: string): Promise<UserRecord | undefined> {
   const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.user(userId) })));

@@ -1,23 +1,4 @@
 /** Records as stored (minus table keys). Responses are shaped from these in the domain modules. */
-export interface UserRecord {
-  id: string;
-  email: string;
-  first_name: string;
-  created_at: string;
-}
-
-export interface ApiKeyRecord {
-  id: string;
-  user_id: string;
-  label: string;
-  mask_value: string;
-  secure_value: string;
-  scopes: string[];
-  scoped_organizations: string[] | null;
-  scoped_teams: number[] | null;
-  created_at: string;
-}
-
 export interface ProjectRecord {
   id: number;
   uuid: string;

@@ -1,8 +1,7 @@
-import { createUser, findUserIdByEmail, getUser } from '../db/users.ts';
+import { createUser, findUserIdByEmail, getUser, type UserRecord } from '../db/users.ts';
 import { nowIso } from '../clock.ts';
 import { uuidv7 } from '../ids.ts';
 import { CONFLICT, retryOnConflict } from '../retry.ts';
-import type { UserRecord } from './records.ts';
 
 /** The user with this e-mail, created on first use (keys are issued to e-mails by the CLI). */
 export async function ensureUser(email: string): Promise<UserRecord> {
