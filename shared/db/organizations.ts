@@ -5,7 +5,7 @@ import { record } from './items.ts';
 import { keys, type ItemKey } from './keys.ts';
 import { queryIndex, queryItems } from './query.ts';
 import { TABLE_SCHEMA } from './table-schema.ts';
-import type { ProjectRecord } from '../domain/records.ts';
+import type { ProjectRecord } from './projects.ts';
 
 export const MembershipLevel = { member: 1, admin: 8, owner: 15 } as const;
 

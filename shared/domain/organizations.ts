@@ -13,12 +13,11 @@ import {
   updateOrganization as writeOrganizationChanges,
   type OrganizationChanges,
 } from '../db/organizations.ts';
-import { nextProjectId } from '../db/projects.ts';
+import { nextProjectId, type ProjectRecord } from '../db/projects.ts';
 import { NotFound, PermissionDenied } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
 import { CONFLICT, retryOnConflict } from '../retry.ts';
 import { keyAllowsOrganization, type Caller } from './access.ts';
-import type { ProjectRecord } from './records.ts';
 import { slugCandidate } from './slug.ts';
 
 export interface OrganizationInput {

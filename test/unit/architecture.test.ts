@@ -52,4 +52,8 @@ describe('architecture', () => {
     const clean = [...NOT_YET_BEHIND_THE_SEAM].filter((f) => offending([f], STORAGE_DETAIL).length === 0);
     expect(clean).toEqual([]);
   });
+
+  it('keeps shared/db below the domain: stores never import shared/domain (record types live with their store)', () => {
+    expect(offending(sources(join('shared', 'db')), /from '\.\.\/domain\//)).toEqual([]);
+  });
 });
