@@ -2,6 +2,7 @@ import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { nowIso } from '../clock.ts';
 import { batchGet } from './batch.ts';
 import { call, db, tableName, transact, type TransactItem } from './client.ts';
+import { nextId } from './counters.ts';
 import { keys } from './keys.ts';
 import { queryAll, queryItems } from './query.ts';
 import { TABLE_SCHEMA } from './table-schema.ts';
@@ -313,10 +314,47 @@ export async function personCount(projectId: number): Promise<number> {
   return Number(out.Item?.count ?? 0);
 }
 
-export type PageKey = Record<string, unknown>;
+type PageKey = Record<string, unknown>;
+
+/**
+ * A position in a project's persons (newest first), opaque above this module: the domain passes it
+ * back (inside its list cursors) without looking inside; personsPosition() checks one read back.
+ */
+export type PersonsPosition = string & { readonly __personsPosition: unique symbol };
+
+const positionOf = (key: PageKey) => JSON.stringify(key) as PersonsPosition;
+
+/**
+ * A position read back from a client's cursor, when it is one `personsPage` of this project could
+ * have returned (anything else would reach DynamoDB as a bad start key); undefined otherwise.
+ * The key object that cursors carried before positions were strings is accepted too.
+ */
+export function personsPosition(projectId: number, raw: unknown): PersonsPosition | undefined {
+  let key = raw;
+  if (typeof raw === 'string') {
+    try {
+      key = JSON.parse(raw);
+    } catch {
+      return undefined;
+    }
+  }
+  return isPersonPageKey(projectId, key) ? positionOf(key) : undefined;
+}
+
+/** One page of a project's persons, newest first, after `after` (a previous page's position); each with its own position. */
+export async function personsPage(
+  projectId: number,
+  options: { limit: number; after?: PersonsPosition },
+): Promise<{ persons: { person: PersonRecord; position: PersonsPosition }[]; next?: PersonsPosition }> {
+  const out = await queryPersons(projectId, { limit: options.limit, startKey: options.after && (JSON.parse(options.after) as PageKey) });
+  return {
+    persons: out.persons.map(({ person, key }) => ({ person, position: positionOf(key) })),
+    ...(out.nextKey ? { next: positionOf(out.nextKey) } : {}),
+  };
+}
 
 /** One read of a project's persons, newest first, from `startKey` (a previous page's end). */
-export async function queryPersons(
+async function queryPersons(
   projectId: number,
   options: { limit: number; startKey?: PageKey },
 ): Promise<{ persons: { person: PersonRecord; key: PageKey }[]; nextKey?: PageKey }> {
@@ -356,8 +394,13 @@ export function isPersonPageKey(projectId: number, key: unknown): key is PageKey
   );
 }
 
-/** The position after the first `count` persons (newest first), reading keys only. */
-export async function skipPersons(projectId: number, count: number): Promise<PageKey | undefined> {
+/** The position after the first `count` persons (newest first), reading keys only; undefined when there are no more. */
+export async function personsPositionAfter(projectId: number, count: number): Promise<PersonsPosition | undefined> {
+  const key = await skipPersons(projectId, count);
+  return key && positionOf(key);
+}
+
+async function skipPersons(projectId: number, count: number): Promise<PageKey | undefined> {
   const index = TABLE_SCHEMA.indexes.byParent;
   let startKey: PageKey | undefined;
   let left = count;
@@ -401,6 +444,11 @@ export async function personsWithEmail(projectId: number, email: string): Promis
 export async function listPersonActivity(projectId: number, personId: number): Promise<ActivityRecord[]> {
   const items = await queryAll(keys.personPartition(projectId, personId).pk, keys.personActivityPrefix, { newestFirst: true });
   return items.map((item) => ({ ...(item as unknown as ActivityRecord), changes: JSON.parse(String(item.changes ?? '[]')) }));
+}
+
+/** A new person id: integers counted per project (a global counter would be one hot item). */
+export async function nextPersonId(projectId: number): Promise<number> {
+  return nextId(keys.personCounter(projectId));
 }
 
 /** Many persons of a project at once (BatchGetItem). */

@@ -20,7 +20,7 @@ import { readEventsInsertedBetween, type StoredEvent } from '../db/events.ts';
 import { organizationExists } from '../db/organizations.ts';
 import { DestinationError } from '../exports/destination-http.ts';
 import { openDestination } from './export-destinations.ts';
-import { getPersons, personIdsOf, queryPersons, type PersonRecord, type PageKey } from '../db/persons.ts';
+import { getPersons, personIdsOf, personsPage, type PersonRecord, type PersonsPosition } from '../db/persons.ts';
 import { encodeRows, objectKey, type Compression, type FileFormat } from '../exports/files.ts';
 import { EVENT_COLUMNS, parseExportQuery } from '../exports/hogql.ts';
 import { intervalMs, type ExportInterval } from '../exports/intervals.ts';
@@ -321,9 +321,9 @@ async function personsOf(projectId: number, events: StoredEvent[]): Promise<Map<
 /** PostHog's persons schema: one row per (person, distinct id) for persons changed in the window. */
 async function personRows(e: ExportRecord, run: RunRecord): Promise<{ rows: Record<string, unknown>[]; columns: string[] }> {
   const rows: Record<string, unknown>[] = [];
-  let startKey: PageKey | undefined;
+  let after: PersonsPosition | undefined;
   do {
-    const page = await queryPersons(e.team_id, { limit: 500, startKey });
+    const page = await personsPage(e.team_id, { limit: 500, after });
     for (const { person: p } of page.persons) {
       const changed = p.updated_at ?? p.created_at;
       if (changed < run.data_interval_start || changed >= run.data_interval_end) continue;
@@ -341,7 +341,7 @@ async function personRows(e: ExportRecord, run: RunRecord): Promise<{ rows: Reco
         });
       }
     }
-    startKey = page.nextKey;
-  } while (startKey);
+    after = page.next;
+  } while (after);
   return { rows, columns: PERSON_COLUMNS };
 }

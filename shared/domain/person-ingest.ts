@@ -1,9 +1,7 @@
-import { nextId } from '../db/counters.ts';
 import type { StoredEvent } from '../db/events.ts';
-import { getPerson, insertPerson, mergePersonInto, personIdOf, personIdsOf, savePerson, type PersonRecord, type PropertyChange } from '../db/persons.ts';
+import { getPerson, insertPerson, mergePersonInto, nextPersonId, personIdOf, personIdsOf, savePerson, type PersonRecord, type PropertyChange } from '../db/persons.ts';
 import { inParallel } from '../db/batch.ts';
 import { logger } from '../observability.ts';
-import { keys } from '../db/keys.ts';
 import { uuidv7 } from '../ids.ts';
 import { conflictIfFalse, retryOnConflict } from '../retry.ts';
 import { applyPersonUpdates, hasUpdates, isIllegalDistinctId, mergeProperties, personUpdatesOf } from './person-properties.ts';
@@ -36,7 +34,7 @@ async function load(projectId: number, distinctId: string): Promise<PersonRecord
 
 async function newPerson(projectId: number, distinctIds: string[], e: StoredEvent): Promise<PersonRecord> {
   return {
-    id: await nextId(keys.personCounter(projectId)),
+    id: await nextPersonId(projectId),
     uuid: uuidv7(),
     project_id: projectId,
     properties: {},

@@ -1,28 +1,27 @@
 import { nowIso } from '../clock.ts';
 import { config } from '../config.ts';
 import { inParallel } from '../db/batch.ts';
-import { nextId } from '../db/counters.ts';
-import { keys } from '../db/keys.ts';
 import {
   deletePersonRecord,
   deletePersonRecords,
   getPerson,
   getPersons,
-  isPersonPageKey,
   listPersonActivity,
   listPersonChanges,
   personCount,
   personIdOf,
   personIdsOf,
+  nextPersonId,
+  personsPage,
+  personsPosition,
+  personsPositionAfter,
   personsWithEmail,
-  queryPersons,
   removalItemCount,
   savePersonEdit,
-  skipPersons,
   splitPersonRecord,
   TRANSACTION_ITEMS,
   type ActivityRecord,
-  type PageKey,
+  type PersonsPosition,
   type PersonRecord,
   type PropertyChange,
 } from '../db/persons.ts';
@@ -87,19 +86,20 @@ export interface PersonPage {
 
 /** A position in the project's persons (newest first) and how many results of the list lie before it. */
 interface Cursor {
-  key: PageKey;
+  position: PersonsPosition;
   offset: number;
 }
 
 export function encodeCursor(c: Cursor): string {
-  return Buffer.from(JSON.stringify(c)).toString('base64url');
+  return Buffer.from(JSON.stringify({ key: c.position, offset: c.offset })).toString('base64url');
 }
 
 function decodeCursor(raw: string, projectId: number): Cursor {
   try {
-    const c = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as Cursor;
-    // Only a position this project's list could have produced: anything else would reach DynamoDB as a bad start key.
-    if (c && isPersonPageKey(projectId, c.key) && Number.isInteger(c.offset) && c.offset >= 0) return c;
+    const c = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as { key?: unknown; offset?: unknown };
+    // Only a position this project's list could have produced (the store checks it).
+    const position = c ? personsPosition(projectId, c.key) : undefined;
+    if (position && typeof c.offset === 'number' && Number.isInteger(c.offset) && c.offset >= 0) return { position, offset: c.offset };
   } catch {
     // fall through
   }
@@ -157,17 +157,17 @@ async function scanPage(projectId: number, q: PersonListQuery): Promise<PersonPa
   const keep = (p: PersonRecord) => (!q.matches || q.matches(p.properties)) && (q.search === undefined || searchMatches(p, q.search));
   const scanLimit = config().personScanLimit;
   let before = cursor?.offset ?? 0;
-  let startKey = cursor?.key;
-  let resume = startKey;
+  let after = cursor?.position;
+  let resume = after;
   const results: PersonRecord[] = [];
   let beyond = 0;
   let examined = 0;
   let reads = 0;
   let exhausted = false;
   while (examined < scanLimit && reads < SCAN_READS && !(q.deadline !== undefined && Date.now() >= q.deadline)) {
-    const out = await queryPersons(projectId, { limit: Math.min(SCAN_PAGE, scanLimit - examined), startKey });
+    const out = await personsPage(projectId, { limit: Math.min(SCAN_PAGE, scanLimit - examined), after });
     reads += 1;
-    for (const { person, key } of out.persons) {
+    for (const { person, position } of out.persons) {
       examined += 1;
       const match = keep(person);
       if (results.length === q.limit) {
@@ -176,10 +176,10 @@ async function scanPage(projectId: number, q: PersonListQuery): Promise<PersonPa
       }
       if (match && before < q.offset) before += 1;
       else if (match) results.push(person);
-      resume = key;
+      resume = position;
     }
-    startKey = out.nextKey;
-    if (!startKey) {
+    after = out.next;
+    if (!after) {
       exhausted = true;
       break;
     }
@@ -189,7 +189,7 @@ async function scanPage(projectId: number, q: PersonListQuery): Promise<PersonPa
     count: before + results.length + beyond,
     results: results.map(personResponse),
     hasMore,
-    nextCursor: hasMore && resume ? encodeCursor({ key: resume, offset: before + results.length }) : undefined,
+    nextCursor: hasMore && resume ? encodeCursor({ position: resume, offset: before + results.length }) : undefined,
     nextOffset: hasMore ? Math.max(q.offset, before) + results.length : undefined,
     ...(exhausted ? {} : { scanLimited: true }),
   };
@@ -198,11 +198,11 @@ async function scanPage(projectId: number, q: PersonListQuery): Promise<PersonPa
 async function unfilteredPage(projectId: number, q: PersonListQuery): Promise<PersonPage> {
   // A cursor (what `next` links carry) starts the read where the last page ended; a bare offset walks
   // the keys before it.
-  const startKey = q.cursor ? decodeCursor(q.cursor, projectId).key : q.offset > 0 ? await skipPersons(projectId, q.offset) : undefined;
-  const beyondEnd = q.offset > 0 && !q.cursor && startKey === undefined;
+  const after = q.cursor ? decodeCursor(q.cursor, projectId).position : q.offset > 0 ? await personsPositionAfter(projectId, q.offset) : undefined;
+  const beyondEnd = q.offset > 0 && !q.cursor && after === undefined;
   const [count, out] = await Promise.all([
     personCount(projectId),
-    beyondEnd ? Promise.resolve({ persons: [] }) : queryPersons(projectId, { limit: q.limit + 1, startKey }),
+    beyondEnd ? Promise.resolve({ persons: [] }) : personsPage(projectId, { limit: q.limit + 1, after }),
   ]);
   const rows = out.persons.slice(0, q.limit);
   const hasMore = out.persons.length > q.limit;
@@ -210,7 +210,7 @@ async function unfilteredPage(projectId: number, q: PersonListQuery): Promise<Pe
     count,
     results: rows.map(({ person }) => personResponse(person)),
     hasMore,
-    nextCursor: hasMore ? encodeCursor({ key: rows.at(-1)!.key, offset: q.offset + q.limit }) : undefined,
+    nextCursor: hasMore ? encodeCursor({ position: rows.at(-1)!.position, offset: q.offset + q.limit }) : undefined,
   };
 }
 
@@ -449,7 +449,7 @@ export async function splitPerson(caller: Caller, projectId: number, personId: n
       const remaining = person.distinct_ids.filter((d) => !chunk.includes(d));
       const fresh: PersonRecord[] = [];
       for (const d of chunk) {
-        fresh.push({ id: await nextId(keys.personCounter(projectId)), uuid: uuidv7(), project_id: projectId, properties: {}, distinct_ids: [d], created_at: nowIso(), is_identified: false, version: 0 });
+        fresh.push({ id: await nextPersonId(projectId), uuid: uuidv7(), project_id: projectId, properties: {}, distinct_ids: [d], created_at: nowIso(), is_identified: false, version: 0 });
       }
       const last = i + SPLIT_CHUNK >= others.length;
       const record = last
