@@ -132,6 +132,10 @@ describe('queued bulk deletes', () => {
         }
       }
     }
+    const envOf = (name: string) => resources(template, 'AWS::Lambda::Function')[logicalId(stack, stack.functions.get(name)!)]!.Properties!.Environment.Variables;
+    const url = (name: QueueName) => ({ Ref: logicalId(stack, stack.queues.get(name)!.queue) });
+    expect(envOf('persons_bulk_delete')).toMatchObject({ [QUEUES.person_bulk_deletes.urlEnv]: url('person_bulk_deletes'), [QUEUES.person_deletions.urlEnv]: url('person_deletions') });
+    expect(envOf('delete_queued_persons')).toMatchObject({ [QUEUES.person_bulk_deletes.urlEnv]: url('person_bulk_deletes'), [QUEUES.person_deletions.urlEnv]: url('person_deletions') });
     // The worker asks for the deletion of the persons' events (delete_events) but cannot read those requests.
     expect(actionsOn('delete_queued_persons', queueArn('person_deletions'))).toEqual(expect.arrayContaining(['sqs:SendMessage']));
     expect(actionsOn('delete_queued_persons', queueArn('person_deletions')).filter((a) => consuming.includes(a))).toEqual([]);
