@@ -96,7 +96,8 @@ describe('bulk delete through the queue', () => {
     const rest: QueuedBulkDelete[] = [];
     const summary = await deleteQueuedPersons(message(p.projectId, [3_300_000, 3_300_001, 3_300_002]), { deletion: async () => undefined, rest: async (m) => void rest.push(m) }, Date.now());
     expect(summary).toEqual({ deleted: 0, skipped: 1, requeued: 2 });
-    expect(rest).toEqual([{ ...message(p.projectId, [3_300_000, 3_300_001]) }]);
+    // One message with the same project, caller and flag; the ids in any order (a batch read's order).
+    expect(rest.map((m) => ({ ...m, person_ids: [...m.person_ids].sort() }))).toEqual([message(p.projectId, [3_300_000, 3_300_001])]);
     expect((await p.c.get(p.base)).body.results).toHaveLength(2);
   });
 
