@@ -126,8 +126,8 @@ describe('deferred deletion of a person’s events', () => {
     expect(res.body.not_found).toEqual([]);
     expect([...res.body.deleted, ...res.body.queued].sort()).toEqual([...ids].sort());
     // Those queued go within seconds, through the bulk-delete worker.
-    await eventually(async () => expect((await s.c.get(`${s.base}?limit=100`)).body.results.map((p: { id: number }) => p.id).sort()).toEqual([s.a.id, s.b.id].sort()), 60_000);
+    await eventually(async () => expect((await s.c.get(`${s.base}?limit=100`)).body.results.map((p: { id: number }) => p.id).sort()).toEqual([s.a.id, s.b.id].sort()), 90_000);
     const summary = await drain();
     expect(summary).toMatchObject({ processed: 1000, failed: 0 });
-  }, 120_000);
+  }, 180_000);
 });

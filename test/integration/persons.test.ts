@@ -334,7 +334,7 @@ describe('person split and delete', () => {
     expect(res.body.not_found).toEqual([]);
     expect([...res.body.deleted, ...res.body.queued].sort()).toEqual([...ids].sort());
     // Nothing is left for the client to send again: the queued ones go within seconds.
-    await eventually(async () => expect((await ctx.c.get(`${ctx.base}?limit=1`)).body.results).toEqual([]), 60_000);
+    await eventually(async () => expect((await ctx.c.get(`${ctx.base}?limit=1`)).body.results).toEqual([]), 90_000);
     console.log(`bulk_delete of 1000 persons: answered in ${Math.round(answeredMs)} ms (${res.body.deleted.length} inline, ${res.body.queued.length} queued), all gone after ${Math.round(performance.now() - sent)} ms`);
     expect((await ctx.c.get(`${ctx.base}?distinct_id=seed-0`)).body.results).toEqual([]);
     expect((await ctx.c.get(`${ctx.base}?distinct_id=seed-999`)).body.results).toEqual([]);
