@@ -34,7 +34,7 @@ export const ENV = {
 export const DEFAULT_PERSON_SCAN_LIMIT = 10_000;
 
 /** A bulk delete starts no transaction group inline after this; the rest goes to its queue (shared/domain/persons.ts). */
-export const DEFAULT_BULK_DELETE_BUDGET_MS = 6_000;
+export const DEFAULT_BULK_DELETE_BUDGET_MS = 4_000;
 
 /**
  * Rate-limit classes: `crud` for every personal-key operation unless its route says otherwise,

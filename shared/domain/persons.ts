@@ -343,7 +343,7 @@ function deletionRequest(actor: Actor, person: PersonRecord): DeletionRequest {
  * DynamoDB's 100 items and well within its 4 MB per transaction. One delete per transaction took
  * over 30 s for 1,000 persons on DynamoDB Local, three times the API functions' 10 s timeout; grouped
  * it is ~31 transactions, still 5-18 s on a loaded machine, so a request stops starting groups after
- * its budget (config `bulkDeleteBudgetMs`, 6 s) and queues the rest for the bulk-delete worker.
+ * its budget (config `bulkDeleteBudgetMs`, 4 s) and queues the rest for the bulk-delete worker.
  */
 const GROUP_BYTES = 2_000_000;
 const QUEUE_CONCURRENCY = 16;
