@@ -300,7 +300,8 @@ export class AnalyticsStack extends Stack {
         fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['kms:Decrypt'], resources: [this.exportSecretsKey.keyArn], conditions: exportSecretsContext }));
         fn.addEnvironment(ENV.exportSecretsKmsKeyId, this.exportSecretsKey.keyArn);
       }
-      for (const [k, val] of Object.entries(queueEnv([...(w.consumes ?? []), ...(w.continuesVia ? [w.continuesVia] : [])]))) fn.addEnvironment(k, val);
+      for (const [k, val] of Object.entries(queueEnv([...(w.consumes ?? []), ...(w.continuesVia ? [w.continuesVia] : []), ...(w.sends ?? [])]))) fn.addEnvironment(k, val);
+      for (const q of w.sends ?? []) this.queues.get(q)!.queue.grantSendMessages(fn);
       if (w.continuesVia) {
         // A run that cannot finish the backlog leaves a note on this queue, which starts the next run.
         const continuation = this.queues.get(w.continuesVia)!.queue;
@@ -317,6 +318,11 @@ export class AnalyticsStack extends Stack {
             targets: [new targets.LambdaFunction(fn, { retryAttempts: 2 })],
           }),
         );
+        continue;
+      }
+      if ('queue' in w.trigger) {
+        // Messages arrive in batches; the worker reports the ones that failed, so SQS retries only those.
+        fn.addEventSource(new SqsEventSource(this.queues.get(w.trigger.queue)!.queue, { batchSize: 10, reportBatchItemFailures: true }));
         continue;
       }
       // The stream itself: only raw event items reach the worker (same filter the local poller applies).
