@@ -23,13 +23,15 @@ const sameBucket = (a?: Bucket, b?: Bucket) => a?.event === b?.event && a?.hour 
 
 /** The bucket each event is currently counted in, from its marker item. */
 export async function countedBuckets(events: { projectId: number; uuid: string }[]): Promise<Map<string, Bucket>> {
+  const idOf = new Map(events.map((e) => [keys.eventCounted(e.projectId, e.uuid).pk, markerId(e.projectId, e.uuid)]));
   const items = await batchGet(events.map((e) => keys.eventCounted(e.projectId, e.uuid)));
   const out = new Map<string, Bucket>();
-  for (const item of items) out.set(String(item.pk), { event: String(item.event), hour: String(item.hour) });
+  for (const item of items) out.set(idOf.get(String(item.pk))!, { event: String(item.event), hour: String(item.hour) });
   return out;
 }
 
-export const markerId = (projectId: number, uuid: string) => keys.eventCounted(projectId, uuid).pk;
+/** An event's identity in countedBuckets' answer (not a table key). */
+export const markerId = (projectId: number, uuid: string) => `${projectId}/${uuid}`;
 
 const TRANSACTION_LIMIT = 100;
 
