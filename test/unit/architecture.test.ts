@@ -28,7 +28,7 @@ const ABOVE_THE_SEAM = ['shared/domain', 'shared/exports', 'shared/capture', 'sh
 
 /** What only shared/db may know: key builders, DynamoDB's paging keys, the table's attribute names, the DynamoDB SDK. */
 const STORAGE_DETAIL =
-  /db\/keys\.ts|\bItemKey\b|\bPageKey\b|LastEvaluatedKey|ExclusiveStartKey|@aws-sdk\/(client-dynamodb|lib-dynamodb)|\b(pk|sk|parent_pk|parent_sk|day_pk|day_sk|did_pk|did_sk|ins_pk|ins_sk|due_pk|due_sk|email_pk)\b/;
+  /db\/keys\.ts|\bItemKey\b|\bPageKey\b|LastEvaluatedKey|ExclusiveStartKey|@aws-sdk\/(client-dynamodb|lib-dynamodb|util-dynamodb)|\bAttributeValue\b|\b(pk|sk|parent_pk|parent_sk|day_pk|day_sk|did_pk|did_sk|ins_pk|ins_sk|due_pk|due_sk|email_pk)\b/;
 
 
 describe('architecture', () => {
