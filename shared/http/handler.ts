@@ -86,8 +86,8 @@ export function apiHandler<R extends RouteInfo, S extends Schemas>(route: R, sch
       tenancy(route),
       enforceRateLimit,
       validation(route, schemas),
+      handoff,
     ])
-    .use(handoff)
     .handler(respond);
   // The route and schemas travel with the handler: the OpenAPI generator (infra/cli/openapi.ts) reads them.
   return Object.assign(middyHandler, { route, schemas });

@@ -57,6 +57,7 @@ export interface ValidatedInput {
 /**
  * What the middlewares tell each other, on middy's `request.internal` (a fresh object per invocation).
  * Each field has exactly one writer, named here; a later middleware reads it with `established()`.
+ * A type alias, not an interface: middy's `TInternal` must be assignable to `Record<string, unknown>`.
  */
 export type PipelineState = {
   /** completion: `performance.now()` when the request started. */
@@ -76,7 +77,7 @@ export type PipelineState = {
 };
 
 export type PipelineRequest = middy.Request<HttpEvent, HttpResponse, Error, Context, PipelineState>;
-export type Middleware<C extends Context = Context> = MiddlewareObj<HttpEvent, HttpResponse, Error, C, PipelineState>;
+export type Middleware = MiddlewareObj<HttpEvent, HttpResponse, Error, Context, PipelineState>;
 
 /**
  * A field an earlier middleware must have set. Missing means the pipeline is composed in the wrong
