@@ -102,7 +102,7 @@ export async function createOrganization(caller: Caller, input: OrganizationInpu
     if (outcome === 'inserted') return organizationResponse(org, [project], owner.level);
     if (outcome === 'slug-taken') candidate += 1;
     return CONFLICT;
-  }, { attempts: SLUG_ATTEMPTS, baseMs: 0, gaveUp: () => new Error(`no free slug for '${input.name}' after ${SLUG_ATTEMPTS} attempts`) });
+  }, { attempts: SLUG_ATTEMPTS, gaveUp: () => new Error(`no free slug for '${input.name}' after ${SLUG_ATTEMPTS} attempts`) });
 }
 
 const GENERIC_EMAIL_DOMAINS = new Set(['gmail.com', 'yahoo.com', 'hotmail.com', 'outlook.com', 'icloud.com', 'proton.me', 'protonmail.com', 'example.com']);
