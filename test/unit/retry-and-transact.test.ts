@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { db, transact } from '#shared/db/client.ts';
+import { insertMembership, insertOrganization, MembershipLevel } from '#shared/db/organizations.ts';
 import { applyCountMoves } from '#shared/db/rollups.ts';
+import { createUser } from '#shared/db/users.ts';
 import { Conflict, ServiceUnavailable } from '#shared/errors.ts';
 import { CONFLICT, retryOnConflict } from '#shared/retry.ts';
 
@@ -131,5 +133,33 @@ describe('rollup transactions', () => {
     const move = { projectId: 1, uuid: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b', to: { event: 'e', hour: '2024-01-01T00' } };
     await expect(applyCountMoves([move])).rejects.toBeInstanceOf(ServiceUnavailable);
     expect(send).toHaveBeenCalledTimes(1);
+  });
+});
+
+describe('store readings of a cancelled transaction', () => {
+  const at = '2024-01-01T00:00:00.000Z';
+  const org = { id: 'o1', name: 'Acme', slug: 'acme', logo_media_id: null, created_at: at, updated_at: at, is_member_join_email_enabled: true, enforce_2fa: false, plugins_access_level: 9, customer_id: null, member_count: 1 };
+  const owner = { user_id: 'u1', organization_id: 'o1', level: MembershipLevel.owner, joined_at: at };
+  const project = { id: 1, uuid: 'p1', organization_id: 'o1', name: 'Default project', api_token: 'phc_x', timezone: 'UTC', week_start_day: 0 as const, test_account_filters: [], created_at: at };
+
+  it('a membership whose insert was throttled is a 503, not "not added"', async () => {
+    vi.spyOn(db(), 'send').mockRejectedValue(sdkError('TransactionCanceledException', ['None', 'ThrottlingError']) as never);
+    await expect(insertMembership(owner)).rejects.toBeInstanceOf(ServiceUnavailable);
+  });
+
+  it('a membership or organization insert that lost a race is a conflict to retry, not a 500', async () => {
+    vi.spyOn(db(), 'send').mockRejectedValue(sdkError('TransactionCanceledException', ['TransactionConflict', 'None']) as never);
+    expect(await insertMembership(owner)).toBe(CONFLICT);
+    expect(await insertOrganization(org, owner, project)).toBe(CONFLICT);
+  });
+
+  it('an organization insert tells a taken slug by the item that failed, whatever its position', async () => {
+    vi.spyOn(db(), 'send').mockRejectedValue(sdkError('TransactionCanceledException', ['ConditionalCheckFailed', 'None', 'None', 'None', 'None', 'None']) as never);
+    expect(await insertOrganization(org, owner, project)).toBe('slug-taken');
+  });
+
+  it('a user insert that lost the race for its e-mail is "not created" (the caller reads the winner), not a 500', async () => {
+    vi.spyOn(db(), 'send').mockRejectedValue(sdkError('TransactionCanceledException', ['TransactionConflict', 'None']) as never);
+    expect(await createUser({ id: 'u1', email: 'a@b.c', first_name: 'a', created_at: at })).toBe(false);
   });
 });
