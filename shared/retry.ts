@@ -37,9 +37,6 @@ export async function retryOnConflict<T>(what: string, attempt: (n: number) => P
   }
 }
 
-/** `undefined` (a conditional write that did not happen) read as a conflict. */
-export const conflictIfUndefined = <T>(value: T | undefined): T | Conflicted => (value === undefined ? CONFLICT : value);
-
 /** `false` (a conditional write that did not happen) read as a conflict. */
 export const conflictIfFalse = (written: boolean): true | Conflicted => (written ? true : CONFLICT);
 
