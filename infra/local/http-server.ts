@@ -164,7 +164,12 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
       res.end(JSON.stringify({ type: 'server_error', code: 'error', detail: 'A server error occurred.', attr: null }));
     });
   });
-  server.keepAliveTimeout = 5_000;
+  // Idle keep-alive sockets outlive the client's (undici keeps them 4 s unless told more), so the client
+  // is the one to close them. At 5 s, a process lagging a few seconds (the tests share it with the
+  // server) ran the server's idle timer before reading a request already written to the socket: the
+  // client saw ECONNRESET (18 in one fuzz run at load 15). 65 s, as load balancers advise their backends.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
