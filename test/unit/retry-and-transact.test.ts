@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { batchPut } from '#shared/db/batch.ts';
 import { db, transact } from '#shared/db/client.ts';
 import { insertMembership, insertOrganization, MembershipLevel } from '#shared/db/organizations.ts';
 import { applyCountMoves } from '#shared/db/rollups.ts';
@@ -161,5 +162,26 @@ describe('store readings of a cancelled transaction', () => {
   it('a user insert that lost the race for its e-mail is "not created" (the caller reads the winner), not a 500', async () => {
     vi.spyOn(db(), 'send').mockRejectedValue(sdkError('TransactionCanceledException', ['TransactionConflict', 'None']) as never);
     expect(await createUser({ id: 'u1', email: 'a@b.c', first_name: 'a', created_at: at })).toBe(false);
+  });
+});
+
+describe('batch writes', () => {
+  it('send unprocessed items again until none is left', async () => {
+    vi.spyOn(Math, 'random').mockReturnValue(0);
+    const item = { pk: 'a', sk: 'b' };
+    const send = vi
+      .spyOn(db(), 'send')
+      .mockResolvedValueOnce({ UnprocessedItems: { 'analytics-unit': [{ PutRequest: { Item: item } }] } } as never)
+      .mockResolvedValueOnce({} as never);
+    await batchPut([item, { pk: 'c', sk: 'd' }]);
+    expect(send).toHaveBeenCalledTimes(2);
+    expect((send.mock.calls[1]![0] as { input: { RequestItems: Record<string, unknown[]> } }).input.RequestItems['analytics-unit']).toEqual([{ PutRequest: { Item: item } }]);
+  });
+
+  it('give up with an error after 8 sends that leave items unprocessed', async () => {
+    vi.spyOn(Math, 'random').mockReturnValue(0);
+    const send = vi.spyOn(db(), 'send').mockResolvedValue({ UnprocessedItems: { 'analytics-unit': [{ PutRequest: { Item: { pk: 'a', sk: 'b' } } }] } } as never);
+    await expect(batchPut([{ pk: 'a', sk: 'b' }])).rejects.toThrow('BatchWriteItem: items still unprocessed after retries');
+    expect(send).toHaveBeenCalledTimes(8);
   });
 });
