@@ -1,6 +1,7 @@
 import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { batchGet } from './batch.ts';
 import { call, db, conditional, tableName } from './client.ts';
+import { nextId } from './counters.ts';
 import { record } from './items.ts';
 import { keys } from './keys.ts';
 import { queryAll } from './query.ts';
@@ -23,6 +24,11 @@ export interface ActionRecord {
 
 const item = (a: ActionRecord) => ({ ...keys.action(a.project_id, a.id), entity: 'Action', ...a, steps: JSON.stringify(a.steps) });
 const fromItem = (i: Record<string, unknown>): ActionRecord => ({ ...record<ActionRecord>(i)!, steps: JSON.parse(String(i.steps)) as ActionStepRecord[] });
+
+/** A new action id: integers counted per project. */
+export async function nextActionId(projectId: number): Promise<number> {
+  return nextId(keys.actionCounter(projectId));
+}
 
 export async function putAction(a: ActionRecord, mustExist: boolean): Promise<boolean> {
   return (await conditional(() =>

@@ -1,4 +1,5 @@
-import { BatchGetCommand, BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, BatchWriteCommand, type BatchWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { CONFLICT, retryOnConflict, type RetryPolicy } from '../retry.ts';
 import { call, db, tableName } from './client.ts';
 import type { ItemKey } from './keys.ts';
 
@@ -26,7 +27,17 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
   return out;
 }
 
-const backoff = (round: number) => new Promise((r) => setTimeout(r, Math.min(1000, 20 * 2 ** round)));
+/** Unprocessed keys or items (throttled inside a batch) are sent again with backoff, up to MAX_ROUNDS sends. */
+const unprocessed = (message: string): RetryPolicy => ({ attempts: MAX_ROUNDS, baseMs: 40, capMs: 1000, gaveUp: () => new Error(message) });
+
+async function writeAll(Table: string, requests: NonNullable<BatchWriteCommandInput['RequestItems']>[string], gaveUp: string): Promise<void> {
+  let pending = requests;
+  await retryOnConflict('BatchWriteItem', async () => {
+    const out = await call(() => db().send(new BatchWriteCommand({ RequestItems: { [Table]: pending } })));
+    pending = out.UnprocessedItems?.[Table] ?? [];
+    return pending.length ? CONFLICT : true;
+  }, unprocessed(gaveUp));
+}
 
 /** BatchGetItem over any number of keys, retrying unprocessed keys; returns the items found. */
 export async function batchGet(
@@ -37,16 +48,14 @@ export async function batchGet(
   const Table = tableName();
   const found: Record<string, unknown>[] = [];
   await inParallel(chunks(keys, GET_LIMIT), concurrency, async (chunk) => {
-    let pending: Record<string, unknown>[] | undefined = chunk as unknown as Record<string, unknown>[];
-    for (let round = 0; pending?.length; round += 1) {
-      if (round >= MAX_ROUNDS) throw new Error('BatchGetItem: keys still unprocessed after retries');
-      if (round) await backoff(round);
+    let pending = chunk as unknown as Record<string, unknown>[];
+    await retryOnConflict('BatchGetItem', async () => {
       const out = await call(() =>
         db().send(
           new BatchGetCommand({
             RequestItems: {
               [Table]: {
-                Keys: pending!,
+                Keys: pending,
                 ...(projection ? { ProjectionExpression: projection.expression, ExpressionAttributeNames: projection.names } : {}),
               },
             },
@@ -54,8 +63,9 @@ export async function batchGet(
         ),
       );
       found.push(...(out.Responses?.[Table] ?? []));
-      pending = out.UnprocessedKeys?.[Table]?.Keys;
-    }
+      pending = out.UnprocessedKeys?.[Table]?.Keys ?? [];
+      return pending.length ? CONFLICT : true;
+    }, unprocessed('BatchGetItem: keys still unprocessed after retries'));
   });
   return found;
 }
@@ -64,13 +74,7 @@ export async function batchGet(
 export async function batchPut(items: readonly Record<string, unknown>[], concurrency = 8): Promise<void> {
   const Table = tableName();
   await inParallel(chunks(items, WRITE_LIMIT), concurrency, async (chunk) => {
-    let pending = chunk.map((Item) => ({ PutRequest: { Item } }));
-    for (let round = 0; pending.length; round += 1) {
-      if (round >= MAX_ROUNDS) throw new Error('BatchWriteItem: items still unprocessed after retries');
-      if (round) await backoff(round);
-      const out = await call(() => db().send(new BatchWriteCommand({ RequestItems: { [Table]: pending } })));
-      pending = (out.UnprocessedItems?.[Table] ?? []) as typeof pending;
-    }
+    await writeAll(Table, chunk.map((Item) => ({ PutRequest: { Item } })), 'BatchWriteItem: items still unprocessed after retries');
   });
 }
 
@@ -78,12 +82,6 @@ export async function batchPut(items: readonly Record<string, unknown>[], concur
 export async function batchDelete(keys: readonly ItemKey[], concurrency = 8): Promise<void> {
   const Table = tableName();
   await inParallel(chunks(keys, WRITE_LIMIT), concurrency, async (chunk) => {
-    let pending = chunk.map((Key) => ({ DeleteRequest: { Key: { pk: Key.pk, sk: Key.sk } } }));
-    for (let round = 0; pending.length; round += 1) {
-      if (round >= MAX_ROUNDS) throw new Error('BatchWriteItem: deletes still unprocessed after retries');
-      if (round) await backoff(round);
-      const out = await call(() => db().send(new BatchWriteCommand({ RequestItems: { [Table]: pending } })));
-      pending = (out.UnprocessedItems?.[Table] ?? []) as typeof pending;
-    }
+    await writeAll(Table, chunk.map((Key) => ({ DeleteRequest: { Key: { pk: Key.pk, sk: Key.sk } } })), 'BatchWriteItem: deletes still unprocessed after retries');
   });
 }

@@ -1,5 +1,5 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { DYNAMODB_TIMEOUTS, requireTableName, type InvocationKind } from '../config.ts';
 import { PayloadTooLarge, ServiceUnavailable, ValidationError } from '../errors.ts';
 import { invocationKind } from '../invocation.ts';
@@ -90,13 +90,43 @@ export async function conditional<T>(operation: () => Promise<T>): Promise<T | u
   }
 }
 
-export function isConditionalCheckFailed(error: unknown): boolean {
+function isConditionalCheckFailed(error: unknown): boolean {
   return (error as { name?: string }).name === 'ConditionalCheckFailedException';
 }
 
-/** For a cancelled transaction, the cancellation reason code of each item in request order. */
-export function cancellationCodes(error: unknown): string[] | undefined {
-  const e = error as { name?: string; CancellationReasons?: { Code?: string }[] };
-  if (e.name !== 'TransactionCanceledException') return undefined;
-  return (e.CancellationReasons ?? []).map((r) => r.Code ?? 'None');
+/** One item of a transaction, optionally named so that a failed condition can be told by name. */
+export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number] & { name?: string };
+
+/**
+ * What a transaction came to: committed; refused because the conditions of `failed` items did not
+ * hold (their names, or their index in the request when unnamed); or `conflict`, another transaction
+ * was writing one of its items at the same time (DynamoDB's TransactionConflict: the caller re-reads
+ * and retries, see retryOnConflict).
+ */
+export type TransactOutcome = { committed: true } | { committed: false; failed: string[] } | { committed: false; conflict: true };
+
+const THROTTLED = new Set(['TransactionInProgressException', 'ThrottlingError', 'ProvisionedThroughputExceeded', 'RequestLimitExceeded']);
+
+/**
+ * THE way to run TransactWriteItems and read a cancellation. Throttling (of the call, or as an item's
+ * cancellation reason) is never read as a failed condition: it is a 503 (ServiceUnavailable), like any
+ * throttled call. A failed condition wins over a conflict (it is a fact about the data); any other
+ * cancellation reason (a refused value) propagates as the error it is.
+ */
+export async function transact(items: TransactItem[]): Promise<TransactOutcome> {
+  const TransactItems = items.map(({ name: _, ...item }) => item);
+  try {
+    await call(() => db().send(new TransactWriteCommand({ TransactItems })));
+    return { committed: true };
+  } catch (error) {
+    const e = error as { name?: string; CancellationReasons?: { Code?: string }[] };
+    if (THROTTLED.has(e.name ?? '')) throw new ServiceUnavailable();
+    if (e.name !== 'TransactionCanceledException') throw error;
+    const codes = (e.CancellationReasons ?? []).map((r) => r.Code ?? 'None');
+    const failed = codes.flatMap((code, i) => (code === 'ConditionalCheckFailed' ? [items[i]?.name ?? String(i)] : []));
+    if (failed.length) return { committed: false, failed };
+    if (codes.some((code) => THROTTLED.has(code))) throw new ServiceUnavailable();
+    if (codes.includes('TransactionConflict')) return { committed: false, conflict: true };
+    throw error;
+  }
 }

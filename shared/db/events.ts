@@ -55,6 +55,15 @@ export function eventItem(e: StoredEvent): Record<string, unknown> {
   };
 }
 
+declare const encodedEvent: unique symbol;
+/** An event checked and encoded for the table (opaque above shared/db): encodeEvent() refuses one too large before anything is written. */
+export type EncodedEvent = { readonly [encodedEvent]: true };
+
+/** Encodes an event for storeEvents; throws EventTooLarge when it cannot be stored. */
+export function encodeEvent(e: StoredEvent): EncodedEvent {
+  return eventItem(e) as unknown as EncodedEvent;
+}
+
 export function storedEvent(item: Record<string, unknown>): StoredEvent {
   // Lambda delivers stream binaries base64-encoded; the SDK hands them over as bytes.
   const gz = item.properties_gz;
@@ -88,6 +97,11 @@ const CAPTURE_WRITES_IN_FLIGHT = 4;
 
 export async function putEventItems(items: readonly Record<string, unknown>[]): Promise<void> {
   await batchPut(items, CAPTURE_WRITES_IN_FLIGHT);
+}
+
+/** Capture's write of encoded events. */
+export async function storeEvents(events: readonly EncodedEvent[]): Promise<void> {
+  await putEventItems(events as unknown as Record<string, unknown>[]);
 }
 
 export async function getEvent(projectId: number, uuid: string): Promise<StoredEvent | undefined> {

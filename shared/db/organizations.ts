@@ -1,13 +1,33 @@
-import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { MembershipRecord, OrganizationRecord, ProjectRecord } from '../domain/records.ts';
-import { call, cancellationCodes, db, conditional, tableName } from './client.ts';
+import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { call, db, conditional, tableName, transact } from './client.ts';
+import { CONFLICT, retryOnConflict, type Conflicted } from '../retry.ts';
 import { record } from './items.ts';
 import { keys, type ItemKey } from './keys.ts';
 import { queryIndex, queryItems } from './query.ts';
 import { TABLE_SCHEMA } from './table-schema.ts';
+import type { ProjectRecord } from './projects.ts';
 
-export class SlugTaken extends Error {
-  override name = 'SlugTaken';
+export const MembershipLevel = { member: 1, admin: 8, owner: 15 } as const;
+
+export interface MembershipRecord {
+  user_id: string;
+  organization_id: string;
+  level: number;
+  joined_at: string;
+}
+
+export interface OrganizationRecord {
+  id: string;
+  name: string;
+  slug: string;
+  logo_media_id: string | null;
+  created_at: string;
+  updated_at: string;
+  is_member_join_email_enabled: boolean;
+  enforce_2fa: boolean;
+  plugins_access_level: number;
+  customer_id: string | null;
+  member_count: number;
 }
 
 function membershipItem(m: MembershipRecord) {
@@ -30,32 +50,25 @@ function projectItems(p: ProjectRecord) {
 
 /**
  * Organization, slug claim, owner membership and default project in one transaction: either all
- * exist or none. Throws SlugTaken when the slug is claimed (the caller retries with a suffix).
+ * exist or none. 'slug-taken' when the slug is claimed (the caller retries with a suffix).
  */
 export async function insertOrganization(
   org: OrganizationRecord,
   owner: MembershipRecord,
   project: ProjectRecord,
-): Promise<void> {
+): Promise<'inserted' | 'slug-taken' | Conflicted> {
   const Table = tableName();
   const mustBeNew = 'attribute_not_exists(pk)';
-  try {
-    await call(() =>
-      db().send(
-        new TransactWriteCommand({
-          TransactItems: [
-            { Put: { TableName: Table, Item: { ...keys.slug(org.slug), entity: 'Slug', organization_id: org.id }, ConditionExpression: mustBeNew } },
-            { Put: { TableName: Table, Item: { ...keys.organization(org.id), entity: 'Organization', ...org }, ConditionExpression: mustBeNew } },
-            { Put: { TableName: Table, Item: membershipItem(owner), ConditionExpression: mustBeNew } },
-            ...projectItems(project).map((Item) => ({ Put: { TableName: Table, Item, ConditionExpression: mustBeNew } })),
-          ],
-        }),
-      ),
-    );
-  } catch (error) {
-    if (cancellationCodes(error)?.[0] === 'ConditionalCheckFailed') throw new SlugTaken(org.slug);
-    throw error;
-  }
+  const outcome = await transact([
+    { name: 'slug', Put: { TableName: Table, Item: { ...keys.slug(org.slug), entity: 'Slug', organization_id: org.id }, ConditionExpression: mustBeNew } },
+    { Put: { TableName: Table, Item: { ...keys.organization(org.id), entity: 'Organization', ...org }, ConditionExpression: mustBeNew } },
+    { Put: { TableName: Table, Item: membershipItem(owner), ConditionExpression: mustBeNew } },
+    ...projectItems(project).map((Item) => ({ Put: { TableName: Table, Item, ConditionExpression: mustBeNew } })),
+  ]);
+  if (outcome.committed) return 'inserted';
+  if ('conflict' in outcome) return CONFLICT;
+  if (outcome.failed.includes('slug')) return 'slug-taken';
+  throw new Error(`organization ${org.id} could not be inserted: item(s) ${outcome.failed.join(', ')} already exist`);
 }
 
 /** The organization and its projects: one strongly consistent Query of the organization's partition. */
@@ -147,7 +160,7 @@ const TRANSACTION_LIMIT = 100;
  * so it disappears at once; memberships beyond that transaction's room follow in further ones
  * (a leftover membership points at nothing and reads skip it).
  */
-export async function removeOrganization(org: OrganizationRecord, projects: ProjectRecord[]): Promise<boolean> {
+export async function removeOrganization(org: OrganizationRecord, projects: ProjectRecord[]): Promise<boolean | Conflicted> {
   const members = await listMemberKeys(org.id);
   const core: ItemKey[] = [
     keys.slug(org.slug),
@@ -156,57 +169,35 @@ export async function removeOrganization(org: OrganizationRecord, projects: Proj
   const Table = tableName();
   const room = TRANSACTION_LIMIT - core.length - 1;
   const first = members.slice(0, room);
-  try {
-    await call(() =>
-      db().send(
-        new TransactWriteCommand({
-          TransactItems: [
-            { Delete: { TableName: Table, Key: keys.organization(org.id), ConditionExpression: 'attribute_exists(pk)' } },
-            ...[...core, ...first].map((Key) => ({ Delete: { TableName: Table, Key } })),
-          ],
-        }),
-      ),
-    );
-  } catch (error) {
-    if (cancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;
-    throw error;
-  }
+  const outcome = await transact([
+    { Delete: { TableName: Table, Key: keys.organization(org.id), ConditionExpression: 'attribute_exists(pk)' } },
+    ...[...core, ...first].map((Key) => ({ Delete: { TableName: Table, Key } })),
+  ]);
+  if (!outcome.committed) return 'conflict' in outcome ? CONFLICT : false;
   for (let i = room; i < members.length; i += TRANSACTION_LIMIT) {
     const chunk = members.slice(i, i + TRANSACTION_LIMIT);
-    await call(() =>
-      db().send(new TransactWriteCommand({ TransactItems: chunk.map((Key) => ({ Delete: { TableName: Table, Key } })) })),
-    );
+    // Unconditional deletes: only a concurrent writer of one of these memberships can refuse them.
+    await retryOnConflict('Memberships', async () => ((await transact(chunk.map((Key) => ({ Delete: { TableName: Table, Key } })))).committed ? true : CONFLICT));
   }
   return true;
 }
 
 /** Adds a member and bumps the organization's exact member_count in one transaction (idempotent per user). */
-export async function insertMembership(m: MembershipRecord): Promise<boolean> {
+export async function insertMembership(m: MembershipRecord): Promise<boolean | Conflicted> {
   const Table = tableName();
-  try {
-    await call(() =>
-      db().send(
-        new TransactWriteCommand({
-          TransactItems: [
-            { Put: { TableName: Table, Item: membershipItem(m), ConditionExpression: 'attribute_not_exists(pk)' } },
-            {
-              Update: {
-                TableName: Table,
-                Key: keys.organization(m.organization_id),
-                UpdateExpression: 'ADD member_count :one',
-                ConditionExpression: 'attribute_exists(pk)',
-                ExpressionAttributeValues: { ':one': 1 },
-              },
-            },
-          ],
-        }),
-      ),
-    );
-    return true;
-  } catch (error) {
-    if (cancellationCodes(error)) return false;
-    throw error;
-  }
+  const outcome = await transact([
+    { Put: { TableName: Table, Item: membershipItem(m), ConditionExpression: 'attribute_not_exists(pk)' } },
+    {
+      Update: {
+        TableName: Table,
+        Key: keys.organization(m.organization_id),
+        UpdateExpression: 'ADD member_count :one',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeValues: { ':one': 1 },
+      },
+    },
+  ]);
+  return outcome.committed || ('conflict' in outcome ? CONFLICT : false);
 }
 
 export interface ProjectPointer {

@@ -1,12 +1,11 @@
-import { GetCommand, QueryCommand, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { nowIso } from '../clock.ts';
 import { batchGet } from './batch.ts';
-import { call, cancellationCodes, db, tableName } from './client.ts';
+import { call, db, tableName, transact, type TransactItem } from './client.ts';
+import { nextId } from './counters.ts';
 import { keys } from './keys.ts';
 import { queryAll, queryItems } from './query.ts';
 import { TABLE_SCHEMA } from './table-schema.ts';
-
-type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 export interface PersonRecord {
   id: number;
@@ -107,15 +106,9 @@ const distinctItem = (projectId: number, distinctId: string, personId: number) =
   person_id: personId,
 });
 
-async function transact(items: TransactItem[]): Promise<boolean> {
-  try {
-    await call(() => db().send(new TransactWriteCommand({ TransactItems: items })));
-    return true;
-  } catch (error) {
-    const codes = cancellationCodes(error);
-    if (codes && codes.some((c) => c === 'ConditionalCheckFailed' || c === 'TransactionConflict')) return false;
-    throw error;
-  }
+/** Whether a person transaction was written: false when a condition failed or another writer got there first (re-read and retry). */
+async function written(items: TransactItem[]): Promise<boolean> {
+  return (await transact(items)).committed;
 }
 
 export async function personIdOf(projectId: number, distinctId: string): Promise<number | undefined> {
@@ -133,7 +126,7 @@ export async function getPerson(projectId: number, personId: number): Promise<Pe
 /** Creates a person and claims its distinct ids; false when one of them already belongs to someone. */
 export async function insertPerson(person: PersonRecord, change?: PropertyChange): Promise<boolean> {
   const Table = tableName();
-  return transact([
+  return written([
     ...person.distinct_ids.map((d) => ({
       Put: { TableName: Table, Item: distinctItem(person.project_id, d, person.id), ConditionExpression: 'attribute_not_exists(pk)' },
     })),
@@ -171,7 +164,7 @@ function versionedDelete(person: PersonRecord): TransactItem {
  */
 export async function savePerson(person: PersonRecord, options: { change?: PropertyChange; claim?: string[] } = {}): Promise<boolean> {
   const Table = tableName();
-  return transact([
+  return written([
     versionedPut(person),
     ...(options.claim ?? []).map((d) => ({
       Put: { TableName: Table, Item: distinctItem(person.project_id, d, person.id), ConditionExpression: 'attribute_not_exists(pk)' },
@@ -199,9 +192,9 @@ export async function mergePersonInto(target: PersonRecord, source: PersonRecord
   const moves = [...source.distinct_ids];
   // Very large merges move distinct ids ahead of the final transaction; reads follow the ids, so events resolve to the target at once.
   while (moves.length > MOVES_PER_TRANSACTION) {
-    if (!(await transact(moves.splice(0, MOVES_PER_TRANSACTION).map(repoint)))) return false;
+    if (!(await written(moves.splice(0, MOVES_PER_TRANSACTION).map(repoint)))) return false;
   }
-  return transact([
+  return written([
     versionedPut(target),
     versionedDelete(source),
     ...moves.map(repoint),
@@ -239,7 +232,7 @@ function activityItem(a: ActivityRecord) {
 /** A person edit made through the API: the person (version-checked), its property change and its activity entry, atomically. */
 export async function savePersonEdit(person: PersonRecord, change: PropertyChange, activity: ActivityRecord): Promise<boolean> {
   const Table = tableName();
-  return transact([
+  return written([
     versionedPut(person),
     { Put: { TableName: Table, Item: changeItem(change) } },
     { Put: { TableName: Table, Item: activityItem(activity) } },
@@ -256,9 +249,9 @@ export async function deletePersonRecord(person: PersonRecord, activity: Activit
   // Distinct ids beyond one transaction's room go first; until the last step the person still owns the rest.
   while (ids.length > MOVES_PER_TRANSACTION) {
     const chunk = ids.splice(0, MOVES_PER_TRANSACTION);
-    await transact(chunk.map((d) => ({ Delete: { TableName: Table, Key: keys.distinctId(person.project_id, d) } })));
+    await written(chunk.map((d) => ({ Delete: { TableName: Table, Key: keys.distinctId(person.project_id, d) } })));
   }
-  return transact([...removal({ ...person, distinct_ids: ids }, activity), countDelta(person.project_id, -1)]);
+  return written([...removal({ ...person, distinct_ids: ids }, activity), countDelta(person.project_id, -1)]);
 }
 
 /** The person, its distinct ids (those still its own) and its activity entry: what removing it writes. */
@@ -289,7 +282,7 @@ export const removalItemCount = (person: PersonRecord) => person.distinct_ids.le
  */
 export async function deletePersonRecords(removals: { person: PersonRecord; activity: ActivityRecord }[]): Promise<boolean> {
   if (removals.length === 0) return true;
-  return transact([...removals.flatMap((r) => removal(r.person, r.activity)), countDelta(removals[0]!.person.project_id, -removals.length)]);
+  return written([...removals.flatMap((r) => removal(r.person, r.activity)), countDelta(removals[0]!.person.project_id, -removals.length)]);
 }
 
 /**
@@ -298,7 +291,7 @@ export async function deletePersonRecords(removals: { person: PersonRecord; acti
  */
 export async function splitPersonRecord(person: PersonRecord, keep: string[], fresh: PersonRecord[], activity?: ActivityRecord): Promise<boolean> {
   const Table = tableName();
-  return transact([
+  return written([
     versionedPut({ ...person, distinct_ids: keep }),
     ...fresh.flatMap((p) => [
       { Put: { TableName: Table, Item: personItem(p), ConditionExpression: 'attribute_not_exists(pk)' } },
@@ -321,10 +314,47 @@ export async function personCount(projectId: number): Promise<number> {
   return Number(out.Item?.count ?? 0);
 }
 
-export type PageKey = Record<string, unknown>;
+type PageKey = Record<string, unknown>;
+
+/**
+ * A position in a project's persons (newest first), opaque above this module: the domain passes it
+ * back (inside its list cursors) without looking inside; personsPosition() checks one read back.
+ */
+export type PersonsPosition = string & { readonly __personsPosition: unique symbol };
+
+const positionOf = (key: PageKey) => JSON.stringify(key) as PersonsPosition;
+
+/**
+ * A position read back from a client's cursor, when it is one `personsPage` of this project could
+ * have returned (anything else would reach DynamoDB as a bad start key); undefined otherwise.
+ * The key object that cursors carried before positions were strings is accepted too.
+ */
+export function personsPosition(projectId: number, raw: unknown): PersonsPosition | undefined {
+  let key = raw;
+  if (typeof raw === 'string') {
+    try {
+      key = JSON.parse(raw);
+    } catch {
+      return undefined;
+    }
+  }
+  return isPersonPageKey(projectId, key) ? positionOf(key) : undefined;
+}
+
+/** One page of a project's persons, newest first, after `after` (a previous page's position); each with its own position. */
+export async function personsPage(
+  projectId: number,
+  options: { limit: number; after?: PersonsPosition },
+): Promise<{ persons: { person: PersonRecord; position: PersonsPosition }[]; next?: PersonsPosition }> {
+  const out = await queryPersons(projectId, { limit: options.limit, startKey: options.after && (JSON.parse(options.after) as PageKey) });
+  return {
+    persons: out.persons.map(({ person, key }) => ({ person, position: positionOf(key) })),
+    ...(out.nextKey ? { next: positionOf(out.nextKey) } : {}),
+  };
+}
 
 /** One read of a project's persons, newest first, from `startKey` (a previous page's end). */
-export async function queryPersons(
+async function queryPersons(
   projectId: number,
   options: { limit: number; startKey?: PageKey },
 ): Promise<{ persons: { person: PersonRecord; key: PageKey }[]; nextKey?: PageKey }> {
@@ -364,8 +394,13 @@ export function isPersonPageKey(projectId: number, key: unknown): key is PageKey
   );
 }
 
-/** The position after the first `count` persons (newest first), reading keys only. */
-export async function skipPersons(projectId: number, count: number): Promise<PageKey | undefined> {
+/** The position after the first `count` persons (newest first), reading keys only; undefined when there are no more. */
+export async function personsPositionAfter(projectId: number, count: number): Promise<PersonsPosition | undefined> {
+  const key = await skipPersons(projectId, count);
+  return key && positionOf(key);
+}
+
+async function skipPersons(projectId: number, count: number): Promise<PageKey | undefined> {
   const index = TABLE_SCHEMA.indexes.byParent;
   let startKey: PageKey | undefined;
   let left = count;
@@ -409,6 +444,11 @@ export async function personsWithEmail(projectId: number, email: string): Promis
 export async function listPersonActivity(projectId: number, personId: number): Promise<ActivityRecord[]> {
   const items = await queryAll(keys.personPartition(projectId, personId).pk, keys.personActivityPrefix, { newestFirst: true });
   return items.map((item) => ({ ...(item as unknown as ActivityRecord), changes: JSON.parse(String(item.changes ?? '[]')) }));
+}
+
+/** A new person id: integers counted per project (a global counter would be one hot item). */
+export async function nextPersonId(projectId: number): Promise<number> {
+  return nextId(keys.personCounter(projectId));
 }
 
 /** Many persons of a project at once (BatchGetItem). */

@@ -1,8 +1,27 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { ProjectRecord } from '../domain/records.ts';
 import { call, db, conditional, tableName } from './client.ts';
+import { nextId } from './counters.ts';
 import { record } from './items.ts';
 import { keys } from './keys.ts';
+
+export interface ProjectRecord {
+  id: number;
+  uuid: string;
+  organization_id: string;
+  name: string;
+  api_token: string;
+  timezone: string;
+  week_start_day: 0 | 1;
+  test_account_filters: unknown[];
+  /** Turns posthog-js autocapture off through remote config; absent on projects made before it existed (false). */
+  autocapture_opt_out?: boolean;
+  created_at: string;
+}
+
+/** A new project id (integers, as PostHog's team ids: one service-wide counter). */
+export async function nextProjectId(): Promise<number> {
+  return nextId('project');
+}
 
 export async function getProject(orgId: string, projectId: number): Promise<ProjectRecord | undefined> {
   const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.project(orgId, projectId), ConsistentRead: true })));

@@ -1,11 +1,9 @@
-import { TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { batchGet, inParallel } from './batch.ts';
-import { call, cancellationCodes, db, tableName } from './client.ts';
+import { tableName, transact, type TransactItem } from './client.ts';
+import { CONFLICT, retryOnConflict } from '../retry.ts';
 import { keys, type ItemKey } from './keys.ts';
 import { queryItems } from './query.ts';
 import { fingerprint } from '../segments/fingerprint.ts';
-
-type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 /** Where an event is counted: its name and UTC hour (`YYYY-MM-DDTHH`). */
 export interface Bucket {
@@ -25,13 +23,15 @@ const sameBucket = (a?: Bucket, b?: Bucket) => a?.event === b?.event && a?.hour 
 
 /** The bucket each event is currently counted in, from its marker item. */
 export async function countedBuckets(events: { projectId: number; uuid: string }[]): Promise<Map<string, Bucket>> {
+  const idOf = new Map(events.map((e) => [keys.eventCounted(e.projectId, e.uuid).pk, markerId(e.projectId, e.uuid)]));
   const items = await batchGet(events.map((e) => keys.eventCounted(e.projectId, e.uuid)));
   const out = new Map<string, Bucket>();
-  for (const item of items) out.set(String(item.pk), { event: String(item.event), hour: String(item.hour) });
+  for (const item of items) out.set(idOf.get(String(item.pk))!, { event: String(item.event), hour: String(item.hour) });
   return out;
 }
 
-export const markerId = (projectId: number, uuid: string) => keys.eventCounted(projectId, uuid).pk;
+/** An event's identity in countedBuckets' answer (not a table key). */
+export const markerId = (projectId: number, uuid: string) => `${projectId}/${uuid}`;
 
 const TRANSACTION_LIMIT = 100;
 
@@ -147,20 +147,14 @@ async function writeGroup(group: CountMove[], deltas: Delta[]): Promise<boolean>
             }),
       },
     }));
-  for (let attempt = 0; attempt < 8; attempt += 1) {
-    try {
-      await call(() => db().send(new TransactWriteCommand({ TransactItems: [...markers, ...rollups] })));
-      return true;
-    } catch (error) {
-      const codes = cancellationCodes(error);
-      if (!codes) throw error;
-      if (codes.includes('ConditionalCheckFailed')) return false;
-      // TransactionConflict: another transaction is writing the same rollup item; back off and retry.
-      await new Promise((r) => setTimeout(r, 10 * 2 ** attempt + Math.random() * 20));
-    }
-  }
-  throw new Error('rollup transaction kept conflicting');
+  // TransactionConflict: another transaction is writing the same rollup item; back off and retry.
+  return retryOnConflict('Rollup transaction', async () => {
+    const outcome = await transact([...markers, ...rollups]);
+    return outcome.committed || ('conflict' in outcome ? CONFLICT : false);
+  }, { attempts: ROLLUP_ATTEMPTS, baseMs: 10, capMs: 1_280, gaveUp: () => new Error(`rollup transaction kept conflicting after ${ROLLUP_ATTEMPTS} attempts`) });
 }
+
+const ROLLUP_ATTEMPTS = 8;
 
 /** Hourly counts for one event name (or all events) between two UTC hours inclusive (`YYYY-MM-DDTHH`). */
 export async function readRollups(projectId: number, event: string | null, fromHour: string, toHour: string): Promise<Map<string, number>> {

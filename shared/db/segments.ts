@@ -3,7 +3,7 @@ import { columnAttribute, type EncodedSegment, type FetchedSegment, type Project
 import type { Tally } from '../segments/fingerprint.ts';
 import { batchDelete, batchGet, batchPut, inParallel } from './batch.ts';
 import { call, db, conditional, tableName } from './client.ts';
-import { keys, type ItemKey } from './keys.ts';
+import { keys } from './keys.ts';
 import { dueKeys, queryAll } from './query.ts';
 
 /** One complete build of a (day, event name) segment: its chunks in order and what they hold. */
@@ -25,8 +25,8 @@ export interface EventDay {
   counts: Map<string, Tally>;
   /** The newest complete build per event name. */
   segments: Map<string, SegmentBuild>;
-  /** Every segment chunk item, complete builds or not (the compactor removes the superseded ones). */
-  segmentKeys: Map<string, ItemKey[]>;
+  /** The chunk numbers of every stored segment chunk by event name, complete builds or not (the compactor removes the superseded ones). */
+  segmentChunks: Map<string, number[]>;
 }
 
 function projectionOf(projection: Projection | null): { expression: string; names: Record<string, string> } {
@@ -39,7 +39,7 @@ function projectionOf(projection: Projection | null): { expression: string; name
 function assemble(items: Record<string, unknown>[], projection: Projection | null): EventDay {
   const counts = new Map<string, Tally>();
   const chunksByName = new Map<string, Record<string, unknown>[]>();
-  const segmentKeys = new Map<string, ItemKey[]>();
+  const segmentChunks = new Map<string, number[]>();
   for (const item of items) {
     const name = String(item.event);
     if (item.entity === 'DayCount') counts.set(name, { count: Number(item.count ?? 0), xsum: Number(item.xsum ?? 0) });
@@ -47,7 +47,7 @@ function assemble(items: Record<string, unknown>[], projection: Projection | nul
     const chunks = chunksByName.get(name) ?? [];
     chunks[Number(item.chunk)] = item;
     chunksByName.set(name, chunks);
-    segmentKeys.set(name, [...(segmentKeys.get(name) ?? []), { pk: String(item.pk), sk: String(item.sk) }]);
+    segmentChunks.set(name, [...(segmentChunks.get(name) ?? []), Number(item.chunk)]);
   }
   const segments = new Map<string, SegmentBuild>();
   for (const [name, chunks] of chunksByName) {
@@ -69,7 +69,7 @@ function assemble(items: Record<string, unknown>[], projection: Projection | nul
       })),
     });
   }
-  return { counts, segments, segmentKeys };
+  return { counts, segments, segmentChunks };
 }
 
 /**
@@ -125,8 +125,9 @@ export async function putSegmentBuild(projectId: number, day: string, build: { e
   if (items[0]) await batchPut(items.slice(0, 1));
 }
 
-export async function deleteSegmentItems(items: ItemKey[]): Promise<void> {
-  await batchDelete(items);
+/** Deletes these chunks of a day's segments (chunks of superseded builds). */
+export async function deleteSegmentChunks(projectId: number, day: string, chunks: { event: string; chunk: number }[]): Promise<void> {
+  await batchDelete(chunks.map(({ event, chunk }) => keys.daySegment(projectId, day, event, chunk)));
 }
 
 /**

@@ -1,10 +1,28 @@
-import { DeleteCommand, GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import type { ApiKeyRecord, UserRecord } from '../domain/records.ts';
-import { call, cancellationCodes, db, tableName } from './client.ts';
+import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { call, db, tableName, transact } from './client.ts';
 import { record } from './items.ts';
 import { keys } from './keys.ts';
 import { queryIndex } from './query.ts';
 import { TABLE_SCHEMA } from './table-schema.ts';
+
+export interface UserRecord {
+  id: string;
+  email: string;
+  first_name: string;
+  created_at: string;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  user_id: string;
+  label: string;
+  mask_value: string;
+  secure_value: string;
+  scopes: string[];
+  scoped_organizations: string[] | null;
+  scoped_teams: number[] | null;
+  created_at: string;
+}
 
 export async function getUser(userId: string): Promise<UserRecord | undefined> {
   const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.user(userId) })));
@@ -16,36 +34,13 @@ export async function findUserIdByEmail(email: string): Promise<string | undefin
   return out.Item?.user_id as string | undefined;
 }
 
-/** Creates the user and claims the e-mail atomically; returns false when the e-mail is already taken. */
+/** Creates the user and claims the e-mail atomically; false when the e-mail is already taken (or being claimed right now). */
 export async function createUser(user: UserRecord): Promise<boolean> {
-  try {
-    await call(() =>
-      db().send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Put: {
-                TableName: tableName(),
-                Item: { ...keys.userEmail(user.email), entity: 'UserEmail', user_id: user.id },
-                ConditionExpression: 'attribute_not_exists(pk)',
-              },
-            },
-            {
-              Put: {
-                TableName: tableName(),
-                Item: { ...keys.user(user.id), entity: 'User', ...user },
-                ConditionExpression: 'attribute_not_exists(pk)',
-              },
-            },
-          ],
-        }),
-      ),
-    );
-    return true;
-  } catch (error) {
-    if (cancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;
-    throw error;
-  }
+  const outcome = await transact([
+    { name: 'email', Put: { TableName: tableName(), Item: { ...keys.userEmail(user.email), entity: 'UserEmail', user_id: user.id }, ConditionExpression: 'attribute_not_exists(pk)' } },
+    { name: 'user', Put: { TableName: tableName(), Item: { ...keys.user(user.id), entity: 'User', ...user }, ConditionExpression: 'attribute_not_exists(pk)' } },
+  ]);
+  return outcome.committed;
 }
 
 /** Strongly consistent: a key revoked a moment ago must not authenticate from a stale replica. */

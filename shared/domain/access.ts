@@ -1,10 +1,9 @@
 import { hasScope, type Scope } from '../auth/scopes.ts';
 import { secureValue } from '../auth/api-keys.ts';
-import { getApiKey, getUser } from '../db/users.ts';
-import { findProjectById, getMembership } from '../db/organizations.ts';
+import { getApiKey, getUser, type ApiKeyRecord, type UserRecord } from '../db/users.ts';
+import { findProjectById, getMembership, type MembershipRecord } from '../db/organizations.ts';
 import { NotAuthenticated, NotFound, PermissionDenied } from '../errors.ts';
 import { UUID_PATTERN } from '../ids.ts';
-import type { ApiKeyRecord, MembershipRecord, UserRecord } from './records.ts';
 
 /** Who is calling: the key's owner and the key itself (scopes and optional org/project restrictions). */
 export interface Caller {

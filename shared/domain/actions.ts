@@ -1,7 +1,5 @@
 import { nowIso } from '../clock.ts';
-import { deleteAction as removeAction, getAction, getActions, listActions as readActions, putAction, type ActionRecord } from '../db/actions.ts';
-import { nextId } from '../db/counters.ts';
-import { keys } from '../db/keys.ts';
+import { deleteAction as removeAction, getAction, getActions, listActions as readActions, nextActionId, putAction, type ActionRecord } from '../db/actions.ts';
 import { NotFound } from '../errors.ts';
 import { parseProperties } from '../trends/properties.ts';
 import type { ActionDefinition, PropertyFilter } from '../trends/types.ts';
@@ -38,7 +36,7 @@ export async function createAction(caller: Caller, projectId: number, input: Act
   // Validate the steps before taking an id: a rejected request must leave the table (its counter too) as it was.
   const validSteps = steps(input.steps);
   const action: ActionRecord = {
-    id: await nextId(keys.actionCounter(projectId)),
+    id: await nextActionId(projectId),
     project_id: projectId,
     name: input.name,
     description: input.description ?? '',

@@ -1,10 +1,9 @@
 import { generatePersonalApiKey, maskValue, secureValue } from '../auth/api-keys.ts';
 import { isGrantableScope } from '../auth/scopes.ts';
-import { deleteApiKey, findUserIdByEmail, listApiKeys, putApiKey } from '../db/users.ts';
+import { deleteApiKey, findUserIdByEmail, listApiKeys, putApiKey, type ApiKeyRecord } from '../db/users.ts';
 import { ValidationError } from '../errors.ts';
 import { nowIso } from '../clock.ts';
 import { uuidv7 } from '../ids.ts';
-import type { ApiKeyRecord } from './records.ts';
 import { ensureUser } from './users.ts';
 
 export interface NewKeyInput {

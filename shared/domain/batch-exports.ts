@@ -21,9 +21,10 @@ import { sealSecrets } from '../exports/secrets.ts';
 import { parseExportQuery } from '../exports/hogql.ts';
 import { firstWindowEnd, intervalMs, windowCount, windowsBetween, type ExportInterval } from '../exports/intervals.ts';
 import { uuidv7 } from '../ids.ts';
+import { CONFLICT, retryOnConflict } from '../retry.ts';
 import { parseProperties } from '../trends/properties.ts';
 import { newRun } from './export-runs.ts';
-import type { MembershipRecord } from './records.ts';
+import type { MembershipRecord } from '../db/organizations.ts';
 
 export interface ExportInput {
   name?: string;
@@ -252,7 +253,7 @@ export async function listExports(membership: MembershipRecord, page: { limit: n
 const UPDATE_ATTEMPTS = 5;
 
 export async function updateExport(membership: MembershipRecord, exportId: string, input: ExportInput) {
-  for (let attempt = 0; attempt < UPDATE_ATTEMPTS; attempt += 1) {
+  return retryOnConflict(`Batch export ${exportId}`, async () => {
     const current = await findExport(membership, exportId);
     const next: ExportRecord = { ...current, version: current.version + 1, last_updated_at: nowIso() };
     if (input.name !== undefined) next.name = input.name;
@@ -283,12 +284,10 @@ export async function updateExport(membership: MembershipRecord, exportId: strin
     if (resumes || input.interval !== undefined || input.start_at !== undefined) {
       next.next_window_end = firstWindowEnd(now, next.interval as ExportInterval, next.start_at ? new Date(next.start_at) : undefined).toISOString();
     }
-    if (await saveExport(next, current.version)) {
-      for (const m of messages) await log(next.id, 'INFO', m);
-      return exportResponse(next, await latestRuns(next.id));
-    }
-  }
-  throw new Conflict(`Batch export ${exportId} kept changing during the update; retry it.`);
+    if (!(await saveExport(next, current.version))) return CONFLICT;
+    for (const m of messages) await log(next.id, 'INFO', m);
+    return exportResponse(next, await latestRuns(next.id));
+  }, { attempts: UPDATE_ATTEMPTS, gaveUp: () => new Conflict(`Batch export ${exportId} kept changing during the update; retry it.`) });
 }
 
 export async function deleteExport(membership: MembershipRecord, exportId: string): Promise<void> {

@@ -1,6 +1,6 @@
 import { decodeCaptureRequest, extractEvents, normalizeEvents, type CaptureRequestInput, type RejectedEvent } from '../capture/decode.ts';
 import { now } from '../clock.ts';
-import { eventItem, EventTooLarge, existingEventUuids, putEventItems } from '../db/events.ts';
+import { encodeEvent, EventTooLarge, existingEventUuids, storeEvents, type EncodedEvent } from '../db/events.ts';
 import { findProjectByToken } from '../db/organizations.ts';
 import { noteEventTime } from '../db/projects.ts';
 import { limitRequest } from '../db/rate-limits.ts';
@@ -39,7 +39,7 @@ export async function captureEvents(input: CaptureRequestInput): Promise<Capture
   const rejectedIndexes = new Set(rejected.map((r) => r.index));
   const indexes = events.map((_, i) => i).filter((i) => !rejectedIndexes.has(i));
 
-  const unique = new Map<string, { index: number; item: Record<string, unknown> }>();
+  const unique = new Map<string, { index: number; timestamp: string; encoded: EncodedEvent }>();
   let deduplicated = 0;
   const insertedAt = receivedAt.toISOString();
   accepted.forEach((e, i) => {
@@ -48,8 +48,8 @@ export async function captureEvents(input: CaptureRequestInput): Promise<Capture
       return;
     }
     try {
-      const item = eventItem({ uuid: e.uuid, event: e.event, distinct_id: e.distinct_id, project_id: project.project_id, properties: e.properties, timestamp: e.timestamp, inserted_at: insertedAt });
-      unique.set(e.uuid, { index: indexes[i]!, item });
+      const encoded = encodeEvent({ uuid: e.uuid, event: e.event, distinct_id: e.distinct_id, project_id: project.project_id, properties: e.properties, timestamp: e.timestamp, inserted_at: insertedAt });
+      unique.set(e.uuid, { index: indexes[i]!, timestamp: e.timestamp, encoded });
     } catch (error) {
       if (!(error instanceof EventTooLarge)) throw error;
       rejected.push({ index: indexes[i]!, reason: 'event too large to store' });
@@ -64,9 +64,9 @@ export async function captureEvents(input: CaptureRequestInput): Promise<Capture
   }
 
   const [, existing] = await Promise.all([limited, existingEventUuids(project.project_id, [...unique.keys()])]);
-  const fresh = [...unique.entries()].filter(([uuid]) => !existing.has(uuid)).map(([, v]) => v.item);
-  await noteFirstEvent(project.project_id, fresh);
-  await putEventItems(fresh);
+  const fresh = [...unique.entries()].filter(([uuid]) => !existing.has(uuid)).map(([, v]) => v);
+  await noteFirstEvent(project.project_id, fresh.map((v) => v.timestamp));
+  await storeEvents(fresh.map((v) => v.encoded));
   rejected.sort((a, b) => a.index - b.index);
   const result: CaptureResult = { status: 1, accepted: fresh.length, deduplicated: deduplicated + existing.size, rejected: rejected.length, errors: rejected };
   countOutcomes(result);
@@ -84,9 +84,9 @@ const notedFirstEvents = new Map<number, string>();
  * earlier than it: trends clamp their reads to it (and `all` starts there) without missing events the
  * ingest worker has not reached yet. The ingest worker still lowers it too (idempotent).
  */
-async function noteFirstEvent(projectId: number, items: Record<string, unknown>[]): Promise<void> {
+async function noteFirstEvent(projectId: number, timestamps: string[]): Promise<void> {
   let earliest: string | undefined;
-  for (const item of items) if (earliest === undefined || String(item.timestamp) < earliest) earliest = String(item.timestamp);
+  for (const timestamp of timestamps) if (earliest === undefined || timestamp < earliest) earliest = timestamp;
   const noted = notedFirstEvents.get(projectId);
   if (earliest === undefined || (noted !== undefined && noted <= earliest)) return;
   await noteEventTime(projectId, earliest);

@@ -9,10 +9,9 @@
 import { randomUUID } from 'node:crypto';
 import { readEventsInRange, readEventsInsertedBetween, readEventsOnDays, type StoredEvent } from '../db/events.ts';
 import { inParallel } from '../db/batch.ts';
-import type { ItemKey } from '../db/keys.ts';
 import {
   clearCompactionMarker,
-  deleteSegmentItems,
+  deleteSegmentChunks,
   dueCompactions,
   getCompactionMarker,
   leaseCompaction,
@@ -117,11 +116,11 @@ export async function compactDay(projectId: number, day: string, now: Date, opti
   }
   // Chunks past a name's new chunk count (or of a name with no events left) belong to older builds.
   const after = await readEventDay(projectId, day, null, null);
-  const stale: ItemKey[] = [];
-  for (const [event, items] of after.segmentKeys) {
-    for (const key of items) if (chunkOf(key) >= (chunkCounts.get(event) ?? 0)) stale.push(key);
+  const stale: { event: string; chunk: number }[] = [];
+  for (const [event, chunks] of after.segmentChunks) {
+    for (const chunk of chunks) if (chunk >= (chunkCounts.get(event) ?? 0)) stale.push({ event, chunk });
   }
-  await deleteSegmentItems(stale);
+  await deleteSegmentChunks(projectId, day, stale);
   const names = new Set([...after.counts.keys(), ...tallies.keys()]);
   const complete = [...names].every((name) => sameTally(tallies.get(name), after.counts.get(name)));
   if (marker) {
@@ -132,8 +131,6 @@ export async function compactDay(projectId: number, day: string, now: Date, opti
   }
   return { projectId, day, events: [...tallies.values()].reduce((n, t) => n + t.count, 0), names: tallies.size, complete };
 }
-
-const chunkOf = (key: ItemKey) => Number(key.sk.slice(key.sk.lastIndexOf('#') + 1));
 
 /** The scheduled compactor: every due day, oldest first, while time remains. */
 export async function compactDueDays(now: Date, remainingMs: () => number = () => Infinity): Promise<{ compacted: CompactionResult[]; left: number }> {

@@ -20,11 +20,12 @@ import { readEventsInsertedBetween, type StoredEvent } from '../db/events.ts';
 import { organizationExists } from '../db/organizations.ts';
 import { DestinationError } from '../exports/destination-http.ts';
 import { openDestination } from './export-destinations.ts';
-import { getPersons, personIdsOf, queryPersons, type PersonRecord, type PageKey } from '../db/persons.ts';
+import { getPersons, personIdsOf, personsPage, type PersonRecord, type PersonsPosition } from '../db/persons.ts';
 import { encodeRows, objectKey, type Compression, type FileFormat } from '../exports/files.ts';
 import { EVENT_COLUMNS, parseExportQuery } from '../exports/hogql.ts';
 import { intervalMs, type ExportInterval } from '../exports/intervals.ts';
 import { uuidv7 } from '../ids.ts';
+import { conflictIfFalse, retryOnConflict } from '../retry.ts';
 import { logger, METRIC, metrics, MetricUnit } from '../observability.ts';
 import { compileGroup, parseProperties } from '../trends/properties.ts';
 
@@ -250,15 +251,25 @@ async function fail(e: ExportRecord, run: RunRecord, error: unknown, now: Date):
 /**
  * Read-modify-write of the export with its version: runs finish concurrently, and a lost update here
  * would lose a failure count (and with it the automatic pause). `change` returns undefined for no change.
+ * Giving up is logged, not thrown: the run's own outcome is already recorded and stays as it is.
  */
 async function changeExport(e: ExportRecord, change: (current: ExportRecord) => ExportRecord | undefined): Promise<void> {
   let current: ExportRecord | undefined = e;
-  for (let attempt = 0; attempt < 8 && current; attempt += 1) {
-    const next = change(current);
-    if (!next || (await saveExport({ ...next, version: current.version + 1 }, current.version))) return;
-    current = await getExport(e.organization_id, e.id);
+  const gaveUp = new Error(`batch export ${e.id} kept changing: counters not updated after ${CHANGE_EXPORT_ATTEMPTS} attempts`);
+  try {
+    await retryOnConflict(`Batch export ${e.id}`, async (attempt) => {
+      if (attempt > 0) current = await getExport(e.organization_id, e.id);
+      const next = current && change(current);
+      if (!current || !next) return true;
+      return conflictIfFalse(await saveExport({ ...next, version: current.version + 1 }, current.version));
+    }, { attempts: CHANGE_EXPORT_ATTEMPTS, gaveUp: () => gaveUp });
+  } catch (error) {
+    if (error !== gaveUp) throw error;
+    logger.error(gaveUp.message, { batch_export_id: e.id });
   }
 }
+
+const CHANGE_EXPORT_ATTEMPTS = 8;
 
 /** PostHog's events schema (§4.5): one row per event ingested in the window, filtered, optionally shaped by hogql_query. */
 async function eventRows(e: ExportRecord, run: RunRecord): Promise<{ rows: Record<string, unknown>[]; columns: string[] }> {
@@ -310,9 +321,9 @@ async function personsOf(projectId: number, events: StoredEvent[]): Promise<Map<
 /** PostHog's persons schema: one row per (person, distinct id) for persons changed in the window. */
 async function personRows(e: ExportRecord, run: RunRecord): Promise<{ rows: Record<string, unknown>[]; columns: string[] }> {
   const rows: Record<string, unknown>[] = [];
-  let startKey: PageKey | undefined;
+  let after: PersonsPosition | undefined;
   do {
-    const page = await queryPersons(e.team_id, { limit: 500, startKey });
+    const page = await personsPage(e.team_id, { limit: 500, after });
     for (const { person: p } of page.persons) {
       const changed = p.updated_at ?? p.created_at;
       if (changed < run.data_interval_start || changed >= run.data_interval_end) continue;
@@ -330,7 +341,7 @@ async function personRows(e: ExportRecord, run: RunRecord): Promise<{ rows: Reco
         });
       }
     }
-    startKey = page.nextKey;
-  } while (startKey);
+    after = page.next;
+  } while (after);
   return { rows, columns: PERSON_COLUMNS };
 }

@@ -6,6 +6,7 @@ import { logger, METRIC, metrics, MetricUnit } from '../observability.ts';
 import { noteEventTime } from '../db/projects.ts';
 import { markChangedDays } from './event-segments.ts';
 import { applyEventsToPersons } from './person-ingest.ts';
+import { CONFLICT, retryOnConflict } from '../retry.ts';
 
 const bucketOf = (e: StoredEvent): Bucket => ({ event: e.event, hour: e.timestamp.slice(0, 13) });
 
@@ -76,11 +77,11 @@ async function recount(changes: EventChange[]): Promise<void> {
     latest.set(markerId(e.project_id, e.uuid), { projectId: e.project_id, uuid: e.uuid, to: c.after && bucketOf(c.after) });
   }
   let pending = [...latest.values()];
-  for (let attempt = 0; attempt < RECOUNT_ATTEMPTS && pending.length; attempt += 1) {
+  await retryOnConflict('Event counts', async () => {
     const counted = await countedBuckets(pending);
     const failed = await applyCountMoves(pending.map((p) => ({ ...p, from: counted.get(markerId(p.projectId, p.uuid)) })));
     const again = new Set(failed.map((m) => markerId(m.projectId, m.uuid)));
     pending = pending.filter((p) => again.has(markerId(p.projectId, p.uuid)));
-  }
-  if (pending.length) throw new Error(`${pending.length} event count(s) kept changing under the worker`);
+    return pending.length ? CONFLICT : true;
+  }, { attempts: RECOUNT_ATTEMPTS, gaveUp: () => new Error(`${pending.length} event count(s) kept changing under the worker`) });
 }

@@ -1,21 +1,23 @@
 import { generateProjectToken } from '../auth/api-keys.ts';
 import { nowIso } from '../clock.ts';
 import { deleteExportsOfOrganization } from '../db/batch-exports.ts';
-import { nextId } from '../db/counters.ts';
 import {
   getOrganizationWithProjects,
+  MembershipLevel,
+  type MembershipRecord,
+  type OrganizationRecord,
   insertMembership,
   insertOrganization,
   listMemberships,
   removeOrganization,
-  SlugTaken,
   updateOrganization as writeOrganizationChanges,
   type OrganizationChanges,
 } from '../db/organizations.ts';
+import { nextProjectId, type ProjectRecord } from '../db/projects.ts';
 import { NotFound, PermissionDenied } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
+import { CONFLICT, retryOnConflict } from '../retry.ts';
 import { keyAllowsOrganization, type Caller } from './access.ts';
-import { MembershipLevel, type MembershipRecord, type OrganizationRecord, type ProjectRecord } from './records.ts';
 import { slugCandidate } from './slug.ts';
 
 export interface OrganizationInput {
@@ -67,7 +69,7 @@ const SLUG_ATTEMPTS = 10;
 export async function createOrganization(caller: Caller, input: OrganizationInput & { name: string }): Promise<OrganizationResponse> {
   const createdAt = nowIso();
   const orgId = uuidv7();
-  const projectId = await nextId('project');
+  const projectId = await nextProjectId();
   const project: ProjectRecord = {
     id: projectId,
     uuid: uuidv7(),
@@ -80,11 +82,13 @@ export async function createOrganization(caller: Caller, input: OrganizationInpu
     created_at: createdAt,
   };
   const owner: MembershipRecord = { user_id: caller.user.id, organization_id: orgId, level: MembershipLevel.owner, joined_at: createdAt };
-  for (let attempt = 0; attempt < SLUG_ATTEMPTS; attempt += 1) {
+  // A taken slug moves on to the next candidate; a lost race (TransactionConflict) tries the same one again.
+  let candidate = 0;
+  return retryOnConflict(`Organization '${input.name}'`, async () => {
     const org: OrganizationRecord = {
       id: orgId,
       name: input.name,
-      slug: slugCandidate(input.name, attempt),
+      slug: slugCandidate(input.name, candidate),
       logo_media_id: input.logo_media_id ?? null,
       created_at: createdAt,
       updated_at: createdAt,
@@ -94,14 +98,11 @@ export async function createOrganization(caller: Caller, input: OrganizationInpu
       customer_id: null,
       member_count: 1,
     };
-    try {
-      await insertOrganization(org, owner, project);
-      return organizationResponse(org, [project], owner.level);
-    } catch (error) {
-      if (!(error instanceof SlugTaken)) throw error;
-    }
-  }
-  throw new Error(`no free slug for '${input.name}' after ${SLUG_ATTEMPTS} attempts`);
+    const outcome = await insertOrganization(org, owner, project);
+    if (outcome === 'inserted') return organizationResponse(org, [project], owner.level);
+    if (outcome === 'slug-taken') candidate += 1;
+    return CONFLICT;
+  }, { attempts: SLUG_ATTEMPTS, gaveUp: () => new Error(`no free slug for '${input.name}' after ${SLUG_ATTEMPTS} attempts`) });
 }
 
 const GENERIC_EMAIL_DOMAINS = new Set(['gmail.com', 'yahoo.com', 'hotmail.com', 'outlook.com', 'icloud.com', 'proton.me', 'protonmail.com', 'example.com']);
@@ -148,13 +149,19 @@ export async function updateOrganization(membership: MembershipRecord, input: Or
 
 export async function deleteOrganization(membership: MembershipRecord): Promise<void> {
   requireLevel(membership, MembershipLevel.owner);
-  const found = await getOrganizationWithProjects(membership.organization_id);
-  if (!found || !(await removeOrganization(found.organization, found.projects))) throw new NotFound();
+  const found = await retryOnConflict(`Organization ${membership.organization_id}`, async () => {
+    const current = await getOrganizationWithProjects(membership.organization_id);
+    const removed = current && (await removeOrganization(current.organization, current.projects));
+    if (removed === CONFLICT) return CONFLICT;
+    if (!removed) throw new NotFound();
+    return current;
+  });
   // The exporter drops runs of a gone organization; its exports (runs, logs) go with it now.
   await deleteExportsOfOrganization(found.organization.id);
 }
 
 /** Adds a user to an organization at a level (no API yet; used by tests and future member invites). */
 export async function addMember(orgId: string, userId: string, level: number): Promise<boolean> {
-  return insertMembership({ user_id: userId, organization_id: orgId, level, joined_at: nowIso() });
+  const membership = { user_id: userId, organization_id: orgId, level, joined_at: nowIso() };
+  return retryOnConflict(`Membership of ${userId} in ${orgId}`, () => insertMembership(membership));
 }

@@ -1,10 +1,9 @@
-import { nextId } from '../db/counters.ts';
 import type { StoredEvent } from '../db/events.ts';
-import { getPerson, insertPerson, mergePersonInto, personIdOf, personIdsOf, savePerson, type PersonRecord, type PropertyChange } from '../db/persons.ts';
+import { getPerson, insertPerson, mergePersonInto, nextPersonId, personIdOf, personIdsOf, savePerson, type PersonRecord, type PropertyChange } from '../db/persons.ts';
 import { inParallel } from '../db/batch.ts';
 import { logger } from '../observability.ts';
-import { keys } from '../db/keys.ts';
 import { uuidv7 } from '../ids.ts';
+import { conflictIfFalse, retryOnConflict } from '../retry.ts';
 import { applyPersonUpdates, hasUpdates, isIllegalDistinctId, mergeProperties, personUpdatesOf } from './person-properties.ts';
 
 const ATTEMPTS = 8;
@@ -35,7 +34,7 @@ async function load(projectId: number, distinctId: string): Promise<PersonRecord
 
 async function newPerson(projectId: number, distinctIds: string[], e: StoredEvent): Promise<PersonRecord> {
   return {
-    id: await nextId(keys.personCounter(projectId)),
+    id: await nextPersonId(projectId),
     uuid: uuidv7(),
     project_id: projectId,
     properties: {},
@@ -96,42 +95,40 @@ export async function applyEventToPersons(e: StoredEvent): Promise<void> {
 async function updateProperties(e: StoredEvent): Promise<void> {
   const updates = personUpdatesOf(e.properties);
   const identify = e.event === '$identify';
-  for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
+  await retryOnConflict(`Person ${e.distinct_id}`, async () => {
     const person = await load(e.project_id, e.distinct_id);
     if (!person) {
       const created = await newPerson(e.project_id, [e.distinct_id], e);
       const { properties } = applyPersonUpdates({}, updates);
       const fresh = { ...created, properties, is_identified: identify };
       const record = hasUpdates(updates) ? change(fresh, e, 'create', { changed: Object.keys(properties) }) : undefined;
-      if (await insertPerson(fresh, record)) return;
-      continue;
+      return conflictIfFalse(await insertPerson(fresh, record));
     }
     const { properties, changed } = applyPersonUpdates(person.properties, updates);
     const becomesIdentified = identify && !person.is_identified;
-    if (changed.length === 0 && !becomesIdentified) return;
+    if (changed.length === 0 && !becomesIdentified) return true;
     const next = { ...person, properties, is_identified: person.is_identified || identify };
-    if (await savePerson(next, { change: changed.length ? change(next, e, 'update', { changed }) : undefined })) return;
-  }
-  throw new Error(`person update for ${e.distinct_id} kept conflicting (event ${e.uuid})`);
+    return conflictIfFalse(await savePerson(next, { change: changed.length ? change(next, e, 'update', { changed }) : undefined }));
+  }, { attempts: ATTEMPTS, gaveUp: () => new Error(`person update for ${e.distinct_id} kept conflicting (event ${e.uuid})`) });
 }
 
 /** `$identify` / `$create_alias`: `other` joins the person of the event's distinct_id. */
 async function mergeDistinctIds(e: StoredEvent, other: string): Promise<void> {
   const target = e.distinct_id;
   if (other === target || isIllegalDistinctId(other) || isIllegalDistinctId(target)) return;
-  for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
+  await retryOnConflict(`Merge of ${other} into ${target}`, async () => {
     const [t, s] = await Promise.all([load(e.project_id, target), load(e.project_id, other)]);
     if (!t && !s) {
       const created = await newPerson(e.project_id, [target, other], e);
-      if (await insertPerson({ ...created, is_identified: e.event === '$identify' })) return;
+      return conflictIfFalse(await insertPerson({ ...created, is_identified: e.event === '$identify' }));
     } else if (t && !s) {
-      if (await savePerson({ ...t, distinct_ids: [...t.distinct_ids, other] }, { claim: [other] })) return;
+      return conflictIfFalse(await savePerson({ ...t, distinct_ids: [...t.distinct_ids, other] }, { claim: [other] }));
     } else if (!t && s) {
-      if (await savePerson({ ...s, distinct_ids: [...s.distinct_ids, target] }, { claim: [target] })) return;
+      return conflictIfFalse(await savePerson({ ...s, distinct_ids: [...s.distinct_ids, target] }, { claim: [target] }));
     } else if (t && s) {
-      if (t.id === s.id) return;
+      if (t.id === s.id) return true;
       // PostHog refuses to merge two identified users on $identify/$create_alias: they are different people.
-      if (t.is_identified && s.is_identified) return;
+      if (t.is_identified && s.is_identified) return true;
       const merged: PersonRecord = {
         ...t,
         properties: mergeProperties(t.properties, s.properties),
@@ -140,8 +137,8 @@ async function mergeDistinctIds(e: StoredEvent, other: string): Promise<void> {
       };
       const changed = Object.keys(merged.properties).filter((k) => JSON.stringify(t.properties[k]) !== JSON.stringify(merged.properties[k]));
       const record = change(merged, e, 'merge', { set: {}, unset: [], changed, merged_from: s.id });
-      if (await mergePersonInto(merged, s, record)) return;
+      return conflictIfFalse(await mergePersonInto(merged, s, record));
     }
-  }
-  throw new Error(`merging ${other} into ${target} kept conflicting (event ${e.uuid})`);
+    return true;
+  }, { attempts: ATTEMPTS, gaveUp: () => new Error(`merging ${other} into ${target} kept conflicting (event ${e.uuid})`) });
 }

@@ -2,35 +2,34 @@ import * as v from 'valibot';
 import { nowIso } from '../clock.ts';
 import { config } from '../config.ts';
 import { inParallel } from '../db/batch.ts';
-import { nextId } from '../db/counters.ts';
-import { keys } from '../db/keys.ts';
 import {
   deletePersonRecord,
   deletePersonRecords,
   getPerson,
   getPersons,
-  isPersonPageKey,
   listPersonActivity,
   listPersonChanges,
   personCount,
   personIdOf,
   personIdsOf,
+  nextPersonId,
+  personsPage,
+  personsPosition,
+  personsPositionAfter,
   personsWithEmail,
-  queryPersons,
   removalItemCount,
   savePersonEdit,
-  skipPersons,
   splitPersonRecord,
   TRANSACTION_ITEMS,
   type ActivityRecord,
-  type PageKey,
+  type PersonsPosition,
   type PersonRecord,
   type PropertyChange,
 } from '../db/persons.ts';
 import { Conflict, NotFound, ValidationError } from '../errors.ts';
 import { UUID_PATTERN, uuidv7 } from '../ids.ts';
 import type { Caller } from './access.ts';
-import { retryOnConflict } from './optimistic.ts';
+import { CONFLICT, conflictIfFalse, retryOnConflict } from '../retry.ts';
 import { applyPersonUpdates } from './person-properties.ts';
 
 const NAME_PROPERTIES = ['email', 'Email', '$email', 'name', 'Name', 'username', 'Username', 'UserName'];
@@ -88,19 +87,20 @@ export interface PersonPage {
 
 /** A position in the project's persons (newest first) and how many results of the list lie before it. */
 interface Cursor {
-  key: PageKey;
+  position: PersonsPosition;
   offset: number;
 }
 
 export function encodeCursor(c: Cursor): string {
-  return Buffer.from(JSON.stringify(c)).toString('base64url');
+  return Buffer.from(JSON.stringify({ key: c.position, offset: c.offset })).toString('base64url');
 }
 
 function decodeCursor(raw: string, projectId: number): Cursor {
   try {
-    const c = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as Cursor;
-    // Only a position this project's list could have produced: anything else would reach DynamoDB as a bad start key.
-    if (c && isPersonPageKey(projectId, c.key) && Number.isInteger(c.offset) && c.offset >= 0) return c;
+    const c = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as { key?: unknown; offset?: unknown };
+    // Only a position this project's list could have produced (the store checks it).
+    const position = c ? personsPosition(projectId, c.key) : undefined;
+    if (position && typeof c.offset === 'number' && Number.isInteger(c.offset) && c.offset >= 0) return { position, offset: c.offset };
   } catch {
     // fall through
   }
@@ -158,17 +158,17 @@ async function scanPage(projectId: number, q: PersonListQuery): Promise<PersonPa
   const keep = (p: PersonRecord) => (!q.matches || q.matches(p.properties)) && (q.search === undefined || searchMatches(p, q.search));
   const scanLimit = config().personScanLimit;
   let before = cursor?.offset ?? 0;
-  let startKey = cursor?.key;
-  let resume = startKey;
+  let after = cursor?.position;
+  let resume = after;
   const results: PersonRecord[] = [];
   let beyond = 0;
   let examined = 0;
   let reads = 0;
   let exhausted = false;
   while (examined < scanLimit && reads < SCAN_READS && !(q.deadline !== undefined && Date.now() >= q.deadline)) {
-    const out = await queryPersons(projectId, { limit: Math.min(SCAN_PAGE, scanLimit - examined), startKey });
+    const out = await personsPage(projectId, { limit: Math.min(SCAN_PAGE, scanLimit - examined), after });
     reads += 1;
-    for (const { person, key } of out.persons) {
+    for (const { person, position } of out.persons) {
       examined += 1;
       const match = keep(person);
       if (results.length === q.limit) {
@@ -177,10 +177,10 @@ async function scanPage(projectId: number, q: PersonListQuery): Promise<PersonPa
       }
       if (match && before < q.offset) before += 1;
       else if (match) results.push(person);
-      resume = key;
+      resume = position;
     }
-    startKey = out.nextKey;
-    if (!startKey) {
+    after = out.next;
+    if (!after) {
       exhausted = true;
       break;
     }
@@ -190,7 +190,7 @@ async function scanPage(projectId: number, q: PersonListQuery): Promise<PersonPa
     count: before + results.length + beyond,
     results: results.map(personResponse),
     hasMore,
-    nextCursor: hasMore && resume ? encodeCursor({ key: resume, offset: before + results.length }) : undefined,
+    nextCursor: hasMore && resume ? encodeCursor({ position: resume, offset: before + results.length }) : undefined,
     nextOffset: hasMore ? Math.max(q.offset, before) + results.length : undefined,
     ...(exhausted ? {} : { scanLimited: true }),
   };
@@ -199,11 +199,11 @@ async function scanPage(projectId: number, q: PersonListQuery): Promise<PersonPa
 async function unfilteredPage(projectId: number, q: PersonListQuery): Promise<PersonPage> {
   // A cursor (what `next` links carry) starts the read where the last page ended; a bare offset walks
   // the keys before it.
-  const startKey = q.cursor ? decodeCursor(q.cursor, projectId).key : q.offset > 0 ? await skipPersons(projectId, q.offset) : undefined;
-  const beyondEnd = q.offset > 0 && !q.cursor && startKey === undefined;
+  const after = q.cursor ? decodeCursor(q.cursor, projectId).position : q.offset > 0 ? await personsPositionAfter(projectId, q.offset) : undefined;
+  const beyondEnd = q.offset > 0 && !q.cursor && after === undefined;
   const [count, out] = await Promise.all([
     personCount(projectId),
-    beyondEnd ? Promise.resolve({ persons: [] }) : queryPersons(projectId, { limit: q.limit + 1, startKey }),
+    beyondEnd ? Promise.resolve({ persons: [] }) : personsPage(projectId, { limit: q.limit + 1, after }),
   ]);
   const rows = out.persons.slice(0, q.limit);
   const hasMore = out.persons.length > q.limit;
@@ -211,7 +211,7 @@ async function unfilteredPage(projectId: number, q: PersonListQuery): Promise<Pe
     count,
     results: rows.map(({ person }) => personResponse(person)),
     hasMore,
-    nextCursor: hasMore ? encodeCursor({ key: rows.at(-1)!.key, offset: q.offset + q.limit }) : undefined,
+    nextCursor: hasMore ? encodeCursor({ position: rows.at(-1)!.position, offset: q.offset + q.limit }) : undefined,
   };
 }
 
@@ -271,8 +271,8 @@ async function editProperties(
       { type: 'Person', action: kind === 'updated' ? 'changed' : 'deleted', field: 'properties', before: person.properties, after: properties },
     ]);
     if (await savePersonEdit(next, apiChange(caller, next, set, unset, changed), record)) return { ...next, version: next.version + 1 };
-    return undefined;
-  }, deadline);
+    return CONFLICT;
+  }, { deadline });
 }
 
 export async function updatePersonProperties(caller: Caller, projectId: number, personId: number, properties: Record<string, unknown>, deadline?: number) {
@@ -306,7 +306,7 @@ export type QueueDeletion = (request: DeletionRequest) => Promise<void>;
  * person as already read (bulk deletes read many at once); a conflicting write makes it read again.
  */
 export async function deletePerson(caller: Actor, projectId: number, personId: number, deleteEvents: boolean, queue: QueueDeletion, read?: PersonRecord): Promise<void> {
-  for (let attempt = 0; attempt < EDIT_ATTEMPTS; attempt += 1) {
+  await retryOnConflict(`Person ${personId}`, async (attempt) => {
     const person = attempt === 0 && read ? read : await findPerson(projectId, personId);
     if (deleteEvents) {
       await queue({
@@ -319,9 +319,8 @@ export async function deletePerson(caller: Actor, projectId: number, personId: n
       });
     }
     const record = activity(caller, person, 'deleted', [{ type: 'Person', action: 'deleted', field: null, before: personResponse(person), after: null }]);
-    if (await deletePersonRecord(person, record)) return;
-  }
-  throw new Conflict(`Person ${personId} kept changing during the delete; retry it.`);
+    return conflictIfFalse(await deletePersonRecord(person, record));
+  }, { attempts: EDIT_ATTEMPTS, gaveUp: () => new Conflict(`Person ${personId} kept changing during the delete; retry it.`) });
 }
 
 export const BULK_DELETE_LIMIT = 1000;
@@ -510,7 +509,7 @@ const SPLIT_CHUNK = 30;
  * properties; every other id gets a new person with no properties.
  */
 export async function splitPerson(caller: Caller, projectId: number, personId: number, mainDistinctId?: string) {
-  for (let attempt = 0; attempt < EDIT_ATTEMPTS; attempt += 1) {
+  return retryOnConflict(`Person ${personId}`, async () => {
     let person = await findPerson(projectId, personId);
     const main = mainDistinctId ?? person.distinct_ids[0];
     if (main === undefined || !person.distinct_ids.includes(main)) {
@@ -524,7 +523,7 @@ export async function splitPerson(caller: Caller, projectId: number, personId: n
       const remaining = person.distinct_ids.filter((d) => !chunk.includes(d));
       const fresh: PersonRecord[] = [];
       for (const d of chunk) {
-        fresh.push({ id: await nextId(keys.personCounter(projectId)), uuid: uuidv7(), project_id: projectId, properties: {}, distinct_ids: [d], created_at: nowIso(), is_identified: false, version: 0 });
+        fresh.push({ id: await nextPersonId(projectId), uuid: uuidv7(), project_id: projectId, properties: {}, distinct_ids: [d], created_at: nowIso(), is_identified: false, version: 0 });
       }
       const last = i + SPLIT_CHUNK >= others.length;
       const record = last
@@ -533,9 +532,8 @@ export async function splitPerson(caller: Caller, projectId: number, personId: n
       ok = await splitPersonRecord(person, remaining, fresh, record);
       person = { ...person, distinct_ids: remaining, version: person.version + 1 };
     }
-    if (ok) return { success: true };
-  }
-  throw new Conflict(`Person ${personId} kept changing during the split; retry it.`);
+    return ok ? { success: true } : CONFLICT;
+  }, { attempts: EDIT_ATTEMPTS, gaveUp: () => new Conflict(`Person ${personId} kept changing during the split; retry it.`) });
 }
 
 // ---------------------------------------------------------------------------------------------

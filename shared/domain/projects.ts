@@ -1,9 +1,9 @@
 import { nowIso } from '../clock.ts';
-import { getProject, updateProjectSettings, type ProjectChanges } from '../db/projects.ts';
+import { getProject, updateProjectSettings, type ProjectChanges, type ProjectRecord } from '../db/projects.ts';
 import { NotFound, ValidationError } from '../errors.ts';
 import { parseProperties } from '../trends/properties.ts';
 import type { ProjectSettings, PropertyFilter } from '../trends/types.ts';
-import type { MembershipRecord, ProjectRecord } from './records.ts';
+import type { MembershipRecord } from '../db/organizations.ts';
 
 /** PostHog's environment (team) shape, limited to what this service keeps. */
 export function projectResponse(p: ProjectRecord) {

@@ -7,11 +7,10 @@
  */
 import { decodeCaptureRequest, type CaptureRequestInput } from '../capture/decode.ts';
 import { now } from '../clock.ts';
-import { getProject } from '../db/projects.ts';
+import { getProject, type ProjectRecord } from '../db/projects.ts';
 import { findProjectByToken } from '../db/organizations.ts';
 import { NotAuthenticated, NotFound, ValidationError } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
-import type { ProjectRecord } from './records.ts';
 
 /** Capture's own limit on tokens: a longer one cannot name a project. */
 const MAX_TOKEN_LENGTH = 200;

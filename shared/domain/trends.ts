@@ -28,7 +28,7 @@ import { checkResponseBytes, type ReadWindow } from '../trends/limits.ts';
 import { actionDefinitions } from './actions.ts';
 import { readTrendRows, type TrendEventSource } from './event-segments.ts';
 import { findProject, projectSettings } from './projects.ts';
-import type { MembershipRecord } from './records.ts';
+import type { MembershipRecord } from '../db/organizations.ts';
 
 /** How long a computed trend is served from the cache (PostHog caches insights too; `refresh=true` bypasses). */
 export const TREND_CACHE_SECONDS = 60;

@@ -1,4 +1,5 @@
 import { SignatureV4 } from '@smithy/signature-v4';
+import { CONFLICT, retryOnConflict } from '../retry.ts';
 import { DestinationError, destinationRequest, errorCode, networkOptions, Sha256, type DestinationResponse, type NetworkOptions } from './destination-http.ts';
 
 /**
@@ -56,7 +57,9 @@ const ERROR_DOCUMENT = /^\s*(<\?xml[^>]*\?>\s*)?<Error>/;
 async function call(d: S3Destination, net: NetworkOptions, operation: string, method: string, key: string, query: Record<string, string>, body?: Buffer, headers: Record<string, string> = {}): Promise<DestinationResponse> {
   const { url, path } = target(d, key);
   const signer = new SignatureV4({ service: 's3', region: d.region, credentials: credentials(d), sha256: Sha256, uriEscapePath: false, applyChecksum: true });
-  for (let attempt = 1; ; attempt += 1) {
+  // Retryable failures (5xx, a reset connection) are sent again, freshly signed, with backoff; the last one is thrown.
+  let last: unknown;
+  return retryOnConflict(`S3 ${operation}`, async () => {
     const signed = await signer.sign({
       method,
       protocol: url.protocol,
@@ -73,10 +76,11 @@ async function call(d: S3Destination, net: NetworkOptions, operation: string, me
       if (res.status < 300 && !ERROR_DOCUMENT.test(res.body)) return res;
       throw new S3Error(operation, res.status, errorCode(res.body));
     } catch (error) {
-      if (!(error instanceof DestinationError) || !error.retryable || attempt >= ATTEMPTS) throw error;
+      if (!(error instanceof DestinationError) || !error.retryable) throw error;
+      last = error;
+      return CONFLICT;
     }
-    await new Promise((r) => setTimeout(r, 200 * 2 ** attempt));
-  }
+  }, { attempts: ATTEMPTS, baseMs: 400, capMs: 1_600, gaveUp: () => last as Error });
 }
 
 const PART_BYTES = 8 * 1024 * 1024;

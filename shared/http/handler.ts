@@ -4,7 +4,7 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { Context } from 'aws-lambda';
 import type * as v from 'valibot';
 import type { Caller } from '../domain/access.ts';
-import type { MembershipRecord } from '../domain/records.ts';
+import type { MembershipRecord } from '../db/organizations.ts';
 import { logger, metrics } from '../observability.ts';
 import { authentication } from './middleware/authentication.ts';
 import { completion } from './middleware/completion.ts';

@@ -105,13 +105,13 @@ describe('trends from compacted segments', () => {
     const after = day.segments.get('$pageview')!;
     expect(after.build).not.toBe(before.build);
     expect(after.chunks.length).toBeGreaterThan(2);
-    expect(day.segmentKeys.get('$pageview')).toHaveLength(after.chunks.length);
+    expect(day.segmentChunks.get('$pageview')).toHaveLength(after.chunks.length);
     const chunked = await answers(compacted);
     expect(chunked.sources[0]).toBe('segments');
     expect(chunked.results).toEqual((await answers(raw)).results);
     // Back to one chunk: the extra chunks of the split build are removed.
     await compactDay(compacted.projectId, '2024-04-18', new Date(NOW + 85_000));
-    expect((await readEventDay(compacted.projectId, '2024-04-18', '$pageview', null)).segmentKeys.get('$pageview')).toHaveLength(1);
+    expect((await readEventDay(compacted.projectId, '2024-04-18', '$pageview', null)).segmentChunks.get('$pageview')).toHaveLength(1);
   });
 
   it('reads a day raw when its chunks come from two builds (an interrupted rewrite)', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { call, cancellationCodes, isConditionalCheckFailed } from '#shared/db/client.ts';
+import { call } from '#shared/db/client.ts';
 import { ServiceUnavailable } from '#shared/errors.ts';
 
 const failWith = (props: Record<string, unknown>) => () => Promise.reject(Object.assign(new Error('sdk failure'), props));
@@ -19,14 +19,5 @@ describe('table call errors', () => {
     const error = await call(failWith({ name: 'ValidationException' })).catch((e) => e);
     expect(error).not.toBeInstanceOf(ServiceUnavailable);
     expect(error.name).toBe('ValidationException');
-  });
-
-  it('reads conditional failures and transaction cancellation reasons', () => {
-    expect(isConditionalCheckFailed({ name: 'ConditionalCheckFailedException' })).toBe(true);
-    expect(cancellationCodes({ name: 'TransactionCanceledException', CancellationReasons: [{ Code: 'ConditionalCheckFailed' }, { Code: 'None' }] })).toEqual([
-      'ConditionalCheckFailed',
-      'None',
-    ]);
-    expect(cancellationCodes({ name: 'Other' })).toBeUndefined();
   });
 });

@@ -6,7 +6,7 @@ import { parseTrendRequest } from '#shared/trends/parse.ts';
 import { call } from '#shared/db/client.ts';
 import { isPersonPageKey } from '#shared/db/persons.ts';
 import { applyPersonUpdates } from '#shared/domain/person-properties.ts';
-import { retryOnConflict } from '#shared/domain/optimistic.ts';
+import { CONFLICT, retryOnConflict } from '#shared/retry.ts';
 import { Conflict, PayloadTooLarge, textOf, ValidationError } from '#shared/errors.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/json.ts';
 
@@ -95,8 +95,8 @@ describe('reliability fixes', () => {
 
   it('retries a lost optimistic race with backoff, and answers 409 once out of time', async () => {
     let calls = 0;
-    expect(await retryOnConflict('Thing', async () => (++calls < 4 ? undefined : 'done'))).toBe('done');
+    expect(await retryOnConflict('Thing', async () => (++calls < 4 ? CONFLICT : 'done'))).toBe('done');
     expect(calls).toBe(4);
-    await expect(retryOnConflict('Thing', async () => undefined, Date.now() + 50)).rejects.toBeInstanceOf(Conflict);
+    await expect(retryOnConflict('Thing', async () => CONFLICT, { deadline: Date.now() + 50 })).rejects.toBeInstanceOf(Conflict);
   });
 });

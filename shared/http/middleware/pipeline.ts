@@ -5,7 +5,7 @@ import type * as v from 'valibot';
 import type { Scope } from '../../auth/scopes.ts';
 import type { RateLimitVerdict } from '../../db/rate-limits.ts';
 import type { Caller } from '../../domain/access.ts';
-import type { MembershipRecord } from '../../domain/records.ts';
+import type { MembershipRecord } from '../../db/organizations.ts';
 import type { HttpResponse } from '../responses.ts';
 import type { KeyRateLimitClass } from './rate-limit.ts';
 

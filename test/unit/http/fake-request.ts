@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import type { Caller } from '#shared/domain/access.ts';
-import type { MembershipRecord } from '#shared/domain/records.ts';
+import type { MembershipRecord } from '#shared/db/organizations.ts';
 import type { Middleware, PipelineRequest, PipelineState } from '#shared/http/middleware/pipeline.ts';
 import type { HttpResponse } from '#shared/http/responses.ts';
 

@@ -1,0 +1,45 @@
+import { Conflict } from './errors.ts';
+
+/** What an attempt returns when it lost a race (or must simply run again): the one reading of "try again". */
+export const CONFLICT: unique symbol = Symbol('conflict');
+export type Conflicted = typeof CONFLICT;
+
+export interface RetryPolicy {
+  /** At most this many attempts (the first included). */
+  attempts?: number;
+  /** No new attempt after this instant (epoch ms); API handlers pass the invocation's deadline. */
+  deadline?: number;
+  /** Full-jitter backoff: before retry n (0-based) wait a random time below min(capMs, baseMs * 2^n). 0 retries at once. */
+  baseMs?: number;
+  capMs?: number;
+  /** The error thrown once out of attempts or time; by default a 409 naming `what`. */
+  gaveUp?: () => Error;
+}
+
+/** Without attempts or a deadline, a retry gives up after 8 s (API handlers pass their own deadline). */
+const DEFAULT_BUDGET_MS = 8_000;
+
+/**
+ * THE retry loop of the code base (an architecture test bans any other): runs `attempt` until it
+ * returns something other than CONFLICT. Lost races are retried with full-jitter exponential backoff,
+ * so 50 writers of one item spread out instead of colliding in lockstep, until the attempts or the
+ * deadline run out; then `gaveUp()` is thrown, never a silent give-up. Errors thrown by `attempt`
+ * propagate at once (throttling is a 503, not a conflict).
+ */
+export async function retryOnConflict<T>(what: string, attempt: (n: number) => Promise<T | Conflicted>, policy: RetryPolicy = {}): Promise<T> {
+  const { attempts = Infinity, baseMs = 15, capMs = 300 } = policy;
+  const deadline = policy.deadline ?? (attempts === Infinity ? Date.now() + DEFAULT_BUDGET_MS : Infinity);
+  for (let n = 0; ; n += 1) {
+    const result = await attempt(n);
+    if (result !== CONFLICT) return result;
+    if (n + 1 >= attempts || Date.now() >= deadline) throw policy.gaveUp?.() ?? new Conflict(`${what} kept changing during the request; retry it.`);
+    if (baseMs > 0) await sleep(Math.random() * Math.min(capMs, baseMs * 2 ** n));
+  }
+}
+
+/** `false` (a conditional write that did not happen) read as a conflict. */
+export const conflictIfFalse = (written: boolean): true | Conflicted => (written ? true : CONFLICT);
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
