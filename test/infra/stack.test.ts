@@ -6,6 +6,7 @@ import { routePaths, routes, workers, type Route } from '#functions/routes.ts';
 import { FALLBACK_FUNCTION } from '#infra/build.ts';
 import { stageSettings } from '#infra/stages.ts';
 import { TABLE_SCHEMA } from '#shared/db/table-schema.ts';
+import { bracedPath } from '#shared/http/path-template.ts';
 import { logicalId, resources, roleActions, synthStages } from './synth.ts';
 
 const dev = synthStages('dev').dev!;
@@ -22,7 +23,7 @@ const statementsOf = (roleId: string): Statement[] =>
     .flatMap((p) => p.Properties!.PolicyDocument.Statement as Statement[]);
 
 /** Route key as API Gateway spells it: `GET /api/organizations/{id}`. */
-const routeKey = (r: { method: string; path: string }) => `${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}`;
+const routeKey = (r: { method: string; path: string }) => `${r.method} ${bracedPath(r.path)}`;
 
 describe('functions', () => {
   it('deploys one nodejs22.x arm64 function per route and worker plus the fallback', () => {
