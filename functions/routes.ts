@@ -439,7 +439,8 @@ export interface Worker {
   handler: string;
   /** The table stream (raw event records), or an EventBridge schedule expression the local scheduler also runs. */
   trigger: { stream: 'table' } | { schedule: string };
-  access: 'write';
+  /** What the function may do to the table, as for routes: `read` gets read-only IAM, `write` read/write. */
+  access: 'read' | 'write';
   /** Queues it receives from; a queue listed in `continuesVia` also triggers it (to carry on a long backlog). */
   consumes?: readonly QueueName[];
   continuesVia?: QueueName;
