@@ -118,7 +118,7 @@ export const routes = [
     scope: 'person:write',
     handler: 'persons/bulk-delete',
     access: 'write',
-    sends: ['person_deletions'],
+    sends: ['person_deletions', 'person_bulk_deletes'],
     csv: true,
     summary: 'Delete up to 1000 persons by id or distinct id',
   },
@@ -433,17 +433,22 @@ export const routePaths: readonly Route[] = (routes as readonly Route[]).flatMap
 export const keyRoutes = (routes as readonly Route[]).filter((r): r is KeyRoute => r.auth === undefined || r.auth === 'personal_api_key');
 
 
-/** Functions that are not API operations: fed by the table stream, or run on a schedule. */
+/** Functions that are not API operations: fed by the table stream or a queue, or run on a schedule. */
 export interface Worker {
   name: string;
   handler: string;
-  /** The table stream (raw event records), or an EventBridge schedule expression the local scheduler also runs. */
-  trigger: { stream: 'table' } | { schedule: string };
+  /**
+   * The table stream (raw event records), an EventBridge schedule expression the local scheduler also
+   * runs, or a queue whose messages invoke it in batches (reporting the failed ones, which SQS retries).
+   */
+  trigger: { stream: 'table' } | { schedule: string } | { queue: QueueName };
   /** What the function may do to the table, as for routes: `read` gets read-only IAM, `write` read/write. */
   access: 'read' | 'write';
   /** Queues it receives from; a queue listed in `continuesVia` also triggers it (to carry on a long backlog). */
   consumes?: readonly QueueName[];
   continuesVia?: QueueName;
+  /** Queues it may send to. */
+  sends?: readonly QueueName[];
   /** How long one invocation may run (seconds). */
   timeoutSeconds: number;
   /**
@@ -494,6 +499,16 @@ export const workers = [
     timeoutSeconds: 900,
     command: 'compact-events',
     summary: 'Every 5 minutes: packs the events of changed days into compact segments that trends read',
+  },
+  {
+    name: 'delete_queued_persons',
+    handler: 'workers/delete-queued-persons',
+    trigger: { queue: 'person_bulk_deletes' },
+    access: 'write',
+    // Deletion requests of the persons' events (delete_events), and the rest of a message it cannot finish in time.
+    sends: ['person_deletions', 'person_bulk_deletes'],
+    timeoutSeconds: 120,
+    summary: 'Deletes, within seconds, the persons a bulk delete queued because its request ran out of time',
   },
 ] as const satisfies readonly Worker[];
 

@@ -17,6 +17,8 @@ export const ENV = {
   rateLimits: 'ANALYTICS_RATE_LIMITS',
   /** Persons a filtered persons list examines per request (default below); tests lower it. */
   personScanLimit: 'ANALYTICS_PERSON_SCAN_LIMIT',
+  /** Milliseconds a bulk delete removes persons inline before queuing the rest (default below); tests set 0 to queue everything. */
+  bulkDeleteBudgetMs: 'ANALYTICS_BULK_DELETE_BUDGET_MS',
   /** KMS key that wraps batch-export destination secrets (CDK sets it); absent -> a local key file under DATA_DIR. */
   exportSecretsKmsKeyId: 'EXPORT_SEALING_KMS_KEY_ID',
   /** Local runtime's data folder (the local key file of export secrets lives there). */
@@ -30,6 +32,9 @@ export const ENV = {
 
 /** A `search` or `properties` persons list reads persons in order and stops after this many per request. */
 export const DEFAULT_PERSON_SCAN_LIMIT = 10_000;
+
+/** A bulk delete starts no transaction group inline after this; the rest goes to its queue (shared/domain/persons.ts). */
+export const DEFAULT_BULK_DELETE_BUDGET_MS = 4_000;
 
 /**
  * Rate-limit classes: `crud` for every personal-key operation unless its route says otherwise,
@@ -91,6 +96,7 @@ export interface Config {
   /** Requests allowed per window and class; `undefined` when rate limiting is switched off. */
   rateLimits: RateLimits | undefined;
   personScanLimit: number;
+  bulkDeleteBudgetMs: number;
   /** Batch export secrets: wrapped by this KMS key, or (undefined) by `localSecretsKeyFile`. */
   exportSecretsKmsKeyId: string | undefined;
   localSecretsKeyFile: string;
@@ -124,6 +130,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ) as Partial<Record<QueueName, string>>,
     rateLimits: readRateLimits(env[ENV.rateLimits]),
     personScanLimit: readPositiveInteger(ENV.personScanLimit, env[ENV.personScanLimit], DEFAULT_PERSON_SCAN_LIMIT),
+    bulkDeleteBudgetMs: readPositiveInteger(ENV.bulkDeleteBudgetMs, env[ENV.bulkDeleteBudgetMs], DEFAULT_BULK_DELETE_BUDGET_MS, 0),
     exportSecretsKmsKeyId: env[ENV.exportSecretsKmsKeyId] || undefined,
     localSecretsKeyFile: resolve(env[ENV.dataDir] || '.data', 'export-secrets.key'),
     allowLoopbackExportEndpoints: runtime === 'local' && env[ENV.allowLoopbackExportEndpoints] === 'true',
@@ -131,10 +138,10 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
   };
 }
 
-function readPositiveInteger(name: string, raw: string | undefined, fallback: number): number {
+function readPositiveInteger(name: string, raw: string | undefined, fallback: number, least = 1): number {
   if (!raw?.trim()) return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new ConfigError(`${name} must be a positive integer, got '${raw}'`);
+  if (!Number.isInteger(n) || n < least) throw new ConfigError(`${name} must be ${least === 1 ? 'a positive integer' : `an integer >= ${least}`}, got '${raw}'`);
   return n;
 }
 

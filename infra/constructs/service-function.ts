@@ -62,7 +62,7 @@ export const routePermissions = (r: Route): Permissions => ({
 export const workerPermissions = (w: Worker): Permissions => ({
   table: w.access,
   writesDestinations: w.writesDestinations,
-  sends: w.continuesVia ? [w.continuesVia] : [],
+  sends: [...(w.sends ?? []), ...(w.continuesVia ? [w.continuesVia] : [])],
   consumes: w.consumes,
 });
 
@@ -179,7 +179,7 @@ export class RouteFunction extends ServiceFunction {
   }
 }
 
-/** A worker: its function, granted what its row declares, fed by its trigger (schedule or table stream). */
+/** A worker: its function, granted what its row declares, fed by its trigger (schedule, queue or table stream). */
 export class WorkerFunction extends ServiceFunction {
   readonly schedule?: events.Rule;
 
@@ -197,6 +197,11 @@ export class WorkerFunction extends ServiceFunction {
         schedule: events.Schedule.expression(worker.trigger.schedule),
         targets: [new targets.LambdaFunction(this.fn, { retryAttempts: 2 })],
       });
+      return;
+    }
+    if ('queue' in worker.trigger) {
+      // Messages arrive in batches; the worker reports the ones that failed, so SQS retries only those.
+      this.fn.addEventSource(new SqsEventSource(stateful.queue(worker.trigger.queue), { batchSize: 10, reportBatchItemFailures: true }));
       return;
     }
     // The stream itself: only raw event items reach the worker (same filter the local poller applies).

@@ -6,7 +6,7 @@ import { startApiServer, type ApiServer } from './http-server.ts';
 import { startS3, startSqs, type StandIn } from './stand-ins.ts';
 import { startStreamPoller, type StreamPoller } from './stream-poller.ts';
 import { ensureQueues } from './queues.ts';
-import { startContinuationPollers, startScheduler } from './workers.ts';
+import { startQueuePollers, startScheduler } from './workers.ts';
 import type { QueueName } from '#shared/queues/settings.ts';
 import { ensureTable } from './table.ts';
 
@@ -49,7 +49,7 @@ export async function startLocalStack(options: { dataDir?: string; port?: number
     });
     started.push(streamPoller);
     started.push(startScheduler());
-    started.push(startContinuationPollers(sqs.endpoint, queues));
+    started.push(startQueuePollers(sqs.endpoint, queues));
     const api = await startApiServer({ port: options.port });
     started.push({ stop: api.close });
     return {

@@ -61,26 +61,45 @@ export function startScheduler(onError: (name: string, error: unknown) => void =
   };
 }
 
-/** Lambda's SQS event source for continuation queues: a note on the queue invokes its worker with an SQS event. */
-export function startContinuationPollers(endpoint: string, urls: Partial<Record<QueueName, string>>): Stoppable {
+/**
+ * Lambda's SQS event sources: a worker's `trigger.queue` (batches of up to 10; the messages the worker
+ * reports in `batchItemFailures`, or all of them when it fails, stay for SQS to hand out again after
+ * their visibility timeout, the others are deleted) and its continuation queue (one note at a time).
+ */
+export function startQueuePollers(endpoint: string, urls: Partial<Record<QueueName, string>>): Stoppable {
   const sqs = new SQSClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
   let stopped = false;
-  const loops = workers.flatMap((w) => {
-    const queue = 'continuesVia' in w ? w.continuesVia : undefined;
-    const url = queue && urls[queue];
+  const sources = workers.flatMap((w) => [
+    ...('queue' in w.trigger ? [{ worker: w.name, queue: w.trigger.queue, batchSize: 10 }] : []),
+    ...('continuesVia' in w ? [{ worker: w.name, queue: w.continuesVia, batchSize: 1 }] : []),
+  ]);
+  const loops = sources.flatMap(({ worker, queue, batchSize }) => {
+    const url = urls[queue];
     if (!url) return [];
     return [
       (async () => {
         while (!stopped) {
-          const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 1, WaitTimeSeconds: 1 })).catch(() => ({ Messages: [] }));
-          for (const m of out.Messages ?? []) {
-            const event = { Records: [{ messageId: m.MessageId, receiptHandle: m.ReceiptHandle, body: m.Body, attributes: {}, messageAttributes: {}, eventSource: 'aws:sqs', eventSourceARN: url, awsRegion: 'us-east-1' }] };
-            try {
-              await runWorker(w.name, event);
-              await sqs.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle! }));
-            } catch (error) {
-              console.error(`continuation of ${w.name} failed`, error);
-            }
+          const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: batchSize, WaitTimeSeconds: 1, MessageSystemAttributeNames: ['All'] })).catch(() => ({ Messages: [] }));
+          const messages = out.Messages ?? [];
+          if (messages.length === 0) continue;
+          const event = {
+            Records: messages.map((m) => ({
+              messageId: m.MessageId,
+              receiptHandle: m.ReceiptHandle,
+              body: m.Body,
+              attributes: m.Attributes ?? {},
+              messageAttributes: {},
+              eventSource: 'aws:sqs',
+              eventSourceARN: url,
+              awsRegion: 'us-east-1',
+            })),
+          };
+          try {
+            const result = (await runWorker(worker, event)) as { batchItemFailures?: { itemIdentifier: string }[] } | undefined;
+            const failed = new Set((result?.batchItemFailures ?? []).map((f) => f.itemIdentifier));
+            for (const m of messages) if (!failed.has(m.MessageId!)) await sqs.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle! }));
+          } catch (error) {
+            console.error(`${worker} failed on messages of ${queue}`, error);
           }
         }
       })(),

@@ -1,3 +1,4 @@
+import * as v from 'valibot';
 import { nowIso } from '../clock.ts';
 import { config } from '../config.ts';
 import { inParallel } from '../db/batch.ts';
@@ -220,7 +221,10 @@ async function unfilteredPage(projectId: number, q: PersonListQuery): Promise<Pe
 
 const EDIT_ATTEMPTS = 5;
 
-function activity(caller: Caller, person: PersonRecord, kind: ActivityRecord['activity'], changes: ActivityRecord['changes']): ActivityRecord {
+/** Who asked for a change, as the activity log and the deletion requests record it (a bulk delete's worker has no key). */
+type Actor = { user: Pick<Caller['user'], 'first_name' | 'email'> };
+
+function activity(caller: Actor, person: PersonRecord, kind: ActivityRecord['activity'], changes: ActivityRecord['changes']): ActivityRecord {
   return {
     id: uuidv7(),
     person_id: person.id,
@@ -301,7 +305,7 @@ export type QueueDeletion = (request: DeletionRequest) => Promise<void>;
  * queued first: if queuing fails nothing is deleted, so a retry of the call is complete. `read` is the
  * person as already read (bulk deletes read many at once); a conflicting write makes it read again.
  */
-export async function deletePerson(caller: Caller, projectId: number, personId: number, deleteEvents: boolean, queue: QueueDeletion, read?: PersonRecord): Promise<void> {
+export async function deletePerson(caller: Actor, projectId: number, personId: number, deleteEvents: boolean, queue: QueueDeletion, read?: PersonRecord): Promise<void> {
   for (let attempt = 0; attempt < EDIT_ATTEMPTS; attempt += 1) {
     const person = attempt === 0 && read ? read : await findPerson(projectId, personId);
     if (deleteEvents) {
@@ -322,14 +326,14 @@ export async function deletePerson(caller: Caller, projectId: number, personId: 
 
 export const BULK_DELETE_LIMIT = 1000;
 
-function deletionRequest(caller: Caller, person: PersonRecord): DeletionRequest {
+function deletionRequest(actor: Actor, person: PersonRecord): DeletionRequest {
   return {
     project_id: person.project_id,
     person_id: person.id,
     person_uuid: person.uuid,
     distinct_ids: person.distinct_ids,
     requested_at: nowIso(),
-    requested_by: caller.user.email,
+    requested_by: actor.user.email,
   };
 }
 
@@ -338,11 +342,10 @@ function deletionRequest(caller: Caller, person: PersonRecord): DeletionRequest 
  * updates the project's person counter, so side by side they would conflict). A group stays within
  * DynamoDB's 100 items and well within its 4 MB per transaction. One delete per transaction took
  * over 30 s for 1,000 persons on DynamoDB Local, three times the API functions' 10 s timeout; grouped
- * it is ~31 transactions, still 5-18 s on a loaded machine, so a request also stops starting groups
- * after BULK_DELETE_BUDGET_MS and answers with the rest as `remaining`, for the client to send again.
+ * it is ~31 transactions, still 5-18 s on a loaded machine, so a request stops starting groups after
+ * its budget (config `bulkDeleteBudgetMs`, 4 s) and queues the rest for the bulk-delete worker.
  */
 const GROUP_BYTES = 2_000_000;
-export const BULK_DELETE_BUDGET_MS = 6_000;
 const QUEUE_CONCURRENCY = 16;
 
 function* removalGroups(removals: { person: PersonRecord; activity: ActivityRecord }[]) {
@@ -364,18 +367,72 @@ function* removalGroups(removals: { person: PersonRecord; activity: ActivityReco
   if (group.length) yield group;
 }
 
+/** Deletes `persons` (all of `projectId`) a group per transaction, starting no group after `stopAt`; `left` are those not started. */
+async function removeInGroups(
+  actor: Actor,
+  projectId: number,
+  persons: PersonRecord[],
+  deleteEvents: boolean,
+  queue: QueueDeletion,
+  stopAt: number,
+): Promise<{ removed: Set<number>; left: number[] }> {
+  const removed = new Set<number>();
+  const left: number[] = [];
+  const removals = persons.map((person) => ({
+    person,
+    activity: activity(actor, person, 'deleted', [{ type: 'Person', action: 'deleted', field: null, before: personResponse(person), after: null }]),
+  }));
+  for (const group of removalGroups(removals)) {
+    if (Date.now() >= stopAt) {
+      for (const { person } of group) left.push(person.id);
+      continue;
+    }
+    const fits = group.length > 1 || removalItemCount(group[0]!.person) < TRANSACTION_ITEMS;
+    if (fits) {
+      if (deleteEvents) await inParallel(group, QUEUE_CONCURRENCY, ({ person }) => queue(deletionRequest(actor, person)));
+      if (await deletePersonRecords(group)) {
+        for (const { person } of group) removed.add(person.id);
+        continue;
+      }
+    }
+    // A person changed since it was read (or has too many distinct ids for one transaction): one at a time, re-reading.
+    for (const { person } of group) {
+      try {
+        await deletePerson(actor, projectId, person.id, deleteEvents, queue);
+        removed.add(person.id);
+      } catch (error) {
+        if (!(error instanceof NotFound)) throw error;
+      }
+    }
+  }
+  return { removed, left };
+}
+
+/** Persons a bulk delete left for its worker: one project's, by person id, with who asked (for the activity log). */
+export interface QueuedBulkDelete {
+  project_id: number;
+  requested_by: { first_name: string; email: string };
+  delete_events: boolean;
+  person_ids: number[];
+}
+
+/** How a bulk delete's rest is queued (SQS in the service; injected so this module stays SDK-free). */
+export type QueueBulkDelete = (message: QueuedBulkDelete) => Promise<void>;
+
 /**
  * PostHog's bulk_delete: by integer ids (or uuids) or by distinct ids, up to 1000; unknown ones are
- * reported, not fatal. Those not reached within the request's time are listed in `remaining`, as given.
+ * reported, not fatal. Those not reached within `budgetMs` are queued, in one message, for the
+ * bulk-delete worker, which removes them within seconds; they are listed in `queued`, as given.
  */
 export async function bulkDeletePersons(
   caller: Caller,
   projectId: number,
   input: { ids?: (number | string)[]; distinct_ids?: string[]; delete_events: boolean },
-  queue: QueueDeletion,
+  queues: { deletion: QueueDeletion; rest: QueueBulkDelete },
   deadline: number,
-): Promise<{ deleted: number[]; not_found: (number | string)[]; remaining: (number | string)[] }> {
-  const stopAt = Math.min(deadline, Date.now() + BULK_DELETE_BUDGET_MS);
+  budgetMs = config().bulkDeleteBudgetMs,
+): Promise<{ deleted: number[]; not_found: (number | string)[]; queued: (number | string)[] }> {
+  const stopAt = Math.min(deadline, Date.now() + budgetMs);
   const wanted: (number | string)[] = input.ids ?? input.distinct_ids ?? [];
   let resolved: (number | undefined)[];
   if (input.ids) {
@@ -385,44 +442,61 @@ export async function bulkDeletePersons(
     resolved = wanted.map((d) => owners.get(`${projectId}#${d}`));
   }
   const persons = await getPersons(projectId, [...new Set(resolved.filter((id): id is number => id !== undefined))]);
-  const removed = new Set<number>();
-  const untouched = new Set<number>();
-  const removals = persons.map((person) => ({
-    person,
-    activity: activity(caller, person, 'deleted', [{ type: 'Person', action: 'deleted', field: null, before: personResponse(person), after: null }]),
-  }));
-  for (const group of removalGroups(removals)) {
-    if (Date.now() >= stopAt) {
-      for (const { person } of group) untouched.add(person.id);
-      continue;
-    }
-    const fits = group.length > 1 || removalItemCount(group[0]!.person) < TRANSACTION_ITEMS;
-    if (fits) {
-      if (input.delete_events) await inParallel(group, QUEUE_CONCURRENCY, ({ person }) => queue(deletionRequest(caller, person)));
-      if (await deletePersonRecords(group)) {
-        for (const { person } of group) removed.add(person.id);
-        continue;
-      }
-    }
-    // A person changed since it was read (or has too many distinct ids for one transaction): one at a time, re-reading.
-    for (const { person } of group) {
-      try {
-        await deletePerson(caller, projectId, person.id, input.delete_events, queue);
-        removed.add(person.id);
-      } catch (error) {
-        if (!(error instanceof NotFound)) throw error;
-      }
-    }
+  const { removed, left } = await removeInGroups(caller, projectId, persons, input.delete_events, queues.deletion, stopAt);
+  if (left.length) {
+    const { first_name, email } = caller.user;
+    await queues.rest({ project_id: projectId, requested_by: { first_name, email }, delete_events: input.delete_events, person_ids: left });
   }
+  const leftSet = new Set(left);
   const deleted = new Set<number>();
   const notFound: (number | string)[] = [];
-  const remaining: (number | string)[] = [];
+  const queued: (number | string)[] = [];
   for (const [i, id] of resolved.entries()) {
     if (id !== undefined && removed.has(id)) deleted.add(id);
-    else if (id !== undefined && untouched.has(id)) remaining.push(wanted[i]!);
+    else if (id !== undefined && leftSet.has(id)) queued.push(wanted[i]!);
     else notFound.push(wanted[i]!);
   }
-  return { deleted: [...deleted], not_found: notFound, remaining };
+  return { deleted: [...deleted], not_found: notFound, queued };
+}
+
+const queuedBulkDelete = v.object({
+  project_id: v.pipe(v.number(), v.integer(), v.minValue(1)),
+  requested_by: v.object({ first_name: v.string(), email: v.string() }),
+  delete_events: v.boolean(),
+  person_ids: v.pipe(v.array(v.pipe(v.number(), v.integer(), v.minValue(0))), v.maxLength(BULK_DELETE_LIMIT)),
+});
+
+/** A queued bulk delete that can never be processed (not JSON, or not the shape above). */
+export class MalformedBulkDelete extends Error {
+  override name = 'MalformedBulkDelete';
+}
+
+export function parseQueuedBulkDelete(body: string): QueuedBulkDelete {
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch {
+    throw new MalformedBulkDelete('malformed bulk delete: not JSON');
+  }
+  const result = v.safeParse(queuedBulkDelete, json);
+  if (!result.success) throw new MalformedBulkDelete(`malformed bulk delete: ${result.issues[0].message}`);
+  return result.output;
+}
+
+/**
+ * The bulk-delete worker's part: re-reads the message's persons in its project (ids of other projects
+ * or already gone are skipped), deletes them as bulkDeletePersons does, starts no group after `stopAt`
+ * and queues what is left as a new message, so one message never asks more of an invocation than its time.
+ */
+export async function deleteQueuedPersons(
+  message: QueuedBulkDelete,
+  queues: { deletion: QueueDeletion; rest: QueueBulkDelete },
+  stopAt: number,
+): Promise<{ deleted: number; skipped: number; requeued: number }> {
+  const persons = await getPersons(message.project_id, message.person_ids);
+  const { removed, left } = await removeInGroups({ user: message.requested_by }, message.project_id, persons, message.delete_events, queues.deletion, stopAt);
+  if (left.length) await queues.rest({ ...message, person_ids: left });
+  return { deleted: removed.size, skipped: new Set(message.person_ids).size - removed.size - left.length, requeued: left.length };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 /** The service's SQS queues, shared by CDK and the local runtime so both build them alike. */
-export type QueueName = 'person_deletions' | 'drain_continuations';
+export type QueueName = 'person_deletions' | 'drain_continuations' | 'person_bulk_deletes';
 
 export interface QueueSettings {
   /** Environment variable through which functions get the queue's URL. */
@@ -16,4 +16,7 @@ export const QUEUES: Record<QueueName, QueueSettings> = {
   person_deletions: { urlEnv: 'PERSON_DELETION_QUEUE_URL', retentionDays: 14, visibilityTimeoutSeconds: 960, maxReceiveCount: 5 },
   // "Carry on draining" notes a drain leaves itself when its backlog outlasts one invocation.
   drain_continuations: { urlEnv: 'DRAIN_CONTINUATION_QUEUE_URL', retentionDays: 1, visibilityTimeoutSeconds: 960, maxReceiveCount: 3 },
+  // Persons a bulk delete could not remove within its request: its worker (120 s) deletes them within seconds.
+  // Visibility 6x the worker's timeout, as AWS advises for queue-triggered functions.
+  person_bulk_deletes: { urlEnv: 'PERSON_BULK_DELETE_QUEUE_URL', retentionDays: 14, visibilityTimeoutSeconds: 720, maxReceiveCount: 5 },
 };

@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { QUEUES } from '#shared/queues/settings.ts';
+import { workers } from '#functions/routes.ts';
+import { QUEUES, type QueueName } from '#shared/queues/settings.ts';
 import { logicalId, resources, roleActions, synthStages } from './synth.ts';
 
 const dev = synthStages('dev').dev!;
 const { stack, template } = dev;
 const drain = () => stack.functions.get('drain_person_deletions')!;
-const queueArn = (name: 'person_deletions' | 'drain_continuations', which: 'queue' | 'dlq' = 'queue') => ({
+const queueArn = (name: QueueName, which: 'queue' | 'dlq' = 'queue') => ({
   'Fn::GetAtt': [logicalId(stack, stack.queues.get(name)![which]), 'Arn'],
 });
 
@@ -31,7 +32,7 @@ describe('deferred person-event deletion', () => {
   });
 
   it('alarms as soon as any queue has a message in its DLQ', () => {
-    for (const name of ['person_deletions', 'drain_continuations'] as const) {
+    for (const name of ['person_deletions', 'drain_continuations', 'person_bulk_deletes'] as const) {
       template.hasResourceProperties('AWS::CloudWatch::Alarm', {
         MetricName: 'ApproximateNumberOfMessagesVisible',
         Threshold: 0,
@@ -45,10 +46,11 @@ describe('deferred person-event deletion', () => {
     const consume = 'sqs:ReceiveMessage';
     expect(roleActions(dev, 'drain_person_deletions')).toContain(consume);
     for (const name of stack.functions.keys()) {
-      if (name === 'drain_person_deletions') continue;
+      // The bulk-delete worker receives from its own queue only (next describe); the test below checks the deletion queue by resource.
+      if (name === 'drain_person_deletions' || name === 'delete_queued_persons') continue;
       expect([name, roleActions(dev, name).includes(consume)]).toEqual([name, false]);
     }
-    for (const op of ['persons_destroy', 'persons_bulk_delete']) expect(roleActions(dev, op)).toContain('sqs:SendMessage');
+    for (const op of ['persons_destroy', 'persons_bulk_delete', 'delete_queued_persons']) expect(roleActions(dev, op)).toContain('sqs:SendMessage');
     expect(roleActions(dev, 'persons_retrieve').some((a) => a.startsWith('sqs:'))).toBe(false);
   });
 
@@ -79,6 +81,64 @@ describe('deferred person-event deletion', () => {
       BatchSize: 1,
     });
     expect(resources(template, 'AWS::Lambda::Function')[logicalId(stack, drain())]!.Properties!.Timeout).toBe(900);
+  });
+});
+
+describe('queued bulk deletes', () => {
+  const worker = () => stack.functions.get('delete_queued_persons')!;
+  const roleIdOf = (name: string) => logicalId(stack, stack.functions.get(name)!.role!);
+  /** Actions the function's role has on the resource (or on '*'). */
+  const actionsOn = (name: string, resource: unknown) =>
+    Object.values(resources(template, 'AWS::IAM::Policy'))
+      .filter((p) => JSON.stringify(p.Properties!.Roles) === JSON.stringify([{ Ref: roleIdOf(name) }]))
+      .flatMap((p) => p.Properties!.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[])
+      .filter((st) => [st.Resource].flat().some((r) => JSON.stringify(r) === JSON.stringify(resource) || r === '*'))
+      .flatMap((st) => [st.Action].flat());
+
+  it('keeps queued persons 14 days, hides a message in hand 6 times the worker timeout, and moves it to its DLQ after the configured receives', () => {
+    const queue = resources(template, 'AWS::SQS::Queue')[logicalId(stack, stack.queues.get('person_bulk_deletes')!.queue)]!;
+    expect(queue.Properties).toMatchObject({
+      MessageRetentionPeriod: 14 * 86_400,
+      VisibilityTimeout: QUEUES.person_bulk_deletes.visibilityTimeoutSeconds,
+      RedrivePolicy: { deadLetterTargetArn: queueArn('person_bulk_deletes', 'dlq'), maxReceiveCount: QUEUES.person_bulk_deletes.maxReceiveCount },
+    });
+    const timeout = resources(template, 'AWS::Lambda::Function')[logicalId(stack, worker())]!.Properties!.Timeout;
+    expect(timeout).toBe(workers.find((w) => w.name === 'delete_queued_persons')!.timeoutSeconds);
+    expect(QUEUES.person_bulk_deletes.visibilityTimeoutSeconds).toBeGreaterThanOrEqual(6 * timeout);
+  });
+
+  it('runs the worker on batches of the queue, reporting failed messages so SQS retries only those', () => {
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      EventSourceArn: queueArn('person_bulk_deletes'),
+      FunctionName: { Ref: logicalId(stack, worker()) },
+      BatchSize: 10,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+  });
+
+  it('lets only the worker receive queued bulk deletes; bulk_delete and the worker (its rest) may send them', () => {
+    const consuming = ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:*'];
+    for (const name of stack.functions.keys()) {
+      for (const which of ['queue', 'dlq'] as const) {
+        const actions = actionsOn(name, queueArn('person_bulk_deletes', which));
+        const consumes = actions.filter((a) => consuming.includes(a));
+        const sends = actions.includes('sqs:SendMessage');
+        if (name === 'delete_queued_persons' && which === 'queue') {
+          expect(consumes).toEqual(expect.arrayContaining(['sqs:ReceiveMessage', 'sqs:DeleteMessage']));
+          expect(sends).toBe(true);
+        } else {
+          expect([name, which, consumes]).toEqual([name, which, []]);
+          expect([name, which, sends]).toEqual([name, which, name === 'persons_bulk_delete' && which === 'queue']);
+        }
+      }
+    }
+    const envOf = (name: string) => resources(template, 'AWS::Lambda::Function')[logicalId(stack, stack.functions.get(name)!)]!.Properties!.Environment.Variables;
+    const url = (name: QueueName) => ({ Ref: logicalId(stack, stack.queues.get(name)!.queue) });
+    expect(envOf('persons_bulk_delete')).toMatchObject({ [QUEUES.person_bulk_deletes.urlEnv]: url('person_bulk_deletes'), [QUEUES.person_deletions.urlEnv]: url('person_deletions') });
+    expect(envOf('delete_queued_persons')).toMatchObject({ [QUEUES.person_bulk_deletes.urlEnv]: url('person_bulk_deletes'), [QUEUES.person_deletions.urlEnv]: url('person_deletions') });
+    // The worker asks for the deletion of the persons' events (delete_events) but cannot read those requests.
+    expect(actionsOn('delete_queued_persons', queueArn('person_deletions'))).toEqual(expect.arrayContaining(['sqs:SendMessage']));
+    expect(actionsOn('delete_queued_persons', queueArn('person_deletions')).filter((a) => consuming.includes(a))).toEqual([]);
   });
 });
 

@@ -153,6 +153,8 @@ describe('least privilege', () => {
         // A continuation queue is written by the worker and triggers it.
         ...(w.continuesVia ? [`sqs:send:${w.continuesVia}`, `sqs:consume:${w.continuesVia}`] : []),
         ...('stream' in w.trigger ? ['stream:list', 'stream:read', 'sqs:send:ingest_failures'] : []),
+        ...('queue' in w.trigger ? [`sqs:consume:${w.trigger.queue}`] : []),
+        ...(w.sends ?? []).map((q) => `sqs:send:${q}`),
         ...(w.writesDestinations ? ['sts:assume-customer-roles', 'sts:deny-own-account-roles', 'kms:open-export-secrets'] : []),
       ];
       expect([w.name, permissionsOf(w.name)]).toEqual([w.name, [...BASE, ...declared].sort()]);

@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { describe, expect, inject, it } from 'vitest';
+import { batchPut } from '#shared/db/batch.ts';
 import { getEvent } from '#shared/db/events.ts';
+import { personItems } from '#shared/db/persons.ts';
+import { runAs } from '#shared/invocation.ts';
 import { readRollups } from '#shared/db/rollups.ts';
 import { runWorker, scheduledEvent } from '../../infra/local/workers.ts';
 import { eventually, newProject, useApi } from '../support/api.ts';
@@ -95,4 +98,36 @@ describe('deferred deletion of a person’s events', () => {
     expect(await drain()).toMatchObject({ processed: 2, eventsDeleted: 5 });
     await eventually(async () => expect(await total(s.projectId)).toBe(0));
   });
+
+  it('queues the deletion of the events of persons the bulk-delete worker removes', async () => {
+    const s = await setup();
+    const queued = { project_id: s.projectId, requested_by: { first_name: '', email: s.email }, delete_events: true, person_ids: [s.a.id] };
+    const event = { Records: [{ messageId: 'm1', receiptHandle: 'r1', body: JSON.stringify(queued), attributes: {}, messageAttributes: {}, eventSource: 'aws:sqs', eventSourceARN: 'local', awsRegion: 'us-east-1' }] };
+    expect(await runWorker('delete_queued_persons', event)).toEqual({ batchItemFailures: [] });
+    expect((await s.c.get(`${s.base}${s.a.id}`)).status).toBe(404);
+    expect(await drain()).toMatchObject({ processed: 1, eventsDeleted: 3 });
+    for (const uuid of s.uuids.a) expect(await getEvent(s.projectId, uuid)).toBeUndefined();
+    for (const uuid of s.uuids.b) expect(await getEvent(s.projectId, uuid)).toBeDefined();
+  });
+
+  it('bulk deletes 1,000 persons with delete_events in one request and queues a deletion request for each of them', async () => {
+    const s = await setup();
+    const ids = Array.from({ length: 1000 }, (_, i) => 5_000_000 + i);
+    // Seeded with the workers' table timeouts: 2,000 writes beside other files' load outlast the API's 2 x 4.5 s.
+    await runAs('worker', () =>
+      batchPut(
+        ids.flatMap((id) =>
+          personItems({ id, uuid: randomUUID(), project_id: s.projectId, properties: {}, distinct_ids: [`bulk-${id}`], created_at: '2024-01-01T00:00:00.000Z', is_identified: true, version: 1 }),
+        ),
+      ),
+    );
+    const res = await s.c.post(`${s.base}bulk_delete/`, { ids, delete_events: true });
+    expect(res.status).toBe(202);
+    expect(res.body.not_found).toEqual([]);
+    expect([...res.body.deleted, ...res.body.queued].sort()).toEqual([...ids].sort());
+    // Those queued go within seconds, through the bulk-delete worker.
+    await eventually(async () => expect((await s.c.get(`${s.base}?limit=100`)).body.results.map((p: { id: number }) => p.id).sort()).toEqual([s.a.id, s.b.id].sort()), 90_000);
+    const summary = await drain();
+    expect(summary).toMatchObject({ processed: 1000, failed: 0 });
+  }, 180_000);
 });

@@ -5,6 +5,7 @@ import { configureLocalEnv } from '../../infra/local/env.ts';
 import { startStreamPoller } from '../../infra/local/stream-poller.ts';
 import { ensureQueues } from '../../infra/local/queues.ts';
 import { startS3, startSqs } from '../../infra/local/stand-ins.ts';
+import { startQueuePollers } from '../../infra/local/workers.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -52,7 +53,10 @@ export default async function setup(project: TestProject) {
     endpoint: dynamodb.endpoint,
     loadHandler: async () => (await import('../../functions/workers/ingest-events.ts')).handler,
   });
+  // Likewise Lambda's SQS event sources: queued bulk deletes (and drain continuations) run their workers here.
+  const queuePollers = startQueuePollers(sqs.endpoint, queues);
   return async () => {
+    await queuePollers.stop();
     await poller.stop();
     await sqs.stop();
     await s3.stop();

@@ -19,6 +19,12 @@ describe('config', () => {
     for (const bad of ['0', '-1', '1.5', 'many']) expect(() => readConfig({ ANALYTICS_PERSON_SCAN_LIMIT: bad })).toThrow(/positive integer/);
   });
 
+  it('gives a bulk delete 4 s inline unless ANALYTICS_BULK_DELETE_BUDGET_MS says otherwise (0: queue everything)', () => {
+    expect(readConfig({}).bulkDeleteBudgetMs).toBe(4_000);
+    expect(readConfig({ ANALYTICS_BULK_DELETE_BUDGET_MS: '0' }).bulkDeleteBudgetMs).toBe(0);
+    for (const bad of ['-1', '1.5', 'soon']) expect(() => readConfig({ ANALYTICS_BULK_DELETE_BUDGET_MS: bad })).toThrow(/integer >= 0/);
+  });
+
   it('rejects an unparsable fixed time instead of guessing', () => {
     expect(() => readConfig({ ANALYTICS_RUNTIME: 'local', ANALYTICS_FIXED_NOW: 'yesterday' })).toThrow(/ISO 8601/);
   });
