@@ -3,23 +3,25 @@
  * log groups carry the logical ids the stack gave them when it created them directly
  * (`OrganizationsListFunction…`); a changed logical id makes CloudFormation create a new resource
  * before deleting the old one, which fails for anything with a fixed name (functions, log groups,
- * schedules). A construct with `prefixesLogicalIds` contributes its id as a prefix of its child's id
- * instead of a path component of its own, so `OrganizationsList/Function` keeps the id of
- * `OrganizationsListFunction`.
+ * schedules, event source mappings). A construct with a `logicalIdPrefix` puts that prefix on its
+ * child's id instead of adding a path component of its own: a ServiceFunction's prefix is its id, so
+ * `OrganizationsList/Function` keeps the id of `OrganizationsListFunction`; PublicApi's is empty, so
+ * `PublicApi/HttpApi` keeps the id of `HttpApi`.
  */
 import { createHash } from 'node:crypto';
 import type { CfnElement, Stack } from 'aws-cdk-lib';
 import type { IConstruct } from 'constructs';
 
-const prefixes = (c: IConstruct) => (c as { prefixesLogicalIds?: unknown }).prefixesLogicalIds === true;
+const prefixOf = (c: IConstruct) => (c as { logicalIdPrefix?: unknown }).logicalIdPrefix;
 
-/** The path components of `element` below `stack`, a prefixing construct's id merged into its child's. */
+/** The path components of `element` below `stack`, with each construct's `logicalIdPrefix` merged into its child's id. */
 export function logicalIdPath(stack: Stack, element: CfnElement): string[] {
   const scopes = element.node.scopes;
   const path: string[] = [];
   let prefix = '';
   for (const scope of scopes.slice(scopes.indexOf(stack) + 1)) {
-    if (prefixes(scope)) prefix += scope.node.id;
+    const own = prefixOf(scope);
+    if (typeof own === 'string') prefix += own;
     else {
       path.push(prefix + scope.node.id);
       prefix = '';

@@ -89,15 +89,16 @@ export interface ServiceFunctionProps {
 
 /**
  * One Lambda with its own log group and its own role, granted exactly `permissions`. Its construct id
- * prefixes its children's logical ids (see AnalyticsStack.allocateLogicalId): `OrganizationsList` +
- * `Function` is the `OrganizationsListFunction...` a deployed stage already has.
+ * prefixes its children's logical ids (`logicalIdPrefix`, infra/constructs/logical-ids.ts):
+ * `OrganizationsList` + `Function` is the `OrganizationsListFunction…` a deployed stage already has.
  */
 export class ServiceFunction extends Construct {
-  readonly prefixesLogicalIds = true;
+  readonly logicalIdPrefix: string;
   readonly fn: lambda.Function;
 
   constructor(scope: Construct, name: string, description: string, permissions: Permissions, props: ServiceFunctionProps & { timeoutSeconds?: number }) {
     super(scope, pascal(name));
+    this.logicalIdPrefix = this.node.id;
     const { stage, stateful } = props;
     const functionName = functionNameOf(stage, name);
     // An explicit log group, rather than the one Lambda creates on first write, so retention and

@@ -333,7 +333,7 @@ describe('table', () => {
 });
 
 describe('CloudFront in front of the API', () => {
-  const edgeId = logicalId(stack, stack.node.findChild('StripTrailingSlash'));
+  const edgeId = logicalId(stack, stack.node.findChild('PublicApi').node.findChild('StripTrailingSlash'));
 
   it('runs the trailing-slash function from infra/edge on every viewer request', () => {
     template.hasResourceProperties('AWS::CloudFront::Function', {
