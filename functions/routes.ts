@@ -507,7 +507,7 @@ export const workers = [
     access: 'write',
     // Deletion requests of the persons' events (delete_events), and the rest of a message it cannot finish in time.
     sends: ['person_deletions', 'person_bulk_deletes'],
-    timeoutSeconds: 120,
+    timeoutSeconds: 300,
     summary: 'Deletes, within seconds, the persons a bulk delete queued because its request ran out of time',
   },
 ] as const satisfies readonly Worker[];

@@ -1,4 +1,5 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import { flatCsv, omissionNote, rowsOf } from '../csv.ts';
 
 export type HttpResponse = APIGatewayProxyStructuredResultV2 & { statusCode: number; headers: Record<string, string> };
 
@@ -21,6 +22,24 @@ export const noContent = (): Reply => ({ status: 204 });
 export function jsonResponse(statusCode: number, body: unknown, headers: Record<string, string> = {}): HttpResponse {
   if (body === undefined) return { statusCode, headers, body: '' };
   return { statusCode, headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify(body) };
+}
+
+/** A handler's Reply as the HTTP response: CSV when the route answers CSV and the client asked for it, else its text or JSON. */
+export function httpResponse(reply: Reply, format: 'json' | 'csv' = 'json'): HttpResponse {
+  if (format === 'csv' && reply.status !== 204) {
+    const csv = csvOf(reply);
+    const headers = { 'Content-Type': 'text/csv; charset=utf-8', ...(csv.truncated ? { 'X-CSV-Truncated': csv.truncated } : {}), ...reply.headers };
+    return { statusCode: reply.status, headers, body: csv.text };
+  }
+  if (reply.text) return { statusCode: reply.status, headers: { 'Content-Type': reply.text.contentType, ...reply.headers }, body: reply.text.body };
+  return jsonResponse(reply.status, reply.status === 204 ? undefined : reply.body, reply.headers);
+}
+
+/** The reply's own CSV, or the generic flattening of its rows with a note of what did not fit. */
+function csvOf(reply: Reply): { text: string; truncated?: string } {
+  if (reply.csv) return { text: reply.csv() };
+  const flat = flatCsv(rowsOf(reply.body));
+  return { text: flat.text, truncated: omissionNote(flat) };
 }
 
 /**

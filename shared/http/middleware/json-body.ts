@@ -1,0 +1,37 @@
+import { ParseError, PayloadTooLarge, UnsupportedMediaType, ValidationError } from '../../errors.ts';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '../../json.ts';
+import type { Middleware } from './pipeline.ts';
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+/**
+ * JSON bodies only, at most 1 MiB, nested at most 128 levels, and a JSON object when present; an
+ * empty body is `{}`. Only on routes with a body schema. Hand-written rather than
+ * @middy/http-json-body-parser: docs/http-pipeline.md says why.
+ */
+export const jsonBody: Middleware = {
+  before: (request) => {
+    const { event } = request;
+    const raw = event.body ? (event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body) : '';
+    if (Buffer.byteLength(raw) > MAX_BODY_BYTES) throw new PayloadTooLarge(`Request body exceeds ${MAX_BODY_BYTES} bytes.`);
+    if (raw.trim() === '') {
+      request.internal.body = {};
+      return;
+    }
+    const [mediaType = ''] = (event.headers?.['content-type'] ?? '').split(';');
+    const contentType = mediaType.trim().toLowerCase();
+    if (contentType !== 'application/json' && !contentType.endsWith('+json')) throw new UnsupportedMediaType(contentType);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw);
+    } catch (error) {
+      throw new ParseError(`JSON parse error - ${(error as Error).message}`);
+    }
+    if (parsed !== null && typeof parsed === 'object' && nestedDeeperThan(parsed)) throw new ParseError(`JSON parse error - nested deeper than ${MAX_JSON_DEPTH} levels`);
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      const got = Array.isArray(parsed) ? 'list' : parsed === null ? 'null' : typeof parsed;
+      throw new ValidationError(`Invalid data. Expected a dictionary, but got ${got}.`, null);
+    }
+    request.internal.body = parsed;
+  },
+};
