@@ -442,7 +442,8 @@ export interface Worker {
    * runs, or a queue whose messages invoke it in batches (reporting the failed ones, which SQS retries).
    */
   trigger: { stream: 'table' } | { schedule: string } | { queue: QueueName };
-  access: 'write';
+  /** What the function may do to the table, as for routes: `read` gets read-only IAM, `write` read/write. */
+  access: 'read' | 'write';
   /** Queues it receives from; a queue listed in `continuesVia` also triggers it (to carry on a long backlog). */
   consumes?: readonly QueueName[];
   continuesVia?: QueueName;

@@ -4,6 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { API_TIMEOUT_SECONDS, fallbackHandler, routePaths, type Route } from '#functions/routes.ts';
+import { bracedPath } from '#shared/http/path-template.ts';
 import { normalizePath, resolveRoute } from '#shared/http/router.ts';
 import { FunctionTimeout, invokeWithTimeout } from './lambda-context.ts';
 
@@ -53,7 +54,7 @@ export function toApiGatewayEvent(
   const queryStringParameters: Record<string, string> = {};
   for (const [k, v] of url.searchParams) queryStringParameters[k] = queryStringParameters[k] ? `${queryStringParameters[k]},${v}` : v;
   const method = (req.method ?? 'GET').toUpperCase();
-  const routeKey = route ? `${route.method} ${route.path.replace(/:([a-z_]+)/g, '{$1}')}` : '$default';
+  const routeKey = route ? `${route.method} ${bracedPath(route.path)}` : '$default';
   // Text bodies arrive as strings, anything else base64-encoded. posthog-js labels gzip as text/plain,
   // so bytes that are not valid UTF-8 are treated as binary whatever their label.
   const textual = TEXT_TYPES.test(headers['content-type'] ?? '') && !headers['content-encoding'] && isUtf8(body);

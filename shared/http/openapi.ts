@@ -20,6 +20,7 @@ import * as v from 'valibot';
 import { toJsonSchema, type ConversionConfig, type JsonSchema } from '@valibot/to-json-schema';
 import { SCOPE_OBJECTS } from '../auth/scopes.ts';
 import type { Schemas } from './handler.ts';
+import { bracedPath, pathParamNames } from './path-template.ts';
 import { tenancyOf } from './tenancy.ts';
 
 /** What the document needs of a route-table row (functions/routes.ts rows satisfy it). */
@@ -433,11 +434,6 @@ export const HAND_DOCUMENTED: Record<string, HandDocumented> = {
   },
 };
 
-/** `/api/organizations/:id` -> `/api/organizations/{id}`. */
-export const openApiPath = (path: string) => path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
-
-const pathParams = (path: string) => [...path.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1]!);
-
 /** The resource the operation is about: the first literal segment after the tenant (`persons`), else the first one. */
 function tagOf(route: OpenApiRoute): string {
   const segments = route.path.split('/').filter(Boolean);
@@ -472,7 +468,7 @@ function parameter(name: string, where: 'path' | 'query', required: boolean, sch
 function parametersOf(entry: OpenApiEntry): JsonObject[] {
   const { route, schemas } = entry;
   const out: JsonObject[] = [];
-  const names = pathParams(route.path);
+  const names = pathParamNames(route.path);
   const params = schemas.params ? convert(route, 'params', schemas.params) : undefined;
   const paramProps = (params?.properties ?? {}) as JsonObject;
   for (const key of Object.keys(paramProps)) {
@@ -524,7 +520,7 @@ const nonEmpty = (key: string, list: JsonObject[]): JsonObject => (list.length ?
 function keyOperation(entry: OpenApiEntry): JsonObject {
   const { route, schemas } = entry;
   const body = schemas.body ? convert(route, 'body', schemas.body) : undefined;
-  const hasParams = pathParams(route.path).length > 0;
+  const hasParams = pathParamNames(route.path).length > 0;
   const errors = [
     ...(schemas.params || schemas.query || schemas.body || route.csv ? [400] : []),
     401,
@@ -585,7 +581,7 @@ const DESCRIPTION = [
 export function buildOpenApi(entries: readonly OpenApiEntry[], info: OpenApiInfo): OpenApiDocument {
   const paths: Record<string, JsonObject> = {};
   const add = (path: string, method: string, value: Json) => {
-    const item = (paths[openApiPath(path)] ??= {});
+    const item = (paths[bracedPath(path)] ??= {});
     const key = method.toLowerCase();
     if (key in item) throw new Error(`${method} ${path} is documented twice`);
     item[key] = value;
@@ -597,10 +593,10 @@ export function buildOpenApi(entries: readonly OpenApiEntry[], info: OpenApiInfo
   // Alias paths point at the path item of their operation: one operationId, several paths.
   for (const { route } of entries) {
     for (const alias of route.aliases ?? []) {
-      if (paths[openApiPath(alias)]) throw new Error(`alias ${alias} of ${route.operationId} also has its own operations`);
+      if (paths[bracedPath(alias)]) throw new Error(`alias ${alias} of ${route.operationId} also has its own operations`);
       const others = entries.filter((e) => e.route.path === route.path && e.route !== route);
       if (others.length) throw new Error(`alias ${alias}: ${route.path} has other operations, which the alias would inherit`);
-      paths[openApiPath(alias)] = { $ref: `#/paths/${openApiPath(route.path).replaceAll('~', '~0').replaceAll('/', '~1')}` };
+      paths[bracedPath(alias)] = { $ref: `#/paths/${bracedPath(route.path).replaceAll('~', '~0').replaceAll('/', '~1')}` };
     }
   }
   const sortedPaths = Object.fromEntries(Object.entries(paths).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));

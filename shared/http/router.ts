@@ -1,4 +1,6 @@
 /** Path matching shared by the local server and the deployed fallback function: one rule for both. */
+import { matchPath, pathParamNames } from './path-template.ts';
+
 export interface RoutePattern {
   method: string;
   path: string;
@@ -14,31 +16,9 @@ export function normalizePath(path: string): string {
   return path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
 }
 
-function matchPath(pattern: string, path: string): Record<string, string> | undefined {
-  const want = pattern.split('/');
-  const got = path.split('/');
-  if (want.length !== got.length) return undefined;
-  const params: Record<string, string> = {};
-  for (let i = 0; i < want.length; i += 1) {
-    const w = want[i]!;
-    const g = got[i]!;
-    if (w.startsWith(':')) {
-      if (g === '') return undefined;
-      try {
-        params[w.slice(1)] = decodeURIComponent(g);
-      } catch {
-        return undefined;
-      }
-    } else if (w !== g) {
-      return undefined;
-    }
-  }
-  return params;
-}
-
 /** Literal segments win over parameters (`/persons/bulk_delete` before `/persons/:id`). */
 function specificity(pattern: string): number {
-  return pattern.split('/').filter((s) => s.startsWith(':')).length;
+  return pathParamNames(pattern).length;
 }
 
 export function resolveRoute<R extends RoutePattern>(routes: readonly R[], method: string, rawPath: string): Resolution<R> {

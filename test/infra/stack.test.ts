@@ -1,11 +1,16 @@
 import { readFileSync } from 'node:fs';
-import { Match } from 'aws-cdk-lib/assertions';
+import { App, Stack, type CfnElement } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { routePaths, routes, workers, type Route } from '#functions/routes.ts';
+import { routePaths, routes, workers, type Route, type Worker } from '#functions/routes.ts';
 import { FALLBACK_FUNCTION } from '#infra/build.ts';
+import { WorkerFunction } from '#infra/constructs/service-function.ts';
+import { StatefulResources } from '#infra/constructs/stateful.ts';
 import { stageSettings } from '#infra/stages.ts';
 import { TABLE_SCHEMA } from '#shared/db/table-schema.ts';
+import { bracedPath } from '#shared/http/path-template.ts';
 import { logicalId, resources, roleActions, synthStages } from './synth.ts';
 
 const dev = synthStages('dev').dev!;
@@ -21,8 +26,59 @@ const statementsOf = (roleId: string): Statement[] =>
     .filter((p) => (p.Properties!.Roles as unknown[]).some((r) => JSON.stringify(r) === JSON.stringify({ Ref: roleId })))
     .flatMap((p) => p.Properties!.PolicyDocument.Statement as Statement[]);
 
+/** Table grants as CDK writes them: read or read/write on the table and its indexes (plus stream record reads on the table ARN, which match no stream). */
+const TABLE_READ = ['dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:GetItem', 'dynamodb:Scan', 'dynamodb:ConditionCheckItem', 'dynamodb:DescribeTable'];
+const tableGrants = (access: 'read' | 'write' | 'none') => (access === 'none' ? [] : [`table:${access}`, 'table:records']);
+/** Every function may write its own log group and send traces. */
+const BASE = ['logs:own-log-group', 'xray'];
+const sameSet = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x) => b.includes(x));
+const json = (x: unknown) => JSON.stringify(x);
+const arnOf = (construct: Parameters<typeof logicalId>[1], attribute = 'Arn') => json({ 'Fn::GetAtt': [logicalId(stack, construct), attribute] });
+const queueArns = new Map<string, string>([
+  [arnOf(stack.ingestFailures), 'ingest_failures'],
+  ...[...stack.queues].map(([name, { queue }]) => [arnOf(queue), name] as [string, string]),
+]);
+const SQS_SEND = ['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'];
+const SQS_CONSUME = ['sqs:ReceiveMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueUrl', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'];
+const EXPORT_CONTEXT = { 'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': ['organization_id', 'batch_export_id'] }, Null: { 'kms:EncryptionContextKeys': 'false' } };
+
+/** Names what one policy statement of `fn`'s role grants, or says it is unexpected. */
+function permissionOf(st: Statement, ownLogGroup: string): string {
+  const actions = [st.Action].flat();
+  const resource = json(st.Resource);
+  const table = json([{ 'Fn::GetAtt': [tableId, 'Arn'] }, { 'Fn::Join': ['', [{ 'Fn::GetAtt': [tableId, 'Arn'] }, '/index/*']] }]);
+  const onItems = (prefix: string) => resource === arnOf(stack.table) && json(st.Condition) === json({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [prefix] } });
+  const allow = st.Effect === 'Allow';
+  const withoutCondition = st.Condition === undefined;
+  if (allow && withoutCondition && sameSet(actions, ['logs:CreateLogStream', 'logs:PutLogEvents']) && resource === json({ 'Fn::GetAtt': [ownLogGroup, 'Arn'] })) return 'logs:own-log-group';
+  if (allow && withoutCondition && sameSet(actions, ['xray:PutTraceSegments', 'xray:PutTelemetryRecords']) && resource === '"*"') return 'xray';
+  if (allow && withoutCondition && resource === table && sameSet(actions, TABLE_READ)) return 'table:read';
+  if (allow && withoutCondition && resource === table && sameSet(actions, [...TABLE_READ, ...WRITE_ACTIONS])) return 'table:write';
+  if (allow && withoutCondition && resource === table && sameSet(actions, ['dynamodb:GetRecords', 'dynamodb:GetShardIterator'])) return 'table:records';
+  if (allow && sameSet(actions, ['dynamodb:PutItem']) && onItems('TRENDCACHE#*')) return 'table:put-trend-cache';
+  if (allow && sameSet(actions, ['dynamodb:UpdateItem']) && onItems('RATE#*')) return 'table:count-rate-limits';
+  if (allow && withoutCondition && sameSet(actions, ['dynamodb:ListStreams']) && resource === '"*"') return 'stream:list';
+  if (allow && withoutCondition && sameSet(actions, ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator']) && resource === arnOf(stack.table, 'StreamArn')) return 'stream:read';
+  if (allow && withoutCondition && queueArns.has(resource) && sameSet(actions, SQS_SEND)) return `sqs:send:${queueArns.get(resource)}`;
+  if (allow && withoutCondition && queueArns.has(resource) && sameSet(actions, SQS_CONSUME)) return `sqs:consume:${queueArns.get(resource)}`;
+  const onKey = resource === arnOf(stack.exportSecretsKey) && json(st.Condition) === json(EXPORT_CONTEXT);
+  if (allow && onKey && sameSet(actions, ['kms:GenerateDataKey'])) return 'kms:seal-export-secrets';
+  if (allow && onKey && sameSet(actions, ['kms:Decrypt'])) return 'kms:open-export-secrets';
+  if (allow && withoutCondition && sameSet(actions, ['sts:AssumeRole']) && resource === '"arn:*:iam::*:role/*"') return 'sts:assume-customer-roles';
+  const ownAccountRoles = json({ 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::', { Ref: 'AWS::AccountId' }, ':role/*']] });
+  if (st.Effect === 'Deny' && withoutCondition && sameSet(actions, ['sts:AssumeRole']) && resource === ownAccountRoles) return 'sts:deny-own-account-roles';
+  return `unexpected: ${json(st)}`;
+}
+
+/** What the function's role grants, one name per statement, sorted. */
+function permissionsOf(name: string): string[] {
+  const fn = stack.functions.get(name)!;
+  const ownLogGroup = resources(template, 'AWS::Lambda::Function')[logicalId(stack, fn)]!.Properties!.LoggingConfig.LogGroup.Ref as string;
+  return statementsOf(logicalId(stack, fn.role!)).map((st) => permissionOf(st, ownLogGroup)).sort();
+}
+
 /** Route key as API Gateway spells it: `GET /api/organizations/{id}`. */
-const routeKey = (r: { method: string; path: string }) => `${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}`;
+const routeKey = (r: { method: string; path: string }) => `${r.method} ${bracedPath(r.path)}`;
 
 describe('functions', () => {
   it('deploys one nodejs22.x arm64 function per route and worker plus the fallback', () => {
@@ -73,28 +129,48 @@ describe('functions', () => {
 });
 
 describe('least privilege', () => {
-  it('gives read-only operations no unconditional table write permission', () => {
-    const readOnly = (routes as readonly Route[]).filter((x) => x.access === 'read');
-    expect(readOnly.length).toBeGreaterThan(0);
-    for (const r of readOnly) {
-      const actions = roleActions(dev, r.operationId);
-      expect(actions, r.operationId).toContain('dynamodb:Query');
-      const writes = statementsOf(logicalId(stack, stack.functions.get(r.operationId)!.role!)).filter((st) => [st.Action].flat().some((a) => WRITE_ACTIONS.includes(a)));
-      // Only item-level writes restricted by partition-key prefix: rate-limit counters, and the trend cache.
-      for (const st of writes) expect([r.operationId, st.Condition]).toEqual([r.operationId, { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [expect.stringMatching(/^(RATE|TRENDCACHE)#\*$/)] } }]);
+  it("grants each route's function exactly what its row declares, and nothing more", () => {
+    for (const r of routes as readonly Route[]) {
+      const keyAuthenticated = r.auth === undefined || r.auth === 'personal_api_key';
+      const declared = [
+        ...tableGrants(r.access),
+        ...(r.writesCache ? ['table:put-trend-cache'] : []),
+        // Per-key rate limits (shared/db/rate-limits.ts) count every key-authenticated request: write routes already can.
+        ...(keyAuthenticated && r.access !== 'write' ? ['table:count-rate-limits'] : []),
+        ...(r.sealsSecrets ? ['kms:seal-export-secrets'] : []),
+        ...(r.sends ?? []).map((q) => `sqs:send:${q}`),
+      ];
+      expect([r.operationId, permissionsOf(r.operationId)]).toEqual([r.operationId, [...BASE, ...declared].sort()]);
+    }
+    expect(permissionsOf(FALLBACK_FUNCTION)).toEqual([...BASE].sort());
+  });
+
+  it("grants each worker's function exactly what its row declares (access, queues, trigger, destinations), and nothing more", () => {
+    for (const w of workers as readonly Worker[]) {
+      const declared = [
+        ...tableGrants(w.access),
+        ...(w.consumes ?? []).map((q) => `sqs:consume:${q}`),
+        // A continuation queue is written by the worker and triggers it.
+        ...(w.continuesVia ? [`sqs:send:${w.continuesVia}`, `sqs:consume:${w.continuesVia}`] : []),
+        ...('stream' in w.trigger ? ['stream:list', 'stream:read', 'sqs:send:ingest_failures'] : []),
+        ...('queue' in w.trigger ? [`sqs:consume:${w.trigger.queue}`] : []),
+        ...(w.sends ?? []).map((q) => `sqs:send:${q}`),
+        ...(w.writesDestinations ? ['sts:assume-customer-roles', 'sts:deny-own-account-roles', 'kms:open-export-secrets'] : []),
+      ];
+      expect([w.name, permissionsOf(w.name)]).toEqual([w.name, [...BASE, ...declared].sort()]);
     }
   });
 
-  it('lets every key-authenticated read-only operation count its rate limits: UpdateItem on RATE# items only', () => {
-    const keyed = (routes as readonly Route[]).filter((x) => x.access !== 'write' && (x.auth === undefined || x.auth === 'personal_api_key'));
-    expect(keyed.length).toBeGreaterThan(0);
-    for (const r of keyed) {
-      const updates = statementsOf(logicalId(stack, stack.functions.get(r.operationId)!.role!)).filter((st) => [st.Action].flat().includes('dynamodb:UpdateItem'));
-      expect([r.operationId, updates]).toEqual([
-        r.operationId,
-        [{ Effect: 'Allow', Action: 'dynamodb:UpdateItem', Resource: { 'Fn::GetAtt': [tableId, 'Arn'] }, Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['RATE#*'] } } }],
-      ]);
-    }
+  it('gives a worker whose row declares read access no table write permission', () => {
+    const s = new Stack(new App(), 'analytics-dev');
+    const stage = stageSettings('dev');
+    const reader: Worker = { ...workers.find((w) => w.name === 'compact_events')!, name: 'read_only_worker', access: 'read' };
+    const { fn } = new WorkerFunction(s, reader, { stage, stateful: new StatefulResources(s, stage), code: () => lambda.Code.fromInline('export const handler = async () => ({})') });
+    const statements = Object.values(Template.fromStack(s).findResources('AWS::IAM::Policy'))
+      .filter((p) => JSON.stringify(p.Properties.Roles) === JSON.stringify([{ Ref: s.getLogicalId(fn.role!.node.defaultChild as CfnElement) }]))
+      .flatMap((p) => p.Properties.PolicyDocument.Statement as Statement[]);
+    expect(statements.flatMap((st) => [st.Action].flat()).filter((a) => WRITE_ACTIONS.includes(a))).toEqual([]);
+    expect(statements.flatMap((st) => [st.Action].flat())).toContain('dynamodb:Query');
   });
 
   it('lets a read-only operation with a result cache put only cache items', () => {
@@ -107,24 +183,6 @@ describe('least privilege', () => {
         Action: 'dynamodb:PutItem',
         Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['TRENDCACHE#*'] } },
       });
-    }
-  });
-
-  it('lets writing operations write to the table', () => {
-    const writing = routes.filter((x) => x.access === 'write');
-    expect(writing.length).toBeGreaterThan(0);
-    for (const r of writing) {
-      expect(roleActions(dev, r.operationId), r.operationId).toEqual(expect.arrayContaining(WRITE_ACTIONS));
-    }
-  });
-
-  it('gives the fallback and table-less operations (the schema) no DynamoDB permission at all', () => {
-    const tableless = [FALLBACK_FUNCTION, ...(routes as readonly Route[]).filter((r) => r.access === 'none').map((r) => r.operationId)];
-    expect(tableless).toContain('schema');
-    for (const name of tableless) {
-      expect(roleActions(dev, name).filter((a) => a.startsWith('dynamodb:'))).toEqual([]);
-      const role = logicalId(stack, stack.functions.get(name)!.role!);
-      expect(resources(template, 'AWS::IAM::Role')[role]?.Properties?.ManagedPolicyArns ?? []).toEqual([]);
     }
   });
 
@@ -275,7 +333,7 @@ describe('table', () => {
 });
 
 describe('CloudFront in front of the API', () => {
-  const edgeId = logicalId(stack, stack.node.findChild('StripTrailingSlash'));
+  const edgeId = logicalId(stack, stack.node.findChild('PublicApi').node.findChild('StripTrailingSlash'));
 
   it('runs the trailing-slash function from infra/edge on every viewer request', () => {
     template.hasResourceProperties('AWS::CloudFront::Function', {

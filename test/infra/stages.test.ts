@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { routes, workers } from '#functions/routes.ts';
 import { FALLBACK_FUNCTION } from '#infra/build.ts';
-import { functionNameOf } from '#infra/stacks/analytics-stack.ts';
+import { functionNameOf } from '#infra/constructs/service-function.ts';
 import { stageSettings } from '#infra/stages.ts';
 import { logicalId, resources, synthStages } from './synth.ts';
 

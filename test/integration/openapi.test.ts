@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import * as v from 'valibot';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { routePaths, routes, type Route } from '#functions/routes.ts';
-import { inputJsonSchema, openApiPath, serializeOpenApi } from '#shared/http/openapi.ts';
+import { inputJsonSchema, serializeOpenApi } from '#shared/http/openapi.ts';
+import { bracedPath } from '#shared/http/path-template.ts';
 import { generateOpenApi, OPENAPI_FILE } from '#infra/cli/openapi.ts';
 import { eventually, newProject, useApi } from '../support/api.ts';
 
@@ -121,7 +122,7 @@ function documentSchemas(node: unknown = doc, out: unknown[] = Object.values(doc
 
 /** The operation the document gives for a route-table method + path (following alias path items). */
 function operationFor(method: string, path: string): any {
-  let item = doc.paths[openApiPath(path)];
+  let item = doc.paths[bracedPath(path)];
   if (item?.$ref) item = resolveRef(item.$ref);
   return item?.[method.toLowerCase()];
 }
@@ -167,7 +168,7 @@ describe('the OpenAPI document', () => {
     }
     const documented = Object.values(doc.paths as Record<string, any>).flatMap((item) => Object.keys(item).filter((k) => k !== '$ref').map(() => 1));
     expect(documented).toHaveLength(routes.length);
-    expect(Object.keys(doc.paths).sort()).toEqual([...new Set(routePaths.map((r) => openApiPath(r.path)))].sort());
+    expect(Object.keys(doc.paths).sort()).toEqual([...new Set(routePaths.map((r) => bracedPath(r.path)))].sort());
     expect(Object.keys(doc.paths).filter((p) => p.length > 1 && p.endsWith('/'))).toEqual([]);
   });
 
