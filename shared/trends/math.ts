@@ -62,7 +62,7 @@ export function lowerIndex(events: TimedEvent[], bound: number): number {
  * Quantile with linear interpolation between closest ranks (numpy's default, and what ClickHouse's
  * exact quantile gives for small sets): p90 of [1..10] is 9.1.
  */
-export function quantile(sorted: number[], p: number): number {
+export function quantile(sorted: ArrayLike<number>, p: number): number {
   if (!sorted.length) return 0;
   const h = (sorted.length - 1) * p;
   const lo = Math.floor(h);

@@ -1,0 +1,687 @@
+/**
+ * The trend engine over columns (DuckDB/ClickHouse style, over the segments' dictionary encoding):
+ * batches are visited one at a time and folded into per-(series, period) aggregates; nothing holds a
+ * row object. Per batch, each series' filters become a byte mask (masks.ts), breakdown values a group
+ * ordinal per dictionary entry, persons an integer ordinal per actor, and each row lands in its bucket
+ * by comparing its time with the period's precomputed bucket starts (one time-zone computation per
+ * boundary, none per event).
+ *
+ * Aggregates: counts and sum/avg/min/max fold into per-(group, bucket) cells as batches go; maths
+ * that need the values themselves (distinct persons or sessions, percentiles, per-actor counts, the
+ * trailing active-user windows) keep one compact typed entry per matching row (group, bucket, operand,
+ * and the time for windows) and are computed when every batch has been seen. Breakdown values are
+ * ranked once the period's volumes are known, so the top values and "Other" come out of the same
+ * cells (Other = the math over the remaining values' entries, never a sum of rows).
+ */
+import { textOf } from '#shared/errors.ts';
+import { breakdownText } from '../breakdown.ts';
+import { indexActions, parseStoredFilters, periodsFor, projectContext, readFrom, resolveDateRange } from '../compute.ts';
+import type { DateContext, Period } from '../dates.ts';
+import { windowStart } from '../dates.ts';
+import { ACTIVE_WINDOW_DAYS, quantile, type RowValues, windowDays } from '../math.ts';
+import { buildResponse, type PeriodResult } from '../output.ts';
+import { propertyOf, toNumber } from '../properties.ts';
+import {
+  COUNT_PER_ACTOR_MATHS,
+  PROPERTY_MATHS,
+  type ActionDefinition,
+  type BreakdownSpec,
+  type MathType,
+  type ProjectSettings,
+  type TrendEntity,
+  type TrendQuery,
+  type TrendResponse,
+} from '../types.ts';
+import { actorAt, type ColumnBatch, type ColumnSource } from './batch.ts';
+import { andNode, evaluate, groupNode, type Mask, type MaskNode } from './masks.ts';
+import { rankGroups } from './rank.ts';
+
+export interface ColumnarInput {
+  source: ColumnSource;
+  project: ProjectSettings;
+  actions: ActionDefinition[];
+  now: Date;
+  firstEventAt?: Date;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Growable typed lists (one entry per matching row for the maths that need values)
+
+class IntList {
+  data = new Int32Array(1024);
+  length = 0;
+  push(v: number): void {
+    if (this.length === this.data.length) {
+      const next = new Int32Array(this.data.length * 2);
+      next.set(this.data);
+      this.data = next;
+    }
+    this.data[this.length++] = v;
+  }
+}
+
+class FloatList {
+  data = new Float64Array(1024);
+  length = 0;
+  push(v: number): void {
+    if (this.length === this.data.length) {
+      const next = new Float64Array(this.data.length * 2);
+      next.set(this.data);
+      this.data = next;
+    }
+    this.data[this.length++] = v;
+  }
+}
+
+/** Interned strings: the ordinal of each distinct value of a query (persons, sessions, breakdown values). */
+class Ordinals {
+  readonly values: string[] = [];
+  private readonly ids = new Map<string, number>();
+  of(value: string): number {
+    let id = this.ids.get(value);
+    if (id === undefined) this.ids.set(value, (id = this.values.push(value) - 1));
+    return id;
+  }
+  get size(): number {
+    return this.values.length;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// What each series aggregates
+
+type Family = 'count' | 'stats' | 'distinct' | 'window' | 'numbers' | 'per_actor';
+type Operand = 'none' | 'person' | 'session' | 'number';
+
+const isPropertyMath = (m: MathType) => (PROPERTY_MATHS as readonly string[]).includes(m);
+const isPerActorMath = (m: MathType) => (COUNT_PER_ACTOR_MATHS as readonly string[]).includes(m);
+
+function familyOf(entity: TrendEntity, interval: TrendQuery['interval']): Family {
+  const m = entity.math;
+  if (m === 'total') return 'count';
+  if (m === 'sum' || m === 'avg' || m === 'min' || m === 'max') return 'stats';
+  if (isPropertyMath(m)) return 'numbers';
+  if (isPerActorMath(m)) return 'per_actor';
+  if (windowDays(m, interval) !== null) return 'window';
+  if (m === 'dau' || m === 'weekly_active' || m === 'monthly_active' || m === 'unique_session') return 'distinct';
+  throw new Error(`unsupported math ${m}`);
+}
+
+function operandOf(entity: TrendEntity, family: Family): Operand {
+  if (family === 'count') return 'none';
+  if (family === 'stats' || family === 'numbers') return 'number';
+  return entity.math === 'unique_session' ? 'session' : 'person';
+}
+
+/** Stats cells: sum, count of numbers, min, max. */
+const STAT_FIELDS = 4;
+
+/**
+ * One series in one period. Slots per group: 0 = the lookback before the period (windows only),
+ * 1 = in the period but before its first bucket, 2 + b = bucket b; cells of count/stats are per
+ * group with B + 1 slots (bucket b, then the whole period).
+ */
+class Accumulator {
+  /** Events of each group in [from, to]: the breakdown ranking. */
+  volumes = new Float64Array(16);
+  /** count / stats: per group, (B + 1) × fields cells. */
+  cells: (Float64Array | undefined)[] = [];
+  groups = new IntList();
+  slots = new IntList();
+  values = new FloatList();
+  times = new FloatList();
+  private readonly width: number;
+  constructor(
+    readonly family: Family,
+    readonly period: Period,
+  ) {
+    this.width = (period.buckets.length + 1) * (family === 'stats' ? STAT_FIELDS : 1);
+  }
+  volume(g: number): void {
+    if (g >= this.volumes.length) {
+      const next = new Float64Array(Math.max(g + 1, this.volumes.length * 2));
+      next.set(this.volumes);
+      this.volumes = next;
+    }
+    this.volumes[g]! += 1;
+  }
+  cellsOf(g: number): Float64Array {
+    let cells = this.cells[g];
+    if (!cells) {
+      cells = new Float64Array(this.width);
+      if (this.family === 'stats') for (let i = 0; i < cells.length; i += STAT_FIELDS) ((cells[i + 2] = Infinity), (cells[i + 3] = -Infinity));
+      this.cells[g] = cells;
+    }
+    return cells;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Buckets by comparison with the precomputed starts
+
+/** The bucket of a time: rows come mostly in time order, so the last bucket is tried before a binary search. */
+class Bucketer {
+  private current = 0;
+  private readonly starts: number[];
+  constructor(private readonly period: Period) {
+    this.starts = period.buckets;
+  }
+  /** Bucket holding t, or -1 outside the period or before its first bucket (math.ts bucketIndex). */
+  of(t: number): number {
+    const { starts, period } = this;
+    if (t < period.from || t > period.to || !starts.length) return -1;
+    const c = this.current;
+    if (t >= starts[c]! && (c + 1 === starts.length || t < starts[c + 1]!)) return c;
+    if (t < starts[0]!) return -1;
+    let lo = 0;
+    let hi = starts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (starts[mid]! <= t) lo = mid;
+      else hi = mid - 1;
+    }
+    this.current = lo;
+    return lo;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-batch lookups, each computed once per dictionary entry or actor
+
+class BatchLookups {
+  private readonly cache = new Map<string, Int32Array | Float64Array>();
+  constructor(
+    readonly batch: ColumnBatch,
+    private readonly state: QueryState,
+  ) {}
+
+  private memo<T extends Int32Array | Float64Array>(key: string, build: () => T): T {
+    let found = this.cache.get(key) as T | undefined;
+    if (!found) this.cache.set(key, (found = build()));
+    return found;
+  }
+
+  /** Person ordinal per actor (the person of each distinct id, joined once per distinct id). */
+  personOfActor(): Int32Array {
+    return this.memo('person', () => Int32Array.from(this.batch.actors, (a) => this.state.persons.of(a.person)));
+  }
+
+  /** Per row of a dictionary column, through its entry: the value table spread by index (0 = absent). */
+  private byColumn<T extends Int32Array | Float64Array>(key: string, make: (size: number) => T, entry: (value: unknown) => number): T {
+    const column = this.batch.columns.get(key);
+    const table = make((column?.dictionary.length ?? 0) + 1);
+    table[0] = entry(undefined);
+    if (column) for (let v = 0; v < column.dictionary.length; v += 1) table[v + 1] = entry(column.dictionary[v]);
+    return table;
+  }
+
+  private rowsOf<T extends Int32Array | Float64Array>(key: string, table: T, make: (size: number) => T): T {
+    const { batch } = this;
+    const out = make(batch.n);
+    const column = batch.columns.get(key);
+    if (!column) out.fill(table[0]!);
+    else for (let i = 0; i < batch.n; i += 1) out[i] = table[column.indexes[i]!]!;
+    return out;
+  }
+
+  /** Session ordinal per row (-1: no session), for unique_session. */
+  sessions(): Int32Array {
+    return this.memo('session', () => {
+      const table = this.byColumn('$session_id', (n) => new Int32Array(n), (id) => {
+        if (id === undefined || id === null || id === '') return -1;
+        return this.state.sessions.of(typeof id === 'string' ? id : JSON.stringify(id));
+      });
+      return this.rowsOf('$session_id', table, (n) => new Int32Array(n));
+    });
+  }
+
+  /** A property math's number per row (NaN: not a number). */
+  numbers(entity: TrendEntity): Float64Array {
+    const key = entity.math_property!;
+    if (entity.math_property_type === 'person_properties') {
+      return this.memo(`p:${key}`, () => {
+        const perActor = Float64Array.from(this.batch.actors, (a) => toNumber(propertyOf(a.properties, key)) ?? NaN);
+        return Float64Array.from({ length: this.batch.n }, (_, i) => perActor[actorAt(this.batch, i)]!);
+      });
+    }
+    return this.memo(`e:${key}`, () => {
+      const table = this.byColumn(key, (n) => new Float64Array(n), (v) => toNumber(v) ?? NaN);
+      return this.rowsOf(key, table, (n) => new Float64Array(n));
+    });
+  }
+
+  /** Breakdown group ordinal per row. */
+  groups(spec: BreakdownSpec): Int32Array {
+    return this.memo('groups', () => {
+      const { batch, state } = this;
+      if (spec.source === 'person') {
+        const perActor = Int32Array.from(batch.actors, (a) => state.groups.of(breakdownText(propertyOf(a.properties, spec.property))));
+        return Int32Array.from({ length: batch.n }, (_, i) => perActor[actorAt(batch, i)]!);
+      }
+      if (spec.source === 'event') {
+        const table = this.byColumn(spec.property, (n) => new Int32Array(n), (v) => state.groups.of(breakdownText(v)));
+        return this.rowsOf(spec.property, table, (n) => new Int32Array(n));
+      }
+      const table = this.byColumn('$session_id', (n) => new Int32Array(n), (id) => {
+        const key = sessionKey(id);
+        const duration = key === null ? undefined : state.durations?.get(key);
+        return state.groups.of(breakdownText(duration));
+      });
+      return this.rowsOf('$session_id', table, (n) => new Int32Array(n));
+    });
+  }
+}
+
+/** The session a `$session_duration` breakdown groups by (breakdown.ts sessionKey). */
+const sessionKey = (id: unknown): string | null => (id === undefined || id === null || id === '' ? null : textOf(id));
+
+// ---------------------------------------------------------------------------------------------
+// The query
+
+class QueryState {
+  readonly persons = new Ordinals();
+  readonly sessions = new Ordinals();
+  readonly groups = new Ordinals();
+  durations: Map<string, number> | null = null;
+}
+
+interface SeriesPlan {
+  entity: TrendEntity;
+  match: MaskNode;
+  family: Family;
+  operand: Operand;
+  /** Per period. */
+  accumulators: Accumulator[];
+}
+
+/** Each series' rows: its event/action and filters, the global filters and the applied test-account filters. */
+function seriesNodes(query: TrendQuery, project: ProjectSettings, actions: ReadonlyMap<number, ActionDefinition>, ctx: DateContext): MaskNode[] {
+  const global = groupNode(query.properties, ctx);
+  const testAccounts = query.filter_test_accounts ? groupNode({ type: 'AND', values: parseStoredFilters(project.test_account_filters, 'filter_test_accounts') }, ctx) : null;
+  return query.series.map((entity) => {
+    const own = groupNode(entity.properties, ctx);
+    let matches: MaskNode;
+    if (entity.type === 'events') {
+      matches = entity.id === null ? own : andNode({ kind: 'name', name: String(entity.id) }, own);
+    } else {
+      const steps = actions.get(entity.id as number)!.steps.map((step, i) => {
+        const filters = groupNode({ type: 'AND', values: parseStoredFilters(step.properties, `actions__${entity.index}__steps__${i}__properties`) }, ctx);
+        return step.event === null || step.event === undefined ? filters : andNode({ kind: 'name', name: step.event }, filters);
+      });
+      matches = andNode({ kind: 'or', parts: steps }, own);
+    }
+    return testAccounts ? andNode(matches, global, testAccounts) : andNode(matches, global);
+  });
+}
+
+/** `$session_duration`: whole seconds between the first and last event of each `$session_id` among all the events. */
+function sessionDurations(source: ColumnSource): Map<string, number> {
+  const keys = new Ordinals();
+  const first = new FloatList();
+  const last = new FloatList();
+  source.forEachBatch((batch) => {
+    const column = batch.columns.get('$session_id');
+    if (!column) return;
+    const table = Int32Array.from({ length: column.dictionary.length + 1 }, (_, v) => {
+      const key = v === 0 ? null : sessionKey(column.dictionary[v - 1]);
+      return key === null ? -1 : keys.of(key);
+    });
+    for (let i = 0; i < batch.n; i += 1) {
+      const s = table[column.indexes[i]!]!;
+      const t = batch.time[i]!;
+      if (s < 0 || t < source.from || t > source.to) continue;
+      if (s >= first.length) {
+        while (first.length <= s) (first.push(Infinity), last.push(-Infinity));
+      }
+      if (t < first.data[s]!) first.data[s] = t;
+      if (t > last.data[s]!) last.data[s] = t;
+    }
+  });
+  const out = new Map<string, number>();
+  keys.values.forEach((key, s) => out.set(key, Math.floor(last.data[s]! / 1000) - Math.floor(first.data[s]! / 1000)));
+  return out;
+}
+
+export function computeTrendFromColumns(query: TrendQuery, input: ColumnarInput): TrendResponse {
+  const ctx = projectContext(input.project, input.now);
+  const periods = periodsFor(query, resolveDateRange(query, input.project, input.now, input.firstEventAt));
+  const actions = indexActions(query, input.actions);
+  const nodes = seriesNodes(query, input.project, actions, ctx);
+  const state = new QueryState();
+  const breakdown = query.breakdown;
+  if (breakdown?.source === 'session') state.durations = sessionDurations(input.source);
+  const plans: SeriesPlan[] = query.series.map((entity, i) => {
+    const family = familyOf(entity, query.interval);
+    return { entity, match: nodes[i]!, family, operand: operandOf(entity, family), accumulators: periods.map((p) => new Accumulator(family, p)) };
+  });
+  const windows = periods.map((period) => ({ period, lo: readFrom(query, period, ctx.tz) }));
+
+  input.source.forEachBatch((batch) => {
+    const lookups = new BatchLookups(batch, state);
+    const groups = breakdown ? lookups.groups(breakdown) : null;
+    for (const plan of plans) {
+      const mask = evaluate(plan.match, batch);
+      if (mask === false) continue;
+      const operand = plan.operand === 'person' ? personRows(lookups) : plan.operand === 'session' ? lookups.sessions() : plan.operand === 'number' ? lookups.numbers(plan.entity) : null;
+      windows.forEach(({ period, lo }, p) => fold(plan.accumulators[p]!, batch, mask, groups, operand, lo, period));
+    }
+  });
+
+  const cumulative = query.display === 'ActionsLineGraphCumulative';
+  const results: PeriodResult[] = periods.map((period, p) => ({
+    period,
+    series: plans.map((plan) => ({ entity: plan.entity, rows: rowsOf(plan, plan.accumulators[p]!, breakdown, state, { cumulative, interval: query.interval, tz: ctx.tz, personCount: state.persons.size }) })),
+  }));
+  return buildResponse({ query, timezone: ctx.tz, actions }, results);
+}
+
+/** Person ordinal per row. */
+function personRows(lookups: BatchLookups): Int32Array {
+  const perActor = lookups.personOfActor();
+  const { batch } = lookups;
+  if (!batch.actorIndexes) return new Int32Array(batch.n).fill(perActor[0]!);
+  const out = new Int32Array(batch.n);
+  for (let i = 0; i < batch.n; i += 1) out[i] = perActor[batch.actorIndexes[i]!]!;
+  return out;
+}
+
+/** Folds one batch's matching rows of [lo, period.to] into a series' accumulator for one period. */
+function fold(acc: Accumulator, batch: ColumnBatch, mask: Mask, groups: Int32Array | null, operand: Int32Array | Float64Array | null, lo: number, period: Period): void {
+  const { time, n } = batch;
+  const { from, to } = period;
+  const end = to + 1;
+  const bucketer = new Bucketer(period);
+  const B = period.buckets.length;
+  const rowMask = mask === true ? null : mask;
+  const family = acc.family;
+  for (let i = 0; i < n; i += 1) {
+    if (rowMask && rowMask[i] === 0) continue;
+    const t = time[i]!;
+    if (t < lo || !(t < end)) continue;
+    const g = groups ? groups[i]! : 0;
+    if (t < from) {
+      // Before the period: only the trailing active-user windows look back.
+      if (family === 'window') {
+        acc.groups.push(g);
+        acc.slots.push(0);
+        acc.values.push(operand![i]!);
+        acc.times.push(t);
+      }
+      continue;
+    }
+    if (t <= to) acc.volume(g);
+    const b = bucketer.of(t);
+    if (family === 'count') {
+      const cells = acc.cellsOf(g);
+      if (b >= 0) cells[b]! += 1;
+      cells[B]! += 1;
+    } else if (family === 'stats') {
+      const v = operand![i]!;
+      if (Number.isNaN(v)) continue;
+      const cells = acc.cellsOf(g);
+      if (b >= 0) addStat(cells, b * STAT_FIELDS, v);
+      addStat(cells, B * STAT_FIELDS, v);
+    } else {
+      acc.groups.push(g);
+      acc.slots.push(b + 2);
+      acc.values.push(operand ? operand[i]! : 0);
+      if (family === 'window') acc.times.push(t);
+    }
+  }
+}
+
+function addStat(cells: Float64Array, at: number, v: number): void {
+  cells[at]! += v;
+  cells[at + 1]! += 1;
+  if (v < cells[at + 2]!) cells[at + 2] = v;
+  if (v > cells[at + 3]!) cells[at + 3] = v;
+}
+
+// ---------------------------------------------------------------------------------------------
+// From accumulators to rows
+
+interface FinishContext {
+  cumulative: boolean;
+  personCount: number;
+  interval: TrendQuery['interval'];
+  tz: string;
+}
+
+/**
+ * The rows of one series in one period: without a breakdown one row (group 0); with one, the period's
+ * values ranked by volume (rank.ts), then each row computed from the cells or entries of its groups.
+ */
+function rowsOf(plan: SeriesPlan, acc: Accumulator, breakdown: BreakdownSpec | null, state: QueryState, ctx: FinishContext): RowValues[] {
+  const groupCount = Math.max(state.groups.size, 1);
+  if (!breakdown) {
+    const rowOfGroup = new Int32Array(groupCount);
+    return [computeRows(plan, acc, rowOfGroup, 1, ctx)[0]!];
+  }
+  const ranked = rankGroups(acc.volumes, state.groups.values, breakdown);
+  if (!ranked) return [];
+  const rows = computeRows(plan, acc, ranked.rowOfGroup, ranked.values.length, ctx);
+  return ranked.values.map((value, r) => ({ breakdown_value: value, ...rows[r]! }));
+}
+
+type Row = Omit<RowValues, 'breakdown_value'>;
+
+function computeRows(plan: SeriesPlan, acc: Accumulator, rowOfGroup: Int32Array, rowCount: number, ctx: FinishContext): Row[] {
+  const B = acc.period.buckets.length;
+  const math = plan.entity.math;
+  if (acc.family === 'count' || acc.family === 'stats') {
+    const fields = acc.family === 'stats' ? STAT_FIELDS : 1;
+    const merged = Array.from({ length: rowCount }, () => {
+      const cells = new Float64Array((B + 1) * fields);
+      if (fields === STAT_FIELDS) for (let i = 0; i < cells.length; i += STAT_FIELDS) ((cells[i + 2] = Infinity), (cells[i + 3] = -Infinity));
+      return cells;
+    });
+    acc.cells.forEach((cells, g) => {
+      const r = cells ? rowOfGroup[g]! : -1;
+      if (r < 0 || !cells) return;
+      const into = merged[r]!;
+      if (fields === 1) for (let i = 0; i <= B; i += 1) into[i]! += cells[i]!;
+      else
+        for (let i = 0; i < into.length; i += STAT_FIELDS) {
+          into[i]! += cells[i]!;
+          into[i + 1]! += cells[i + 1]!;
+          if (cells[i + 2]! < into[i + 2]!) into[i + 2] = cells[i + 2]!;
+          if (cells[i + 3]! > into[i + 3]!) into[i + 3] = cells[i + 3]!;
+        }
+    });
+    return merged.map((cells) => {
+      const value = (slot: number) => (fields === 1 ? cells[slot]! : statOf(math, cells, slot * STAT_FIELDS));
+      return { values: Array.from({ length: B }, (_, b) => value(b)), aggregated: value(B) };
+    });
+  }
+  return entryRows(plan, acc, rowOfGroup, rowCount, ctx);
+}
+
+function statOf(math: MathType, cells: Float64Array, at: number): number {
+  const count = cells[at + 1]!;
+  if (count === 0) return 0;
+  if (math === 'sum') return cells[at]!;
+  if (math === 'avg') return cells[at]! / count;
+  return math === 'min' ? cells[at + 2]! : cells[at + 3]!;
+}
+
+const QUANTILES: Record<string, number> = { median: 0.5, p75: 0.75, p90: 0.9, p95: 0.95, p99: 0.99 };
+
+/** One statistic over numbers (math.ts statistic); an empty set gives 0. */
+function statistic(kind: string, numbers: Float64Array): number {
+  const n = numbers.length;
+  if (!n) return 0;
+  switch (kind) {
+    case 'sum':
+    case 'avg': {
+      let sum = 0;
+      for (let i = 0; i < n; i += 1) sum += numbers[i]!;
+      return kind === 'sum' ? sum : sum / n;
+    }
+    case 'min': {
+      let min = numbers[0]!;
+      for (let i = 1; i < n; i += 1) if (numbers[i]! < min) min = numbers[i]!;
+      return min;
+    }
+    case 'max': {
+      let max = numbers[0]!;
+      for (let i = 1; i < n; i += 1) if (numbers[i]! > max) max = numbers[i]!;
+      return max;
+    }
+    default:
+      return quantile(numbers.sort(), QUANTILES[kind]!);
+  }
+}
+
+/**
+ * Rows of the maths computed from per-row entries: entries are ordered by (row, slot) with a counting
+ * sort, then each slot (and each row's whole period) is reduced over typed arrays; distinct counts use
+ * a stamp per ordinal instead of a Set.
+ */
+function entryRows(plan: SeriesPlan, acc: Accumulator, rowOfGroup: Int32Array, rowCount: number, ctx: FinishContext): Row[] {
+  const { period, family } = acc;
+  const B = period.buckets.length;
+  const slotsPerRow = B + 2;
+  const cellCount = rowCount * slotsPerRow;
+  const count = acc.groups.length;
+  const groups = acc.groups.data;
+  const slots = acc.slots.data;
+  const values = acc.values.data;
+  // Counting sort of the entries by (row, slot).
+  const starts = new Int32Array(cellCount + 1);
+  const cellOf = new Int32Array(count);
+  for (let k = 0; k < count; k += 1) {
+    const r = rowOfGroup[groups[k]!] ?? -1;
+    const cell = r < 0 ? -1 : r * slotsPerRow + slots[k]!;
+    cellOf[k] = cell;
+    if (cell >= 0) starts[cell + 1]! += 1;
+  }
+  for (let c = 0; c < cellCount; c += 1) starts[c + 1]! += starts[c]!;
+  const order = new Int32Array(starts[cellCount]!);
+  const fill = starts.slice(0, cellCount);
+  for (let k = 0; k < count; k += 1) {
+    const cell = cellOf[k]!;
+    if (cell >= 0) order[fill[cell]!++] = k;
+  }
+  const math = plan.entity.math;
+  const rows: Row[] = [];
+  const distinct = new DistinctCounter();
+  for (let r = 0; r < rowCount; r += 1) {
+    const base = r * slotsPerRow;
+    const range = (fromSlot: number, toSlot: number) => order.subarray(starts[base + fromSlot]!, starts[base + toSlot]!);
+    const bucket = (b: number) => range(b + 2, b + 3);
+    const inPeriod = range(1, slotsPerRow);
+    if (family === 'window') {
+      const bucketValues = activePersons(range(0, slotsPerRow), acc, period, windowDays(math, ctx.interval)!, ctx.tz, ctx.personCount);
+      rows.push({ values: bucketValues, aggregated: bucketValues.at(-1) ?? 0 });
+      continue;
+    }
+    if (family === 'distinct') {
+      const bucketValues = ctx.cumulative && math === 'dau' ? firstAppearances(order.subarray(starts[base + 2]!, starts[base + slotsPerRow]!), slots, values, B, distinct) : Array.from({ length: B }, (_, b) => distinct.count(bucket(b), values));
+      const aggregated = ACTIVE_WINDOW_DAYS[math] !== undefined ? (bucketValues.at(-1) ?? 0) : distinct.count(inPeriod, values);
+      rows.push({ values: bucketValues, aggregated });
+      continue;
+    }
+    if (family === 'numbers') {
+      const numbersOf = (entries: Int32Array) => {
+        const out = new Float64Array(entries.length);
+        let n = 0;
+        for (let i = 0; i < entries.length; i += 1) {
+          const v = values[entries[i]!]!;
+          if (!Number.isNaN(v)) out[n++] = v;
+        }
+        return out.subarray(0, n);
+      };
+      rows.push({ values: Array.from({ length: B }, (_, b) => statistic(math, numbersOf(bucket(b)))), aggregated: statistic(math, numbersOf(inPeriod)) });
+      continue;
+    }
+    // Per-actor counts.
+    const kind = math.replace('_count_per_actor', '');
+    rows.push({ values: Array.from({ length: B }, (_, b) => statistic(kind, distinct.perOrdinal(bucket(b), values))), aggregated: statistic(kind, distinct.perOrdinal(inPeriod, values)) });
+  }
+  return rows;
+}
+
+/** Distinct ordinals (persons, sessions) of a set of entries, with a stamp per ordinal instead of a Set. */
+class DistinctCounter {
+  private stamps = new Int32Array(1024);
+  private counts = new Int32Array(1024);
+  private epoch = 0;
+  private fit(max: number): void {
+    if (max < this.stamps.length) return;
+    let size = this.stamps.length;
+    while (size <= max) size *= 2;
+    const stamps = new Int32Array(size);
+    stamps.set(this.stamps);
+    this.stamps = stamps;
+    this.counts = new Int32Array(size);
+  }
+  /** A fresh set. */
+  next(): number {
+    return ++this.epoch;
+  }
+  /** Adds an ordinal to the current set; true when new to it. */
+  add(ordinal: number, epoch: number): boolean {
+    this.fit(ordinal);
+    if (this.stamps[ordinal] === epoch) return false;
+    this.stamps[ordinal] = epoch;
+    return true;
+  }
+  count(entries: Int32Array, values: Float64Array): number {
+    const epoch = this.next();
+    let n = 0;
+    for (let i = 0; i < entries.length; i += 1) {
+      const v = values[entries[i]!]!;
+      if (v >= 0 && this.add(v, epoch)) n += 1;
+    }
+    return n;
+  }
+  /** Entries per distinct ordinal, in first-seen order. */
+  perOrdinal(entries: Int32Array, values: Float64Array): Float64Array {
+    const epoch = this.next();
+    const seen: number[] = [];
+    for (let i = 0; i < entries.length; i += 1) {
+      const v = values[entries[i]!]!;
+      if (this.add(v, epoch)) {
+        this.counts[v] = 0;
+        seen.push(v);
+      }
+      this.counts[v]! += 1;
+    }
+    return Float64Array.from(seen, (v) => this.counts[v]!);
+  }
+}
+
+/** New persons per bucket (cumulative dau): the bucket of each person's first entry, entries in bucket order. */
+function firstAppearances(entries: Int32Array, slots: Int32Array, values: Float64Array, B: number, distinct: DistinctCounter): number[] {
+  const fresh = new Array<number>(B).fill(0);
+  const epoch = distinct.next();
+  // Entries are ordered by slot, so the first time a person is seen is their earliest bucket.
+  for (let i = 0; i < entries.length; i += 1) {
+    const k = entries[i]!;
+    if (distinct.add(values[k]!, epoch)) fresh[slots[k]! - 2]! += 1;
+  }
+  return fresh;
+}
+
+/**
+ * Persons active from the start of the local day `days - 1` days before each bucket until its end
+ * (math.ts activePersonsPerBucket): entries sorted by time, both window edges moving forward, a count
+ * per person ordinal.
+ */
+function activePersons(entries: Int32Array, acc: Accumulator, period: Period, days: number, tz: string, personCount: number): number[] {
+  const times = acc.times.data;
+  const persons = acc.values.data;
+  const sorted = Int32Array.from(entries).sort((a, b) => times[a]! - times[b]! || a - b);
+  const inWindow = new Int32Array(personCount);
+  let active = 0;
+  let lo = 0;
+  let hi = 0;
+  return period.buckets.map((start, i) => {
+    const from = windowStart(start, days, tz);
+    const next = period.buckets[i + 1];
+    const end = next === undefined ? period.to : Math.min(next - 1, period.to);
+    for (; hi < sorted.length && times[sorted[hi]!]! <= end; hi++) if (inWindow[persons[sorted[hi]!]!]!++ === 0) active += 1;
+    for (; lo < hi && times[sorted[lo]!]! < from; lo++) if (--inWindow[persons[sorted[lo]!]!]! === 0) active -= 1;
+    return active;
+  });
+}
