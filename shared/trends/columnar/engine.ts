@@ -354,7 +354,9 @@ export function computeTrendFromColumns(query: TrendQuery, input: ColumnarInput)
     const family = familyOf(entity, query.interval);
     return { entity, match: nodes[i]!, family, operand: operandOf(entity, family), accumulators: periods.map((p) => new Accumulator(family, p)) };
   });
-  const windows = periods.map((period) => ({ period, lo: readFrom(query, period, ctx.tz) }));
+  // Rows outside the source's window are not the query's events (storage may hand over whole days).
+  const windows = periods.map((period) => ({ period, lo: Math.max(readFrom(query, period, ctx.tz), input.source.from) }));
+  const last = input.source.to;
 
   input.source.forEachBatch((batch) => {
     const lookups = new BatchLookups(batch, state);
@@ -363,7 +365,7 @@ export function computeTrendFromColumns(query: TrendQuery, input: ColumnarInput)
       const mask = evaluate(plan.match, batch);
       if (mask === false) continue;
       const operand = plan.operand === 'person' ? personRows(lookups) : plan.operand === 'session' ? lookups.sessions() : plan.operand === 'number' ? lookups.numbers(plan.entity) : null;
-      windows.forEach(({ period, lo }, p) => fold(plan.accumulators[p]!, batch, mask, groups, operand, lo, period));
+      windows.forEach(({ period, lo }, p) => fold(plan.accumulators[p]!, batch, mask, groups, operand, lo, last, period));
     }
   });
 
@@ -385,8 +387,8 @@ function personRows(lookups: BatchLookups): Int32Array {
   return out;
 }
 
-/** Folds one batch's matching rows of [lo, period.to] into a series' accumulator for one period. */
-function fold(acc: Accumulator, batch: ColumnBatch, mask: Mask, groups: Int32Array | null, operand: Int32Array | Float64Array | null, lo: number, period: Period): void {
+/** Folds one batch's matching rows of [lo, period.to] (and up to `last`) into a series' accumulator for one period. */
+function fold(acc: Accumulator, batch: ColumnBatch, mask: Mask, groups: Int32Array | null, operand: Int32Array | Float64Array | null, lo: number, last: number, period: Period): void {
   const { time, n } = batch;
   const { from, to } = period;
   const end = to + 1;
@@ -397,7 +399,7 @@ function fold(acc: Accumulator, batch: ColumnBatch, mask: Mask, groups: Int32Arr
   for (let i = 0; i < n; i += 1) {
     if (rowMask && rowMask[i] === 0) continue;
     const t = time[i]!;
-    if (t < lo || !(t < end)) continue;
+    if (t < lo || !(t < end) || t > last) continue;
     const g = groups ? groups[i]! : 0;
     if (t < from) {
       // Before the period: only the trailing active-user windows look back.

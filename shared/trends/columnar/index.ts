@@ -17,3 +17,4 @@ export function computeTrend(
   const source = { from: -Infinity, to: Infinity, forEachBatch: (visit: (b: ColumnBatch) => void) => visit((batch ??= batchOfEvents(input.events, eventPropertiesUsed(query, input.project, input.actions)))) };
   return computeTrendFromColumns(query, { source, project: input.project, actions: input.actions, now: input.now, firstEventAt: input.firstEventAt });
 }
+export { distinctIdsOf, storedSource, type StoredColumns } from './stored.ts';
