@@ -18,7 +18,7 @@ import { breakdownText } from '../breakdown.ts';
 import { indexActions, parseStoredFilters, periodsFor, projectContext, readFrom, resolveDateRange } from '../compute.ts';
 import type { DateContext, Period } from '../dates.ts';
 import { windowStart } from '../dates.ts';
-import { ACTIVE_WINDOW_DAYS, quantile, type RowValues, windowDays } from '../math.ts';
+import { ACTIVE_WINDOW_DAYS, type RowValues, windowDays } from '../math.ts';
 import { buildResponse, type PeriodResult } from '../output.ts';
 import { propertyOf, toNumber } from '../properties.ts';
 import {
@@ -46,19 +46,6 @@ export interface ColumnarInput {
 
 // ---------------------------------------------------------------------------------------------
 // Growable typed lists (one entry per matching row for the maths that need values)
-
-class IntList {
-  data = new Int32Array(1024);
-  length = 0;
-  push(v: number): void {
-    if (this.length === this.data.length) {
-      const next = new Int32Array(this.data.length * 2);
-      next.set(this.data);
-      this.data = next;
-    }
-    this.data[this.length++] = v;
-  }
-}
 
 class FloatList {
   data = new Float64Array(1024);
@@ -117,71 +104,61 @@ function operandOf(entity: TrendEntity, family: Family): Operand {
 const STAT_FIELDS = 4;
 
 /**
- * One series in one period. Slots per group: 0 = the lookback before the period (windows only),
- * 1 = in the period but before its first bucket, 2 + b = bucket b; cells of count/stats are per
- * group with B + 1 slots (bucket b, then the whole period).
+ * One series in one period. count / stats: per group `width` = (B + 1) × fields cells (bucket b, then
+ * the whole period), flat. Entries (the other maths): one per matching row, with its group, its slot
+ * (0 = the lookback before the period, windows only; 1 = in the period before its first bucket; 2 + b
+ * = bucket b), its operand and, for windows, its time.
  */
 class Accumulator {
   /** Events of each group in [from, to]: the breakdown ranking. */
-  volumes = new Float64Array(16);
-  /** count / stats: per group, (B + 1) × fields cells. */
-  cells: (Float64Array | undefined)[] = [];
-  groups = new IntList();
-  slots = new IntList();
-  values = new FloatList();
-  times = new FloatList();
-  private readonly width: number;
+  volumes = new Float64Array(8);
+  cells: Float64Array;
+  readonly width: number;
+  groups = new Int32Array(0);
+  slots = new Int32Array(0);
+  values = new Float64Array(0);
+  times = new Float64Array(0);
+  entries = 0;
   constructor(
     readonly family: Family,
     readonly period: Period,
   ) {
-    this.width = (period.buckets.length + 1) * (family === 'stats' ? STAT_FIELDS : 1);
+    this.width = family === 'count' || family === 'stats' ? (period.buckets.length + 1) * (family === 'stats' ? STAT_FIELDS : 1) : 0;
+    this.cells = this.emptyCells(8);
   }
-  volume(g: number): void {
-    if (g >= this.volumes.length) {
-      const next = new Float64Array(Math.max(g + 1, this.volumes.length * 2));
-      next.set(this.volumes);
-      this.volumes = next;
-    }
-    this.volumes[g]! += 1;
-  }
-  cellsOf(g: number): Float64Array {
-    let cells = this.cells[g];
-    if (!cells) {
-      cells = new Float64Array(this.width);
-      if (this.family === 'stats') for (let i = 0; i < cells.length; i += STAT_FIELDS) ((cells[i + 2] = Infinity), (cells[i + 3] = -Infinity));
-      this.cells[g] = cells;
-    }
+  private emptyCells(groups: number): Float64Array {
+    const cells = new Float64Array(groups * this.width);
+    if (this.family === 'stats') for (let i = 0; i < cells.length; i += STAT_FIELDS) ((cells[i + 2] = Infinity), (cells[i + 3] = -Infinity));
     return cells;
   }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Buckets by comparison with the precomputed starts
-
-/** The bucket of a time: rows come mostly in time order, so the last bucket is tried before a binary search. */
-class Bucketer {
-  private current = 0;
-  private readonly starts: number[];
-  constructor(private readonly period: Period) {
-    this.starts = period.buckets;
-  }
-  /** Bucket holding t, or -1 outside the period or before its first bucket (math.ts bucketIndex). */
-  of(t: number): number {
-    const { starts, period } = this;
-    if (t < period.from || t > period.to || !starts.length) return -1;
-    const c = this.current;
-    if (t >= starts[c]! && (c + 1 === starts.length || t < starts[c + 1]!)) return c;
-    if (t < starts[0]!) return -1;
-    let lo = 0;
-    let hi = starts.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (starts[mid]! <= t) lo = mid;
-      else hi = mid - 1;
+  /** Room for groups 0 .. count - 1 (grown by doubling, before a batch's loop). */
+  fitGroups(count: number): void {
+    if (count <= this.volumes.length) return;
+    let size = this.volumes.length;
+    while (size < count) size *= 2;
+    const volumes = new Float64Array(size);
+    volumes.set(this.volumes);
+    this.volumes = volumes;
+    if (this.width) {
+      const cells = this.emptyCells(size);
+      cells.set(this.cells);
+      this.cells = cells;
     }
-    this.current = lo;
-    return lo;
+  }
+  /** Room for `more` entries. */
+  fitEntries(more: number): void {
+    const need = this.entries + more;
+    if (need <= this.groups.length) return;
+    const size = Math.max(need, this.groups.length * 2, 1024);
+    const grow = <T extends Int32Array | Float64Array>(old: T, make: (n: number) => T): T => {
+      const next = make(size);
+      next.set(old.subarray(0, this.entries) as never);
+      return next;
+    };
+    this.groups = grow(this.groups, (n) => new Int32Array(n));
+    this.slots = grow(this.slots, (n) => new Int32Array(n));
+    this.values = grow(this.values, (n) => new Float64Array(n));
+    if (this.family === 'window') this.times = grow(this.times, (n) => new Float64Array(n));
   }
 }
 
@@ -365,7 +342,7 @@ export function computeTrendFromColumns(query: TrendQuery, input: ColumnarInput)
       const mask = evaluate(plan.match, batch);
       if (mask === false) continue;
       const operand = plan.operand === 'person' ? personRows(lookups) : plan.operand === 'session' ? lookups.sessions() : plan.operand === 'number' ? lookups.numbers(plan.entity) : null;
-      windows.forEach(({ period, lo }, p) => fold(plan.accumulators[p]!, batch, mask, groups, operand, lo, last, period));
+      windows.forEach(({ period, lo }, p) => fold(plan.accumulators[p]!, batch, mask, groups, Math.max(state.groups.size, 1), operand, lo, last, period));
     }
   });
 
@@ -388,48 +365,77 @@ function personRows(lookups: BatchLookups): Int32Array {
 }
 
 /** Folds one batch's matching rows of [lo, period.to] (and up to `last`) into a series' accumulator for one period. */
-function fold(acc: Accumulator, batch: ColumnBatch, mask: Mask, groups: Int32Array | null, operand: Int32Array | Float64Array | null, lo: number, last: number, period: Period): void {
+function fold(acc: Accumulator, batch: ColumnBatch, mask: Mask, groups: Int32Array | null, groupCount: number, operand: Int32Array | Float64Array | null, lo: number, last: number, period: Period): void {
   const { time, n } = batch;
   const { from, to } = period;
   const end = to + 1;
-  const bucketer = new Bucketer(period);
-  const B = period.buckets.length;
-  const rowMask = mask === true ? null : mask;
+  const starts = period.buckets;
+  const B = starts.length;
+  const rowMask = typeof mask === 'boolean' ? null : mask;
   const family = acc.family;
+  acc.fitGroups(groupCount);
+  if (family !== 'count' && family !== 'stats') acc.fitEntries(n);
+  const volumes = acc.volumes;
+  const cells = acc.cells;
+  const width = acc.width;
+  // The bucket of the previous row: rows come in time order within a batch, so most rows stay in it
+  // or move to the next; anything else is a binary search over the bucket starts.
+  let bucket = -1;
+  let bucketStart = Infinity;
+  let bucketEnd = -Infinity;
   for (let i = 0; i < n; i += 1) {
-    if (rowMask && rowMask[i] === 0) continue;
+    if (rowMask !== null && rowMask[i] === 0) continue;
     const t = time[i]!;
     if (t < lo || !(t < end) || t > last) continue;
-    const g = groups ? groups[i]! : 0;
+    const g = groups === null ? 0 : groups[i]!;
     if (t < from) {
       // Before the period: only the trailing active-user windows look back.
       if (family === 'window') {
-        acc.groups.push(g);
-        acc.slots.push(0);
-        acc.values.push(operand![i]!);
-        acc.times.push(t);
+        const k = acc.entries++;
+        acc.groups[k] = g;
+        acc.slots[k] = 0;
+        acc.values[k] = operand![i]!;
+        acc.times[k] = t;
       }
       continue;
     }
-    if (t <= to) acc.volume(g);
-    const b = bucketer.of(t);
+    if (t <= to) volumes[g]! += 1;
+    if (!(t >= bucketStart && t < bucketEnd)) {
+      bucket = t > to || !B || t < starts[0]! ? -1 : bucketOf(starts, t);
+      bucketStart = bucket < 0 ? Infinity : starts[bucket]!;
+      bucketEnd = bucket < 0 ? -Infinity : bucket + 1 < B ? starts[bucket + 1]! : to + 1;
+    }
+    const b = t > to ? -1 : bucket;
     if (family === 'count') {
-      const cells = acc.cellsOf(g);
-      if (b >= 0) cells[b]! += 1;
-      cells[B]! += 1;
+      const at = g * width;
+      if (b >= 0) cells[at + b]! += 1;
+      cells[at + B]! += 1;
     } else if (family === 'stats') {
       const v = operand![i]!;
-      if (Number.isNaN(v)) continue;
-      const cells = acc.cellsOf(g);
-      if (b >= 0) addStat(cells, b * STAT_FIELDS, v);
-      addStat(cells, B * STAT_FIELDS, v);
+      if (v !== v) continue; // NaN: not a number
+      const at = g * width;
+      if (b >= 0) addStat(cells, at + b * STAT_FIELDS, v);
+      addStat(cells, at + B * STAT_FIELDS, v);
     } else {
-      acc.groups.push(g);
-      acc.slots.push(b + 2);
-      acc.values.push(operand ? operand[i]! : 0);
-      if (family === 'window') acc.times.push(t);
+      const k = acc.entries++;
+      acc.groups[k] = g;
+      acc.slots[k] = b + 2;
+      acc.values[k] = operand === null ? 0 : operand[i]!;
+      if (family === 'window') acc.times[k] = t;
     }
   }
+}
+
+/** The last bucket starting at or before t (t at or after the first start). */
+function bucketOf(starts: number[], t: number): number {
+  let lo = 0;
+  let hi = starts.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (starts[mid]! <= t) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
 }
 
 function addStat(cells: Float64Array, at: number, v: number): void {
@@ -477,9 +483,11 @@ function computeRows(plan: SeriesPlan, acc: Accumulator, rowOfGroup: Int32Array,
       if (fields === STAT_FIELDS) for (let i = 0; i < cells.length; i += STAT_FIELDS) ((cells[i + 2] = Infinity), (cells[i + 3] = -Infinity));
       return cells;
     });
-    acc.cells.forEach((cells, g) => {
-      const r = cells ? rowOfGroup[g]! : -1;
-      if (r < 0 || !cells) return;
+    const groupCount = Math.min(rowOfGroup.length, acc.volumes.length);
+    for (let g = 0; g < groupCount; g += 1) {
+      const r = rowOfGroup[g]!;
+      if (r < 0) continue;
+      const cells = acc.cells.subarray(g * acc.width, (g + 1) * acc.width);
       const into = merged[r]!;
       if (fields === 1) for (let i = 0; i <= B; i += 1) into[i]! += cells[i]!;
       else
@@ -489,7 +497,7 @@ function computeRows(plan: SeriesPlan, acc: Accumulator, rowOfGroup: Int32Array,
           if (cells[i + 2]! < into[i + 2]!) into[i + 2] = cells[i + 2]!;
           if (cells[i + 3]! > into[i + 3]!) into[i + 3] = cells[i + 3]!;
         }
-    });
+    }
     return merged.map((cells) => {
       const value = (slot: number) => (fields === 1 ? cells[slot]! : statOf(math, cells, slot * STAT_FIELDS));
       return { values: Array.from({ length: B }, (_, b) => value(b)), aggregated: value(B) };
@@ -530,8 +538,50 @@ function statistic(kind: string, numbers: Float64Array): number {
       return max;
     }
     default:
-      return quantile(numbers.sort(), QUANTILES[kind]!);
+      return quantileOf(numbers, QUANTILES[kind]!);
   }
+}
+
+/**
+ * math.ts quantile (linear interpolation between closest ranks) by selection instead of a sort: the
+ * rank-h element by quickselect, then the smallest element above it (ClickHouse's quantileExact does
+ * the same with nth_element). Reorders `numbers`.
+ */
+function quantileOf(numbers: Float64Array, p: number): number {
+  const n = numbers.length;
+  const h = (n - 1) * p;
+  const lo = Math.floor(h);
+  const below = select(numbers, lo);
+  if (lo + 1 >= n || h === lo) return below;
+  let above = Infinity;
+  for (let i = lo + 1; i < n; i += 1) if (numbers[i]! < above) above = numbers[i]!;
+  return below + (h - lo) * (above - below);
+}
+
+/** Moves the k-th smallest element to index k, smaller ones before it, larger or equal after (Hoare's selection, middle pivot). */
+function select(a: Float64Array, k: number): number {
+  let left = 0;
+  let right = a.length - 1;
+  while (right > left) {
+    const pivot = a[(left + right) >> 1]!;
+    let i = left;
+    let j = right;
+    while (i <= j) {
+      while (a[i]! < pivot) i += 1;
+      while (a[j]! > pivot) j -= 1;
+      if (i <= j) {
+        const tmp = a[i]!;
+        a[i] = a[j]!;
+        a[j] = tmp;
+        i += 1;
+        j -= 1;
+      }
+    }
+    if (k <= j) right = j;
+    else if (k >= i) left = i;
+    else break;
+  }
+  return a[k]!;
 }
 
 /**
@@ -544,10 +594,10 @@ function entryRows(plan: SeriesPlan, acc: Accumulator, rowOfGroup: Int32Array, r
   const B = period.buckets.length;
   const slotsPerRow = B + 2;
   const cellCount = rowCount * slotsPerRow;
-  const count = acc.groups.length;
-  const groups = acc.groups.data;
-  const slots = acc.slots.data;
-  const values = acc.values.data;
+  const count = acc.entries;
+  const groups = acc.groups;
+  const slots = acc.slots;
+  const values = acc.values;
   // Counting sort of the entries by (row, slot).
   const starts = new Int32Array(cellCount + 1);
   const cellOf = new Int32Array(count);
@@ -671,8 +721,8 @@ function firstAppearances(entries: Int32Array, slots: Int32Array, values: Float6
  * per person ordinal.
  */
 function activePersons(entries: Int32Array, acc: Accumulator, period: Period, days: number, tz: string, personCount: number): number[] {
-  const times = acc.times.data;
-  const persons = acc.values.data;
+  const times = acc.times;
+  const persons = acc.values;
   const sorted = Int32Array.from(entries).sort((a, b) => times[a]! - times[b]! || a - b);
   const inWindow = new Int32Array(personCount);
   let active = 0;
