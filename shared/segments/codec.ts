@@ -56,8 +56,14 @@ function dictionaryColumn(dictionary: unknown[], indexes: Uint32Array): Uint8Arr
   return gzipSync(out);
 }
 
+/**
+ * gunzip into one buffer sized for the expected output (`bytes`, plus room for a dictionary): zlib's
+ * default 16 KiB chunks would be concatenated, copying every column once more.
+ */
+const inflate = (blob: Uint8Array, bytes: number) => gunzipSync(blob, { chunkSize: Math.max(64, bytes) });
+
 function readDictionaryColumn(blob: Uint8Array, n: number): { dictionary: unknown[]; indexes: Uint32Array } {
-  const raw = gunzipSync(blob);
+  const raw = inflate(blob, 4 * n + 64 * 1024);
   const length = raw.readUInt32LE(0);
   const dictionary = JSON.parse(raw.toString('utf8', 4, 4 + length)) as unknown[];
   return { dictionary, indexes: words(raw, align4(4 + length), n) };
@@ -133,7 +139,7 @@ export function decodeColumns(segment: FetchedSegment, projection: Projection): 
     if (blob) columns.set(key, readDictionaryColumn(blob, n));
   }
   const dids = projection.distinctIds ? (readDictionaryColumn(segment.dids, n) as { dictionary: string[]; indexes: Uint32Array }) : null;
-  return { n, base, time: words(gunzipSync(segment.time), 0, n), dids, columns };
+  return { n, base, time: words(inflate(segment.time, 4 * n + 1024), 0, n), dids, columns };
 }
 
 /**

@@ -25,8 +25,9 @@ export interface Actor {
 
 export interface ColumnBatch {
   n: number;
-  /** Epoch milliseconds. */
-  time: Float64Array;
+  /** Row i happened at `base + time[i]` epoch ms (segments: u32 offsets from their day as stored). */
+  base: number;
+  time: Uint32Array | Float64Array;
   /** Event names: row i is `names[nameIndexes[i]]` (every row `names[0]` when null). */
   names: readonly string[];
   nameIndexes: Uint32Array | null;
@@ -59,11 +60,10 @@ export const distinctIdsOnly: PersonJoin = (distinctId) => ({ person: distinctId
 /** The decoded columns of one segment chunk of a single event name, persons joined once per distinct id. */
 export function batchOfSegment(name: string, segment: FetchedSegment, projection: Projection, join: PersonJoin): ColumnBatch {
   const decoded = decodeColumns(segment, projection);
-  const time = new Float64Array(decoded.n);
-  for (let i = 0; i < decoded.n; i += 1) time[i] = decoded.base + decoded.time[i]!;
   return {
     n: decoded.n,
-    time,
+    base: decoded.base,
+    time: decoded.time,
     names: [name],
     nameIndexes: null,
     actors: decoded.dids ? decoded.dids.dictionary.map(join) : [join('')],
@@ -130,6 +130,7 @@ export function batchOfRows(rows: readonly EventRow[], keys: readonly string[], 
   const dids = encodeKeys(n, (i) => rows[order[i]!]!.distinct_id);
   return {
     n,
+    base: 0,
     time: Float64Array.from(order, (i) => times[i]!),
     names: names.dictionary,
     nameIndexes: names.indexes,
@@ -171,6 +172,7 @@ export function batchOfEvents(events: readonly TrendEvent[], keys: readonly stri
   }
   return {
     n,
+    base: 0,
     time: Float64Array.from(order, (i) => times[i]!),
     names: names.dictionary,
     nameIndexes: names.indexes,
@@ -179,7 +181,3 @@ export function batchOfEvents(events: readonly TrendEvent[], keys: readonly stri
     columns: encodeColumns(n, (i) => at(i).properties, keys),
   };
 }
-
-/** Row i's event name index and actor index, whichever form the batch holds them in. */
-export const nameAt = (batch: ColumnBatch, i: number) => (batch.nameIndexes ? batch.nameIndexes[i]! : 0);
-export const actorAt = (batch: ColumnBatch, i: number) => (batch.actorIndexes ? batch.actorIndexes[i]! : 0);

@@ -32,7 +32,7 @@ import {
   type TrendQuery,
   type TrendResponse,
 } from '../types.ts';
-import { actorAt, type ColumnBatch, type ColumnSource } from './batch.ts';
+import { type ColumnBatch, type ColumnSource } from './batch.ts';
 import { andNode, evaluate, groupNode, type Mask, type MaskNode } from './masks.ts';
 import { rankGroups } from './rank.ts';
 
@@ -165,86 +165,79 @@ class Accumulator {
 // ---------------------------------------------------------------------------------------------
 // Per-batch lookups, each computed once per dictionary entry or actor
 
+/** A value per row without a per-row array: row i has `table[indexes[i]]` (a dictionary entry's, or an actor's). */
+interface RowLookup<T extends Int32Array | Float64Array> {
+  table: T;
+  indexes: Uint32Array;
+}
+
 class BatchLookups {
-  private readonly cache = new Map<string, Int32Array | Float64Array>();
+  private readonly cache = new Map<string, RowLookup<Int32Array> | RowLookup<Float64Array>>();
+  private zeros: Uint32Array | null = null;
   constructor(
     readonly batch: ColumnBatch,
     private readonly state: QueryState,
   ) {}
 
-  private memo<T extends Int32Array | Float64Array>(key: string, build: () => T): T {
+  private memo<T extends RowLookup<Int32Array> | RowLookup<Float64Array>>(key: string, build: () => T): T {
     let found = this.cache.get(key) as T | undefined;
     if (!found) this.cache.set(key, (found = build()));
     return found;
   }
 
-  /** Person ordinal per actor (the person of each distinct id, joined once per distinct id). */
-  personOfActor(): Int32Array {
-    return this.memo('person', () => Int32Array.from(this.batch.actors, (a) => this.state.persons.of(a.person)));
+  /** Indexes of a column (or actor) that every row shares when the batch has no such column. */
+  private shared(): Uint32Array {
+    return (this.zeros ??= new Uint32Array(this.batch.n));
   }
 
-  /** Per row of a dictionary column, through its entry: the value table spread by index (0 = absent). */
-  private byColumn<T extends Int32Array | Float64Array>(key: string, make: (size: number) => T, entry: (value: unknown) => number): T {
+  private byActor<T extends Int32Array | Float64Array>(table: T): RowLookup<T> {
+    return { table, indexes: this.batch.actorIndexes ?? this.shared() };
+  }
+
+  /** Through a property column's dictionary: entry 0 = the row lacks the key. */
+  private byColumn<T extends Int32Array | Float64Array>(key: string, make: (size: number) => T, entry: (value: unknown) => number): RowLookup<T> {
     const column = this.batch.columns.get(key);
     const table = make((column?.dictionary.length ?? 0) + 1);
     table[0] = entry(undefined);
     if (column) for (let v = 0; v < column.dictionary.length; v += 1) table[v + 1] = entry(column.dictionary[v]);
-    return table;
+    return { table, indexes: column?.indexes ?? this.shared() };
   }
 
-  private rowsOf<T extends Int32Array | Float64Array>(key: string, table: T, make: (size: number) => T): T {
-    const { batch } = this;
-    const out = make(batch.n);
-    const column = batch.columns.get(key);
-    if (!column) out.fill(table[0]!);
-    else for (let i = 0; i < batch.n; i += 1) out[i] = table[column.indexes[i]!]!;
-    return out;
+  /** Person ordinal per row (the person of each distinct id, joined once per distinct id of the batch). */
+  persons(): RowLookup<Int32Array> {
+    return this.memo('person', () => this.byActor(Int32Array.from(this.batch.actors, (a) => this.state.persons.of(a.person))));
   }
 
   /** Session ordinal per row (-1: no session), for unique_session. */
-  sessions(): Int32Array {
-    return this.memo('session', () => {
-      const table = this.byColumn('$session_id', (n) => new Int32Array(n), (id) => {
+  sessions(): RowLookup<Int32Array> {
+    return this.memo('session', () =>
+      this.byColumn('$session_id', (n) => new Int32Array(n), (id) => {
         if (id === undefined || id === null || id === '') return -1;
         return this.state.sessions.of(typeof id === 'string' ? id : JSON.stringify(id));
-      });
-      return this.rowsOf('$session_id', table, (n) => new Int32Array(n));
-    });
+      }),
+    );
   }
 
   /** A property math's number per row (NaN: not a number). */
-  numbers(entity: TrendEntity): Float64Array {
+  numbers(entity: TrendEntity): RowLookup<Float64Array> {
     const key = entity.math_property!;
     if (entity.math_property_type === 'person_properties') {
-      return this.memo(`p:${key}`, () => {
-        const perActor = Float64Array.from(this.batch.actors, (a) => toNumber(propertyOf(a.properties, key)) ?? NaN);
-        return Float64Array.from({ length: this.batch.n }, (_, i) => perActor[actorAt(this.batch, i)]!);
-      });
+      return this.memo(`p:${key}`, () => this.byActor(Float64Array.from(this.batch.actors, (a) => toNumber(propertyOf(a.properties, key)) ?? NaN)));
     }
-    return this.memo(`e:${key}`, () => {
-      const table = this.byColumn(key, (n) => new Float64Array(n), (v) => toNumber(v) ?? NaN);
-      return this.rowsOf(key, table, (n) => new Float64Array(n));
-    });
+    return this.memo(`e:${key}`, () => this.byColumn(key, (n) => new Float64Array(n), (v) => toNumber(v) ?? NaN));
   }
 
-  /** Breakdown group ordinal per row. */
-  groups(spec: BreakdownSpec): Int32Array {
+  /** Breakdown group ordinal per row, materialised once per distinct value. */
+  groups(spec: BreakdownSpec): RowLookup<Int32Array> {
     return this.memo('groups', () => {
       const { batch, state } = this;
-      if (spec.source === 'person') {
-        const perActor = Int32Array.from(batch.actors, (a) => state.groups.of(breakdownText(propertyOf(a.properties, spec.property))));
-        return Int32Array.from({ length: batch.n }, (_, i) => perActor[actorAt(batch, i)]!);
-      }
-      if (spec.source === 'event') {
-        const table = this.byColumn(spec.property, (n) => new Int32Array(n), (v) => state.groups.of(breakdownText(v)));
-        return this.rowsOf(spec.property, table, (n) => new Int32Array(n));
-      }
-      const table = this.byColumn('$session_id', (n) => new Int32Array(n), (id) => {
+      if (spec.source === 'person') return this.byActor(Int32Array.from(batch.actors, (a) => state.groups.of(breakdownText(propertyOf(a.properties, spec.property)))));
+      if (spec.source === 'event') return this.byColumn(spec.property, (n) => new Int32Array(n), (v) => state.groups.of(breakdownText(v)));
+      return this.byColumn('$session_id', (n) => new Int32Array(n), (id) => {
         const key = sessionKey(id);
         const duration = key === null ? undefined : state.durations?.get(key);
         return state.groups.of(breakdownText(duration));
       });
-      return this.rowsOf('$session_id', table, (n) => new Int32Array(n));
     });
   }
 }
@@ -305,7 +298,7 @@ function sessionDurations(source: ColumnSource): Map<string, number> {
     });
     for (let i = 0; i < batch.n; i += 1) {
       const s = table[column.indexes[i]!]!;
-      const t = batch.time[i]!;
+      const t = batch.base + batch.time[i]!;
       if (s < 0 || t < source.from || t > source.to) continue;
       if (s >= first.length) {
         while (first.length <= s) (first.push(Infinity), last.push(-Infinity));
@@ -341,7 +334,7 @@ export function computeTrendFromColumns(query: TrendQuery, input: ColumnarInput)
     for (const plan of plans) {
       const mask = evaluate(plan.match, batch);
       if (mask === false) continue;
-      const operand = plan.operand === 'person' ? personRows(lookups) : plan.operand === 'session' ? lookups.sessions() : plan.operand === 'number' ? lookups.numbers(plan.entity) : null;
+      const operand = plan.operand === 'person' ? lookups.persons() : plan.operand === 'session' ? lookups.sessions() : plan.operand === 'number' ? lookups.numbers(plan.entity) : null;
       windows.forEach(({ period, lo }, p) => fold(plan.accumulators[p]!, batch, mask, groups, Math.max(state.groups.size, 1), operand, lo, last, period));
     }
   });
@@ -354,19 +347,23 @@ export function computeTrendFromColumns(query: TrendQuery, input: ColumnarInput)
   return buildResponse({ query, timezone: ctx.tz, actions }, results);
 }
 
-/** Person ordinal per row. */
-function personRows(lookups: BatchLookups): Int32Array {
-  const perActor = lookups.personOfActor();
-  const { batch } = lookups;
-  if (!batch.actorIndexes) return new Int32Array(batch.n).fill(perActor[0]!);
-  const out = new Int32Array(batch.n);
-  for (let i = 0; i < batch.n; i += 1) out[i] = perActor[batch.actorIndexes[i]!]!;
-  return out;
-}
-
 /** Folds one batch's matching rows of [lo, period.to] (and up to `last`) into a series' accumulator for one period. */
-function fold(acc: Accumulator, batch: ColumnBatch, mask: Mask, groups: Int32Array | null, groupCount: number, operand: Int32Array | Float64Array | null, lo: number, last: number, period: Period): void {
-  const { time, n } = batch;
+function fold(
+  acc: Accumulator,
+  batch: ColumnBatch,
+  mask: Mask,
+  groups: RowLookup<Int32Array> | null,
+  groupCount: number,
+  operand: RowLookup<Int32Array> | RowLookup<Float64Array> | null,
+  lo: number,
+  last: number,
+  period: Period,
+): void {
+  const { time, base, n } = batch;
+  const groupTable = groups?.table ?? null;
+  const groupIndexes = groups?.indexes ?? null;
+  const operandTable = operand?.table ?? null;
+  const operandIndexes = operand?.indexes ?? null;
   const { from, to } = period;
   const end = to + 1;
   const starts = period.buckets;
@@ -385,16 +382,16 @@ function fold(acc: Accumulator, batch: ColumnBatch, mask: Mask, groups: Int32Arr
   let bucketEnd = -Infinity;
   for (let i = 0; i < n; i += 1) {
     if (rowMask !== null && rowMask[i] === 0) continue;
-    const t = time[i]!;
+    const t = base + time[i]!;
     if (t < lo || !(t < end) || t > last) continue;
-    const g = groups === null ? 0 : groups[i]!;
+    const g = groupTable === null ? 0 : groupTable[groupIndexes![i]!]!;
     if (t < from) {
       // Before the period: only the trailing active-user windows look back.
       if (family === 'window') {
         const k = acc.entries++;
         acc.groups[k] = g;
         acc.slots[k] = 0;
-        acc.values[k] = operand![i]!;
+        acc.values[k] = operandTable![operandIndexes![i]!]!;
         acc.times[k] = t;
       }
       continue;
@@ -411,7 +408,7 @@ function fold(acc: Accumulator, batch: ColumnBatch, mask: Mask, groups: Int32Arr
       if (b >= 0) cells[at + b]! += 1;
       cells[at + B]! += 1;
     } else if (family === 'stats') {
-      const v = operand![i]!;
+      const v = operandTable![operandIndexes![i]!]!;
       if (v !== v) continue; // NaN: not a number
       const at = g * width;
       if (b >= 0) addStat(cells, at + b * STAT_FIELDS, v);
@@ -420,7 +417,7 @@ function fold(acc: Accumulator, batch: ColumnBatch, mask: Mask, groups: Int32Arr
       const k = acc.entries++;
       acc.groups[k] = g;
       acc.slots[k] = b + 2;
-      acc.values[k] = operand === null ? 0 : operand[i]!;
+      acc.values[k] = operandTable === null ? 0 : operandTable[operandIndexes![i]!]!;
       if (family === 'window') acc.times[k] = t;
     }
   }
