@@ -8,7 +8,7 @@ import { checkDaysRead, checkResponseSize, clampToEvents, MAX_TREND_BUCKETS, typ
 import { windowDays } from './math.ts';
 import { parseFilter } from './properties.ts';
 import { isValidTimeZone } from './tz.ts';
-import { ACTIVE_USER_MATHS, COUNT_PER_ACTOR_MATHS, type ActionDefinition, type DateRange, type MathType, type ProjectSettings, type PropertyFilter, type PropertyGroup, type TrendEntity, type TrendEvent, type TrendQuery, type TrendResponse } from './types.ts';
+import { ACTIVE_USER_MATHS, COUNT_PER_ACTOR_MATHS, type ActionDefinition, type DateRange, type MathType, type ProjectSettings, type PropertyFilter, type PropertyGroup, type TrendQuery } from './types.ts';
 
 export function projectContext(project: ProjectSettings, now: Date): DateContext {
   if (!isValidTimeZone(project.timezone)) throw new ValidationError(`Unknown time zone "${project.timezone}".`, 'timezone');

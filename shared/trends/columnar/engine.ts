@@ -540,7 +540,7 @@ function statistic(kind: string, numbers: Float64Array): number {
 }
 
 /**
- * math.ts quantile (linear interpolation between closest ranks) by selection instead of a sort: the
+ * A quantile with linear interpolation between closest ranks (numpy's default) by selection, not a sort: the
  * rank-h element by quickselect, then the smallest element above it (ClickHouse's quantileExact does
  * the same with nth_element). Reorders `numbers`.
  */
