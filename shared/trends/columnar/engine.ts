@@ -145,6 +145,16 @@ class Accumulator {
       this.cells = cells;
     }
   }
+  /** Per person or session ordinal, the cell (group, slot) of its last entry + 1. */
+  private lastCell = new Int32Array(0);
+  fitOrdinals(count: number): Int32Array {
+    if (count > this.lastCell.length) {
+      const next = new Int32Array(Math.max(count, this.lastCell.length * 2));
+      next.set(this.lastCell);
+      this.lastCell = next;
+    }
+    return this.lastCell;
+  }
   /** Room for `more` entries. */
   fitEntries(more: number): void {
     const need = this.entries + more;
@@ -335,7 +345,7 @@ export function computeTrendFromColumns(query: TrendQuery, input: ColumnarInput)
       const mask = evaluate(plan.match, batch);
       if (mask === false) continue;
       const operand = plan.operand === 'person' ? lookups.persons() : plan.operand === 'session' ? lookups.sessions() : plan.operand === 'number' ? lookups.numbers(plan.entity) : null;
-      windows.forEach(({ period, lo }, p) => fold(plan.accumulators[p]!, batch, mask, groups, Math.max(state.groups.size, 1), operand, lo, last, period));
+      windows.forEach(({ period, lo }, p) => fold(plan.accumulators[p]!, batch, mask, groups, Math.max(state.groups.size, 1), Math.max(state.persons.size, state.sessions.size), operand, lo, last, period));
     }
   });
 
@@ -354,6 +364,7 @@ function fold(
   mask: Mask,
   groups: RowLookup<Int32Array> | null,
   groupCount: number,
+  ordinalCount: number,
   operand: RowLookup<Int32Array> | RowLookup<Float64Array> | null,
   lo: number,
   last: number,
@@ -372,6 +383,7 @@ function fold(
   const family = acc.family;
   acc.fitGroups(groupCount);
   if (family !== 'count' && family !== 'stats') acc.fitEntries(n);
+  const lastCell = family === 'distinct' || family === 'window' ? acc.fitOrdinals(ordinalCount) : null;
   const volumes = acc.volumes;
   const cells = acc.cells;
   const width = acc.width;
@@ -414,10 +426,21 @@ function fold(
       if (b >= 0) addStat(cells, at + b * STAT_FIELDS, v);
       addStat(cells, at + B * STAT_FIELDS, v);
     } else {
+      const v = operandTable === null ? 0 : operandTable[operandIndexes![i]!]!;
+      if (lastCell !== null) {
+        // Distinct persons or sessions: one entry per (ordinal, group, slot) is enough, and rows of
+        // a batch come in time order, so a repeat of the ordinal's last cell is dropped here. (A
+        // person's events in one bucket are in the same trailing windows: the windows' edges are
+        // bucket edges.) No session: counts for nothing.
+        if (v < 0) continue;
+        const cell = g * (B + 2) + b + 3;
+        if (lastCell[v] === cell) continue;
+        lastCell[v] = cell;
+      }
       const k = acc.entries++;
       acc.groups[k] = g;
       acc.slots[k] = b + 2;
-      acc.values[k] = operandTable === null ? 0 : operandTable[operandIndexes![i]!]!;
+      acc.values[k] = v;
       if (family === 'window') acc.times[k] = t;
     }
   }
