@@ -57,13 +57,18 @@ function dictionaryColumn(dictionary: unknown[], indexes: Uint32Array): Uint8Arr
 }
 
 /**
- * gunzip into one buffer sized for the expected output (`bytes`, plus room for a dictionary): zlib's
- * default 16 KiB chunks would be concatenated, copying every column once more.
+ * gunzip into one buffer of the output's size, read from the gzip trailer (ISIZE, the size mod 2^32;
+ * one byte more, or zlib allocates a second chunk to find the end): its default 16 KiB chunks would be
+ * concatenated, copying every column once more.
  */
-const inflate = (blob: Uint8Array, bytes: number) => gunzipSync(blob, { chunkSize: Math.max(64, bytes) });
+function inflate(blob: Uint8Array): Buffer {
+  const size = blob.length >= 4 ? Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength).readUInt32LE(blob.length - 4) : 0;
+  // Bounded: a damaged trailer costs a few chunks, not a huge allocation.
+  return gunzipSync(blob, { chunkSize: Math.min(Math.max(64, size + 1), 32 * 1024 * 1024) });
+}
 
 function readDictionaryColumn(blob: Uint8Array, n: number): { dictionary: unknown[]; indexes: Uint32Array } {
-  const raw = inflate(blob, 4 * n + 64 * 1024);
+  const raw = inflate(blob);
   const length = raw.readUInt32LE(0);
   const dictionary = JSON.parse(raw.toString('utf8', 4, 4 + length)) as unknown[];
   return { dictionary, indexes: words(raw, align4(4 + length), n) };
@@ -139,7 +144,7 @@ export function decodeColumns(segment: FetchedSegment, projection: Projection): 
     if (blob) columns.set(key, readDictionaryColumn(blob, n));
   }
   const dids = projection.distinctIds ? (readDictionaryColumn(segment.dids, n) as { dictionary: string[]; indexes: Uint32Array }) : null;
-  return { n, base, time: words(inflate(segment.time, 4 * n + 1024), 0, n), dids, columns };
+  return { n, base, time: words(inflate(segment.time), 0, n), dids, columns };
 }
 
 /**
