@@ -42,7 +42,12 @@ export interface ColumnarInput {
   actions: ActionDefinition[];
   now: Date;
   firstEventAt?: Date;
+  /** Dense aggregate cells allowed per query (default DENSE_CELLS); tests lower it to exercise the hash table. */
+  denseCells?: number;
 }
+
+/** 2M cells of 8 bytes: 16 MB of dense counters at most, whatever the breakdown's cardinality. */
+export const DENSE_CELLS = 2 ** 21;
 
 // ---------------------------------------------------------------------------------------------
 // Growable typed lists (one entry per matching row for the maths that need values)
@@ -112,26 +117,31 @@ const STAT_FIELDS = 4;
 class Accumulator {
   /** Events of each group in [from, to]: the breakdown ranking. */
   volumes = new Float64Array(8);
-  cells: Float64Array;
+  /** Dense cells, `width` per group; null once the groups outgrew `denseLimit` (then `sparse`). */
+  cells: Float64Array | null;
+  sparse: CellTable | null = null;
   readonly width: number;
+  readonly fields: number;
   groups = new Int32Array(0);
   slots = new Int32Array(0);
   values = new Float64Array(0);
   times = new Float64Array(0);
   entries = 0;
+  /** Entries: a direct-mapped memory of each ordinal's last cell, to drop repeats (fixed size, whatever the number of persons). */
+  readonly recentOrdinal = new Int32Array(RECENT_SIZE).fill(-1);
+  readonly recentCell = new Float64Array(RECENT_SIZE);
   constructor(
     readonly family: Family,
     readonly period: Period,
+    private readonly denseLimit: number,
   ) {
-    this.width = family === 'count' || family === 'stats' ? (period.buckets.length + 1) * (family === 'stats' ? STAT_FIELDS : 1) : 0;
-    this.cells = this.emptyCells(8);
+    this.fields = family === 'stats' ? STAT_FIELDS : 1;
+    this.width = family === 'count' || family === 'stats' ? (period.buckets.length + 1) * this.fields : 0;
+    const dense = this.width > 0 && 8 * this.width <= denseLimit;
+    this.cells = dense ? emptyCells(8 * this.width, this.fields) : null;
+    this.sparse = this.width > 0 && !dense ? new CellTable(this.fields) : null;
   }
-  private emptyCells(groups: number): Float64Array {
-    const cells = new Float64Array(groups * this.width);
-    if (this.family === 'stats') for (let i = 0; i < cells.length; i += STAT_FIELDS) ((cells[i + 2] = Infinity), (cells[i + 3] = -Infinity));
-    return cells;
-  }
-  /** Room for groups 0 .. count - 1 (grown by doubling, before a batch's loop). */
+  /** Room for groups 0 .. count - 1 (grown by doubling, before a batch's loop); past the dense limit, cells go to a hash table. */
   fitGroups(count: number): void {
     if (count <= this.volumes.length) return;
     let size = this.volumes.length;
@@ -139,21 +149,24 @@ class Accumulator {
     const volumes = new Float64Array(size);
     volumes.set(this.volumes);
     this.volumes = volumes;
-    if (this.width) {
-      const cells = this.emptyCells(size);
+    if (!this.cells) return;
+    if (size * this.width <= this.denseLimit) {
+      const cells = emptyCells(size * this.width, this.fields);
       cells.set(this.cells);
       this.cells = cells;
+      return;
     }
-  }
-  /** Per person or session ordinal, the cell (group, slot) of its last entry + 1. */
-  private lastCell = new Int32Array(0);
-  fitOrdinals(count: number): Int32Array {
-    if (count > this.lastCell.length) {
-      const next = new Int32Array(Math.max(count, this.lastCell.length * 2));
-      next.set(this.lastCell);
-      this.lastCell = next;
+    // Many breakdown values × many buckets: only the (group, slot) cells that occur are kept.
+    const table = new CellTable(this.fields);
+    const slots = this.width / this.fields;
+    for (let c = 0; c < this.cells.length / this.fields; c += 1) {
+      const at = c * this.fields;
+      if (this.cells[at + (this.fields === 1 ? 0 : 1)] === 0) continue;
+      const into = table.offset(Math.floor(c / slots) * slots + (c % slots));
+      for (let f = 0; f < this.fields; f += 1) table.cells[into + f] = this.cells[at + f]!;
     }
-    return this.lastCell;
+    this.cells = null;
+    this.sparse = table;
   }
   /** Room for `more` entries. */
   fitEntries(more: number): void {
@@ -169,6 +182,66 @@ class Accumulator {
     this.slots = grow(this.slots, (n) => new Int32Array(n));
     this.values = grow(this.values, (n) => new Float64Array(n));
     if (this.family === 'window') this.times = grow(this.times, (n) => new Float64Array(n));
+  }
+}
+
+const RECENT_SIZE = 4096;
+
+/** Cells of count (1 field) or stats (sum, count, min, max); min/max start at ±Infinity. */
+function emptyCells(length: number, fields: number): Float64Array {
+  const cells = new Float64Array(length);
+  if (fields === STAT_FIELDS) for (let i = 0; i < cells.length; i += STAT_FIELDS) ((cells[i + 2] = Infinity), (cells[i + 3] = -Infinity));
+  return cells;
+}
+
+/** Open addressing from a cell key (group × slots + slot, exact in a double) to its fields. */
+class CellTable {
+  keys = new Float64Array(64).fill(-1);
+  at = new Int32Array(64);
+  cells: Float64Array;
+  size = 0;
+  constructor(readonly fields: number) {
+    this.cells = emptyCells(16 * fields, fields);
+  }
+  private slotOf(key: number, keys: Float64Array): number {
+    const mask = keys.length - 1;
+    let h = (Math.imul(key >>> 0, 0x9e3779b1) ^ Math.imul((key / 4294967296) >>> 0, 0x85ebca6b)) & mask;
+    while (keys[h] !== -1 && keys[h] !== key) h = (h + 1) & mask;
+    return h;
+  }
+  /** Where the key's fields start, inserted empty if new. */
+  offset(key: number): number {
+    let h = this.slotOf(key, this.keys);
+    if (this.keys[h] === key) return this.at[h]!;
+    if ((this.size + 1) * 2 > this.keys.length) {
+      this.grow();
+      h = this.slotOf(key, this.keys);
+    }
+    if ((this.size + 1) * this.fields > this.cells.length) {
+      const cells = emptyCells(this.cells.length * 2, this.fields);
+      cells.set(this.cells);
+      this.cells = cells;
+    }
+    this.keys[h] = key;
+    this.at[h] = this.size * this.fields;
+    this.size += 1;
+    return this.at[h]!;
+  }
+  private grow(): void {
+    const keys = new Float64Array(this.keys.length * 2).fill(-1);
+    const at = new Int32Array(keys.length);
+    for (let i = 0; i < this.keys.length; i += 1) {
+      const key = this.keys[i]!;
+      if (key === -1) continue;
+      const h = this.slotOf(key, keys);
+      keys[h] = key;
+      at[h] = this.at[i]!;
+    }
+    this.keys = keys;
+    this.at = at;
+  }
+  forEach(visit: (key: number, offset: number) => void): void {
+    for (let i = 0; i < this.keys.length; i += 1) if (this.keys[i] !== -1) visit(this.keys[i]!, this.at[i]!);
   }
 }
 
@@ -330,9 +403,11 @@ export function computeTrendFromColumns(query: TrendQuery, input: ColumnarInput)
   const state = new QueryState();
   const breakdown = query.breakdown;
   if (breakdown?.source === 'session') state.durations = sessionDurations(input.source);
+  // Dense (group × bucket) cells share a budget; past it an accumulator keeps only the cells that occur.
+  const denseLimit = Math.floor((input.denseCells ?? DENSE_CELLS) / Math.max(1, query.series.length * periods.length));
   const plans: SeriesPlan[] = query.series.map((entity, i) => {
     const family = familyOf(entity, query.interval);
-    return { entity, match: nodes[i]!, family, operand: operandOf(entity, family), accumulators: periods.map((p) => new Accumulator(family, p)) };
+    return { entity, match: nodes[i]!, family, operand: operandOf(entity, family), accumulators: periods.map((p) => new Accumulator(family, p, denseLimit)) };
   });
   // Rows outside the source's window are not the query's events (storage may hand over whole days).
   const windows = periods.map((period) => ({ period, lo: Math.max(readFrom(query, period, ctx.tz), input.source.from) }));
@@ -345,7 +420,7 @@ export function computeTrendFromColumns(query: TrendQuery, input: ColumnarInput)
       const mask = evaluate(plan.match, batch);
       if (mask === false) continue;
       const operand = plan.operand === 'person' ? lookups.persons() : plan.operand === 'session' ? lookups.sessions() : plan.operand === 'number' ? lookups.numbers(plan.entity) : null;
-      windows.forEach(({ period, lo }, p) => fold(plan.accumulators[p]!, batch, mask, groups, Math.max(state.groups.size, 1), Math.max(state.persons.size, state.sessions.size), operand, lo, last, period));
+      windows.forEach(({ period, lo }, p) => fold(plan.accumulators[p]!, batch, mask, groups, Math.max(state.groups.size, 1), operand, lo, last, period));
     }
   });
 
@@ -364,7 +439,6 @@ function fold(
   mask: Mask,
   groups: RowLookup<Int32Array> | null,
   groupCount: number,
-  ordinalCount: number,
   operand: RowLookup<Int32Array> | RowLookup<Float64Array> | null,
   lo: number,
   last: number,
@@ -383,10 +457,9 @@ function fold(
   const family = acc.family;
   acc.fitGroups(groupCount);
   if (family !== 'count' && family !== 'stats') acc.fitEntries(n);
-  const lastCell = family === 'distinct' || family === 'window' ? acc.fitOrdinals(ordinalCount) : null;
-  const volumes = acc.volumes;
-  const cells = acc.cells;
-  const width = acc.width;
+  const dedup = family === 'distinct' || family === 'window';
+  const { recentOrdinal, recentCell, volumes, cells, sparse, width } = acc;
+  const slotsPerGroup = B + 1;
   // The bucket of the previous row: rows come in time order within a batch, so most rows stay in it
   // or move to the next; anything else is a binary search over the bucket starts.
   let bucket = -1;
@@ -416,26 +489,49 @@ function fold(
     }
     const b = t > to ? -1 : bucket;
     if (family === 'count') {
-      const at = g * width;
-      if (b >= 0) cells[at + b]! += 1;
-      cells[at + B]! += 1;
+      if (cells !== null) {
+        const at = g * width;
+        if (b >= 0) cells[at + b]! += 1;
+        cells[at + B]! += 1;
+      } else {
+        // offset() may grow the table's cells: take the offset before reading `cells`.
+        const table = sparse!;
+        if (b >= 0) {
+          const at = table.offset(g * slotsPerGroup + b);
+          table.cells[at]! += 1;
+        }
+        const whole = table.offset(g * slotsPerGroup + B);
+        table.cells[whole]! += 1;
+      }
     } else if (family === 'stats') {
       const v = operandTable![operandIndexes![i]!]!;
       if (v !== v) continue; // NaN: not a number
-      const at = g * width;
-      if (b >= 0) addStat(cells, at + b * STAT_FIELDS, v);
-      addStat(cells, at + B * STAT_FIELDS, v);
+      if (cells !== null) {
+        const at = g * width;
+        if (b >= 0) addStat(cells, at + b * STAT_FIELDS, v);
+        addStat(cells, at + B * STAT_FIELDS, v);
+      } else {
+        const table = sparse!;
+        if (b >= 0) {
+          const at = table.offset(g * slotsPerGroup + b);
+          addStat(table.cells, at, v);
+        }
+        const whole = table.offset(g * slotsPerGroup + B);
+        addStat(table.cells, whole, v);
+      }
     } else {
       const v = operandTable === null ? 0 : operandTable[operandIndexes![i]!]!;
-      if (lastCell !== null) {
+      if (dedup) {
         // Distinct persons or sessions: one entry per (ordinal, group, slot) is enough, and rows of
         // a batch come in time order, so a repeat of the ordinal's last cell is dropped here. (A
         // person's events in one bucket are in the same trailing windows: the windows' edges are
         // bucket edges.) No session: counts for nothing.
         if (v < 0) continue;
-        const cell = g * (B + 2) + b + 3;
-        if (lastCell[v] === cell) continue;
-        lastCell[v] = cell;
+        const cell = g * (B + 2) + b + 2;
+        const h = v & (RECENT_SIZE - 1);
+        if (recentOrdinal[h] === v && recentCell[h] === cell) continue;
+        recentOrdinal[h] = v;
+        recentCell[h] = cell;
       }
       const k = acc.entries++;
       acc.groups[k] = g;
@@ -503,20 +599,29 @@ function computeRows(plan: SeriesPlan, acc: Accumulator, rowOfGroup: Int32Array,
       if (fields === STAT_FIELDS) for (let i = 0; i < cells.length; i += STAT_FIELDS) ((cells[i + 2] = Infinity), (cells[i + 3] = -Infinity));
       return cells;
     });
-    const groupCount = Math.min(rowOfGroup.length, acc.volumes.length);
-    for (let g = 0; g < groupCount; g += 1) {
-      const r = rowOfGroup[g]!;
-      if (r < 0) continue;
-      const cells = acc.cells.subarray(g * acc.width, (g + 1) * acc.width);
-      const into = merged[r]!;
-      if (fields === 1) for (let i = 0; i <= B; i += 1) into[i]! += cells[i]!;
+    const merge = (into: Float64Array, at: number, cells: Float64Array, from: number, count: number) => {
+      if (fields === 1) for (let i = 0; i < count; i += 1) into[at + i]! += cells[from + i]!;
       else
-        for (let i = 0; i < into.length; i += STAT_FIELDS) {
-          into[i]! += cells[i]!;
-          into[i + 1]! += cells[i + 1]!;
-          if (cells[i + 2]! < into[i + 2]!) into[i + 2] = cells[i + 2]!;
-          if (cells[i + 3]! > into[i + 3]!) into[i + 3] = cells[i + 3]!;
+        for (let i = 0; i < count; i += STAT_FIELDS) {
+          into[at + i]! += cells[from + i]!;
+          into[at + i + 1]! += cells[from + i + 1]!;
+          if (cells[from + i + 2]! < into[at + i + 2]!) into[at + i + 2] = cells[from + i + 2]!;
+          if (cells[from + i + 3]! > into[at + i + 3]!) into[at + i + 3] = cells[from + i + 3]!;
         }
+    };
+    if (acc.cells) {
+      const groupCount = Math.min(rowOfGroup.length, acc.volumes.length);
+      for (let g = 0; g < groupCount; g += 1) {
+        const r = rowOfGroup[g]!;
+        if (r >= 0) merge(merged[r]!, 0, acc.cells, g * acc.width, acc.width);
+      }
+    } else {
+      const table = acc.sparse!;
+      table.forEach((key, offset) => {
+        const g = Math.floor(key / (B + 1));
+        const r = g < rowOfGroup.length ? rowOfGroup[g]! : -1;
+        if (r >= 0) merge(merged[r]!, (key - g * (B + 1)) * fields, table.cells, offset, fields);
+      });
     }
     return merged.map((cells) => {
       const value = (slot: number) => (fields === 1 ? cells[slot]! : statOf(math, cells, slot * STAT_FIELDS));

@@ -211,9 +211,9 @@ describe('the columnar engine answers like the row engine', () => {
     );
   }, 180_000);
 
-  it('storage reads through the same engine: encoded day segments per name and in-memory batches of raw rows, day by day', () => {
+  it('storage reads through the same engine: encoded day segments per name and in-memory batches of raw rows, day by day, dense or hashed cells', () => {
     fc.assert(
-      fc.property(fc.array(eventArb, { maxLength: 80 }), queryArb, fc.constantFrom(...TIMEZONES), fc.boolean(), (raw, q, timezone, merged) => {
+      fc.property(fc.array(eventArb, { maxLength: 80 }), queryArb, fc.constantFrom(...TIMEZONES), fc.boolean(), fc.constantFrom(0, 100, undefined), (raw, q, timezone, merged, denseCells) => {
         const events = buildEvents(raw, { merged, plans: PEOPLE.map((_, i) => (i % 2 ? 'pro' : 'free')), ages: PEOPLE.map((_, i) => 20 + i) });
         const project: ProjectSettings = { timezone, week_start_day: 0, test_account_filters: [] };
         const req = { ...request(q), filter_test_accounts: false };
@@ -239,7 +239,8 @@ describe('the columnar engine answers like the row engine', () => {
           },
         };
         const input = { project, actions: ACTIONS, now: new Date(NOW), firstEventAt: new Date(NOW - 45 * DAY) };
-        const perDay = outcome(() => computeTrendFromColumns(parseTrendRequest(req), { ...input, source }));
+        // denseCells 0 or 100: breakdown cells in the hash table from the start, or after a few groups.
+        const perDay = outcome(() => computeTrendFromColumns(parseTrendRequest(req), { ...input, source, denseCells }));
         const reference = outcome(() => computeTrendByRows(parseTrendRequest(req), { ...input, events }));
         if ('error' in perDay || 'error' in reference) expect(perDay).toEqual(reference);
         else expectSame(perDay.ok, reference.ok);
