@@ -46,7 +46,7 @@ export interface ColumnarInput {
   denseCells?: number;
 }
 
-/** 2M cells of 8 bytes: 16 MB of dense counters at most, whatever the breakdown's cardinality. */
+/** 2M cells of 8 bytes: 16 MB of dense counters (and as much of volumes) at most, whatever the breakdown's cardinality. */
 export const DENSE_CELLS = 2 ** 21;
 
 // ---------------------------------------------------------------------------------------------
@@ -115,8 +115,11 @@ const STAT_FIELDS = 4;
  * = bucket b), its operand and, for windows, its time.
  */
 class Accumulator {
-  /** Events of each group in [from, to]: the breakdown ranking. */
-  volumes = new Float64Array(8);
+  /** Events of each group in [from, to]: the breakdown ranking (dense per group, or past the budget a hash table). */
+  volumes: Float64Array | null;
+  volumeTable: CellTable | null;
+  /** Groups the dense arrays have room for. */
+  capacity = 8;
   /** Dense cells, `width` per group; null once the groups outgrew `denseLimit` (then `sparse`). */
   cells: Float64Array | null;
   sparse: CellTable | null = null;
@@ -137,18 +140,30 @@ class Accumulator {
   ) {
     this.fields = family === 'stats' ? STAT_FIELDS : 1;
     this.width = family === 'count' || family === 'stats' ? (period.buckets.length + 1) * this.fields : 0;
+    this.volumes = this.capacity <= denseLimit ? new Float64Array(this.capacity) : null;
+    this.volumeTable = this.volumes ? null : new CellTable(1);
     const dense = this.width > 0 && 8 * this.width <= denseLimit;
     this.cells = dense ? emptyCells(8 * this.width, this.fields) : null;
     this.sparse = this.width > 0 && !dense ? new CellTable(this.fields) : null;
   }
   /** Room for groups 0 .. count - 1 (grown by doubling, before a batch's loop); past the dense limit, cells go to a hash table. */
   fitGroups(count: number): void {
-    if (count <= this.volumes.length) return;
-    let size = this.volumes.length;
+    if (count <= this.capacity) return;
+    let size = this.capacity;
     while (size < count) size *= 2;
-    const volumes = new Float64Array(size);
-    volumes.set(this.volumes);
-    this.volumes = volumes;
+    this.capacity = size;
+    if (this.volumes && size <= this.denseLimit) {
+      const volumes = new Float64Array(size);
+      volumes.set(this.volumes);
+      this.volumes = volumes;
+    } else if (this.volumes) {
+      const table = new CellTable(1);
+      this.volumes.forEach((v, g) => {
+        if (v) table.cells[table.offset(g)] = v;
+      });
+      this.volumes = null;
+      this.volumeTable = table;
+    }
     if (!this.cells) return;
     if (size * this.width <= this.denseLimit) {
       const cells = emptyCells(size * this.width, this.fields);
@@ -167,6 +182,14 @@ class Accumulator {
     }
     this.cells = null;
     this.sparse = table;
+  }
+  /** Each group's volume, dense (for ranking, one accumulator at a time). */
+  volumesOf(groups: number): Float64Array {
+    if (this.volumes) return this.volumes;
+    const volumes = new Float64Array(groups);
+    const table = this.volumeTable!;
+    table.forEach((g, at) => (volumes[g] = table.cells[at]!));
+    return volumes;
   }
   /** Room for `more` entries. */
   fitEntries(more: number): void {
@@ -458,7 +481,7 @@ function fold(
   acc.fitGroups(groupCount);
   if (family !== 'count' && family !== 'stats') acc.fitEntries(n);
   const dedup = family === 'distinct' || family === 'window';
-  const { recentOrdinal, recentCell, volumes, cells, sparse, width } = acc;
+  const { recentOrdinal, recentCell, volumes, volumeTable, cells, sparse, width } = acc;
   const slotsPerGroup = B + 1;
   // The bucket of the previous row: rows come in time order within a batch, so most rows stay in it
   // or move to the next; anything else is a binary search over the bucket starts.
@@ -481,7 +504,13 @@ function fold(
       }
       continue;
     }
-    if (t <= to) volumes[g]! += 1;
+    if (t <= to) {
+      if (volumes !== null) volumes[g]! += 1;
+      else {
+        const at = volumeTable!.offset(g);
+        volumeTable!.cells[at]! += 1;
+      }
+    }
     if (!(t >= bucketStart && t < bucketEnd)) {
       bucket = t > to || !B || t < starts[0]! ? -1 : bucketOf(starts, t);
       bucketStart = bucket < 0 ? Infinity : starts[bucket]!;
@@ -581,7 +610,7 @@ function rowsOf(plan: SeriesPlan, acc: Accumulator, breakdown: BreakdownSpec | n
     const rowOfGroup = new Int32Array(groupCount);
     return [computeRows(plan, acc, rowOfGroup, 1, ctx)[0]!];
   }
-  const ranked = rankGroups(acc.volumes, state.groups.values, breakdown);
+  const ranked = rankGroups(acc.volumesOf(state.groups.size), state.groups.values, breakdown);
   if (!ranked) return [];
   const rows = computeRows(plan, acc, ranked.rowOfGroup, ranked.values.length, ctx);
   return ranked.values.map((value, r) => ({ breakdown_value: value, ...rows[r]! }));
@@ -610,7 +639,7 @@ function computeRows(plan: SeriesPlan, acc: Accumulator, rowOfGroup: Int32Array,
         }
     };
     if (acc.cells) {
-      const groupCount = Math.min(rowOfGroup.length, acc.volumes.length);
+      const groupCount = Math.min(rowOfGroup.length, acc.capacity);
       for (let g = 0; g < groupCount; g += 1) {
         const r = rowOfGroup[g]!;
         if (r >= 0) merge(merged[r]!, 0, acc.cells, g * acc.width, acc.width);
