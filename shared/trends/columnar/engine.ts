@@ -125,6 +125,7 @@ class Accumulator {
   sparse: CellTable | null = null;
   readonly width: number;
   readonly fields: number;
+  /** Entries' groups, only with a breakdown (every entry is group 0 without). */
   groups = new Int32Array(0);
   slots = new Int32Array(0);
   values = new Float64Array(0);
@@ -137,6 +138,7 @@ class Accumulator {
     readonly family: Family,
     readonly period: Period,
     private readonly denseLimit: number,
+    readonly grouped: boolean,
   ) {
     this.fields = family === 'stats' ? STAT_FIELDS : 1;
     this.width = family === 'count' || family === 'stats' ? (period.buckets.length + 1) * this.fields : 0;
@@ -194,14 +196,14 @@ class Accumulator {
   /** Room for `more` entries. */
   fitEntries(more: number): void {
     const need = this.entries + more;
-    if (need <= this.groups.length) return;
-    const size = Math.max(need, this.groups.length * 2, 1024);
+    if (need <= this.slots.length) return;
+    const size = Math.max(need, this.slots.length * 2, 1024);
     const grow = <T extends Int32Array | Float64Array>(old: T, make: (n: number) => T): T => {
       const next = make(size);
       next.set(old.subarray(0, this.entries) as never);
       return next;
     };
-    this.groups = grow(this.groups, (n) => new Int32Array(n));
+    if (this.grouped) this.groups = grow(this.groups, (n) => new Int32Array(n));
     this.slots = grow(this.slots, (n) => new Int32Array(n));
     this.values = grow(this.values, (n) => new Float64Array(n));
     if (this.family === 'window') this.times = grow(this.times, (n) => new Float64Array(n));
@@ -430,7 +432,7 @@ export function computeTrendFromColumns(query: TrendQuery, input: ColumnarInput)
   const denseLimit = Math.floor((input.denseCells ?? DENSE_CELLS) / Math.max(1, query.series.length * periods.length));
   const plans: SeriesPlan[] = query.series.map((entity, i) => {
     const family = familyOf(entity, query.interval);
-    return { entity, match: nodes[i]!, family, operand: operandOf(entity, family), accumulators: periods.map((p) => new Accumulator(family, p, denseLimit)) };
+    return { entity, match: nodes[i]!, family, operand: operandOf(entity, family), accumulators: periods.map((p) => new Accumulator(family, p, denseLimit, query.breakdown !== null)) };
   });
   // Rows outside the source's window are not the query's events (storage may hand over whole days).
   const windows = periods.map((period) => ({ period, lo: Math.max(readFrom(query, period, ctx.tz), input.source.from) }));
@@ -497,7 +499,7 @@ function fold(
       // Before the period: only the trailing active-user windows look back.
       if (family === 'window') {
         const k = acc.entries++;
-        acc.groups[k] = g;
+        if (groupTable !== null) acc.groups[k] = g;
         acc.slots[k] = 0;
         acc.values[k] = operandTable![operandIndexes![i]!]!;
         acc.times[k] = t;
@@ -562,8 +564,10 @@ function fold(
         recentOrdinal[h] = v;
         recentCell[h] = cell;
       }
+      // Percentiles: a value that is not a number counts for nothing.
+      if (v !== v) continue;
       const k = acc.entries++;
-      acc.groups[k] = g;
+      if (groupTable !== null) acc.groups[k] = g;
       acc.slots[k] = b + 2;
       acc.values[k] = v;
       if (family === 'window') acc.times[k] = t;
@@ -756,7 +760,7 @@ function entryRows(plan: SeriesPlan, acc: Accumulator, rowOfGroup: Int32Array, r
   const starts = new Int32Array(cellCount + 1);
   const cellOf = new Int32Array(count);
   for (let k = 0; k < count; k += 1) {
-    const r = rowOfGroup[groups[k]!] ?? -1;
+    const r = rowOfGroup[acc.grouped ? groups[k]! : 0] ?? -1;
     const cell = r < 0 ? -1 : r * slotsPerRow + slots[k]!;
     cellOf[k] = cell;
     if (cell >= 0) starts[cell + 1]! += 1;
