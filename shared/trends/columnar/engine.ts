@@ -6,12 +6,14 @@
  * by comparing its time with the period's precomputed bucket starts (one time-zone computation per
  * boundary, none per event).
  *
- * Aggregates: counts and sum/avg/min/max fold into per-(group, bucket) cells as batches go; maths
- * that need the values themselves (distinct persons or sessions, percentiles, per-actor counts, the
- * trailing active-user windows) keep one compact typed entry per matching row (group, bucket, operand,
- * and the time for windows) and are computed when every batch has been seen. Breakdown values are
- * ranked once the period's volumes are known, so the top values and "Other" come out of the same
- * cells (Other = the math over the remaining values' entries, never a sum of rows).
+ * Aggregates: counts and sum/avg/min/max fold into per-(group, bucket) cells as batches go (dense
+ * typed arrays within a per-query budget, past it a hash table of the cells that occur); maths that
+ * need the values themselves keep compact typed entries (group, bucket, operand, and the time for
+ * windows): one per (person or session, group, bucket) for distinct counts and the trailing
+ * active-user windows, one per matching row for percentiles and per-actor counts. They are reduced
+ * when every batch has been seen. Breakdown values are ranked once the period's volumes are known, so
+ * the top values and "Other" come out of the same cells (Other = the math over the remaining values'
+ * cells or entries, never a sum of rows).
  */
 import { textOf } from '#shared/errors.ts';
 import { breakdownText } from '../breakdown.ts';
@@ -50,8 +52,9 @@ export interface ColumnarInput {
 export const DENSE_CELLS = 2 ** 21;
 
 // ---------------------------------------------------------------------------------------------
-// Growable typed lists (one entry per matching row for the maths that need values)
+// Small helpers
 
+/** A growable list of doubles (session spans). */
 class FloatList {
   data = new Float64Array(1024);
   length = 0;
