@@ -67,7 +67,8 @@ function inflate(blob: Uint8Array): Buffer {
   return gunzipSync(blob, { chunkSize: Math.min(Math.max(64, size + 1), 32 * 1024 * 1024) });
 }
 
-function readDictionaryColumn(blob: Uint8Array, n: number): { dictionary: unknown[]; indexes: Uint32Array } {
+/** One dictionary column (a property's: indexes are value + 1, 0 = absent; or the distinct ids'). */
+export function readDictionaryColumn(blob: Uint8Array, n: number): { dictionary: unknown[]; indexes: Uint32Array } {
   const raw = inflate(blob);
   const length = raw.readUInt32LE(0);
   const dictionary = JSON.parse(raw.toString('utf8', 4, 4 + length)) as unknown[];
@@ -136,6 +137,9 @@ export interface DecodedColumns {
   columns: Map<string, { dictionary: unknown[]; indexes: Uint32Array }>;
 }
 
+/** The time column: offsets from `base`, ms. */
+export const readTimes = (segment: FetchedSegment): Uint32Array => words(inflate(segment.time), 0, segment.n);
+
 export function decodeColumns(segment: FetchedSegment, projection: Projection): DecodedColumns {
   const { n, base } = segment;
   const columns = new Map<string, { dictionary: unknown[]; indexes: Uint32Array }>();
@@ -144,7 +148,7 @@ export function decodeColumns(segment: FetchedSegment, projection: Projection): 
     if (blob) columns.set(key, readDictionaryColumn(blob, n));
   }
   const dids = projection.distinctIds ? (readDictionaryColumn(segment.dids, n) as { dictionary: string[]; indexes: Uint32Array }) : null;
-  return { n, base, time: words(inflate(segment.time), 0, n), dids, columns };
+  return { n, base, time: readTimes(segment), dids, columns };
 }
 
 /**

@@ -4,7 +4,7 @@
  * segment chunk, or is built in memory from events that were not compacted (raw partitions, top-up,
  * or a caller's `TrendEvent[]`), so every read source runs the same code.
  */
-import { decodeColumns, type FetchedSegment, type Projection } from '#shared/segments/codec.ts';
+import { readDictionaryColumn, readTimes, type FetchedSegment, type Projection } from '#shared/segments/codec.ts';
 import { propertyOf } from '../properties.ts';
 import type { TrendEvent } from '../types.ts';
 
@@ -34,8 +34,8 @@ export interface ColumnBatch {
   /** Row i was done by `actors[actorIndexes[i]]` (every row `actors[0]` when null). */
   actors: readonly Actor[];
   actorIndexes: Uint32Array | null;
-  /** Only the keys the query uses; a key missing here is absent on every row. */
-  columns: ReadonlyMap<string, DictionaryColumn>;
+  /** Only the keys the query uses; a key missing here is absent on every row. Segment columns are decoded on first use. */
+  columns: { get(key: string): DictionaryColumn | undefined };
 }
 
 /**
@@ -57,18 +57,34 @@ const NO_PROPERTIES: Readonly<Record<string, unknown>> = Object.freeze({});
 /** Without a person resolution every distinct id is its own person, with no properties. */
 export const distinctIdsOnly: PersonJoin = (distinctId) => ({ person: distinctId, properties: NO_PROPERTIES });
 
-/** The decoded columns of one segment chunk of a single event name, persons joined once per distinct id. */
+/**
+ * One segment chunk of a single event name: distinct ids decoded and joined to persons at once (once
+ * per distinct id); the times and property columns decoded when the engine first reads them, so a
+ * chunk no series matches costs no more than its dictionary of distinct ids.
+ */
 export function batchOfSegment(name: string, segment: FetchedSegment, projection: Projection, join: PersonJoin): ColumnBatch {
-  const decoded = decodeColumns(segment, projection);
+  const dids = projection.distinctIds ? (readDictionaryColumn(segment.dids, segment.n) as { dictionary: string[]; indexes: Uint32Array }) : null;
+  const decoded = new Map<string, DictionaryColumn | undefined>();
+  let time: Uint32Array | undefined;
   return {
-    n: decoded.n,
-    base: decoded.base,
-    time: decoded.time,
+    n: segment.n,
+    base: segment.base,
+    get time() {
+      return (time ??= readTimes(segment));
+    },
     names: [name],
     nameIndexes: null,
-    actors: decoded.dids ? decoded.dids.dictionary.map(join) : [join('')],
-    actorIndexes: decoded.dids?.indexes ?? null,
-    columns: decoded.columns,
+    actors: dids ? dids.dictionary.map(join) : [join('')],
+    actorIndexes: dids?.indexes ?? null,
+    columns: {
+      get(key) {
+        if (!decoded.has(key)) {
+          const blob = projection.properties.includes(key) ? segment.columns.get(key) : undefined;
+          decoded.set(key, blob ? readDictionaryColumn(blob, segment.n) : undefined);
+        }
+        return decoded.get(key);
+      },
+    },
   };
 }
 

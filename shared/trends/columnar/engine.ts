@@ -407,9 +407,10 @@ function sessionDurations(source: ColumnSource): Map<string, number> {
       const key = v === 0 ? null : sessionKey(column.dictionary[v - 1]);
       return key === null ? -1 : keys.of(key);
     });
+    const { time, base } = batch;
     for (let i = 0; i < batch.n; i += 1) {
       const s = table[column.indexes[i]!]!;
-      const t = batch.base + batch.time[i]!;
+      const t = base + time[i]!;
       if (s < 0 || t < source.from || t > source.to) continue;
       if (s >= first.length) {
         while (first.length <= s) (first.push(Infinity), last.push(-Infinity));
@@ -443,10 +444,11 @@ export function computeTrendFromColumns(query: TrendQuery, input: ColumnarInput)
 
   input.source.forEachBatch((batch) => {
     const lookups = new BatchLookups(batch, state);
-    const groups = breakdown ? lookups.groups(breakdown) : null;
     for (const plan of plans) {
       const mask = evaluate(plan.match, batch);
       if (mask === false) continue;
+      // Looked up (and the batch's columns decoded) only for a batch some series matches.
+      const groups = breakdown ? lookups.groups(breakdown) : null;
       const operand = plan.operand === 'person' ? lookups.persons() : plan.operand === 'session' ? lookups.sessions() : plan.operand === 'number' ? lookups.numbers(plan.entity) : null;
       windows.forEach(({ period, lo }, p) => fold(plan.accumulators[p]!, batch, mask, groups, Math.max(state.groups.size, 1), operand, lo, last, period));
     }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { batchOfRows, computeTrendFromColumns, distinctIdsOnly, type ColumnSource, type EventRow } from '#shared/trends/columnar/index.ts';
+import { encodeSegment } from '#shared/segments/codec.ts';
+import { batchOfRows, computeTrendFromColumns, distinctIdsOnly, storedSource, type ColumnSource, type EventRow } from '#shared/trends/columnar/index.ts';
 import { BREAKDOWN_OTHER_VALUE, parseTrendRequest } from '#shared/trends/index.ts';
 
 const DAY = 86_400_000;
@@ -39,5 +40,17 @@ describe('columnar engine memory', () => {
       [BREAKDOWN_OTHER_VALUE, 7_999],
       ['v0', 1],
     ]);
+  });
+
+  it('decodes no column of a segment chunk no series matches (read with every event name)', () => {
+    const day = Date.parse('2024-03-19T00:00:00Z');
+    const segment = (name: string) => encodeSegment([{ distinct_id: 'u', t: day + 3_600_000, properties: { plan: name } }], day);
+    const other = segment('other');
+    // A column that would throw if it were decoded.
+    other.columns.set('plan', Uint8Array.from([1, 2, 3]));
+    const source = storedSource({ segments: [{ name: 'other', segment: other }, { name: 'e', segment: segment('e') }], rows: [], from: -Infinity, to: Infinity, projection: { properties: ['plan'], distinctIds: false } }, distinctIdsOnly);
+    const query = parseTrendRequest({ events: [{ id: 'e' }], breakdown: 'plan', date_from: '-7d' });
+    const res = computeTrendFromColumns(query, { source, project: { timezone: 'UTC', week_start_day: 0, test_account_filters: [] }, actions: [], now: new Date('2024-03-20T12:00:00Z') });
+    expect(res.result.map((r) => [r.breakdown_value, r.count])).toEqual([['e', 1]]);
   });
 });
