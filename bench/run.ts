@@ -13,10 +13,11 @@ import { personsBenchmark } from './persons.ts';
 import { trendsBenchmark } from './trends.ts';
 import { exportsBenchmark } from './exports.ts';
 import { hostileBenchmark } from './hostile.ts';
+import { engineBenchmark } from './engine.ts';
 import { heading, table } from './lib/format.ts';
 import type { Benchmark, SummaryRow } from './lib/types.ts';
 
-const benchmarks: Benchmark[] = [bundlesBenchmark, apiLatencyBenchmark, captureBenchmark, personsBenchmark, trendsBenchmark, exportsBenchmark, hostileBenchmark];
+const benchmarks: Benchmark[] = [bundlesBenchmark, apiLatencyBenchmark, captureBenchmark, personsBenchmark, trendsBenchmark, exportsBenchmark, hostileBenchmark, engineBenchmark];
 
 function usage(): string {
   return [

@@ -31,7 +31,7 @@ import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type DuckDBConnection = any;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function duckdb(): Promise<any> {
+export async function duckdb(): Promise<any> {
   const name = '@duckdb/node-api';
   try {
     return await import(/* @vite-ignore */ name);
@@ -64,7 +64,7 @@ function intEnv(name: string, fallback: number): number {
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const SPAN = 30 * DAY;
-const DISTINCT_IDS = 2_000;
+export const DISTINCT_IDS = 2_000;
 const NULL_VALUE = '$$_posthog_breakdown_null_$$';
 const OTHER_VALUE = '$$_posthog_breakdown_other_$$';
 const NONE = '(none)';
@@ -77,7 +77,7 @@ const END_TO_END_TARGET_MS = 2_000;
 // Synthetic events: one generator shapes the raw events and the rollup-only projects alike.
 
 /** mulberry32: small deterministic PRNG, so runs seed the same mix. */
-function prng(seed: number): () => number {
+export function prng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
@@ -88,7 +88,7 @@ function prng(seed: number): () => number {
   };
 }
 
-function weighted<T>(rng: () => number, choices: readonly (readonly [T, number])[]): T {
+export function weighted<T>(rng: () => number, choices: readonly (readonly [T, number])[]): T {
   let r = rng();
   for (const [value, weight] of choices) {
     if ((r -= weight) < 0) return value;
@@ -96,13 +96,13 @@ function weighted<T>(rng: () => number, choices: readonly (readonly [T, number])
   return choices.at(-1)![0];
 }
 
-const EVENT_MIX = [
+export const EVENT_MIX = [
   ['$pageview', 0.7],
   ['$autocapture', 0.15],
   ['$pageleave', 0.1],
   ['signed up', 0.05],
 ] as const;
-const BROWSERS = [
+export const BROWSERS = [
   ['Chrome', 0.45],
   ['Safari', 0.2],
   ['Firefox', 0.12],
@@ -110,7 +110,7 @@ const BROWSERS = [
   ['Samsung Internet', 0.08],
   ['Opera', 0.05],
 ] as const;
-const OSES = [
+export const OSES = [
   ['Windows', 0.35],
   ['Mac OS X', 0.2],
   ['iOS', 0.17],
@@ -119,7 +119,7 @@ const OSES = [
   ['Chrome OS', 0.03],
   [null, 0.03], // no $os property: the "None" breakdown row
 ] as const;
-const FILTER_BROWSERS = ['Chrome', 'Firefox', 'Safari'];
+export const FILTER_BROWSERS = ['Chrome', 'Firefox', 'Safari'];
 /** The capture bench's trick: a base-table key the stream poller's raw-event filter (pk `EVENT#…`) does not match. */
 const RAW_PK_PREFIX = 'BENCHRAW#';
 

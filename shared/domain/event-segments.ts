@@ -24,8 +24,8 @@ import {
   type EventDay,
   type SegmentBuild,
 } from '../db/segments.ts';
-import { encodedSize, encodeSegment, forEachRow, type EncodedSegment, type Projection, type SegmentRow } from '../segments/codec.ts';
-import type { TrendEvent } from '../trends/index.ts';
+import { encodedSize, encodeSegment, type EncodedSegment, type Projection, type SegmentRow } from '../segments/codec.ts';
+import type { StoredColumns } from '../trends/columnar/index.ts';
 import { addToTally, emptyTally, sameTally, type Tally } from '../segments/fingerprint.ts';
 
 const DAY_MS = 86_400_000;
@@ -44,9 +44,6 @@ const CHUNK_BYTES = 300 * 1024;
 /** A compaction holds its day this long at most (Lambda's longest run). */
 const LEASE_MS = 15 * 60_000;
 const PARTS_IN_FLIGHT = 32;
-
-/** No person resolved: each distinct id stands for its own person (the caller resolves persons when it needs them). */
-const NO_PERSON_PROPERTIES: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
 
 const dayOf = (iso: string) => iso.slice(0, 10);
 const dayStart = (day: string) => Date.parse(`${day}T00:00:00.000Z`);
@@ -166,8 +163,8 @@ export type TrendEventSource = 'segments' | 'events' | 'segments+events';
 /**
  * Events with from <= time <= to of the given names (null: all), for trends: each UTC day of the range
  * from its segments when they (plus what was ingested since) match the day counters, else from the
- * day's raw partitions. Says which it used. Segments give only the projected properties (and distinct
- * ids if asked); raw events come whole.
+ * day's raw partitions. Says which it used. Segment chunks are handed over still encoded (the trend
+ * engine decodes them one at a time, only the projected columns); raw and top-up events as rows.
  */
 export async function readTrendRows(
   projectId: number,
@@ -176,7 +173,7 @@ export async function readTrendRows(
   names: string[] | null,
   projection: Projection,
   now: Date,
-): Promise<{ events: TrendEvent[]; source: TrendEventSource }> {
+): Promise<{ columns: StoredColumns; source: TrendEventSource }> {
   const days: string[] = [];
   for (let t = dayStart(dayOf(from.toISOString())); t <= to.getTime(); t += DAY_MS) days.push(new Date(t).toISOString().slice(0, 10));
   // One name: a BatchGetItem round over all days; every name: one Query per day.
@@ -212,13 +209,11 @@ export async function readTrendRows(
     }
   }
 
-  const lo = from.getTime();
-  const hi = to.getTime();
-  const events: TrendEvent[] = [];
-  const take = (event: string, distinctId: string, t: number, properties: Record<string, unknown>) => {
-    if (t >= lo && t <= hi) events.push({ event, distinct_id: distinctId, person_id: distinctId, timestamp: t, properties, person_properties: NO_PERSON_PROPERTIES });
+  const columns: StoredColumns = { segments: [], rows: [], from: from.getTime(), to: to.getTime(), projection };
+  const takeStored = (e: StoredEvent) => {
+    const t = Date.parse(e.timestamp);
+    if (t >= columns.from && t <= columns.to) columns.rows.push({ event: e.event, distinct_id: e.distinct_id, t, properties: e.properties });
   };
-  const takeStored = (e: StoredEvent) => take(e.event, e.distinct_id, Date.parse(e.timestamp), e.properties);
   let compacted = 0;
   for (const p of parts) {
     if (raw.has(p)) continue;
@@ -226,7 +221,7 @@ export async function readTrendRows(
       const segment: SegmentBuild | undefined = p.data.segments.get(n);
       if (!segment) continue;
       compacted += 1;
-      for (const chunk of segment.chunks) forEachRow(chunk, projection, (distinctId, t, properties) => take(n, distinctId, t, properties));
+      for (const chunk of segment.chunks) columns.segments.push({ name: n, segment: chunk });
     }
     for (const e of extra.get(p) ?? []) takeStored(e);
   }
@@ -241,5 +236,5 @@ export async function readTrendRows(
   }
   // Where the events came from (a raw read of an empty day contributes nothing).
   const source: TrendEventSource = rawEvents === 0 ? 'segments' : compacted === 0 && extra.size === 0 ? 'events' : 'segments+events';
-  return { events, source };
+  return { columns, source };
 }

@@ -9,7 +9,6 @@ import { readTrendCache, writeTrendCache } from '../db/trend-cache.ts';
 import { ValidationError } from '../errors.ts';
 import {
   canUseHourlyRollups,
-  computeTrend,
   computeTrendFromHourly,
   eventsToRead,
   needsEventNames,
@@ -20,11 +19,11 @@ import {
   type ActionDefinition,
   type DateRange,
   type ProjectSettings,
-  type TrendEvent,
   type TrendQuery,
   type TrendResponse,
 } from '../trends/index.ts';
 import { checkResponseBytes, type ReadWindow } from '../trends/limits.ts';
+import { computeTrendFromColumns, distinctIdsOf, distinctIdsOnly, storedSource, type PersonJoin } from '../trends/columnar/index.ts';
 import { actionDefinitions } from './actions.ts';
 import { readTrendRows, type TrendEventSource } from './event-segments.ts';
 import { findProject, projectSettings } from './projects.ts';
@@ -126,27 +125,25 @@ async function fromEvents(
 ) {
   const persons = needsPersons(query, settings, actions);
   const projection = { properties: eventPropertiesUsed(query, settings, actions), distinctIds: persons };
-  const { events, source } =
+  const { columns, source } =
     read && range.buckets.length
       ? await readTrendRows(projectId, read.from, read.to, needsEventNames(query, actions), projection, now)
-      : { events: [], source: 'events' as const };
+      : { columns: { segments: [], rows: [], from: 0, to: -1, projection }, source: 'events' as const };
   phases.mark('read', daysRead(read && range.buckets.length ? read : null));
-  if (persons) await resolvePersons(projectId, events);
+  const join = persons ? await personJoin(projectId, distinctIdsOf(columns)) : distinctIdsOnly;
   phases.mark('persons');
-  const response = computeTrend(query, { events, project: settings, actions, now, firstEventAt: firstAt });
+  const response = computeTrendFromColumns(query, { source: storedSource(columns, join), project: settings, actions, now, firstEventAt: firstAt });
   phases.mark('compute');
   return { response, source };
 }
 
-/** Sets each event's person (merged distinct ids share one) and that person's current properties. */
-async function resolvePersons(projectId: number, events: TrendEvent[]): Promise<void> {
-  const ids = await personIdsOf([...new Set(events.map((e) => e.distinct_id))].map((distinctId) => ({ projectId, distinctId })));
+/** Each distinct id's person (merged distinct ids share one) and that person's current properties; an unknown one stands for itself. */
+async function personJoin(projectId: number, distinctIds: Set<string>): Promise<PersonJoin> {
+  const ids = await personIdsOf([...distinctIds].map((distinctId) => ({ projectId, distinctId })));
   const persons = new Map((await getPersons(projectId, [...ids.values()])).map((p) => [p.id, p]));
-  for (const e of events) {
-    const personId = ids.get(`${projectId}#${e.distinct_id}`);
+  return (distinctId) => {
+    const personId = ids.get(`${projectId}#${distinctId}`);
     const person = personId === undefined ? undefined : persons.get(personId);
-    if (!person) continue;
-    e.person_id = String(person.id);
-    e.person_properties = person.properties;
-  }
+    return person ? { person: String(person.id), properties: person.properties } : distinctIdsOnly(distinctId);
+  };
 }

@@ -56,8 +56,20 @@ function dictionaryColumn(dictionary: unknown[], indexes: Uint32Array): Uint8Arr
   return gzipSync(out);
 }
 
-function readDictionaryColumn(blob: Uint8Array, n: number): { dictionary: unknown[]; indexes: Uint32Array } {
-  const raw = gunzipSync(blob);
+/**
+ * gunzip into one buffer of the output's size, read from the gzip trailer (ISIZE, the size mod 2^32;
+ * one byte more, or zlib allocates a second chunk to find the end): its default 16 KiB chunks would be
+ * concatenated, copying every column once more.
+ */
+function inflate(blob: Uint8Array): Buffer {
+  const size = blob.length >= 4 ? Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength).readUInt32LE(blob.length - 4) : 0;
+  // Bounded: a damaged trailer costs a few chunks, not a huge allocation.
+  return gunzipSync(blob, { chunkSize: Math.min(Math.max(64, size + 1), 32 * 1024 * 1024) });
+}
+
+/** One dictionary column (a property's: indexes are value + 1, 0 = absent; or the distinct ids'). */
+export function readDictionaryColumn(blob: Uint8Array, n: number): { dictionary: unknown[]; indexes: Uint32Array } {
+  const raw = inflate(blob);
   const length = raw.readUInt32LE(0);
   const dictionary = JSON.parse(raw.toString('utf8', 4, 4 + length)) as unknown[];
   return { dictionary, indexes: words(raw, align4(4 + length), n) };
@@ -114,18 +126,38 @@ export function encodedSize(segment: EncodedSegment): number {
 /** A segment as a reader fetched it: only some columns (a column the reader did not fetch, or the segment lacks, is undefined). */
 export type FetchedSegment = Omit<EncodedSegment, 'columns'> & { columns: Map<string, Uint8Array | undefined> };
 
+/** One segment's projected columns, decoded: property indexes are value + 1 (0 = the event lacks the key). */
+export interface DecodedColumns {
+  n: number;
+  base: number;
+  /** Offsets from `base`, ms. */
+  time: Uint32Array;
+  dids: { dictionary: string[]; indexes: Uint32Array } | null;
+  /** Only the projected keys the segment has. */
+  columns: Map<string, { dictionary: unknown[]; indexes: Uint32Array }>;
+}
+
+/** The time column: offsets from `base`, ms. */
+export const readTimes = (segment: FetchedSegment): Uint32Array => words(inflate(segment.time), 0, segment.n);
+
+export function decodeColumns(segment: FetchedSegment, projection: Projection): DecodedColumns {
+  const { n, base } = segment;
+  const columns = new Map<string, { dictionary: unknown[]; indexes: Uint32Array }>();
+  for (const key of projection.properties) {
+    const blob = segment.columns.get(key);
+    if (blob) columns.set(key, readDictionaryColumn(blob, n));
+  }
+  const dids = projection.distinctIds ? (readDictionaryColumn(segment.dids, n) as { dictionary: string[]; indexes: Uint32Array }) : null;
+  return { n, base, time: readTimes(segment), dids, columns };
+}
+
 /**
  * Calls `row` for each event with the projected columns decoded (a key the segment lacks reads as
  * absent on every row; without distinct ids, `distinct_id` is ''), in time order.
  */
 export function forEachRow(segment: FetchedSegment, projection: Projection, row: (distinctId: string, t: number, properties: Record<string, unknown>) => void): void {
-  const { n, base } = segment;
-  const time = words(gunzipSync(segment.time), 0, n);
-  const dids = projection.distinctIds ? readDictionaryColumn(segment.dids, n) : null;
-  const present = projection.properties.flatMap((key) => {
-    const blob = segment.columns.get(key);
-    return blob ? [{ key, ...readDictionaryColumn(blob, n) }] : [];
-  });
+  const { n, base, time, dids, columns } = decodeColumns(segment, projection);
+  const present = [...columns].map(([key, column]) => ({ key, ...column }));
   for (let i = 0; i < n; i += 1) {
     const properties: Record<string, unknown> = {};
     for (const { key, dictionary, indexes } of present) {
@@ -135,7 +167,7 @@ export function forEachRow(segment: FetchedSegment, projection: Projection, row:
       if (key === '__proto__') Object.defineProperty(properties, key, { value: dictionary[v - 1], enumerable: true, writable: true, configurable: true });
       else properties[key] = dictionary[v - 1];
     }
-    row(dids ? (dids.dictionary[dids.indexes[i]!] as string) : '', base + time[i]!, properties);
+    row(dids ? dids.dictionary[dids.indexes[i]!]! : '', base + time[i]!, properties);
   }
 }
 

@@ -1,15 +1,14 @@
 /**
- * The trend engine over raw events: date range, what to read, and the computation.
+ * Planning a trend over events: the date range and periods, what storage must read (days, names,
+ * properties, persons) and the caps. The computation is the columnar engine (columnar/engine.ts).
  */
 import { ValidationError } from '#shared/errors.ts';
-import { breakdownReader, breakdownRows } from './breakdown.ts';
 import { dateContext, type DateContext, fromDateRange, type Period, periodsOf, resolveRange, toDateRange, windowStart } from './dates.ts';
 import { checkDaysRead, checkResponseSize, clampToEvents, MAX_TREND_BUCKETS, type ReadWindow, tooManyBuckets } from './limits.ts';
-import { computeRow, lowerIndex, type RowValues, type TimedEvent, windowDays } from './math.ts';
-import { buildResponse, type PeriodResult } from './output.ts';
-import { compileFilters, compileGroup, type EventPredicate, parseFilter } from './properties.ts';
+import { windowDays } from './math.ts';
+import { parseFilter } from './properties.ts';
 import { isValidTimeZone } from './tz.ts';
-import { ACTIVE_USER_MATHS, COUNT_PER_ACTOR_MATHS, type ActionDefinition, type DateRange, type MathType, type ProjectSettings, type PropertyFilter, type PropertyGroup, type TrendEntity, type TrendEvent, type TrendQuery, type TrendResponse } from './types.ts';
+import { ACTIVE_USER_MATHS, COUNT_PER_ACTOR_MATHS, type ActionDefinition, type DateRange, type MathType, type ProjectSettings, type PropertyFilter, type PropertyGroup, type TrendQuery } from './types.ts';
 
 export function projectContext(project: ProjectSettings, now: Date): DateContext {
   if (!isValidTimeZone(project.timezone)) throw new ValidationError(`Unknown time zone "${project.timezone}".`, 'timezone');
@@ -41,7 +40,7 @@ export function periodsFor(query: TrendQuery, range: DateRange): Period[] {
 }
 
 /** Where a period's events start, reaching back for the weekly/monthly active windows of its first bucket. */
-function readFrom(query: TrendQuery, period: Period, tz: string): number {
+export function readFrom(query: TrendQuery, period: Period, tz: string): number {
   const first = period.buckets[0];
   const lookbackDays = Math.max(0, ...query.series.map((s) => windowDays(s.math, query.interval) ?? 0));
   return first === undefined || lookbackDays === 0 ? period.from : Math.min(period.from, windowStart(first, lookbackDays, tz));
@@ -145,70 +144,6 @@ export function eventPropertiesUsed(query: TrendQuery, project: ProjectSettings,
 }
 
 /** Filters stored with the project or an action are validated like request filters (400 on what we cannot evaluate). */
-function storedFilters(filters: PropertyFilter[] | undefined, attr: string, ctx: DateContext): EventPredicate {
-  const parsed = (filters ?? []).map((f, i) => parseFilter(f as unknown as Record<string, unknown>, `${attr}__${i}`));
-  return compileFilters(parsed, ctx);
-}
-
-function seriesMatcher(entity: TrendEntity, actions: ReadonlyMap<number, ActionDefinition>, ctx: DateContext): EventPredicate {
-  const own = compileGroup(entity.properties, ctx);
-  if (entity.type === 'events') {
-    const name = entity.id;
-    return name === null ? own : (e) => e.event === name && own(e);
-  }
-  const steps = actions.get(entity.id as number)!.steps.map((step, i) => {
-    const filters = storedFilters(step.properties, `actions__${entity.index}__steps__${i}__properties`, ctx);
-    return (e: TrendEvent) => (step.event === null || step.event === undefined || e.event === step.event) && filters(e);
-  });
-  return (e) => steps.some((s) => s(e)) && own(e);
-}
-
-/** Timestamps are UTC (or epoch ms); one without a zone designator is read as UTC too (Date.parse would use the machine's zone). */
-function parseTimestamp(ts: string | number): number {
-  if (typeof ts === 'number') return ts;
-  return Date.parse(/(Z|[+-]\d{2}:?\d{2})$/i.test(ts) || !ts.includes('T') ? ts : `${ts}Z`);
-}
-
-export function timedEvents(events: TrendEvent[]): TimedEvent[] {
-  const out: TimedEvent[] = [];
-  let sorted = true;
-  for (const e of events) {
-    const t = parseTimestamp(e.timestamp);
-    if (!Number.isFinite(t)) continue;
-    if (sorted && out.length && out[out.length - 1]!.t > t) sorted = false;
-    out.push({ t, e });
-  }
-  return sorted ? out : out.sort((a, b) => a.t - b.t);
-}
-
-/** Each series' events: matching its event/action and filters, the global filters and the test-account filters. */
-function eventsPerSeries(query: TrendQuery, all: TimedEvent[], project: ProjectSettings, actions: ReadonlyMap<number, ActionDefinition>, ctx: DateContext): TimedEvent[][] {
-  const global = compileGroup(query.properties, ctx);
-  const testAccounts = query.filter_test_accounts ? storedFilters(project.test_account_filters, 'filter_test_accounts', ctx) : () => true;
-  return query.series.map((entity) => {
-    const matches = seriesMatcher(entity, actions, ctx);
-    return all.filter(({ e }) => matches(e) && global(e) && testAccounts(e));
-  });
-}
-
-export function computeTrend(
-  query: TrendQuery,
-  input: { events: TrendEvent[]; project: ProjectSettings; actions: ActionDefinition[]; now: Date; firstEventAt?: Date },
-): TrendResponse {
-  const ctx = projectContext(input.project, input.now);
-  const periods = periodsFor(query, resolveDateRange(query, input.project, input.now, input.firstEventAt));
-  const actions = indexActions(query, input.actions);
-  const all = timedEvents(input.events);
-  const perSeries = eventsPerSeries(query, all, input.project, actions, ctx);
-  const read = query.breakdown ? breakdownReader(query.breakdown, all) : null;
-  const rowsOf = (entity: TrendEntity, events: TimedEvent[], period: Period): RowValues[] => {
-    const relevant = events.slice(lowerIndex(events, readFrom(query, period, ctx.tz)), lowerIndex(events, period.to + 1));
-    const rowCtx = { period, interval: query.interval, date: ctx, cumulative: query.display === 'ActionsLineGraphCumulative' };
-    return query.breakdown && read ? breakdownRows(relevant, entity, query.breakdown, read, rowCtx) : [computeRow(relevant, entity, rowCtx)];
-  };
-  const results: PeriodResult[] = periods.map((period) => ({
-    period,
-    series: query.series.map((entity, i) => ({ entity, rows: rowsOf(entity, perSeries[i]!, period) })),
-  }));
-  return buildResponse({ query, timezone: ctx.tz, actions }, results);
+export function parseStoredFilters(filters: PropertyFilter[] | undefined, attr: string): PropertyFilter[] {
+  return (filters ?? []).map((f, i) => parseFilter(f as unknown as Record<string, unknown>, `${attr}__${i}`));
 }

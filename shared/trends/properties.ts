@@ -242,7 +242,7 @@ export function compileFilter(f: PropertyFilter, ctx: DateContext): EventPredica
 }
 
 /** The test one filter applies to a property value (missing = undefined or null). */
-function valueTest(f: PropertyFilter, ctx: DateContext): (prop: unknown) => boolean {
+export function valueTest(f: PropertyFilter, ctx: DateContext): (prop: unknown) => boolean {
   const values = listOf(f.value);
   const texts = values.map((v) => propertyText(v).toLowerCase());
   const operator = f.operator ?? 'exact';

@@ -1,0 +1,112 @@
+/**
+ * Filters over columns: each property filter is answered once per distinct dictionary value of its
+ * column (or once per actor for person properties), then spread over the rows as a byte mask by
+ * index lookup; AND/OR groups combine masks. The per-value test is the row engine's own
+ * (properties.ts valueTest, RE2 regexes included), so both agree by construction.
+ */
+import type { DateContext } from '../dates.ts';
+import { isGroup, propertyOf, valueTest } from '../properties.ts';
+import type { PropertyFilter, PropertyGroup } from '../types.ts';
+import type { ColumnBatch } from './batch.ts';
+
+/** Rows of a batch that pass: every row (true), none (false), or row i when mask[i] is 1. */
+export type Mask = Uint8Array | boolean;
+
+export type MaskNode =
+  | { kind: 'const'; value: boolean }
+  | { kind: 'name'; name: string }
+  | { kind: 'property'; person: boolean; key: string; test: (value: unknown) => boolean; memo: Map<unknown, boolean> }
+  | { kind: 'and' | 'or'; parts: MaskNode[] };
+
+export const ALL: MaskNode = { kind: 'const', value: true };
+
+/** Primitive values whose answer a filter remembers across batches (each batch's dictionary repeats the last one's). */
+const MEMO_LIMIT = 65_536;
+
+export function filterNode(f: PropertyFilter, ctx: DateContext): MaskNode {
+  return { kind: 'property', person: f.type === 'person', key: f.key, test: valueTest(f, ctx), memo: new Map() };
+}
+
+export function groupNode(group: PropertyGroup, ctx: DateContext): MaskNode {
+  const parts = group.values.map((v) => (isGroup(v) ? groupNode(v, ctx) : filterNode(v, ctx)));
+  if (!parts.length) return ALL;
+  return { kind: group.type === 'OR' ? 'or' : 'and', parts };
+}
+
+export const andNode = (...parts: MaskNode[]): MaskNode => {
+  const kept = parts.filter((p) => !(p.kind === 'const' && p.value));
+  return kept.length === 0 ? ALL : kept.length === 1 ? kept[0]! : { kind: 'and', parts: kept };
+};
+
+function answer(node: Extract<MaskNode, { kind: 'property' }>, value: unknown): boolean {
+  if (typeof value === 'object' && value !== null) return node.test(value);
+  let result = node.memo.get(value);
+  if (result === undefined) {
+    result = node.test(value);
+    if (node.memo.size < MEMO_LIMIT) node.memo.set(value, result);
+  }
+  return result;
+}
+
+/** Spreads a per-dictionary-entry answer over the rows; constant when every entry answers alike. */
+function spread(table: Uint8Array, indexes: Uint32Array | null, n: number): Mask {
+  let ones = 0;
+  for (let i = 0; i < table.length; i += 1) ones += table[i]!;
+  if (ones === 0) return false;
+  if (ones === table.length) return true;
+  if (!indexes) return table[0] === 1;
+  const mask = new Uint8Array(n);
+  for (let i = 0; i < n; i += 1) mask[i] = table[indexes[i]!]!;
+  return mask;
+}
+
+function propertyMask(node: Extract<MaskNode, { kind: 'property' }>, batch: ColumnBatch): Mask {
+  if (node.person) {
+    const table = Uint8Array.from(batch.actors, (a) => (answer(node, propertyOf(a.properties, node.key)) ? 1 : 0));
+    return spread(table, batch.actorIndexes, batch.n);
+  }
+  const column = batch.columns.get(node.key);
+  if (!column) return answer(node, undefined);
+  const table = new Uint8Array(column.dictionary.length + 1);
+  table[0] = answer(node, undefined) ? 1 : 0;
+  for (let v = 0; v < column.dictionary.length; v += 1) table[v + 1] = answer(node, column.dictionary[v]) ? 1 : 0;
+  return spread(table, column.indexes, batch.n);
+}
+
+/** The rows of `batch` a node lets through. Returned arrays are fresh: callers may change them. */
+export function evaluate(node: MaskNode, batch: ColumnBatch): Mask {
+  switch (node.kind) {
+    case 'const':
+      return node.value;
+    case 'name':
+      return spread(
+        Uint8Array.from(batch.names, (name) => (name === node.name ? 1 : 0)),
+        batch.nameIndexes,
+        batch.n,
+      );
+    case 'property':
+      return propertyMask(node, batch);
+    case 'and': {
+      let acc: Uint8Array | null = null;
+      for (const part of node.parts) {
+        const m = evaluate(part, batch);
+        if (m === false) return false;
+        if (m === true) continue;
+        if (!acc) acc = m;
+        else for (let i = 0; i < acc.length; i += 1) acc[i] = acc[i]! & m[i]!;
+      }
+      return acc ?? true;
+    }
+    case 'or': {
+      let acc: Uint8Array | null = null;
+      for (const part of node.parts) {
+        const m = evaluate(part, batch);
+        if (m === true) return true;
+        if (m === false) continue;
+        if (!acc) acc = m;
+        else for (let i = 0; i < acc.length; i += 1) acc[i] = acc[i]! | m[i]!;
+      }
+      return acc ?? false;
+    }
+  }
+}
