@@ -21,7 +21,7 @@ export function csvCell(value: unknown): string {
 
 /** A header line and one line per row; objects in cells are written as JSON. */
 export function csvTable(header: readonly unknown[], rows: readonly (readonly unknown[])[]): string {
-  return [header, ...rows].map((cells) => cells.map(csvCell).join(',')).join('\r\n') + '\r\n';
+  return `${[header, ...rows].map((cells) => cells.map(csvCell).join(',')).join('\r\n')}\r\n`;
 }
 
 /** Records as CSV with the given columns in order (export files). */

@@ -14,7 +14,7 @@ import { invokeWithTimeout } from './lambda-context.ts';
 
 const INGEST_TIMEOUT_MS = workers.find((w) => w.name === 'ingest_events')!.timeoutSeconds * 1000;
 
-type StreamHandler = (event: DynamoDBStreamEvent, context: Context) => Promise<DynamoDBBatchResponse | void>;
+type StreamHandler = (event: DynamoDBStreamEvent, context: Context) => Promise<DynamoDBBatchResponse | undefined>;
 
 export interface StreamPollerOptions {
   tableName: string;
@@ -97,7 +97,7 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
     let failedAt: string | undefined;
     try {
       const response = await invokeWithTimeout('ingest_events', INGEST_TIMEOUT_MS, (context) => handler({ Records: records }, context));
-      const failures = (response && response.batchItemFailures) || [];
+      const failures = (response?.batchItemFailures) || [];
       if (failures.length) {
         const seqs = failures.map((f) => f.itemIdentifier);
         failedAt = records.map((r) => r.dynamodb!.SequenceNumber!).find((s) => seqs.includes(s)) ?? records[0]!.dynamodb!.SequenceNumber!;

@@ -1,9 +1,9 @@
-import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { nowIso } from '../clock.ts';
 import { batchDelete, batchGet, batchPut } from './batch.ts';
 import { dueKeys, queryAll, queryIndex } from './query.ts';
 import { call, db, conditional, tableName } from './client.ts';
-import { keys, type ItemKey } from './keys.ts';
+import { keys, } from './keys.ts';
 import { TABLE_SCHEMA } from './table-schema.ts';
 import type { SealedSecrets } from '../exports/secrets.ts';
 

@@ -6,6 +6,7 @@ export const MAX_SLUG_LENGTH = 48;
 export function slugify(name: string): string {
   return name
     .normalize('NFKD')
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the class is "every non-ASCII character"; \x00 is its lower bound, not a match for control characters.
     .replace(/[^\x00-\x7f]/g, '')
     .replace(/[^\w\s-]/g, '')
     .trim()

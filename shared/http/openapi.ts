@@ -55,6 +55,7 @@ export type OpenApiDocument = JsonObject;
 // ------------------------------------------------------------------------------------------------
 
 // valibot's schema and action objects, read structurally (the converter reads them the same way).
+// biome-ignore lint/suspicious/noExplicitAny: valibot's schema nodes, read by kind; their fields differ per kind.
 type Node = { kind: string; type: string; [key: string]: any };
 
 const flattenPipe = (pipe: readonly Node[]): Node[] => pipe.flatMap((item) => ('pipe' in item ? flattenPipe(item.pipe) : [item]));

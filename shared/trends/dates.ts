@@ -344,7 +344,7 @@ function isWeeksOfDays(dateFrom: string | null): boolean {
  */
 function comparedTo(query: TrendQuery, compareTo: string, range: NumericRange, ctx: DateContext): NumericRange {
   const expr = parseDateExpression(compareTo);
-  if (!expr || expr.kind !== 'relative') throw new Error(`unparsable compare_to ${compareTo}`);
+  if (expr?.kind !== 'relative') throw new Error(`unparsable compare_to ${compareTo}`);
   const length = wallClock(range.to, ctx.tz) - wallClock(range.from, ctx.tz);
   let from: number;
   if (expr.unit === 'h') from = range.from - expr.n * HOUR;

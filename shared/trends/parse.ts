@@ -221,7 +221,7 @@ function parseCompareTo(raw: unknown): string | null {
   const value = optionalString(raw, 'compare_to');
   if (value === null) return null;
   const expr = parseDateExpression(value);
-  if (!expr || expr.kind !== 'relative' || expr.position !== null || expr.n < 1 || !value.trim().startsWith('-')) {
+  if (expr?.kind !== 'relative' || expr.position !== null || expr.n < 1 || !value.trim().startsWith('-')) {
     throw new ValidationError(`"${value}" is not a relative date like -1w or -1y.`, 'compare_to');
   }
   checkRelativeReach(value, expr.n, expr.unit, 'compare_to');
@@ -283,6 +283,6 @@ function hogqlProperty(expression: string): { source: 'event' | 'person'; proper
     /^\s*(person\.)?properties\[\s*'([^']*)'\s*\]\s*$/.exec(expression) ??
     /^\s*(person\.)?properties\[\s*"([^"]*)"\s*\]\s*$/.exec(expression) ??
     /^\s*(person\.)?properties\.`([^`]+)`\s*$/.exec(expression);
-  if (!m || !m[2]) throw new ValidationError('Only properties.<key> and person.properties.<key> HogQL breakdowns are supported.', 'breakdown');
+  if (!m?.[2]) throw new ValidationError('Only properties.<key> and person.properties.<key> HogQL breakdowns are supported.', 'breakdown');
   return { source: m[1] ? 'person' : 'event', property: m[2] };
 }

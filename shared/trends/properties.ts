@@ -329,7 +329,7 @@ function propertyInstant(p: unknown, ctx: DateContext): number | null {
   if (n !== null) return n < 1e11 ? n * 1000 : n;
   if (typeof p !== 'string') return null;
   const expr = parseDateExpression(p);
-  if (!expr || expr.kind !== 'absolute') return null;
+  if (expr?.kind !== 'absolute') return null;
   if (!expr.time) return fromLocal(expr.date, ctx.tz);
   return resolveExpression(expr, ctx, undefined).t;
 }

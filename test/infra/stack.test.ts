@@ -11,7 +11,7 @@ import { StatefulResources } from '#infra/constructs/stateful.ts';
 import { stageSettings } from '#infra/stages.ts';
 import { TABLE_SCHEMA } from '#shared/db/table-schema.ts';
 import { bracedPath } from '#shared/http/path-template.ts';
-import { logicalId, resources, roleActions, synthStages } from './synth.ts';
+import { logicalId, resources, synthStages } from './synth.ts';
 
 const dev = synthStages('dev').dev!;
 const { stack, template } = dev;

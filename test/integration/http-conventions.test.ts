@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { keyRoutes, type KeyRoute } from '#functions/routes.ts';
-import { tenancyOf } from '#shared/http/tenancy.ts';
 import { client, eventually, expectErrorShape, newKey, useApi, type Client } from '../support/api.ts';
 
 const api = useApi();

@@ -71,7 +71,7 @@ function validate(schema: any, value: unknown, at = '$'): string[] {
         if (isObj(value)) for (const [p, pv] of Object.entries(value)) if (!(p in (schema.properties ?? {}))) errors.push(...validate(s, pv, `${at}.${p}`));
         break;
       case 'propertyNames': if (isObj(value)) for (const p of Object.keys(value)) errors.push(...validate(s, p, `${at}[${p}]`)); break;
-      case 'items': if (Array.isArray(value)) value.forEach((item, i) => errors.push(...validate(s, item, `${at}[${i}]`))); break;
+      case 'items': if (Array.isArray(value)) for (const [i, item] of value.entries()) errors.push(...validate(s, item, `${at}[${i}]`)); break;
       case 'minItems': if (Array.isArray(value) && value.length < s) fail(`fewer than ${s} items`); break;
       case 'maxItems': if (Array.isArray(value) && value.length > s) fail(`more than ${s} items`); break;
       case 'minLength': if (typeof value === 'string' && [...value].length < s) fail(`shorter than ${s}`); break;
@@ -97,16 +97,16 @@ function keywordsIn(schema: unknown, out: Set<string>): Set<string> {
   if (!isObj(schema)) return out;
   for (const [k, child] of Object.entries(schema)) {
     out.add(k);
-    if (k === 'properties') Object.values(child as object).forEach((c) => keywordsIn(c, out));
+    if (k === 'properties') for (const c of Object.values(child as object)) keywordsIn(c, out);
     else if (['items', 'additionalProperties', 'propertyNames', 'x-parsed-as'].includes(k)) keywordsIn(child, out);
-    else if (['anyOf', 'oneOf', 'allOf'].includes(k)) (child as unknown[]).forEach((c) => keywordsIn(c, out));
+    else if (['anyOf', 'oneOf', 'allOf'].includes(k)) for (const c of child as unknown[]) keywordsIn(c, out);
   }
   return out;
 }
 
 /** Every schema in the document: components, and each `schema` of a parameter or media type. */
 function documentSchemas(node: unknown = doc, out: unknown[] = Object.values(doc.components.schemas)): unknown[] {
-  if (Array.isArray(node)) node.forEach((n) => documentSchemas(n, out));
+  if (Array.isArray(node)) for (const n of node) documentSchemas(n, out);
   else if (isObj(node)) {
     for (const [k, child] of Object.entries(node)) {
       if (k === 'schema') out.push(child);

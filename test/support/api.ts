@@ -29,7 +29,7 @@ export function client(baseUrl: string, key?: string): Client {
     }
     const res = await fetch(`${baseUrl}${path}`, { method, headers, body });
     const text = await res.text();
-    let parsed: unknown = undefined;
+    let parsed: unknown ;
     try {
       parsed = text ? JSON.parse(text) : undefined;
     } catch {

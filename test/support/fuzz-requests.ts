@@ -49,6 +49,7 @@ const FIELDS = [
 
 const SPECIAL_STRINGS = [
   '', ' ', '\u0000', '\u0000\u0001\u001f', 'null', 'undefined', 'NaN', 'Infinity', '-1', '0', '1e309', '9'.repeat(30), '💥🚀',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a template-injection probe, sent as a literal string.
   '\u202e\u0301', '\ud800', '\udfff\ud800', 'Ω≈ç√∫', 'ﷺ', '𝕳𝖊𝖑𝖑𝖔', '<script>alert(1)</script>', "' OR 1=1 --", '${process.exit(1)}',
   '../../etc/passwd', '%00', '%ZZ', 'true', 'false', '[]', '{}', '{"a":', 'hour', 'day', 'S3', 'csv', 'events', 'persons',
   '2024-01-01T00:00:00Z', '2024-13-45T25:61:61Z', '-1d', '-100000000y', 'all', '0000-00-00', '2024-01-01', 'total', 'dau',
@@ -145,7 +146,7 @@ function baseBody(route: Route, t: FuzzTargets): Record<string, unknown> | undef
 /** Every path to a value inside a JSON value (`[]` is the root). */
 function pathsOf(value: unknown, prefix: (string | number)[] = []): (string | number)[][] {
   const out: (string | number)[][] = [prefix];
-  if (Array.isArray(value)) value.forEach((v, i) => out.push(...pathsOf(v, [...prefix, i])));
+  if (Array.isArray(value)) for (const [i, v] of value.entries()) out.push(...pathsOf(v, [...prefix, i]));
   else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) out.push(...pathsOf(v, [...prefix, k]));
   return out;
 }
@@ -311,7 +312,7 @@ function fill(route: Route, t: FuzzTargets): fc.Arbitrary<{ path: string; own: b
   if (names.length === 0) return fc.constant({ path: route.path, own: true });
   return fc.tuple(...names.map((n) => paramArbitrary(route, n, t))).map((values) => {
     let path = route.path;
-    names.forEach((n, i) => (path = path.replace(`:${n}`, values[i]!.value)));
+    for (const [i, n] of names.entries()) path = path.replace(`:${n}`, values[i]!.value);
     // The organization or project the path names; a trailing `:id` under it (person, action, export) is not the tenant.
     const tenantParams = names.length > 1 && names.at(-1) === 'id' ? values.slice(0, -1) : values;
     return { path, own: tenantParams.every((v) => v.own) };

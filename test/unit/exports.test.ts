@@ -91,7 +91,7 @@ describe('export window read slices', () => {
       expect(slices).toHaveLength(count);
       expect(slices[0]!.start.toISOString()).toBe(new Date(start).toISOString());
       expect(slices.at(-1)!.end.toISOString()).toBe(new Date(end).toISOString());
-      slices.slice(1).forEach((x, i) => expect(x.start.getTime()).toBe(slices[i]!.end.getTime()));
+      for (const [i, x] of slices.slice(1).entries()) expect(x.start.getTime()).toBe(slices[i]!.end.getTime());
     }
     expect(spans('2024-05-01T10:00:00Z', '2024-05-01T11:00:00Z')[11]).toEqual(['2024-05-01T10:55:00.000Z', 300_000]);
     expect(spans('2024-05-01T00:00:00Z', '2024-05-02T00:00:00Z')[1]).toEqual(['2024-05-01T00:30:00.000Z', 1_800_000]);

@@ -20,7 +20,10 @@ afterEach(() => {
 describe('retryOnConflict', () => {
   it('runs the attempt again while it reports a conflict, and returns the first other result', async () => {
     const seen: number[] = [];
-    const result = await retryOnConflict('Thing', async (n) => (seen.push(n), n < 2 ? CONFLICT : 'done'), { attempts: 5 });
+    const result = await retryOnConflict('Thing', async (n) => {
+      seen.push(n);
+      return n < 2 ? CONFLICT : 'done';
+    }, { attempts: 5 });
     expect(result).toBe('done');
     expect(seen).toEqual([0, 1, 2]);
   });
@@ -33,7 +36,10 @@ describe('retryOnConflict', () => {
   it('gives up after the attempts with the error the caller names, or a 409 naming the thing', async () => {
     let calls = 0;
     const gaveUp = new Error('kept conflicting');
-    await expect(retryOnConflict('Thing', async () => (calls++, CONFLICT), { attempts: 3, baseMs: 0, gaveUp: () => gaveUp })).rejects.toBe(gaveUp);
+    await expect(retryOnConflict('Thing', async () => {
+      calls++;
+      return CONFLICT;
+    }, { attempts: 3, baseMs: 0, gaveUp: () => gaveUp })).rejects.toBe(gaveUp);
     expect(calls).toBe(3);
     const error = await retryOnConflict('Person 7', async () => CONFLICT, { attempts: 2, baseMs: 0 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(Conflict);
@@ -42,7 +48,10 @@ describe('retryOnConflict', () => {
 
   it('gives up at the deadline even with attempts left', async () => {
     let calls = 0;
-    await expect(retryOnConflict('Thing', async () => (calls++, CONFLICT), { attempts: 1_000, deadline: Date.now() - 1 })).rejects.toBeInstanceOf(Conflict);
+    await expect(retryOnConflict('Thing', async () => {
+      calls++;
+      return CONFLICT;
+    }, { attempts: 1_000, deadline: Date.now() - 1 })).rejects.toBeInstanceOf(Conflict);
     expect(calls).toBe(1);
   });
 
@@ -57,7 +66,10 @@ describe('retryOnConflict', () => {
     const waits: number[] = [];
     vi.spyOn(Math, 'random').mockReturnValue(0.5);
     const realSetTimeout = globalThis.setTimeout;
-    vi.spyOn(globalThis, 'setTimeout').mockImplementation(((fn: () => void, ms: number) => (waits.push(ms), realSetTimeout(fn, 0))) as typeof setTimeout);
+    vi.spyOn(globalThis, 'setTimeout').mockImplementation(((fn: () => void, ms: number) => {
+      waits.push(ms);
+      return realSetTimeout(fn, 0);
+    }) as typeof setTimeout);
     await expect(retryOnConflict('Thing', async () => CONFLICT, { attempts: 5, baseMs: 10, capMs: 50 })).rejects.toBeInstanceOf(Conflict);
     expect(waits).toEqual([5, 10, 20, 25]);
   });

@@ -34,7 +34,7 @@ import {
   type TrendQuery,
   type TrendResponse,
 } from '../types.ts';
-import { type ColumnBatch, type ColumnSource } from './batch.ts';
+import type { ColumnBatch, ColumnSource } from './batch.ts';
 import { andNode, evaluate, groupNode, type Mask, type MaskNode } from './masks.ts';
 import { rankGroups } from './rank.ts';
 
@@ -193,7 +193,9 @@ class Accumulator {
     if (this.volumes) return this.volumes;
     const volumes = new Float64Array(groups);
     const table = this.volumeTable!;
-    table.forEach((g, at) => (volumes[g] = table.cells[at]!));
+    table.forEach((g, at) => {
+      volumes[g] = table.cells[at]!;
+    });
     return volumes;
   }
   /** Room for `more` entries. */
@@ -218,7 +220,12 @@ const RECENT_SIZE = 4096;
 /** Cells of count (1 field) or stats (sum, count, min, max); min/max start at ±Infinity. */
 function emptyCells(length: number, fields: number): Float64Array {
   const cells = new Float64Array(length);
-  if (fields === STAT_FIELDS) for (let i = 0; i < cells.length; i += STAT_FIELDS) ((cells[i + 2] = Infinity), (cells[i + 3] = -Infinity));
+  if (fields === STAT_FIELDS) {
+    for (let i = 0; i < cells.length; i += STAT_FIELDS) {
+      cells[i + 2] = Infinity;
+      cells[i + 3] = -Infinity;
+    }
+  }
   return cells;
 }
 
@@ -413,14 +420,19 @@ function sessionDurations(source: ColumnSource): Map<string, number> {
       const t = base + time[i]!;
       if (s < 0 || t < source.from || t > source.to) continue;
       if (s >= first.length) {
-        while (first.length <= s) (first.push(Infinity), last.push(-Infinity));
+        while (first.length <= s) {
+          first.push(Infinity);
+          last.push(-Infinity);
+        }
       }
       if (t < first.data[s]!) first.data[s] = t;
       if (t > last.data[s]!) last.data[s] = t;
     }
   });
   const out = new Map<string, number>();
-  keys.values.forEach((key, s) => out.set(key, Math.floor(last.data[s]! / 1000) - Math.floor(first.data[s]! / 1000)));
+  keys.values.forEach((key, s) => {
+    out.set(key, Math.floor(last.data[s]! / 1000) - Math.floor(first.data[s]! / 1000));
+  });
   return out;
 }
 
@@ -450,7 +462,9 @@ export function computeTrendFromColumns(query: TrendQuery, input: ColumnarInput)
       // Looked up (and the batch's columns decoded) only for a batch some series matches.
       const groups = breakdown ? lookups.groups(breakdown) : null;
       const operand = plan.operand === 'person' ? lookups.persons() : plan.operand === 'session' ? lookups.sessions() : plan.operand === 'number' ? lookups.numbers(plan.entity) : null;
-      windows.forEach(({ period, lo }, p) => fold(plan.accumulators[p]!, batch, mask, groups, Math.max(state.groups.size, 1), operand, lo, last, period));
+      windows.forEach(({ period, lo }, p) => {
+        fold(plan.accumulators[p]!, batch, mask, groups, Math.max(state.groups.size, 1), operand, lo, last, period);
+      });
     }
   });
 
@@ -541,7 +555,7 @@ function fold(
       }
     } else if (family === 'stats') {
       const v = operandTable![operandIndexes![i]!]!;
-      if (v !== v) continue; // NaN: not a number
+      if (Number.isNaN(v)) continue;
       if (cells !== null) {
         const at = g * width;
         if (b >= 0) addStat(cells, at + b * STAT_FIELDS, v);
@@ -570,7 +584,7 @@ function fold(
         recentCell[h] = cell;
       }
       // Percentiles: a value that is not a number counts for nothing.
-      if (v !== v) continue;
+      if (Number.isNaN(v)) continue;
       const k = acc.entries++;
       if (groupTable !== null) acc.groups[k] = g;
       acc.slots[k] = b + 2;
@@ -634,7 +648,12 @@ function computeRows(plan: SeriesPlan, acc: Accumulator, rowOfGroup: Int32Array,
     const fields = acc.family === 'stats' ? STAT_FIELDS : 1;
     const merged = Array.from({ length: rowCount }, () => {
       const cells = new Float64Array((B + 1) * fields);
-      if (fields === STAT_FIELDS) for (let i = 0; i < cells.length; i += STAT_FIELDS) ((cells[i + 2] = Infinity), (cells[i + 3] = -Infinity));
+      if (fields === STAT_FIELDS) {
+    for (let i = 0; i < cells.length; i += STAT_FIELDS) {
+      cells[i + 2] = Infinity;
+      cells[i + 3] = -Infinity;
+    }
+  }
       return cells;
     });
     const merge = (into: Float64Array, at: number, cells: Float64Array, from: number, count: number) => {

@@ -28,7 +28,9 @@ export function distinctIdsOf(stored: StoredColumns): Set<string> {
       const t = base + time[i]!;
       if (t >= stored.from && t <= stored.to) seen[dids!.indexes[i]!] = 1;
     }
-    seen.forEach((s, d) => s && ids.add(dids!.dictionary[d]!));
+    seen.forEach((s, d) => {
+      if (s) ids.add(dids!.dictionary[d]!);
+    });
   }
   for (const r of stored.rows) if (r.t >= stored.from && r.t <= stored.to) ids.add(r.distinct_id);
   return ids;

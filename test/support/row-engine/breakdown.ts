@@ -92,6 +92,6 @@ export function breakdownRows(events: TimedEvent[], entity: TrendEntity, spec: B
   if (withOther) rows.push([BREAKDOWN_OTHER_VALUE, rest.reduce((sum, [, volume]) => sum + volume, 0)]);
   const groups = new Map<string, TimedEvent[]>(rows.sort(byVolume).map(([v]) => [v, []]));
   const other = withOther ? groups.get(BREAKDOWN_OTHER_VALUE) : undefined;
-  events.forEach((ev, i) => (groups.get(values[i]!) ?? other)?.push(ev));
+  for (const [i, ev] of events.entries()) (groups.get(values[i]!) ?? other)?.push(ev);
   return [...groups].map(([value, rowEvents]) => ({ breakdown_value: value, ...computeRow(rowEvents, entity, ctx) }));
 }

@@ -81,9 +81,9 @@ function statistic(kind: string, numbers: number[]): number {
     case 'avg':
       return numbers.reduce((a, b) => a + b, 0) / numbers.length;
     case 'min':
-      return numbers.reduce((a, b) => (b < a ? b : a));
+      return numbers.reduce((a, b) => (Math.min(b , a)));
     case 'max':
-      return numbers.reduce((a, b) => (b > a ? b : a));
+      return numbers.reduce((a, b) => (Math.max(b , a)));
     default:
       return quantile([...numbers].sort((a, b) => a - b), QUANTILES[kind]!);
   }

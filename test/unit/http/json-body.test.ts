@@ -44,7 +44,7 @@ describe('jsonBody middleware', () => {
   });
 
   it('refuses JSON nested deeper than 128 levels, and takes 128', async () => {
-    const nested = (depth: number) => '['.repeat(depth - 1) + '{}' + ']'.repeat(depth - 1);
+    const nested = (depth: number) => `${'['.repeat(depth - 1)}{}${']'.repeat(depth - 1)}`;
     expect((await run(`{"a":${nested(127)}}`)).error).toBeUndefined();
     const { error } = await run(`{"a":${nested(128)}}`);
     expect(error).toMatchObject({ status: 400, code: 'parse_error', detail: 'JSON parse error - nested deeper than 128 levels' });

@@ -169,7 +169,7 @@ function expectSame(actual: unknown, expected: unknown, path = '$'): void {
   }
   if (Array.isArray(actual) && Array.isArray(expected)) {
     if (actual.length !== expected.length) throw new Error(`${path}: columnar has ${actual.length} entries, rows ${expected.length}`);
-    actual.forEach((v, i) => expectSame(v, expected[i], `${path}[${i}]`));
+    for (const [i, v] of actual.entries()) expectSame(v, expected[i], `${path}[${i}]`);
     return;
   }
   if (actual && expected && typeof actual === 'object' && typeof expected === 'object') {
