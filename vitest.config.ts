@@ -13,8 +13,14 @@ export default defineConfig({
     maxWorkers: 3,
     reporters: ['default'],
     projects: [
-      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'], setupFiles: ['test/support/unit-env.ts'] } },
-      { extends: true, test: { name: 'infra', include: ['test/infra/**/*.test.ts'], setupFiles: ['test/support/unit-env.ts'] } },
+      {
+        extends: true,
+        test: { name: 'unit', include: ['test/unit/**/*.test.ts'], setupFiles: ['test/support/unit-env.ts'] },
+      },
+      {
+        extends: true,
+        test: { name: 'infra', include: ['test/infra/**/*.test.ts'], setupFiles: ['test/support/unit-env.ts'] },
+      },
       {
         extends: true,
         test: {

@@ -43,8 +43,12 @@ export const apiLatencyBenchmark: Benchmark = {
 
     const stack = await startChildStack();
     try {
-      console.log(`local stack up in ${fixed(stack.startupMs / 1000)} s at ${stack.info.base_url} (DATA_DIR ${stack.dataDir})`);
-      console.log(`per operation: ${warmup} warm-up + ${requests} measured requests, ${concurrency} concurrent clients, expect 200`);
+      console.log(
+        `local stack up in ${fixed(stack.startupMs / 1000)} s at ${stack.info.base_url} (DATA_DIR ${stack.dataDir})`,
+      );
+      console.log(
+        `per operation: ${warmup} warm-up + ${requests} measured requests, ${concurrency} concurrent clients, expect 200`,
+      );
       for (const op of operations) {
         const req = op.request(stack);
         const warm = await runLoad(() => req, { requests: warmup, concurrency });
@@ -81,8 +85,20 @@ export const apiLatencyBenchmark: Benchmark = {
       const status = result.failures.size ? 'ERROR' : 'info';
       const label = `${op.name} @${concurrency}`;
       return [
-        { benchmark: 'api', metric: `${label} p50 / p99`, value: `${fixed(result.p50)} / ${fixed(result.p99)} ms`, target: '-', status },
-        { benchmark: 'api', metric: `${label} throughput`, value: `${fixed(result.throughput, 0)} req/s`, target: '-', status },
+        {
+          benchmark: 'api',
+          metric: `${label} p50 / p99`,
+          value: `${fixed(result.p50)} / ${fixed(result.p99)} ms`,
+          target: '-',
+          status,
+        },
+        {
+          benchmark: 'api',
+          metric: `${label} throughput`,
+          value: `${fixed(result.throughput, 0)} req/s`,
+          target: '-',
+          status,
+        },
         {
           benchmark: 'api',
           metric: `${label} non-200`,

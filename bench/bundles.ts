@@ -57,7 +57,9 @@ export const bundlesBenchmark: Benchmark = {
       }
 
       // Round-robin over functions so slow drift on the machine spreads over all of them alike.
-      console.log(`cold import(): ${runs} fresh node processes per function (TABLE_NAME=bench AWS_REGION=us-east-1), median reported`);
+      console.log(
+        `cold import(): ${runs} fresh node processes per function (TABLE_NAME=bench AWS_REGION=us-east-1), median reported`,
+      );
       for (let i = 0; i < runs; i++) {
         for (const f of figures) {
           try {
@@ -92,8 +94,10 @@ export const bundlesBenchmark: Benchmark = {
     console.log(`targets: bundle <= ${BUNDLE_TARGET_KB} KB minified (1 KB = 1024 bytes), init <= ${INIT_TARGET_MS} ms`);
     const overSize = figures.filter((f) => f.kb > BUNDLE_TARGET_KB);
     const overInit = figures.filter((f) => f.initMs > INIT_TARGET_MS);
-    for (const f of overSize) console.log(`  ! ${f.name}: bundle ${fixed(f.kb)} KB is over the ${BUNDLE_TARGET_KB} KB target`);
-    for (const f of overInit) console.log(`  ! ${f.name}: init ${fixed(f.initMs)} ms is over the ${INIT_TARGET_MS} ms target`);
+    for (const f of overSize)
+      console.log(`  ! ${f.name}: bundle ${fixed(f.kb)} KB is over the ${BUNDLE_TARGET_KB} KB target`);
+    for (const f of overInit)
+      console.log(`  ! ${f.name}: init ${fixed(f.initMs)} ms is over the ${INIT_TARGET_MS} ms target`);
     if (!overSize.length && !overInit.length && !errors.length) console.log('  all functions within targets');
 
     const rows: SummaryRow[] = [];

@@ -18,8 +18,24 @@
 import { runInNewContext } from 'node:vm';
 import { setFlagsFromString } from 'node:v8';
 import { encodeSegment, forEachRow, type FetchedSegment, type SegmentRow } from '#shared/segments/codec.ts';
-import { eventPropertiesUsed, eventsToRead, needsEventNames, needsPersons, parseTrendRequest, resolveDateRange, type ProjectSettings, type TrendEvent, type TrendResponse } from '#shared/trends/index.ts';
-import { computeTrendFromColumns, distinctIdsOnly, storedSource, type ColumnSource, type PersonJoin } from '#shared/trends/columnar/index.ts';
+import {
+  eventPropertiesUsed,
+  eventsToRead,
+  needsEventNames,
+  needsPersons,
+  parseTrendRequest,
+  resolveDateRange,
+  type ProjectSettings,
+  type TrendEvent,
+  type TrendResponse,
+} from '#shared/trends/index.ts';
+import {
+  computeTrendFromColumns,
+  distinctIdsOnly,
+  storedSource,
+  type ColumnSource,
+  type PersonJoin,
+} from '#shared/trends/columnar/index.ts';
 import { computeTrendByRows } from '../test/support/row-engine/compute.ts';
 import { fixed, heading, table } from './lib/format.ts';
 import { median } from './lib/stats.ts';
@@ -62,27 +78,46 @@ export const QUERIES: Query[] = [
   {
     id: 'a',
     title: 'filtered + breakdown count',
-    request: { events: [{ id: '$pageview' }], properties: [{ key: '$browser', value: FILTER_BROWSERS }], breakdown: '$os', date_from: '-30d' },
+    request: {
+      events: [{ id: '$pageview' }],
+      properties: [{ key: '$browser', value: FILTER_BROWSERS }],
+      breakdown: '$os',
+      date_from: '-30d',
+    },
     duckSql: (from, to) =>
       `SELECT os, strftime(ts, '%Y-%m-%d') AS day, count(*) AS n FROM events WHERE event = '$pageview' AND browser IN (${FILTER_BROWSERS.map((b) => `'${b}'`).join(', ')}) AND ts BETWEEN ${lit(from)} AND ${lit(to)} GROUP BY ALL`,
   },
   {
     id: 'b',
     title: 'dau, person-property filter',
-    request: { events: [{ id: '$pageview', math: 'dau' }], properties: [{ key: 'plan', value: 'pro', type: 'person' }], date_from: '-30d' },
+    request: {
+      events: [{ id: '$pageview', math: 'dau' }],
+      properties: [{ key: 'plan', value: 'pro', type: 'person' }],
+      date_from: '-30d',
+    },
     duckSql: (from, to) =>
       `SELECT strftime(ts, '%Y-%m-%d') AS day, count(DISTINCT e.distinct_id) AS n FROM events e JOIN persons p ON p.distinct_id = e.distinct_id WHERE e.event = '$pageview' AND p.plan = 'pro' AND ts BETWEEN ${lit(from)} AND ${lit(to)} GROUP BY ALL`,
   },
   {
     id: 'c',
     title: 'p90 of a numeric property by day',
-    request: { events: [{ id: '$pageview', math: 'p90', math_property: 'amount' }], date_from: '-30d', interval: 'day' },
-    duckSql: (from, to) => `SELECT strftime(ts, '%Y-%m-%d') AS day, quantile_cont(amount, 0.9) AS n FROM events WHERE event = '$pageview' AND ts BETWEEN ${lit(from)} AND ${lit(to)} GROUP BY ALL`,
+    request: {
+      events: [{ id: '$pageview', math: 'p90', math_property: 'amount' }],
+      date_from: '-30d',
+      interval: 'day',
+    },
+    duckSql: (from, to) =>
+      `SELECT strftime(ts, '%Y-%m-%d') AS day, quantile_cont(amount, 0.9) AS n FROM events WHERE event = '$pageview' AND ts BETWEEN ${lit(from)} AND ${lit(to)} GROUP BY ALL`,
   },
   {
     id: 'd',
     title: 'formula of two series, compare',
-    request: { events: [{ id: '$pageview' }, { id: 'signed up' }], formula: 'B / A * 100', compare: true, date_from: '-30d' },
+    request: {
+      events: [{ id: '$pageview' }, { id: 'signed up' }],
+      formula: 'B / A * 100',
+      compare: true,
+      date_from: '-30d',
+    },
     duckSql: (from, to) =>
       `SELECT strftime(ts, '%Y-%m-%d') AS day, count(*) FILTER (WHERE event = '$pageview') AS a, count(*) FILTER (WHERE event = 'signed up') AS b FROM events WHERE event IN ('$pageview', 'signed up') AND ts BETWEEN ${lit(from - DAYS * DAY)} AND ${lit(to)} GROUP BY ALL`,
   },
@@ -100,7 +135,11 @@ interface Dataset {
 }
 
 /** The trends benchmark's event shape, generated day by day straight into segments (no 10M objects at once). */
-export function generate(count: number, seed: number, onDay?: (rows: { event: string; row: SegmentRow }[]) => void): Dataset {
+export function generate(
+  count: number,
+  seed: number,
+  onDay?: (rows: { event: string; row: SegmentRow }[]) => void,
+): Dataset {
   const started = performance.now();
   const rng = prng(seed);
   const plans = Array.from({ length: DISTINCT_IDS }, () => weighted(rng, PLANS));
@@ -140,7 +179,8 @@ export function generate(count: number, seed: number, onDay?: (rows: { event: st
       list.sort((a, b) => a.t - b.t);
       for (let at = 0; at < list.length; at += CHUNK_ROWS) {
         const encoded = encodeSegment(list.slice(at, at + CHUNK_ROWS), dayStart);
-        compressedBytes += encoded.time.length + encoded.dids.length + [...encoded.columns.values()].reduce((n, c) => n + c.length, 0);
+        compressedBytes +=
+          encoded.time.length + encoded.dids.length + [...encoded.columns.values()].reduce((n, c) => n + c.length, 0);
         const chunks = segments.get(event) ?? [];
         chunks.push(encoded);
         segments.set(event, chunks);
@@ -172,7 +212,9 @@ function plan(data: Dataset, request: Record<string, unknown>) {
   const persons = needsPersons(query, PROJECT, []);
   const projection = { properties: eventPropertiesUsed(query, PROJECT, []), distinctIds: persons };
   const segments = names.flatMap((name) => (data.segments.get(name) ?? []).map((segment) => ({ name, segment })));
-  const personOf = new Map(data.plans.map((plan, user) => [`user-${user}`, { person: `user-${user}`, properties: { plan } }]));
+  const personOf = new Map(
+    data.plans.map((plan, user) => [`user-${user}`, { person: `user-${user}`, properties: { plan } }]),
+  );
   const join: PersonJoin = persons ? (d) => personOf.get(d) ?? distinctIdsOnly(d) : distinctIdsOnly;
   return { query, now, firstEventAt, read, segments, projection, join, personOf, persons };
 }
@@ -183,7 +225,10 @@ export function runColumnar(data: Dataset, request: Record<string, unknown>, sam
   const before = heapNow();
   let peak = before;
   const started = performance.now();
-  const inner = storedSource({ segments: p.segments, rows: [], from: p.read.from.getTime(), to: p.read.to.getTime(), projection: p.projection }, p.join);
+  const inner = storedSource(
+    { segments: p.segments, rows: [], from: p.read.from.getTime(), to: p.read.to.getTime(), projection: p.projection },
+    p.join,
+  );
   const source: ColumnSource = {
     from: inner.from,
     to: inner.to,
@@ -193,7 +238,13 @@ export function runColumnar(data: Dataset, request: Record<string, unknown>, sam
         if (sampleHeap) peak = Math.max(peak, heapNow());
       }),
   };
-  const response = computeTrendFromColumns(p.query, { source, project: PROJECT, actions: [], now: p.now, firstEventAt: p.firstEventAt });
+  const response = computeTrendFromColumns(p.query, {
+    source,
+    project: PROJECT,
+    actions: [],
+    now: p.now,
+    firstEventAt: p.firstEventAt,
+  });
   const ms = performance.now() - started;
   peak = Math.max(peak, heapNow());
   return { ms, heapMb: (peak - before) / 2 ** 20, response };
@@ -210,7 +261,15 @@ function runRows(data: Dataset, request: Record<string, unknown>): Measured {
   const events: TrendEvent[] = [];
   for (const { name, segment } of p.segments) {
     forEachRow(segment, p.projection, (distinctId, t, properties) => {
-      if (t >= lo && t <= hi) events.push({ event: name, distinct_id: distinctId, person_id: distinctId, timestamp: t, properties, person_properties: {} });
+      if (t >= lo && t <= hi)
+        events.push({
+          event: name,
+          distinct_id: distinctId,
+          person_id: distinctId,
+          timestamp: t,
+          properties,
+          person_properties: {},
+        });
     });
   }
   if (p.persons) {
@@ -223,7 +282,13 @@ function runRows(data: Dataset, request: Record<string, unknown>): Measured {
     }
   }
   const decoded = heapNow();
-  const response = computeTrendByRows(p.query, { events, project: PROJECT, actions: [], now: p.now, firstEventAt: p.firstEventAt });
+  const response = computeTrendByRows(p.query, {
+    events,
+    project: PROJECT,
+    actions: [],
+    now: p.now,
+    firstEventAt: p.firstEventAt,
+  });
   const ms = performance.now() - started;
   const peak = Math.max(decoded, heapNow());
   return { ms, heapMb: (peak - before) / 2 ** 20, response };
@@ -231,7 +296,11 @@ function runRows(data: Dataset, request: Record<string, unknown>): Measured {
 
 function repeat(runs: number, once: () => Measured): Measured {
   const all = Array.from({ length: runs }, once);
-  return { ms: median(all.map((m) => m.ms)), heapMb: Math.max(...all.map((m) => m.heapMb)), response: all[0]!.response };
+  return {
+    ms: median(all.map((m) => m.ms)),
+    heapMb: Math.max(...all.map((m) => m.heapMb)),
+    response: all[0]!.response,
+  };
 }
 
 const sameAnswer = (a: TrendResponse, b: TrendResponse) => JSON.stringify(a) === JSON.stringify(b);
@@ -256,7 +325,9 @@ async function duckFor(count: number, seed: number): Promise<Duck | null> {
   const { DuckDBInstance, timestampValue } = api;
   const instance = await DuckDBInstance.create(':memory:');
   const con = await instance.connect();
-  await con.run('CREATE TABLE events (event VARCHAR, distinct_id VARCHAR, ts TIMESTAMP, browser VARCHAR, os VARCHAR, amount DOUBLE)');
+  await con.run(
+    'CREATE TABLE events (event VARCHAR, distinct_id VARCHAR, ts TIMESTAMP, browser VARCHAR, os VARCHAR, amount DOUBLE)',
+  );
   await con.run('CREATE TABLE persons (distinct_id VARCHAR, plan VARCHAR)');
   const appender = await con.createAppender('events');
   const data = generate(count, seed, (rows) => {
@@ -311,7 +382,8 @@ const label = (n: number) => (n >= 1_000_000 ? `${n / 1_000_000}M` : `${n / 1_00
 
 export const engineBenchmark: Benchmark = {
   name: 'engine',
-  title: 'Trend engine in-process on day segments: columnar vs the row engine (and DuckDB when installed), 100k / 1M (/ 10M) events',
+  title:
+    'Trend engine in-process on day segments: columnar vs the row engine (and DuckDB when installed), 100k / 1M (/ 10M) events',
   async run(): Promise<BenchResult> {
     const rows: SummaryRow[] = [];
     const errors: string[] = [];
@@ -320,9 +392,14 @@ export const engineBenchmark: Benchmark = {
     for (const n of sizes()) {
       const seed = 42;
       const data = generate(n, seed);
-      console.log(`${label(n)} events: generated and encoded in ${fixed(data.encodeMs / 1000, 1)} s, ${fixed(data.compressedBytes / 2 ** 20, 1)} MiB of gzipped columns`);
+      console.log(
+        `${label(n)} events: generated and encoded in ${fixed(data.encodeMs / 1000, 1)} s, ${fixed(data.compressedBytes / 2 ** 20, 1)} MiB of gzipped columns`,
+      );
       const duck = await duckFor(n, seed);
-      if (!duck && n === sizes()[0]) console.log('DuckDB is not installed (npm install --no-save @duckdb/node-api@1.5.6-r.1): its column stays empty');
+      if (!duck && n === sizes()[0])
+        console.log(
+          'DuckDB is not installed (npm install --no-save @duckdb/node-api@1.5.6-r.1): its column stays empty',
+        );
       const runs = n >= 10_000_000 ? 2 : n >= 1_000_000 ? 3 : 5;
       for (const q of QUERIES) {
         // Heap from one run sampling after every batch; times from runs that do not sample (memoryUsage() costs).
@@ -335,7 +412,8 @@ export const engineBenchmark: Benchmark = {
           const byRows = repeat(n >= 1_000_000 ? 1 : 3, () => runRows(data, q.request));
           rowFig = fixed(byRows.ms, 1);
           rowHeap = fixed(byRows.heapMb, 0);
-          if (!sameAnswer(col.response, byRows.response)) errors.push(`(${q.id}) at ${label(n)}: the columnar and row engines answer differently`);
+          if (!sameAnswer(col.response, byRows.response))
+            errors.push(`(${q.id}) at ${label(n)}: the columnar and row engines answer differently`);
         }
         let duckFig = '-';
         let ratio = NaN;
@@ -347,25 +425,78 @@ export const engineBenchmark: Benchmark = {
           ratio = col.ms / duckMs;
         }
         const perM = col.heapMb / (n / 1_000_000);
-        lines.push([`(${q.id}) ${q.title}`, label(n), fixed(col.ms, 1), fixed(col.heapMb, 1), fixed(perM, 1), rowFig, rowHeap, duckFig, Number.isNaN(ratio) ? '-' : fixed(ratio, 1)]);
-        rows.push({ benchmark: 'engine', metric: `(${q.id}) ${q.title}, ${label(n)} events`, value: `${fixed(col.ms, 1)} ms, ${fixed(col.heapMb, 0)} MB`, target: q.id === 'a' && n === 1_000_000 ? `<= ${TARGET_A_1M_MS} ms` : n === 10_000_000 ? `<= ${TARGET_10M_MS} ms, ${TARGET_10M_HEAP_MB} MB` : '-', status: 'info' });
+        lines.push([
+          `(${q.id}) ${q.title}`,
+          label(n),
+          fixed(col.ms, 1),
+          fixed(col.heapMb, 1),
+          fixed(perM, 1),
+          rowFig,
+          rowHeap,
+          duckFig,
+          Number.isNaN(ratio) ? '-' : fixed(ratio, 1),
+        ]);
+        rows.push({
+          benchmark: 'engine',
+          metric: `(${q.id}) ${q.title}, ${label(n)} events`,
+          value: `${fixed(col.ms, 1)} ms, ${fixed(col.heapMb, 0)} MB`,
+          target:
+            q.id === 'a' && n === 1_000_000
+              ? `<= ${TARGET_A_1M_MS} ms`
+              : n === 10_000_000
+                ? `<= ${TARGET_10M_MS} ms, ${TARGET_10M_HEAP_MB} MB`
+                : '-',
+          status: 'info',
+        });
         const last = rows.at(-1)!;
         if (q.id === 'a' && n === 1_000_000) last.status = col.ms <= TARGET_A_1M_MS ? 'pass' : 'OVER TARGET';
-        if (n === 10_000_000) last.status = col.ms <= TARGET_10M_MS && col.heapMb <= TARGET_10M_HEAP_MB ? 'pass' : 'OVER TARGET';
-        if (q.id === 'a' && n >= 1_000_000) rows.push({ benchmark: 'engine', metric: `(a) peak heap per 1M events at ${label(n)}`, value: `${fixed(perM, 1)} MB`, target: `<= ${TARGET_HEAP_PER_M_MB} MB`, status: perM <= TARGET_HEAP_PER_M_MB ? 'pass' : 'OVER TARGET' });
-        if (!Number.isNaN(ratio)) rows.push({ benchmark: 'engine', metric: `(${q.id}) ${label(n)}: columnar / DuckDB`, value: fixed(ratio, 1), target: q.id === 'a' && n === 1_000_000 ? `<= ${TARGET_DUCKDB_RATIO}` : '-', status: q.id === 'a' && n === 1_000_000 ? (ratio <= TARGET_DUCKDB_RATIO ? 'pass' : 'OVER TARGET') : 'info' });
+        if (n === 10_000_000)
+          last.status = col.ms <= TARGET_10M_MS && col.heapMb <= TARGET_10M_HEAP_MB ? 'pass' : 'OVER TARGET';
+        if (q.id === 'a' && n >= 1_000_000)
+          rows.push({
+            benchmark: 'engine',
+            metric: `(a) peak heap per 1M events at ${label(n)}`,
+            value: `${fixed(perM, 1)} MB`,
+            target: `<= ${TARGET_HEAP_PER_M_MB} MB`,
+            status: perM <= TARGET_HEAP_PER_M_MB ? 'pass' : 'OVER TARGET',
+          });
+        if (!Number.isNaN(ratio))
+          rows.push({
+            benchmark: 'engine',
+            metric: `(${q.id}) ${label(n)}: columnar / DuckDB`,
+            value: fixed(ratio, 1),
+            target: q.id === 'a' && n === 1_000_000 ? `<= ${TARGET_DUCKDB_RATIO}` : '-',
+            status: q.id === 'a' && n === 1_000_000 ? (ratio <= TARGET_DUCKDB_RATIO ? 'pass' : 'OVER TARGET') : 'info',
+          });
       }
       duck?.close();
     }
     for (const q of QUERIES) {
       const m1 = columnarMs.get(`${q.id}:1000000`);
       const m10 = columnarMs.get(`${q.id}:10000000`);
-      if (m1 !== undefined && m10 !== undefined) rows.push({ benchmark: 'engine', metric: `(${q.id}) 10M time / 1M time`, value: fixed(m10 / m1, 1), target: `<= ${TARGET_FLAT}`, status: m10 / m1 <= TARGET_FLAT ? 'pass' : 'OVER TARGET' });
+      if (m1 !== undefined && m10 !== undefined)
+        rows.push({
+          benchmark: 'engine',
+          metric: `(${q.id}) 10M time / 1M time`,
+          value: fixed(m10 / m1, 1),
+          target: `<= ${TARGET_FLAT}`,
+          status: m10 / m1 <= TARGET_FLAT ? 'pass' : 'OVER TARGET',
+        });
     }
     heading('Trend engine in-process: decode + compute from encoded day segments (UTC, 30 days)');
     console.log(
       table(
-        ['query', 'events', 'columnar ms', 'peak MB', 'MB / 1M events', 'row engine ms', 'row peak MB', 'DuckDB ms', 'columnar / DuckDB'],
+        [
+          'query',
+          'events',
+          'columnar ms',
+          'peak MB',
+          'MB / 1M events',
+          'row engine ms',
+          'row peak MB',
+          'DuckDB ms',
+          'columnar / DuckDB',
+        ],
         lines,
         ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
       ),

@@ -28,7 +28,13 @@ export const exportsBenchmark: Benchmark = {
     const stack = await startChildStack();
     try {
       const { info } = stack;
-      const s3 = new S3Client({ endpoint: info.s3_endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' }, requestChecksumCalculation: 'WHEN_REQUIRED' });
+      const s3 = new S3Client({
+        endpoint: info.s3_endpoint,
+        region: 'us-east-1',
+        forcePathStyle: true,
+        credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+        requestChecksumCalculation: 'WHEN_REQUIRED',
+      });
       const bucket = `bench-${randomUUID().slice(0, 8)}`;
       await s3.send(new CreateBucketCommand({ Bucket: bucket }));
       // One closed hour, two hours ago: the window the backfill below exports.
@@ -41,7 +47,11 @@ export const exportsBenchmark: Benchmark = {
             event: i % 4 ? '$pageview' : 'signed up',
             distinct_id: `user-${i % 5000}`,
             project_id: info.project_id,
-            properties: { $current_url: `https://example.com/p/${i % 97}`, $browser: ['Chrome', 'Firefox', 'Safari'][i % 3], amount: i % 50 },
+            properties: {
+              $current_url: `https://example.com/p/${i % 97}`,
+              $browser: ['Chrome', 'Firefox', 'Safari'][i % 3],
+              amount: i % 50,
+            },
             timestamp: at,
             inserted_at: at,
           });
@@ -64,24 +74,54 @@ export const exportsBenchmark: Benchmark = {
             interval: 'hour',
             paused: false,
             end_at: windowStart.toISOString(),
-            destination: { type: 'S3', config: { bucket_name: bucket, region: 'us-east-1', prefix: 'bench', compression: 'gzip', endpoint_url: info.s3_endpoint, aws_access_key_id: 'S3RVER', aws_secret_access_key: 'S3RVER' } },
+            destination: {
+              type: 'S3',
+              config: {
+                bucket_name: bucket,
+                region: 'us-east-1',
+                prefix: 'bench',
+                compression: 'gzip',
+                endpoint_url: info.s3_endpoint,
+                aws_access_key_id: 'S3RVER',
+                aws_secret_access_key: 'S3RVER',
+              },
+            },
           }),
         })
       ).json()) as { id: string };
-      const cron = () => run('npx', ['tsx', 'infra/cli/cron.ts', 'run-batch-exports'], { cwd: ROOT, env: { ...process.env, DATA_DIR: stack.dataDir }, maxBuffer: 10 * 1024 * 1024 });
+      const cron = () =>
+        run('npx', ['tsx', 'infra/cli/cron.ts', 'run-batch-exports'], {
+          cwd: ROOT,
+          env: { ...process.env, DATA_DIR: stack.dataDir },
+          maxBuffer: 10 * 1024 * 1024,
+        });
       // The same command with nothing to do: its start-up cost, to subtract.
       let started = performance.now();
       await cron();
       const idleMs = performance.now() - started;
-      await fetch(`${base}${created.id}/backfill/`, { method: 'POST', headers, body: JSON.stringify({ start_at: windowStart.toISOString(), end_at: new Date(windowStart.getTime() + 3_600_000).toISOString() }) });
+      await fetch(`${base}${created.id}/backfill/`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({
+          start_at: windowStart.toISOString(),
+          end_at: new Date(windowStart.getTime() + 3_600_000).toISOString(),
+        }),
+      });
       started = performance.now();
       const out = await cron();
       const busyMs = performance.now() - started;
-      const runs = ((await (await fetch(`${base}${created.id}/`, { headers })).json()) as { latest_runs: { status: string; records_completed: number; bytes_exported: number }[] }).latest_runs;
+      const runs = (
+        (await (await fetch(`${base}${created.id}/`, { headers })).json()) as {
+          latest_runs: { status: string; records_completed: number; bytes_exported: number }[];
+        }
+      ).latest_runs;
       const done = runs[0];
-      if (done?.status !== 'Completed' || done.records_completed !== count) throw new Error(`run did not export ${count} rows: ${JSON.stringify(runs)}\n${out.stdout.slice(-2000)}`);
+      if (done?.status !== 'Completed' || done.records_completed !== count)
+        throw new Error(`run did not export ${count} rows: ${JSON.stringify(runs)}\n${out.stdout.slice(-2000)}`);
       const key = `bench/${windowStart.toISOString()}-${new Date(windowStart.getTime() + 3_600_000).toISOString()}.manifest.json`;
-      const manifest = JSON.parse(await (await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }))).Body!.transformToString()) as { records: number };
+      const manifest = JSON.parse(
+        await (await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }))).Body!.transformToString(),
+      ) as { records: number };
       if (manifest.records !== count) throw new Error(`manifest says ${manifest.records} records`);
       const exportMs = busyMs - idleMs;
       const rate = (count / exportMs) * 1000;
@@ -99,7 +139,18 @@ export const exportsBenchmark: Benchmark = {
         )}`,
       );
       s3.destroy();
-      return { rows: [{ benchmark: 'exports', metric: `${count}-event window to s3rver`, value: `${fixed(rate, 0)} rows/s`, target: '-', status: 'info' }], errors: [] };
+      return {
+        rows: [
+          {
+            benchmark: 'exports',
+            metric: `${count}-event window to s3rver`,
+            value: `${fixed(rate, 0)} rows/s`,
+            target: '-',
+            status: 'info',
+          },
+        ],
+        errors: [],
+      };
     } finally {
       await stack.stop();
     }

@@ -16,7 +16,11 @@ import type { Benchmark, BenchResult, SummaryRow } from './lib/types.ts';
 const intEnv = (name: string, fallback: number) => Number(process.env[name] || fallback);
 
 async function seed(stack: ChildStack, count: number): Promise<void> {
-  const client = new DynamoDBClient({ endpoint: stack.info.dynamodb_endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const client = new DynamoDBClient({
+    endpoint: stack.info.dynamodb_endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
   const projectId = stack.info.project_id;
   const base = Date.parse('2024-01-01T00:00:00Z');
   const items = function* () {
@@ -64,7 +68,13 @@ async function seed(stack: ChildStack, count: number): Promise<void> {
   client.destroy();
 }
 
-async function measure(url: (i: number) => string, key: string, requests: number, concurrency: number, check: (body: any) => void) {
+async function measure(
+  url: (i: number) => string,
+  key: string,
+  requests: number,
+  concurrency: number,
+  check: (body: any) => void,
+) {
   const latencies: number[] = [];
   let next = 0;
   await Promise.all(
@@ -95,38 +105,82 @@ export const personsBenchmark: Benchmark = {
     try {
       const seedStarted = performance.now();
       await seed(stack, count);
-      console.log(`seeded ${count} persons in ${fixed((performance.now() - seedStarted) / 1000)} s; ${requests} requests per case at ${concurrency} concurrent clients`);
+      console.log(
+        `seeded ${count} persons in ${fixed((performance.now() - seedStarted) / 1000)} s; ${requests} requests per case at ${concurrency} concurrent clients`,
+      );
       const base = `${stack.info.base_url}/api/environments/${stack.info.project_id}/persons/`;
       const key = stack.info.personal_api_key;
       const deep = Math.floor(count / 2);
-      const first = await fetch(`${base}?limit=100&offset=${deep - 100}`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.json() as Promise<{ next: string }>);
+      const first = await fetch(`${base}?limit=100&offset=${deep - 100}`, {
+        headers: { authorization: `Bearer ${key}` },
+      }).then((r) => r.json() as Promise<{ next: string }>);
       const cursorUrl = first.next;
       const expectPage = (offset: number) => (body: any) => {
-        if (body.count !== count || body.results.length !== 100) throw new Error(`bad page at ${offset}: count ${body.count}, ${body.results.length} results`);
+        if (body.count !== count || body.results.length !== 100)
+          throw new Error(`bad page at ${offset}: count ${body.count}, ${body.results.length} results`);
       };
       const cases = [
-        { name: 'first page (limit 100)', run: () => measure(() => `${base}?limit=100`, key, requests, concurrency, expectPage(0)) },
-        { name: `offset ${deep} (bare offset)`, run: () => measure(() => `${base}?limit=100&offset=${deep}`, key, Math.max(20, requests / 10), concurrency, expectPage(deep)) },
-        { name: `offset ${deep} (cursor from next)`, run: () => measure(() => cursorUrl, key, requests, concurrency, expectPage(deep)) },
+        {
+          name: 'first page (limit 100)',
+          run: () => measure(() => `${base}?limit=100`, key, requests, concurrency, expectPage(0)),
+        },
+        {
+          name: `offset ${deep} (bare offset)`,
+          run: () =>
+            measure(
+              () => `${base}?limit=100&offset=${deep}`,
+              key,
+              Math.max(20, requests / 10),
+              concurrency,
+              expectPage(deep),
+            ),
+        },
+        {
+          name: `offset ${deep} (cursor from next)`,
+          run: () => measure(() => cursorUrl, key, requests, concurrency, expectPage(deep)),
+        },
         {
           name: 'lookup by email',
           run: () =>
-            measure((i) => `${base}?email=person${(i * 7919) % count || 1}@example.com`, key, requests, concurrency, (b) => {
-              if (b.count !== 1) throw new Error('email lookup missed');
-            }),
+            measure(
+              (i) => `${base}?email=person${(i * 7919) % count || 1}@example.com`,
+              key,
+              requests,
+              concurrency,
+              (b) => {
+                if (b.count !== 1) throw new Error('email lookup missed');
+              },
+            ),
         },
         {
           name: 'lookup by distinct_id',
           run: () =>
-            measure((i) => `${base}?distinct_id=seed-${(i * 7919) % count || 1}`, key, requests, concurrency, (b) => {
-              if (b.count !== 1) throw new Error('distinct_id lookup missed');
-            }),
+            measure(
+              (i) => `${base}?distinct_id=seed-${(i * 7919) % count || 1}`,
+              key,
+              requests,
+              concurrency,
+              (b) => {
+                if (b.count !== 1) throw new Error('distinct_id lookup missed');
+              },
+            ),
         },
       ];
       const measured: { name: string; p50: number; p99: number; n: number }[] = [];
       for (const c of cases) measured.push({ name: c.name, ...(await c.run()) });
-      console.log(`\n${table(['case', 'requests', 'p50 ms', 'p99 ms'], measured.map((m) => [m.name, String(m.n), fixed(m.p50), fixed(m.p99)]))}`);
-      const rows: SummaryRow[] = measured.map((m) => ({ benchmark: 'persons', metric: `${m.name} p50 / p99`, value: `${fixed(m.p50)} / ${fixed(m.p99)} ms`, target: '-', status: 'info' }));
+      console.log(
+        `\n${table(
+          ['case', 'requests', 'p50 ms', 'p99 ms'],
+          measured.map((m) => [m.name, String(m.n), fixed(m.p50), fixed(m.p99)]),
+        )}`,
+      );
+      const rows: SummaryRow[] = measured.map((m) => ({
+        benchmark: 'persons',
+        metric: `${m.name} p50 / p99`,
+        value: `${fixed(m.p50)} / ${fixed(m.p99)} ms`,
+        target: '-',
+        status: 'info',
+      }));
       return { rows, errors: [] };
     } finally {
       await stack.stop();

@@ -17,7 +17,16 @@ import { engineBenchmark } from './engine.ts';
 import { heading, table } from './lib/format.ts';
 import type { Benchmark, SummaryRow } from './lib/types.ts';
 
-const benchmarks: Benchmark[] = [bundlesBenchmark, apiLatencyBenchmark, captureBenchmark, personsBenchmark, trendsBenchmark, exportsBenchmark, hostileBenchmark, engineBenchmark];
+const benchmarks: Benchmark[] = [
+  bundlesBenchmark,
+  apiLatencyBenchmark,
+  captureBenchmark,
+  personsBenchmark,
+  trendsBenchmark,
+  exportsBenchmark,
+  hostileBenchmark,
+  engineBenchmark,
+];
 
 function usage(): string {
   return [
@@ -34,7 +43,9 @@ function usage(): string {
 function warnIfBusy(when: string): void {
   const [one = 0] = loadavg();
   const busy = one > 0.5 * cpus().length;
-  console.log(`load average (1 min) ${when}: ${one.toFixed(2)}${busy ? '  ! the machine is busy: figures will be pessimistic' : ''}`);
+  console.log(
+    `load average (1 min) ${when}: ${one.toFixed(2)}${busy ? '  ! the machine is busy: figures will be pessimistic' : ''}`,
+  );
 }
 
 function select(args: string[]): Benchmark[] | undefined {
@@ -53,7 +64,9 @@ async function main(): Promise<number> {
     return 0;
   }
   console.log(`analytics-service benchmarks: ${selected.map((b) => b.name).join(', ')}`);
-  console.log(`machine: ${cpus().length} cores (${cpus()[0]?.model.trim() ?? 'unknown cpu'}), node ${process.version}, ${process.platform}-${process.arch}`);
+  console.log(
+    `machine: ${cpus().length} cores (${cpus()[0]?.model.trim() ?? 'unknown cpu'}), node ${process.version}, ${process.platform}-${process.arch}`,
+  );
   console.log(`started ${new Date().toISOString()}`);
   warnIfBusy('at start');
 
@@ -83,7 +96,9 @@ async function main(): Promise<number> {
     ),
   );
   const over = rows.filter((r) => r.status === 'OVER TARGET');
-  console.log(`\n${over.length ? `${over.length} figure(s) over target (reported, not fatal)` : 'all targeted figures within target'}`);
+  console.log(
+    `\n${over.length ? `${over.length} figure(s) over target (reported, not fatal)` : 'all targeted figures within target'}`,
+  );
   if (errors.length) {
     console.error(`\n${errors.length} error(s):`);
     for (const e of errors) console.error(`  - ${e}`);

@@ -36,25 +36,55 @@ async function main(): Promise<number> {
             headers: json,
             body: JSON.stringify({
               api_key: info.project_token,
-              batch: Array.from({ length: 20 }, (_, j) => ({ event: j % 3 ? '$pageview' : 'clicked', distinct_id: `u-${(i * 20 + j) % 500}`, uuid: randomUUID(), properties: { $browser: j % 2 ? 'Chrome' : 'Safari', $set: { plan: j % 4 ? 'free' : 'pro' } } })),
+              batch: Array.from({ length: 20 }, (_, j) => ({
+                event: j % 3 ? '$pageview' : 'clicked',
+                distinct_id: `u-${(i * 20 + j) % 500}`,
+                uuid: randomUUID(),
+                properties: { $browser: j % 2 ? 'Chrome' : 'Safari', $set: { plan: j % 4 ? 'free' : 'pro' } },
+              })),
             }),
           },
         }),
       },
-      { name: 'persons list', weight: 2, request: () => ({ url: `${info.base_url}/api/environments/${info.project_id}/persons/?limit=50`, init: { headers: auth } }) },
-      { name: 'organization retrieve', weight: 2, request: () => ({ url: `${info.base_url}/api/organizations/${info.organization_id}/`, init: { headers: auth } }) },
+      {
+        name: 'persons list',
+        weight: 2,
+        request: () => ({
+          url: `${info.base_url}/api/environments/${info.project_id}/persons/?limit=50`,
+          init: { headers: auth },
+        }),
+      },
+      {
+        name: 'organization retrieve',
+        weight: 2,
+        request: () => ({
+          url: `${info.base_url}/api/organizations/${info.organization_id}/`,
+          init: { headers: auth },
+        }),
+      },
       {
         name: 'trend (breakdown, refresh)',
         weight: 1,
         request: () => ({
           url: `${info.base_url}/api/environments/${info.project_id}/insights/trend/?refresh=true`,
-          init: { method: 'POST', headers: { ...auth, ...json }, body: JSON.stringify({ events: [{ id: '$pageview', math: 'dau' }], breakdown: '$browser', date_from: '-7d' }) },
+          init: {
+            method: 'POST',
+            headers: { ...auth, ...json },
+            body: JSON.stringify({
+              events: [{ id: '$pageview', math: 'dau' }],
+              breakdown: '$browser',
+              date_from: '-7d',
+            }),
+          },
         }),
       },
       {
         name: 'trend (unfiltered, cached)',
         weight: 1,
-        request: () => ({ url: `${info.base_url}/api/environments/${info.project_id}/insights/trend/?events=${encodeURIComponent('[{"id":"$pageview"}]')}`, init: { headers: auth } }),
+        request: () => ({
+          url: `${info.base_url}/api/environments/${info.project_id}/insights/trend/?events=${encodeURIComponent('[{"id":"$pageview"}]')}`,
+          init: { headers: auth },
+        }),
       },
     ];
     const wheel = ops.flatMap((op) => Array.from({ length: op.weight }, () => op));
@@ -88,7 +118,13 @@ async function main(): Promise<number> {
         ['operation', 'requests', 'p50 ms', 'p99 ms', 'req/s'],
         ops.map((o) => {
           const l = latencies.get(o.name)!;
-          return [o.name, String(l.length), fixed(percentile(l, 50)), fixed(percentile(l, 99)), fixed(l.length / seconds, 1)];
+          return [
+            o.name,
+            String(l.length),
+            fixed(percentile(l, 50)),
+            fixed(percentile(l, 99)),
+            fixed(l.length / seconds, 1),
+          ];
         }),
       )}`,
     );

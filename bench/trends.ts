@@ -36,7 +36,9 @@ export async function duckdb(): Promise<any> {
   try {
     return await import(/* @vite-ignore */ name);
   } catch {
-    throw new Error('DuckDB is not installed: run `npm install --no-save @duckdb/node-api@1.5.6-r.1`, then this benchmark again.');
+    throw new Error(
+      'DuckDB is not installed: run `npm install --no-save @duckdb/node-api@1.5.6-r.1`, then this benchmark again.',
+    );
   }
 }
 import { eventItem, type StoredEvent } from '#shared/db/events.ts';
@@ -133,7 +135,13 @@ function shape(rng: () => number, nowMs: number): Shape {
   return { event: weighted(rng, EVENT_MIX), t: nowMs - SPAN + Math.floor(rng() * (SPAN - 1_000)) };
 }
 
-function rawEvents(count: number, projectId: number, nowMs: number, seed: number, extra: Record<string, unknown> = {}): StoredEvent[] {
+function rawEvents(
+  count: number,
+  projectId: number,
+  nowMs: number,
+  seed: number,
+  extra: Record<string, unknown> = {},
+): StoredEvent[] {
   const rng = prng(seed);
   // Ingested a while before the run: the compactor leaves the last minute's ingestion to its next pass.
   const insertedAt = new Date(nowMs - 5 * 60_000).toISOString();
@@ -150,7 +158,15 @@ function rawEvents(count: number, projectId: number, nowMs: number, seed: number
       $lib: 'web',
       ...extra,
     };
-    return { uuid: randomUUID(), event, distinct_id: `user-${user}`, project_id: projectId, properties, timestamp: new Date(t).toISOString(), inserted_at: insertedAt };
+    return {
+      uuid: randomUUID(),
+      event,
+      distinct_id: `user-${user}`,
+      project_id: projectId,
+      properties,
+      timestamp: new Date(t).toISOString(),
+      inserted_at: insertedAt,
+    };
   });
 }
 
@@ -172,7 +188,11 @@ function addToRollups(counts: RollupCounts, hourNames: Map<number, string>, even
 }
 
 /** Hourly rollups of `count` synthetic events (same mix and spread as the raw events), and the earliest time. */
-function syntheticRollups(count: number, nowMs: number, seed: number): { counts: RollupCounts; first: number; perEvent: Map<string, number> } {
+function syntheticRollups(
+  count: number,
+  nowMs: number,
+  seed: number,
+): { counts: RollupCounts; first: number; perEvent: Map<string, number> } {
   const rng = prng(seed);
   const counts: RollupCounts = new Map();
   const hours = new Map<number, string>();
@@ -195,11 +215,17 @@ function rollupsOfEvents(events: readonly StoredEvent[]): RollupCounts {
 }
 
 function rollupItems(projectId: number, counts: RollupCounts): Record<string, unknown>[] {
-  return [...counts.values()].map((c) => ({ ...keys.rollup(projectId, c.event, c.hour), count: c.count, entity: 'Rollup' }));
+  return [...counts.values()].map((c) => ({
+    ...keys.rollup(projectId, c.event, c.hour),
+    count: c.count,
+    entity: 'Rollup',
+  }));
 }
 
 /** Day counters as the ingest worker keeps them: per (UTC day, event name) the count and fingerprint sum. */
-function dayCountsOfEvents(events: readonly StoredEvent[]): Map<string, { day: string; event: string; count: number; xsum: number }> {
+function dayCountsOfEvents(
+  events: readonly StoredEvent[],
+): Map<string, { day: string; event: string; count: number; xsum: number }> {
   const out = new Map<string, { day: string; event: string; count: number; xsum: number }>();
   for (const e of events) {
     const day = e.timestamp.slice(0, 10);
@@ -213,7 +239,13 @@ function dayCountsOfEvents(events: readonly StoredEvent[]): Map<string, { day: s
 }
 
 function dayCountItems(projectId: number, counts: ReturnType<typeof dayCountsOfEvents>): Record<string, unknown>[] {
-  return [...counts.values()].map((c) => ({ ...keys.dayCount(projectId, c.day, c.event), count: c.count, xsum: c.xsum, event: c.event, entity: 'DayCount' }));
+  return [...counts.values()].map((c) => ({
+    ...keys.dayCount(projectId, c.day, c.event),
+    count: c.count,
+    xsum: c.xsum,
+    event: c.event,
+    entity: 'DayCount',
+  }));
 }
 
 /** The compaction markers the ingest worker leaves on the days it changed, due at `dueAt`. */
@@ -230,16 +262,26 @@ function compactionMarkerItems(projectId: number, days: Iterable<string>, dueAt:
 }
 
 /** Every day counter of a project over the window, as `name|day -> count:xsum`. */
-async function readAllDayCounts(client: DynamoDBClient, tableName: string, projectId: number, nowMs: number): Promise<Map<string, string>> {
+async function readAllDayCounts(
+  client: DynamoDBClient,
+  tableName: string,
+  projectId: number,
+  nowMs: number,
+): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   for (let t = nowMs - SPAN - DAY; t <= nowMs + DAY; t += DAY) {
     const day = new Date(t).toISOString().slice(0, 10);
     const page = await client.send(
-      new QueryCommand({ TableName: tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: marshall({ ':pk': keys.eventDayPartition(projectId, day).pk }) }),
+      new QueryCommand({
+        TableName: tableName,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: marshall({ ':pk': keys.eventDayPartition(projectId, day).pk }),
+      }),
     );
     for (const raw of page.Items ?? []) {
       const item = unmarshall(raw);
-      if (item.entity === 'DayCount' && Number(item.count)) out.set(`${String(item.event)}|${day}`, `${Number(item.count)}:${Number(item.xsum)}`);
+      if (item.entity === 'DayCount' && Number(item.count))
+        out.set(`${String(item.event)}|${day}`, `${Number(item.count)}:${Number(item.xsum)}`);
     }
   }
   return out;
@@ -248,12 +290,19 @@ async function readAllDayCounts(client: DynamoDBClient, tableName: string, proje
 /** Fires the compactor the way `npm run cron -- compact-events` does, against the child stack; returns its summary. */
 async function runCompactor(stack: ChildStack): Promise<{ ms: number; output: string }> {
   const started = performance.now();
-  const { stdout, stderr } = await execFileAsync(process.execPath, ['--import', 'tsx', 'infra/cli/cron.ts', 'compact-events'], {
-    cwd: ROOT,
-    env: { ...process.env, DATA_DIR: stack.dataDir, POWERTOOLS_LOG_LEVEL: 'ERROR' },
-    maxBuffer: 16 * 1024 * 1024,
-  });
-  const summary = `${stdout}${stderr}`.split('\n').find((line) => line.includes('finished in')) ?? `${stdout}${stderr}`.trim().split('\n').at(-1) ?? '';
+  const { stdout, stderr } = await execFileAsync(
+    process.execPath,
+    ['--import', 'tsx', 'infra/cli/cron.ts', 'compact-events'],
+    {
+      cwd: ROOT,
+      env: { ...process.env, DATA_DIR: stack.dataDir, POWERTOOLS_LOG_LEVEL: 'ERROR' },
+      maxBuffer: 16 * 1024 * 1024,
+    },
+  );
+  const summary =
+    `${stdout}${stderr}`.split('\n').find((line) => line.includes('finished in')) ??
+    `${stdout}${stderr}`.trim().split('\n').at(-1) ??
+    '';
   return { ms: performance.now() - started, output: summary };
 }
 
@@ -263,7 +312,13 @@ function firstEventItem(projectId: number, first: number): Record<string, unknow
 }
 
 /** Every rollup item of a project for the given names (null: the all-events rollup), as `name|hour -> count`. */
-async function readAllRollups(client: DynamoDBClient, tableName: string, projectId: number, names: (string | null)[], months: string[]): Promise<Map<string, number>> {
+async function readAllRollups(
+  client: DynamoDBClient,
+  tableName: string,
+  projectId: number,
+  names: (string | null)[],
+  months: string[],
+): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   for (const name of names) {
     for (const month of months) {
@@ -271,7 +326,12 @@ async function readAllRollups(client: DynamoDBClient, tableName: string, project
       let ExclusiveStartKey: Record<string, any> | undefined;
       do {
         const page = await client.send(
-          new QueryCommand({ TableName: tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: marshall({ ':pk': pk }), ExclusiveStartKey }),
+          new QueryCommand({
+            TableName: tableName,
+            KeyConditionExpression: 'pk = :pk',
+            ExpressionAttributeValues: marshall({ ':pk': pk }),
+            ExclusiveStartKey,
+          }),
         );
         for (const raw of page.Items ?? []) {
           const item = unmarshall(raw);
@@ -308,13 +368,18 @@ async function createProject(stack: ChildStack, name: string): Promise<number> {
   });
   const body = (await res.json()) as { teams?: { id: number; timezone: string }[] };
   const team = body.teams?.[0];
-  if (res.status !== 201 && res.status !== 200) throw new Error(`creating organization '${name}': HTTP ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
+  if (res.status !== 201 && res.status !== 200)
+    throw new Error(`creating organization '${name}': HTTP ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
   if (!team) throw new Error(`organization '${name}' came back without a project`);
   if (team.timezone !== 'UTC') throw new Error(`project ${team.id} has time zone ${team.timezone}, expected UTC`);
   return team.id;
 }
 
-async function trend(stack: ChildStack, projectId: number, body: unknown): Promise<{ ms: number; source: string | null; timing: Map<string, number>; results: TrendResult[] }> {
+async function trend(
+  stack: ChildStack,
+  projectId: number,
+  body: unknown,
+): Promise<{ ms: number; source: string | null; timing: Map<string, number>; results: TrendResult[] }> {
   const started = performance.now();
   const res = await fetch(`${stack.info.base_url}/api/environments/${projectId}/insights/trend/?refresh=true`, {
     method: 'POST',
@@ -323,11 +388,14 @@ async function trend(stack: ChildStack, projectId: number, body: unknown): Promi
   });
   const json = (await res.json()) as { result?: TrendResult[] };
   const ms = performance.now() - started;
-  if (res.status !== 200) throw new Error(`trend on project ${projectId}: HTTP ${res.status} ${JSON.stringify(json).slice(0, 300)}`);
-  const timing = new Map((res.headers.get('server-timing') ?? '').split(',').flatMap((part) => {
-    const m = /^\s*([\w-]+);dur=([\d.]+)/.exec(part);
-    return m ? [[m[1]!, Number(m[2])] as const] : [];
-  }));
+  if (res.status !== 200)
+    throw new Error(`trend on project ${projectId}: HTTP ${res.status} ${JSON.stringify(json).slice(0, 300)}`);
+  const timing = new Map(
+    (res.headers.get('server-timing') ?? '').split(',').flatMap((part) => {
+      const m = /^\s*([\w-]+);dur=([\d.]+)/.exec(part);
+      return m ? [[m[1]!, Number(m[2])] as const] : [];
+    }),
+  );
   return { ms, source: res.headers.get('x-trend-source'), timing, results: json.result ?? [] };
 }
 
@@ -338,7 +406,9 @@ const sum = (values: readonly number[]) => values.reduce((a, b) => a + b, 0);
 // ---------------------------------------------------------------------------------------------
 // DuckDB baseline
 
-async function duckLoad(events: readonly StoredEvent[]): Promise<{ con: DuckDBConnection; close: () => void; ms: number }> {
+async function duckLoad(
+  events: readonly StoredEvent[],
+): Promise<{ con: DuckDBConnection; close: () => void; ms: number }> {
   const started = performance.now();
   const { DuckDBInstance, timestampValue } = await duckdb();
   const instance = await DuckDBInstance.create(':memory:');
@@ -406,13 +476,21 @@ function compareCounts(api: Map<string, number>, duck: Map<string, number>): str
  * The storage floor of the API's events path: the same eventsByDay Queries readEventsInRange makes
  * (one per UTC day x shard for the event name, 32 in flight), from the bench process, items unmarshalled.
  */
-async function readRawFloor(client: DynamoDBClient, tableName: string, projectId: number, event: string, from: number, to: number): Promise<{ ms: number; items: number }> {
+async function readRawFloor(
+  client: DynamoDBClient,
+  tableName: string,
+  projectId: number,
+  event: string,
+  from: number,
+  to: number,
+): Promise<{ ms: number; items: number }> {
   const index = TABLE_SCHEMA.indexes.eventsByDay;
   const fromIso = new Date(from).toISOString();
   const toIso = new Date(to).toISOString();
   const queries: { day: string; shard: number }[] = [];
   for (let t = from; t <= to; t += DAY) {
-    for (let shard = 0; shard < TABLE_SCHEMA.eventDayShards; shard += 1) queries.push({ day: new Date(t).toISOString().slice(0, 10), shard });
+    for (let shard = 0; shard < TABLE_SCHEMA.eventDayShards; shard += 1)
+      queries.push({ day: new Date(t).toISOString().slice(0, 10), shard });
   }
   const started = performance.now();
   let items = 0;
@@ -451,7 +529,13 @@ async function readRawFloor(client: DynamoDBClient, tableName: string, projectId
 
 // ---------------------------------------------------------------------------------------------
 
-async function waitForWorker(client: DynamoDBClient, tableName: string, projectId: number, expected: number, months: string[]): Promise<number> {
+async function waitForWorker(
+  client: DynamoDBClient,
+  tableName: string,
+  projectId: number,
+  expected: number,
+  months: string[],
+): Promise<number> {
   const started = performance.now();
   let last = -1;
   let lastChange = performance.now();
@@ -463,8 +547,10 @@ async function waitForWorker(client: DynamoDBClient, tableName: string, projectI
       lastChange = performance.now();
     }
     if (counted === expected) return performance.now() - started;
-    if (counted > expected) throw new Error(`the ingest worker counted ${counted} events, more than the ${expected} seeded`);
-    if (performance.now() - lastChange > 120_000) throw new Error(`the ingest worker stalled at ${counted} of ${expected} events counted`);
+    if (counted > expected)
+      throw new Error(`the ingest worker counted ${counted} events, more than the ${expected} seeded`);
+    if (performance.now() - lastChange > 120_000)
+      throw new Error(`the ingest worker stalled at ${counted} of ${expected} events counted`);
     if (performance.now() - lastPrint > 10_000) {
       console.log(`  waiting for the ingest worker: ${counted} / ${expected} events counted`);
       lastPrint = performance.now();
@@ -503,7 +589,11 @@ export const trendsBenchmark: Benchmark = {
       // ---- 0. the rollup builder against the real ingest worker (runs while the rest is seeded) --
       const checkEvents = rawEvents(checkCount, checkProject, nowMs, 0xc4ec, { $process_person_profile: false });
       const checkStarted = performance.now();
-      await batchWriteAll(client, tableName, checkEvents.map((e) => eventItem(e)));
+      await batchWriteAll(
+        client,
+        tableName,
+        checkEvents.map((e) => eventItem(e)),
+      );
       console.log(
         `rollup check: ${checkCount} events written as eventItem() items to project ${checkProject} in ${fixed((performance.now() - checkStarted) / 1000)} s; the stack's ingest worker rolls them up while the rest is seeded`,
       );
@@ -516,7 +606,10 @@ export const trendsBenchmark: Benchmark = {
       ]) {
         const started = performance.now();
         const { counts, first, perEvent } = syntheticRollups(s.events, nowMs, 0x5eed);
-        await batchWriteAll(client, tableName, [...rollupItems(s.projectId, counts), firstEventItem(s.projectId, first)]);
+        await batchWriteAll(client, tableName, [
+          ...rollupItems(s.projectId, counts),
+          firstEventItem(s.projectId, first),
+        ]);
         seeded.push({ ...s, pageviews: perEvent.get('$pageview') ?? 0, items: counts.size });
         console.log(
           `project ${s.projectId}: ${counts.size} hourly rollup items (${perEvent.size} event names + '*') + first-event item for ${s.events} synthetic events over 30 days, no raw events; written in ${fixed((performance.now() - started) / 1000)} s`,
@@ -542,7 +635,9 @@ export const trendsBenchmark: Benchmark = {
         yield { ...keys.counter(keys.personCounter(rawProject)), value: DISTINCT_IDS };
       };
       await batchWriteAll(client, tableName, personSeed());
-      console.log(`project ${rawProject}: ${DISTINCT_IDS} persons (person + distinct id items) written in ${fixed((performance.now() - personsStarted) / 1000)} s`);
+      console.log(
+        `project ${rawProject}: ${DISTINCT_IDS} persons (person + distinct id items) written in ${fixed((performance.now() - personsStarted) / 1000)} s`,
+      );
 
       const events = rawEvents(rawCount, rawProject, nowMs, 0x7e11d5);
       const seedStarted = performance.now();
@@ -570,28 +665,54 @@ export const trendsBenchmark: Benchmark = {
       const rawRollups = rollupsOfEvents(events);
       const rawFirst = events.reduce((m, e) => Math.min(m, Date.parse(e.timestamp)), Infinity);
       const rawDayCounts = dayCountsOfEvents(events);
-      const markers = compactionMarkerItems(rawProject, [...rawDayCounts.values()].map((c) => c.day), new Date(Date.now() - 1_000).toISOString());
-      await batchWriteAll(client, tableName, [...rollupItems(rawProject, rawRollups), ...dayCountItems(rawProject, rawDayCounts), ...markers, firstEventItem(rawProject, rawFirst)]);
+      const markers = compactionMarkerItems(
+        rawProject,
+        [...rawDayCounts.values()].map((c) => c.day),
+        new Date(Date.now() - 1_000).toISOString(),
+      );
+      await batchWriteAll(client, tableName, [
+        ...rollupItems(rawProject, rawRollups),
+        ...dayCountItems(rawProject, rawDayCounts),
+        ...markers,
+        firstEventItem(rawProject, rawFirst),
+      ]);
       console.log(
         `project ${rawProject}: ${rawCount} raw events (eventItem(), BatchWriteItem, 16 in flight) written in ${fixed(seedMs / 1000)} s (${fixed((rawCount / seedMs) * 1000, 0)} items/s), ` +
           `then ${rawRollups.size} rollup items, ${rawDayCounts.size} day counters, ${markers.length} compaction markers (due now) + first-event item`,
       );
 
       const drainMs = await waitForWorker(client, tableName, checkProject, checkCount, months);
-      const expectedRollups = new Map([...rollupsOfEvents(checkEvents).values()].map((c) => [`${c.event ?? '*'}|${c.hour}`, c.count]));
-      const workerRollups = await readAllRollups(client, tableName, checkProject, [...EVENT_MIX.map(([n]) => n), null], months);
+      const expectedRollups = new Map(
+        [...rollupsOfEvents(checkEvents).values()].map((c) => [`${c.event ?? '*'}|${c.hour}`, c.count]),
+      );
+      const workerRollups = await readAllRollups(
+        client,
+        tableName,
+        checkProject,
+        [...EVENT_MIX.map(([n]) => n), null],
+        months,
+      );
       const workerDays = await readAllDayCounts(client, tableName, checkProject, nowMs);
-      const expectedDays = new Map([...dayCountsOfEvents(checkEvents).values()].map((c) => [`${c.event}|${c.day}`, `${c.count}:${c.xsum}`]));
-      const dayDiffs = [...new Set([...workerDays.keys(), ...expectedDays.keys()])].filter((k) => workerDays.get(k) !== expectedDays.get(k)).map((k) => `${k}: worker ${workerDays.get(k)}, bench ${expectedDays.get(k)}`);
+      const expectedDays = new Map(
+        [...dayCountsOfEvents(checkEvents).values()].map((c) => [`${c.event}|${c.day}`, `${c.count}:${c.xsum}`]),
+      );
+      const dayDiffs = [...new Set([...workerDays.keys(), ...expectedDays.keys()])]
+        .filter((k) => workerDays.get(k) !== expectedDays.get(k))
+        .map((k) => `${k}: worker ${workerDays.get(k)}, bench ${expectedDays.get(k)}`);
       const rollupDiffs = [...compareCounts(workerRollups, expectedRollups), ...dayDiffs];
       const builderOk = rollupDiffs.length === 0;
-      if (!builderOk) errors.push(`bench rollup builder disagrees with the ingest worker on ${rollupDiffs.length} item(s), e.g. ${rollupDiffs.slice(0, 3).join('; ')}`);
+      if (!builderOk)
+        errors.push(
+          `bench rollup builder disagrees with the ingest worker on ${rollupDiffs.length} item(s), e.g. ${rollupDiffs.slice(0, 3).join('; ')}`,
+        );
       console.log(
         `rollup check: the worker had counted all ${checkCount} events (${fixed(drainMs / 1000)} s after seeding ended); its ${workerRollups.size} rollup items and ${workerDays.size} day counters ${builderOk ? "equal the bench builder's item for item" : `DIFFER from the bench builder's in ${rollupDiffs.length}`}; stack idle from here on`,
       );
 
       // ---- 1. unfiltered totals from rollups, 10k vs 1M --------------------------------------
-      console.log(`\nmeasuring the unfiltered trend: ${warmupRollups} warm-up + ${rollupRequests} measured requests per project, one at a time, alternating projects; ${loadNow()}`);
+      console.log(
+        `\nmeasuring the unfiltered trend: ${warmupRollups} warm-up + ${rollupRequests} measured requests per project, one at a time, alternating projects; ${loadNow()}`,
+      );
       const unfilteredBody = { events: [{ id: '$pageview' }], date_from: '-30d', interval: 'day' };
       const allEventsBody = { events: [{ id: null }], date_from: '-30d', interval: 'day' };
       const latencies = new Map<string, number[]>(seeded.map((s) => [s.label, []]));
@@ -600,28 +721,44 @@ export const trendsBenchmark: Benchmark = {
       for (const s of seeded) {
         const all = await trend(stack, s.projectId, allEventsBody);
         const total = sum(all.results.map((r) => r.count));
-        if (all.source !== 'rollups') errors.push(`all-events trend on the ${s.label} project answered from '${all.source}', expected rollups`);
-        if (total !== s.events) errors.push(`all-events trend on the ${s.label} project totals ${total}, seeded ${s.events}`);
+        if (all.source !== 'rollups')
+          errors.push(`all-events trend on the ${s.label} project answered from '${all.source}', expected rollups`);
+        if (total !== s.events)
+          errors.push(`all-events trend on the ${s.label} project totals ${total}, seeded ${s.events}`);
       }
       for (let i = -warmupRollups; i < rollupRequests; i += 1) {
         // Alternate which project goes first, so drift on the machine hits both sizes alike.
         for (const s of i % 2 ? seeded : [...seeded].reverse()) {
           const r = await trend(stack, s.projectId, unfilteredBody);
           const total = sum(r.results.map((x) => x.count));
-          if (total !== s.pageviews) errors.push(`unfiltered trend on the ${s.label} project totals ${total}, seeded ${s.pageviews} $pageview`);
+          if (total !== s.pageviews)
+            errors.push(`unfiltered trend on the ${s.label} project totals ${total}, seeded ${s.pageviews} $pageview`);
           if (i < 0) continue;
           sources.set(String(r.source), (sources.get(String(r.source)) ?? 0) + 1);
-          if (r.source !== 'rollups') errors.push(`unfiltered trend on the ${s.label} project: X-Trend-Source ${r.source}, expected rollups`);
+          if (r.source !== 'rollups')
+            errors.push(`unfiltered trend on the ${s.label} project: X-Trend-Source ${r.source}, expected rollups`);
           latencies.get(s.label)!.push(r.ms);
         }
       }
-      const stats = seeded.map((s) => ({ ...s, p50: percentile(latencies.get(s.label)!, 50), p99: percentile(latencies.get(s.label)!, 99) }));
+      const stats = seeded.map((s) => ({
+        ...s,
+        p50: percentile(latencies.get(s.label)!, 50),
+        p99: percentile(latencies.get(s.label)!, 99),
+      }));
       const [st, lt] = stats as [(typeof stats)[number], (typeof stats)[number]];
       const rollupRatio = lt.p50 / st.p50;
       console.log(
         `\n${table(
           ['project', 'events (synthetic)', '$pageview total', 'rollup items', 'requests', 'p50 ms', 'p99 ms'],
-          stats.map((s) => [String(s.projectId), String(s.events), String(s.pageviews), String(s.items), String(latencies.get(s.label)!.length), fixed(s.p50), fixed(s.p99)]),
+          stats.map((s) => [
+            String(s.projectId),
+            String(s.events),
+            String(s.pageviews),
+            String(s.items),
+            String(latencies.get(s.label)!.length),
+            fixed(s.p50),
+            fixed(s.p99),
+          ]),
         )}`,
       );
       console.log(
@@ -632,8 +769,20 @@ export const trendsBenchmark: Benchmark = {
       );
       console.log(`ratio p50(${large}) / p50(${small}): ${fixed(rollupRatio, 2)} (target <= ${RATIO_ROLLUPS_TARGET})`);
       rows.push(
-        { benchmark: 'trends', metric: `unfiltered 30d @${small} (rollups) p50 / p99`, value: `${fixed(st.p50)} / ${fixed(st.p99)} ms`, target: '-', status: 'info' },
-        { benchmark: 'trends', metric: `unfiltered 30d @${large} (rollups) p50 / p99`, value: `${fixed(lt.p50)} / ${fixed(lt.p99)} ms`, target: '-', status: 'info' },
+        {
+          benchmark: 'trends',
+          metric: `unfiltered 30d @${small} (rollups) p50 / p99`,
+          value: `${fixed(st.p50)} / ${fixed(st.p99)} ms`,
+          target: '-',
+          status: 'info',
+        },
+        {
+          benchmark: 'trends',
+          metric: `unfiltered 30d @${large} (rollups) p50 / p99`,
+          value: `${fixed(lt.p50)} / ${fixed(lt.p99)} ms`,
+          target: '-',
+          status: 'info',
+        },
         {
           benchmark: 'trends',
           metric: `p50 @${large} / p50 @${small}`,
@@ -641,25 +790,39 @@ export const trendsBenchmark: Benchmark = {
           target: `<= ${RATIO_ROLLUPS_TARGET}`,
           status: rollupRatio <= RATIO_ROLLUPS_TARGET ? 'pass' : 'OVER TARGET',
         },
-        { benchmark: 'trends', metric: `rollup builder = ingest worker (${checkCount} events)`, value: builderOk ? 'equal' : 'DIFFERENT', target: 'equal', status: builderOk ? 'pass' : 'ERROR' },
+        {
+          benchmark: 'trends',
+          metric: `rollup builder = ingest worker (${checkCount} events)`,
+          value: builderOk ? 'equal' : 'DIFFERENT',
+          target: 'equal',
+          status: builderOk ? 'pass' : 'ERROR',
+        },
       );
 
       // ---- 2. filtered + breakdown over raw events, beside DuckDB ----------------------------
       const filteredBody = {
-        events: [{ id: '$pageview', properties: [{ key: '$browser', operator: 'exact', value: FILTER_BROWSERS, type: 'event' }] }],
+        events: [
+          {
+            id: '$pageview',
+            properties: [{ key: '$browser', operator: 'exact', value: FILTER_BROWSERS, type: 'event' }],
+          },
+        ],
         breakdown: '$os',
         breakdown_type: 'event',
         date_from: '-30d',
         interval: 'day',
       };
       // 2a. Before compaction: every day is read from its raw event partitions.
-      console.log(`\nthe filtered breakdown trend before compaction (raw event partitions): ${rawPathRequests} requests, one at a time; ${loadNow()}`);
+      console.log(
+        `\nthe filtered breakdown trend before compaction (raw event partitions): ${rawPathRequests} requests, one at a time; ${loadNow()}`,
+      );
       const rawPathMs: number[] = [];
       let rawPathResults: TrendResult[] = [];
       for (let i = 0; i < rawPathRequests; i += 1) {
         try {
           const r = await trend(stack, rawProject, filteredBody);
-          if (r.source !== 'events') errors.push(`filtered breakdown trend before compaction: X-Trend-Source ${r.source}, expected events`);
+          if (r.source !== 'events')
+            errors.push(`filtered breakdown trend before compaction: X-Trend-Source ${r.source}, expected events`);
           rawPathMs.push(r.ms);
           rawPathResults = r.results;
         } catch (error) {
@@ -672,40 +835,58 @@ export const trendsBenchmark: Benchmark = {
       console.log(`compacting: npm run cron -- compact-events against the stack; ${loadNow()}`);
       const compaction = await runCompactor(stack);
       console.log(`  ${compaction.output}`);
-      console.log(`  compactor wall time (process start to exit) ${fixed(compaction.ms / 1000, 1)} s = ${fixed(rawCount / (compaction.ms / 1000), 0)} events/s`);
+      console.log(
+        `  compactor wall time (process start to exit) ${fixed(compaction.ms / 1000, 1)} s = ${fixed(rawCount / (compaction.ms / 1000), 0)} events/s`,
+      );
 
       // 2c. The measured requests: every day from its segments.
-      console.log(`\nmeasuring the filtered breakdown trend: 1 warm-up + ${rawRequests} measured requests, one at a time; ${loadNow()}`);
+      console.log(
+        `\nmeasuring the filtered breakdown trend: 1 warm-up + ${rawRequests} measured requests, one at a time; ${loadNow()}`,
+      );
       const apiMs: number[] = [];
       const phaseMs = new Map<string, number[]>();
       let apiResults: TrendResult[] = [];
       for (let i = -1; i < rawRequests; i += 1) {
         const r = await trend(stack, rawProject, filteredBody);
-        if (r.source !== 'segments') errors.push(`filtered breakdown trend: X-Trend-Source ${r.source}, expected segments`);
+        if (r.source !== 'segments')
+          errors.push(`filtered breakdown trend: X-Trend-Source ${r.source}, expected segments`);
         if (i < 0) continue;
         apiMs.push(r.ms);
         for (const [phase, ms] of r.timing) phaseMs.set(phase, [...(phaseMs.get(phase) ?? []), ms]);
         apiResults = r.results;
       }
       const phaseNote = [...phaseMs].map(([phase, ms]) => `${phase} ${fixed(percentile(ms, 50), 1)}`).join(', ');
-      console.log(`  server-side p50 per phase (Server-Timing), ms: ${phaseNote}; the rest is HTTP, routing, auth and JSON`);
-      if (rawPathResults.length && JSON.stringify(rawPathResults) !== JSON.stringify(apiResults)) errors.push('the trend from segments differs from the same trend from raw events');
+      console.log(
+        `  server-side p50 per phase (Server-Timing), ms: ${phaseNote}; the rest is HTTP, routing, auth and JSON`,
+      );
+      if (rawPathResults.length && JSON.stringify(rawPathResults) !== JSON.stringify(apiResults))
+        errors.push('the trend from segments differs from the same trend from raw events');
       const apiP50 = percentile(apiMs, 50);
       const apiP99 = percentile(apiMs, 99);
 
       // The window the API used (project time zone UTC): today's UTC day and the 30 before it.
-      const today = Date.UTC(new Date(nowMs).getUTCFullYear(), new Date(nowMs).getUTCMonth(), new Date(nowMs).getUTCDate());
+      const today = Date.UTC(
+        new Date(nowMs).getUTCFullYear(),
+        new Date(nowMs).getUTCMonth(),
+        new Date(nowMs).getUTCDate(),
+      );
       const from = today - 30 * DAY;
       const to = today + DAY - 1;
       const days = apiResults[0]?.days ?? [];
-      if (days[0] !== new Date(from).toISOString().slice(0, 10) || days.at(-1) !== new Date(today).toISOString().slice(0, 10)) {
-        errors.push(`API window ${days[0]}..${days.at(-1)} is not the expected ${new Date(from).toISOString().slice(0, 10)}..${new Date(today).toISOString().slice(0, 10)} (did the UTC day change during the run?)`);
+      if (
+        days[0] !== new Date(from).toISOString().slice(0, 10) ||
+        days.at(-1) !== new Date(today).toISOString().slice(0, 10)
+      ) {
+        errors.push(
+          `API window ${days[0]}..${days.at(-1)} is not the expected ${new Date(from).toISOString().slice(0, 10)}..${new Date(today).toISOString().slice(0, 10)} (did the UTC day change during the run?)`,
+        );
       }
       const apiCounts = new Map<string, number>();
       const apiTotals = new Map<string, number>();
       for (const r of apiResults) {
         const raw = r.breakdown_value;
-        if (raw === OTHER_VALUE) errors.push('filtered breakdown trend returned an Other row; the bench expects fewer than 25 values');
+        if (raw === OTHER_VALUE)
+          errors.push('filtered breakdown trend returned an Other row; the bench expects fewer than 25 values');
         const value = raw === null || raw === undefined || raw === NULL_VALUE ? NONE : String(raw);
         apiTotals.set(value, r.count);
         r.data.forEach((n, i) => {
@@ -714,10 +895,17 @@ export const trendsBenchmark: Benchmark = {
       }
 
       const floors: { ms: number; items: number }[] = [];
-      for (let i = 0; i < 3; i += 1) floors.push(await readRawFloor(client, tableName, rawProject, '$pageview', from, to));
-      const floorP50 = percentile(floors.map((f) => f.ms), 50);
-      const pageviewsInWindow = events.filter((e) => e.event === '$pageview' && Date.parse(e.timestamp) >= from && Date.parse(e.timestamp) <= to).length;
-      if (floors.some((f) => f.items !== pageviewsInWindow)) errors.push(`raw read returned ${floors.map((f) => f.items).join('/')} items, expected ${pageviewsInWindow}`);
+      for (let i = 0; i < 3; i += 1)
+        floors.push(await readRawFloor(client, tableName, rawProject, '$pageview', from, to));
+      const floorP50 = percentile(
+        floors.map((f) => f.ms),
+        50,
+      );
+      const pageviewsInWindow = events.filter(
+        (e) => e.event === '$pageview' && Date.parse(e.timestamp) >= from && Date.parse(e.timestamp) <= to,
+      ).length;
+      if (floors.some((f) => f.items !== pageviewsInWindow))
+        errors.push(`raw read returned ${floors.map((f) => f.items).join('/')} items, expected ${pageviewsInWindow}`);
 
       console.log(`DuckDB: load, then 1 warm-up + ${rawRequests} measured queries; ${loadNow()}`);
       const duck = await duckLoad(events);
@@ -743,19 +931,30 @@ export const trendsBenchmark: Benchmark = {
       const diffs = compareCounts(apiCounts, duckCounts);
       // Ties by label, as the legacy endpoint orders rows (the None row has no special place).
       const label = (v: string) => (v === NONE ? 'None (i.e. no value)' : v);
-      const expectedOrder = [...duckTotals].sort((a, b) => b[1] - a[1] || (label(a[0]) < label(b[0]) ? -1 : 1)).map(([v]) => v);
+      const expectedOrder = [...duckTotals]
+        .sort((a, b) => b[1] - a[1] || (label(a[0]) < label(b[0]) ? -1 : 1))
+        .map(([v]) => v);
       const apiOrder = [...apiTotals.keys()];
       const totalsDiff = compareCounts(apiTotals, duckTotals);
       const matched = diffs.length === 0 && totalsDiff.length === 0 && duckCounts.size > 0;
-      if (!matched) errors.push(`API and DuckDB disagree: ${[...totalsDiff, ...diffs].length} difference(s), e.g. ${[...totalsDiff, ...diffs].slice(0, 4).join('; ')}`);
-      const orderNote = JSON.stringify(apiOrder.map((v) => (v === NONE ? 'None' : v))) === JSON.stringify(expectedOrder.map((v) => (v === NONE ? 'None' : v)));
+      if (!matched)
+        errors.push(
+          `API and DuckDB disagree: ${[...totalsDiff, ...diffs].length} difference(s), e.g. ${[...totalsDiff, ...diffs].slice(0, 4).join('; ')}`,
+        );
+      const orderNote =
+        JSON.stringify(apiOrder.map((v) => (v === NONE ? 'None' : v))) ===
+        JSON.stringify(expectedOrder.map((v) => (v === NONE ? 'None' : v)));
       const filteredTotal = sum([...apiTotals.values()]);
       const ratio = apiP50 / duckP50;
 
       console.log(
         `\n${table(
           ['$os', 'API events', 'DuckDB events'],
-          expectedOrder.map((v) => [v === NONE ? 'None (no $os)' : v, String(apiTotals.get(v) ?? 0), String(duckTotals.get(v) ?? 0)]),
+          expectedOrder.map((v) => [
+            v === NONE ? 'None (no $os)' : v,
+            String(apiTotals.get(v) ?? 0),
+            String(duckTotals.get(v) ?? 0),
+          ]),
         )}`,
       );
       console.log(
@@ -763,27 +962,93 @@ export const trendsBenchmark: Benchmark = {
           `per (value, day) counts ${diffs.length ? `DIFFER in ${diffs.length} cells` : `equal in all ${duckCounts.size} non-zero cells`}; ` +
           `row order ${orderNote ? 'matches' : 'DIFFERS from'} volume desc (ties by label)`,
       );
-      if (!orderNote) errors.push(`breakdown row order ${JSON.stringify(apiOrder)} differs from DuckDB's ranking ${JSON.stringify(expectedOrder)}`);
+      if (!orderNote)
+        errors.push(
+          `breakdown row order ${JSON.stringify(apiOrder)} differs from DuckDB's ranking ${JSON.stringify(expectedOrder)}`,
+        );
       console.log(
         `\n${table(
           ['engine', 'runs', 'p50 ms', 'p99 ms'],
           [
-            ['API POST .../insights/trend?refresh=true (end to end, compacted)', String(apiMs.length), fixed(apiP50), fixed(apiP99)],
-            ['  the same before compaction (raw partitions)', String(rawPathMs.length), fixed(percentile(rawPathMs, 50)), fixed(percentile(rawPathMs, 99))],
-            ['DuckDB in-memory SQL (query + read result)', String(duckMs.length), fixed(duckP50, 2), fixed(percentile(duckMs, 99), 2)],
+            [
+              'API POST .../insights/trend?refresh=true (end to end, compacted)',
+              String(apiMs.length),
+              fixed(apiP50),
+              fixed(apiP99),
+            ],
+            [
+              '  the same before compaction (raw partitions)',
+              String(rawPathMs.length),
+              fixed(percentile(rawPathMs, 50)),
+              fixed(percentile(rawPathMs, 99)),
+            ],
+            [
+              'DuckDB in-memory SQL (query + read result)',
+              String(duckMs.length),
+              fixed(duckP50, 2),
+              fixed(percentile(duckMs, 99), 2),
+            ],
           ],
         )}\nfor reference, the same eventsByDay Queries from the bench process (${floors[0]?.items} $pageview items, unfiltered by browser): median of 3 ${fixed(floorP50)} ms` +
           `\nDuckDB load of ${rawCount} events (appender): ${fixed(duck.ms)} ms; ratio API p50 / DuckDB p50 = ${fixed(ratio, 0)} (target <= ${RATIO_DUCKDB_TARGET}); API end to end p50 ${fixed(apiP50)} ms (target <= ${END_TO_END_TARGET_MS} ms)`,
       );
       rows.push(
-        { benchmark: 'trends', metric: `filtered+breakdown @${rawCount} API p50 / p99`, value: `${fixed(apiP50)} / ${fixed(apiP99)} ms`, target: `p50 <= ${END_TO_END_TARGET_MS} ms`, status: apiP50 <= END_TO_END_TARGET_MS ? 'pass' : 'OVER TARGET' },
-        { benchmark: 'trends', metric: '  server phases p50 (Server-Timing)', value: phaseNote, target: '-', status: 'info' },
-        { benchmark: 'trends', metric: `  same trend before compaction (raw partitions) p50`, value: `${fixed(percentile(rawPathMs, 50))} ms`, target: '-', status: 'info' },
-        { benchmark: 'trends', metric: `  reading the ${floors[0]?.items} raw events alone (bench-side Queries)`, value: `${fixed(floorP50)} ms`, target: '-', status: 'info' },
-        { benchmark: 'trends', metric: `  compacting ${rawCount} events (one compactor pass)`, value: `${fixed(compaction.ms / 1000, 1)} s`, target: '-', status: 'info' },
-        { benchmark: 'trends', metric: `DuckDB same query p50 (load ${fixed(duck.ms, 0)} ms)`, value: `${fixed(duckP50, 2)} ms`, target: '-', status: 'info' },
-        { benchmark: 'trends', metric: 'API p50 / DuckDB p50', value: fixed(ratio, 0), target: `<= ${RATIO_DUCKDB_TARGET}`, status: ratio <= RATIO_DUCKDB_TARGET ? 'pass' : 'OVER TARGET' },
-        { benchmark: 'trends', metric: 'API numbers = DuckDB numbers', value: matched && orderNote ? 'equal' : 'DIFFERENT', target: 'equal', status: matched && orderNote ? 'pass' : 'ERROR' },
+        {
+          benchmark: 'trends',
+          metric: `filtered+breakdown @${rawCount} API p50 / p99`,
+          value: `${fixed(apiP50)} / ${fixed(apiP99)} ms`,
+          target: `p50 <= ${END_TO_END_TARGET_MS} ms`,
+          status: apiP50 <= END_TO_END_TARGET_MS ? 'pass' : 'OVER TARGET',
+        },
+        {
+          benchmark: 'trends',
+          metric: '  server phases p50 (Server-Timing)',
+          value: phaseNote,
+          target: '-',
+          status: 'info',
+        },
+        {
+          benchmark: 'trends',
+          metric: `  same trend before compaction (raw partitions) p50`,
+          value: `${fixed(percentile(rawPathMs, 50))} ms`,
+          target: '-',
+          status: 'info',
+        },
+        {
+          benchmark: 'trends',
+          metric: `  reading the ${floors[0]?.items} raw events alone (bench-side Queries)`,
+          value: `${fixed(floorP50)} ms`,
+          target: '-',
+          status: 'info',
+        },
+        {
+          benchmark: 'trends',
+          metric: `  compacting ${rawCount} events (one compactor pass)`,
+          value: `${fixed(compaction.ms / 1000, 1)} s`,
+          target: '-',
+          status: 'info',
+        },
+        {
+          benchmark: 'trends',
+          metric: `DuckDB same query p50 (load ${fixed(duck.ms, 0)} ms)`,
+          value: `${fixed(duckP50, 2)} ms`,
+          target: '-',
+          status: 'info',
+        },
+        {
+          benchmark: 'trends',
+          metric: 'API p50 / DuckDB p50',
+          value: fixed(ratio, 0),
+          target: `<= ${RATIO_DUCKDB_TARGET}`,
+          status: ratio <= RATIO_DUCKDB_TARGET ? 'pass' : 'OVER TARGET',
+        },
+        {
+          benchmark: 'trends',
+          metric: 'API numbers = DuckDB numbers',
+          value: matched && orderNote ? 'equal' : 'DIFFERENT',
+          target: 'equal',
+          status: matched && orderNote ? 'pass' : 'ERROR',
+        },
       );
       return { rows, errors: [...new Set(errors)] };
     } finally {
@@ -792,4 +1057,3 @@ export const trendsBenchmark: Benchmark = {
     }
   },
 };
-

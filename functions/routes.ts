@@ -218,7 +218,7 @@ export const routes = [
     scope: 'action:read',
     handler: 'actions/list',
     access: 'read',
-    summary: "List actions",
+    summary: 'List actions',
   },
   {
     operationId: 'actions_create',
@@ -227,7 +227,7 @@ export const routes = [
     scope: 'action:write',
     handler: 'actions/create',
     access: 'write',
-    summary: "Create an action (matches any of its steps)",
+    summary: 'Create an action (matches any of its steps)',
   },
   {
     operationId: 'actions_retrieve',
@@ -236,7 +236,7 @@ export const routes = [
     scope: 'action:read',
     handler: 'actions/retrieve',
     access: 'read',
-    summary: "Retrieve an action",
+    summary: 'Retrieve an action',
   },
   {
     operationId: 'actions_partial_update',
@@ -245,7 +245,7 @@ export const routes = [
     scope: 'action:write',
     handler: 'actions/update',
     access: 'write',
-    summary: "Update an action",
+    summary: 'Update an action',
   },
   {
     operationId: 'actions_destroy',
@@ -254,7 +254,7 @@ export const routes = [
     scope: 'action:write',
     handler: 'actions/delete',
     access: 'write',
-    summary: "Delete an action",
+    summary: 'Delete an action',
   },
   {
     operationId: 'insights_trend_retrieve',
@@ -297,7 +297,7 @@ export const routes = [
     handler: 'batch-exports/create',
     access: 'write',
     sealsSecrets: true,
-    summary: "Create a batch export",
+    summary: 'Create a batch export',
   },
   {
     operationId: 'batch_exports_retrieve',
@@ -306,7 +306,7 @@ export const routes = [
     scope: 'batch_export:read',
     handler: 'batch-exports/retrieve',
     access: 'read',
-    summary: "Retrieve a batch export with its latest runs",
+    summary: 'Retrieve a batch export with its latest runs',
   },
   {
     operationId: 'batch_exports_partial_update',
@@ -316,7 +316,7 @@ export const routes = [
     handler: 'batch-exports/update',
     access: 'write',
     sealsSecrets: true,
-    summary: "Update (pause, unpause, reconfigure) a batch export",
+    summary: 'Update (pause, unpause, reconfigure) a batch export',
   },
   {
     operationId: 'batch_exports_destroy',
@@ -325,7 +325,7 @@ export const routes = [
     scope: 'batch_export:write',
     handler: 'batch-exports/delete',
     access: 'write',
-    summary: "Delete a batch export with its runs and logs",
+    summary: 'Delete a batch export with its runs and logs',
   },
   {
     operationId: 'batch_exports_backfill',
@@ -334,7 +334,7 @@ export const routes = [
     scope: 'batch_export:write',
     handler: 'batch-exports/backfill',
     access: 'write',
-    summary: "Backfill a batch export over a past range (deprecated endpoint)",
+    summary: 'Backfill a batch export over a past range (deprecated endpoint)',
   },
   {
     operationId: 'batch_exports_logs',
@@ -428,10 +428,14 @@ type RouteRow = (typeof routes)[number];
 export type OperationId = RouteRow['operationId'];
 
 /** Every (method, path) the API answers, aliases included, each pointing at its route. */
-export const routePaths: readonly Route[] = (routes as readonly Route[]).flatMap((r) => [r, ...(r.aliases ?? []).map((path) => ({ ...r, path }))]);
+export const routePaths: readonly Route[] = (routes as readonly Route[]).flatMap((r) => [
+  r,
+  ...(r.aliases ?? []).map((path) => ({ ...r, path })),
+]);
 
-export const keyRoutes = (routes as readonly Route[]).filter((r): r is KeyRoute => r.auth === undefined || r.auth === 'personal_api_key');
-
+export const keyRoutes = (routes as readonly Route[]).filter(
+  (r): r is KeyRoute => r.auth === undefined || r.auth === 'personal_api_key',
+);
 
 /** Functions that are not API operations: fed by the table stream or a queue, or run on a schedule. */
 export interface Worker {

@@ -125,12 +125,17 @@ export function stageSettings(name: string, overrides: Partial<Defaults> = {}): 
   const settings: StageSettings = { name, ...(name === 'prod' ? PROD : NON_PROD), ...CONFIGURED[name], ...overrides };
   const { customDomain, alarmEmail, alarmTopicArn, corsOrigins } = settings;
   if (customDomain && !US_EAST_1_CERT.test(customDomain.certificateArn)) {
-    throw new Error(`customDomain.certificateArn must be an ACM certificate in us-east-1 (CloudFront), got '${customDomain.certificateArn}'`);
+    throw new Error(
+      `customDomain.certificateArn must be an ACM certificate in us-east-1 (CloudFront), got '${customDomain.certificateArn}'`,
+    );
   }
-  if (alarmEmail !== undefined && !EMAIL.test(alarmEmail)) throw new Error(`alarmEmail is not an e-mail address: '${alarmEmail}'`);
-  if (alarmTopicArn !== undefined && !SNS_ARN.test(alarmTopicArn)) throw new Error(`alarmTopicArn is not an SNS topic ARN: '${alarmTopicArn}'`);
+  if (alarmEmail !== undefined && !EMAIL.test(alarmEmail))
+    throw new Error(`alarmEmail is not an e-mail address: '${alarmEmail}'`);
+  if (alarmTopicArn !== undefined && !SNS_ARN.test(alarmTopicArn))
+    throw new Error(`alarmTopicArn is not an SNS topic ARN: '${alarmTopicArn}'`);
   for (const origin of corsOrigins ?? []) {
-    if (!ORIGIN.test(origin)) throw new Error(`corsOrigins entries are '*' or scheme://host[:port] without a path, got '${origin}'`);
+    if (!ORIGIN.test(origin))
+      throw new Error(`corsOrigins entries are '*' or scheme://host[:port] without a path, got '${origin}'`);
   }
   return settings;
 }

@@ -130,7 +130,12 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ) as Partial<Record<QueueName, string>>,
     rateLimits: readRateLimits(env[ENV.rateLimits]),
     personScanLimit: readPositiveInteger(ENV.personScanLimit, env[ENV.personScanLimit], DEFAULT_PERSON_SCAN_LIMIT),
-    bulkDeleteBudgetMs: readPositiveInteger(ENV.bulkDeleteBudgetMs, env[ENV.bulkDeleteBudgetMs], DEFAULT_BULK_DELETE_BUDGET_MS, 0),
+    bulkDeleteBudgetMs: readPositiveInteger(
+      ENV.bulkDeleteBudgetMs,
+      env[ENV.bulkDeleteBudgetMs],
+      DEFAULT_BULK_DELETE_BUDGET_MS,
+      0,
+    ),
     exportSecretsKmsKeyId: env[ENV.exportSecretsKmsKeyId] || undefined,
     localSecretsKeyFile: resolve(env[ENV.dataDir] || '.data', 'export-secrets.key'),
     allowLoopbackExportEndpoints: runtime === 'local' && env[ENV.allowLoopbackExportEndpoints] === 'true',
@@ -141,7 +146,10 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
 function readPositiveInteger(name: string, raw: string | undefined, fallback: number, least = 1): number {
   if (!raw?.trim()) return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < least) throw new ConfigError(`${name} must be ${least === 1 ? 'a positive integer' : `an integer >= ${least}`}, got '${raw}'`);
+  if (!Number.isInteger(n) || n < least)
+    throw new ConfigError(
+      `${name} must be ${least === 1 ? 'a positive integer' : `an integer >= ${least}`}, got '${raw}'`,
+    );
   return n;
 }
 
@@ -154,22 +162,33 @@ function readRateLimits(raw: string | undefined): RateLimits | undefined {
   } catch {
     throw new ConfigError(`${ENV.rateLimits} must be JSON, got '${raw}'`);
   }
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError(`${ENV.rateLimits} must be a JSON object`);
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new ConfigError(`${ENV.rateLimits} must be a JSON object`);
   const { enabled, ...classes } = parsed as Record<string, unknown>;
   if (enabled === false) return undefined;
-  if (enabled !== undefined && enabled !== true) throw new ConfigError(`${ENV.rateLimits}.enabled must be true or false`);
-  const out: RateLimits = { crud: { ...DEFAULT_RATE_LIMITS.crud }, analytics: { ...DEFAULT_RATE_LIMITS.analytics }, capture: { ...DEFAULT_RATE_LIMITS.capture } };
+  if (enabled !== undefined && enabled !== true)
+    throw new ConfigError(`${ENV.rateLimits}.enabled must be true or false`);
+  const out: RateLimits = {
+    crud: { ...DEFAULT_RATE_LIMITS.crud },
+    analytics: { ...DEFAULT_RATE_LIMITS.analytics },
+    capture: { ...DEFAULT_RATE_LIMITS.capture },
+  };
   for (const [name, windows] of Object.entries(classes)) {
-    if (!(name in out)) throw new ConfigError(`${ENV.rateLimits}: unknown class '${name}' (expected ${Object.keys(out).join(', ')})`);
-    if (!windows || typeof windows !== 'object' || Array.isArray(windows)) throw new ConfigError(`${ENV.rateLimits}.${name} must be an object`);
+    if (!(name in out))
+      throw new ConfigError(`${ENV.rateLimits}: unknown class '${name}' (expected ${Object.keys(out).join(', ')})`);
+    if (!windows || typeof windows !== 'object' || Array.isArray(windows))
+      throw new ConfigError(`${ENV.rateLimits}.${name} must be an object`);
     for (const [window, limit] of Object.entries(windows)) {
-      if (window !== 'minute' && window !== 'hour') throw new ConfigError(`${ENV.rateLimits}.${name}: unknown window '${window}' (expected minute, hour)`);
+      if (window !== 'minute' && window !== 'hour')
+        throw new ConfigError(`${ENV.rateLimits}.${name}: unknown window '${window}' (expected minute, hour)`);
       if (limit === null) {
         delete out[name as RateLimitClass][window];
         continue;
       }
       if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1) {
-        throw new ConfigError(`${ENV.rateLimits}.${name}.${window} must be a positive integer (or null for no limit), got ${JSON.stringify(limit)}`);
+        throw new ConfigError(
+          `${ENV.rateLimits}.${name}.${window} must be a positive integer (or null for no limit), got ${JSON.stringify(limit)}`,
+        );
       }
       out[name as RateLimitClass][window] = limit;
     }

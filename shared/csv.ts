@@ -14,7 +14,8 @@ const FORMULA_LEAD = /^[=+\-@\t\r]/;
 export function csvCell(value: unknown): string {
   if (value === null || value === undefined) return '';
   if ((typeof value === 'number' && Number.isFinite(value)) || typeof value === 'bigint') return String(value);
-  const raw = value instanceof Date ? value.toISOString() : typeof value === 'object' ? JSON.stringify(value) : String(value);
+  const raw =
+    value instanceof Date ? value.toISOString() : typeof value === 'object' ? JSON.stringify(value) : String(value);
   const text = FORMULA_LEAD.test(raw) ? `'${raw}` : raw;
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
@@ -26,7 +27,10 @@ export function csvTable(header: readonly unknown[], rows: readonly (readonly un
 
 /** Records as CSV with the given columns in order (export files). */
 export function recordsToCsv(records: readonly Record<string, unknown>[], columns: readonly string[]): string {
-  return csvTable(columns, records.map((r) => columns.map((c) => r[c])));
+  return csvTable(
+    columns,
+    records.map((r) => columns.map((c) => r[c])),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -86,7 +90,10 @@ export function flatCsv(rows: unknown[]): FlatCsv {
     }
   }
   return {
-    text: csvTable(columns, flat.map((row) => columns.map((c) => row[c]))),
+    text: csvTable(
+      columns,
+      flat.map((row) => columns.map((c) => row[c])),
+    ),
     omittedRows: Math.max(0, rows.length - MAX_CSV_ROWS),
     omittedColumns: seen.size - columns.length,
   };
@@ -95,7 +102,9 @@ export function flatCsv(rows: unknown[]): FlatCsv {
 /** What a CSV answer left out, for a response header; undefined when nothing was. */
 export function omissionNote(csv: FlatCsv): string | undefined {
   const notes = [
-    ...(csv.omittedColumns ? [`${csv.omittedColumns} columns omitted (at most ${MAX_CSV_NESTED_COLUMNS} columns from nested fields)`] : []),
+    ...(csv.omittedColumns
+      ? [`${csv.omittedColumns} columns omitted (at most ${MAX_CSV_NESTED_COLUMNS} columns from nested fields)`]
+      : []),
     ...(csv.omittedRows ? [`${csv.omittedRows} rows omitted (at most ${MAX_CSV_ROWS} rows)`] : []),
   ];
   return notes.length ? notes.join('; ') : undefined;
@@ -110,7 +119,9 @@ export function omissionNote(csv: FlatCsv): string | undefined {
 function rowName(series: TrendSeries): string {
   let name = series.label;
   if (series.breakdown_value !== undefined) {
-    const base = series.action ? series.action.custom_name || series.action.name || 'All events' : `Formula (${series.filter.formula ?? ''})`;
+    const base = series.action
+      ? series.action.custom_name || series.action.name || 'All events'
+      : `Formula (${series.filter.formula ?? ''})`;
     name = `${base} - ${breakdownLabel(series.breakdown_value)}`;
   }
   return series.compare_label ? `${name} (${series.compare_label})` : name;
@@ -120,5 +131,8 @@ export function trendToCsv(response: TrendResponse): string {
   const rows = response.result;
   const aggregated = rows.some((r) => r.aggregated_value !== undefined);
   const header = aggregated ? ['series', 'value'] : ['series', ...(rows[0]?.days ?? [])];
-  return csvTable(header, rows.map((r) => [rowName(r), ...(aggregated ? [r.aggregated_value ?? 0] : r.data)]));
+  return csvTable(
+    header,
+    rows.map((r) => [rowName(r), ...(aggregated ? [r.aggregated_value ?? 0] : r.data)]),
+  );
 }

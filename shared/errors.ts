@@ -3,7 +3,12 @@
  * PostHog's error `type`/`code`; shared/http/errors.ts turns them into responses in one place.
  * Domain code throws these without knowing about HTTP.
  */
-export type ErrorType = 'validation_error' | 'authentication_error' | 'invalid_request' | 'throttled_error' | 'server_error';
+export type ErrorType =
+  | 'validation_error'
+  | 'authentication_error'
+  | 'invalid_request'
+  | 'throttled_error'
+  | 'server_error';
 
 export abstract class ServiceError extends Error {
   abstract readonly status: number;

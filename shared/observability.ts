@@ -9,10 +9,14 @@ export const logger = new Logger({ serviceName });
 
 // EMF lines only mean something in Lambda, where CloudWatch Logs turns them into metrics. The local
 // runtime (npm start, the tests) leaves them out unless POWERTOOLS_METRICS_DISABLED=false asks for them.
-if (process.env.ANALYTICS_RUNTIME === 'local' && !process.env.AWS_LAMBDA_FUNCTION_NAME) process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+if (process.env.ANALYTICS_RUNTIME === 'local' && !process.env.AWS_LAMBDA_FUNCTION_NAME)
+  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 const truthy = (value: string | undefined) => ['1', 'true', 'yes', 'on'].includes((value ?? '').trim().toLowerCase());
 /** Powertools' own rule: POWERTOOLS_METRICS_DISABLED when set, else POWERTOOLS_DEV. */
-const metricsOff = process.env.POWERTOOLS_METRICS_DISABLED !== undefined ? truthy(process.env.POWERTOOLS_METRICS_DISABLED) : truthy(process.env.POWERTOOLS_DEV);
+const metricsOff =
+  process.env.POWERTOOLS_METRICS_DISABLED !== undefined
+    ? truthy(process.env.POWERTOOLS_METRICS_DISABLED)
+    : truthy(process.env.POWERTOOLS_DEV);
 
 /**
  * CloudWatch metrics (EMF) in namespace `Analytics`, dimension `service` on all of them. The factories
@@ -45,7 +49,12 @@ export { METRIC } from './metric-names.ts';
  * A metric with its own dimensions (for instance one per capture outcome): emitted at once as its own
  * EMF line, since one EMF line has one set of dimension values for all its metrics.
  */
-export function emitWithDimensions(name: string, unit: MetricUnitValue, value: number, dimensions: Record<string, string>): void {
+export function emitWithDimensions(
+  name: string,
+  unit: MetricUnitValue,
+  value: number,
+  dimensions: Record<string, string>,
+): void {
   const single = metrics.singleMetric();
   for (const [k, v] of Object.entries(dimensions)) single.addDimension(k, v);
   single.addMetric(name, unit, value);

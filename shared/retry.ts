@@ -26,13 +26,18 @@ const DEFAULT_BUDGET_MS = 8_000;
  * deadline run out; then `gaveUp()` is thrown, never a silent give-up. Errors thrown by `attempt`
  * propagate at once (throttling is a 503, not a conflict).
  */
-export async function retryOnConflict<T>(what: string, attempt: (n: number) => Promise<T | Conflicted>, policy: RetryPolicy = {}): Promise<T> {
+export async function retryOnConflict<T>(
+  what: string,
+  attempt: (n: number) => Promise<T | Conflicted>,
+  policy: RetryPolicy = {},
+): Promise<T> {
   const { attempts = Infinity, baseMs = 15, capMs = 300 } = policy;
   const deadline = policy.deadline ?? (attempts === Infinity ? Date.now() + DEFAULT_BUDGET_MS : Infinity);
   for (let n = 0; ; n += 1) {
     const result = await attempt(n);
     if (result !== CONFLICT) return result;
-    if (n + 1 >= attempts || Date.now() >= deadline) throw policy.gaveUp?.() ?? new Conflict(`${what} kept changing during the request; retry it.`);
+    if (n + 1 >= attempts || Date.now() >= deadline)
+      throw policy.gaveUp?.() ?? new Conflict(`${what} kept changing during the request; retry it.`);
     if (baseMs > 0) await sleep(Math.random() * Math.min(capMs, baseMs * 2 ** n));
   }
 }

@@ -9,12 +9,20 @@ export function heading(text: string): void {
 }
 
 /** Left-aligns the first column, right-aligns the others unless `align` says otherwise. */
-export function table(header: readonly string[], rows: readonly (readonly string[])[], align?: readonly ('l' | 'r')[]): string {
+export function table(
+  header: readonly string[],
+  rows: readonly (readonly string[])[],
+  align?: readonly ('l' | 'r')[],
+): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const cell = (text: string, i: number) => {
     const a = align?.[i] ?? (i === 0 ? 'l' : 'r');
     return a === 'l' ? text.padEnd(widths[i]!) : text.padStart(widths[i]!);
   };
-  const line = (r: readonly string[]) => r.map((c, i) => cell(c ?? '', i)).join('  ').trimEnd();
+  const line = (r: readonly string[]) =>
+    r
+      .map((c, i) => cell(c ?? '', i))
+      .join('  ')
+      .trimEnd();
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }

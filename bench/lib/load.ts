@@ -63,7 +63,10 @@ export async function runLoad(
         else fail(String(res.status), `${req.method ?? 'GET'} ${req.url} -> ${res.status} ${text.slice(0, 300)}`);
       } catch (error) {
         latencies.push(performance.now() - t0);
-        fail('network', `${req.method ?? 'GET'} ${req.url} -> ${error instanceof Error ? error.message : String(error)}`);
+        fail(
+          'network',
+          `${req.method ?? 'GET'} ${req.url} -> ${error instanceof Error ? error.message : String(error)}`,
+        );
       }
     }
   };

@@ -73,7 +73,12 @@ export async function startChildStack(): Promise<ChildStack> {
   const child: ChildProcess = spawn('npx', ['tsx', 'infra/local/start.ts'], {
     cwd: ROOT,
     // Benchmarks measure capacity, not the per-key rate limiter (one dev key would hit 480/min at once).
-    env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), ANALYTICS_RATE_LIMITS: process.env.ANALYTICS_RATE_LIMITS ?? '{"enabled":false}' },
+    env: {
+      ...process.env,
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      ANALYTICS_RATE_LIMITS: process.env.ANALYTICS_RATE_LIMITS ?? '{"enabled":false}',
+    },
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -107,14 +112,20 @@ export async function startChildStack(): Promise<ChildStack> {
     for (;;) {
       if (spawnError) throw new Error(`could not start the local stack: ${spawnError.message}`);
       if (child.exitCode !== null || child.signalCode !== null) {
-        throw new Error(`local stack exited (${child.exitCode ?? child.signalCode}) before writing local.json:\n${tail}`);
+        throw new Error(
+          `local stack exited (${child.exitCode ?? child.signalCode}) before writing local.json:\n${tail}`,
+        );
       }
       const info = await readInfo(dataDir);
       if (info) {
-        if (!/^http:\/\/127\.0\.0\.1:\d+$/.test(info.base_url)) throw new Error(`refusing non-loopback base_url ${info.base_url}`);
+        if (!/^http:\/\/127\.0\.0\.1:\d+$/.test(info.base_url))
+          throw new Error(`refusing non-loopback base_url ${info.base_url}`);
         return { info, dataDir, startupMs: performance.now() - started, output: () => tail, stop };
       }
-      if (Date.now() > deadline) throw new Error(`local stack did not write ${localJsonPath(dataDir)} within ${START_TIMEOUT_MS / 1000} s:\n${tail}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `local stack did not write ${localJsonPath(dataDir)} within ${START_TIMEOUT_MS / 1000} s:\n${tail}`,
+        );
       await sleep(100);
     }
   } catch (error) {

@@ -4,6 +4,8 @@ import { createAction } from '#shared/domain/actions.ts';
 import { actionCreateBody } from '#shared/schemas/projects.ts';
 import { route } from '../routes.ts';
 
-export const handler = apiHandler(route('actions_create'), { body: actionCreateBody }, async ({ body, caller, projectId }) =>
-  created(await createAction(caller, projectId, body)),
+export const handler = apiHandler(
+  route('actions_create'),
+  { body: actionCreateBody },
+  async ({ body, caller, projectId }) => created(await createAction(caller, projectId, body)),
 );

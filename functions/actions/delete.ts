@@ -4,7 +4,11 @@ import { deleteAction } from '#shared/domain/actions.ts';
 import { actionIdParams } from '#shared/schemas/projects.ts';
 import { route } from '../routes.ts';
 
-export const handler = apiHandler(route('actions_destroy'), { params: actionIdParams }, async ({ params, projectId }) => {
-  await deleteAction(projectId, params.id);
-  return noContent();
-});
+export const handler = apiHandler(
+  route('actions_destroy'),
+  { params: actionIdParams },
+  async ({ params, projectId }) => {
+    await deleteAction(projectId, params.id);
+    return noContent();
+  },
+);

@@ -5,7 +5,11 @@ import { listActions } from '#shared/domain/actions.ts';
 import { actionListQuery } from '#shared/schemas/projects.ts';
 import { route } from '../routes.ts';
 
-export const handler = apiHandler(route('actions_list'), { query: actionListQuery }, async ({ query, projectId, url }) => {
-  const { count, results } = await listActions(projectId, query);
-  return ok(paginated(url, query, count, results));
-});
+export const handler = apiHandler(
+  route('actions_list'),
+  { query: actionListQuery },
+  async ({ query, projectId, url }) => {
+    const { count, results } = await listActions(projectId, query);
+    return ok(paginated(url, query, count, results));
+  },
+);

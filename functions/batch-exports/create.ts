@@ -4,4 +4,8 @@ import { createExport } from '#shared/domain/batch-exports.ts';
 import { exportCreateBody } from '#shared/schemas/batch-exports.ts';
 import { route } from '../routes.ts';
 
-export const handler = apiHandler(route('batch_exports_create'), { body: exportCreateBody }, async ({ body, membership }) => created(await createExport(membership, body)));
+export const handler = apiHandler(
+  route('batch_exports_create'),
+  { body: exportCreateBody },
+  async ({ body, membership }) => created(await createExport(membership, body)),
+);

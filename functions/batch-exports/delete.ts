@@ -4,7 +4,11 @@ import { deleteExport } from '#shared/domain/batch-exports.ts';
 import { exportIdParams } from '#shared/schemas/batch-exports.ts';
 import { route } from '../routes.ts';
 
-export const handler = apiHandler(route('batch_exports_destroy'), { params: exportIdParams }, async ({ params, membership }) => {
-  await deleteExport(membership, params.id);
-  return noContent();
-});
+export const handler = apiHandler(
+  route('batch_exports_destroy'),
+  { params: exportIdParams },
+  async ({ params, membership }) => {
+    await deleteExport(membership, params.id);
+    return noContent();
+  },
+);

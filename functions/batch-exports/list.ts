@@ -5,7 +5,11 @@ import { listExports } from '#shared/domain/batch-exports.ts';
 import { exportListQuery } from '#shared/schemas/batch-exports.ts';
 import { route } from '../routes.ts';
 
-export const handler = apiHandler(route('batch_exports_list'), { query: exportListQuery }, async ({ query, membership, url }) => {
-  const { count, results } = await listExports(membership, query);
-  return ok(paginated(url, query, count, results));
-});
+export const handler = apiHandler(
+  route('batch_exports_list'),
+  { query: exportListQuery },
+  async ({ query, membership, url }) => {
+    const { count, results } = await listExports(membership, query);
+    return ok(paginated(url, query, count, results));
+  },
+);

@@ -4,6 +4,8 @@ import { updateExport } from '#shared/domain/batch-exports.ts';
 import { exportIdParams, exportUpdateBody } from '#shared/schemas/batch-exports.ts';
 import { route } from '../routes.ts';
 
-export const handler = apiHandler(route('batch_exports_partial_update'), { params: exportIdParams, body: exportUpdateBody }, async ({ params, body, membership }) =>
-  ok(await updateExport(membership, params.id, body)),
+export const handler = apiHandler(
+  route('batch_exports_partial_update'),
+  { params: exportIdParams, body: exportUpdateBody },
+  async ({ params, body, membership }) => ok(await updateExport(membership, params.id, body)),
 );

@@ -5,5 +5,12 @@ import { route } from '../routes.ts';
 
 /** PostHog's capture paths (/capture, /batch, /e, /i/v0/e): SDKs send here unchanged. */
 export const handler = publicHandler(route('capture'), async ({ body, headers, query }) =>
-  ok(await captureEvents({ body, query, contentType: headers['content-type'], contentEncoding: headers['content-encoding'] })),
+  ok(
+    await captureEvents({
+      body,
+      query,
+      contentType: headers['content-type'],
+      contentEncoding: headers['content-encoding'],
+    }),
+  ),
 );

@@ -3,7 +3,16 @@ import { computeProjectTrend } from '#shared/domain/trends.ts';
 import { trendGetQuery } from '#shared/schemas/trends.ts';
 import { route } from '../routes.ts';
 
-export const handler = apiHandler(route('insights_trend_retrieve'), { query: trendGetQuery }, async ({ query, membership, projectId }) => {
-  const answer = await computeProjectTrend(membership, projectId, query.trend, query.refresh);
-  return { status: 200, body: answer.body, csv: answer.csv, headers: { 'X-Trend-Source': answer.source, 'Server-Timing': answer.timing } };
-});
+export const handler = apiHandler(
+  route('insights_trend_retrieve'),
+  { query: trendGetQuery },
+  async ({ query, membership, projectId }) => {
+    const answer = await computeProjectTrend(membership, projectId, query.trend, query.refresh);
+    return {
+      status: 200,
+      body: answer.body,
+      csv: answer.csv,
+      headers: { 'X-Trend-Source': answer.source, 'Server-Timing': answer.timing },
+    };
+  },
+);

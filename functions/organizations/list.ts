@@ -5,7 +5,11 @@ import { pageQuery, paginated } from '#shared/http/pagination.ts';
 import { listOrganizations } from '#shared/domain/organizations.ts';
 import { route } from '../routes.ts';
 
-export const handler = apiHandler(route('organizations_list'), { query: v.object(pageQuery) }, async ({ query, caller, url }) => {
-  const { count, results } = await listOrganizations(caller, query);
-  return ok(paginated(url, query, count, results));
-});
+export const handler = apiHandler(
+  route('organizations_list'),
+  { query: v.object(pageQuery) },
+  async ({ query, caller, url }) => {
+    const { count, results } = await listOrganizations(caller, query);
+    return ok(paginated(url, query, count, results));
+  },
+);

@@ -4,6 +4,8 @@ import { updateOrganization } from '#shared/domain/organizations.ts';
 import { updateOrganizationBody } from '#shared/schemas/organizations.ts';
 import { route } from '../routes.ts';
 
-export const handler = apiHandler(route('organizations_partial_update'), { body: updateOrganizationBody }, async ({ body, membership }) =>
-  ok(await updateOrganization(membership, body)),
+export const handler = apiHandler(
+  route('organizations_partial_update'),
+  { body: updateOrganizationBody },
+  async ({ body, membership }) => ok(await updateOrganization(membership, body)),
 );

@@ -5,7 +5,11 @@ import { personActivity } from '#shared/domain/persons.ts';
 import { activityQuery, personIdParams } from '#shared/schemas/persons.ts';
 import { route } from '../routes.ts';
 
-export const handler = apiHandler(route('persons_activity'), { params: personIdParams, query: activityQuery }, async ({ params, query, projectId, url }) => {
-  const { results, total_count, hasNext, hasPrevious } = await personActivity(projectId, params.id, query);
-  return ok({ results, total_count, ...pageNumberLinks(url, query.page, hasNext, hasPrevious) });
-});
+export const handler = apiHandler(
+  route('persons_activity'),
+  { params: personIdParams, query: activityQuery },
+  async ({ params, query, projectId, url }) => {
+    const { results, total_count, hasNext, hasPrevious } = await personActivity(projectId, params.id, query);
+    return ok({ results, total_count, ...pageNumberLinks(url, query.page, hasNext, hasPrevious) });
+  },
+);

@@ -6,6 +6,17 @@ import { queuePersonDeletion } from '#shared/queues/person-deletions.ts';
 import { bulkDeleteBody } from '#shared/schemas/persons.ts';
 import { route } from '../routes.ts';
 
-export const handler = apiHandler(route('persons_bulk_delete'), { body: bulkDeleteBody }, async ({ body, caller, projectId, deadline }) =>
-  accepted(await bulkDeletePersons(caller, projectId, body, { deletion: queuePersonDeletion, rest: queueBulkDelete }, deadline)),
+export const handler = apiHandler(
+  route('persons_bulk_delete'),
+  { body: bulkDeleteBody },
+  async ({ body, caller, projectId, deadline }) =>
+    accepted(
+      await bulkDeletePersons(
+        caller,
+        projectId,
+        body,
+        { deletion: queuePersonDeletion, rest: queueBulkDelete },
+        deadline,
+      ),
+    ),
 );

@@ -5,7 +5,11 @@ import { queuePersonDeletion } from '#shared/queues/person-deletions.ts';
 import { personDeleteQuery, personIdParams } from '#shared/schemas/persons.ts';
 import { route } from '../routes.ts';
 
-export const handler = apiHandler(route('persons_destroy'), { params: personIdParams, query: personDeleteQuery }, async ({ params, query, caller, projectId }) => {
-  await deletePerson(caller, projectId, params.id, query.delete_events, queuePersonDeletion);
-  return noContent();
-});
+export const handler = apiHandler(
+  route('persons_destroy'),
+  { params: personIdParams, query: personDeleteQuery },
+  async ({ params, query, caller, projectId }) => {
+    await deletePerson(caller, projectId, params.id, query.delete_events, queuePersonDeletion);
+    return noContent();
+  },
+);

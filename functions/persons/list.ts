@@ -6,8 +6,20 @@ import { personFilterFromQuery } from '#shared/domain/person-filters.ts';
 import { personListQuery } from '#shared/schemas/persons.ts';
 import { route } from '../routes.ts';
 
-export const handler = apiHandler(route('persons_list'), { query: personListQuery }, async ({ query, projectId, url, deadline }) => {
-  const found = await listPersons(projectId, { ...query, matches: personFilterFromQuery(query.properties), deadline });
-  const body = cursorPaginated(url, query, found.count, found.results, { hasMore: found.hasMore, cursor: found.nextCursor, nextOffset: found.nextOffset });
-  return ok(found.scanLimited ? { ...body, scan_limited: true } : body);
-});
+export const handler = apiHandler(
+  route('persons_list'),
+  { query: personListQuery },
+  async ({ query, projectId, url, deadline }) => {
+    const found = await listPersons(projectId, {
+      ...query,
+      matches: personFilterFromQuery(query.properties),
+      deadline,
+    });
+    const body = cursorPaginated(url, query, found.count, found.results, {
+      hasMore: found.hasMore,
+      cursor: found.nextCursor,
+      nextOffset: found.nextOffset,
+    });
+    return ok(found.scanLimited ? { ...body, scan_limited: true } : body);
+  },
+);

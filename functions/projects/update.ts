@@ -4,6 +4,8 @@ import { updateProject } from '#shared/domain/projects.ts';
 import { projectUpdateBody } from '#shared/schemas/projects.ts';
 import { route } from '../routes.ts';
 
-export const handler = apiHandler(route('projects_partial_update'), { body: projectUpdateBody }, async ({ body, membership, projectId }) =>
-  ok(await updateProject(membership, projectId, body)),
+export const handler = apiHandler(
+  route('projects_partial_update'),
+  { body: projectUpdateBody },
+  async ({ body, membership, projectId }) => ok(await updateProject(membership, projectId, body)),
 );

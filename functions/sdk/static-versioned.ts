@@ -7,7 +7,11 @@ export const handler = publicHandler(
   route('sdk_static_versioned'),
   async ({ params }) => {
     const asset = staticAsset(params.file ?? '', params.version ?? '');
-    return { status: 200, text: { contentType: 'application/javascript; charset=utf-8', body: asset.body }, headers: { 'Cache-Control': asset.cacheControl } };
+    return {
+      status: 200,
+      text: { contentType: 'application/javascript; charset=utf-8', body: asset.body },
+      headers: { 'Cache-Control': asset.cacheControl },
+    };
   },
   { cors: 'any' },
 );

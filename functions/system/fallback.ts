@@ -22,11 +22,17 @@ export const handler = async (event: APIGatewayProxyEventV2) => {
   const method = event.requestContext.http.method;
   const resolution = resolveRoute(routePaths, method, event.rawPath);
   if (method === 'OPTIONS' && isSdkPath(event.rawPath)) {
-    return { statusCode: 204, headers: capturePreflightHeaders(event.headers?.origin, event.headers?.['access-control-request-headers']), body: '' };
+    return {
+      statusCode: 204,
+      headers: capturePreflightHeaders(event.headers?.origin, event.headers?.['access-control-request-headers']),
+      body: '',
+    };
   }
   if (resolution.kind === 'match') {
     const location = normalizePath(event.rawPath) + (event.rawQueryString ? `?${event.rawQueryString}` : '');
     return { statusCode: 308, headers: { Location: location }, body: '' };
   }
-  return errorResponse(resolution.kind === 'method_not_allowed' ? new MethodNotAllowed(method, resolution.allowed) : new NotFound());
+  return errorResponse(
+    resolution.kind === 'method_not_allowed' ? new MethodNotAllowed(method, resolution.allowed) : new NotFound(),
+  );
 };

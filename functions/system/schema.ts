@@ -8,6 +8,7 @@ import { route } from '../routes.ts';
  * first use, so importing this module (as the generator does) does not need the file to be valid.
  */
 let document: Promise<unknown> | undefined;
-const openApiDocument = () => (document ??= import('../../docs/openapi.json', { with: { type: 'json' } }).then((m) => m.default));
+const openApiDocument = () =>
+  (document ??= import('../../docs/openapi.json', { with: { type: 'json' } }).then((m) => m.default));
 
 export const handler = publicHandler(route('schema'), async () => ok(await openApiDocument()));

@@ -7,7 +7,12 @@ import { workerHandler } from '#shared/workers/handler.ts';
 /** Every 5 minutes: packs the changed days' events into segments (what trends read instead of one item per event). */
 export const handler = workerHandler('compact_events', async (_event: ScheduledEvent, context) => {
   const { compacted, left } = await compactDueDays(now(), () => context.getRemainingTimeInMillis());
-  const summary = { days: compacted.length, events: compacted.reduce((n, c) => n + c.events, 0), incomplete: compacted.filter((c) => !c.complete).length, left };
+  const summary = {
+    days: compacted.length,
+    events: compacted.reduce((n, c) => n + c.events, 0),
+    incomplete: compacted.filter((c) => !c.complete).length,
+    left,
+  };
   logger.info('compaction tick', summary);
   return summary;
 });

@@ -13,18 +13,28 @@ const REQUEUE_MARGIN_MS = 30_000;
  * invocation's time is nearly up, what is left re-queued; a message that fails is reported so SQS
  * retries only it (the persons it already deleted are skipped then), and reaches the DLQ after its receives.
  */
-export const handler = workerHandler('delete_queued_persons', async (event: SQSEvent, context): Promise<SQSBatchResponse> => {
-  const stopAt = Date.now() + context.getRemainingTimeInMillis() - REQUEUE_MARGIN_MS;
-  const batchItemFailures: SQSBatchResponse['batchItemFailures'] = [];
-  for (const record of event.Records) {
-    try {
-      const message = parseQueuedBulkDelete(record.body);
-      const summary = await deleteQueuedPersons(message, { deletion: queuePersonDeletion, rest: queueBulkDelete }, stopAt);
-      logger.info('queued persons deleted', { project_id: message.project_id, ...summary });
-    } catch (error) {
-      logger.error('queued bulk delete failed; SQS retries it', { message_id: record.messageId, error: (error as Error).message });
-      batchItemFailures.push({ itemIdentifier: record.messageId });
+export const handler = workerHandler(
+  'delete_queued_persons',
+  async (event: SQSEvent, context): Promise<SQSBatchResponse> => {
+    const stopAt = Date.now() + context.getRemainingTimeInMillis() - REQUEUE_MARGIN_MS;
+    const batchItemFailures: SQSBatchResponse['batchItemFailures'] = [];
+    for (const record of event.Records) {
+      try {
+        const message = parseQueuedBulkDelete(record.body);
+        const summary = await deleteQueuedPersons(
+          message,
+          { deletion: queuePersonDeletion, rest: queueBulkDelete },
+          stopAt,
+        );
+        logger.info('queued persons deleted', { project_id: message.project_id, ...summary });
+      } catch (error) {
+        logger.error('queued bulk delete failed; SQS retries it', {
+          message_id: record.messageId,
+          error: (error as Error).message,
+        });
+        batchItemFailures.push({ itemIdentifier: record.messageId });
+      }
     }
-  }
-  return { batchItemFailures };
-});
+    return { batchItemFailures };
+  },
+);

@@ -17,12 +17,21 @@ const USAGE = `usage:
 async function target(): Promise<string> {
   if (process.env[ENV.tableName]) return `table ${process.env[ENV.tableName]} (AWS environment)`;
   const local = await readLocalJson();
-  if (!local) throw new Error(`No ${ENV.tableName} in the environment and no local stack found at ${localJsonPath()}: start one with npm start.`);
+  if (!local)
+    throw new Error(
+      `No ${ENV.tableName} in the environment and no local stack found at ${localJsonPath()}: start one with npm start.`,
+    );
   configureLocalEnv({ tableName: local.table_name, dynamodb: local.dynamodb_endpoint });
   return `local stack ${local.base_url} (${localJsonPath()})`;
 }
 
-const list = (value: string | undefined) => (value ? value.split(',').map((s) => s.trim()).filter(Boolean) : []);
+const list = (value: string | undefined) =>
+  value
+    ? value
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : [];
 
 async function main(): Promise<void> {
   const { positionals, values } = parseArgs({
@@ -55,8 +64,15 @@ async function main(): Promise<void> {
     const keys = await keysOfEmail(values.email);
     console.log(`${keys.length} key(s) for ${values.email} on ${where}`);
     for (const k of keys) {
-      const restrictions = [k.scoped_organizations && `organizations=${k.scoped_organizations.join(',')}`, k.scoped_teams && `projects=${k.scoped_teams.join(',')}`].filter(Boolean).join(' ');
-      console.log(`${k.id}  ${k.mask_value}  ${k.label}  ${k.created_at}  scopes=${k.scopes.join(',')} ${restrictions}`);
+      const restrictions = [
+        k.scoped_organizations && `organizations=${k.scoped_organizations.join(',')}`,
+        k.scoped_teams && `projects=${k.scoped_teams.join(',')}`,
+      ]
+        .filter(Boolean)
+        .join(' ');
+      console.log(
+        `${k.id}  ${k.mask_value}  ${k.label}  ${k.created_at}  scopes=${k.scopes.join(',')} ${restrictions}`,
+      );
     }
   } else {
     if (!values.key) throw new Error(USAGE);

@@ -26,8 +26,14 @@ export async function generateOpenApi(): Promise<OpenApiDocument> {
   for (const route of routes as readonly Route[]) {
     const module = (await import(pathToFileURL(join(ROOT, 'functions', `${route.handler}.ts`)).href)) as HandlerModule;
     const handler = module.handler;
-    if (!handler?.schemas) throw new Error(`functions/${route.handler}.ts: its handler carries no schemas (build it with apiHandler or publicHandler)`);
-    if (handler.route !== route) throw new Error(`functions/${route.handler}.ts: its handler was built for another route than ${route.operationId}`);
+    if (!handler?.schemas)
+      throw new Error(
+        `functions/${route.handler}.ts: its handler carries no schemas (build it with apiHandler or publicHandler)`,
+      );
+    if (handler.route !== route)
+      throw new Error(
+        `functions/${route.handler}.ts: its handler was built for another route than ${route.operationId}`,
+      );
     entries.push({ route, schemas: handler.schemas });
   }
   const { version } = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { version: string };
@@ -42,6 +48,9 @@ export async function writeOpenApi(file = OPENAPI_FILE): Promise<OpenApiDocument
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const document = await writeOpenApi();
-  const operations = Object.values(document.paths as Record<string, Record<string, unknown>>).reduce((n, item) => n + Object.keys(item).filter((k) => k !== '$ref').length, 0);
+  const operations = Object.values(document.paths as Record<string, Record<string, unknown>>).reduce(
+    (n, item) => n + Object.keys(item).filter((k) => k !== '$ref').length,
+    0,
+  );
   console.log(`wrote ${OPENAPI_FILE}: ${operations} operations, ${Object.keys(document.paths as object).length} paths`);
 }

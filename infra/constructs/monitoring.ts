@@ -79,11 +79,19 @@ export class Monitoring extends Construct {
   readonly alarms: cloudwatch.Alarm[] = [];
   private readonly actions: SnsAction[];
 
-  constructor(scope: Construct, id: string, private readonly props: MonitoringProps) {
+  constructor(
+    scope: Construct,
+    id: string,
+    private readonly props: MonitoringProps,
+  ) {
     super(scope, id);
     const { stage, prefix } = props;
 
-    this.topic = new sns.Topic(this, 'AlarmTopic', { topicName: `${prefix}-alarms`, displayName: `${prefix} alarms`, enforceSSL: true });
+    this.topic = new sns.Topic(this, 'AlarmTopic', {
+      topicName: `${prefix}-alarms`,
+      displayName: `${prefix} alarms`,
+      enforceSSL: true,
+    });
     if (stage.alarmEmail) this.topic.addSubscription(new subscriptions.EmailSubscription(stage.alarmEmail));
     const topics: sns.ITopic[] = [this.topic];
     if (stage.alarmTopicArn) topics.push(sns.Topic.fromTopicArn(this, 'ExternalAlarmTopic', stage.alarmTopicArn));
@@ -98,7 +106,14 @@ export class Monitoring extends Construct {
     this.dashboard = this.buildDashboard();
   }
 
-  private alarm(id: string, slug: string, runbook: string, what: string, props: Omit<cloudwatch.AlarmProps, 'alarmName' | 'alarmDescription'>, okAction = true) {
+  private alarm(
+    id: string,
+    slug: string,
+    runbook: string,
+    what: string,
+    props: Omit<cloudwatch.AlarmProps, 'alarmName' | 'alarmDescription'>,
+    okAction = true,
+  ) {
     const alarm = new cloudwatch.Alarm(this, id, {
       ...props,
       alarmName: `${this.props.prefix}-${slug}`,
@@ -115,25 +130,38 @@ export class Monitoring extends Construct {
   /** Errors and throttles of every function. Workers alarm on their first error: nobody retries them by hand. */
   private functionAlarms() {
     const { apiFunctions, workerFunctions, stage } = this.props;
-    for (const [kind, fns] of [['api', apiFunctions], ['worker', workerFunctions]] as const) {
+    for (const [kind, fns] of [
+      ['api', apiFunctions],
+      ['worker', workerFunctions],
+    ] as const) {
       for (const [name, fn] of fns) {
         const threshold = kind === 'worker' ? 1 : stage.alarms.functionErrors;
-        this.alarm(`${pascal(name)}Errors`, `${name}-errors`, RUNBOOK.functionErrors,
-          `Function ${name} failed ${threshold} or more times in 5 minutes (unhandled errors, timeouts, out of memory). Check its log group for level ERROR, fix or roll back.`, {
-          metric: fn.metricErrors({ period: FIVE_MINUTES, statistic: cloudwatch.Stats.SUM }),
-          threshold,
-          comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-          evaluationPeriods: 1,
-          treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-        });
-        this.alarm(`${pascal(name)}Throttles`, `${name}-throttles`, RUNBOOK.functionThrottles,
-          `Lambda refused to run ${name} (concurrency exhausted) in the last 5 minutes. Check account concurrency and traffic; raise the limit or find the runaway caller.`, {
-          metric: fn.metricThrottles({ period: FIVE_MINUTES, statistic: cloudwatch.Stats.SUM }),
-          threshold: 1,
-          comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-          evaluationPeriods: 1,
-          treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-        });
+        this.alarm(
+          `${pascal(name)}Errors`,
+          `${name}-errors`,
+          RUNBOOK.functionErrors,
+          `Function ${name} failed ${threshold} or more times in 5 minutes (unhandled errors, timeouts, out of memory). Check its log group for level ERROR, fix or roll back.`,
+          {
+            metric: fn.metricErrors({ period: FIVE_MINUTES, statistic: cloudwatch.Stats.SUM }),
+            threshold,
+            comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            evaluationPeriods: 1,
+            treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+          },
+        );
+        this.alarm(
+          `${pascal(name)}Throttles`,
+          `${name}-throttles`,
+          RUNBOOK.functionThrottles,
+          `Lambda refused to run ${name} (concurrency exhausted) in the last 5 minutes. Check account concurrency and traffic; raise the limit or find the runaway caller.`,
+          {
+            metric: fn.metricThrottles({ period: FIVE_MINUTES, statistic: cloudwatch.Stats.SUM }),
+            threshold: 1,
+            comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            evaluationPeriods: 1,
+            treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+          },
+        );
       }
     }
   }
@@ -142,45 +170,60 @@ export class Monitoring extends Construct {
   private apiAlarms() {
     const { apiStage, stage } = this.props;
     const { apiServerErrorRatePercent, apiServerErrorMinRequests, apiLatencyP99Ms } = stage.alarms;
-    this.alarm('Api5xxRate', 'api-5xx-rate', RUNBOOK.api5xxRate,
-      `More than ${apiServerErrorRatePercent}% of API requests answered 5xx in 2 of the last 3 five-minute periods (judged from ${apiServerErrorMinRequests} requests per period). Find the failing operation on the dashboard, check its logs, roll back if a deploy caused it.`, {
-      metric: new cloudwatch.MathExpression({
-        expression: `IF(requests >= ${apiServerErrorMinRequests}, 100 * FILL(errors, 0) / requests, 0)`,
-        usingMetrics: {
-          errors: apiStage.metricServerError({ period: FIVE_MINUTES, statistic: cloudwatch.Stats.SUM }),
-          requests: apiStage.metricCount({ period: FIVE_MINUTES, statistic: cloudwatch.Stats.SUM }),
-        },
-        label: '5xx %',
-        period: FIVE_MINUTES,
-      }),
-      threshold: apiServerErrorRatePercent,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-      evaluationPeriods: 3,
-      datapointsToAlarm: 2,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
-    this.alarm('ApiLatencyP99', 'api-latency-p99', RUNBOOK.apiLatency,
-      `API p99 latency above ${apiLatencyP99Ms} ms in 2 of the last 3 five-minute periods. Find the slow operation (RequestLatency by operation), check DynamoDB throttling and cold starts.`, {
-      metric: apiStage.metricLatency({ period: FIVE_MINUTES, statistic: cloudwatch.Stats.percentile(99) }),
-      threshold: apiLatencyP99Ms,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-      evaluationPeriods: 3,
-      datapointsToAlarm: 2,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
+    this.alarm(
+      'Api5xxRate',
+      'api-5xx-rate',
+      RUNBOOK.api5xxRate,
+      `More than ${apiServerErrorRatePercent}% of API requests answered 5xx in 2 of the last 3 five-minute periods (judged from ${apiServerErrorMinRequests} requests per period). Find the failing operation on the dashboard, check its logs, roll back if a deploy caused it.`,
+      {
+        metric: new cloudwatch.MathExpression({
+          expression: `IF(requests >= ${apiServerErrorMinRequests}, 100 * FILL(errors, 0) / requests, 0)`,
+          usingMetrics: {
+            errors: apiStage.metricServerError({ period: FIVE_MINUTES, statistic: cloudwatch.Stats.SUM }),
+            requests: apiStage.metricCount({ period: FIVE_MINUTES, statistic: cloudwatch.Stats.SUM }),
+          },
+          label: '5xx %',
+          period: FIVE_MINUTES,
+        }),
+        threshold: apiServerErrorRatePercent,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 3,
+        datapointsToAlarm: 2,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      },
+    );
+    this.alarm(
+      'ApiLatencyP99',
+      'api-latency-p99',
+      RUNBOOK.apiLatency,
+      `API p99 latency above ${apiLatencyP99Ms} ms in 2 of the last 3 five-minute periods. Find the slow operation (RequestLatency by operation), check DynamoDB throttling and cold starts.`,
+      {
+        metric: apiStage.metricLatency({ period: FIVE_MINUTES, statistic: cloudwatch.Stats.percentile(99) }),
+        threshold: apiLatencyP99Ms,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 3,
+        datapointsToAlarm: 2,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      },
+    );
   }
 
   private ingestAlarms() {
     const { ingestWorker, stage } = this.props;
     const ms = stage.alarms.ingestIteratorAgeMs;
-    this.alarm('IngestIteratorAge', 'ingest-iterator-age', RUNBOOK.ingestIteratorAge,
-      `The ingest worker is ${Math.round(ms / 1000)} s or more behind the table stream (10 minutes running): persons and trend rollups are stale. Check ingest_events errors and duration; records older than 24 h are dropped to the ingest failures queue.`, {
-      metric: ingestWorker.metric('IteratorAge', { period: FIVE_MINUTES, statistic: cloudwatch.Stats.MAXIMUM }),
-      threshold: ms,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-      evaluationPeriods: 2,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
+    this.alarm(
+      'IngestIteratorAge',
+      'ingest-iterator-age',
+      RUNBOOK.ingestIteratorAge,
+      `The ingest worker is ${Math.round(ms / 1000)} s or more behind the table stream (10 minutes running): persons and trend rollups are stale. Check ingest_events errors and duration; records older than 24 h are dropped to the ingest failures queue.`,
+      {
+        metric: ingestWorker.metric('IteratorAge', { period: FIVE_MINUTES, statistic: cloudwatch.Stats.MAXIMUM }),
+        threshold: ms,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 2,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      },
+    );
   }
 
   /** Any message in a dead-letter queue (or the ingest failure destination) is work that was given up on. */
@@ -188,34 +231,56 @@ export class Monitoring extends Construct {
     const { deadLetterQueues, deletionQueue } = this.props;
     for (const dlq of deadLetterQueues) {
       const runbook = dlq.name === 'ingest-failures' ? RUNBOOK.ingestFailures : RUNBOOK.deadLetterQueue;
-      this.alarm(`${pascal(dlq.name)}DlqAlarm`, `${dlq.name}-dlq-depth`, runbook, `${dlq.meaning} Inspect the messages, fix the cause, then replay or redrive.`, {
-        metric: dlq.queue.metricApproximateNumberOfMessagesVisible({ period: dlq.period ?? FIVE_MINUTES, statistic: cloudwatch.Stats.MAXIMUM }),
+      this.alarm(
+        `${pascal(dlq.name)}DlqAlarm`,
+        `${dlq.name}-dlq-depth`,
+        runbook,
+        `${dlq.meaning} Inspect the messages, fix the cause, then replay or redrive.`,
+        {
+          metric: dlq.queue.metricApproximateNumberOfMessagesVisible({
+            period: dlq.period ?? FIVE_MINUTES,
+            statistic: cloudwatch.Stats.MAXIMUM,
+          }),
+          threshold: 0,
+          comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        },
+      );
+    }
+    // Sticky backstop for the weekly drain: stays in ALARM until the old requests are handled.
+    this.alarm(
+      'DeletionRequestOverdue',
+      'deletion-request-overdue',
+      RUNBOOK.deletionOverdue,
+      `A person-event deletion request has waited more than ${DELETION_OVERDUE_SECONDS / 3600} h: a Sunday drain passed without handling it, and SQS drops it after 14 days. Run the drain now (see runbook) and find out why the last one did not finish.`,
+      {
+        metric: deletionQueue.metricApproximateAgeOfOldestMessage({
+          period: FIVE_MINUTES,
+          statistic: cloudwatch.Stats.MAXIMUM,
+        }),
+        threshold: DELETION_OVERDUE_SECONDS,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      },
+    );
+  }
+
+  private exportAlarms() {
+    this.alarm(
+      'BatchExportFailures',
+      'batch-export-failures',
+      RUNBOOK.exportFailures,
+      'At least one batch export run failed in the last 15 minutes (ExportRunFailures). Read the run and its logs (GET .../batch_exports/:id/logs); destination credentials or bucket policy are the usual cause.',
+      {
+        metric: this.custom(CUSTOM_METRICS.exportRunFailures, cloudwatch.Stats.SUM, Duration.minutes(15)),
         threshold: 0,
         comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
         evaluationPeriods: 1,
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      });
-    }
-    // Sticky backstop for the weekly drain: stays in ALARM until the old requests are handled.
-    this.alarm('DeletionRequestOverdue', 'deletion-request-overdue', RUNBOOK.deletionOverdue,
-      `A person-event deletion request has waited more than ${DELETION_OVERDUE_SECONDS / 3600} h: a Sunday drain passed without handling it, and SQS drops it after 14 days. Run the drain now (see runbook) and find out why the last one did not finish.`, {
-      metric: deletionQueue.metricApproximateAgeOfOldestMessage({ period: FIVE_MINUTES, statistic: cloudwatch.Stats.MAXIMUM }),
-      threshold: DELETION_OVERDUE_SECONDS,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-      evaluationPeriods: 1,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
-  }
-
-  private exportAlarms() {
-    this.alarm('BatchExportFailures', 'batch-export-failures', RUNBOOK.exportFailures,
-      'At least one batch export run failed in the last 15 minutes (ExportRunFailures). Read the run and its logs (GET .../batch_exports/:id/logs); destination credentials or bucket policy are the usual cause.', {
-      metric: this.custom(CUSTOM_METRICS.exportRunFailures, cloudwatch.Stats.SUM, Duration.minutes(15)),
-      threshold: 0,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-      evaluationPeriods: 1,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
+      },
+    );
   }
 
   /**
@@ -229,41 +294,70 @@ export class Monitoring extends Construct {
    * reported at once by its errors alarm.
    */
   private drainAlarms() {
-    this.alarm('DrainNotCompleted', 'drain-not-completed', RUNBOOK.drainNotCompleted,
-      'The Sunday person-event drain (05:00 UTC) did not report DrainCompleted by 08:00 UTC: deletion requests are still queued. Check drain_person_deletions logs and the deletion queue depth; run the drain again (see runbook).', {
-      metric: new cloudwatch.MathExpression({
-        expression: 'IF(DAY(done) == 7 AND HOUR(done) >= 5 AND HOUR(done) <= 7 AND done < 1, 1, 0)',
-        usingMetrics: { done: new cloudwatch.MathExpression({ expression: 'FILL(completed, 0)', usingMetrics: { completed: this.custom(CUSTOM_METRICS.drainCompleted, cloudwatch.Stats.SUM, Duration.hours(1)) }, period: Duration.hours(1) }) },
-        label: 'Sunday drain hours without completion',
-        period: Duration.hours(1),
-      }),
-      threshold: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      evaluationPeriods: 3,
-      datapointsToAlarm: 3,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    }, false);
+    this.alarm(
+      'DrainNotCompleted',
+      'drain-not-completed',
+      RUNBOOK.drainNotCompleted,
+      'The Sunday person-event drain (05:00 UTC) did not report DrainCompleted by 08:00 UTC: deletion requests are still queued. Check drain_person_deletions logs and the deletion queue depth; run the drain again (see runbook).',
+      {
+        metric: new cloudwatch.MathExpression({
+          expression: 'IF(DAY(done) == 7 AND HOUR(done) >= 5 AND HOUR(done) <= 7 AND done < 1, 1, 0)',
+          usingMetrics: {
+            done: new cloudwatch.MathExpression({
+              expression: 'FILL(completed, 0)',
+              usingMetrics: {
+                completed: this.custom(CUSTOM_METRICS.drainCompleted, cloudwatch.Stats.SUM, Duration.hours(1)),
+              },
+              period: Duration.hours(1),
+            }),
+          },
+          label: 'Sunday drain hours without completion',
+          period: Duration.hours(1),
+        }),
+        threshold: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: 3,
+        datapointsToAlarm: 3,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      },
+      false,
+    );
   }
 
   /** A custom metric of this stage with exactly the `service` dimension. */
   private custom(metricName: string, statistic: string, period: Duration) {
-    return new cloudwatch.Metric({ namespace: METRICS_NAMESPACE, metricName, dimensionsMap: { service: this.props.serviceName }, statistic, period });
+    return new cloudwatch.Metric({
+      namespace: METRICS_NAMESPACE,
+      metricName,
+      dimensionsMap: { service: this.props.serviceName },
+      statistic,
+      period,
+    });
   }
 
   /** Every series of a custom metric of this stage, whatever its other dimensions (one line per operation, outcome...). */
   private search(metricName: string, statistic: string, label: string, period = FIVE_MINUTES) {
     const query = `Namespace="${METRICS_NAMESPACE}" MetricName="${metricName}" service="${this.props.serviceName}"`;
-    return new cloudwatch.MathExpression({ expression: `SEARCH('${query}', '${statistic}', ${period.toSeconds()})`, usingMetrics: {}, label, period });
+    return new cloudwatch.MathExpression({
+      expression: `SEARCH('${query}', '${statistic}', ${period.toSeconds()})`,
+      usingMetrics: {},
+      label,
+      period,
+    });
   }
 
   private buildDashboard() {
-    const { prefix, apiStage, apiFunctions, workerFunctions, ingestWorker, deletionQueue, deadLetterQueues } = this.props;
+    const { prefix, apiStage, apiFunctions, workerFunctions, ingestWorker, deletionQueue, deadLetterQueues } =
+      this.props;
     const allFunctions = [...apiFunctions, ...workerFunctions];
     const graph = (title: string, left: cloudwatch.IMetric[], extra: Partial<cloudwatch.GraphWidgetProps> = {}) =>
       new cloudwatch.GraphWidget({ title, left, width: 8, height: 6, period: FIVE_MINUTES, ...extra });
     const sum = cloudwatch.Stats.SUM;
 
-    const dashboard = new cloudwatch.Dashboard(this, 'Dashboard', { dashboardName: prefix, defaultInterval: Duration.hours(24) });
+    const dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
+      dashboardName: prefix,
+      defaultInterval: Duration.hours(24),
+    });
     dashboard.addWidgets(
       new cloudwatch.TextWidget({
         markdown: `# ${prefix}\nAPI traffic, errors and latency (API Gateway), capture and ingestion, queues, batch exports and the weekly drain. Runbook: \`${RUNBOOK_DOC}\`.`,
@@ -273,7 +367,10 @@ export class Monitoring extends Construct {
     );
     dashboard.addWidgets(
       graph('API requests', [apiStage.metricCount({ statistic: sum, label: 'requests' })]),
-      graph('API 4xx / 5xx', [apiStage.metricClientError({ statistic: sum, label: '4xx' }), apiStage.metricServerError({ statistic: sum, label: '5xx' })]),
+      graph('API 4xx / 5xx', [
+        apiStage.metricClientError({ statistic: sum, label: '4xx' }),
+        apiStage.metricServerError({ statistic: sum, label: '5xx' }),
+      ]),
       graph('API latency (ms)', [
         apiStage.metricLatency({ statistic: cloudwatch.Stats.percentile(50), label: 'p50' }),
         apiStage.metricLatency({ statistic: cloudwatch.Stats.percentile(99), label: 'p99' }),
@@ -282,11 +379,16 @@ export class Monitoring extends Construct {
     );
     dashboard.addWidgets(
       graph('Requests by operation', [this.search(CUSTOM_METRICS.requestCount, 'Sum', '')]),
-      graph('Server / client errors by operation', [this.search(CUSTOM_METRICS.serverErrors, 'Sum', '5xx'), this.search(CUSTOM_METRICS.clientErrors, 'Sum', '4xx')]),
+      graph('Server / client errors by operation', [
+        this.search(CUSTOM_METRICS.serverErrors, 'Sum', '5xx'),
+        this.search(CUSTOM_METRICS.clientErrors, 'Sum', '4xx'),
+      ]),
       graph('Latency p99 by operation (ms)', [this.search(CUSTOM_METRICS.requestLatency, 'p99', '')]),
     );
     dashboard.addWidgets(
-      graph('Capture volume by outcome (events)', [this.search(CUSTOM_METRICS.captureEvents, 'Sum', '')], { stacked: true }),
+      graph('Capture volume by outcome (events)', [this.search(CUSTOM_METRICS.captureEvents, 'Sum', '')], {
+        stacked: true,
+      }),
       graph('Ingestion lag (ms)', [
         this.search(CUSTOM_METRICS.ingestionLag, 'p50', 'lag p50'),
         this.search(CUSTOM_METRICS.ingestionLag, 'p99', 'lag p99'),
@@ -298,21 +400,46 @@ export class Monitoring extends Construct {
       graph('Deletion queue', [deletionQueue.metricApproximateNumberOfMessagesVisible({ label: 'waiting requests' })], {
         right: [deletionQueue.metricApproximateAgeOfOldestMessage({ label: 'oldest (s)' })],
       }),
-      graph('Dead-letter queues (messages)', deadLetterQueues.map((d) => d.queue.metricApproximateNumberOfMessagesVisible({ label: d.name }))),
-      graph('Weekly drain', [this.search(CUSTOM_METRICS.drainCompleted, 'Sum', 'completed'), this.search(CUSTOM_METRICS.personEventsDeleted, 'Sum', 'events deleted')], { period: Duration.hours(1) }),
+      graph(
+        'Dead-letter queues (messages)',
+        deadLetterQueues.map((d) => d.queue.metricApproximateNumberOfMessagesVisible({ label: d.name })),
+      ),
+      graph(
+        'Weekly drain',
+        [
+          this.search(CUSTOM_METRICS.drainCompleted, 'Sum', 'completed'),
+          this.search(CUSTOM_METRICS.personEventsDeleted, 'Sum', 'events deleted'),
+        ],
+        { period: Duration.hours(1) },
+      ),
     );
     dashboard.addWidgets(
-      graph('Batch export runs', [this.search(CUSTOM_METRICS.exportRunsCompleted, 'Sum', 'completed'), this.search(CUSTOM_METRICS.exportRunFailures, 'Sum', 'failed')]),
+      graph('Batch export runs', [
+        this.search(CUSTOM_METRICS.exportRunsCompleted, 'Sum', 'completed'),
+        this.search(CUSTOM_METRICS.exportRunFailures, 'Sum', 'failed'),
+      ]),
       graph('Batch export rows', [this.search(CUSTOM_METRICS.exportRows, 'Sum', '')]),
       graph('Throttling', [this.search(CUSTOM_METRICS.throttled, 'Sum', 'API 429 (per key)')], {
         right: allFunctions.map(([name, fn]) => fn.metricThrottles({ statistic: sum, label: `Lambda ${name}` })),
       }),
     );
     dashboard.addWidgets(
-      graph('Lambda errors by function', allFunctions.map(([name, fn]) => fn.metricErrors({ statistic: sum, label: name })), { width: 12 }),
-      graph('Lambda duration p99 by function (ms)', allFunctions.map(([name, fn]) => fn.metricDuration({ statistic: cloudwatch.Stats.percentile(99), label: name })), { width: 12 }),
+      graph(
+        'Lambda errors by function',
+        allFunctions.map(([name, fn]) => fn.metricErrors({ statistic: sum, label: name })),
+        { width: 12 },
+      ),
+      graph(
+        'Lambda duration p99 by function (ms)',
+        allFunctions.map(([name, fn]) =>
+          fn.metricDuration({ statistic: cloudwatch.Stats.percentile(99), label: name }),
+        ),
+        { width: 12 },
+      ),
     );
-    dashboard.addWidgets(new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms: this.alarms, width: 24, height: 8 }));
+    dashboard.addWidgets(
+      new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms: this.alarms, width: 24, height: 8 }),
+    );
     return dashboard;
   }
 }
@@ -324,4 +451,3 @@ export function pascal(name: string): string {
     .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
     .join('');
 }
-

@@ -25,7 +25,10 @@ export function acknowledgeNagFindings(stack: AnalyticsStack): void {
   const { stage } = stack;
   const tableArn = `<${stack.getLogicalId(stack.table.node.defaultChild as CfnElement)}.Arn>`;
   // Functions whose route-table row grants no table access: their roles have no index/* resource.
-  const tableless = new Set<string>([FALLBACK_FUNCTION, ...(routes as readonly Route[]).filter((r) => r.access === 'none').map((r) => r.operationId)]);
+  const tableless = new Set<string>([
+    FALLBACK_FUNCTION,
+    ...(routes as readonly Route[]).filter((r) => r.access === 'none').map((r) => r.operationId),
+  ]);
   const streamWorkers = new Set<string>(workers.filter((w) => 'stream' in w.trigger).map((w) => w.name));
 
   for (const [name, fn] of stack.functions) {
@@ -38,7 +41,7 @@ export function acknowledgeNagFindings(stack: AnalyticsStack): void {
     acknowledge(role, {
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason: streamWorkers.has(name)
-        ? 'Two actions that have no resource-level permissions: xray:PutTraceSegments/PutTelemetryRecords (active tracing) and dynamodb:ListStreams (the stream event source mapping). Stream reads themselves are scoped to this table\'s stream ARN.'
+        ? "Two actions that have no resource-level permissions: xray:PutTraceSegments/PutTelemetryRecords (active tracing) and dynamodb:ListStreams (the stream event source mapping). Stream reads themselves are scoped to this table's stream ARN."
         : 'xray:PutTraceSegments and xray:PutTelemetryRecords (Lambda active tracing) have no resource-level permissions in IAM; nothing else in this role uses a wildcard resource.',
     });
     if (!tableless.has(name)) {
@@ -99,7 +102,7 @@ export function acknowledgeNagFindings(stack: AnalyticsStack): void {
     acknowledge(stack.distribution, {
       id: 'AwsSolutions-CFR4',
       reason:
-        "The distribution serves the default *.cloudfront.net certificate, whose viewer security policy CloudFront fixes (it still negotiates TLS 1.2+ with current clients); the minimum protocol can only be set with a custom certificate. With customDomain set the stage gets TLSv1.2_2021. Origin traffic is HTTPS-only with TLS 1.2.",
+        'The distribution serves the default *.cloudfront.net certificate, whose viewer security policy CloudFront fixes (it still negotiates TLS 1.2+ with current clients); the minimum protocol can only be set with a custom certificate. With customDomain set the stage gets TLSv1.2_2021. Origin traffic is HTTPS-only with TLS 1.2.',
     });
   }
   if (stack.edgeLogBucket) {
@@ -110,4 +113,3 @@ export function acknowledgeNagFindings(stack: AnalyticsStack): void {
     });
   }
 }
-

@@ -16,7 +16,12 @@ import { Construct } from 'constructs';
 import { makeUniqueId } from '#infra/constructs/logical-ids.ts';
 import { resourcePrefix, type StageSettings } from '#infra/stages.ts';
 
-export const EDGE_FUNCTION_FILE = join(dirname(fileURLToPath(import.meta.url)), '..', 'edge', 'strip-trailing-slash.js');
+export const EDGE_FUNCTION_FILE = join(
+  dirname(fileURLToPath(import.meta.url)),
+  '..',
+  'edge',
+  'strip-trailing-slash.js',
+);
 
 /**
  * CloudFront names its function and its origins after their construct paths, not their logical ids:

@@ -96,7 +96,13 @@ export class ServiceFunction extends Construct {
   readonly logicalIdPrefix: string;
   readonly fn: lambda.Function;
 
-  constructor(scope: Construct, name: string, description: string, permissions: Permissions, props: ServiceFunctionProps & { timeoutSeconds?: number }) {
+  constructor(
+    scope: Construct,
+    name: string,
+    description: string,
+    permissions: Permissions,
+    props: ServiceFunctionProps & { timeoutSeconds?: number },
+  ) {
     super(scope, pascal(name));
     this.logicalIdPrefix = this.node.id;
     const { stage, stateful } = props;
@@ -142,9 +148,16 @@ export class ServiceFunction extends Construct {
     if (p.table === 'read') table.grantReadData(fn);
     if (p.table === 'write') table.grantReadWriteData(fn);
     if (p.writesCache) fn.addToRolePolicy(onItemsStartingWith('dynamodb:PutItem', table, itemKeys.trendCachePkPrefix));
-    if (p.countsRateLimits) fn.addToRolePolicy(onItemsStartingWith('dynamodb:UpdateItem', table, itemKeys.rateLimitPkPrefix));
+    if (p.countsRateLimits)
+      fn.addToRolePolicy(onItemsStartingWith('dynamodb:UpdateItem', table, itemKeys.rateLimitPkPrefix));
     if (p.sealsSecrets) {
-      fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['kms:GenerateDataKey'], resources: [exportSecretsKey.keyArn], conditions: EXPORT_SECRETS_CONTEXT }));
+      fn.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: ['kms:GenerateDataKey'],
+          resources: [exportSecretsKey.keyArn],
+          conditions: EXPORT_SECRETS_CONTEXT,
+        }),
+      );
     }
     if (p.writesDestinations) {
       // The exporter never writes with its own identity: no S3 permission at all. A destination brings
@@ -153,8 +166,20 @@ export class ServiceFunction extends Construct {
       // customer's trust policy (principal = this role, sts:ExternalId = their organization id) is
       // what gates it; roles of this account are denied so a tenant cannot name one of ours.
       fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['sts:AssumeRole'], resources: ['arn:*:iam::*:role/*'] }));
-      fn.addToRolePolicy(new iam.PolicyStatement({ effect: iam.Effect.DENY, actions: ['sts:AssumeRole'], resources: [`arn:${Aws.PARTITION}:iam::${Aws.ACCOUNT_ID}:role/*`] }));
-      fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['kms:Decrypt'], resources: [exportSecretsKey.keyArn], conditions: EXPORT_SECRETS_CONTEXT }));
+      fn.addToRolePolicy(
+        new iam.PolicyStatement({
+          effect: iam.Effect.DENY,
+          actions: ['sts:AssumeRole'],
+          resources: [`arn:${Aws.PARTITION}:iam::${Aws.ACCOUNT_ID}:role/*`],
+        }),
+      );
+      fn.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: ['kms:Decrypt'],
+          resources: [exportSecretsKey.keyArn],
+          conditions: EXPORT_SECRETS_CONTEXT,
+        }),
+      );
     }
     if (p.sealsSecrets || p.writesDestinations) fn.addEnvironment(ENV.exportSecretsKmsKeyId, exportSecretsKey.keyArn);
     for (const q of p.consumes ?? []) {
@@ -185,7 +210,10 @@ export class WorkerFunction extends ServiceFunction {
   readonly schedule?: events.Rule;
 
   constructor(scope: Construct, worker: Worker, props: ServiceFunctionProps) {
-    super(scope, worker.name, worker.summary, workerPermissions(worker), { ...props, timeoutSeconds: worker.timeoutSeconds });
+    super(scope, worker.name, worker.summary, workerPermissions(worker), {
+      ...props,
+      timeoutSeconds: worker.timeoutSeconds,
+    });
     const { stage, stateful } = props;
     if (worker.continuesVia) {
       // A run that cannot finish the backlog leaves a note on this queue, which starts the next run.
@@ -202,7 +230,9 @@ export class WorkerFunction extends ServiceFunction {
     }
     if ('queue' in worker.trigger) {
       // Messages arrive in batches; the worker reports the ones that failed, so SQS retries only those.
-      this.fn.addEventSource(new SqsEventSource(stateful.queue(worker.trigger.queue), { batchSize: 10, reportBatchItemFailures: true }));
+      this.fn.addEventSource(
+        new SqsEventSource(stateful.queue(worker.trigger.queue), { batchSize: 10, reportBatchItemFailures: true }),
+      );
       return;
     }
     // The stream itself: only raw event items reach the worker (same filter the local poller applies).

@@ -27,7 +27,12 @@ export async function ensureDevAccess(previous: LocalStackInfo | undefined): Pro
     const found = await getOrganizationWithProjects(previous.organization_id);
     const project = found?.projects[0];
     if (project) {
-      return { personal_api_key: key!, organization_id: previous.organization_id, project_id: project.id, project_token: project.api_token };
+      return {
+        personal_api_key: key!,
+        organization_id: previous.organization_id,
+        project_id: project.id,
+        project_token: project.api_token,
+      };
     }
   }
   const org = await createOrganization(resolvedCaller, { name: 'Dev organization' });

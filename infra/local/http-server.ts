@@ -8,7 +8,10 @@ import { bracedPath } from '#shared/http/path-template.ts';
 import { normalizePath, resolveRoute } from '#shared/http/router.ts';
 import { FunctionTimeout, invokeWithTimeout } from './lambda-context.ts';
 
-export type LambdaHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
+export type LambdaHandler = (
+  event: APIGatewayProxyEventV2,
+  context: Context,
+) => Promise<APIGatewayProxyStructuredResultV2>;
 
 const MAX_REQUEST_BYTES = 25 * 1024 * 1024;
 const TEXT_TYPES = /^(application\/(json|[\w.+-]+\+json|x-www-form-urlencoded|xml)|text\/)/i;
@@ -52,7 +55,8 @@ export function toApiGatewayEvent(
   const rawPath = normalizePath(url.pathname);
   const rawQueryString = url.search.slice(1);
   const queryStringParameters: Record<string, string> = {};
-  for (const [k, v] of url.searchParams) queryStringParameters[k] = queryStringParameters[k] ? `${queryStringParameters[k]},${v}` : v;
+  for (const [k, v] of url.searchParams)
+    queryStringParameters[k] = queryStringParameters[k] ? `${queryStringParameters[k]},${v}` : v;
   const method = (req.method ?? 'GET').toUpperCase();
   const routeKey = route ? `${route.method} ${bracedPath(route.path)}` : '$default';
   // Text bodies arrive as strings, anything else base64-encoded. posthog-js labels gzip as text/plain,
@@ -73,7 +77,13 @@ export function toApiGatewayEvent(
       apiId: 'local',
       domainName: headers.host ?? 'localhost',
       domainPrefix: 'local',
-      http: { method, path: rawPath, protocol: 'HTTP/1.1', sourceIp: req.socket.remoteAddress ?? '127.0.0.1', userAgent: headers['user-agent'] ?? '' },
+      http: {
+        method,
+        path: rawPath,
+        protocol: 'HTTP/1.1',
+        sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
+        userAgent: headers['user-agent'] ?? '',
+      },
       requestId: randomUUID(),
       routeKey,
       stage: '$default',
@@ -117,7 +127,12 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, options: Disp
     send(res, {
       statusCode: 413,
       headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ type: 'invalid_request', code: 'payload_too_large', detail: 'Request body is too large.', attr: null }),
+      body: JSON.stringify({
+        type: 'invalid_request',
+        code: 'payload_too_large',
+        detail: 'Request body is too large.',
+        attr: null,
+      }),
     });
     return;
   }

@@ -20,7 +20,10 @@ export function ensureJava(): void {
   if (isRoot && process.env.CI && spawnSync('apt-get', ['--version'], { stdio: 'ignore' }).status === 0) {
     console.error('java not found: installing default-jre-headless (CI, root)...');
     execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit' });
-    execFileSync('apt-get', ['install', '-y', '-qq', 'default-jre-headless'], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+    execFileSync('apt-get', ['install', '-y', '-qq', 'default-jre-headless'], {
+      stdio: 'inherit',
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    });
     if (hasJava()) return;
   }
   throw new Error(INSTALL_HINT);

@@ -37,7 +37,11 @@ export class FunctionTimeout extends Error {
  * invocation that returns after its deadline is still reported as timed out: the caller sees what
  * the cloud would have answered, only later.
  */
-export async function invokeWithTimeout<T>(functionName: string, timeoutMs: number, invoke: (context: Context) => Promise<T>): Promise<T> {
+export async function invokeWithTimeout<T>(
+  functionName: string,
+  timeoutMs: number,
+  invoke: (context: Context) => Promise<T>,
+): Promise<T> {
   const started = Date.now();
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {

@@ -18,7 +18,12 @@ function field(text: string, min: number, max: number, names?: string[], nameBas
       if (!Number.isInteger(n) || n < min || n > max) throw new Error(`bad schedule field '${text}'`);
       return n;
     };
-    const [a, b] = range === '*' ? [min, max] : range!.includes('-') ? range!.split('-').map(value) : [value(range!), stepText ? max : value(range!)];
+    const [a, b] =
+      range === '*'
+        ? [min, max]
+        : range!.includes('-')
+          ? range!.split('-').map(value)
+          : [value(range!), stepText ? max : value(range!)];
     for (let n = a!; n <= b!; n += step) values.add(n);
   }
   return values;
@@ -27,7 +32,9 @@ function field(text: string, min: number, max: number, names?: string[], nameBas
 export function nextRun(expression: string, after: Date): Date {
   const rate = /^rate\((\d+) (minutes?|hours?|days?)\)$/.exec(expression);
   if (rate) {
-    const unit = { minute: 60_000, hour: 3_600_000, day: 86_400_000 }[rate[2]!.replace(/s$/, '') as 'minute' | 'hour' | 'day'];
+    const unit = { minute: 60_000, hour: 3_600_000, day: 86_400_000 }[
+      rate[2]!.replace(/s$/, '') as 'minute' | 'hour' | 'day'
+    ];
     const every = Number(rate[1]) * unit;
     return new Date(Math.floor(after.getTime() / every) * every + every);
   }

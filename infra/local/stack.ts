@@ -27,7 +27,11 @@ export interface LocalStack {
  * The whole service on embedded stand-ins: DynamoDB Local (persisted under dataDir, or in memory),
  * local SQS and S3, and the HTTP server that runs the route table's handlers.
  */
-export async function startLocalStack(options: { dataDir?: string; port?: number; tableName?: string }): Promise<LocalStack> {
+export async function startLocalStack(options: {
+  dataDir?: string;
+  port?: number;
+  tableName?: string;
+}): Promise<LocalStack> {
   const tableName = options.tableName ?? LOCAL_TABLE_NAME;
   const dynamodb = await startDynamoDbLocal({ dataDir: options.dataDir && join(options.dataDir, 'dynamodb') });
   const started: { stop(): Promise<void> }[] = [dynamodb];
@@ -37,7 +41,14 @@ export async function startLocalStack(options: { dataDir?: string; port?: number
     const s3 = await startS3(join(options.dataDir ?? join(process.cwd(), '.data', 'tmp'), 's3'));
     started.push(s3);
     const queues = await ensureQueues(sqs.endpoint);
-    configureLocalEnv({ tableName, dynamodb: dynamodb.endpoint, sqs: sqs.endpoint, s3: s3.endpoint, queues, dataDir: options.dataDir });
+    configureLocalEnv({
+      tableName,
+      dynamodb: dynamodb.endpoint,
+      sqs: sqs.endpoint,
+      s3: s3.endpoint,
+      queues,
+      dataDir: options.dataDir,
+    });
     const client = new DynamoDBClient({});
     await ensureTable(client, tableName);
     client.destroy();

@@ -41,7 +41,10 @@ async function main(): Promise<void> {
       `  posthog-js: posthog.init('${info.project_token}', { api_host: '${info.base_url}' }) with the snippet (README, "posthog-js")`,
       ...(findChromium()
         ? []
-        : ['', '  note: no Chromium found; npm test\'s browser test needs it: sudo apt-get install -y chromium (or set CHROMIUM_PATH)']),
+        : [
+            '',
+            "  note: no Chromium found; npm test's browser test needs it: sudo apt-get install -y chromium (or set CHROMIUM_PATH)",
+          ]),
       '',
     ].join('\n'),
   );

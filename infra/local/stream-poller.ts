@@ -38,15 +38,22 @@ export interface StreamPoller {
 /** SDK stream records -> the JSON Lambda delivers (dates as epoch seconds, binaries base64). */
 function toLambdaRecord(record: StreamRecord, streamArn: string): DynamoDBRecord {
   const json = JSON.parse(
-    JSON.stringify(record, (_key, value: unknown) => (value instanceof Uint8Array ? Buffer.from(value).toString('base64') : value)),
-    (key, value: unknown) => (key === 'ApproximateCreationDateTime' && typeof value === 'string' ? Math.floor(Date.parse(value) / 1000) : value),
+    JSON.stringify(record, (_key, value: unknown) =>
+      value instanceof Uint8Array ? Buffer.from(value).toString('base64') : value,
+    ),
+    (key, value: unknown) =>
+      key === 'ApproximateCreationDateTime' && typeof value === 'string' ? Math.floor(Date.parse(value) / 1000) : value,
   ) as DynamoDBRecord;
   return { ...json, eventSourceARN: streamArn };
 }
 
 /** What Lambda's event source mapping does for the ingest worker, against DynamoDB Local's stream. */
 export async function startStreamPoller(options: StreamPollerOptions): Promise<StreamPoller> {
-  const config = { endpoint: options.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } };
+  const config = {
+    endpoint: options.endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  };
   const table = new DynamoDBClient(config);
   const streams = new DynamoDBStreamsClient(config);
   const describe = await table.send(new DescribeTableCommand({ TableName: options.tableName }));
@@ -58,7 +65,10 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
   const maxAttempts = options.maxAttempts ?? 10;
 
   const checkpoints: Record<string, string> = options.checkpointFile
-    ? await readFile(options.checkpointFile, 'utf8').then((t) => JSON.parse(t) as Record<string, string>, () => ({}))
+    ? await readFile(options.checkpointFile, 'utf8').then(
+        (t) => JSON.parse(t) as Record<string, string>,
+        () => ({}),
+      )
     : {};
   const iterators = new Map<string, string>();
   const closed = new Set<string>();
@@ -71,7 +81,11 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
       new GetShardIteratorCommand({
         StreamArn: streamArn,
         ShardId: shardId,
-        ...(at ? { ShardIteratorType: 'AT_SEQUENCE_NUMBER', SequenceNumber: at } : after ? { ShardIteratorType: 'AFTER_SEQUENCE_NUMBER', SequenceNumber: after } : { ShardIteratorType: 'TRIM_HORIZON' }),
+        ...(at
+          ? { ShardIteratorType: 'AT_SEQUENCE_NUMBER', SequenceNumber: at }
+          : after
+            ? { ShardIteratorType: 'AFTER_SEQUENCE_NUMBER', SequenceNumber: after }
+            : { ShardIteratorType: 'TRIM_HORIZON' }),
       }),
     );
     return out.ShardIterator!;
@@ -96,11 +110,15 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
     let error = '';
     let failedAt: string | undefined;
     try {
-      const response = await invokeWithTimeout('ingest_events', INGEST_TIMEOUT_MS, (context) => handler({ Records: records }, context));
-      const failures = (response?.batchItemFailures) || [];
+      const response = await invokeWithTimeout('ingest_events', INGEST_TIMEOUT_MS, (context) =>
+        handler({ Records: records }, context),
+      );
+      const failures = response?.batchItemFailures || [];
       if (failures.length) {
         const seqs = failures.map((f) => f.itemIdentifier);
-        failedAt = records.map((r) => r.dynamodb!.SequenceNumber!).find((s) => seqs.includes(s)) ?? records[0]!.dynamodb!.SequenceNumber!;
+        failedAt =
+          records.map((r) => r.dynamodb!.SequenceNumber!).find((s) => seqs.includes(s)) ??
+          records[0]!.dynamodb!.SequenceNumber!;
         error = 'reported batch item failures';
       }
     } catch (e) {
@@ -155,7 +173,8 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
           await discoverShards();
           sinceDiscovery = 0;
         }
-        for (const [shardId, iterator] of [...iterators]) progressed = (await pollShard(shardId, iterator)) || progressed;
+        for (const [shardId, iterator] of [...iterators])
+          progressed = (await pollShard(shardId, iterator)) || progressed;
       } catch (error) {
         if (!stopped) console.error('stream poller:', (error as Error).message);
       }

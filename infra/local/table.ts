@@ -19,7 +19,10 @@ export async function ensureTable(client: DynamoDBClient, tableName: string): Pr
       await client.send(
         new UpdateTableCommand({
           TableName: tableName,
-          AttributeDefinitions: [index.partitionKey, index.sortKey].map((AttributeName) => ({ AttributeName, AttributeType: 'S' })),
+          AttributeDefinitions: [index.partitionKey, index.sortKey].map((AttributeName) => ({
+            AttributeName,
+            AttributeType: 'S',
+          })),
           GlobalSecondaryIndexUpdates: [
             {
               Create: {
@@ -39,7 +42,11 @@ export async function ensureTable(client: DynamoDBClient, tableName: string): Pr
   } catch (error) {
     if ((error as Error).name !== 'ResourceNotFoundException') throw error;
   }
-  const attributes = new Set<string>([TABLE_SCHEMA.partitionKey, TABLE_SCHEMA.sortKey, ...indexes.flatMap((i) => [i.partitionKey, i.sortKey])]);
+  const attributes = new Set<string>([
+    TABLE_SCHEMA.partitionKey,
+    TABLE_SCHEMA.sortKey,
+    ...indexes.flatMap((i) => [i.partitionKey, i.sortKey]),
+  ]);
   try {
     await client.send(
       new CreateTableCommand({
@@ -65,6 +72,9 @@ export async function ensureTable(client: DynamoDBClient, tableName: string): Pr
     if (!(error instanceof ResourceInUseException)) throw error;
   }
   await client.send(
-    new UpdateTimeToLiveCommand({ TableName: tableName, TimeToLiveSpecification: { Enabled: true, AttributeName: TABLE_SCHEMA.ttlAttribute } }),
+    new UpdateTimeToLiveCommand({
+      TableName: tableName,
+      TimeToLiveSpecification: { Enabled: true, AttributeName: TABLE_SCHEMA.ttlAttribute },
+    }),
   );
 }

@@ -40,15 +40,22 @@ export interface Stoppable {
 }
 
 /** Fires scheduled workers on their EventBridge expressions (real time: a frozen clock must not stop them). */
-export function startScheduler(onError: (name: string, error: unknown) => void = (n, e) => console.error(`scheduler: ${n} failed`, e)): Stoppable {
+export function startScheduler(
+  onError: (name: string, error: unknown) => void = (n, e) => console.error(`scheduler: ${n} failed`, e),
+): Stoppable {
   const timers = new Map<string, NodeJS.Timeout>();
   let stopped = false;
   const arm = (w: (typeof workers)[number]) => {
     if (!('schedule' in w.trigger) || stopped) return;
     const at = nextRun(w.trigger.schedule, new Date());
-    const timer = setTimeout(() => {
-      runWorker(w.name, scheduledEvent(w.name, at)).catch((e) => onError(w.name, e)).finally(() => arm(w));
-    }, Math.min(at.getTime() - Date.now(), 2 ** 31 - 1));
+    const timer = setTimeout(
+      () => {
+        runWorker(w.name, scheduledEvent(w.name, at))
+          .catch((e) => onError(w.name, e))
+          .finally(() => arm(w));
+      },
+      Math.min(at.getTime() - Date.now(), 2 ** 31 - 1),
+    );
     timer.unref();
     timers.set(w.name, timer);
   };
@@ -67,7 +74,11 @@ export function startScheduler(onError: (name: string, error: unknown) => void =
  * their visibility timeout, the others are deleted) and its continuation queue (one note at a time).
  */
 export function startQueuePollers(endpoint: string, urls: Partial<Record<QueueName, string>>): Stoppable {
-  const sqs = new SQSClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const sqs = new SQSClient({
+    endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
   let stopped = false;
   const sources = workers.flatMap((w) => [
     ...('queue' in w.trigger ? [{ worker: w.name, queue: w.trigger.queue, batchSize: 10 }] : []),
@@ -79,7 +90,16 @@ export function startQueuePollers(endpoint: string, urls: Partial<Record<QueueNa
     return [
       (async () => {
         while (!stopped) {
-          const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: batchSize, WaitTimeSeconds: 1, MessageSystemAttributeNames: ['All'] })).catch(() => ({ Messages: [] }));
+          const out = await sqs
+            .send(
+              new ReceiveMessageCommand({
+                QueueUrl: url,
+                MaxNumberOfMessages: batchSize,
+                WaitTimeSeconds: 1,
+                MessageSystemAttributeNames: ['All'],
+              }),
+            )
+            .catch(() => ({ Messages: [] }));
           const messages = out.Messages ?? [];
           if (messages.length === 0) continue;
           const event = {
@@ -95,9 +115,13 @@ export function startQueuePollers(endpoint: string, urls: Partial<Record<QueueNa
             })),
           };
           try {
-            const result = (await runWorker(worker, event)) as { batchItemFailures?: { itemIdentifier: string }[] } | undefined;
+            const result = (await runWorker(worker, event)) as
+              | { batchItemFailures?: { itemIdentifier: string }[] }
+              | undefined;
             const failed = new Set((result?.batchItemFailures ?? []).map((f) => f.itemIdentifier));
-            for (const m of messages) if (!failed.has(m.MessageId!)) await sqs.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle! }));
+            for (const m of messages)
+              if (!failed.has(m.MessageId!))
+                await sqs.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle! }));
           } catch (error) {
             console.error(`${worker} failed on messages of ${queue}`, error);
           }

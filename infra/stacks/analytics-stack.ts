@@ -64,15 +64,36 @@ export class AnalyticsStack extends Stack {
     const prefix = resourcePrefix(stage);
 
     this.stateful = new StatefulResources(this, stage);
-    ({ table: this.table, queues: this.queues, ingestFailures: this.ingestFailures, exportSecretsKey: this.exportSecretsKey, edgeLogBucket: this.edgeLogBucket } = this.stateful);
-    const functionProps = { stage, stateful: this.stateful, code: props.code ?? ((name: string) => lambda.Code.fromAsset(bundleDir(name))) };
+    ({
+      table: this.table,
+      queues: this.queues,
+      ingestFailures: this.ingestFailures,
+      exportSecretsKey: this.exportSecretsKey,
+      edgeLogBucket: this.edgeLogBucket,
+    } = this.stateful);
+    const functionProps = {
+      stage,
+      stateful: this.stateful,
+      code: props.code ?? ((name: string) => lambda.Code.fromAsset(bundleDir(name))),
+    };
 
     // The fallback only answers 404/405/308 from the route table: it never touches the table.
-    const fallback = new ServiceFunction(this, FALLBACK_FUNCTION, 'Unmatched requests: 404, 405, trailing-slash redirect', { table: 'none' }, functionProps).fn;
+    const fallback = new ServiceFunction(
+      this,
+      FALLBACK_FUNCTION,
+      'Unmatched requests: 404, 405, trailing-slash redirect',
+      { table: 'none' },
+      functionProps,
+    ).fn;
     this.functions.set(FALLBACK_FUNCTION, fallback);
 
     const publicApi = new PublicApi(this, 'PublicApi', { stage, fallback, edgeLogBucket: this.edgeLogBucket });
-    ({ api: this.api, apiStage: this.apiStage, apiAccessLogs: this.apiAccessLogs, distribution: this.distribution } = publicApi);
+    ({
+      api: this.api,
+      apiStage: this.apiStage,
+      apiAccessLogs: this.apiAccessLogs,
+      distribution: this.distribution,
+    } = publicApi);
 
     for (const route of routes as readonly Route[]) {
       this.functions.set(route.operationId, new RouteFunction(this, route, { ...functionProps, api: this.api }).fn);
@@ -87,7 +108,8 @@ export class AnalyticsStack extends Stack {
       {
         name: 'ingest-failures',
         queue: this.ingestFailures,
-        meaning: 'The ingest worker gave up on stream records: persons and rollups are missing those events until they are replayed.',
+        meaning:
+          'The ingest worker gave up on stream records: persons and rollups are missing those events until they are replayed.',
         period: Duration.minutes(1),
       },
       ...[...this.queues].map(([name, { dlq }]) => ({
@@ -123,7 +145,10 @@ export class AnalyticsStack extends Stack {
       });
     }
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
-    new CfnOutput(this, 'AlarmTopicArn', { description: 'Every alarm of the stage notifies this topic: subscribe here', value: this.monitoring.topic.topicArn });
+    new CfnOutput(this, 'AlarmTopicArn', {
+      description: 'Every alarm of the stage notifies this topic: subscribe here',
+      value: this.monitoring.topic.topicArn,
+    });
     new CfnOutput(this, 'DashboardUrl', {
       value: `https://${Aws.REGION}.console.aws.amazon.com/cloudwatch/home?region=${Aws.REGION}#dashboards:name=${prefix}`,
     });

@@ -68,7 +68,9 @@ export function decodeCaptureRequest(input: CaptureRequestInput): DecodedPayload
 
 function assertWithinLimit(bytes: number): void {
   if (bytes > MAX_REQUEST_BYTES) {
-    throw new PayloadTooLarge(`request payload is ${bytes} bytes once decoded; the limit is ${MAX_REQUEST_BYTES} bytes (20 MiB)`);
+    throw new PayloadTooLarge(
+      `request payload is ${bytes} bytes once decoded; the limit is ${MAX_REQUEST_BYTES} bytes (20 MiB)`,
+    );
   }
 }
 
@@ -130,7 +132,9 @@ function utf8(bytes: Uint8Array): string {
   try {
     return UTF8.decode(bytes);
   } catch {
-    throw new ParseError('failed to decode request: payload is not valid UTF-8 (compressed without a compression hint?)');
+    throw new ParseError(
+      'failed to decode request: payload is not valid UTF-8 (compressed without a compression hint?)',
+    );
   }
 }
 
@@ -183,7 +187,8 @@ function restorePluses(text: string): string {
 
 function fromBase64(text: string, encodings: Encoding[]): string {
   const clean = restorePluses(text).replace(/\s+/g, '');
-  if (!BASE64_TEXT.test(clean)) throw new ParseError('failed to decode request: compression=base64 but the payload is not base64');
+  if (!BASE64_TEXT.test(clean))
+    throw new ParseError('failed to decode request: compression=base64 but the payload is not base64');
   encodings.push('base64');
   return bytesToText(Buffer.from(clean, 'base64'), encodings);
 }
@@ -316,10 +321,15 @@ export function extractEvents(payload: unknown, query: Record<string, string>): 
 function splitPayload(payload: unknown): { envelope: JsonObject | undefined; events: RawEvent[] } {
   if (Array.isArray(payload)) return { envelope: undefined, events: payload };
   if (!isObject(payload)) {
-    throw new ValidationError('request must be a JSON object (an event or a batch) or an array of events', null, 'invalid_payload');
+    throw new ValidationError(
+      'request must be a JSON object (an event or a batch) or an array of events',
+      null,
+      'invalid_payload',
+    );
   }
   if (!('batch' in payload)) return { envelope: undefined, events: [payload] };
-  if (!Array.isArray(payload.batch)) throw new ValidationError('batch must be an array of events', 'batch', 'invalid_payload');
+  if (!Array.isArray(payload.batch))
+    throw new ValidationError('batch must be an array of events', 'batch', 'invalid_payload');
   return { envelope: payload, events: payload.batch };
 }
 
@@ -329,10 +339,15 @@ function splitPayload(payload: unknown): { envelope: JsonObject | undefined; eve
  */
 function resolveToken(envelope: JsonObject | undefined, query: Record<string, string>, events: RawEvent[]): string {
   const token =
-    tokenValue(envelope?.api_key) ?? tokenValue(envelope?.token) ?? tokenValue(query.token) ?? tokenValue(query.api_key) ?? tokenFromEvents(events);
+    tokenValue(envelope?.api_key) ??
+    tokenValue(envelope?.token) ??
+    tokenValue(query.token) ??
+    tokenValue(query.api_key) ??
+    tokenFromEvents(events);
   if (token === undefined) throw new NotAuthenticated('event submitted without an api_key');
   // A personal key (phx_) here is a leaked secret: PostHog refuses it before any lookup.
-  if (token.startsWith('phx_')) throw new NotAuthenticated('API key is not valid: personal API keys cannot be used to capture events');
+  if (token.startsWith('phx_'))
+    throw new NotAuthenticated('API key is not valid: personal API keys cannot be used to capture events');
   if (token.length > 200) throw new NotAuthenticated('API key is not valid: too long');
   return token;
 }
@@ -415,15 +430,22 @@ export function normalizeEvents(events: readonly RawEvent[], opts: NormalizeOpti
 function assertEventSize(event: CapturedEvent, index: number): void {
   const size = Buffer.byteLength(JSON.stringify(event));
   if (size > MAX_EVENT_BYTES) {
-    throw new PayloadTooLarge(`maximum event size exceeded: event ${index} is ${size} bytes, the limit is ${MAX_EVENT_BYTES} bytes (1 MiB)`);
+    throw new PayloadTooLarge(
+      `maximum event size exceeded: event ${index} is ${size} bytes, the limit is ${MAX_EVENT_BYTES} bytes (1 MiB)`,
+    );
   }
 }
 
 /** The event, or the reason it is rejected. */
-function normalizeEvent(raw: RawEvent, requestSentAt: Date | undefined, opts: NormalizeOptions): CapturedEvent | string {
+function normalizeEvent(
+  raw: RawEvent,
+  requestSentAt: Date | undefined,
+  opts: NormalizeOptions,
+): CapturedEvent | string {
   if (!isObject(raw)) return 'event must be a JSON object';
   if (typeof raw.event !== 'string' || raw.event === '') return 'event submitted without an event name';
-  if (raw.properties !== undefined && raw.properties !== null && !isObject(raw.properties)) return 'properties must be an object';
+  if (raw.properties !== undefined && raw.properties !== null && !isObject(raw.properties))
+    return 'properties must be an object';
   const props: JsonObject = isObject(raw.properties) ? raw.properties : {};
   const distinctId = distinctIdOf(raw, props);
   if (distinctId === undefined) return 'event submitted without a distinct_id';

@@ -86,7 +86,8 @@ export function resolveEventTimestamp({ timestamp, offset, sentAt, now }: Timest
     result = now.getTime();
   }
   if (result - now.getTime() > FUTURE_CUTOFF_MS) return { ok: true, timestamp: new Date(now.getTime()) };
-  if (result < EARLIEST_EVENT_TIME.getTime()) return { ok: false, reason: `timestamp before ${EARLIEST_EVENT_TIME.toISOString()}` };
+  if (result < EARLIEST_EVENT_TIME.getTime())
+    return { ok: false, reason: `timestamp before ${EARLIEST_EVENT_TIME.toISOString()}` };
   const resolved = inRange(new Date(result));
   return resolved ? { ok: true, timestamp: resolved } : { ok: false, reason: 'invalid timestamp' };
 }

@@ -22,8 +22,16 @@ export interface ActionRecord {
   created_by: { email: string; first_name: string };
 }
 
-const item = (a: ActionRecord) => ({ ...keys.action(a.project_id, a.id), entity: 'Action', ...a, steps: JSON.stringify(a.steps) });
-const fromItem = (i: Record<string, unknown>): ActionRecord => ({ ...record<ActionRecord>(i)!, steps: JSON.parse(String(i.steps)) as ActionStepRecord[] });
+const item = (a: ActionRecord) => ({
+  ...keys.action(a.project_id, a.id),
+  entity: 'Action',
+  ...a,
+  steps: JSON.stringify(a.steps),
+});
+const fromItem = (i: Record<string, unknown>): ActionRecord => ({
+  ...record<ActionRecord>(i)!,
+  steps: JSON.parse(String(i.steps)) as ActionStepRecord[],
+});
 
 /** A new action id: integers counted per project. */
 export async function nextActionId(projectId: number): Promise<number> {
@@ -31,13 +39,23 @@ export async function nextActionId(projectId: number): Promise<number> {
 }
 
 export async function putAction(a: ActionRecord, mustExist: boolean): Promise<boolean> {
-  return (await conditional(() =>
-    db().send(new PutCommand({ TableName: tableName(), Item: item(a), ConditionExpression: mustExist ? 'attribute_exists(pk)' : 'attribute_not_exists(pk)' })),
-  )) !== undefined;
+  return (
+    (await conditional(() =>
+      db().send(
+        new PutCommand({
+          TableName: tableName(),
+          Item: item(a),
+          ConditionExpression: mustExist ? 'attribute_exists(pk)' : 'attribute_not_exists(pk)',
+        }),
+      ),
+    )) !== undefined
+  );
 }
 
 export async function getAction(projectId: number, actionId: number): Promise<ActionRecord | undefined> {
-  const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.action(projectId, actionId), ConsistentRead: true })));
+  const out = await call(() =>
+    db().send(new GetCommand({ TableName: tableName(), Key: keys.action(projectId, actionId), ConsistentRead: true })),
+  );
   return out.Item ? fromItem(out.Item) : undefined;
 }
 
@@ -52,5 +70,15 @@ export async function listActions(projectId: number): Promise<ActionRecord[]> {
 }
 
 export async function deleteAction(projectId: number, actionId: number): Promise<boolean> {
-  return (await conditional(() => db().send(new DeleteCommand({ TableName: tableName(), Key: keys.action(projectId, actionId), ConditionExpression: 'attribute_exists(pk)' })))) !== undefined;
+  return (
+    (await conditional(() =>
+      db().send(
+        new DeleteCommand({
+          TableName: tableName(),
+          Key: keys.action(projectId, actionId),
+          ConditionExpression: 'attribute_exists(pk)',
+        }),
+      ),
+    )) !== undefined
+  );
 }

@@ -3,7 +3,7 @@ import { nowIso } from '../clock.ts';
 import { batchDelete, batchGet, batchPut } from './batch.ts';
 import { dueKeys, queryAll, queryIndex } from './query.ts';
 import { call, db, conditional, tableName } from './client.ts';
-import { keys, } from './keys.ts';
+import { keys } from './keys.ts';
 import { TABLE_SCHEMA } from './table-schema.ts';
 import type { SealedSecrets } from '../exports/secrets.ts';
 
@@ -95,7 +95,12 @@ function dueAt(r: RunRecord): string | null {
 
 function runItem(r: RunRecord) {
   const at = dueAt(r);
-  return { ...keys.exportRun(r.batch_export, r.id), ...(at ? keys.runDue(r.organization_id, at, r.id) : {}), entity: 'BatchExportRun', ...r };
+  return {
+    ...keys.exportRun(r.batch_export, r.id),
+    ...(at ? keys.runDue(r.organization_id, at, r.id) : {}),
+    entity: 'BatchExportRun',
+    ...r,
+  };
 }
 
 function runFromItem(item: Record<string, unknown>): RunRecord {
@@ -105,21 +110,25 @@ function runFromItem(item: Record<string, unknown>): RunRecord {
 
 /** Writes the export if it is new (`expectedVersion` undefined) or still at the version read. */
 export async function saveExport(e: ExportRecord, expectedVersion?: number): Promise<boolean> {
-  return (await conditional(() =>
-    db().send(
-      new PutCommand({
-        TableName: tableName(),
-        Item: exportItem(e),
-        ...(expectedVersion === undefined
-          ? { ConditionExpression: 'attribute_not_exists(pk)' }
-          : { ConditionExpression: 'version = :v', ExpressionAttributeValues: { ':v': expectedVersion } }),
-      }),
-    ),
-  )) !== undefined;
+  return (
+    (await conditional(() =>
+      db().send(
+        new PutCommand({
+          TableName: tableName(),
+          Item: exportItem(e),
+          ...(expectedVersion === undefined
+            ? { ConditionExpression: 'attribute_not_exists(pk)' }
+            : { ConditionExpression: 'version = :v', ExpressionAttributeValues: { ':v': expectedVersion } }),
+        }),
+      ),
+    )) !== undefined
+  );
 }
 
 export async function getExport(orgId: string, exportId: string): Promise<ExportRecord | undefined> {
-  const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.batchExport(orgId, exportId), ConsistentRead: true })));
+  const out = await call(() =>
+    db().send(new GetCommand({ TableName: tableName(), Key: keys.batchExport(orgId, exportId), ConsistentRead: true })),
+  );
   return out.Item ? exportFromItem(out.Item) : undefined;
 }
 
@@ -173,7 +182,8 @@ async function queueOrganization(orgId: string, at: string): Promise<void> {
       new UpdateCommand({
         TableName: tableName(),
         Key: keys.runQueue(orgId),
-        UpdateExpression: 'SET due_pk = :dp, due_sk = :ds, entity = :e, organization_id = :o, touched_at = :t ADD touches :one',
+        UpdateExpression:
+          'SET due_pk = :dp, due_sk = :ds, entity = :e, organization_id = :o, touched_at = :t ADD touches :one',
         ConditionExpression: 'attribute_not_exists(due_sk) OR due_sk > :ds',
         ExpressionAttributeValues: { ':dp': due.due_pk, ':ds': due.due_sk, ':e': 'RunQueue', ':o': orgId, ...touch },
       }),
@@ -181,7 +191,14 @@ async function queueOrganization(orgId: string, at: string): Promise<void> {
   );
   if (moved) return;
   await call(() =>
-    db().send(new UpdateCommand({ TableName: tableName(), Key: keys.runQueue(orgId), UpdateExpression: 'SET touched_at = :t ADD touches :one', ExpressionAttributeValues: touch })),
+    db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.runQueue(orgId),
+        UpdateExpression: 'SET touched_at = :t ADD touches :one',
+        ExpressionAttributeValues: touch,
+      }),
+    ),
   );
 }
 
@@ -205,7 +222,9 @@ export async function dueRunsOf(orgId: string, now: Date, limit: number): Promis
  */
 export async function settleOrganizationQueue(orgId: string, now: Date): Promise<void> {
   const key = keys.runQueue(orgId);
-  const entry = (await call(() => db().send(new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true })))).Item;
+  const entry = (
+    await call(() => db().send(new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true })))
+  ).Item;
   if (!entry || String(entry.touched_at) > new Date(now.getTime() - 60_000).toISOString()) return;
   const [next] = await queryIndex(TABLE_SCHEMA.indexes.dueByTime, keys.runDue(orgId, '', '').due_pk, undefined, 1);
   const unchanged = { ConditionExpression: 'touches = :seen', ExpressionAttributeValues: { ':seen': entry.touches } };
@@ -234,39 +253,51 @@ export async function settleOrganizationQueue(orgId: string, now: Date): Promise
  */
 export async function claimRun(read: RunRecord, running: RunRecord): Promise<boolean> {
   const leased = read.status === 'Running';
-  return (await conditional(() =>
-    db().send(
-      new PutCommand({
-        TableName: tableName(),
-        Item: runItem(running),
-        ConditionExpression: `#s = :s AND attempts = :a${leased ? ' AND lease_until = :l' : ''}`,
-        ExpressionAttributeNames: { '#s': 'status' },
-        ExpressionAttributeValues: { ':s': read.status, ':a': read.attempts, ...(leased ? { ':l': read.lease_until } : {}) },
-      }),
-    ),
-  )) !== undefined;
+  return (
+    (await conditional(() =>
+      db().send(
+        new PutCommand({
+          TableName: tableName(),
+          Item: runItem(running),
+          ConditionExpression: `#s = :s AND attempts = :a${leased ? ' AND lease_until = :l' : ''}`,
+          ExpressionAttributeNames: { '#s': 'status' },
+          ExpressionAttributeValues: {
+            ':s': read.status,
+            ':a': read.attempts,
+            ...(leased ? { ':l': read.lease_until } : {}),
+          },
+        }),
+      ),
+    )) !== undefined
+  );
 }
 
 export async function getRun(exportId: string, runId: string): Promise<RunRecord | undefined> {
-  const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.exportRun(exportId, runId), ConsistentRead: true })));
+  const out = await call(() =>
+    db().send(new GetCommand({ TableName: tableName(), Key: keys.exportRun(exportId, runId), ConsistentRead: true })),
+  );
   return out.Item ? runFromItem(out.Item) : undefined;
 }
 
 export async function latestRuns(exportId: string, limit = 10): Promise<RunRecord[]> {
-  return (await queryAll(keys.batchExportPartition(exportId).pk, keys.exportRunPrefix, { newestFirst: true, limit })).map(runFromItem);
+  return (
+    await queryAll(keys.batchExportPartition(exportId).pk, keys.exportRunPrefix, { newestFirst: true, limit })
+  ).map(runFromItem);
 }
 
 /** Claims a scheduled window for a run; false when that window already has one. */
 export async function claimWindow(exportId: string, windowStart: string, runId: string): Promise<boolean> {
-  return (await conditional(() =>
-    db().send(
-      new PutCommand({
-        TableName: tableName(),
-        Item: { ...keys.exportWindow(exportId, windowStart), entity: 'ExportWindow', run_id: runId },
-        ConditionExpression: 'attribute_not_exists(pk)',
-      }),
-    ),
-  )) !== undefined;
+  return (
+    (await conditional(() =>
+      db().send(
+        new PutCommand({
+          TableName: tableName(),
+          Item: { ...keys.exportWindow(exportId, windowStart), entity: 'ExportWindow', run_id: runId },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      ),
+    )) !== undefined
+  );
 }
 
 export async function writeLog(exportId: string, entry: LogRecord): Promise<void> {
@@ -290,13 +321,17 @@ export async function listLogs(exportId: string, now: Date): Promise<LogRecord[]
   const items = await queryAll(keys.batchExportPartition(exportId).pk, keys.exportLogPrefix, { newestFirst: true });
   return items
     .filter((i) => Number(i.expires_at) * 1000 > now.getTime())
-    .map((i) => ({ id: String(i.id), timestamp: String(i.timestamp), level: i.level as LogRecord['level'], message: String(i.message), run_id: (i.run_id as string | null) ?? null }));
+    .map((i) => ({
+      id: String(i.id),
+      timestamp: String(i.timestamp),
+      level: i.level as LogRecord['level'],
+      message: String(i.message),
+      run_id: (i.run_id as string | null) ?? null,
+    }));
 }
-
 
 /** Exports whose next window has closed by `now` (the sparse index: never a scan). */
 export async function dueExports(now: Date): Promise<ExportRecord[]> {
   const keysDue = await dueKeys(keys.exportDue('', '').due_pk, now);
   return (await batchGet(keysDue)).map(exportFromItem);
 }
-

@@ -28,15 +28,28 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
 }
 
 /** Unprocessed keys or items (throttled inside a batch) are sent again with backoff, up to MAX_ROUNDS sends. */
-const unprocessed = (message: string): RetryPolicy => ({ attempts: MAX_ROUNDS, baseMs: 40, capMs: 1000, gaveUp: () => new Error(message) });
+const unprocessed = (message: string): RetryPolicy => ({
+  attempts: MAX_ROUNDS,
+  baseMs: 40,
+  capMs: 1000,
+  gaveUp: () => new Error(message),
+});
 
-async function writeAll(Table: string, requests: NonNullable<BatchWriteCommandInput['RequestItems']>[string], gaveUp: string): Promise<void> {
+async function writeAll(
+  Table: string,
+  requests: NonNullable<BatchWriteCommandInput['RequestItems']>[string],
+  gaveUp: string,
+): Promise<void> {
   let pending = requests;
-  await retryOnConflict('BatchWriteItem', async () => {
-    const out = await call(() => db().send(new BatchWriteCommand({ RequestItems: { [Table]: pending } })));
-    pending = out.UnprocessedItems?.[Table] ?? [];
-    return pending.length ? CONFLICT : true;
-  }, unprocessed(gaveUp));
+  await retryOnConflict(
+    'BatchWriteItem',
+    async () => {
+      const out = await call(() => db().send(new BatchWriteCommand({ RequestItems: { [Table]: pending } })));
+      pending = out.UnprocessedItems?.[Table] ?? [];
+      return pending.length ? CONFLICT : true;
+    },
+    unprocessed(gaveUp),
+  );
 }
 
 /** BatchGetItem over any number of keys, retrying unprocessed keys; returns the items found. */
@@ -49,23 +62,29 @@ export async function batchGet(
   const found: Record<string, unknown>[] = [];
   await inParallel(chunks(keys, GET_LIMIT), concurrency, async (chunk) => {
     let pending = chunk as unknown as Record<string, unknown>[];
-    await retryOnConflict('BatchGetItem', async () => {
-      const out = await call(() =>
-        db().send(
-          new BatchGetCommand({
-            RequestItems: {
-              [Table]: {
-                Keys: pending,
-                ...(projection ? { ProjectionExpression: projection.expression, ExpressionAttributeNames: projection.names } : {}),
+    await retryOnConflict(
+      'BatchGetItem',
+      async () => {
+        const out = await call(() =>
+          db().send(
+            new BatchGetCommand({
+              RequestItems: {
+                [Table]: {
+                  Keys: pending,
+                  ...(projection
+                    ? { ProjectionExpression: projection.expression, ExpressionAttributeNames: projection.names }
+                    : {}),
+                },
               },
-            },
-          }),
-        ),
-      );
-      found.push(...(out.Responses?.[Table] ?? []));
-      pending = out.UnprocessedKeys?.[Table]?.Keys ?? [];
-      return pending.length ? CONFLICT : true;
-    }, unprocessed('BatchGetItem: keys still unprocessed after retries'));
+            }),
+          ),
+        );
+        found.push(...(out.Responses?.[Table] ?? []));
+        pending = out.UnprocessedKeys?.[Table]?.Keys ?? [];
+        return pending.length ? CONFLICT : true;
+      },
+      unprocessed('BatchGetItem: keys still unprocessed after retries'),
+    );
   });
   return found;
 }
@@ -74,7 +93,11 @@ export async function batchGet(
 export async function batchPut(items: readonly Record<string, unknown>[], concurrency = 8): Promise<void> {
   const Table = tableName();
   await inParallel(chunks(items, WRITE_LIMIT), concurrency, async (chunk) => {
-    await writeAll(Table, chunk.map((Item) => ({ PutRequest: { Item } })), 'BatchWriteItem: items still unprocessed after retries');
+    await writeAll(
+      Table,
+      chunk.map((Item) => ({ PutRequest: { Item } })),
+      'BatchWriteItem: items still unprocessed after retries',
+    );
   });
 }
 
@@ -82,6 +105,10 @@ export async function batchPut(items: readonly Record<string, unknown>[], concur
 export async function batchDelete(keys: readonly ItemKey[], concurrency = 8): Promise<void> {
   const Table = tableName();
   await inParallel(chunks(keys, WRITE_LIMIT), concurrency, async (chunk) => {
-    await writeAll(Table, chunk.map((Key) => ({ DeleteRequest: { Key: { pk: Key.pk, sk: Key.sk } } })), 'BatchWriteItem: deletes still unprocessed after retries');
+    await writeAll(
+      Table,
+      chunk.map((Key) => ({ DeleteRequest: { Key: { pk: Key.pk, sk: Key.sk } } })),
+      'BatchWriteItem: deletes still unprocessed after retries',
+    );
   });
 }

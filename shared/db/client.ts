@@ -20,7 +20,11 @@ export function db(): DynamoDBDocumentClient {
     client = DynamoDBDocumentClient.from(
       new DynamoDBClient({
         maxAttempts: t.maxAttempts,
-        requestHandler: { connectionTimeout: t.connectionTimeoutMs, requestTimeout: t.requestTimeoutMs, throwOnRequestTimeout: true },
+        requestHandler: {
+          connectionTimeout: t.connectionTimeoutMs,
+          requestTimeout: t.requestTimeoutMs,
+          throwOnRequestTimeout: true,
+        },
       }),
       { marshallOptions: { removeUndefinedValues: true } },
     );
@@ -58,10 +62,15 @@ function refusedInput(e: { name?: string; message?: string }): Error | undefined
   if (/item size (to update )?has exceeded the maximum allowed size/i.test(message)) {
     return new PayloadTooLarge('The request would store more than the 400 KB one stored item may hold.');
   }
-  if (/primary key values must be under|size of (hash|range)key has exceeded|size of all range keys has exceeded/i.test(message)) {
+  if (
+    /primary key values must be under|size of (hash|range)key has exceeded|size of all range keys has exceeded/i.test(
+      message,
+    )
+  ) {
     return new ValidationError('A value is too long to be used as an identifier.', null);
   }
-  if (/nesting levels have exceeded/i.test(message)) return new ValidationError('Values may not be nested more than 32 levels deep.', null);
+  if (/nesting levels have exceeded/i.test(message))
+    return new ValidationError('Values may not be nested more than 32 levels deep.', null);
   if (/size limit exceeded/i.test(message)) return new ValidationError('A value is too long to be stored.', null);
   return undefined;
 }
@@ -103,9 +112,17 @@ export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems'
  * was writing one of its items at the same time (DynamoDB's TransactionConflict: the caller re-reads
  * and retries, see retryOnConflict).
  */
-export type TransactOutcome = { committed: true } | { committed: false; failed: string[] } | { committed: false; conflict: true };
+export type TransactOutcome =
+  | { committed: true }
+  | { committed: false; failed: string[] }
+  | { committed: false; conflict: true };
 
-const THROTTLED = new Set(['TransactionInProgressException', 'ThrottlingError', 'ProvisionedThroughputExceeded', 'RequestLimitExceeded']);
+const THROTTLED = new Set([
+  'TransactionInProgressException',
+  'ThrottlingError',
+  'ProvisionedThroughputExceeded',
+  'RequestLimitExceeded',
+]);
 
 /**
  * THE way to run TransactWriteItems and read a cancellation. Throttling (of the call, or as an item's

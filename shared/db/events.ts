@@ -33,9 +33,14 @@ function shardOf(uuid: string): number {
 
 export function eventItem(e: StoredEvent): Record<string, unknown> {
   const json = JSON.stringify(e.properties);
-  const encoded: Record<string, unknown> = Buffer.byteLength(json) <= INLINE_LIMIT ? { properties: json } : { properties_gz: gzipSync(json) };
-  const size = typeof encoded.properties === 'string' ? Buffer.byteLength(encoded.properties) : (encoded.properties_gz as Buffer).length;
-  if (size > STORED_LIMIT) throw new EventTooLarge(`event ${e.uuid} is too large to store (${size} bytes of properties after compression)`);
+  const encoded: Record<string, unknown> =
+    Buffer.byteLength(json) <= INLINE_LIMIT ? { properties: json } : { properties_gz: gzipSync(json) };
+  const size =
+    typeof encoded.properties === 'string'
+      ? Buffer.byteLength(encoded.properties)
+      : (encoded.properties_gz as Buffer).length;
+  if (size > STORED_LIMIT)
+    throw new EventTooLarge(`event ${e.uuid} is too large to store (${size} bytes of properties after compression)`);
   return {
     ...keys.event(e.project_id, e.uuid),
     ...keys.eventsByDay(e.project_id, e.timestamp.slice(0, 10), shardOf(e.uuid)),
@@ -67,7 +72,9 @@ export function encodeEvent(e: StoredEvent): EncodedEvent {
 export function storedEvent(item: Record<string, unknown>): StoredEvent {
   // Lambda delivers stream binaries base64-encoded; the SDK hands them over as bytes.
   const gz = item.properties_gz;
-  const raw = gz ? gunzipSync(typeof gz === 'string' ? Buffer.from(gz, 'base64') : (gz as Uint8Array)).toString('utf8') : String(item.properties ?? '{}');
+  const raw = gz
+    ? gunzipSync(typeof gz === 'string' ? Buffer.from(gz, 'base64') : (gz as Uint8Array)).toString('utf8')
+    : String(item.properties ?? '{}');
   return {
     uuid: String(item.uuid),
     event: String(item.event),
@@ -126,7 +133,10 @@ export async function deleteEventsOfDistinctId(projectId: number, distinctId: st
           IndexName: index.name,
           KeyConditionExpression: '#p = :p AND #s <= :until',
           ExpressionAttributeNames: { '#p': index.partitionKey, '#s': index.sortKey },
-          ExpressionAttributeValues: { ':p': keys.eventsOfDistinctId(projectId, distinctId).did_pk, ':until': `${until}#\uffff` },
+          ExpressionAttributeValues: {
+            ':p': keys.eventsOfDistinctId(projectId, distinctId).did_pk,
+            ':until': `${until}#\uffff`,
+          },
           ExclusiveStartKey,
           Limit: 1000,
         }),
@@ -152,7 +162,11 @@ const WINDOW_QUERIES_IN_FLIGHT = 32;
 
 function utcDays(from: Date, to: Date): string[] {
   const days: string[] = [];
-  for (let t = Date.UTC(from.getUTCFullYear(), from.getUTCMonth(), from.getUTCDate()); t <= to.getTime(); t += 86_400_000) {
+  for (
+    let t = Date.UTC(from.getUTCFullYear(), from.getUTCMonth(), from.getUTCDate());
+    t <= to.getTime();
+    t += 86_400_000
+  ) {
     days.push(new Date(t).toISOString().slice(0, 10));
   }
   return days;
@@ -162,17 +176,30 @@ function utcDays(from: Date, to: Date): string[] {
  * A project's events with from <= timestamp <= to, of the given names (null: every event), read from
  * the eventsByDay partitions the range covers: one Query per (UTC day, shard[, name]), in parallel.
  */
-export async function readEventsInRange(projectId: number, from: Date, to: Date, names: string[] | null): Promise<StoredEvent[]> {
+export async function readEventsInRange(
+  projectId: number,
+  from: Date,
+  to: Date,
+  names: string[] | null,
+): Promise<StoredEvent[]> {
   return readEventsOnDays(projectId, utcDays(from, to), from, to, names);
 }
 
 /** As readEventsInRange, for some UTC days of the range only, all their Queries sharing one pool. */
-export async function readEventsOnDays(projectId: number, days: readonly string[], from: Date, to: Date, names: string[] | null): Promise<StoredEvent[]> {
+export async function readEventsOnDays(
+  projectId: number,
+  days: readonly string[],
+  from: Date,
+  to: Date,
+  names: string[] | null,
+): Promise<StoredEvent[]> {
   const index = TABLE_SCHEMA.indexes.eventsByDay;
   const fromIso = from.toISOString();
   const toIso = to.toISOString();
   const queries = days.flatMap((day) =>
-    Array.from({ length: TABLE_SCHEMA.eventDayShards }, (_, shard) => (names ?? [null]).map((name) => ({ day, shard, name }))).flat(),
+    Array.from({ length: TABLE_SCHEMA.eventDayShards }, (_, shard) =>
+      (names ?? [null]).map((name) => ({ day, shard, name })),
+    ).flat(),
   );
   const found: StoredEvent[] = [];
   await inParallel(queries, RANGE_QUERIES_IN_FLIGHT, async ({ day, shard, name }) => {
@@ -180,12 +207,21 @@ export async function readEventsOnDays(projectId: number, days: readonly string[
       IndexName: index.name,
       KeyConditionExpression: name === null ? '#p = :p' : '#p = :p AND #s BETWEEN :a AND :b',
       FilterExpression: '#t BETWEEN :from AND :to',
-      ExpressionAttributeNames: { '#p': index.partitionKey, '#t': 'timestamp', ...(name === null ? {} : { '#s': index.sortKey }) },
+      ExpressionAttributeNames: {
+        '#p': index.partitionKey,
+        '#t': 'timestamp',
+        ...(name === null ? {} : { '#s': index.sortKey }),
+      },
       ExpressionAttributeValues: {
         ':p': keys.eventsByDay(projectId, day, shard).day_pk,
         ':from': fromIso,
         ':to': toIso,
-        ...(name === null ? {} : { ':a': `${keys.eventsByDayPrefix(name)}${fromIso}`, ':b': `${keys.eventsByDayPrefix(name)}${toIso}\uffff` }),
+        ...(name === null
+          ? {}
+          : {
+              ':a': `${keys.eventsByDayPrefix(name)}${fromIso}`,
+              ':b': `${keys.eventsByDayPrefix(name)}${toIso}\uffff`,
+            }),
       },
       // Bounded pages: each request stays well inside the API's SDK timeout even on a slow table.
       Limit: RANGE_PAGE_ITEMS,
@@ -197,7 +233,8 @@ export async function readEventsOnDays(projectId: number, days: readonly string[
 
 function utcHours(from: Date, to: Date): string[] {
   const hours: string[] = [];
-  for (let t = Math.floor(from.getTime() / 3_600_000) * 3_600_000; t < to.getTime(); t += 3_600_000) hours.push(new Date(t).toISOString().slice(0, 13));
+  for (let t = Math.floor(from.getTime() / 3_600_000) * 3_600_000; t < to.getTime(); t += 3_600_000)
+    hours.push(new Date(t).toISOString().slice(0, 13));
   return hours;
 }
 
@@ -206,7 +243,12 @@ export async function readEventsInsertedBetween(projectId: number, start: Date, 
   const index = TABLE_SCHEMA.indexes.eventsByInsertedHour;
   const startIso = start.toISOString();
   const endIso = end.toISOString();
-  const partitions = utcHours(start, end).flatMap((hour) => Array.from({ length: TABLE_SCHEMA.eventDayShards }, (_, shard) => keys.eventsByInsertedHour(projectId, hour, shard).ins_pk));
+  const partitions = utcHours(start, end).flatMap((hour) =>
+    Array.from(
+      { length: TABLE_SCHEMA.eventDayShards },
+      (_, shard) => keys.eventsByInsertedHour(projectId, hour, shard).ins_pk,
+    ),
+  );
   const found: StoredEvent[] = [];
   await inParallel(partitions, WINDOW_QUERIES_IN_FLIGHT, async (pk) => {
     const items = await queryItems({
@@ -217,5 +259,7 @@ export async function readEventsInsertedBetween(projectId: number, start: Date, 
     });
     for (const item of items) if (String(item.inserted_at) < endIso) found.push(storedEvent(item));
   });
-  return found.sort((a, b) => (a.inserted_at === b.inserted_at ? (a.uuid < b.uuid ? -1 : 1) : a.inserted_at < b.inserted_at ? -1 : 1));
+  return found.sort((a, b) =>
+    a.inserted_at === b.inserted_at ? (a.uuid < b.uuid ? -1 : 1) : a.inserted_at < b.inserted_at ? -1 : 1,
+  );
 }

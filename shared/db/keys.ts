@@ -34,10 +34,15 @@ export const keys = {
   counter: (name: string): ItemKey => ({ pk: `COUNTER#${name}`, sk: 'COUNTER' }),
   actionCounter: (projectId: number) => `action#${projectId}`,
   /** A project's actions, one partition, by id. */
-  action: (projectId: number, actionId: number): ItemKey => ({ pk: `ACTIONS#${projectId}`, sk: `ACTION#${pad(actionId)}` }),
+  action: (projectId: number, actionId: number): ItemKey => ({
+    pk: `ACTIONS#${projectId}`,
+    sk: `ACTION#${pad(actionId)}`,
+  }),
   actionsOfProject: (projectId: number) => ({ pk: `ACTIONS#${projectId}`, skPrefix: 'ACTION#' }),
   /** eventsByInsertedHour: events ingested in one UTC hour, sharded like eventsByDay. */
-  eventsByInsertedHour: (projectId: number, hour: string, shard: number) => ({ ins_pk: `I#${projectId}#${hour}#${shard}` }),
+  eventsByInsertedHour: (projectId: number, hour: string, shard: number) => ({
+    ins_pk: `I#${projectId}#${hour}#${shard}`,
+  }),
 
   batchExport: (orgId: string, exportId: string): ItemKey => ({ pk: `EXPORTS#${orgId}`, sk: `EXPORT#${exportId}` }),
   batchExportsOfOrganization: (orgId: string) => ({ pk: `EXPORTS#${orgId}`, skPrefix: 'EXPORT#' }),
@@ -46,8 +51,14 @@ export const keys = {
   exportRun: (exportId: string, runId: string): ItemKey => ({ pk: `EXPORT#${exportId}`, sk: `RUN#${runId}` }),
   exportRunPrefix: 'RUN#',
   /** One scheduled run per window: the claim that makes the scheduler idempotent. */
-  exportWindow: (exportId: string, windowStart: string): ItemKey => ({ pk: `EXPORT#${exportId}`, sk: `WINDOW#${windowStart}` }),
-  exportLog: (exportId: string, timestamp: string, id: string): ItemKey => ({ pk: `EXPORT#${exportId}`, sk: `LOG#${timestamp}#${id}` }),
+  exportWindow: (exportId: string, windowStart: string): ItemKey => ({
+    pk: `EXPORT#${exportId}`,
+    sk: `WINDOW#${windowStart}`,
+  }),
+  exportLog: (exportId: string, timestamp: string, id: string): ItemKey => ({
+    pk: `EXPORT#${exportId}`,
+    sk: `LOG#${timestamp}#${id}`,
+  }),
   exportLogPrefix: 'LOG#',
   /** dueByTime entries: an export whose next window closes at `at`, or a run to execute at `at` (one partition per organization). */
   exportDue: (at: string, exportId: string) => ({ due_pk: 'DUE#EXPORT', due_sk: `${at}#${exportId}` }),
@@ -83,7 +94,10 @@ export const keys = {
     sk: `ACTIVITY#${createdAt}#${id}`,
   }),
   personActivityPrefix: 'ACTIVITY#',
-  distinctId: (projectId: number, distinctId: string): ItemKey => ({ pk: `DISTINCT#${projectId}#${distinctId}`, sk: 'DISTINCT' }),
+  distinctId: (projectId: number, distinctId: string): ItemKey => ({
+    pk: `DISTINCT#${projectId}#${distinctId}`,
+    sk: 'DISTINCT',
+  }),
   /** A recorded property change, in the person's partition, in time order. */
   personChange: (projectId: number, personId: number, timestamp: string, changeId: string): ItemKey => ({
     pk: `PERSON#${projectId}#${personId}`,
@@ -122,7 +136,10 @@ export const keys = {
    */
   eventDayPartition: (projectId: number, day: string) => ({ pk: `EVDAY#${projectId}#${day}` }),
   eventDayPrefix: (event: string) => `${eventNameKey(event)}#`,
-  dayCount: (projectId: number, day: string, event: string): ItemKey => ({ pk: `EVDAY#${projectId}#${day}`, sk: `${eventNameKey(event)}#COUNT` }),
+  dayCount: (projectId: number, day: string, event: string): ItemKey => ({
+    pk: `EVDAY#${projectId}#${day}`,
+    sk: `${eventNameKey(event)}#COUNT`,
+  }),
   /** One chunk of a (day, name) segment; readers use chunks only when all carry chunk 0's build id. */
   daySegment: (projectId: number, day: string, event: string, chunk: number): ItemKey => ({
     pk: `EVDAY#${projectId}#${day}`,
@@ -131,7 +148,10 @@ export const keys = {
   /** Set by the ingest worker when a day's events change; the compactor removes it once the day is compacted. */
   compactionMarker: (projectId: number, day: string): ItemKey => ({ pk: `EVDAY#${projectId}#${day}`, sk: 'COMPACT' }),
   /** dueByTime entry of a compaction marker: the day may be compacted from `at` on. */
-  compactionDue: (at: string, projectId: number, day: string) => ({ due_pk: 'DUE#COMPACT', due_sk: `${at}#${projectId}#${day}` }),
+  compactionDue: (at: string, projectId: number, day: string) => ({
+    due_pk: 'DUE#COMPACT',
+    due_sk: `${at}#${projectId}#${day}`,
+  }),
 
   /** Hourly count of one event name (or of all events: `event` null) in a project, one partition per month. */
   rollup: (projectId: number, event: string | null, hour: string): ItemKey => ({

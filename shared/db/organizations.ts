@@ -60,8 +60,21 @@ export async function insertOrganization(
   const Table = tableName();
   const mustBeNew = 'attribute_not_exists(pk)';
   const outcome = await transact([
-    { name: 'slug', Put: { TableName: Table, Item: { ...keys.slug(org.slug), entity: 'Slug', organization_id: org.id }, ConditionExpression: mustBeNew } },
-    { Put: { TableName: Table, Item: { ...keys.organization(org.id), entity: 'Organization', ...org }, ConditionExpression: mustBeNew } },
+    {
+      name: 'slug',
+      Put: {
+        TableName: Table,
+        Item: { ...keys.slug(org.slug), entity: 'Slug', organization_id: org.id },
+        ConditionExpression: mustBeNew,
+      },
+    },
+    {
+      Put: {
+        TableName: Table,
+        Item: { ...keys.organization(org.id), entity: 'Organization', ...org },
+        ConditionExpression: mustBeNew,
+      },
+    },
     { Put: { TableName: Table, Item: membershipItem(owner), ConditionExpression: mustBeNew } },
     ...projectItems(project).map((Item) => ({ Put: { TableName: Table, Item, ConditionExpression: mustBeNew } })),
   ]);
@@ -96,7 +109,16 @@ export async function getOrganizationWithProjects(
 
 /** One strongly consistent GetItem: does the organization still exist? */
 export async function organizationExists(orgId: string): Promise<boolean> {
-  const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.organization(orgId), ConsistentRead: true, ProjectionExpression: 'pk' })));
+  const out = await call(() =>
+    db().send(
+      new GetCommand({
+        TableName: tableName(),
+        Key: keys.organization(orgId),
+        ConsistentRead: true,
+        ProjectionExpression: 'pk',
+      }),
+    ),
+  );
   return out.Item !== undefined;
 }
 
@@ -123,7 +145,10 @@ export type OrganizationChanges = Partial<
 > & { updated_at: string };
 
 /** Sets only the given fields, so concurrent updates of different fields never overwrite each other. */
-export async function updateOrganization(orgId: string, changes: OrganizationChanges): Promise<OrganizationRecord | undefined> {
+export async function updateOrganization(
+  orgId: string,
+  changes: OrganizationChanges,
+): Promise<OrganizationRecord | undefined> {
   const names: Record<string, string> = {};
   const values: Record<string, unknown> = {};
   const sets = Object.entries(changes).map(([field, value], i) => {
@@ -160,7 +185,10 @@ const TRANSACTION_LIMIT = 100;
  * so it disappears at once; memberships beyond that transaction's room follow in further ones
  * (a leftover membership points at nothing and reads skip it).
  */
-export async function removeOrganization(org: OrganizationRecord, projects: ProjectRecord[]): Promise<boolean | Conflicted> {
+export async function removeOrganization(
+  org: OrganizationRecord,
+  projects: ProjectRecord[],
+): Promise<boolean | Conflicted> {
   const members = await listMemberKeys(org.id);
   const core: ItemKey[] = [
     keys.slug(org.slug),
@@ -177,7 +205,9 @@ export async function removeOrganization(org: OrganizationRecord, projects: Proj
   for (let i = room; i < members.length; i += TRANSACTION_LIMIT) {
     const chunk = members.slice(i, i + TRANSACTION_LIMIT);
     // Unconditional deletes: only a concurrent writer of one of these memberships can refuse them.
-    await retryOnConflict('Memberships', async () => ((await transact(chunk.map((Key) => ({ Delete: { TableName: Table, Key } })))).committed ? true : CONFLICT));
+    await retryOnConflict('Memberships', async () =>
+      (await transact(chunk.map((Key) => ({ Delete: { TableName: Table, Key } })))).committed ? true : CONFLICT,
+    );
   }
   return true;
 }
@@ -207,12 +237,18 @@ export interface ProjectPointer {
 
 /** Project id -> organization (immutable pointer, one GetItem). */
 export async function findProjectById(projectId: number): Promise<ProjectPointer | undefined> {
-  const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.projectLookup(projectId) })));
-  return out.Item ? { project_id: Number(out.Item.project_id), organization_id: String(out.Item.organization_id) } : undefined;
+  const out = await call(() =>
+    db().send(new GetCommand({ TableName: tableName(), Key: keys.projectLookup(projectId) })),
+  );
+  return out.Item
+    ? { project_id: Number(out.Item.project_id), organization_id: String(out.Item.organization_id) }
+    : undefined;
 }
 
 /** Public project token (phc_) -> project (one GetItem; capture authenticates with it). */
 export async function findProjectByToken(token: string): Promise<ProjectPointer | undefined> {
   const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.projectToken(token) })));
-  return out.Item ? { project_id: Number(out.Item.project_id), organization_id: String(out.Item.organization_id) } : undefined;
+  return out.Item
+    ? { project_id: Number(out.Item.project_id), organization_id: String(out.Item.organization_id) }
+    : undefined;
 }

@@ -113,13 +113,17 @@ async function written(items: TransactItem[]): Promise<boolean> {
 
 export async function personIdOf(projectId: number, distinctId: string): Promise<number | undefined> {
   const out = await call(() =>
-    db().send(new GetCommand({ TableName: tableName(), Key: keys.distinctId(projectId, distinctId), ConsistentRead: true })),
+    db().send(
+      new GetCommand({ TableName: tableName(), Key: keys.distinctId(projectId, distinctId), ConsistentRead: true }),
+    ),
   );
   return out.Item ? Number(out.Item.person_id) : undefined;
 }
 
 export async function getPerson(projectId: number, personId: number): Promise<PersonRecord | undefined> {
-  const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.person(projectId, personId), ConsistentRead: true })));
+  const out = await call(() =>
+    db().send(new GetCommand({ TableName: tableName(), Key: keys.person(projectId, personId), ConsistentRead: true })),
+  );
   return out.Item ? personFromItem(out.Item) : undefined;
 }
 
@@ -128,7 +132,11 @@ export async function insertPerson(person: PersonRecord, change?: PropertyChange
   const Table = tableName();
   return written([
     ...person.distinct_ids.map((d) => ({
-      Put: { TableName: Table, Item: distinctItem(person.project_id, d, person.id), ConditionExpression: 'attribute_not_exists(pk)' },
+      Put: {
+        TableName: Table,
+        Item: distinctItem(person.project_id, d, person.id),
+        ConditionExpression: 'attribute_not_exists(pk)',
+      },
     })),
     { Put: { TableName: Table, Item: personItem(person), ConditionExpression: 'attribute_not_exists(pk)' } },
     countDelta(person.project_id, 1),
@@ -150,24 +158,45 @@ function countDelta(projectId: number, delta: number): TransactItem {
 
 /** The person written as given at its next version, if nobody wrote it since it was read (optimistic concurrency). */
 function versionedPut(person: PersonRecord): TransactItem {
-  return { Put: { TableName: tableName(), Item: personItem({ ...person, version: person.version + 1 }), ConditionExpression: 'version = :v', ExpressionAttributeValues: { ':v': person.version } } };
+  return {
+    Put: {
+      TableName: tableName(),
+      Item: personItem({ ...person, version: person.version + 1 }),
+      ConditionExpression: 'version = :v',
+      ExpressionAttributeValues: { ':v': person.version },
+    },
+  };
 }
 
 /** The person removed, if nobody wrote it since it was read. */
 function versionedDelete(person: PersonRecord): TransactItem {
-  return { Delete: { TableName: tableName(), Key: keys.person(person.project_id, person.id), ConditionExpression: 'version = :v', ExpressionAttributeValues: { ':v': person.version } } };
+  return {
+    Delete: {
+      TableName: tableName(),
+      Key: keys.person(person.project_id, person.id),
+      ConditionExpression: 'version = :v',
+      ExpressionAttributeValues: { ':v': person.version },
+    },
+  };
 }
 
 /**
  * Writes the person as given (its version + 1) if nobody wrote it since it was read at `person.version`;
  * optionally claims new distinct ids in the same transaction. False on a conflict: re-read and retry.
  */
-export async function savePerson(person: PersonRecord, options: { change?: PropertyChange; claim?: string[] } = {}): Promise<boolean> {
+export async function savePerson(
+  person: PersonRecord,
+  options: { change?: PropertyChange; claim?: string[] } = {},
+): Promise<boolean> {
   const Table = tableName();
   return written([
     versionedPut(person),
     ...(options.claim ?? []).map((d) => ({
-      Put: { TableName: Table, Item: distinctItem(person.project_id, d, person.id), ConditionExpression: 'attribute_not_exists(pk)' },
+      Put: {
+        TableName: Table,
+        Item: distinctItem(person.project_id, d, person.id),
+        ConditionExpression: 'attribute_not_exists(pk)',
+      },
     })),
     ...(options.change ? [{ Put: { TableName: Table, Item: changeItem(options.change) } }] : []),
   ]);
@@ -179,7 +208,11 @@ const MOVES_PER_TRANSACTION = 90;
  * Merges `source` into `target` (already holding the merged properties and all distinct ids):
  * repoints the source's distinct ids, deletes the source, saves the target. Both versions are checked.
  */
-export async function mergePersonInto(target: PersonRecord, source: PersonRecord, change: PropertyChange): Promise<boolean> {
+export async function mergePersonInto(
+  target: PersonRecord,
+  source: PersonRecord,
+  change: PropertyChange,
+): Promise<boolean> {
   const Table = tableName();
   const repoint = (d: string) => ({
     Put: {
@@ -222,15 +255,30 @@ export interface ActivityRecord {
   activity: 'updated' | 'property_deleted' | 'split_person' | 'deleted';
   user: { first_name: string; email: string };
   created_at: string;
-  changes: { type: 'Person'; action: 'changed' | 'deleted' | 'split'; field: string | null; before: unknown; after: unknown }[];
+  changes: {
+    type: 'Person';
+    action: 'changed' | 'deleted' | 'split';
+    field: string | null;
+    before: unknown;
+    after: unknown;
+  }[];
 }
 
 function activityItem(a: ActivityRecord) {
-  return { ...keys.personActivity(a.project_id, a.person_id, a.created_at, a.id), entity: 'PersonActivity', ...a, changes: JSON.stringify(a.changes) };
+  return {
+    ...keys.personActivity(a.project_id, a.person_id, a.created_at, a.id),
+    entity: 'PersonActivity',
+    ...a,
+    changes: JSON.stringify(a.changes),
+  };
 }
 
 /** A person edit made through the API: the person (version-checked), its property change and its activity entry, atomically. */
-export async function savePersonEdit(person: PersonRecord, change: PropertyChange, activity: ActivityRecord): Promise<boolean> {
+export async function savePersonEdit(
+  person: PersonRecord,
+  change: PropertyChange,
+  activity: ActivityRecord,
+): Promise<boolean> {
   const Table = tableName();
   return written([
     versionedPut(person),
@@ -280,16 +328,26 @@ export const removalItemCount = (person: PersonRecord) => person.distinct_ids.le
  * version it was read, or none (false). One counter update for all: the counter is a single item,
  * and transactions updating it side by side would conflict.
  */
-export async function deletePersonRecords(removals: { person: PersonRecord; activity: ActivityRecord }[]): Promise<boolean> {
+export async function deletePersonRecords(
+  removals: { person: PersonRecord; activity: ActivityRecord }[],
+): Promise<boolean> {
   if (removals.length === 0) return true;
-  return written([...removals.flatMap((r) => removal(r.person, r.activity)), countDelta(removals[0]!.person.project_id, -removals.length)]);
+  return written([
+    ...removals.flatMap((r) => removal(r.person, r.activity)),
+    countDelta(removals[0]!.person.project_id, -removals.length),
+  ]);
 }
 
 /**
  * Splits a person: it keeps `keep` (and its properties); every other distinct id gets a new person
  * with no properties. All in one transaction (so at most ~30 ids at a time; the caller chunks).
  */
-export async function splitPersonRecord(person: PersonRecord, keep: string[], fresh: PersonRecord[], activity?: ActivityRecord): Promise<boolean> {
+export async function splitPersonRecord(
+  person: PersonRecord,
+  keep: string[],
+  fresh: PersonRecord[],
+  activity?: ActivityRecord,
+): Promise<boolean> {
   const Table = tableName();
   return written([
     versionedPut({ ...person, distinct_ids: keep }),
@@ -310,7 +368,9 @@ export async function splitPersonRecord(person: PersonRecord, keep: string[], fr
 }
 
 export async function personCount(projectId: number): Promise<number> {
-  const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.personCount(projectId), ConsistentRead: true })));
+  const out = await call(() =>
+    db().send(new GetCommand({ TableName: tableName(), Key: keys.personCount(projectId), ConsistentRead: true })),
+  );
   return Number(out.Item?.count ?? 0);
 }
 
@@ -346,7 +406,10 @@ export async function personsPage(
   projectId: number,
   options: { limit: number; after?: PersonsPosition },
 ): Promise<{ persons: { person: PersonRecord; position: PersonsPosition }[]; next?: PersonsPosition }> {
-  const out = await queryPersons(projectId, { limit: options.limit, startKey: options.after && (JSON.parse(options.after) as PageKey) });
+  const out = await queryPersons(projectId, {
+    limit: options.limit,
+    startKey: options.after && (JSON.parse(options.after) as PageKey),
+  });
   return {
     persons: out.persons.map(({ person, key }) => ({ person, position: positionOf(key) })),
     ...(out.nextKey ? { next: positionOf(out.nextKey) } : {}),
@@ -373,10 +436,18 @@ async function queryPersons(
       }),
     ),
   );
-  return { persons: (out.Items ?? []).map((item) => ({ person: personFromItem(item), key: pageKeyOf(item) })), nextKey: out.LastEvaluatedKey };
+  return {
+    persons: (out.Items ?? []).map((item) => ({ person: personFromItem(item), key: pageKeyOf(item) })),
+    nextKey: out.LastEvaluatedKey,
+  };
 }
 
-const pageKeyOf = (item: Record<string, unknown>): PageKey => ({ pk: item.pk, sk: item.sk, parent_pk: item.parent_pk, parent_sk: item.parent_sk });
+const pageKeyOf = (item: Record<string, unknown>): PageKey => ({
+  pk: item.pk,
+  sk: item.sk,
+  parent_pk: item.parent_pk,
+  parent_sk: item.parent_sk,
+});
 
 /** Whether a page key (from a client's cursor) is one `queryPersons` of this project could have returned. */
 export function isPersonPageKey(projectId: number, key: unknown): key is PageKey {
@@ -442,8 +513,13 @@ export async function personsWithEmail(projectId: number, email: string): Promis
 }
 
 export async function listPersonActivity(projectId: number, personId: number): Promise<ActivityRecord[]> {
-  const items = await queryAll(keys.personPartition(projectId, personId).pk, keys.personActivityPrefix, { newestFirst: true });
-  return items.map((item) => ({ ...(item as unknown as ActivityRecord), changes: JSON.parse(String(item.changes ?? '[]')) }));
+  const items = await queryAll(keys.personPartition(projectId, personId).pk, keys.personActivityPrefix, {
+    newestFirst: true,
+  });
+  return items.map((item) => ({
+    ...(item as unknown as ActivityRecord),
+    changes: JSON.parse(String(item.changes ?? '[]')),
+  }));
 }
 
 /** A new person id: integers counted per project (a global counter would be one hot item). */

@@ -24,14 +24,22 @@ export async function nextProjectId(): Promise<number> {
 }
 
 export async function getProject(orgId: string, projectId: number): Promise<ProjectRecord | undefined> {
-  const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.project(orgId, projectId), ConsistentRead: true })));
+  const out = await call(() =>
+    db().send(new GetCommand({ TableName: tableName(), Key: keys.project(orgId, projectId), ConsistentRead: true })),
+  );
   return record<ProjectRecord>(out.Item);
 }
 
-export type ProjectChanges = Partial<Pick<ProjectRecord, 'name' | 'timezone' | 'week_start_day' | 'test_account_filters' | 'autocapture_opt_out'>> & { updated_at: string };
+export type ProjectChanges = Partial<
+  Pick<ProjectRecord, 'name' | 'timezone' | 'week_start_day' | 'test_account_filters' | 'autocapture_opt_out'>
+> & { updated_at: string };
 
 /** Sets only the given settings (so concurrent edits of different settings both land). */
-export async function updateProjectSettings(orgId: string, projectId: number, changes: ProjectChanges): Promise<ProjectRecord | undefined> {
+export async function updateProjectSettings(
+  orgId: string,
+  projectId: number,
+  changes: ProjectChanges,
+): Promise<ProjectRecord | undefined> {
   const entries = Object.entries(changes);
   const out = await conditional(() =>
     db().send(

@@ -11,7 +11,14 @@ export async function queryItems(input: QueryInput, limit?: number): Promise<Rec
   let ExclusiveStartKey: Record<string, unknown> | undefined;
   do {
     const out = await call(() =>
-      db().send(new QueryCommand({ ...input, TableName: tableName(), ExclusiveStartKey, ...(limit ? { Limit: limit - items.length } : {}) })),
+      db().send(
+        new QueryCommand({
+          ...input,
+          TableName: tableName(),
+          ExclusiveStartKey,
+          ...(limit ? { Limit: limit - items.length } : {}),
+        }),
+      ),
     );
     items.push(...(out.Items ?? []));
     ExclusiveStartKey = limit && items.length >= limit ? undefined : out.LastEvaluatedKey;
@@ -23,14 +30,20 @@ export async function queryItems(input: QueryInput, limit?: number): Promise<Rec
 export async function queryAll(
   pk: string,
   prefix: string,
-  options: { newestFirst?: boolean; limit?: number; projection?: { expression: string; names: Record<string, string> } } = {},
+  options: {
+    newestFirst?: boolean;
+    limit?: number;
+    projection?: { expression: string; names: Record<string, string> };
+  } = {},
 ): Promise<Record<string, unknown>[]> {
   return queryItems(
     {
       KeyConditionExpression: prefix ? 'pk = :pk AND begins_with(sk, :p)' : 'pk = :pk',
       ExpressionAttributeValues: prefix ? { ':pk': pk, ':p': prefix } : { ':pk': pk },
       ScanIndexForward: !options.newestFirst,
-      ...(options.projection ? { ProjectionExpression: options.projection.expression, ExpressionAttributeNames: options.projection.names } : {}),
+      ...(options.projection
+        ? { ProjectionExpression: options.projection.expression, ExpressionAttributeNames: options.projection.names }
+        : {}),
     },
     options.limit,
   );
@@ -44,12 +57,18 @@ export async function queryIndex(
   limit?: number,
 ): Promise<Record<string, unknown>[]> {
   const sortKeyCondition = range ? (range.from === undefined ? ' AND #s <= :to' : ' AND #s BETWEEN :from AND :to') : '';
-  return queryItems({
-    IndexName: index.name,
-    KeyConditionExpression: `#p = :p${sortKeyCondition}`,
-    ExpressionAttributeNames: { '#p': index.partitionKey, ...(range ? { '#s': index.sortKey } : {}) },
-    ExpressionAttributeValues: { ':p': partition, ...(range ? { ':to': range.to, ...(range.from === undefined ? {} : { ':from': range.from }) } : {}) },
-  }, limit);
+  return queryItems(
+    {
+      IndexName: index.name,
+      KeyConditionExpression: `#p = :p${sortKeyCondition}`,
+      ExpressionAttributeNames: { '#p': index.partitionKey, ...(range ? { '#s': index.sortKey } : {}) },
+      ExpressionAttributeValues: {
+        ':p': partition,
+        ...(range ? { ':to': range.to, ...(range.from === undefined ? {} : { ':from': range.from }) } : {}),
+      },
+    },
+    limit,
+  );
 }
 
 /** Keys of the items whose dueByTime entry (`due_pk`) is due by `now`, earliest first (the sparse index: never a scan); with `limit`, the first that many. */

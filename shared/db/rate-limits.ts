@@ -46,7 +46,12 @@ export function windowStart(window: RateWindow, nowMs: number): { start: string;
 }
 
 /** Counts one request in every limited window of `cls` for `subject` (in parallel) and returns the new counts. */
-export async function countRequest(subject: string, cls: RateLimitClass, limits: Partial<Record<RateWindow, number>>, nowMs: number): Promise<WindowCount[]> {
+export async function countRequest(
+  subject: string,
+  cls: RateLimitClass,
+  limits: Partial<Record<RateWindow, number>>,
+  nowMs: number,
+): Promise<WindowCount[]> {
   const signal = AbortSignal.timeout(COUNT_BUDGET_MS);
   return Promise.all(
     (Object.entries(limits) as [RateWindow, number][]).map(async ([window, limit]) => {
@@ -57,7 +62,11 @@ export async function countRequest(subject: string, cls: RateLimitClass, limits:
             TableName: tableName(),
             Key: keys.rateLimitWindow(subject, cls, window, start),
             UpdateExpression: 'ADD hits :one SET expires_at = :exp, entity = :entity',
-            ExpressionAttributeValues: { ':one': 1, ':exp': Math.ceil(endsAtMs / 1000) + TTL_SLACK_SECONDS, ':entity': 'RATE' },
+            ExpressionAttributeValues: {
+              ':one': 1,
+              ':exp': Math.ceil(endsAtMs / 1000) + TTL_SLACK_SECONDS,
+              ':entity': 'RATE',
+            },
             ReturnValues: 'UPDATED_NEW',
           }),
           { abortSignal: signal },
@@ -77,7 +86,9 @@ export async function countRequest(subject: string, cls: RateLimitClass, limits:
 export function verdict(counts: WindowCount[], nowMs: number): RateLimitVerdict {
   if (counts.length === 0) return { headers: {} };
   const remaining = (c: WindowCount) => Math.max(0, c.limit - c.count);
-  const tighter = counts.reduce((a, b) => (remaining(b) < remaining(a) || (remaining(b) === remaining(a) && b.endsAtMs > a.endsAtMs) ? b : a));
+  const tighter = counts.reduce((a, b) =>
+    remaining(b) < remaining(a) || (remaining(b) === remaining(a) && b.endsAtMs > a.endsAtMs) ? b : a,
+  );
   const headers = {
     'X-RateLimit-Limit': String(tighter.limit),
     'X-RateLimit-Remaining': String(remaining(tighter)),
@@ -105,7 +116,10 @@ export async function limitRequest(subject: string, cls: RateLimitClass): Promis
     return verdict(await countRequest(subject, cls, limits, nowMs), nowMs);
   } catch (error) {
     const e = error as { name?: string; message?: string };
-    logger.warn('rate limit not checked; request allowed', { rate_limit_class: cls, error: { name: e.name, message: e.message } });
+    logger.warn('rate limit not checked; request allowed', {
+      rate_limit_class: cls,
+      error: { name: e.name, message: e.message },
+    });
     return { headers: {} };
   }
 }

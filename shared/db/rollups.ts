@@ -43,7 +43,9 @@ const TRANSACTION_LIMIT = 100;
 export async function applyCountMoves(moves: CountMove[]): Promise<CountMove[]> {
   // Sorted by bucket, a transaction covers few rollup items and has room for ~95 markers.
   const order = (m: CountMove) => `${m.projectId}|${m.to?.event ?? m.from?.event}|${m.to?.hour ?? m.from?.hour}`;
-  const pending = moves.filter((m) => !sameBucket(m.from, m.to)).sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
+  const pending = moves
+    .filter((m) => !sameBucket(m.from, m.to))
+    .sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
   const groups: { moves: CountMove[]; deltas: Map<string, Delta> }[] = [];
   let group: (typeof groups)[number] = { moves: [], deltas: new Map() };
   for (const m of pending) {
@@ -89,7 +91,12 @@ function rollupDeltas(m: CountMove): Delta[] {
       ? [
           { key: keys.rollup(m.projectId, b.event, b.hour), count: sign },
           { key: keys.rollup(m.projectId, null, b.hour), count: sign },
-          { key: keys.dayCount(m.projectId, b.hour.slice(0, 10), b.event), count: sign, xsum: sign * print, event: b.event },
+          {
+            key: keys.dayCount(m.projectId, b.hour.slice(0, 10), b.event),
+            count: sign,
+            xsum: sign * print,
+            event: b.event,
+          },
         ]
       : [],
   );
@@ -123,50 +130,83 @@ async function writeGroup(group: CountMove[], deltas: Delta[]): Promise<boolean>
   const markers: TransactItem[] = group.map((m) => {
     const Key = keys.eventCounted(m.projectId, m.uuid);
     const condition = m.from
-      ? { ConditionExpression: '#e = :fe AND #h = :fh', ExpressionAttributeNames: { '#e': 'event', '#h': 'hour' }, ExpressionAttributeValues: { ':fe': m.from.event, ':fh': m.from.hour } }
+      ? {
+          ConditionExpression: '#e = :fe AND #h = :fh',
+          ExpressionAttributeNames: { '#e': 'event', '#h': 'hour' },
+          ExpressionAttributeValues: { ':fe': m.from.event, ':fh': m.from.hour },
+        }
       : { ConditionExpression: 'attribute_not_exists(pk)' };
     if (!m.to) return { Delete: { TableName: Table, Key, ...condition } };
-    return { Put: { TableName: Table, Item: { ...Key, entity: 'EventCounted', event: m.to.event, hour: m.to.hour }, ...condition } };
+    return {
+      Put: {
+        TableName: Table,
+        Item: { ...Key, entity: 'EventCounted', event: m.to.event, hour: m.to.hour },
+        ...condition,
+      },
+    };
   });
   const rollups: TransactItem[] = deltas
     .filter((d) => d.count !== 0 || (d.xsum ?? 0) !== 0)
-    .map(({ key, count, xsum, event }): TransactItem => ({
-      Update: {
-        TableName: Table,
-        Key: key,
-        ...(xsum === undefined
-          ? {
-              UpdateExpression: 'ADD #c :d SET entity = :entity',
-              ExpressionAttributeNames: { '#c': 'count' },
-              ExpressionAttributeValues: { ':d': count, ':entity': 'Rollup' },
-            }
-          : {
-              UpdateExpression: 'ADD #c :d, xsum :x SET entity = :entity, #e = :e',
-              ExpressionAttributeNames: { '#c': 'count', '#e': 'event' },
-              ExpressionAttributeValues: { ':d': count, ':x': xsum, ':entity': 'DayCount', ':e': event },
-            }),
-      },
-    }));
+    .map(
+      ({ key, count, xsum, event }): TransactItem => ({
+        Update: {
+          TableName: Table,
+          Key: key,
+          ...(xsum === undefined
+            ? {
+                UpdateExpression: 'ADD #c :d SET entity = :entity',
+                ExpressionAttributeNames: { '#c': 'count' },
+                ExpressionAttributeValues: { ':d': count, ':entity': 'Rollup' },
+              }
+            : {
+                UpdateExpression: 'ADD #c :d, xsum :x SET entity = :entity, #e = :e',
+                ExpressionAttributeNames: { '#c': 'count', '#e': 'event' },
+                ExpressionAttributeValues: { ':d': count, ':x': xsum, ':entity': 'DayCount', ':e': event },
+              }),
+        },
+      }),
+    );
   // TransactionConflict: another transaction is writing the same rollup item; back off and retry.
-  return retryOnConflict('Rollup transaction', async () => {
-    const outcome = await transact([...markers, ...rollups]);
-    return outcome.committed || ('conflict' in outcome ? CONFLICT : false);
-  }, { attempts: ROLLUP_ATTEMPTS, baseMs: 10, capMs: 1_280, gaveUp: () => new Error(`rollup transaction kept conflicting after ${ROLLUP_ATTEMPTS} attempts`) });
+  return retryOnConflict(
+    'Rollup transaction',
+    async () => {
+      const outcome = await transact([...markers, ...rollups]);
+      return outcome.committed || ('conflict' in outcome ? CONFLICT : false);
+    },
+    {
+      attempts: ROLLUP_ATTEMPTS,
+      baseMs: 10,
+      capMs: 1_280,
+      gaveUp: () => new Error(`rollup transaction kept conflicting after ${ROLLUP_ATTEMPTS} attempts`),
+    },
+  );
 }
 
 const ROLLUP_ATTEMPTS = 8;
 
 /** Hourly counts for one event name (or all events) between two UTC hours inclusive (`YYYY-MM-DDTHH`). */
-export async function readRollups(projectId: number, event: string | null, fromHour: string, toHour: string): Promise<Map<string, number>> {
+export async function readRollups(
+  projectId: number,
+  event: string | null,
+  fromHour: string,
+  toHour: string,
+): Promise<Map<string, number>> {
   const months: string[] = [];
-  for (let d = new Date(`${fromHour.slice(0, 7)}-01T00:00:00Z`); d.toISOString().slice(0, 7) <= toHour.slice(0, 7); d.setUTCMonth(d.getUTCMonth() + 1)) {
+  for (
+    let d = new Date(`${fromHour.slice(0, 7)}-01T00:00:00Z`);
+    d.toISOString().slice(0, 7) <= toHour.slice(0, 7);
+    d.setUTCMonth(d.getUTCMonth() + 1)
+  ) {
     months.push(d.toISOString().slice(0, 10));
   }
   const counts = new Map<string, number>();
   await Promise.all(
     months.map(async (month) => {
       const { pk } = keys.rollup(projectId, event, `${month}T00`);
-      const items = await queryItems({ KeyConditionExpression: 'pk = :pk AND sk BETWEEN :a AND :b', ExpressionAttributeValues: { ':pk': pk, ':a': fromHour, ':b': toHour } });
+      const items = await queryItems({
+        KeyConditionExpression: 'pk = :pk AND sk BETWEEN :a AND :b',
+        ExpressionAttributeValues: { ':pk': pk, ':a': fromHour, ':b': toHour },
+      });
       for (const item of items) if (Number(item.count)) counts.set(String(item.sk), Number(item.count));
     }),
   );

@@ -30,7 +30,12 @@ export interface EventDay {
 }
 
 function projectionOf(projection: Projection | null): { expression: string; names: Record<string, string> } {
-  const attributes = [...META, ...(projection ? ['t', ...(projection.distinctIds ? ['d'] : []), ...projection.properties.map(columnAttribute)] : [])];
+  const attributes = [
+    ...META,
+    ...(projection
+      ? ['t', ...(projection.distinctIds ? ['d'] : []), ...projection.properties.map(columnAttribute)]
+      : []),
+  ];
   const names = Object.fromEntries(attributes.map((a, i) => [`#a${i}`, a]));
   return { expression: Object.keys(names).join(', '), names };
 }
@@ -65,7 +70,9 @@ function assemble(items: Record<string, unknown>[], projection: Projection | nul
         base: Number(c.base),
         time: c.t as Uint8Array,
         dids: c.d as Uint8Array,
-        columns: new Map((projection?.properties ?? []).map((key) => [key, c[columnAttribute(key)] as Uint8Array | undefined])),
+        columns: new Map(
+          (projection?.properties ?? []).map((key) => [key, c[columnAttribute(key)] as Uint8Array | undefined]),
+        ),
       })),
     });
   }
@@ -76,8 +83,17 @@ function assemble(items: Record<string, unknown>[], projection: Projection | nul
  * One Query: the day's counters and segments of one name (or, `event` null, of every name). Only the
  * projected columns are transferred; `projection` null reads counters and segment metadata only.
  */
-export async function readEventDay(projectId: number, day: string, event: string | null, projection: Projection | null): Promise<EventDay> {
-  const items = await queryAll(keys.eventDayPartition(projectId, day).pk, event === null ? '' : keys.eventDayPrefix(event), { projection: projectionOf(projection) });
+export async function readEventDay(
+  projectId: number,
+  day: string,
+  event: string | null,
+  projection: Projection | null,
+): Promise<EventDay> {
+  const items = await queryAll(
+    keys.eventDayPartition(projectId, day).pk,
+    event === null ? '' : keys.eventDayPrefix(event),
+    { projection: projectionOf(projection) },
+  );
   return assemble(items, projection);
 }
 
@@ -85,7 +101,12 @@ export async function readEventDay(projectId: number, day: string, event: string
  * One name's counters and segments on many days: one BatchGetItem round for every day's counter and
  * first chunk (100 keys a call, in parallel), and a second only for days whose segment has more chunks.
  */
-export async function readEventDays(projectId: number, days: readonly string[], event: string, projection: Projection): Promise<Map<string, EventDay>> {
+export async function readEventDays(
+  projectId: number,
+  days: readonly string[],
+  event: string,
+  projection: Projection,
+): Promise<Map<string, EventDay>> {
   const expression = projectionOf(projection);
   const first = await batchGet(
     days.flatMap((day) => [keys.dayCount(projectId, day, event), keys.daySegment(projectId, day, event, 0)]),
@@ -98,13 +119,21 @@ export async function readEventDays(projectId: number, days: readonly string[], 
     return Array.from({ length: Number(item.chunks) - 1 }, (_, i) => keys.daySegment(projectId, day, event, i + 1));
   });
   const items = more.length ? [...first, ...(await batchGet(more, expression, 16))] : first;
-  const byDay = new Map<string, Record<string, unknown>[]>(days.map((day) => [keys.eventDayPartition(projectId, day).pk, []]));
+  const byDay = new Map<string, Record<string, unknown>[]>(
+    days.map((day) => [keys.eventDayPartition(projectId, day).pk, []]),
+  );
   for (const item of items) byDay.get(String(item.pk))?.push(item);
-  return new Map(days.map((day) => [day, assemble(byDay.get(keys.eventDayPartition(projectId, day).pk) ?? [], projection)]));
+  return new Map(
+    days.map((day) => [day, assemble(byDay.get(keys.eventDayPartition(projectId, day).pk) ?? [], projection)]),
+  );
 }
 
 /** Writes a build's chunks over the previous ones, chunk 0 last (readers check every chunk carries chunk 0's build). */
-export async function putSegmentBuild(projectId: number, day: string, build: { event: string; build: string; through: string; tally: Tally; chunks: EncodedSegment[] }): Promise<void> {
+export async function putSegmentBuild(
+  projectId: number,
+  day: string,
+  build: { event: string; build: string; through: string; tally: Tally; chunks: EncodedSegment[] },
+): Promise<void> {
   const items = build.chunks.map((segment, chunk) => ({
     ...keys.daySegment(projectId, day, build.event, chunk),
     entity: 'EventSegment',
@@ -126,7 +155,11 @@ export async function putSegmentBuild(projectId: number, day: string, build: { e
 }
 
 /** Deletes these chunks of a day's segments (chunks of superseded builds). */
-export async function deleteSegmentChunks(projectId: number, day: string, chunks: { event: string; chunk: number }[]): Promise<void> {
+export async function deleteSegmentChunks(
+  projectId: number,
+  day: string,
+  chunks: { event: string; chunk: number }[],
+): Promise<void> {
   await batchDelete(chunks.map(({ event, chunk }) => keys.daySegment(projectId, day, event, chunk)));
 }
 
@@ -144,9 +177,18 @@ export async function touchCompactionMarkers(days: { projectId: number; day: str
         new UpdateCommand({
           TableName: tableName(),
           Key: keys.compactionMarker(projectId, day),
-          UpdateExpression: 'SET due_pk = if_not_exists(due_pk, :dp), due_sk = if_not_exists(due_sk, :ds), entity = :entity, project_id = :p, #d = :d, attempts = :zero ADD touches :one',
+          UpdateExpression:
+            'SET due_pk = if_not_exists(due_pk, :dp), due_sk = if_not_exists(due_sk, :ds), entity = :entity, project_id = :p, #d = :d, attempts = :zero ADD touches :one',
           ExpressionAttributeNames: { '#d': 'day' },
-          ExpressionAttributeValues: { ':dp': due.due_pk, ':ds': due.due_sk, ':entity': 'CompactionMarker', ':p': projectId, ':d': day, ':one': 1, ':zero': 0 },
+          ExpressionAttributeValues: {
+            ':dp': due.due_pk,
+            ':ds': due.due_sk,
+            ':entity': 'CompactionMarker',
+            ':p': projectId,
+            ':d': day,
+            ':one': 1,
+            ':zero': 0,
+          },
         }),
       ),
     );
@@ -171,37 +213,47 @@ export async function dueCompactions(now: Date): Promise<{ projectId: number; da
 }
 
 export async function getCompactionMarker(projectId: number, day: string): Promise<CompactionMarker | undefined> {
-  const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.compactionMarker(projectId, day), ConsistentRead: true })));
-  return out.Item ? { projectId, day, touches: Number(out.Item.touches ?? 0), attempts: Number(out.Item.attempts ?? 0) } : undefined;
+  const out = await call(() =>
+    db().send(
+      new GetCommand({ TableName: tableName(), Key: keys.compactionMarker(projectId, day), ConsistentRead: true }),
+    ),
+  );
+  return out.Item
+    ? { projectId, day, touches: Number(out.Item.touches ?? 0), attempts: Number(out.Item.attempts ?? 0) }
+    : undefined;
 }
 
 /** Takes the day for one compaction (`until`), unless another compaction holds it. False: someone else is on it. */
 export async function leaseCompaction(marker: CompactionMarker, now: Date, until: Date): Promise<boolean> {
-  return (await conditional(() =>
-    db().send(
-      new UpdateCommand({
-        TableName: tableName(),
-        Key: keys.compactionMarker(marker.projectId, marker.day),
-        UpdateExpression: 'SET lease_until = :until',
-        ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(lease_until) OR lease_until < :now)',
-        ExpressionAttributeValues: { ':until': until.toISOString(), ':now': now.toISOString() },
-      }),
-    ),
-  )) !== undefined;
+  return (
+    (await conditional(() =>
+      db().send(
+        new UpdateCommand({
+          TableName: tableName(),
+          Key: keys.compactionMarker(marker.projectId, marker.day),
+          UpdateExpression: 'SET lease_until = :until',
+          ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(lease_until) OR lease_until < :now)',
+          ExpressionAttributeValues: { ':until': until.toISOString(), ':now': now.toISOString() },
+        }),
+      ),
+    )) !== undefined
+  );
 }
 
 /** Removes the marker unless the day changed since `touches` was read (then it stays due). */
 export async function clearCompactionMarker(marker: CompactionMarker): Promise<boolean> {
-  return (await conditional(() =>
-    db().send(
-      new DeleteCommand({
-        TableName: tableName(),
-        Key: keys.compactionMarker(marker.projectId, marker.day),
-        ConditionExpression: 'touches = :t',
-        ExpressionAttributeValues: { ':t': marker.touches },
-      }),
-    ),
-  )) !== undefined;
+  return (
+    (await conditional(() =>
+      db().send(
+        new DeleteCommand({
+          TableName: tableName(),
+          Key: keys.compactionMarker(marker.projectId, marker.day),
+          ConditionExpression: 'touches = :t',
+          ExpressionAttributeValues: { ':t': marker.touches },
+        }),
+      ),
+    )) !== undefined
+  );
 }
 
 /** Gives the day back without clearing it (it changed while compacting: the next tick takes it again). */

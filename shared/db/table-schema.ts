@@ -12,9 +12,19 @@ export const TABLE_SCHEMA = {
     /** Raw events of a project per UTC day (sharded), sorted by event name then time: what trends read. */
     eventsByDay: { name: 'eventsByDay', partitionKey: 'day_pk', sortKey: 'day_sk', projection: 'ALL' },
     /** Keys of a distinct id's events: what deferred person deletion needs, and nothing more. */
-    eventsByDistinctId: { name: 'eventsByDistinctId', partitionKey: 'did_pk', sortKey: 'did_sk', projection: 'KEYS_ONLY' },
+    eventsByDistinctId: {
+      name: 'eventsByDistinctId',
+      partitionKey: 'did_pk',
+      sortKey: 'did_sk',
+      projection: 'KEYS_ONLY',
+    },
     /** Events of a project by ingestion hour (sharded): what batch exports read, since they export by ingestion time. */
-    eventsByInsertedHour: { name: 'eventsByInsertedHour', partitionKey: 'ins_pk', sortKey: 'ins_sk', projection: 'ALL' },
+    eventsByInsertedHour: {
+      name: 'eventsByInsertedHour',
+      partitionKey: 'ins_pk',
+      sortKey: 'ins_sk',
+      projection: 'ALL',
+    },
     /** Sparse: what the export scheduler must act on by a time (exports whose next window closed, runs waiting to run). */
     dueByTime: { name: 'dueByTime', partitionKey: 'due_pk', sortKey: 'due_sk', projection: 'KEYS_ONLY' },
     /** Persons of a project by lower-cased e-mail (sparse: only persons with one). */

@@ -37,15 +37,31 @@ export async function findUserIdByEmail(email: string): Promise<string | undefin
 /** Creates the user and claims the e-mail atomically; false when the e-mail is already taken (or being claimed right now). */
 export async function createUser(user: UserRecord): Promise<boolean> {
   const outcome = await transact([
-    { name: 'email', Put: { TableName: tableName(), Item: { ...keys.userEmail(user.email), entity: 'UserEmail', user_id: user.id }, ConditionExpression: 'attribute_not_exists(pk)' } },
-    { name: 'user', Put: { TableName: tableName(), Item: { ...keys.user(user.id), entity: 'User', ...user }, ConditionExpression: 'attribute_not_exists(pk)' } },
+    {
+      name: 'email',
+      Put: {
+        TableName: tableName(),
+        Item: { ...keys.userEmail(user.email), entity: 'UserEmail', user_id: user.id },
+        ConditionExpression: 'attribute_not_exists(pk)',
+      },
+    },
+    {
+      name: 'user',
+      Put: {
+        TableName: tableName(),
+        Item: { ...keys.user(user.id), entity: 'User', ...user },
+        ConditionExpression: 'attribute_not_exists(pk)',
+      },
+    },
   ]);
   return outcome.committed;
 }
 
 /** Strongly consistent: a key revoked a moment ago must not authenticate from a stale replica. */
 export async function getApiKey(secureValue: string): Promise<ApiKeyRecord | undefined> {
-  const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.apiKey(secureValue), ConsistentRead: true })));
+  const out = await call(() =>
+    db().send(new GetCommand({ TableName: tableName(), Key: keys.apiKey(secureValue), ConsistentRead: true })),
+  );
   return record<ApiKeyRecord>(out.Item);
 }
 

@@ -68,7 +68,9 @@ export async function projectAccess(caller: Caller, rawProjectId: string): Promi
   const pointer = await findProjectById(projectId);
   if (!pointer) throw new NotFound();
   if (!keyAllowsOrganization(caller, pointer.organization_id)) {
-    throw new PermissionDenied(`API key does not have access to the requested organization: ID ${pointer.organization_id}.`);
+    throw new PermissionDenied(
+      `API key does not have access to the requested organization: ID ${pointer.organization_id}.`,
+    );
   }
   const membership = await getMembership(caller.user.id, pointer.organization_id);
   if (!membership) throw new NotFound();

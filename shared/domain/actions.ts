@@ -1,5 +1,13 @@
 import { nowIso } from '../clock.ts';
-import { deleteAction as removeAction, getAction, getActions, listActions as readActions, nextActionId, putAction, type ActionRecord } from '../db/actions.ts';
+import {
+  deleteAction as removeAction,
+  getAction,
+  getActions,
+  listActions as readActions,
+  nextActionId,
+  putAction,
+  type ActionRecord,
+} from '../db/actions.ts';
 import { NotFound } from '../errors.ts';
 import { parseProperties } from '../trends/properties.ts';
 import type { ActionDefinition, PropertyFilter } from '../trends/types.ts';
@@ -28,10 +36,17 @@ export function actionResponse(a: ActionRecord) {
 
 /** Steps are validated with the trend engine's filter grammar, the one that will apply them. */
 function steps(input: NonNullable<ActionInput['steps']>) {
-  return input.map((s, i) => ({ event: s.event ?? null, properties: parseProperties(s.properties ?? [], `steps__${i}__properties`).echo }));
+  return input.map((s, i) => ({
+    event: s.event ?? null,
+    properties: parseProperties(s.properties ?? [], `steps__${i}__properties`).echo,
+  }));
 }
 
-export async function createAction(caller: Caller, projectId: number, input: ActionInput & { name: string; steps: NonNullable<ActionInput['steps']> }) {
+export async function createAction(
+  caller: Caller,
+  projectId: number,
+  input: ActionInput & { name: string; steps: NonNullable<ActionInput['steps']> },
+) {
   const at = nowIso();
   // Validate the steps before taking an id: a rejected request must leave the table (its counter too) as it was.
   const validSteps = steps(input.steps);

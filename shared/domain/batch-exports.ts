@@ -41,7 +41,16 @@ export interface ExportInput {
 
 const SECRETS = ['aws_access_key_id', 'aws_secret_access_key'];
 const S3_REQUIRED = ['bucket_name', 'region', 'prefix'];
-const S3_OPTIONAL = ['compression', 'file_format', 'aws_access_key_id', 'aws_secret_access_key', 'role_arn', 'endpoint_url', 'include_events', 'exclude_events'];
+const S3_OPTIONAL = [
+  'compression',
+  'file_format',
+  'aws_access_key_id',
+  'aws_secret_access_key',
+  'role_arn',
+  'endpoint_url',
+  'include_events',
+  'exclude_events',
+];
 
 export function runResponse(r: RunRecord) {
   return {
@@ -80,7 +89,12 @@ export function exportResponse(e: ExportRecord, runs: RunRecord[]) {
     end_at: e.end_at,
     latest_runs: runs.map(runResponse),
     hogql_query: e.hogql_query,
-    schema: e.hogql_query ? { fields: parseExportQuery(e.hogql_query).map((f) => ({ expression: f.expression, alias: f.alias })), hogql_query: e.hogql_query } : null,
+    schema: e.hogql_query
+      ? {
+          fields: parseExportQuery(e.hogql_query).map((f) => ({ expression: f.expression, alias: f.alias })),
+          hogql_query: e.hogql_query,
+        }
+      : null,
     filters: e.filters,
   };
 }
@@ -88,27 +102,43 @@ export function exportResponse(e: ExportRecord, runs: RunRecord[]) {
 /** PostHog's S3 config rules (PR #27148): unknown and missing fields are named, types checked. */
 function s3Config(raw: unknown, partial: boolean): Record<string, unknown> {
   const attr = 'destination__config';
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new ValidationError('Expected a dictionary of settings.', attr);
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw new ValidationError('Expected a dictionary of settings.', attr);
   const config = raw as Record<string, unknown>;
   const unknown = Object.keys(config).filter((k) => !S3_REQUIRED.includes(k) && !S3_OPTIONAL.includes(k));
-  if (unknown.length) throw new ValidationError(`Configuration has unknown field/s: ${unknown.map((k) => `'${k}'`).join(', ')}.`, attr);
+  if (unknown.length)
+    throw new ValidationError(`Configuration has unknown field/s: ${unknown.map((k) => `'${k}'`).join(', ')}.`, attr);
   if (!partial) {
     const missing = S3_REQUIRED.find((k) => config[k] === undefined);
-    if (missing) throw new ValidationError(`Configuration missing required field: '${missing}'.`, `${attr}__${missing}`, 'required');
+    if (missing)
+      throw new ValidationError(
+        `Configuration missing required field: '${missing}'.`,
+        `${attr}__${missing}`,
+        'required',
+      );
   }
   for (const [k, v] of Object.entries(config)) {
     if (k === 'include_events' || k === 'exclude_events') {
-      if (v !== null && !(Array.isArray(v) && v.every((x) => typeof x === 'string'))) throw new ValidationError('Expected a list of event names.', `${attr}__${k}`);
+      if (v !== null && !(Array.isArray(v) && v.every((x) => typeof x === 'string')))
+        throw new ValidationError('Expected a list of event names.', `${attr}__${k}`);
     } else if (v !== null && typeof v !== 'string') {
       throw new ValidationError(`Configuration has invalid type: got '${typeof v}', expected 'str'.`, `${attr}__${k}`);
     }
   }
-  for (const k of ['bucket_name', 'region', 'aws_access_key_id', 'aws_secret_access_key', 'role_arn']) if (config[k] === '') throw new ValidationError(`The following inputs are empty: ['${k}'].`, `${attr}__${k}`, 'blank');
+  for (const k of ['bucket_name', 'region', 'aws_access_key_id', 'aws_secret_access_key', 'role_arn'])
+    if (config[k] === '')
+      throw new ValidationError(`The following inputs are empty: ['${k}'].`, `${attr}__${k}`, 'blank');
   if (config.compression != null && !(COMPRESSIONS as readonly unknown[]).includes(config.compression)) {
-    throw new ValidationError(`"${String(config.compression)}" is not a supported compression: ${COMPRESSIONS.join(', ')}.`, `${attr}__compression`);
+    throw new ValidationError(
+      `"${String(config.compression)}" is not a supported compression: ${COMPRESSIONS.join(', ')}.`,
+      `${attr}__compression`,
+    );
   }
   if (config.file_format != null && !(FILE_FORMATS as readonly unknown[]).includes(config.file_format)) {
-    throw new ValidationError(`"${String(config.file_format)}" is not a supported file format: ${FILE_FORMATS.join(', ')}.`, `${attr}__file_format`);
+    throw new ValidationError(
+      `"${String(config.file_format)}" is not a supported file format: ${FILE_FORMATS.join(', ')}.`,
+      `${attr}__file_format`,
+    );
   }
   const problems: [string, (v: string) => string | undefined][] = [
     ['region', regionProblem],
@@ -129,22 +159,41 @@ type AccessKeys = { aws_access_key_id: string; aws_secret_access_key: string };
  * The validated destination without its secrets, and what becomes of the access keys: new ones to
  * seal, null to drop them, undefined to keep the sealed ones (a PATCH that does not name them).
  */
-function destination(raw: ExportInput['destination'], current?: ExportRecord['destination']): { type: 'S3'; config: Record<string, unknown>; keys: AccessKeys | null | undefined } {
+function destination(
+  raw: ExportInput['destination'],
+  current?: ExportRecord['destination'],
+): { type: 'S3'; config: Record<string, unknown>; keys: AccessKeys | null | undefined } {
   if (!raw) {
     if (current) return { type: current.type, config: current.config, keys: undefined };
     throw new ValidationError('This field is required.', 'destination', 'required');
   }
   const type = raw.type ?? current?.type;
-  if (type !== 'S3') throw new ValidationError(`"${textOf(type)}" is not a supported destination type: S3.`, 'destination__type', 'invalid_choice');
-  if (current && current.type !== type) throw new ValidationError('The destination type cannot be changed.', 'destination__type');
+  if (type !== 'S3')
+    throw new ValidationError(
+      `"${textOf(type)}" is not a supported destination type: S3.`,
+      'destination__type',
+      'invalid_choice',
+    );
+  if (current && current.type !== type)
+    throw new ValidationError('The destination type cannot be changed.', 'destination__type');
   // PATCH merges the config (secrets stay unless given again), then the result must be complete.
   const given = current ? s3Config(raw.config ?? {}, true) : s3Config(raw.config, false);
   const merged = s3Config(current ? { ...current.config, ...given } : given, false);
   const { aws_access_key_id: id, aws_secret_access_key: secret, ...config } = merged;
   if ((id === undefined) !== (secret === undefined) || (id === null) !== (secret === null)) {
-    throw new ValidationError('aws_access_key_id and aws_secret_access_key go together.', 'destination__config__aws_secret_access_key');
+    throw new ValidationError(
+      'aws_access_key_id and aws_secret_access_key go together.',
+      'destination__config__aws_secret_access_key',
+    );
   }
-  const keys = id == null ? (id === null ? null : current ? undefined : null) : { aws_access_key_id: String(id), aws_secret_access_key: String(secret) };
+  const keys =
+    id == null
+      ? id === null
+        ? null
+        : current
+          ? undefined
+          : null
+      : { aws_access_key_id: String(id), aws_secret_access_key: String(secret) };
   const hasKeys = keys ? true : keys === null ? false : Boolean(current?.sealed_secrets);
   const hasRole = config.role_arn != null && config.role_arn !== '';
   if (!hasKeys && !hasRole) {
@@ -153,7 +202,11 @@ function destination(raw: ExportInput['destination'], current?: ExportRecord['de
       'destination__config',
     );
   }
-  if (hasKeys && hasRole) throw new ValidationError('Give either access keys or role_arn, not both (set the one you drop to null).', 'destination__config');
+  if (hasKeys && hasRole)
+    throw new ValidationError(
+      'Give either access keys or role_arn, not both (set the one you drop to null).',
+      'destination__config',
+    );
   return { type: 'S3', config, keys };
 }
 
@@ -167,17 +220,23 @@ async function storedDestination(
   current?: ExportRecord['destination'],
 ): Promise<ExportRecord['destination']> {
   const context = { organization_id: record.organization_id, batch_export_id: record.id };
-  const sealed = dest.keys ? await sealSecrets(dest.keys, context) : dest.keys === null ? null : (current?.sealed_secrets ?? null);
+  const sealed = dest.keys
+    ? await sealSecrets(dest.keys, context)
+    : dest.keys === null
+      ? null
+      : (current?.sealed_secrets ?? null);
   return { type: dest.type, config: dest.config, sealed_secrets: sealed };
 }
 
 function checkWindow(startAt: string | null, endAt: string | null): void {
-  if (startAt && endAt && Date.parse(endAt) <= Date.parse(startAt)) throw new ValidationError('end_at must be after start_at.', 'end_at');
+  if (startAt && endAt && Date.parse(endAt) <= Date.parse(startAt))
+    throw new ValidationError('end_at must be after start_at.', 'end_at');
 }
 
 function checkQuery(model: string, hogql: string | null | undefined, filters: unknown[] | null | undefined): void {
   if (hogql) {
-    if (model !== 'events') throw new ValidationError('hogql_query is only supported for the events model.', 'hogql_query');
+    if (model !== 'events')
+      throw new ValidationError('hogql_query is only supported for the events model.', 'hogql_query');
     parseExportQuery(hogql);
   }
   if (filters) parseProperties(filters, 'filters');
@@ -191,15 +250,24 @@ async function projectOf(membership: MembershipRecord, teamId: number | undefine
     if (!first) throw new ValidationError('This organization has no project to export from.', 'team_id');
     return first.id;
   }
-  if (!projects.some((p) => p.id === teamId)) throw new ValidationError(`Project ${teamId} is not part of this organization.`, 'team_id', 'does_not_exist');
+  if (!projects.some((p) => p.id === teamId))
+    throw new ValidationError(`Project ${teamId} is not part of this organization.`, 'team_id', 'does_not_exist');
   return teamId;
 }
 
-async function log(exportId: string, level: LogRecord['level'], message: string, runId: string | null = null): Promise<void> {
+async function log(
+  exportId: string,
+  level: LogRecord['level'],
+  message: string,
+  runId: string | null = null,
+): Promise<void> {
   await writeLog(exportId, { id: uuidv7(), timestamp: nowIso(), level, message, run_id: runId });
 }
 
-export async function createExport(membership: MembershipRecord, input: ExportInput & { name: string; interval: ExportInterval }) {
+export async function createExport(
+  membership: MembershipRecord,
+  input: ExportInput & { name: string; interval: ExportInterval },
+) {
   const model = input.model ?? 'events';
   checkWindow(input.start_at ?? null, input.end_at ?? null);
   checkQuery(model, input.hogql_query, input.filters);
@@ -223,17 +291,27 @@ export async function createExport(membership: MembershipRecord, input: ExportIn
     end_at: input.end_at ?? null,
     hogql_query: input.hogql_query ?? null,
     filters: input.filters ?? null,
-    next_window_end: firstWindowEnd(clockNow(), input.interval, input.start_at ? new Date(input.start_at) : undefined).toISOString(),
+    next_window_end: firstWindowEnd(
+      clockNow(),
+      input.interval,
+      input.start_at ? new Date(input.start_at) : undefined,
+    ).toISOString(),
     consecutive_failures: 0,
     version: 1,
   };
   await saveExport(record);
-  await log(record.id, 'INFO', `Batch export created: ${record.interval} export of ${record.model} to S3 bucket ${String(dest.config.bucket_name)}.`);
+  await log(
+    record.id,
+    'INFO',
+    `Batch export created: ${record.interval} export of ${record.model} to S3 bucket ${String(dest.config.bucket_name)}.`,
+  );
   return exportResponse(record, []);
 }
 
 export async function findExport(membership: MembershipRecord, exportId: string): Promise<ExportRecord> {
-  const record = /^[0-9a-f-]{36}$/i.test(exportId) ? await getExport(membership.organization_id, exportId.toLowerCase()) : undefined;
+  const record = /^[0-9a-f-]{36}$/i.test(exportId)
+    ? await getExport(membership.organization_id, exportId.toLowerCase())
+    : undefined;
   if (!record) throw new NotFound();
   return record;
 }
@@ -253,41 +331,59 @@ export async function listExports(membership: MembershipRecord, page: { limit: n
 const UPDATE_ATTEMPTS = 5;
 
 export async function updateExport(membership: MembershipRecord, exportId: string, input: ExportInput) {
-  return retryOnConflict(`Batch export ${exportId}`, async () => {
-    const current = await findExport(membership, exportId);
-    const next: ExportRecord = { ...current, version: current.version + 1, last_updated_at: nowIso() };
-    if (input.name !== undefined) next.name = input.name;
-    if (input.model !== undefined) next.model = input.model;
-    if (input.destination !== undefined) next.destination = await storedDestination(destination(input.destination, current.destination), current, current.destination);
-    if (input.start_at !== undefined) next.start_at = input.start_at;
-    if (input.end_at !== undefined) next.end_at = input.end_at;
-    if (input.hogql_query !== undefined) next.hogql_query = input.hogql_query;
-    if (input.filters !== undefined) next.filters = input.filters;
-    if (input.team_id !== undefined) next.team_id = await projectOf(membership, input.team_id);
-    checkWindow(next.start_at, next.end_at);
-    checkQuery(next.model, next.hogql_query, next.filters);
-    const messages: string[] = [];
-    const now = clockNow();
-    if (input.paused === true && !current.paused) {
-      next.paused = true;
-      next.last_paused_at = next.last_updated_at;
-      messages.push('Batch export paused.');
-    }
-    // Unpausing resumes at the next interval: the paused period is not exported unless backfilled.
-    const resumes = input.paused === false && current.paused;
-    if (resumes) {
-      next.paused = false;
-      next.consecutive_failures = 0;
-      messages.push('Batch export unpaused; runs resume from the next interval (backfill to export the paused period).');
-    }
-    if (input.interval !== undefined) next.interval = input.interval;
-    if (resumes || input.interval !== undefined || input.start_at !== undefined) {
-      next.next_window_end = firstWindowEnd(now, next.interval as ExportInterval, next.start_at ? new Date(next.start_at) : undefined).toISOString();
-    }
-    if (!(await saveExport(next, current.version))) return CONFLICT;
-    for (const m of messages) await log(next.id, 'INFO', m);
-    return exportResponse(next, await latestRuns(next.id));
-  }, { attempts: UPDATE_ATTEMPTS, gaveUp: () => new Conflict(`Batch export ${exportId} kept changing during the update; retry it.`) });
+  return retryOnConflict(
+    `Batch export ${exportId}`,
+    async () => {
+      const current = await findExport(membership, exportId);
+      const next: ExportRecord = { ...current, version: current.version + 1, last_updated_at: nowIso() };
+      if (input.name !== undefined) next.name = input.name;
+      if (input.model !== undefined) next.model = input.model;
+      if (input.destination !== undefined)
+        next.destination = await storedDestination(
+          destination(input.destination, current.destination),
+          current,
+          current.destination,
+        );
+      if (input.start_at !== undefined) next.start_at = input.start_at;
+      if (input.end_at !== undefined) next.end_at = input.end_at;
+      if (input.hogql_query !== undefined) next.hogql_query = input.hogql_query;
+      if (input.filters !== undefined) next.filters = input.filters;
+      if (input.team_id !== undefined) next.team_id = await projectOf(membership, input.team_id);
+      checkWindow(next.start_at, next.end_at);
+      checkQuery(next.model, next.hogql_query, next.filters);
+      const messages: string[] = [];
+      const now = clockNow();
+      if (input.paused === true && !current.paused) {
+        next.paused = true;
+        next.last_paused_at = next.last_updated_at;
+        messages.push('Batch export paused.');
+      }
+      // Unpausing resumes at the next interval: the paused period is not exported unless backfilled.
+      const resumes = input.paused === false && current.paused;
+      if (resumes) {
+        next.paused = false;
+        next.consecutive_failures = 0;
+        messages.push(
+          'Batch export unpaused; runs resume from the next interval (backfill to export the paused period).',
+        );
+      }
+      if (input.interval !== undefined) next.interval = input.interval;
+      if (resumes || input.interval !== undefined || input.start_at !== undefined) {
+        next.next_window_end = firstWindowEnd(
+          now,
+          next.interval as ExportInterval,
+          next.start_at ? new Date(next.start_at) : undefined,
+        ).toISOString();
+      }
+      if (!(await saveExport(next, current.version))) return CONFLICT;
+      for (const m of messages) await log(next.id, 'INFO', m);
+      return exportResponse(next, await latestRuns(next.id));
+    },
+    {
+      attempts: UPDATE_ATTEMPTS,
+      gaveUp: () => new Conflict(`Batch export ${exportId} kept changing during the update; retry it.`),
+    },
+  );
 }
 
 export async function deleteExport(membership: MembershipRecord, exportId: string): Promise<void> {
@@ -302,30 +398,56 @@ const EARLIEST_BACKFILL_START = '2000-01-01T00:00:00.000Z';
  * One run per interval in [start_at, end_at), queued for the scheduler. Objects are keyed by their
  * window, so a backfill over windows already exported replaces those files instead of duplicating them.
  */
-export async function backfillExport(membership: MembershipRecord, exportId: string, input: { start_at: string; end_at: string }) {
+export async function backfillExport(
+  membership: MembershipRecord,
+  exportId: string,
+  input: { start_at: string; end_at: string },
+) {
   const record = await findExport(membership, exportId);
   const start = new Date(input.start_at);
   const end = new Date(input.end_at);
-  if (end.getTime() > clockNow().getTime()) throw new ValidationError('The end of a backfill cannot be in the future.', 'end_at');
-  if (end <= start) throw new ValidationError("The initial backfill datetime 'start_at' happens after 'end_at'.", 'start_at');
+  if (end.getTime() > clockNow().getTime())
+    throw new ValidationError('The end of a backfill cannot be in the future.', 'end_at');
+  if (end <= start)
+    throw new ValidationError("The initial backfill datetime 'start_at' happens after 'end_at'.", 'start_at');
   if (start.getTime() < Date.parse(EARLIEST_BACKFILL_START)) {
-    throw new ValidationError(`A backfill cannot start before ${EARLIEST_BACKFILL_START}; start_at is ${start.toISOString()}.`, 'start_at');
+    throw new ValidationError(
+      `A backfill cannot start before ${EARLIEST_BACKFILL_START}; start_at is ${start.toISOString()}.`,
+      'start_at',
+    );
   }
   // Counted before anything is built: a range of millions of windows costs nothing to refuse.
   const count = windowCount(start, end, record.interval as ExportInterval);
   if (count > MAX_BACKFILL_RUNS) {
-    throw new ValidationError(`A backfill may cover at most ${MAX_BACKFILL_RUNS} intervals; this one covers ${count}.`, 'start_at');
+    throw new ValidationError(
+      `A backfill may cover at most ${MAX_BACKFILL_RUNS} intervals; this one covers ${count}.`,
+      'start_at',
+    );
   }
   const windows = windowsBetween(start, end, record.interval as ExportInterval);
   const backfillId = uuidv7();
   const now = clockNow();
   await saveRuns(windows.map((w) => newRun(record, w.start.toISOString(), w.end.toISOString(), now, backfillId)));
-  const note = 'Files of intervals already exported are overwritten in place (each window has one object key): no duplicate rows.';
-  await log(record.id, 'INFO', `Backfill ${backfillId} queued ${windows.length} run(s) from ${windows[0]?.start.toISOString()} to ${end.toISOString()}. ${note}`);
-  return { backfill_id: backfillId, runs: windows.length, interval_seconds: intervalMs(record.interval as ExportInterval) / 1000, note };
+  const note =
+    'Files of intervals already exported are overwritten in place (each window has one object key): no duplicate rows.';
+  await log(
+    record.id,
+    'INFO',
+    `Backfill ${backfillId} queued ${windows.length} run(s) from ${windows[0]?.start.toISOString()} to ${end.toISOString()}. ${note}`,
+  );
+  return {
+    backfill_id: backfillId,
+    runs: windows.length,
+    interval_seconds: intervalMs(record.interval as ExportInterval) / 1000,
+    note,
+  };
 }
 
-export async function exportLogs(membership: MembershipRecord, exportId: string, filter: { levels?: string[]; run_id?: string }) {
+export async function exportLogs(
+  membership: MembershipRecord,
+  exportId: string,
+  filter: { levels?: string[]; run_id?: string },
+) {
   const record = await findExport(membership, exportId);
   const entries = await listLogs(record.id, clockNow());
   return entries

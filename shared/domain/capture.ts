@@ -1,4 +1,10 @@
-import { decodeCaptureRequest, extractEvents, normalizeEvents, type CaptureRequestInput, type RejectedEvent } from '../capture/decode.ts';
+import {
+  decodeCaptureRequest,
+  extractEvents,
+  normalizeEvents,
+  type CaptureRequestInput,
+  type RejectedEvent,
+} from '../capture/decode.ts';
 import { now } from '../clock.ts';
 import { encodeEvent, EventTooLarge, existingEventUuids, storeEvents, type EncodedEvent } from '../db/events.ts';
 import { findProjectByToken } from '../db/organizations.ts';
@@ -26,7 +32,8 @@ export async function captureEvents(input: CaptureRequestInput): Promise<Capture
   const { payload } = decodeCaptureRequest(input);
   const { token, sentAt, events } = extractEvents(payload, input.query);
   const project = await findProjectByToken(token);
-  if (!project) throw new NotAuthenticated('Project API key invalid. You can find your project API key in your project settings.');
+  if (!project)
+    throw new NotAuthenticated('Project API key invalid. You can find your project API key in your project settings.');
   // Per project (its token names exactly one), far above the personal-key limits; SDKs back off on 429.
   // Counted while the batch is validated and its uuids looked up; nothing is stored before the verdict.
   const limited = limitRequest(`project:${project.project_id}`, 'capture').then(({ throttled }) => {
@@ -48,7 +55,15 @@ export async function captureEvents(input: CaptureRequestInput): Promise<Capture
       return;
     }
     try {
-      const encoded = encodeEvent({ uuid: e.uuid, event: e.event, distinct_id: e.distinct_id, project_id: project.project_id, properties: e.properties, timestamp: e.timestamp, inserted_at: insertedAt });
+      const encoded = encodeEvent({
+        uuid: e.uuid,
+        event: e.event,
+        distinct_id: e.distinct_id,
+        project_id: project.project_id,
+        properties: e.properties,
+        timestamp: e.timestamp,
+        inserted_at: insertedAt,
+      });
       unique.set(e.uuid, { index: indexes[i]!, timestamp: e.timestamp, encoded });
     } catch (error) {
       if (!(error instanceof EventTooLarge)) throw error;
@@ -60,15 +75,27 @@ export async function captureEvents(input: CaptureRequestInput): Promise<Capture
     await limited;
     countOutcomes({ accepted: 0, deduplicated: 0, rejected: rejected.length });
     const first = [...rejected].sort((a, b) => a.index - b.index)[0]!;
-    throw new ValidationError(first.reason, rejected.length === events.length && events.length === 1 ? null : `batch__${first.index}`);
+    throw new ValidationError(
+      first.reason,
+      rejected.length === events.length && events.length === 1 ? null : `batch__${first.index}`,
+    );
   }
 
   const [, existing] = await Promise.all([limited, existingEventUuids(project.project_id, [...unique.keys()])]);
   const fresh = [...unique.entries()].filter(([uuid]) => !existing.has(uuid)).map(([, v]) => v);
-  await noteFirstEvent(project.project_id, fresh.map((v) => v.timestamp));
+  await noteFirstEvent(
+    project.project_id,
+    fresh.map((v) => v.timestamp),
+  );
   await storeEvents(fresh.map((v) => v.encoded));
   rejected.sort((a, b) => a.index - b.index);
-  const result: CaptureResult = { status: 1, accepted: fresh.length, deduplicated: deduplicated + existing.size, rejected: rejected.length, errors: rejected };
+  const result: CaptureResult = {
+    status: 1,
+    accepted: fresh.length,
+    deduplicated: deduplicated + existing.size,
+    rejected: rejected.length,
+    errors: rejected,
+  };
   countOutcomes(result);
   return result;
 }

@@ -24,7 +24,13 @@ import {
   type EventDay,
   type SegmentBuild,
 } from '../db/segments.ts';
-import { encodedSize, encodeSegment, type EncodedSegment, type Projection, type SegmentRow } from '../segments/codec.ts';
+import {
+  encodedSize,
+  encodeSegment,
+  type EncodedSegment,
+  type Projection,
+  type SegmentRow,
+} from '../segments/codec.ts';
 import type { StoredColumns } from '../trends/columnar/index.ts';
 import { addToTally, emptyTally, sameTally, type Tally } from '../segments/fingerprint.ts';
 
@@ -82,9 +88,15 @@ export interface CompactionResult {
  * The marker is read first and cleared only if nothing touched it meanwhile, and the counters are read
  * after the segments are written, so a change racing the compaction always leaves the day due.
  */
-export async function compactDay(projectId: number, day: string, now: Date, options: { chunkBytes?: number } = {}): Promise<CompactionResult> {
+export async function compactDay(
+  projectId: number,
+  day: string,
+  now: Date,
+  options: { chunkBytes?: number } = {},
+): Promise<CompactionResult> {
   const marker = await getCompactionMarker(projectId, day);
-  if (marker && !(await leaseCompaction(marker, now, new Date(now.getTime() + LEASE_MS)))) return { projectId, day, events: 0, names: 0, complete: false };
+  if (marker && !(await leaseCompaction(marker, now, new Date(now.getTime() + LEASE_MS))))
+    return { projectId, day, events: 0, names: 0, complete: false };
   const through = new Date(now.getTime() - VISIBILITY_MS).toISOString();
   const base = dayStart(day);
   const stored = await readEventsInRange(projectId, new Date(base), new Date(base + DAY_MS - 1), null);
@@ -126,11 +138,20 @@ export async function compactDay(projectId: number, day: string, now: Date, opti
       if (!(await clearCompactionMarker(marker))) await releaseCompaction(marker);
     } else await rescheduleCompaction(marker, new Date(now.getTime() + RETRY_MS).toISOString());
   }
-  return { projectId, day, events: [...tallies.values()].reduce((n, t) => n + t.count, 0), names: tallies.size, complete };
+  return {
+    projectId,
+    day,
+    events: [...tallies.values()].reduce((n, t) => n + t.count, 0),
+    names: tallies.size,
+    complete,
+  };
 }
 
 /** The scheduled compactor: every due day, oldest first, while time remains. */
-export async function compactDueDays(now: Date, remainingMs: () => number = () => Infinity): Promise<{ compacted: CompactionResult[]; left: number }> {
+export async function compactDueDays(
+  now: Date,
+  remainingMs: () => number = () => Infinity,
+): Promise<{ compacted: CompactionResult[]; left: number }> {
   const due = await dueCompactions(now);
   const compacted: CompactionResult[] = [];
   for (const [i, { projectId, day }] of due.entries()) {
@@ -156,7 +177,8 @@ function namesOf(part: Part): string[] {
   return [...new Set([...part.data.counts.keys(), ...part.data.segments.keys()])];
 }
 
-const isFresh = (part: Part, name: string) => sameTally(part.data.segments.get(name)?.tally, part.data.counts.get(name));
+const isFresh = (part: Part, name: string) =>
+  sameTally(part.data.segments.get(name)?.tally, part.data.counts.get(name));
 
 export type TrendEventSource = 'segments' | 'events' | 'segments+events';
 
@@ -175,21 +197,42 @@ export async function readTrendRows(
   now: Date,
 ): Promise<{ columns: StoredColumns; source: TrendEventSource }> {
   const days: string[] = [];
-  for (let t = dayStart(dayOf(from.toISOString())); t <= to.getTime(); t += DAY_MS) days.push(new Date(t).toISOString().slice(0, 10));
+  for (let t = dayStart(dayOf(from.toISOString())); t <= to.getTime(); t += DAY_MS)
+    days.push(new Date(t).toISOString().slice(0, 10));
   // One name: a BatchGetItem round over all days; every name: one Query per day.
   const parts: Part[] = names
-    ? (await Promise.all(names.map(async (name) => [...(await readEventDays(projectId, days, name, projection))].map(([day, data]) => ({ day, name, data }))))).flat()
-    : await inParallel(days, PARTS_IN_FLIGHT, async (day) => ({ day, name: null, data: await readEventDay(projectId, day, null, projection) }));
+    ? (
+        await Promise.all(
+          names.map(async (name) =>
+            [...(await readEventDays(projectId, days, name, projection))].map(([day, data]) => ({ day, name, data })),
+          ),
+        )
+      ).flat()
+    : await inParallel(days, PARTS_IN_FLIGHT, async (day) => ({
+        day,
+        name: null,
+        data: await readEventDay(projectId, day, null, projection),
+      }));
 
   // Parts whose segments are behind their counters: top up from what was ingested since, if recent.
   const horizon = new Date(now.getTime() - DELTA_HORIZON_MS).toISOString();
   // A part with no counter at all is read raw: no events, or events counted before day counters existed.
   const behind = parts.filter((p) => p.data.counts.size === 0 || namesOf(p).some((n) => !isFresh(p, n)));
-  const toppable = behind.filter((p) => p.data.counts.size > 0 && namesOf(p).every((n) => isFresh(p, n) || (p.data.segments.get(n)?.through ?? '') >= horizon));
+  const toppable = behind.filter(
+    (p) =>
+      p.data.counts.size > 0 &&
+      namesOf(p).every((n) => isFresh(p, n) || (p.data.segments.get(n)?.through ?? '') >= horizon),
+  );
   const raw = new Set(behind.filter((p) => !toppable.includes(p)));
   const extra = new Map<Part, StoredEvent[]>();
   if (toppable.length) {
-    const since = toppable.flatMap((p) => namesOf(p).filter((n) => !isFresh(p, n)).map((n) => p.data.segments.get(n)!.through)).sort()[0]!;
+    const since = toppable
+      .flatMap((p) =>
+        namesOf(p)
+          .filter((n) => !isFresh(p, n))
+          .map((n) => p.data.segments.get(n)!.through),
+      )
+      .sort()[0]!;
     const recent = await readEventsInsertedBetween(projectId, new Date(since), new Date(now.getTime() + VISIBILITY_MS));
     for (const p of toppable) {
       const added: StoredEvent[] = [];
@@ -212,7 +255,8 @@ export async function readTrendRows(
   const columns: StoredColumns = { segments: [], rows: [], from: from.getTime(), to: to.getTime(), projection };
   const takeStored = (e: StoredEvent) => {
     const t = Date.parse(e.timestamp);
-    if (t >= columns.from && t <= columns.to) columns.rows.push({ event: e.event, distinct_id: e.distinct_id, t, properties: e.properties });
+    if (t >= columns.from && t <= columns.to)
+      columns.rows.push({ event: e.event, distinct_id: e.distinct_id, t, properties: e.properties });
   };
   let compacted = 0;
   for (const p of parts) {
@@ -235,6 +279,7 @@ export async function readTrendRows(
     for (const e of found) takeStored(e);
   }
   // Where the events came from (a raw read of an empty day contributes nothing).
-  const source: TrendEventSource = rawEvents === 0 ? 'segments' : compacted === 0 && extra.size === 0 ? 'events' : 'segments+events';
+  const source: TrendEventSource =
+    rawEvents === 0 ? 'segments' : compacted === 0 && extra.size === 0 ? 'events' : 'segments+events';
   return { columns, source };
 }

@@ -12,14 +12,25 @@ import { assumeRole } from '../exports/sts.ts';
 export async function openDestination(e: ExportRecord): Promise<Record<string, unknown>> {
   const { config, sealed_secrets: sealed } = e.destination;
   const keys = sealed
-    ? await openSecrets(sealed, { organization_id: e.organization_id, batch_export_id: e.id }).catch((error: unknown) => {
-        // KMS's messages name our account, key and role: they go to our logs, not to the tenant's run.
-        logger.error('cannot open batch export secrets', { batch_export_id: e.id, error: error instanceof Error ? error.message : String(error) });
-        throw new DestinationError('Could not open the stored credentials of this destination (a service-side problem; the run is retried).');
-      })
+    ? await openSecrets(sealed, { organization_id: e.organization_id, batch_export_id: e.id }).catch(
+        (error: unknown) => {
+          // KMS's messages name our account, key and role: they go to our logs, not to the tenant's run.
+          logger.error('cannot open batch export secrets', {
+            batch_export_id: e.id,
+            error: error instanceof Error ? error.message : String(error),
+          });
+          throw new DestinationError(
+            'Could not open the stored credentials of this destination (a service-side problem; the run is retried).',
+          );
+        },
+      )
     : {};
   if (typeof config.role_arn === 'string' && config.role_arn) {
-    const temporary = await assumeRole({ roleArn: config.role_arn, externalId: e.organization_id, sessionName: `batch-export-${e.id}` });
+    const temporary = await assumeRole({
+      roleArn: config.role_arn,
+      externalId: e.organization_id,
+      sessionName: `batch-export-${e.id}`,
+    });
     return { ...config, ...temporary };
   }
   return { ...config, ...keys };

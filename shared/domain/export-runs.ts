@@ -30,7 +30,12 @@ import { logger, METRIC, metrics, MetricUnit } from '../observability.ts';
 import { compileGroup, parseProperties } from '../trends/properties.ts';
 
 /** Where files go (S3 in the service; injected so the rules here stay testable). */
-export type PutObject = (config: Record<string, unknown>, key: string, body: Buffer, contentType: string) => Promise<void>;
+export type PutObject = (
+  config: Record<string, unknown>,
+  key: string,
+  body: Buffer,
+  contentType: string,
+) => Promise<void>;
 
 export const MAX_ATTEMPTS = 3;
 export const PAUSE_AFTER_FAILED_RUNS = 3;
@@ -60,7 +65,17 @@ const READ_SLICE_MS = 5 * 60_000;
 const MAX_READ_SLICES = 48;
 const READ_SLICES_IN_FLIGHT = 6;
 
-const PERSON_COLUMNS = ['team_id', 'distinct_id', 'person_id', 'properties', 'person_distinct_id_version', 'person_version', 'created_at', '_inserted_at', 'is_deleted'];
+const PERSON_COLUMNS = [
+  'team_id',
+  'distinct_id',
+  'person_id',
+  'properties',
+  'person_distinct_id_version',
+  'person_version',
+  'created_at',
+  '_inserted_at',
+  'is_deleted',
+];
 
 async function log(exportId: string, level: LogRecord['level'], message: string, runId: string | null): Promise<void> {
   await writeLog(exportId, { id: uuidv7(), timestamp: clockNow().toISOString(), level, message, run_id: runId });
@@ -79,12 +94,18 @@ export interface SchedulerSummary {
  * then runs that are due (new, retried, backfilled, or abandoned by a dead invocation) are executed,
  * the organizations taking turns (RUNS_PER_ORGANIZATION_PER_TICK).
  */
-export async function runScheduler(now: Date, put: PutObject, timeLeftMs: () => number = () => Infinity): Promise<SchedulerSummary> {
+export async function runScheduler(
+  now: Date,
+  put: PutObject,
+  timeLeftMs: () => number = () => Infinity,
+): Promise<SchedulerSummary> {
   const summary: SchedulerSummary = { runsCreated: 0, runsExecuted: 0, completed: 0, failed: 0 };
   for (const e of await dueExports(now)) summary.runsCreated += await scheduleWindows(e, now);
   const organizations = await dueOrganizations(now);
   const queues = await inParallel(organizations, ORGANIZATIONS_IN_FLIGHT, async (orgId) =>
-    (await dueRunsOf(orgId, now, RUNS_PER_ORGANIZATION_PER_TICK)).sort((a, b) => (a.data_interval_start < b.data_interval_start ? -1 : 1)),
+    (await dueRunsOf(orgId, now, RUNS_PER_ORGANIZATION_PER_TICK)).sort((a, b) =>
+      a.data_interval_start < b.data_interval_start ? -1 : 1,
+    ),
   );
   await inParallel(takeTurns(queues), RUNS_IN_FLIGHT, async (run) => {
     if (timeLeftMs() < 120_000) return; // the next tick picks it up
@@ -182,7 +203,14 @@ export async function executeRun(run: RunRecord, now: Date, put: PutObject): Pro
     return undefined;
   }
   const attempt = run.attempts + 1;
-  const running: RunRecord = { ...run, status: 'Running', attempts: attempt, last_updated_at: now.toISOString(), next_attempt_at: null, lease_until: leaseEnd(now) };
+  const running: RunRecord = {
+    ...run,
+    status: 'Running',
+    attempts: attempt,
+    last_updated_at: now.toISOString(),
+    next_attempt_at: null,
+    lease_until: leaseEnd(now),
+  };
   if (!(await claimRun(run, running))) return undefined;
   try {
     const rows = e.model === 'persons' ? await personRows(e, run) : await eventRows(e, run);
@@ -208,9 +236,23 @@ export async function executeRun(run: RunRecord, now: Date, put: PutObject): Pro
     const manifestKey = `${key.slice(0, -file.extension.length - 1)}.manifest.json`;
     await put(config, manifestKey, Buffer.from(JSON.stringify(manifest, null, 2)), 'application/json');
     const finished = clockNow().toISOString();
-    await saveRun({ ...running, status: 'Completed', records_completed: rows.rows.length, records_total_count: rows.rows.length, bytes_exported: file.body.length, finished_at: finished, last_updated_at: finished, latest_error: null });
+    await saveRun({
+      ...running,
+      status: 'Completed',
+      records_completed: rows.rows.length,
+      records_total_count: rows.rows.length,
+      bytes_exported: file.body.length,
+      finished_at: finished,
+      last_updated_at: finished,
+      latest_error: null,
+    });
     metrics.addMetric(METRIC.exportRows, MetricUnit.Count, rows.rows.length);
-    await log(e.id, 'INFO', `Exported ${rows.rows.length} record(s) (${file.body.length} bytes) for ${run.data_interval_start} - ${run.data_interval_end} to s3://${String(config.bucket_name)}/${key}.`, run.id);
+    await log(
+      e.id,
+      'INFO',
+      `Exported ${rows.rows.length} record(s) (${file.body.length} bytes) for ${run.data_interval_start} - ${run.data_interval_end} to s3://${String(config.bucket_name)}/${key}.`,
+      run.id,
+    );
     await changeExport(e, (x) => (x.consecutive_failures ? { ...x, consecutive_failures: 0 } : undefined));
     return 'Completed';
   } catch (error) {
@@ -227,24 +269,58 @@ function describeError(error: unknown): string {
 
 async function fail(e: ExportRecord, run: RunRecord, error: unknown, now: Date): Promise<RunRecord['status']> {
   const message = describeError(error);
-  logger.warn('batch export run failed', { batch_export_id: e.id, run_id: run.id, attempt: run.attempts, error: message });
+  logger.warn('batch export run failed', {
+    batch_export_id: e.id,
+    run_id: run.id,
+    attempt: run.attempts,
+    error: message,
+  });
   const at = clockNow().toISOString();
   if (run.attempts < MAX_ATTEMPTS) {
     const retryAt = new Date(now.getTime() + 60_000 * 2 ** (run.attempts - 1)).toISOString();
-    await saveRun({ ...run, status: 'FailedRetryable', latest_error: message, last_updated_at: at, next_attempt_at: retryAt });
-    await log(e.id, 'WARNING', `Run failed (attempt ${run.attempts} of ${MAX_ATTEMPTS}), retrying at ${retryAt}: ${message}`, run.id);
+    await saveRun({
+      ...run,
+      status: 'FailedRetryable',
+      latest_error: message,
+      last_updated_at: at,
+      next_attempt_at: retryAt,
+    });
+    await log(
+      e.id,
+      'WARNING',
+      `Run failed (attempt ${run.attempts} of ${MAX_ATTEMPTS}), retrying at ${retryAt}: ${message}`,
+      run.id,
+    );
     return 'FailedRetryable';
   }
-  await saveRun({ ...run, status: 'Failed', latest_error: message, last_updated_at: at, finished_at: at, next_attempt_at: null });
+  await saveRun({
+    ...run,
+    status: 'Failed',
+    latest_error: message,
+    last_updated_at: at,
+    finished_at: at,
+    next_attempt_at: null,
+  });
   await log(e.id, 'ERROR', `Run failed after ${MAX_ATTEMPTS} attempts: ${message}`, run.id);
   let pausedNow = 0;
   await changeExport(e, (x) => {
     const failures = x.consecutive_failures + 1;
     const pause = !x.paused && failures >= PAUSE_AFTER_FAILED_RUNS;
     pausedNow = pause ? failures : 0;
-    return { ...x, consecutive_failures: failures, paused: x.paused || pause, last_paused_at: pause ? at : x.last_paused_at };
+    return {
+      ...x,
+      consecutive_failures: failures,
+      paused: x.paused || pause,
+      last_paused_at: pause ? at : x.last_paused_at,
+    };
   });
-  if (pausedNow) await log(e.id, 'ERROR', `Batch export paused after ${pausedNow} consecutive failed runs; fix the destination and unpause it (backfill to export what was missed).`, run.id);
+  if (pausedNow)
+    await log(
+      e.id,
+      'ERROR',
+      `Batch export paused after ${pausedNow} consecutive failed runs; fix the destination and unpause it (backfill to export what was missed).`,
+      run.id,
+    );
   return 'Failed';
 }
 
@@ -253,16 +329,25 @@ async function fail(e: ExportRecord, run: RunRecord, error: unknown, now: Date):
  * would lose a failure count (and with it the automatic pause). `change` returns undefined for no change.
  * Giving up is logged, not thrown: the run's own outcome is already recorded and stays as it is.
  */
-async function changeExport(e: ExportRecord, change: (current: ExportRecord) => ExportRecord | undefined): Promise<void> {
+async function changeExport(
+  e: ExportRecord,
+  change: (current: ExportRecord) => ExportRecord | undefined,
+): Promise<void> {
   let current: ExportRecord | undefined = e;
-  const gaveUp = new Error(`batch export ${e.id} kept changing: counters not updated after ${CHANGE_EXPORT_ATTEMPTS} attempts`);
+  const gaveUp = new Error(
+    `batch export ${e.id} kept changing: counters not updated after ${CHANGE_EXPORT_ATTEMPTS} attempts`,
+  );
   try {
-    await retryOnConflict(`Batch export ${e.id}`, async (attempt) => {
-      if (attempt > 0) current = await getExport(e.organization_id, e.id);
-      const next = current && change(current);
-      if (!current || !next) return true;
-      return conflictIfFalse(await saveExport({ ...next, version: current.version + 1 }, current.version));
-    }, { attempts: CHANGE_EXPORT_ATTEMPTS, gaveUp: () => gaveUp });
+    await retryOnConflict(
+      `Batch export ${e.id}`,
+      async (attempt) => {
+        if (attempt > 0) current = await getExport(e.organization_id, e.id);
+        const next = current && change(current);
+        if (!current || !next) return true;
+        return conflictIfFalse(await saveExport({ ...next, version: current.version + 1 }, current.version));
+      },
+      { attempts: CHANGE_EXPORT_ATTEMPTS, gaveUp: () => gaveUp },
+    );
   } catch (error) {
     if (error !== gaveUp) throw error;
     logger.error(gaveUp.message, { batch_export_id: e.id });
@@ -272,17 +357,34 @@ async function changeExport(e: ExportRecord, change: (current: ExportRecord) => 
 const CHANGE_EXPORT_ATTEMPTS = 8;
 
 /** PostHog's events schema (§4.5): one row per event ingested in the window, filtered, optionally shaped by hogql_query. */
-async function eventRows(e: ExportRecord, run: RunRecord): Promise<{ rows: Record<string, unknown>[]; columns: string[] }> {
+async function eventRows(
+  e: ExportRecord,
+  run: RunRecord,
+): Promise<{ rows: Record<string, unknown>[]; columns: string[] }> {
   const slices = readSlices(new Date(run.data_interval_start), new Date(run.data_interval_end));
-  const events = (await inParallel(slices, READ_SLICES_IN_FLIGHT, (slice) => readEventsInsertedBetween(e.team_id, slice.start, slice.end))).flat();
+  const events = (
+    await inParallel(slices, READ_SLICES_IN_FLIGHT, (slice) =>
+      readEventsInsertedBetween(e.team_id, slice.start, slice.end),
+    )
+  ).flat();
   const include = e.destination.config.include_events as string[] | null | undefined;
   const exclude = e.destination.config.exclude_events as string[] | null | undefined;
   const named = events.filter((x) => (!include?.length || include.includes(x.event)) && !exclude?.includes(x.event));
   const persons = await personsOf(e.team_id, named);
-  const filter = e.filters?.length ? compileGroup(parseProperties(e.filters, 'filters').group, { tz: 'UTC', now: Date.now(), weekStartDay: 0 }) : undefined;
+  const filter = e.filters?.length
+    ? compileGroup(parseProperties(e.filters, 'filters').group, { tz: 'UTC', now: Date.now(), weekStartDay: 0 })
+    : undefined;
   const sources = named
     .map((x) => ({ x, person: persons.get(x.distinct_id) }))
-    .filter(({ x, person }) => !filter || filter({ ...x, person_id: person ? String(person.id) : x.distinct_id, person_properties: person?.properties ?? {} }))
+    .filter(
+      ({ x, person }) =>
+        !filter ||
+        filter({
+          ...x,
+          person_id: person ? String(person.id) : x.distinct_id,
+          person_properties: person?.properties ?? {},
+        }),
+    )
     .map(({ x, person }) => ({
       columns: {
         uuid: x.uuid,
@@ -301,25 +403,38 @@ async function eventRows(e: ExportRecord, run: RunRecord): Promise<{ rows: Recor
     }));
   if (!e.hogql_query) return { rows: sources.map((s) => s.columns), columns: EVENT_COLUMNS };
   const fields = parseExportQuery(e.hogql_query);
-  return { rows: sources.map((s) => Object.fromEntries(fields.map((f) => [f.alias, f.read(s)]))), columns: fields.map((f) => f.alias) };
+  return {
+    rows: sources.map((s) => Object.fromEntries(fields.map((f) => [f.alias, f.read(s)]))),
+    columns: fields.map((f) => f.alias),
+  };
 }
 
 /** [start, end) as consecutive half-open read slices, in order (so their events concatenate in ingestion order). */
 export function readSlices(start: Date, end: Date): { start: Date; end: Date }[] {
   const sliceMs = Math.max(READ_SLICE_MS, Math.ceil((end.getTime() - start.getTime()) / MAX_READ_SLICES));
   const slices: { start: Date; end: Date }[] = [];
-  for (let t = start.getTime(); t < end.getTime(); t += sliceMs) slices.push({ start: new Date(t), end: new Date(Math.min(t + sliceMs, end.getTime())) });
+  for (let t = start.getTime(); t < end.getTime(); t += sliceMs)
+    slices.push({ start: new Date(t), end: new Date(Math.min(t + sliceMs, end.getTime())) });
   return slices;
 }
 
 async function personsOf(projectId: number, events: StoredEvent[]): Promise<Map<string, PersonRecord>> {
-  const ids = await personIdsOf([...new Set(events.map((x) => x.distinct_id))].map((distinctId) => ({ projectId, distinctId })));
+  const ids = await personIdsOf(
+    [...new Set(events.map((x) => x.distinct_id))].map((distinctId) => ({ projectId, distinctId })),
+  );
   const persons = new Map((await getPersons(projectId, [...ids.values()])).map((p) => [p.id, p]));
-  return new Map([...ids].flatMap(([key, id]) => (persons.has(id) ? [[key.slice(String(projectId).length + 1), persons.get(id)!] as const] : [])));
+  return new Map(
+    [...ids].flatMap(([key, id]) =>
+      persons.has(id) ? [[key.slice(String(projectId).length + 1), persons.get(id)!] as const] : [],
+    ),
+  );
 }
 
 /** PostHog's persons schema: one row per (person, distinct id) for persons changed in the window. */
-async function personRows(e: ExportRecord, run: RunRecord): Promise<{ rows: Record<string, unknown>[]; columns: string[] }> {
+async function personRows(
+  e: ExportRecord,
+  run: RunRecord,
+): Promise<{ rows: Record<string, unknown>[]; columns: string[] }> {
   const rows: Record<string, unknown>[] = [];
   let after: PersonsPosition | undefined;
   do {

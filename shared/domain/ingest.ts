@@ -48,7 +48,8 @@ function recordIngestion(done: EventChange[]): void {
   metrics.addMetric(METRIC.ingestedEvents, MetricUnit.Count, inserted.length);
   if (inserted.length === 0) return;
   const oldest = Math.min(...inserted.map((at) => Date.parse(at)).filter((ms) => !Number.isNaN(ms)));
-  if (Number.isFinite(oldest)) metrics.addMetric(METRIC.ingestionLag, MetricUnit.Milliseconds, Math.max(0, now().getTime() - oldest));
+  if (Number.isFinite(oldest))
+    metrics.addMetric(METRIC.ingestionLag, MetricUnit.Milliseconds, Math.max(0, now().getTime() - oldest));
 }
 
 /** Keeps each project's earliest event time (trends' `date_from: all`): one conditional write per project per batch. */
@@ -64,7 +65,9 @@ async function noteFirstEvents(changes: EventChange[]): Promise<void> {
 
 /** The UTC days whose counted events a batch changes (the old image's day too: an event can leave one). */
 function changedDays(changes: EventChange[]): { projectId: number; day: string }[] {
-  return changes.flatMap((c) => [c.before, c.after].flatMap((e) => (e ? [{ projectId: e.project_id, day: e.timestamp.slice(0, 10) }] : [])));
+  return changes.flatMap((c) =>
+    [c.before, c.after].flatMap((e) => (e ? [{ projectId: e.project_id, day: e.timestamp.slice(0, 10) }] : [])),
+  );
 }
 
 const RECOUNT_ATTEMPTS = 5;
@@ -74,14 +77,27 @@ async function recount(changes: EventChange[]): Promise<void> {
   const latest = new Map<string, { projectId: number; uuid: string; to?: Bucket }>();
   for (const c of changes) {
     const e = (c.after ?? c.before)!;
-    latest.set(markerId(e.project_id, e.uuid), { projectId: e.project_id, uuid: e.uuid, to: c.after && bucketOf(c.after) });
+    latest.set(markerId(e.project_id, e.uuid), {
+      projectId: e.project_id,
+      uuid: e.uuid,
+      to: c.after && bucketOf(c.after),
+    });
   }
   let pending = [...latest.values()];
-  await retryOnConflict('Event counts', async () => {
-    const counted = await countedBuckets(pending);
-    const failed = await applyCountMoves(pending.map((p) => ({ ...p, from: counted.get(markerId(p.projectId, p.uuid)) })));
-    const again = new Set(failed.map((m) => markerId(m.projectId, m.uuid)));
-    pending = pending.filter((p) => again.has(markerId(p.projectId, p.uuid)));
-    return pending.length ? CONFLICT : true;
-  }, { attempts: RECOUNT_ATTEMPTS, gaveUp: () => new Error(`${pending.length} event count(s) kept changing under the worker`) });
+  await retryOnConflict(
+    'Event counts',
+    async () => {
+      const counted = await countedBuckets(pending);
+      const failed = await applyCountMoves(
+        pending.map((p) => ({ ...p, from: counted.get(markerId(p.projectId, p.uuid)) })),
+      );
+      const again = new Set(failed.map((m) => markerId(m.projectId, m.uuid)));
+      pending = pending.filter((p) => again.has(markerId(p.projectId, p.uuid)));
+      return pending.length ? CONFLICT : true;
+    },
+    {
+      attempts: RECOUNT_ATTEMPTS,
+      gaveUp: () => new Error(`${pending.length} event count(s) kept changing under the worker`),
+    },
+  );
 }

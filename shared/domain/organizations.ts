@@ -66,7 +66,10 @@ export type OrganizationResponse = ReturnType<typeof organizationResponse>;
 
 const SLUG_ATTEMPTS = 10;
 
-export async function createOrganization(caller: Caller, input: OrganizationInput & { name: string }): Promise<OrganizationResponse> {
+export async function createOrganization(
+  caller: Caller,
+  input: OrganizationInput & { name: string },
+): Promise<OrganizationResponse> {
   const createdAt = nowIso();
   const orgId = uuidv7();
   const projectId = await nextProjectId();
@@ -81,35 +84,58 @@ export async function createOrganization(caller: Caller, input: OrganizationInpu
     test_account_filters: defaultTestAccountFilters(caller.user.email),
     created_at: createdAt,
   };
-  const owner: MembershipRecord = { user_id: caller.user.id, organization_id: orgId, level: MembershipLevel.owner, joined_at: createdAt };
+  const owner: MembershipRecord = {
+    user_id: caller.user.id,
+    organization_id: orgId,
+    level: MembershipLevel.owner,
+    joined_at: createdAt,
+  };
   // A taken slug moves on to the next candidate; a lost race (TransactionConflict) tries the same one again.
   let candidate = 0;
-  return retryOnConflict(`Organization '${input.name}'`, async () => {
-    const org: OrganizationRecord = {
-      id: orgId,
-      name: input.name,
-      slug: slugCandidate(input.name, candidate),
-      logo_media_id: input.logo_media_id ?? null,
-      created_at: createdAt,
-      updated_at: createdAt,
-      is_member_join_email_enabled: input.is_member_join_email_enabled ?? true,
-      enforce_2fa: input.enforce_2fa ?? false,
-      plugins_access_level: 9,
-      customer_id: null,
-      member_count: 1,
-    };
-    const outcome = await insertOrganization(org, owner, project);
-    if (outcome === 'inserted') return organizationResponse(org, [project], owner.level);
-    if (outcome === 'slug-taken') candidate += 1;
-    return CONFLICT;
-  }, { attempts: SLUG_ATTEMPTS, gaveUp: () => new Error(`no free slug for '${input.name}' after ${SLUG_ATTEMPTS} attempts`) });
+  return retryOnConflict(
+    `Organization '${input.name}'`,
+    async () => {
+      const org: OrganizationRecord = {
+        id: orgId,
+        name: input.name,
+        slug: slugCandidate(input.name, candidate),
+        logo_media_id: input.logo_media_id ?? null,
+        created_at: createdAt,
+        updated_at: createdAt,
+        is_member_join_email_enabled: input.is_member_join_email_enabled ?? true,
+        enforce_2fa: input.enforce_2fa ?? false,
+        plugins_access_level: 9,
+        customer_id: null,
+        member_count: 1,
+      };
+      const outcome = await insertOrganization(org, owner, project);
+      if (outcome === 'inserted') return organizationResponse(org, [project], owner.level);
+      if (outcome === 'slug-taken') candidate += 1;
+      return CONFLICT;
+    },
+    {
+      attempts: SLUG_ATTEMPTS,
+      gaveUp: () => new Error(`no free slug for '${input.name}' after ${SLUG_ATTEMPTS} attempts`),
+    },
+  );
 }
 
-const GENERIC_EMAIL_DOMAINS = new Set(['gmail.com', 'yahoo.com', 'hotmail.com', 'outlook.com', 'icloud.com', 'proton.me', 'protonmail.com', 'example.com']);
+const GENERIC_EMAIL_DOMAINS = new Set([
+  'gmail.com',
+  'yahoo.com',
+  'hotmail.com',
+  'outlook.com',
+  'icloud.com',
+  'proton.me',
+  'protonmail.com',
+  'example.com',
+]);
 
 /** PostHog's defaults: drop localhost traffic, and the creator's company domain when it is not a webmail one. */
 function defaultTestAccountFilters(email: string): unknown[] {
-  const filters: unknown[] = [{ key: '$host', operator: 'not_regex', value: '^(localhost|127\\.0\\.0\\.1)($|:)', type: 'event' }];
+  const filters: unknown[] = [
+    { key: '$host', operator: 'not_regex', value: '^(localhost|127\\.0\\.0\\.1)($|:)', type: 'event' },
+  ];
   const domain = email.split('@')[1];
   if (domain && !GENERIC_EMAIL_DOMAINS.has(domain) && domain !== 'localhost') {
     filters.push({ key: 'email', operator: 'not_icontains', value: `@${domain}`, type: 'person' });
@@ -125,10 +151,16 @@ export async function getOrganization(membership: MembershipRecord): Promise<Org
 
 /** The caller's organizations in creation order, a page at a time; `count` is exact. */
 export async function listOrganizations(caller: Caller, page: { limit: number; offset: number }) {
-  const memberships = (await listMemberships(caller.user.id)).filter((m) => keyAllowsOrganization(caller, m.organization_id));
+  const memberships = (await listMemberships(caller.user.id)).filter((m) =>
+    keyAllowsOrganization(caller, m.organization_id),
+  );
   const slice = memberships.slice(page.offset, page.offset + page.limit);
-  const loaded = await Promise.all(slice.map(async (m) => ({ m, found: await getOrganizationWithProjects(m.organization_id) })));
-  const results = loaded.flatMap(({ m, found }) => (found ? [organizationResponse(found.organization, found.projects, m.level)] : []));
+  const loaded = await Promise.all(
+    slice.map(async (m) => ({ m, found: await getOrganizationWithProjects(m.organization_id) })),
+  );
+  const results = loaded.flatMap(({ m, found }) =>
+    found ? [organizationResponse(found.organization, found.projects, m.level)] : [],
+  );
   return { count: memberships.length, results };
 }
 
@@ -136,7 +168,10 @@ function requireLevel(membership: MembershipRecord, level: number): void {
   if (membership.level < level) throw new PermissionDenied('Your organization access level is insufficient.');
 }
 
-export async function updateOrganization(membership: MembershipRecord, input: OrganizationInput): Promise<OrganizationResponse> {
+export async function updateOrganization(
+  membership: MembershipRecord,
+  input: OrganizationInput,
+): Promise<OrganizationResponse> {
   requireLevel(membership, MembershipLevel.admin);
   const changes: OrganizationChanges = { updated_at: nowIso() };
   for (const field of ['name', 'logo_media_id', 'is_member_join_email_enabled', 'enforce_2fa'] as const) {

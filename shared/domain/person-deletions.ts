@@ -58,17 +58,26 @@ export async function drainPersonDeletions(deps: DrainDeps): Promise<DrainSummar
       try {
         const request = parse(m.body);
         let deleted = 0;
-        for (const distinctId of request.distinct_ids) deleted += await deleteEventsOfDistinctId(request.project_id, distinctId, request.requested_at);
+        for (const distinctId of request.distinct_ids)
+          deleted += await deleteEventsOfDistinctId(request.project_id, distinctId, request.requested_at);
         await deps.acknowledge(m.receiptHandle);
         summary.processed += 1;
         summary.eventsDeleted += deleted;
-        logger.info('person events deleted', { project_id: request.project_id, person_id: request.person_id, events_deleted: deleted });
+        logger.info('person events deleted', {
+          project_id: request.project_id,
+          person_id: request.person_id,
+          events_deleted: deleted,
+        });
       } catch (error) {
         summary.failed += 1;
         // A malformed message will never succeed: straight back, so it reaches the DLQ within this drain.
         // Anything else may be transient: back off, so an outage does not burn its receives in seconds.
         const delay = error instanceof MalformedRequest ? 0 : Math.min(900, 30 * 2 ** (m.receiveCount - 1));
-        logger.error('person deletion failed; message released', { receive_count: m.receiveCount, retry_in_s: delay, error: (error as Error).message });
+        logger.error('person deletion failed; message released', {
+          receive_count: m.receiveCount,
+          retry_in_s: delay,
+          error: (error as Error).message,
+        });
         await deps.release(m.receiptHandle, delay);
       }
     });

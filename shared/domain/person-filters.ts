@@ -7,7 +7,9 @@ import type { PropertyFilter, PropertyGroup } from '../trends/types.ts';
  * operators (one implementation). Persons only have person properties, so, like PostHog, only
  * person-type filters apply; a filter without a type is taken as a person filter here.
  */
-export function personFilterFromQuery(raw: string | undefined): ((properties: Record<string, unknown>) => boolean) | undefined {
+export function personFilterFromQuery(
+  raw: string | undefined,
+): ((properties: Record<string, unknown>) => boolean) | undefined {
   if (raw === undefined || raw === '') return undefined;
   const asPerson = (value: unknown): unknown => {
     if (Array.isArray(value)) return value.map(asPerson);
@@ -28,10 +30,20 @@ export function personFilterFromQuery(raw: string | undefined): ((properties: Re
   const { group } = parseProperties(asPerson(parsed), 'properties');
   const predicate = compileGroup(personOnly(group), { tz: 'UTC', now: now().getTime(), weekStartDay: 0 });
   return (properties) =>
-    predicate({ uuid: '', event: '', distinct_id: '', person_id: '', timestamp: '', properties: {}, person_properties: properties });
+    predicate({
+      uuid: '',
+      event: '',
+      distinct_id: '',
+      person_id: '',
+      timestamp: '',
+      properties: {},
+      person_properties: properties,
+    });
 }
 
 function personOnly(group: PropertyGroup): PropertyGroup {
-  const values = group.values.flatMap((v): (PropertyFilter | PropertyGroup)[] => (isGroup(v) ? [personOnly(v)] : v.type === 'person' ? [v] : []));
+  const values = group.values.flatMap((v): (PropertyFilter | PropertyGroup)[] =>
+    isGroup(v) ? [personOnly(v)] : v.type === 'person' ? [v] : [],
+  );
   return { type: group.type, values };
 }

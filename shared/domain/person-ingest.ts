@@ -1,14 +1,35 @@
 import type { StoredEvent } from '../db/events.ts';
-import { getPerson, insertPerson, mergePersonInto, nextPersonId, personIdOf, personIdsOf, savePerson, type PersonRecord, type PropertyChange } from '../db/persons.ts';
+import {
+  getPerson,
+  insertPerson,
+  mergePersonInto,
+  nextPersonId,
+  personIdOf,
+  personIdsOf,
+  savePerson,
+  type PersonRecord,
+  type PropertyChange,
+} from '../db/persons.ts';
 import { inParallel } from '../db/batch.ts';
 import { logger } from '../observability.ts';
 import { uuidv7 } from '../ids.ts';
 import { conflictIfFalse, retryOnConflict } from '../retry.ts';
-import { applyPersonUpdates, hasUpdates, isIllegalDistinctId, mergeProperties, personUpdatesOf } from './person-properties.ts';
+import {
+  applyPersonUpdates,
+  hasUpdates,
+  isIllegalDistinctId,
+  mergeProperties,
+  personUpdatesOf,
+} from './person-properties.ts';
 
 const ATTEMPTS = 8;
 
-function change(person: PersonRecord, e: StoredEvent, kind: PropertyChange['kind'], extra: Partial<PropertyChange> = {}): PropertyChange {
+function change(
+  person: PersonRecord,
+  e: StoredEvent,
+  kind: PropertyChange['kind'],
+  extra: Partial<PropertyChange> = {},
+): PropertyChange {
   const u = personUpdatesOf(e.properties);
   return {
     id: uuidv7(),
@@ -56,7 +77,9 @@ const isMerge = (e: StoredEvent) => e.event === '$identify' || e.event === '$cre
  * a merge still converge). Returns the indexes of events that failed.
  */
 export async function applyEventsToPersons(events: StoredEvent[]): Promise<number[]> {
-  const relevant = events.map((e, index) => ({ e, index })).filter(({ e }) => e.properties.$process_person_profile !== false);
+  const relevant = events
+    .map((e, index) => ({ e, index }))
+    .filter(({ e }) => e.properties.$process_person_profile !== false);
   const known = await personIdsOf(relevant.map(({ e }) => ({ projectId: e.project_id, distinctId: e.distinct_id })));
   const groups = new Map<string, { e: StoredEvent; index: number }[]>();
   for (const item of relevant) {
@@ -87,7 +110,12 @@ export async function applyEventsToPersons(events: StoredEvent[]): Promise<numbe
  */
 export async function applyEventToPersons(e: StoredEvent): Promise<void> {
   if (e.properties.$process_person_profile === false) return;
-  const other = e.event === '$identify' ? e.properties.$anon_distinct_id : e.event === '$create_alias' ? e.properties.alias : undefined;
+  const other =
+    e.event === '$identify'
+      ? e.properties.$anon_distinct_id
+      : e.event === '$create_alias'
+        ? e.properties.alias
+        : undefined;
   if (typeof other === 'string' || typeof other === 'number') await mergeDistinctIds(e, String(other));
   await updateProperties(e);
 }
@@ -95,50 +123,74 @@ export async function applyEventToPersons(e: StoredEvent): Promise<void> {
 async function updateProperties(e: StoredEvent): Promise<void> {
   const updates = personUpdatesOf(e.properties);
   const identify = e.event === '$identify';
-  await retryOnConflict(`Person ${e.distinct_id}`, async () => {
-    const person = await load(e.project_id, e.distinct_id);
-    if (!person) {
-      const created = await newPerson(e.project_id, [e.distinct_id], e);
-      const { properties } = applyPersonUpdates({}, updates);
-      const fresh = { ...created, properties, is_identified: identify };
-      const record = hasUpdates(updates) ? change(fresh, e, 'create', { changed: Object.keys(properties) }) : undefined;
-      return conflictIfFalse(await insertPerson(fresh, record));
-    }
-    const { properties, changed } = applyPersonUpdates(person.properties, updates);
-    const becomesIdentified = identify && !person.is_identified;
-    if (changed.length === 0 && !becomesIdentified) return true;
-    const next = { ...person, properties, is_identified: person.is_identified || identify };
-    return conflictIfFalse(await savePerson(next, { change: changed.length ? change(next, e, 'update', { changed }) : undefined }));
-  }, { attempts: ATTEMPTS, gaveUp: () => new Error(`person update for ${e.distinct_id} kept conflicting (event ${e.uuid})`) });
+  await retryOnConflict(
+    `Person ${e.distinct_id}`,
+    async () => {
+      const person = await load(e.project_id, e.distinct_id);
+      if (!person) {
+        const created = await newPerson(e.project_id, [e.distinct_id], e);
+        const { properties } = applyPersonUpdates({}, updates);
+        const fresh = { ...created, properties, is_identified: identify };
+        const record = hasUpdates(updates)
+          ? change(fresh, e, 'create', { changed: Object.keys(properties) })
+          : undefined;
+        return conflictIfFalse(await insertPerson(fresh, record));
+      }
+      const { properties, changed } = applyPersonUpdates(person.properties, updates);
+      const becomesIdentified = identify && !person.is_identified;
+      if (changed.length === 0 && !becomesIdentified) return true;
+      const next = { ...person, properties, is_identified: person.is_identified || identify };
+      return conflictIfFalse(
+        await savePerson(next, { change: changed.length ? change(next, e, 'update', { changed }) : undefined }),
+      );
+    },
+    {
+      attempts: ATTEMPTS,
+      gaveUp: () => new Error(`person update for ${e.distinct_id} kept conflicting (event ${e.uuid})`),
+    },
+  );
 }
 
 /** `$identify` / `$create_alias`: `other` joins the person of the event's distinct_id. */
 async function mergeDistinctIds(e: StoredEvent, other: string): Promise<void> {
   const target = e.distinct_id;
   if (other === target || isIllegalDistinctId(other) || isIllegalDistinctId(target)) return;
-  await retryOnConflict(`Merge of ${other} into ${target}`, async () => {
-    const [t, s] = await Promise.all([load(e.project_id, target), load(e.project_id, other)]);
-    if (!t && !s) {
-      const created = await newPerson(e.project_id, [target, other], e);
-      return conflictIfFalse(await insertPerson({ ...created, is_identified: e.event === '$identify' }));
-    } else if (t && !s) {
-      return conflictIfFalse(await savePerson({ ...t, distinct_ids: [...t.distinct_ids, other] }, { claim: [other] }));
-    } else if (!t && s) {
-      return conflictIfFalse(await savePerson({ ...s, distinct_ids: [...s.distinct_ids, target] }, { claim: [target] }));
-    } else if (t && s) {
-      if (t.id === s.id) return true;
-      // PostHog refuses to merge two identified users on $identify/$create_alias: they are different people.
-      if (t.is_identified && s.is_identified) return true;
-      const merged: PersonRecord = {
-        ...t,
-        properties: mergeProperties(t.properties, s.properties),
-        distinct_ids: [...t.distinct_ids, ...s.distinct_ids.filter((d) => !t.distinct_ids.includes(d))],
-        is_identified: true,
-      };
-      const changed = Object.keys(merged.properties).filter((k) => JSON.stringify(t.properties[k]) !== JSON.stringify(merged.properties[k]));
-      const record = change(merged, e, 'merge', { set: {}, unset: [], changed, merged_from: s.id });
-      return conflictIfFalse(await mergePersonInto(merged, s, record));
-    }
-    return true;
-  }, { attempts: ATTEMPTS, gaveUp: () => new Error(`merging ${other} into ${target} kept conflicting (event ${e.uuid})`) });
+  await retryOnConflict(
+    `Merge of ${other} into ${target}`,
+    async () => {
+      const [t, s] = await Promise.all([load(e.project_id, target), load(e.project_id, other)]);
+      if (!t && !s) {
+        const created = await newPerson(e.project_id, [target, other], e);
+        return conflictIfFalse(await insertPerson({ ...created, is_identified: e.event === '$identify' }));
+      } else if (t && !s) {
+        return conflictIfFalse(
+          await savePerson({ ...t, distinct_ids: [...t.distinct_ids, other] }, { claim: [other] }),
+        );
+      } else if (!t && s) {
+        return conflictIfFalse(
+          await savePerson({ ...s, distinct_ids: [...s.distinct_ids, target] }, { claim: [target] }),
+        );
+      } else if (t && s) {
+        if (t.id === s.id) return true;
+        // PostHog refuses to merge two identified users on $identify/$create_alias: they are different people.
+        if (t.is_identified && s.is_identified) return true;
+        const merged: PersonRecord = {
+          ...t,
+          properties: mergeProperties(t.properties, s.properties),
+          distinct_ids: [...t.distinct_ids, ...s.distinct_ids.filter((d) => !t.distinct_ids.includes(d))],
+          is_identified: true,
+        };
+        const changed = Object.keys(merged.properties).filter(
+          (k) => JSON.stringify(t.properties[k]) !== JSON.stringify(merged.properties[k]),
+        );
+        const record = change(merged, e, 'merge', { set: {}, unset: [], changed, merged_from: s.id });
+        return conflictIfFalse(await mergePersonInto(merged, s, record));
+      }
+      return true;
+    },
+    {
+      attempts: ATTEMPTS,
+      gaveUp: () => new Error(`merging ${other} into ${target} kept conflicting (event ${e.uuid})`),
+    },
+  );
 }

@@ -14,7 +14,13 @@ export function personUpdatesOf(properties: Record<string, unknown>): PersonUpda
   return {
     set: isObject(properties.$set) ? properties.$set : {},
     setOnce: isObject(properties.$set_once) ? properties.$set_once : {},
-    unset: Array.isArray(unset) ? unset.map(String) : isObject(unset) ? Object.keys(unset) : typeof unset === 'string' ? [unset] : [],
+    unset: Array.isArray(unset)
+      ? unset.map(String)
+      : isObject(unset)
+        ? Object.keys(unset)
+        : typeof unset === 'string'
+          ? [unset]
+          : [],
   };
 }
 
@@ -23,22 +29,33 @@ export function hasUpdates(u: PersonUpdates): boolean {
 }
 
 /** `$set_once` only fills absent keys, `$set` overwrites, then `$unset` removes. Returns the keys that changed. */
-export function applyPersonUpdates(current: Record<string, unknown>, u: PersonUpdates): { properties: Record<string, unknown>; changed: string[] } {
+export function applyPersonUpdates(
+  current: Record<string, unknown>,
+  u: PersonUpdates,
+): { properties: Record<string, unknown>; changed: string[] } {
   const next: Record<string, unknown> = { ...current };
   // Property names are data: `__proto__`, `constructor`, `toString`... are stored like any other key,
   // never inherited from Object.prototype nor turned into a prototype by assignment.
-  const put = (k: string, v: unknown) => Object.defineProperty(next, k, { value: v, enumerable: true, writable: true, configurable: true });
+  const put = (k: string, v: unknown) =>
+    Object.defineProperty(next, k, { value: v, enumerable: true, writable: true, configurable: true });
   const own = (o: Record<string, unknown>, k: string) => (Object.hasOwn(o, k) ? o[k] : undefined);
   for (const [k, v] of Object.entries(u.setOnce)) if (!Object.hasOwn(next, k)) put(k, v);
   for (const [k, v] of Object.entries(u.set)) put(k, v);
   for (const k of u.unset) delete next[k];
   const keys = new Set([...Object.keys(current), ...Object.keys(next)]);
-  const changed = [...keys].filter((k) => Object.hasOwn(current, k) !== Object.hasOwn(next, k) || JSON.stringify(own(current, k)) !== JSON.stringify(own(next, k)));
+  const changed = [...keys].filter(
+    (k) =>
+      Object.hasOwn(current, k) !== Object.hasOwn(next, k) ||
+      JSON.stringify(own(current, k)) !== JSON.stringify(own(next, k)),
+  );
   return { properties: next, changed };
 }
 
 /** Merged properties: the target (identified user) wins on conflicts, nothing of the source is lost otherwise. */
-export function mergeProperties(target: Record<string, unknown>, source: Record<string, unknown>): Record<string, unknown> {
+export function mergeProperties(
+  target: Record<string, unknown>,
+  source: Record<string, unknown>,
+): Record<string, unknown> {
   return { ...source, ...target };
 }
 

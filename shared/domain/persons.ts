@@ -100,14 +100,16 @@ function decodeCursor(raw: string, projectId: number): Cursor {
     const c = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as { key?: unknown; offset?: unknown };
     // Only a position this project's list could have produced (the store checks it).
     const position = c ? personsPosition(projectId, c.key) : undefined;
-    if (position && typeof c.offset === 'number' && Number.isInteger(c.offset) && c.offset >= 0) return { position, offset: c.offset };
+    if (position && typeof c.offset === 'number' && Number.isInteger(c.offset) && c.offset >= 0)
+      return { position, offset: c.offset };
   } catch {
     // fall through
   }
   throw new ValidationError('Invalid cursor.', 'cursor');
 }
 
-const byNewest = (a: PersonRecord, b: PersonRecord) => (a.created_at === b.created_at ? b.id - a.id : a.created_at < b.created_at ? 1 : -1);
+const byNewest = (a: PersonRecord, b: PersonRecord) =>
+  a.created_at === b.created_at ? b.id - a.id : a.created_at < b.created_at ? 1 : -1;
 
 function page(all: PersonRecord[], q: PersonListQuery): PersonPage {
   const results = all.slice(q.offset, q.offset + q.limit).map(personResponse);
@@ -120,14 +122,17 @@ function page(all: PersonRecord[], q: PersonListQuery): PersonPage {
  * property filters read the project's persons in order, a bounded number per request (see scanPage).
  */
 export async function listPersons(projectId: number, q: PersonListQuery): Promise<PersonPage> {
-  const keep = (p: PersonRecord) => (!q.matches || q.matches(p.properties)) && (!q.email || p.properties.email === q.email);
+  const keep = (p: PersonRecord) =>
+    (!q.matches || q.matches(p.properties)) && (!q.email || p.properties.email === q.email);
   if (q.distinct_id !== undefined) {
     const id = await personIdOf(projectId, q.distinct_id);
     const person = id === undefined ? undefined : await getPerson(projectId, id);
     return page(person && keep(person) && (!q.search || searchMatches(person, q.search)) ? [person] : [], q);
   }
   if (q.email !== undefined) {
-    const found = (await personsWithEmail(projectId, q.email)).filter((p) => keep(p) && (!q.search || searchMatches(p, q.search)));
+    const found = (await personsWithEmail(projectId, q.email)).filter(
+      (p) => keep(p) && (!q.search || searchMatches(p, q.search)),
+    );
     return page(found.sort(byNewest), q);
   }
   if (q.search !== undefined || q.matches) return scanPage(projectId, q);
@@ -155,7 +160,8 @@ const SCAN_READS = 40;
  */
 async function scanPage(projectId: number, q: PersonListQuery): Promise<PersonPage> {
   const cursor = q.cursor ? decodeCursor(q.cursor, projectId) : undefined;
-  const keep = (p: PersonRecord) => (!q.matches || q.matches(p.properties)) && (q.search === undefined || searchMatches(p, q.search));
+  const keep = (p: PersonRecord) =>
+    (!q.matches || q.matches(p.properties)) && (q.search === undefined || searchMatches(p, q.search));
   const scanLimit = config().personScanLimit;
   let before = cursor?.offset ?? 0;
   let after = cursor?.position;
@@ -199,7 +205,11 @@ async function scanPage(projectId: number, q: PersonListQuery): Promise<PersonPa
 async function unfilteredPage(projectId: number, q: PersonListQuery): Promise<PersonPage> {
   // A cursor (what `next` links carry) starts the read where the last page ended; a bare offset walks
   // the keys before it.
-  const after = q.cursor ? decodeCursor(q.cursor, projectId).position : q.offset > 0 ? await personsPositionAfter(projectId, q.offset) : undefined;
+  const after = q.cursor
+    ? decodeCursor(q.cursor, projectId).position
+    : q.offset > 0
+      ? await personsPositionAfter(projectId, q.offset)
+      : undefined;
   const beyondEnd = q.offset > 0 && !q.cursor && after === undefined;
   const [count, out] = await Promise.all([
     personCount(projectId),
@@ -224,7 +234,12 @@ const EDIT_ATTEMPTS = 5;
 /** Who asked for a change, as the activity log and the deletion requests record it (a bulk delete's worker has no key). */
 type Actor = { user: Pick<Caller['user'], 'first_name' | 'email'> };
 
-function activity(caller: Actor, person: PersonRecord, kind: ActivityRecord['activity'], changes: ActivityRecord['changes']): ActivityRecord {
+function activity(
+  caller: Actor,
+  person: PersonRecord,
+  kind: ActivityRecord['activity'],
+  changes: ActivityRecord['changes'],
+): ActivityRecord {
   return {
     id: uuidv7(),
     person_id: person.id,
@@ -236,7 +251,13 @@ function activity(caller: Actor, person: PersonRecord, kind: ActivityRecord['act
   };
 }
 
-function apiChange(caller: Caller, person: PersonRecord, set: Record<string, unknown>, unset: string[], changed: string[]): PropertyChange {
+function apiChange(
+  caller: Caller,
+  person: PersonRecord,
+  set: Record<string, unknown>,
+  unset: string[],
+  changed: string[],
+): PropertyChange {
   return {
     id: uuidv7(),
     person_id: person.id,
@@ -262,24 +283,47 @@ async function editProperties(
   kind: 'updated' | 'property_deleted',
   deadline?: number,
 ): Promise<PersonRecord> {
-  return retryOnConflict(`Person ${personId}`, async () => {
-    const person = await findPerson(projectId, personId);
-    const { properties, changed } = applyPersonUpdates(person.properties, { set, setOnce: {}, unset });
-    if (changed.length === 0) return person;
-    const next = { ...person, properties };
-    const record = activity(caller, next, kind, [
-      { type: 'Person', action: kind === 'updated' ? 'changed' : 'deleted', field: 'properties', before: person.properties, after: properties },
-    ]);
-    if (await savePersonEdit(next, apiChange(caller, next, set, unset, changed), record)) return { ...next, version: next.version + 1 };
-    return CONFLICT;
-  }, { deadline });
+  return retryOnConflict(
+    `Person ${personId}`,
+    async () => {
+      const person = await findPerson(projectId, personId);
+      const { properties, changed } = applyPersonUpdates(person.properties, { set, setOnce: {}, unset });
+      if (changed.length === 0) return person;
+      const next = { ...person, properties };
+      const record = activity(caller, next, kind, [
+        {
+          type: 'Person',
+          action: kind === 'updated' ? 'changed' : 'deleted',
+          field: 'properties',
+          before: person.properties,
+          after: properties,
+        },
+      ]);
+      if (await savePersonEdit(next, apiChange(caller, next, set, unset, changed), record))
+        return { ...next, version: next.version + 1 };
+      return CONFLICT;
+    },
+    { deadline },
+  );
 }
 
-export async function updatePersonProperties(caller: Caller, projectId: number, personId: number, properties: Record<string, unknown>, deadline?: number) {
+export async function updatePersonProperties(
+  caller: Caller,
+  projectId: number,
+  personId: number,
+  properties: Record<string, unknown>,
+  deadline?: number,
+) {
   return personResponse(await editProperties(caller, projectId, personId, properties, [], 'updated', deadline));
 }
 
-export async function deletePersonProperty(caller: Caller, projectId: number, personId: number, key: string, deadline?: number) {
+export async function deletePersonProperty(
+  caller: Caller,
+  projectId: number,
+  personId: number,
+  key: string,
+  deadline?: number,
+) {
   await editProperties(caller, projectId, personId, {}, [key], 'property_deleted', deadline);
   return { success: true };
 }
@@ -305,22 +349,38 @@ export type QueueDeletion = (request: DeletionRequest) => Promise<void>;
  * queued first: if queuing fails nothing is deleted, so a retry of the call is complete. `read` is the
  * person as already read (bulk deletes read many at once); a conflicting write makes it read again.
  */
-export async function deletePerson(caller: Actor, projectId: number, personId: number, deleteEvents: boolean, queue: QueueDeletion, read?: PersonRecord): Promise<void> {
-  await retryOnConflict(`Person ${personId}`, async (attempt) => {
-    const person = attempt === 0 && read ? read : await findPerson(projectId, personId);
-    if (deleteEvents) {
-      await queue({
-        project_id: projectId,
-        person_id: person.id,
-        person_uuid: person.uuid,
-        distinct_ids: person.distinct_ids,
-        requested_at: nowIso(),
-        requested_by: caller.user.email,
-      });
-    }
-    const record = activity(caller, person, 'deleted', [{ type: 'Person', action: 'deleted', field: null, before: personResponse(person), after: null }]);
-    return conflictIfFalse(await deletePersonRecord(person, record));
-  }, { attempts: EDIT_ATTEMPTS, gaveUp: () => new Conflict(`Person ${personId} kept changing during the delete; retry it.`) });
+export async function deletePerson(
+  caller: Actor,
+  projectId: number,
+  personId: number,
+  deleteEvents: boolean,
+  queue: QueueDeletion,
+  read?: PersonRecord,
+): Promise<void> {
+  await retryOnConflict(
+    `Person ${personId}`,
+    async (attempt) => {
+      const person = attempt === 0 && read ? read : await findPerson(projectId, personId);
+      if (deleteEvents) {
+        await queue({
+          project_id: projectId,
+          person_id: person.id,
+          person_uuid: person.uuid,
+          distinct_ids: person.distinct_ids,
+          requested_at: nowIso(),
+          requested_by: caller.user.email,
+        });
+      }
+      const record = activity(caller, person, 'deleted', [
+        { type: 'Person', action: 'deleted', field: null, before: personResponse(person), after: null },
+      ]);
+      return conflictIfFalse(await deletePersonRecord(person, record));
+    },
+    {
+      attempts: EDIT_ATTEMPTS,
+      gaveUp: () => new Conflict(`Person ${personId} kept changing during the delete; retry it.`),
+    },
+  );
 }
 
 export const BULK_DELETE_LIMIT = 1000;
@@ -379,7 +439,9 @@ async function removeInGroups(
   const left: number[] = [];
   const removals = persons.map((person) => ({
     person,
-    activity: activity(actor, person, 'deleted', [{ type: 'Person', action: 'deleted', field: null, before: personResponse(person), after: null }]),
+    activity: activity(actor, person, 'deleted', [
+      { type: 'Person', action: 'deleted', field: null, before: personResponse(person), after: null },
+    ]),
   }));
   for (const group of removalGroups(removals)) {
     if (Date.now() >= stopAt) {
@@ -388,7 +450,8 @@ async function removeInGroups(
     }
     const fits = group.length > 1 || removalItemCount(group[0]!.person) < TRANSACTION_ITEMS;
     if (fits) {
-      if (deleteEvents) await inParallel(group, QUEUE_CONCURRENCY, ({ person }) => queue(deletionRequest(actor, person)));
+      if (deleteEvents)
+        await inParallel(group, QUEUE_CONCURRENCY, ({ person }) => queue(deletionRequest(actor, person)));
       if (await deletePersonRecords(group)) {
         for (const { person } of group) removed.add(person.id);
         continue;
@@ -441,10 +504,22 @@ export async function bulkDeletePersons(
     resolved = wanted.map((d) => owners.get(`${projectId}#${d}`));
   }
   const persons = await getPersons(projectId, [...new Set(resolved.filter((id): id is number => id !== undefined))]);
-  const { removed, left } = await removeInGroups(caller, projectId, persons, input.delete_events, queues.deletion, stopAt);
+  const { removed, left } = await removeInGroups(
+    caller,
+    projectId,
+    persons,
+    input.delete_events,
+    queues.deletion,
+    stopAt,
+  );
   if (left.length) {
     const { first_name, email } = caller.user;
-    await queues.rest({ project_id: projectId, requested_by: { first_name, email }, delete_events: input.delete_events, person_ids: left });
+    await queues.rest({
+      project_id: projectId,
+      requested_by: { first_name, email },
+      delete_events: input.delete_events,
+      person_ids: left,
+    });
   }
   const leftSet = new Set(left);
   const deleted = new Set<number>();
@@ -493,9 +568,20 @@ export async function deleteQueuedPersons(
   stopAt: number,
 ): Promise<{ deleted: number; skipped: number; requeued: number }> {
   const persons = await getPersons(message.project_id, message.person_ids);
-  const { removed, left } = await removeInGroups({ user: message.requested_by }, message.project_id, persons, message.delete_events, queues.deletion, stopAt);
+  const { removed, left } = await removeInGroups(
+    { user: message.requested_by },
+    message.project_id,
+    persons,
+    message.delete_events,
+    queues.deletion,
+    stopAt,
+  );
   if (left.length) await queues.rest({ ...message, person_ids: left });
-  return { deleted: removed.size, skipped: new Set(message.person_ids).size - removed.size - left.length, requeued: left.length };
+  return {
+    deleted: removed.size,
+    skipped: new Set(message.person_ids).size - removed.size - left.length,
+    requeued: left.length,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -509,31 +595,49 @@ const SPLIT_CHUNK = 30;
  * properties; every other id gets a new person with no properties.
  */
 export async function splitPerson(caller: Caller, projectId: number, personId: number, mainDistinctId?: string) {
-  return retryOnConflict(`Person ${personId}`, async () => {
-    let person = await findPerson(projectId, personId);
-    const main = mainDistinctId ?? person.distinct_ids[0];
-    if (main === undefined || !person.distinct_ids.includes(main)) {
-      throw new ValidationError(`'${mainDistinctId}' is not a distinct id of this person.`, 'main_distinct_id');
-    }
-    const others = person.distinct_ids.filter((d) => d !== main);
-    if (!others.length) return { success: true };
-    let ok = true;
-    for (let i = 0; i < others.length && ok; i += SPLIT_CHUNK) {
-      const chunk = others.slice(i, i + SPLIT_CHUNK);
-      const remaining = person.distinct_ids.filter((d) => !chunk.includes(d));
-      const fresh: PersonRecord[] = [];
-      for (const d of chunk) {
-        fresh.push({ id: await nextPersonId(projectId), uuid: uuidv7(), project_id: projectId, properties: {}, distinct_ids: [d], created_at: nowIso(), is_identified: false, version: 0 });
+  return retryOnConflict(
+    `Person ${personId}`,
+    async () => {
+      let person = await findPerson(projectId, personId);
+      const main = mainDistinctId ?? person.distinct_ids[0];
+      if (main === undefined || !person.distinct_ids.includes(main)) {
+        throw new ValidationError(`'${mainDistinctId}' is not a distinct id of this person.`, 'main_distinct_id');
       }
-      const last = i + SPLIT_CHUNK >= others.length;
-      const record = last
-        ? activity(caller, person, 'split_person', [{ type: 'Person', action: 'split', field: 'distinct_ids', before: person.distinct_ids, after: [main] }])
-        : undefined;
-      ok = await splitPersonRecord(person, remaining, fresh, record);
-      person = { ...person, distinct_ids: remaining, version: person.version + 1 };
-    }
-    return ok ? { success: true } : CONFLICT;
-  }, { attempts: EDIT_ATTEMPTS, gaveUp: () => new Conflict(`Person ${personId} kept changing during the split; retry it.`) });
+      const others = person.distinct_ids.filter((d) => d !== main);
+      if (!others.length) return { success: true };
+      let ok = true;
+      for (let i = 0; i < others.length && ok; i += SPLIT_CHUNK) {
+        const chunk = others.slice(i, i + SPLIT_CHUNK);
+        const remaining = person.distinct_ids.filter((d) => !chunk.includes(d));
+        const fresh: PersonRecord[] = [];
+        for (const d of chunk) {
+          fresh.push({
+            id: await nextPersonId(projectId),
+            uuid: uuidv7(),
+            project_id: projectId,
+            properties: {},
+            distinct_ids: [d],
+            created_at: nowIso(),
+            is_identified: false,
+            version: 0,
+          });
+        }
+        const last = i + SPLIT_CHUNK >= others.length;
+        const record = last
+          ? activity(caller, person, 'split_person', [
+              { type: 'Person', action: 'split', field: 'distinct_ids', before: person.distinct_ids, after: [main] },
+            ])
+          : undefined;
+        ok = await splitPersonRecord(person, remaining, fresh, record);
+        person = { ...person, distinct_ids: remaining, version: person.version + 1 };
+      }
+      return ok ? { success: true } : CONFLICT;
+    },
+    {
+      attempts: EDIT_ATTEMPTS,
+      gaveUp: () => new Conflict(`Person ${personId} kept changing during the split; retry it.`),
+    },
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -552,7 +656,12 @@ export async function personActivity(projectId: number, personId: number, pageQu
     detail: { id: a.person_id, changes: a.changes, merge: null, trigger: null, name: null, short_id: null, type: null },
     created_at: a.created_at,
   }));
-  return { results, total_count: all.length, hasNext: start + pageQuery.limit < all.length, hasPrevious: pageQuery.page > 1 };
+  return {
+    results,
+    total_count: all.length,
+    hasNext: start + pageQuery.limit < all.length,
+    hasPrevious: pageQuery.page > 1,
+  };
 }
 
 /** The person's properties over time: one point per recorded change (ingestion $set/$unset, merges, API edits). */

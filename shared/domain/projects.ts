@@ -31,7 +31,11 @@ export async function findProject(membership: MembershipRecord, projectId: numbe
 
 /** What the trend engine needs of a project. Test-account filters were validated when they were saved. */
 export function projectSettings(p: ProjectRecord): ProjectSettings {
-  return { timezone: p.timezone, week_start_day: p.week_start_day, test_account_filters: p.test_account_filters as PropertyFilter[] };
+  return {
+    timezone: p.timezone,
+    week_start_day: p.week_start_day,
+    test_account_filters: p.test_account_filters as PropertyFilter[],
+  };
 }
 
 export function isTimeZone(name: string): boolean {
@@ -55,7 +59,8 @@ export async function updateProject(membership: MembershipRecord, projectId: num
   const changes: ProjectChanges = { updated_at: nowIso() };
   if (input.name !== undefined) changes.name = input.name;
   if (input.timezone !== undefined) {
-    if (!isTimeZone(input.timezone)) throw new ValidationError(`"${input.timezone}" is not a valid time zone.`, 'timezone', 'invalid_choice');
+    if (!isTimeZone(input.timezone))
+      throw new ValidationError(`"${input.timezone}" is not a valid time zone.`, 'timezone', 'invalid_choice');
     changes.timezone = input.timezone;
   }
   if (input.week_start_day !== undefined) changes.week_start_day = input.week_start_day;

@@ -35,7 +35,9 @@ let assets: Assets | undefined;
 function loadAssets(): Assets {
   if (assets) return assets;
   const root = packageDir();
-  const version = String((JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: unknown }).version);
+  const version = String(
+    (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: unknown }).version,
+  );
   const dir = join(root, 'dist');
   assets = { version, dir, names: new Set(readdirSync(dir).filter(isServedAsset)) };
   return assets;

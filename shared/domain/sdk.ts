@@ -90,7 +90,9 @@ function flagsToken(input: CaptureRequestInput): string {
   for (const candidate of [body.token, body.api_key, body.$token, input.query.token, input.query.api_key]) {
     if (typeof candidate === 'string' && candidate !== '') return candidate;
   }
-  throw new NotAuthenticated('No project API key provided. You can find your project API key in your project settings.');
+  throw new NotAuthenticated(
+    'No project API key provided. You can find your project API key in your project settings.',
+  );
 }
 
 async function flagsProject(input: CaptureRequestInput): Promise<ProjectRecord> {

@@ -23,7 +23,13 @@ import {
   type TrendResponse,
 } from '../trends/index.ts';
 import { checkResponseBytes, type ReadWindow } from '../trends/limits.ts';
-import { computeTrendFromColumns, distinctIdsOf, distinctIdsOnly, storedSource, type PersonJoin } from '../trends/columnar/index.ts';
+import {
+  computeTrendFromColumns,
+  distinctIdsOf,
+  distinctIdsOnly,
+  storedSource,
+  type PersonJoin,
+} from '../trends/columnar/index.ts';
 import { actionDefinitions } from './actions.ts';
 import { readTrendRows, type TrendEventSource } from './event-segments.ts';
 import { findProject, projectSettings } from './projects.ts';
@@ -51,7 +57,9 @@ class Phases {
     this.last = t;
   }
   header(): string {
-    return this.spent.map(([phase, ms, desc]) => `${phase};dur=${ms.toFixed(1)}${desc === undefined ? '' : `;desc="${desc}"`}`).join(', ');
+    return this.spent
+      .map(([phase, ms, desc]) => `${phase};dur=${ms.toFixed(1)}${desc === undefined ? '' : `;desc="${desc}"`}`)
+      .join(', ');
   }
 }
 
@@ -63,11 +71,20 @@ const hourKey = (d: Date) => d.toISOString().slice(0, 13);
  * the range — compacted day segments where they are exact, raw event partitions elsewhere
  * (event-segments.ts) — with persons resolved only for queries that use them.
  */
-export async function computeProjectTrend(membership: MembershipRecord, projectId: number, raw: Record<string, unknown>, refresh: boolean): Promise<TrendAnswer> {
+export async function computeProjectTrend(
+  membership: MembershipRecord,
+  projectId: number,
+  raw: Record<string, unknown>,
+  refresh: boolean,
+): Promise<TrendAnswer> {
   const phases = new Phases();
   const query = parseTrendRequest(raw);
   const actionIds = query.series.flatMap((s) => (s.type === 'actions' ? [Number(s.id)] : []));
-  const [project, actions, firstAt] = await Promise.all([findProject(membership, projectId), actionDefinitions(projectId, actionIds), firstEventAt(projectId)]);
+  const [project, actions, firstAt] = await Promise.all([
+    findProject(membership, projectId),
+    actionDefinitions(projectId, actionIds),
+    firstEventAt(projectId),
+  ]);
   for (const s of query.series) {
     if (s.type === 'actions' && !actions.some((a) => a.id === Number(s.id))) {
       throw new ValidationError(`Action ${String(s.id)} does not exist.`, `actions__${s.index}__id`, 'does_not_exist');
@@ -86,12 +103,20 @@ export async function computeProjectTrend(membership: MembershipRecord, projectI
     const cached = await readTrendCache(projectId, hash, now);
     phases.mark('cache');
     if (cached) {
-      const body = { ...(cached.body as TrendResponse), is_cached: true, last_refresh: cached.last_refresh, next: null as null };
+      const body = {
+        ...(cached.body as TrendResponse),
+        is_cached: true,
+        last_refresh: cached.last_refresh,
+        next: null as null,
+      };
       return { body, csv: () => trendToCsv(body), source: 'cache', timing: phases.header() };
     }
   }
   const { response, source } = canUseHourlyRollups(query, settings, now, firstAt)
-    ? { response: await fromRollups(projectId, query, read, settings, now, firstAt, phases), source: 'rollups' as const }
+    ? {
+        response: await fromRollups(projectId, query, read, settings, now, firstAt, phases),
+        source: 'rollups' as const,
+      }
     : await fromEvents(projectId, query, range, read, settings, actions, now, firstAt, phases);
   checkResponseBytes(query, Buffer.byteLength(JSON.stringify(response)));
   await writeTrendCache(projectId, hash, response, now, TREND_CACHE_SECONDS);
@@ -102,9 +127,21 @@ export async function computeProjectTrend(membership: MembershipRecord, projectI
 
 const daysRead = (read: ReadWindow | null) => `${read?.days ?? 0} days`;
 
-async function fromRollups(projectId: number, query: TrendQuery, read: ReadWindow | null, settings: ProjectSettings, now: Date, firstAt: Date | undefined, phases: Phases) {
+async function fromRollups(
+  projectId: number,
+  query: TrendQuery,
+  read: ReadWindow | null,
+  settings: ProjectSettings,
+  now: Date,
+  firstAt: Date | undefined,
+  phases: Phases,
+) {
   const hourly = read
-    ? await Promise.all(query.series.map((s) => readRollups(projectId, s.id === null ? null : String(s.id), hourKey(read.from), hourKey(read.to))))
+    ? await Promise.all(
+        query.series.map((s) =>
+          readRollups(projectId, s.id === null ? null : String(s.id), hourKey(read.from), hourKey(read.to)),
+        ),
+      )
     : query.series.map(() => new Map<string, number>());
   phases.mark('read', daysRead(read));
   const response = computeTrendFromHourly(query, { hourly, project: settings, now, firstEventAt: firstAt });
@@ -132,7 +169,13 @@ async function fromEvents(
   phases.mark('read', daysRead(read && range.buckets.length ? read : null));
   const join = persons ? await personJoin(projectId, distinctIdsOf(columns)) : distinctIdsOnly;
   phases.mark('persons');
-  const response = computeTrendFromColumns(query, { source: storedSource(columns, join), project: settings, actions, now, firstEventAt: firstAt });
+  const response = computeTrendFromColumns(query, {
+    source: storedSource(columns, join),
+    project: settings,
+    actions,
+    now,
+    firstEventAt: firstAt,
+  });
   phases.mark('compute');
   return { response, source };
 }

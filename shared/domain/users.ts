@@ -6,11 +6,20 @@ import { CONFLICT, retryOnConflict } from '../retry.ts';
 /** The user with this e-mail, created on first use (keys are issued to e-mails by the CLI). */
 export async function ensureUser(email: string): Promise<UserRecord> {
   const normalized = email.trim().toLowerCase();
-  return retryOnConflict(`User ${normalized}`, async () => {
-    const existingId = await findUserIdByEmail(normalized);
-    const existing = existingId && (await getUser(existingId));
-    if (existing) return existing;
-    const user: UserRecord = { id: uuidv7(), email: normalized, first_name: normalized.split('@')[0] ?? '', created_at: nowIso() };
-    return (await createUser(user)) ? user : CONFLICT;
-  }, { attempts: 3, gaveUp: () => new Error(`could not create or read user ${normalized}`) });
+  return retryOnConflict(
+    `User ${normalized}`,
+    async () => {
+      const existingId = await findUserIdByEmail(normalized);
+      const existing = existingId && (await getUser(existingId));
+      if (existing) return existing;
+      const user: UserRecord = {
+        id: uuidv7(),
+        email: normalized,
+        first_name: normalized.split('@')[0] ?? '',
+        created_at: nowIso(),
+      };
+      return (await createUser(user)) ? user : CONFLICT;
+    },
+    { attempts: 3, gaveUp: () => new Error(`could not create or read user ${normalized}`) },
+  );
 }

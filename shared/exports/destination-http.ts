@@ -46,7 +46,12 @@ export interface DestinationResponse {
 }
 
 type Data = string | ArrayBuffer | ArrayBufferView;
-const bytes = (d: Data) => (typeof d === 'string' ? Buffer.from(d) : ArrayBuffer.isView(d) ? Buffer.from(d.buffer, d.byteOffset, d.byteLength) : Buffer.from(d));
+const bytes = (d: Data) =>
+  typeof d === 'string'
+    ? Buffer.from(d)
+    : ArrayBuffer.isView(d)
+      ? Buffer.from(d.buffer, d.byteOffset, d.byteLength)
+      : Buffer.from(d);
 
 /** SigV4's hash for @smithy/signature-v4: SHA-256, or HMAC-SHA-256 when constructed with a secret. */
 export class Sha256 {
@@ -67,11 +72,13 @@ const TLS_CODES = /^(CERT_|ERR_TLS|ERR_SSL|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO_|HOS
 /** What went wrong, from the error's code only (node's messages carry addresses and remote text). */
 function reason(error: unknown): { text: string; retryable: boolean } {
   const e = error as { code?: string; message?: string };
-  if (/^DNS lookup .* is not allowed/.test(e.message ?? '')) return { text: 'the endpoint resolves to a private, loopback or link-local address', retryable: false };
+  if (/^DNS lookup .* is not allowed/.test(e.message ?? ''))
+    return { text: 'the endpoint resolves to a private, loopback or link-local address', retryable: false };
   const code = e.code ?? '';
   if (code === 'ECONNREFUSED') return { text: 'connection refused', retryable: false };
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return { text: 'host not found', retryable: false };
-  if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'ECONNABORTED') return { text: 'connection reset', retryable: true };
+  if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'ECONNABORTED')
+    return { text: 'connection reset', retryable: true };
   if (TLS_CODES.test(code)) return { text: 'TLS handshake failed', retryable: false };
   return { text: 'network error', retryable: false };
 }
@@ -89,7 +96,8 @@ export function destinationRequest(
   net: NetworkOptions,
 ): Promise<DestinationResponse> {
   const https = url.protocol === 'https:';
-  if (!https && !net.allowLoopback) return Promise.reject(new DestinationError(`${operation} failed: the endpoint is not https`));
+  if (!https && !net.allowLoopback)
+    return Promise.reject(new DestinationError(`${operation} failed: the endpoint is not https`));
   const agent: Agent | undefined = net.allowLoopback ? undefined : https ? globalHttpsAgent : globalHttpAgent;
   const requester = https ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
@@ -100,16 +108,33 @@ export function destinationRequest(
       settled = true;
       timers.forEach(clearTimeout);
       if (!error) return resolve(value!);
-      if (error instanceof Timeout) return reject(new DestinationError(`${operation} failed: timed out ${error.phase === 'connecting' ? `connecting (${net.connectTimeoutMs} ms)` : `after ${net.requestTimeoutMs} ms`}`));
+      if (error instanceof Timeout)
+        return reject(
+          new DestinationError(
+            `${operation} failed: timed out ${error.phase === 'connecting' ? `connecting (${net.connectTimeoutMs} ms)` : `after ${net.requestTimeoutMs} ms`}`,
+          ),
+        );
       const why = reason(error);
       reject(new DestinationError(`${operation} failed: ${why.text}`, why.retryable));
     };
     const req = requester(
-      { hostname: url.hostname.replace(/^\[|\]$/g, ''), port: url.port || undefined, method: init.method, path: init.path, headers: init.headers, agent },
+      {
+        hostname: url.hostname.replace(/^\[|\]$/g, ''),
+        port: url.port || undefined,
+        method: init.method,
+        path: init.path,
+        headers: init.headers,
+        agent,
+      },
       (res) => {
         const chunks: Buffer[] = [];
         let size = 0;
-        const done = () => finish(undefined, { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') });
+        const done = () =>
+          finish(undefined, {
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: Buffer.concat(chunks).toString('utf8'),
+          });
         res.on('data', (c: Buffer) => {
           if (size >= MAX_RESPONSE_BYTES) return;
           chunks.push(c.subarray(0, MAX_RESPONSE_BYTES - size));

@@ -64,8 +64,10 @@ const RESERVED_SUFFIXES = ['-s3alias', '--ol-s3', '.mrap', '--x-s3', '--table-s3
 
 /** S3's general purpose bucket naming rules (docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html). */
 export function bucketProblem(name: string): string | undefined {
-  if (name.length < 3 || name.length > 63) return `Bucket names are 3 to 63 characters long; this one has ${name.length}.`;
-  if (!/^[a-z0-9][a-z0-9.-]*[a-z0-9]$/.test(name)) return 'Bucket names use only lowercase letters, digits, dots and hyphens, and begin and end with a letter or digit.';
+  if (name.length < 3 || name.length > 63)
+    return `Bucket names are 3 to 63 characters long; this one has ${name.length}.`;
+  if (!/^[a-z0-9][a-z0-9.-]*[a-z0-9]$/.test(name))
+    return 'Bucket names use only lowercase letters, digits, dots and hyphens, and begin and end with a letter or digit.';
   if (name.includes('..')) return 'Bucket names must not contain two adjacent dots.';
   if (isIP(name) === 4) return 'Bucket names must not look like an IP address.';
   const prefix = RESERVED_PREFIXES.find((p) => name.startsWith(p));
@@ -101,9 +103,18 @@ function isPrivateLiteral(host: string): boolean {
   const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
   if (isIP(bare) === 4) {
     const [a, b] = bare.split('.').map(Number) as [number, number];
-    return a === 0 || a === 10 || a === 127 || (a === 169 && b === 254) || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 100 && b >= 64 && b <= 127);
+    return (
+      a === 0 ||
+      a === 10 ||
+      a === 127 ||
+      (a === 169 && b === 254) ||
+      (a === 172 && b >= 16 && b <= 31) ||
+      (a === 192 && b === 168) ||
+      (a === 100 && b >= 64 && b <= 127)
+    );
   }
-  if (isIP(bare) === 6) return bare === '::' || bare === '::1' || /^(fc|fd|fe[89ab])/.test(bare) || bare.startsWith('::ffff:');
+  if (isIP(bare) === 6)
+    return bare === '::' || bare === '::1' || /^(fc|fd|fe[89ab])/.test(bare) || bare.startsWith('::ffff:');
   return false;
 }
 
@@ -125,6 +136,7 @@ export function endpointProblem(raw: string, allowLoopback: boolean): string | u
   const loopback = isLoopbackHost(url.hostname);
   if (allowLoopback && loopback && (url.protocol === 'http:' || url.protocol === 'https:')) return undefined;
   if (url.protocol !== 'https:') return 'The endpoint URL must use https.';
-  if (loopback || isPrivateLiteral(url.hostname)) return 'The endpoint URL must not point at a private, loopback or link-local address.';
+  if (loopback || isPrivateLiteral(url.hostname))
+    return 'The endpoint URL must not point at a private, loopback or link-local address.';
   return undefined;
 }

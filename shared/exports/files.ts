@@ -7,7 +7,12 @@ export const COMPRESSIONS = ['none', 'gzip', 'brotli'] as const;
 export type Compression = (typeof COMPRESSIONS)[number];
 
 /** One file's bytes: JSON Lines (nested values stay objects) or CSV (nested values as JSON), then compressed. */
-export function encodeRows(rows: Record<string, unknown>[], columns: string[], format: FileFormat, compression: Compression): { body: Buffer; extension: string; contentType: string } {
+export function encodeRows(
+  rows: Record<string, unknown>[],
+  columns: string[],
+  format: FileFormat,
+  compression: Compression,
+): { body: Buffer; extension: string; contentType: string } {
   const text =
     format === 'JSONLines'
       ? rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : '')
@@ -42,7 +47,12 @@ export function renderPrefix(prefix: string, window: { start: Date; end: Date },
  * Where a window's file goes. Deterministic: a re-run (retry, backfill over an exported window)
  * writes the same key and so replaces its own file instead of adding a duplicate.
  */
-export function objectKey(prefix: string, window: { start: Date; end: Date }, table: string, extension: string): string {
+export function objectKey(
+  prefix: string,
+  window: { start: Date; end: Date },
+  table: string,
+  extension: string,
+): string {
   const base = renderPrefix(prefix, window, table).replace(/\/+$/, '');
   const name = `${window.start.toISOString()}-${window.end.toISOString()}.${extension}`;
   return base ? `${base}/${name}` : name;

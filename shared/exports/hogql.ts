@@ -18,7 +18,18 @@ export interface ExportRowSource {
   person_properties: Record<string, unknown>;
 }
 
-export const EVENT_COLUMNS = ['uuid', 'event', 'distinct_id', 'person_id', 'properties', 'person_properties', 'elements_chain', 'timestamp', 'created_at', '_inserted_at'];
+export const EVENT_COLUMNS = [
+  'uuid',
+  'event',
+  'distinct_id',
+  'person_id',
+  'properties',
+  'person_properties',
+  'elements_chain',
+  'timestamp',
+  'created_at',
+  '_inserted_at',
+];
 
 const ATTR = 'hogql_query';
 const IDENT = '[A-Za-z_$][\\w$]*';
@@ -76,14 +87,20 @@ function splitAlias(field: string): { expression: string; alias?: string } {
   const beforeAlias = field.slice(0, start).trimEnd();
   const expression = beforeAlias.slice(0, -2).trimEnd();
   const separated = beforeAlias.length < start && expression.length < beforeAlias.length - 2;
-  return alias && separated && expression && beforeAlias.slice(-2).toLowerCase() === 'as' ? { expression, alias } : { expression: field };
+  return alias && separated && expression && beforeAlias.slice(-2).toLowerCase() === 'as'
+    ? { expression, alias }
+    : { expression: field };
 }
 
 export function parseExportQuery(query: string): SelectField[] {
   const list = selectList(query);
-  if (list === null) throw new ValidationError('Unsupported HogQL query: only "SELECT <fields> FROM events" is supported.', ATTR);
+  if (list === null)
+    throw new ValidationError('Unsupported HogQL query: only "SELECT <fields> FROM events" is supported.', ATTR);
   if (/\b(join|union|with|where|group|order|limit)\b|\(\s*select/i.test(list)) {
-    throw new ValidationError('Unsupported HogQL query: joins, subqueries, unions and clauses other than SELECT/FROM are not supported.', ATTR);
+    throw new ValidationError(
+      'Unsupported HogQL query: joins, subqueries, unions and clauses other than SELECT/FROM are not supported.',
+      ATTR,
+    );
   }
   const fields = splitFields(list).map((raw) => {
     const aliased = splitAlias(raw);
@@ -92,7 +109,8 @@ export function parseExportQuery(query: string): SelectField[] {
     if (!f) throw new ValidationError(`Invalid HogQL query: unsupported field "${expression}".`, ATTR);
     if (f[5] !== undefined) {
       const column = f[5].toLowerCase();
-      if (!EVENT_COLUMNS.includes(column)) throw new ValidationError(`Invalid HogQL query: unknown field "${expression}".`, ATTR);
+      if (!EVENT_COLUMNS.includes(column))
+        throw new ValidationError(`Invalid HogQL query: unknown field "${expression}".`, ATTR);
       return { expression, alias: aliased.alias ?? column, read: (row: ExportRowSource) => row.columns[column] };
     }
     const key = f[3] ?? f[4]!.replace(/\\(.)/g, '$1');

@@ -1,6 +1,14 @@
 import { SignatureV4 } from '@smithy/signature-v4';
 import { CONFLICT, retryOnConflict } from '../retry.ts';
-import { DestinationError, destinationRequest, errorCode, networkOptions, Sha256, type DestinationResponse, type NetworkOptions } from './destination-http.ts';
+import {
+  DestinationError,
+  destinationRequest,
+  errorCode,
+  networkOptions,
+  Sha256,
+  type DestinationResponse,
+  type NetworkOptions,
+} from './destination-http.ts';
 
 /**
  * The five S3 calls batch exports make (PutObject, and the multipart trio plus abort), signed with
@@ -22,8 +30,13 @@ export interface S3Destination {
  * role it names (assumed before the run, shared/domain/export-destinations.ts).
  */
 function credentials(d: S3Destination) {
-  if (!d.aws_access_key_id || !d.aws_secret_access_key) throw new DestinationError('S3 destination has no credentials of its own (access keys or role_arn).');
-  return { accessKeyId: d.aws_access_key_id, secretAccessKey: d.aws_secret_access_key, ...(d.aws_session_token ? { sessionToken: d.aws_session_token } : {}) };
+  if (!d.aws_access_key_id || !d.aws_secret_access_key)
+    throw new DestinationError('S3 destination has no credentials of its own (access keys or role_arn).');
+  return {
+    accessKeyId: d.aws_access_key_id,
+    secretAccessKey: d.aws_secret_access_key,
+    ...(d.aws_session_token ? { sessionToken: d.aws_session_token } : {}),
+  };
 }
 
 /** Path-style for custom endpoints and dotted bucket names (TLS), virtual-hosted otherwise (AWS's default). */
@@ -34,7 +47,8 @@ function target(d: S3Destination, key: string): { url: URL; path: string } {
     return { url, path: `${url.pathname.replace(/\/$/, '')}/${encodeURIComponent(d.bucket_name)}/${encodedKey}` };
   }
   const suffix = d.region.startsWith('cn-') ? 'amazonaws.com.cn' : 'amazonaws.com';
-  if (d.bucket_name.includes('.')) return { url: new URL(`https://s3.${d.region}.${suffix}`), path: `/${d.bucket_name}/${encodedKey}` };
+  if (d.bucket_name.includes('.'))
+    return { url: new URL(`https://s3.${d.region}.${suffix}`), path: `/${d.bucket_name}/${encodedKey}` };
   return { url: new URL(`https://${d.bucket_name}.s3.${d.region}.${suffix}`), path: `/${encodedKey}` };
 }
 
@@ -54,33 +68,63 @@ const ATTEMPTS = 3;
 /** CompleteMultipartUpload (and, rarely, others) may answer 200 with an error document. */
 const ERROR_DOCUMENT = /^\s*(<\?xml[^>]*\?>\s*)?<Error>/;
 
-async function call(d: S3Destination, net: NetworkOptions, operation: string, method: string, key: string, query: Record<string, string>, body?: Buffer, headers: Record<string, string> = {}): Promise<DestinationResponse> {
+async function call(
+  d: S3Destination,
+  net: NetworkOptions,
+  operation: string,
+  method: string,
+  key: string,
+  query: Record<string, string>,
+  body?: Buffer,
+  headers: Record<string, string> = {},
+): Promise<DestinationResponse> {
   const { url, path } = target(d, key);
-  const signer = new SignatureV4({ service: 's3', region: d.region, credentials: credentials(d), sha256: Sha256, uriEscapePath: false, applyChecksum: true });
+  const signer = new SignatureV4({
+    service: 's3',
+    region: d.region,
+    credentials: credentials(d),
+    sha256: Sha256,
+    uriEscapePath: false,
+    applyChecksum: true,
+  });
   // Retryable failures (5xx, a reset connection) are sent again, freshly signed, with backoff; the last one is thrown.
   let last: unknown;
-  return retryOnConflict(`S3 ${operation}`, async () => {
-    const signed = await signer.sign({
-      method,
-      protocol: url.protocol,
-      hostname: url.hostname,
-      port: url.port ? Number(url.port) : undefined,
-      path,
-      query,
-      headers: { host: url.host, 'content-length': String(body?.length ?? 0), ...headers },
-      body,
-    });
-    const search = new URLSearchParams(query).toString().replace(/=(?=&|$)/g, '');
-    try {
-      const res = await destinationRequest(`S3 ${operation}`, url, { method, path: search ? `${path}?${search}` : path, headers: signed.headers as Record<string, string>, body }, net);
-      if (res.status < 300 && !ERROR_DOCUMENT.test(res.body)) return res;
-      throw new S3Error(operation, res.status, errorCode(res.body));
-    } catch (error) {
-      if (!(error instanceof DestinationError) || !error.retryable) throw error;
-      last = error;
-      return CONFLICT;
-    }
-  }, { attempts: ATTEMPTS, baseMs: 400, capMs: 1_600, gaveUp: () => last as Error });
+  return retryOnConflict(
+    `S3 ${operation}`,
+    async () => {
+      const signed = await signer.sign({
+        method,
+        protocol: url.protocol,
+        hostname: url.hostname,
+        port: url.port ? Number(url.port) : undefined,
+        path,
+        query,
+        headers: { host: url.host, 'content-length': String(body?.length ?? 0), ...headers },
+        body,
+      });
+      const search = new URLSearchParams(query).toString().replace(/=(?=&|$)/g, '');
+      try {
+        const res = await destinationRequest(
+          `S3 ${operation}`,
+          url,
+          {
+            method,
+            path: search ? `${path}?${search}` : path,
+            headers: signed.headers as Record<string, string>,
+            body,
+          },
+          net,
+        );
+        if (res.status < 300 && !ERROR_DOCUMENT.test(res.body)) return res;
+        throw new S3Error(operation, res.status, errorCode(res.body));
+      } catch (error) {
+        if (!(error instanceof DestinationError) || !error.retryable) throw error;
+        last = error;
+        return CONFLICT;
+      }
+    },
+    { attempts: ATTEMPTS, baseMs: 400, capMs: 1_600, gaveUp: () => last as Error },
+  );
 }
 
 const PART_BYTES = 8 * 1024 * 1024;
@@ -89,22 +133,40 @@ const PART_BYTES = 8 * 1024 * 1024;
  * Puts one object so that it is complete or absent: a single PutObject, or for big files a multipart
  * upload that only becomes visible on CompleteMultipartUpload (aborted on any failure).
  */
-export async function putObject(d: S3Destination, key: string, body: Buffer, contentType: string, net: NetworkOptions = networkOptions()): Promise<void> {
+export async function putObject(
+  d: S3Destination,
+  key: string,
+  body: Buffer,
+  contentType: string,
+  net: NetworkOptions = networkOptions(),
+): Promise<void> {
   if (body.length <= PART_BYTES) {
     await call(d, net, 'PutObject', 'PUT', key, {}, body, { 'content-type': contentType });
     return;
   }
-  const created = await call(d, net, 'CreateMultipartUpload', 'POST', key, { uploads: '' }, undefined, { 'content-type': contentType });
+  const created = await call(d, net, 'CreateMultipartUpload', 'POST', key, { uploads: '' }, undefined, {
+    'content-type': contentType,
+  });
   const uploadId = /<UploadId>([^<]{1,1024})<\/UploadId>/.exec(created.body)?.[1];
   if (!uploadId) throw new DestinationError('S3 CreateMultipartUpload failed: the answer has no UploadId');
   try {
     const parts: string[] = [];
     for (let offset = 0, n = 1; offset < body.length; offset += PART_BYTES, n += 1) {
-      const res = await call(d, net, 'UploadPart', 'PUT', key, { partNumber: String(n), uploadId }, body.subarray(offset, offset + PART_BYTES));
+      const res = await call(
+        d,
+        net,
+        'UploadPart',
+        'PUT',
+        key,
+        { partNumber: String(n), uploadId },
+        body.subarray(offset, offset + PART_BYTES),
+      );
       parts.push(`<Part><PartNumber>${n}</PartNumber><ETag>${xmlText(String(res.headers.etag))}</ETag></Part>`);
     }
     const xml = Buffer.from(`<CompleteMultipartUpload>${parts.join('')}</CompleteMultipartUpload>`);
-    await call(d, net, 'CompleteMultipartUpload', 'POST', key, { uploadId }, xml, { 'content-type': 'application/xml' });
+    await call(d, net, 'CompleteMultipartUpload', 'POST', key, { uploadId }, xml, {
+      'content-type': 'application/xml',
+    });
   } catch (error) {
     await call(d, net, 'AbortMultipartUpload', 'DELETE', key, { uploadId }).catch(() => undefined);
     throw error;

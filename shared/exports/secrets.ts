@@ -30,7 +30,8 @@ export interface SecretsContext {
 let kms: KMSClient | undefined;
 const kmsClient = () => (kms ??= new KMSClient({}));
 
-const aad = (context: SecretsContext) => Buffer.from(JSON.stringify({ organization_id: context.organization_id, batch_export_id: context.batch_export_id }));
+const aad = (context: SecretsContext) =>
+  Buffer.from(JSON.stringify({ organization_id: context.organization_id, batch_export_id: context.batch_export_id }));
 
 function gcmSeal(key: Buffer, plain: Buffer, context: SecretsContext) {
   const iv = randomBytes(12);
@@ -47,7 +48,10 @@ function gcmOpen(key: Buffer, box: { iv: Buffer; tag: Buffer; data: Buffer }, co
 /** The local runtime's key: 32 random bytes in a 0600 file, made on first use (atomically: link fails if another process won). */
 async function localKey(): Promise<Buffer> {
   const { runtime, localSecretsKeyFile: file } = config();
-  if (runtime !== 'local') throw new ConfigError(`${ENV.exportSecretsKmsKeyId} is not set: a deployed stage seals export secrets with KMS only`);
+  if (runtime !== 'local')
+    throw new ConfigError(
+      `${ENV.exportSecretsKmsKeyId} is not set: a deployed stage seals export secrets with KMS only`,
+    );
   try {
     return await readKey(file);
   } catch (error) {
@@ -77,7 +81,9 @@ export async function sealSecrets(secrets: Record<string, string>, context: Secr
   let dataKey: Buffer;
   let wrapped: Buffer;
   if (keyId) {
-    const out = await kmsClient().send(new GenerateDataKeyCommand({ KeyId: keyId, KeySpec: 'AES_256', EncryptionContext: { ...context } }));
+    const out = await kmsClient().send(
+      new GenerateDataKeyCommand({ KeyId: keyId, KeySpec: 'AES_256', EncryptionContext: { ...context } }),
+    );
     dataKey = Buffer.from(out.Plaintext!);
     wrapped = Buffer.from(out.CiphertextBlob!);
   } else {
@@ -88,7 +94,14 @@ export async function sealSecrets(secrets: Record<string, string>, context: Secr
   const box = gcmSeal(dataKey, Buffer.from(JSON.stringify(secrets)), context);
   dataKey.fill(0);
   const b64 = (b: Buffer) => b.toString('base64');
-  return { v: 1, wrap: keyId ? 'kms' : 'local', key: b64(wrapped), iv: b64(box.iv), tag: b64(box.tag), data: b64(box.data) };
+  return {
+    v: 1,
+    wrap: keyId ? 'kms' : 'local',
+    key: b64(wrapped),
+    iv: b64(box.iv),
+    tag: b64(box.tag),
+    data: b64(box.data),
+  };
 }
 
 export async function openSecrets(sealed: SealedSecrets, context: SecretsContext): Promise<Record<string, string>> {
@@ -96,12 +109,30 @@ export async function openSecrets(sealed: SealedSecrets, context: SecretsContext
   let dataKey: Buffer;
   if (sealed.wrap === 'kms') {
     const keyId = config().exportSecretsKmsKeyId;
-    const out = await kmsClient().send(new DecryptCommand({ CiphertextBlob: wrapped, EncryptionContext: { ...context }, ...(keyId ? { KeyId: keyId } : {}) }));
+    const out = await kmsClient().send(
+      new DecryptCommand({
+        CiphertextBlob: wrapped,
+        EncryptionContext: { ...context },
+        ...(keyId ? { KeyId: keyId } : {}),
+      }),
+    );
     dataKey = Buffer.from(out.Plaintext!);
   } else {
-    dataKey = gcmOpen(await localKey(), { iv: wrapped.subarray(0, 12), tag: wrapped.subarray(12, 28), data: wrapped.subarray(28) }, context);
+    dataKey = gcmOpen(
+      await localKey(),
+      { iv: wrapped.subarray(0, 12), tag: wrapped.subarray(12, 28), data: wrapped.subarray(28) },
+      context,
+    );
   }
-  const plain = gcmOpen(dataKey, { iv: Buffer.from(sealed.iv, 'base64'), tag: Buffer.from(sealed.tag, 'base64'), data: Buffer.from(sealed.data, 'base64') }, context);
+  const plain = gcmOpen(
+    dataKey,
+    {
+      iv: Buffer.from(sealed.iv, 'base64'),
+      tag: Buffer.from(sealed.tag, 'base64'),
+      data: Buffer.from(sealed.data, 'base64'),
+    },
+    context,
+  );
   dataKey.fill(0);
   return JSON.parse(plain.toString('utf8')) as Record<string, string>;
 }

@@ -1,7 +1,14 @@
 import { fromEnv } from '@aws-sdk/credential-provider-env';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { config } from '../config.ts';
-import { DestinationError, destinationRequest, errorCode, networkOptions, Sha256, type NetworkOptions } from './destination-http.ts';
+import {
+  DestinationError,
+  destinationRequest,
+  errorCode,
+  networkOptions,
+  Sha256,
+  type NetworkOptions,
+} from './destination-http.ts';
 
 export interface TemporaryCredentials {
   aws_access_key_id: string;
@@ -42,10 +49,19 @@ export async function assumeRole(
     hostname: url.hostname,
     port: url.port ? Number(url.port) : undefined,
     path,
-    headers: { host: url.host, 'content-type': 'application/x-www-form-urlencoded; charset=utf-8', 'content-length': String(body.length) },
+    headers: {
+      host: url.host,
+      'content-type': 'application/x-www-form-urlencoded; charset=utf-8',
+      'content-length': String(body.length),
+    },
     body,
   });
-  const res = await destinationRequest('STS AssumeRole', url, { method: 'POST', path, headers: signed.headers as Record<string, string>, body }, net);
+  const res = await destinationRequest(
+    'STS AssumeRole',
+    url,
+    { method: 'POST', path, headers: signed.headers as Record<string, string>, body },
+    net,
+  );
   if (res.status !== 200) {
     const code = errorCode(res.body);
     throw new DestinationError(`STS AssumeRole failed: ${res.status}${code ? ` ${code}` : ''}`);

@@ -14,7 +14,10 @@ export function captureCorsHeaders(origin: string | undefined): Record<string, s
  */
 export const PUBLIC_ASSET_CORS_HEADERS: Readonly<Record<string, string>> = { 'Access-Control-Allow-Origin': '*' };
 
-export function capturePreflightHeaders(origin: string | undefined, requestedHeaders: string | undefined): Record<string, string> {
+export function capturePreflightHeaders(
+  origin: string | undefined,
+  requestedHeaders: string | undefined,
+): Record<string, string> {
   return {
     ...captureCorsHeaders(origin ?? '*'),
     'Access-Control-Allow-Methods': 'GET, POST, OPTIONS',

@@ -21,7 +21,8 @@ export function errorResponse(error: unknown): HttpResponse {
   return jsonResponse(500, { type: 'server_error', code: 'error', detail: 'A server error occurred.', attr: null });
 }
 
-const isStackOverflow = (error: unknown) => error instanceof RangeError && error.message === 'Maximum call stack size exceeded';
+const isStackOverflow = (error: unknown) =>
+  error instanceof RangeError && error.message === 'Maximum call stack size exceeded';
 
 function describe(error: unknown): Record<string, unknown> {
   if (error instanceof Error) return { name: error.name, message: error.message, stack: error.stack };

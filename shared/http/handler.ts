@@ -11,7 +11,15 @@ import { completion } from './middleware/completion.ts';
 import { cors } from './middleware/cors.ts';
 import { handedOff, handoff } from './middleware/handoff.ts';
 import { jsonBody } from './middleware/json-body.ts';
-import type { AnySchema, HandlerContext, HttpEvent, PipelineState, PublicRouteInfo, RouteInfo, Schemas } from './middleware/pipeline.ts';
+import type {
+  AnySchema,
+  HandlerContext,
+  HttpEvent,
+  PipelineState,
+  PublicRouteInfo,
+  RouteInfo,
+  Schemas,
+} from './middleware/pipeline.ts';
 import { countRequest, enforceRateLimit } from './middleware/rate-limit.ts';
 import { scope } from './middleware/scope.ts';
 import { tenancy } from './middleware/tenancy.ts';
@@ -50,11 +58,13 @@ export type ApiRequest<R extends RouteInfo, S extends Schemas> = {
 const ANSWER_MARGIN_MS = 2_000;
 
 function answerBy(context: Context | undefined): number {
-  const remaining = typeof context?.getRemainingTimeInMillis === 'function' ? context.getRemainingTimeInMillis() : 10_000;
+  const remaining =
+    typeof context?.getRemainingTimeInMillis === 'function' ? context.getRemainingTimeInMillis() : 10_000;
   return Date.now() + Math.max(1_000, remaining - ANSWER_MARGIN_MS);
 }
 
-const requestUrl = (event: HttpEvent) => new URL(`${publicBaseUrl(event)}${event.rawPath}${event.rawQueryString ? `?${event.rawQueryString}` : ''}`);
+const requestUrl = (event: HttpEvent) =>
+  new URL(`${publicBaseUrl(event)}${event.rawPath}${event.rawQueryString ? `?${event.rawQueryString}` : ''}`);
 
 /**
  * The only way to build an API handler, and the one place its pipeline is composed (each middleware
@@ -63,13 +73,25 @@ const requestUrl = (event: HttpEvent) => new URL(`${publicBaseUrl(event)}${event
  * body (routes with a body schema) -> authentication -> rate-limit count -> scope -> tenancy ->
  * rate-limit verdict -> validation -> handoff -> the handler, which gets typed, validated input and returns a Reply.
  */
-export function apiHandler<R extends RouteInfo, S extends Schemas>(route: R, schemas: S, fn: (request: ApiRequest<R, S>) => Promise<Reply>) {
+export function apiHandler<R extends RouteInfo, S extends Schemas>(
+  route: R,
+  schemas: S,
+  fn: (request: ApiRequest<R, S>) => Promise<Reply>,
+) {
   const respond = async (event: HttpEvent, context: HandlerContext): Promise<HttpResponse> => {
     const { caller, tenant, input } = handedOff(context);
     const { kind: _kind, ...tenantFields } = tenant;
     // The one cast: valibot's outputs and the tenant's fields, known here only as values, meet the route's
     // types. tenancyOf (which the tenancy middleware follows) and TenancyKind derive both from the same prefixes.
-    const request = { params: input.params, query: input.query, body: input.body, caller, ...tenantFields, url: requestUrl(event), deadline: answerBy(context) } as ApiRequest<R, S>;
+    const request = {
+      params: input.params,
+      query: input.query,
+      body: input.body,
+      caller,
+      ...tenantFields,
+      url: requestUrl(event),
+      deadline: answerBy(context),
+    } as ApiRequest<R, S>;
     return httpResponse(await fn(request), input.format);
   };
   const middyHandler = middy<HttpEvent, HttpResponse, Error, Context, PipelineState>()
@@ -115,7 +137,11 @@ export interface PublicHandlerOptions {
  * The factory for public endpoints authenticated by a token inside the payload (capture): logger
  * context -> CORS -> completion -> handler, with no JSON parser and no personal-key auth.
  */
-export function publicHandler(route: PublicRouteInfo, fn: (request: PublicRequest) => Promise<Reply>, options: PublicHandlerOptions = {}) {
+export function publicHandler(
+  route: PublicRouteInfo,
+  fn: (request: PublicRequest) => Promise<Reply>,
+  options: PublicHandlerOptions = {},
+) {
   const respond = async (event: HttpEvent): Promise<HttpResponse> =>
     httpResponse(
       await fn({

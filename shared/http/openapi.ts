@@ -58,7 +58,8 @@ export type OpenApiDocument = JsonObject;
 // biome-ignore lint/suspicious/noExplicitAny: valibot's schema nodes, read by kind; their fields differ per kind.
 type Node = { kind: string; type: string; [key: string]: any };
 
-const flattenPipe = (pipe: readonly Node[]): Node[] => pipe.flatMap((item) => ('pipe' in item ? flattenPipe(item.pipe) : [item]));
+const flattenPipe = (pipe: readonly Node[]): Node[] =>
+  pipe.flatMap((item) => ('pipe' in item ? flattenPipe(item.pipe) : [item]));
 
 class UnsupportedSchema extends Error {
   override name = 'UnsupportedSchema';
@@ -67,7 +68,8 @@ class UnsupportedSchema extends Error {
 /** A copy of `schema` whose JSON Schema conversion is the contract for the input (see the header). */
 function inputView(schema: Node): Node {
   if ('pipe' in schema) return pipeInputView(schema);
-  const each = (entries: Record<string, Node>) => Object.fromEntries(Object.entries(entries).map(([k, s]) => [k, inputView(s)]));
+  const each = (entries: Record<string, Node>) =>
+    Object.fromEntries(Object.entries(entries).map(([k, s]) => [k, inputView(s)]));
   switch (schema.type) {
     case 'object':
     case 'loose_object':
@@ -113,12 +115,14 @@ function pipeInputView(schema: Node): Node {
       if (item.type === 'trim') trimmed = true;
       else output = [];
     } else if (item.type === 'check') {
-      if (typeof item.message !== 'string') throw new UnsupportedSchema('a v.check without a message: give it one so the document can describe it');
+      if (typeof item.message !== 'string')
+        throw new UnsupportedSchema('a v.check without a message: give it one so the document can describe it');
       descriptions.push(item.message);
     } else if (item.type === 'description') {
       descriptions.unshift(item.description);
     } else if (trimmed && item.type === 'min_length') {
-      if (item.requirement > 1) throw new UnsupportedSchema(`minLength(${item.requirement}) after trim cannot be expressed on the input`);
+      if (item.requirement > 1)
+        throw new UnsupportedSchema(`minLength(${item.requirement}) after trim cannot be expressed on the input`);
       kept.push(item);
       if (item.requirement === 1) kept.push(v.regex(/\S/) as unknown as Node);
     } else if (trimmed && item.kind === 'validation' && item.type !== 'max_length') {
@@ -140,7 +144,9 @@ function pipeInputView(schema: Node): Node {
           throw new UnsupportedSchema(`"${item.type}" after a transformation: describe it in shared/http/openapi.ts`);
         }
         // No upper bound worth reading: the largest exact integer.
-        return Math.abs(item.requirement) >= Number.MAX_SAFE_INTEGER ? [] : [`${describeBound[item.type]} ${item.requirement}`];
+        return Math.abs(item.requirement) >= Number.MAX_SAFE_INTEGER
+          ? []
+          : [`${describeBound[item.type]} ${item.requirement}`];
       });
       if (bounds.length) descriptions.push(`Read as a number: ${bounds.join(', ')}.`);
     }
@@ -166,7 +172,8 @@ function customJsonSchema(schema: Node): JsonSchema {
   const accepts = (sample: unknown) => v.safeParse(schema as unknown as v.GenericSchema, sample).success;
   const types = PROBES.filter(([, samples]) => samples.some(accepts)).map(([type]) => type);
   if (!types.length) throw new UnsupportedSchema('a v.custom that accepts no JSON value');
-  const out: Record<string, unknown> = types.length === PROBES.length ? {} : { type: types.length === 1 ? types[0] : types };
+  const out: Record<string, unknown> =
+    types.length === PROBES.length ? {} : { type: types.length === 1 ? types[0] : types };
   if (typeof schema.message === 'string') out.description = schema.message;
   return out as JsonSchema;
 }
@@ -175,7 +182,8 @@ const CONVERSION: ConversionConfig = {
   target: 'draft-2020-12',
   typeMode: 'input',
   errorMode: 'throw',
-  overrideSchema: ({ valibotSchema }) => (valibotSchema.type === 'custom' ? customJsonSchema(valibotSchema as unknown as Node) : undefined),
+  overrideSchema: ({ valibotSchema }) =>
+    valibotSchema.type === 'custom' ? customJsonSchema(valibotSchema as unknown as Node) : undefined,
 };
 
 const isObject = (x: unknown): x is JsonObject => typeof x === 'object' && x !== null && !Array.isArray(x);
@@ -228,9 +236,15 @@ export function inputJsonSchema(schema: v.GenericSchema<unknown, unknown>): Json
 // ------------------------------------------------------------------------------------------------
 
 const ERROR_RESPONSES: Record<number, [name: string, description: string]> = {
-  400: ['BadRequest', 'Invalid request: `validation_error` with the offending field in `attr`, or `parse_error` for a body that is not JSON.'],
+  400: [
+    'BadRequest',
+    'Invalid request: `validation_error` with the offending field in `attr`, or `parse_error` for a body that is not JSON.',
+  ],
   401: ['Unauthorized', 'No key, or an unknown, revoked or expired one (`authentication_error`).'],
-  403: ['Forbidden', "The key lacks the operation's scope (`API key missing required scope 'x:y'`), or is limited to other organizations or projects."],
+  403: [
+    'Forbidden',
+    "The key lacks the operation's scope (`API key missing required scope 'x:y'`), or is limited to other organizations or projects.",
+  ],
   404: ['NotFound', 'No such resource, or one the caller cannot see (other tenants answer 404 too).'],
   405: ['MethodNotAllowed', 'The path exists but not with this method; `Allow` lists the methods it has.'],
   413: ['PayloadTooLarge', 'The request body is too large.'],
@@ -258,8 +272,13 @@ const captureEvent: JsonObject = {
   required: ['event'],
   properties: {
     event: { type: 'string', minLength: 1 },
-    distinct_id: { description: 'Or `properties.distinct_id`; non-strings are stringified, and cut to 200 characters.' },
-    properties: { type: ['object', 'null'], description: 'May carry `$set`, `$set_once`, `$unset` and (posthog-js) the project token as `token`.' },
+    distinct_id: {
+      description: 'Or `properties.distinct_id`; non-strings are stringified, and cut to 200 characters.',
+    },
+    properties: {
+      type: ['object', 'null'],
+      description: 'May carry `$set`, `$set_once`, `$unset` and (posthog-js) the project token as `token`.',
+    },
     timestamp: { type: 'string' },
     uuid: { type: 'string' },
     api_key: { type: 'string', description: 'The project token (`phc_...`); `token` and `$token` are read too.' },
@@ -284,15 +303,22 @@ const flagsRequestBody: JsonObject = {
       schema: {
         type: 'object',
         properties: {
-          token: { type: 'string', description: 'The project token (`phc_...`); `api_key` is read too, else the `token` query parameter.' },
+          token: {
+            type: 'string',
+            description: 'The project token (`phc_...`); `api_key` is read too, else the `token` query parameter.',
+          },
           distinct_id: { type: 'string' },
           groups: { type: 'object' },
           person_properties: { type: 'object' },
         },
       },
     },
-    'text/plain': { schema: { type: 'string', description: 'gzip (`?compression=gzip-js`) or base64, as posthog-js sends it.' } },
-    'application/x-www-form-urlencoded': { schema: { type: 'object', properties: { data: { type: 'string' }, compression: { type: 'string' } } } },
+    'text/plain': {
+      schema: { type: 'string', description: 'gzip (`?compression=gzip-js`) or base64, as posthog-js sends it.' },
+    },
+    'application/x-www-form-urlencoded': {
+      schema: { type: 'object', properties: { data: { type: 'string' }, compression: { type: 'string' } } },
+    },
   },
 };
 
@@ -312,12 +338,23 @@ const noFlagsResponse: JsonObject = {
 
 const remoteConfigResponse: JsonObject = {
   type: 'object',
-  required: ['token', 'supportedCompression', 'autocapture_opt_out', 'sessionRecording', 'surveys', 'hasFeatureFlags', 'siteApps'],
+  required: [
+    'token',
+    'supportedCompression',
+    'autocapture_opt_out',
+    'sessionRecording',
+    'surveys',
+    'hasFeatureFlags',
+    'siteApps',
+  ],
   properties: {
     token: { type: 'string' },
     supportedCompression: { type: 'array', items: { type: 'string' } },
     hasFeatureFlags: { const: false },
-    autocapture_opt_out: { type: 'boolean', description: "The project's setting (PATCH the project); false turns posthog-js autocapture on." },
+    autocapture_opt_out: {
+      type: 'boolean',
+      description: "The project's setting (PATCH the project); false turns posthog-js autocapture on.",
+    },
     capturePerformance: { const: false },
     analytics: { type: 'object', properties: { endpoint: { type: 'string' } } },
     elementsChainAsString: { const: true },
@@ -362,7 +399,9 @@ export const HAND_DOCUMENTED: Record<string, HandDocumented> = {
             ],
           },
         },
-        'application/x-www-form-urlencoded': { schema: { type: 'object', properties: { data: { type: 'string' }, compression: { type: 'string' } } } },
+        'application/x-www-form-urlencoded': {
+          schema: { type: 'object', properties: { data: { type: 'string' }, compression: { type: 'string' } } },
+        },
         'text/plain': { schema: { type: 'string' } },
       },
     },
@@ -374,17 +413,25 @@ export const HAND_DOCUMENTED: Record<string, HandDocumented> = {
         accepted: { type: 'integer' },
         deduplicated: { type: 'integer' },
         rejected: { type: 'integer' },
-        errors: { type: 'array', items: { type: 'object', properties: { index: { type: 'integer' }, reason: { type: 'string' } } } },
+        errors: {
+          type: 'array',
+          items: { type: 'object', properties: { index: { type: 'integer' }, reason: { type: 'string' } } },
+        },
       },
     },
     errors: [400, 401, 413, 429, 500, 503],
   },
   schema: {
-    description: 'This document. Public, like PostHog\'s `/api/schema/`: no key and no token.',
+    description: "This document. Public, like PostHog's `/api/schema/`: no key and no token.",
     response: {
       type: 'object',
       required: ['openapi', 'info', 'paths'],
-      properties: { openapi: { type: 'string' }, info: { type: 'object' }, paths: { type: 'object' }, components: { type: 'object' } },
+      properties: {
+        openapi: { type: 'string' },
+        info: { type: 'object' },
+        paths: { type: 'object' },
+        components: { type: 'object' },
+      },
     },
     errors: [429, 500],
   },
@@ -421,14 +468,15 @@ export const HAND_DOCUMENTED: Record<string, HandDocumented> = {
   },
   sdk_static: {
     description:
-      "A browser bundle of the pinned posthog-js (`array.js` for the snippet, `array.full.js`, and the extensions the SDK loads lazily as " +
-      '`/static/<name>.js?v=<version>`). Only scripts listed in the package\'s `dist/` folder; anything else is 404. CORS `*`, cached a day.',
+      'A browser bundle of the pinned posthog-js (`array.js` for the snippet, `array.full.js`, and the extensions the SDK loads lazily as ' +
+      "`/static/<name>.js?v=<version>`). Only scripts listed in the package's `dist/` folder; anything else is 404. CORS `*`, cached a day.",
     response: { type: 'string' },
     contentType: 'application/javascript',
     errors: [404, 500],
   },
   sdk_static_versioned: {
-    description: 'The same bundles at `/static/<version>/<name>.js` (posthog-js `strict_script_versioning`); another version than the pinned one is 404. Cached a year.',
+    description:
+      'The same bundles at `/static/<version>/<name>.js` (posthog-js `strict_script_versioning`); another version than the pinned one is 404. Cached a year.',
     response: { type: 'string' },
     contentType: 'application/javascript',
     errors: [404, 500],
@@ -446,8 +494,10 @@ function tagOf(route: OpenApiRoute): string {
 /** The tenant segment is checked by the auth step (404 when malformed), not by a valibot schema. */
 function tenantParamSchema(route: OpenApiRoute, name: string): JsonObject | undefined {
   const tenancy = tenancyOf(route.path);
-  if (tenancy.kind === 'project' && tenancy.param === name) return { type: 'string', pattern: '^\\d{1,15}$', description: 'Project (environment) id.' };
-  if (tenancy.kind === 'organization' && tenancy.param === name) return { type: 'string', format: 'uuid', description: 'Organization id.' };
+  if (tenancy.kind === 'project' && tenancy.param === name)
+    return { type: 'string', pattern: '^\\d{1,15}$', description: 'Project (environment) id.' };
+  if (tenancy.kind === 'organization' && tenancy.param === name)
+    return { type: 'string', format: 'uuid', description: 'Organization id.' };
   return undefined;
 }
 
@@ -473,7 +523,8 @@ function parametersOf(entry: OpenApiEntry): JsonObject[] {
   const params = schemas.params ? convert(route, 'params', schemas.params) : undefined;
   const paramProps = (params?.properties ?? {}) as JsonObject;
   for (const key of Object.keys(paramProps)) {
-    if (!names.includes(key)) throw new Error(`${route.operationId}: params schema names "${key}", which is not in ${route.path}`);
+    if (!names.includes(key))
+      throw new Error(`${route.operationId}: params schema names "${key}", which is not in ${route.path}`);
   }
   for (const name of names) {
     const schema = (paramProps[name] as JsonObject | undefined) ?? tenantParamSchema(route, name) ?? { type: 'string' };
@@ -482,7 +533,8 @@ function parametersOf(entry: OpenApiEntry): JsonObject[] {
   if (schemas.query) {
     const query = convert(route, 'query', schemas.query);
     const required = new Set((query.required as string[] | undefined) ?? []);
-    for (const [name, schema] of Object.entries((query.properties ?? {}) as JsonObject)) out.push(parameter(name, 'query', required.has(name), schema as JsonObject));
+    for (const [name, schema] of Object.entries((query.properties ?? {}) as JsonObject))
+      out.push(parameter(name, 'query', required.has(name), schema as JsonObject));
     if (isObject(query.additionalProperties)) {
       // A record of query parameters (the trend GET): any name, each value a string.
       out.push({
@@ -497,22 +549,37 @@ function parametersOf(entry: OpenApiEntry): JsonObject[] {
     }
   }
   if (route.csv) {
-    if (out.some((p) => p.in === 'query' && p.name === 'format')) throw new Error(`${route.operationId}: "format" is both a CSV switch and a query field`);
-    out.push({ name: 'format', in: 'query', required: false, description: 'Response format.', schema: { type: 'string', enum: ['json', 'csv'], default: 'json' } });
+    if (out.some((p) => p.in === 'query' && p.name === 'format'))
+      throw new Error(`${route.operationId}: "format" is both a CSV switch and a query field`);
+    out.push({
+      name: 'format',
+      in: 'query',
+      required: false,
+      description: 'Response format.',
+      schema: { type: 'string', enum: ['json', 'csv'], default: 'json' },
+    });
   }
   return out;
 }
 
-function responsesOf(route: OpenApiRoute, errors: number[], success: { status: number; schema?: JsonObject; contentType?: string }): JsonObject {
+function responsesOf(
+  route: OpenApiRoute,
+  errors: number[],
+  success: { status: number; schema?: JsonObject; contentType?: string },
+): JsonObject {
   const content: JsonObject = {};
   if (success.status !== 204) {
     content[success.contentType ?? 'application/json'] = { schema: success.schema ?? { type: 'object' } };
     if (route.csv) content['text/csv'] = { schema: { type: 'string' } };
   }
   const responses: JsonObject = {
-    [String(success.status)]: { description: successDescription[success.status] ?? 'OK', ...(Object.keys(content).length ? { content } : {}) },
+    [String(success.status)]: {
+      description: successDescription[success.status] ?? 'OK',
+      ...(Object.keys(content).length ? { content } : {}),
+    },
   };
-  for (const status of errors) responses[String(status)] = { $ref: `#/components/responses/${ERROR_RESPONSES[status]![0]}` };
+  for (const status of errors)
+    responses[String(status)] = { $ref: `#/components/responses/${ERROR_RESPONSES[status]![0]}` };
   return responses;
 }
 
@@ -540,9 +607,17 @@ function keyOperation(entry: OpenApiEntry): JsonObject {
     ...(route.csv ? { description: 'Answers CSV instead of JSON with `format=csv`.' } : {}),
     ...nonEmpty('parameters', parametersOf(entry)),
     ...(body
-      ? { requestBody: { required: Array.isArray(body.required) && body.required.length > 0, content: { 'application/json': { schema: body } } } }
+      ? {
+          requestBody: {
+            required: Array.isArray(body.required) && body.required.length > 0,
+            content: { 'application/json': { schema: body } },
+          },
+        }
       : {}),
-    responses: responsesOf(route, errors, { status: successStatus(route), ...(list ? { schema: { $ref: '#/components/schemas/Page' } } : {}) }),
+    responses: responsesOf(route, errors, {
+      status: successStatus(route),
+      ...(list ? { schema: { $ref: '#/components/schemas/Page' } } : {}),
+    }),
     security: [{ personalApiKey: [route.scope!] }, { personalApiKeyQuery: [route.scope!] }],
   };
 }
@@ -550,8 +625,14 @@ function keyOperation(entry: OpenApiEntry): JsonObject {
 function publicOperation(entry: OpenApiEntry): JsonObject {
   const { route, schemas } = entry;
   const doc = HAND_DOCUMENTED[route.operationId];
-  if (!doc) throw new Error(`${route.operationId} has no valibot schemas to document it: describe it in HAND_DOCUMENTED (shared/http/openapi.ts)`);
-  if (schemas.params || schemas.query || schemas.body) throw new Error(`${route.operationId}: a public operation with valibot schemas should be generated, not hand-documented`);
+  if (!doc)
+    throw new Error(
+      `${route.operationId} has no valibot schemas to document it: describe it in HAND_DOCUMENTED (shared/http/openapi.ts)`,
+    );
+  if (schemas.params || schemas.query || schemas.body)
+    throw new Error(
+      `${route.operationId}: a public operation with valibot schemas should be generated, not hand-documented`,
+    );
   const aliases = route.aliases?.length ? ` Also served at ${route.aliases.map((a) => `\`${a}\``).join(', ')}.` : '';
   return {
     operationId: route.operationId,
@@ -560,7 +641,11 @@ function publicOperation(entry: OpenApiEntry): JsonObject {
     tags: [tagOf(route)],
     ...nonEmpty('parameters', parametersOf(entry)),
     ...(doc.requestBody ? { requestBody: doc.requestBody } : {}),
-    responses: responsesOf(route, doc.errors, { status: successStatus(route), schema: doc.response, contentType: doc.contentType }),
+    responses: responsesOf(route, doc.errors, {
+      status: successStatus(route),
+      schema: doc.response,
+      contentType: doc.contentType,
+    }),
     security: [],
   };
 }
@@ -588,16 +673,23 @@ export function buildOpenApi(entries: readonly OpenApiEntry[], info: OpenApiInfo
     item[key] = value;
   };
   for (const entry of entries) {
-    const operation = entry.route.auth === 'project_token' || entry.route.auth === 'public' ? publicOperation(entry) : keyOperation(entry);
+    const operation =
+      entry.route.auth === 'project_token' || entry.route.auth === 'public'
+        ? publicOperation(entry)
+        : keyOperation(entry);
     add(entry.route.path, entry.route.method, operation);
   }
   // Alias paths point at the path item of their operation: one operationId, several paths.
   for (const { route } of entries) {
     for (const alias of route.aliases ?? []) {
-      if (paths[bracedPath(alias)]) throw new Error(`alias ${alias} of ${route.operationId} also has its own operations`);
+      if (paths[bracedPath(alias)])
+        throw new Error(`alias ${alias} of ${route.operationId} also has its own operations`);
       const others = entries.filter((e) => e.route.path === route.path && e.route !== route);
-      if (others.length) throw new Error(`alias ${alias}: ${route.path} has other operations, which the alias would inherit`);
-      paths[bracedPath(alias)] = { $ref: `#/paths/${bracedPath(route.path).replaceAll('~', '~0').replaceAll('/', '~1')}` };
+      if (others.length)
+        throw new Error(`alias ${alias}: ${route.path} has other operations, which the alias would inherit`);
+      paths[bracedPath(alias)] = {
+        $ref: `#/paths/${bracedPath(route.path).replaceAll('~', '~0').replaceAll('/', '~1')}`,
+      };
     }
   }
   const sortedPaths = Object.fromEntries(Object.entries(paths).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
@@ -613,10 +705,16 @@ export function buildOpenApi(entries: readonly OpenApiEntry[], info: OpenApiInfo
           type: 'object',
           required: ['type', 'code', 'detail', 'attr'],
           properties: {
-            type: { type: 'string', enum: ['validation_error', 'authentication_error', 'invalid_request', 'throttled_error', 'server_error'] },
+            type: {
+              type: 'string',
+              enum: ['validation_error', 'authentication_error', 'invalid_request', 'throttled_error', 'server_error'],
+            },
             code: { type: 'string' },
             detail: { type: 'string' },
-            attr: { type: ['string', 'null'], description: 'The field at fault (nested fields joined with `__`), or null.' },
+            attr: {
+              type: ['string', 'null'],
+              description: 'The field at fault (nested fields joined with `__`), or null.',
+            },
           },
         },
         Page: {

@@ -43,7 +43,13 @@ export function paginated<T>(requestUrl: URL, page: Page, count: number, results
  * `paginated` plus an opaque `cursor` on `next`, so following `next` resumes where this page ended
  * (same cost at any depth) while `offset` stays meaningful; `next` only when more results exist.
  */
-export function cursorPaginated<T>(requestUrl: URL, page: Page, count: number, results: T[], more: { hasMore: boolean; cursor?: string; nextOffset?: number }) {
+export function cursorPaginated<T>(
+  requestUrl: URL,
+  page: Page,
+  count: number,
+  results: T[],
+  more: { hasMore: boolean; cursor?: string; nextOffset?: number },
+) {
   const body = paginated(requestUrl, page, count, results);
   if (!more.hasMore) return { ...body, next: null };
   const next = withoutCredentials(requestUrl);

@@ -28,10 +28,19 @@ export function jsonResponse(statusCode: number, body: unknown, headers: Record<
 export function httpResponse(reply: Reply, format: 'json' | 'csv' = 'json'): HttpResponse {
   if (format === 'csv' && reply.status !== 204) {
     const csv = csvOf(reply);
-    const headers = { 'Content-Type': 'text/csv; charset=utf-8', ...(csv.truncated ? { 'X-CSV-Truncated': csv.truncated } : {}), ...reply.headers };
+    const headers = {
+      'Content-Type': 'text/csv; charset=utf-8',
+      ...(csv.truncated ? { 'X-CSV-Truncated': csv.truncated } : {}),
+      ...reply.headers,
+    };
     return { statusCode: reply.status, headers, body: csv.text };
   }
-  if (reply.text) return { statusCode: reply.status, headers: { 'Content-Type': reply.text.contentType, ...reply.headers }, body: reply.text.body };
+  if (reply.text)
+    return {
+      statusCode: reply.status,
+      headers: { 'Content-Type': reply.text.contentType, ...reply.headers },
+      body: reply.text.body,
+    };
   return jsonResponse(reply.status, reply.status === 204 ? undefined : reply.body, reply.headers);
 }
 
@@ -49,7 +58,8 @@ function csvOf(reply: Reply): { text: string; truncated?: string } {
 export function publicBaseUrl(event: APIGatewayProxyEventV2): string {
   const h = event.headers ?? {};
   const host = h['x-forwarded-host'] ?? h.host ?? event.requestContext?.domainName ?? 'localhost';
-  const proto = h['x-forwarded-proto'] ?? (host.startsWith('127.0.0.1') || host.startsWith('localhost') ? 'http' : 'https');
+  const proto =
+    h['x-forwarded-proto'] ?? (host.startsWith('127.0.0.1') || host.startsWith('localhost') ? 'http' : 'https');
   return `${proto}://${host}`;
 }
 

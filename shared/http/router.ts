@@ -21,7 +21,11 @@ function specificity(pattern: string): number {
   return pathParamNames(pattern).length;
 }
 
-export function resolveRoute<R extends RoutePattern>(routes: readonly R[], method: string, rawPath: string): Resolution<R> {
+export function resolveRoute<R extends RoutePattern>(
+  routes: readonly R[],
+  method: string,
+  rawPath: string,
+): Resolution<R> {
   const path = normalizePath(rawPath);
   const candidates = routes
     .map((route) => ({ route, params: matchPath(route.path, path) }))

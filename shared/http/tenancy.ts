@@ -25,7 +25,8 @@ export type TenancyKind<P extends string> = P extends `${typeof ORGANIZATION_PRE
 const paramAfter = (path: string, prefix: string) => path.slice(prefix.length).split('/')[0] ?? '';
 
 export function tenancyOf(path: string): Tenancy {
-  if (path.startsWith(ORGANIZATION_PREFIX)) return { kind: 'organization', param: paramAfter(path, ORGANIZATION_PREFIX) };
+  if (path.startsWith(ORGANIZATION_PREFIX))
+    return { kind: 'organization', param: paramAfter(path, ORGANIZATION_PREFIX) };
   const project = PROJECT_PREFIXES.find((prefix) => path.startsWith(prefix));
   if (project) return { kind: 'project', param: paramAfter(path, project) };
   if (path === ORGANIZATION_COLLECTION) return { kind: 'organization-collection' };

@@ -27,9 +27,17 @@ export function toValidationError(issue: v.BaseIssue<unknown>, location: string 
       return new ValidationError('Must be a valid UUID.', attr);
     case 'min_length':
       if (issue.expected === '>=1') return new ValidationError('This field may not be blank.', attr, 'blank');
-      return new ValidationError(`Ensure this field has at least ${issue.expected?.slice(2)} characters.`, attr, 'min_length');
+      return new ValidationError(
+        `Ensure this field has at least ${issue.expected?.slice(2)} characters.`,
+        attr,
+        'min_length',
+      );
     case 'max_length':
-      return new ValidationError(`Ensure this field has no more than ${issue.expected?.slice(2)} characters.`, attr, 'max_length');
+      return new ValidationError(
+        `Ensure this field has no more than ${issue.expected?.slice(2)} characters.`,
+        attr,
+        'max_length',
+      );
     case 'object':
       return new ValidationError(`Invalid data. Expected a dictionary, but got ${issue.received}.`, attr);
     default:

@@ -7,9 +7,16 @@ import { sqs } from './client.ts';
 /** Queues persons a bulk delete did not reach for the bulk-delete worker (functions/workers/delete-queued-persons.ts). */
 export async function queueBulkDelete(message: QueuedBulkDelete): Promise<void> {
   try {
-    await sqs().send(new SendMessageCommand({ QueueUrl: requireQueueUrl('person_bulk_deletes'), MessageBody: JSON.stringify(message) }));
+    await sqs().send(
+      new SendMessageCommand({
+        QueueUrl: requireQueueUrl('person_bulk_deletes'),
+        MessageBody: JSON.stringify(message),
+      }),
+    );
   } catch (error) {
     if (error instanceof ConfigError) throw error;
-    throw new ServiceUnavailable(`Could not queue ${message.person_ids.length} of the persons for deletion; they are not deleted yet, please retry.`);
+    throw new ServiceUnavailable(
+      `Could not queue ${message.person_ids.length} of the persons for deletion; they are not deleted yet, please retry.`,
+    );
   }
 }

@@ -1,4 +1,9 @@
-import { ChangeMessageVisibilityCommand, DeleteMessageCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import {
+  ChangeMessageVisibilityCommand,
+  DeleteMessageCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+} from '@aws-sdk/client-sqs';
 import { ConfigError, requireQueueUrl } from '../config.ts';
 import type { DeletionRequest } from '../domain/persons.ts';
 import { ServiceUnavailable } from '../errors.ts';
@@ -25,7 +30,12 @@ export interface ReceivedDeletion {
 
 export async function receiveDeletions(max = 10, waitSeconds = 1): Promise<ReceivedDeletion[]> {
   const out = await sqs().send(
-    new ReceiveMessageCommand({ QueueUrl: queueUrl(), MaxNumberOfMessages: max, WaitTimeSeconds: waitSeconds, MessageSystemAttributeNames: ['All'] }),
+    new ReceiveMessageCommand({
+      QueueUrl: queueUrl(),
+      MaxNumberOfMessages: max,
+      WaitTimeSeconds: waitSeconds,
+      MessageSystemAttributeNames: ['All'],
+    }),
   );
   return (out.Messages ?? []).map((m) => ({
     body: m.Body ?? '',
@@ -40,5 +50,11 @@ export async function acknowledgeDeletion(receiptHandle: string): Promise<void> 
 
 /** Makes a failed message visible again after `delaySeconds` (its receive count counts towards the DLQ). */
 export async function releaseDeletion(receiptHandle: string, delaySeconds: number): Promise<void> {
-  await sqs().send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl(), ReceiptHandle: receiptHandle, VisibilityTimeout: delaySeconds }));
+  await sqs().send(
+    new ChangeMessageVisibilityCommand({
+      QueueUrl: queueUrl(),
+      ReceiptHandle: receiptHandle,
+      VisibilityTimeout: delaySeconds,
+    }),
+  );
 }

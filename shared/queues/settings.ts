@@ -13,11 +13,26 @@ export interface QueueSettings {
 
 export const QUEUES: Record<QueueName, QueueSettings> = {
   // Deletion requests wait up to a week for Sunday's drain: keep them for SQS's maximum, 14 days.
-  person_deletions: { urlEnv: 'PERSON_DELETION_QUEUE_URL', retentionDays: 14, visibilityTimeoutSeconds: 960, maxReceiveCount: 5 },
+  person_deletions: {
+    urlEnv: 'PERSON_DELETION_QUEUE_URL',
+    retentionDays: 14,
+    visibilityTimeoutSeconds: 960,
+    maxReceiveCount: 5,
+  },
   // "Carry on draining" notes a drain leaves itself when its backlog outlasts one invocation.
-  drain_continuations: { urlEnv: 'DRAIN_CONTINUATION_QUEUE_URL', retentionDays: 1, visibilityTimeoutSeconds: 960, maxReceiveCount: 3 },
+  drain_continuations: {
+    urlEnv: 'DRAIN_CONTINUATION_QUEUE_URL',
+    retentionDays: 1,
+    visibilityTimeoutSeconds: 960,
+    maxReceiveCount: 3,
+  },
   // Persons a bulk delete could not remove within its request: its worker (300 s, so a table call's worst
   // case of 53 s stays under a quarter of it) deletes them within seconds. Visibility 6x the worker's timeout,
   // as AWS advises for queue-triggered functions.
-  person_bulk_deletes: { urlEnv: 'PERSON_BULK_DELETE_QUEUE_URL', retentionDays: 14, visibilityTimeoutSeconds: 1_800, maxReceiveCount: 5 },
+  person_bulk_deletes: {
+    urlEnv: 'PERSON_BULK_DELETE_QUEUE_URL',
+    retentionDays: 14,
+    visibilityTimeoutSeconds: 1_800,
+    maxReceiveCount: 5,
+  },
 };

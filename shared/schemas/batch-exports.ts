@@ -3,7 +3,10 @@ import { INTERVALS } from '../exports/intervals.ts';
 import { pageQuery } from '../http/pagination.ts';
 
 /** ISO 8601 with a time zone (PostHog refuses naive datetimes). */
-const awareTimestamp = v.pipe(v.string(), v.isoTimestamp('Enter a valid ISO 8601 date-time with a time zone, e.g. 2024-05-01T00:00:00Z.'));
+const awareTimestamp = v.pipe(
+  v.string(),
+  v.isoTimestamp('Enter a valid ISO 8601 date-time with a time zone, e.g. 2024-05-01T00:00:00Z.'),
+);
 
 const fields = {
   name: v.pipe(v.string(), v.trim(), v.minLength(1), v.maxLength(255)),
@@ -31,7 +34,13 @@ export const backfillBody = v.object({ start_at: awareTimestamp, end_at: awareTi
 export const logsQuery = v.object({
   ...pageQuery,
   limit: v.optional(pageQuery.limit.wrapped, '50'),
-  level: v.optional(v.pipe(v.string(), v.transform((s) => s.split(',').map((l) => l.trim().toUpperCase())), v.array(v.picklist(['DEBUG', 'LOG', 'INFO', 'WARNING', 'ERROR'], 'Levels are DEBUG, LOG, INFO, WARNING, ERROR.')))),
+  level: v.optional(
+    v.pipe(
+      v.string(),
+      v.transform((s) => s.split(',').map((l) => l.trim().toUpperCase())),
+      v.array(v.picklist(['DEBUG', 'LOG', 'INFO', 'WARNING', 'ERROR'], 'Levels are DEBUG, LOG, INFO, WARNING, ERROR.')),
+    ),
+  ),
   run_id: v.optional(v.string()),
   instance_id: v.optional(v.string()),
 });

@@ -2,7 +2,8 @@ import * as v from 'valibot';
 import { pageQuery } from '../http/pagination.ts';
 import { queryInteger } from '../http/validation.ts';
 
-const NOT_A_PERSON_ID = 'The ID provided does not look like a personID. If you are using a distinctId, please use /persons?distinct_id=X instead.';
+const NOT_A_PERSON_ID =
+  'The ID provided does not look like a personID. If you are using a distinctId, please use /persons?distinct_id=X instead.';
 
 /** Person ids are integers (the spec's rule, not PostHog's list UUIDs). */
 export const personIdParams = v.object({
@@ -36,8 +37,12 @@ export const personDeleteQuery = v.object({
   delete_events: v.optional(queryBoolean, 'false'),
 });
 
-export const deletePropertyQuery = v.object({ $unset: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(400))) });
-export const deletePropertyBody = v.object({ $unset: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(400))) });
+export const deletePropertyQuery = v.object({
+  $unset: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(400))),
+});
+export const deletePropertyBody = v.object({
+  $unset: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(400))),
+});
 
 export const splitBody = v.object({ main_distinct_id: v.optional(v.pipe(v.string(), v.minLength(1))) });
 
@@ -51,8 +56,20 @@ export const timelineQuery = v.object({ from: v.optional(isoTime), to: v.optiona
 
 export const bulkDeleteBody = v.pipe(
   v.object({
-    ids: v.optional(v.pipe(v.array(v.union([v.pipe(v.number(), v.integer(), v.minValue(0)), v.pipe(v.string(), v.minLength(1))])), v.minLength(1), v.maxLength(1000, 'At most 1000 ids per request.'))),
-    distinct_ids: v.optional(v.pipe(v.array(v.pipe(v.string(), v.minLength(1))), v.minLength(1), v.maxLength(1000, 'At most 1000 distinct ids per request.'))),
+    ids: v.optional(
+      v.pipe(
+        v.array(v.union([v.pipe(v.number(), v.integer(), v.minValue(0)), v.pipe(v.string(), v.minLength(1))])),
+        v.minLength(1),
+        v.maxLength(1000, 'At most 1000 ids per request.'),
+      ),
+    ),
+    distinct_ids: v.optional(
+      v.pipe(
+        v.array(v.pipe(v.string(), v.minLength(1))),
+        v.minLength(1),
+        v.maxLength(1000, 'At most 1000 distinct ids per request.'),
+      ),
+    ),
     delete_events: v.optional(v.boolean(), false),
   }),
   v.check((b) => (b.ids === undefined) !== (b.distinct_ids === undefined), 'Provide either ids or distinct_ids.'),

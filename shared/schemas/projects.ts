@@ -21,6 +21,12 @@ const actionFields = {
 };
 
 export const actionCreateBody = v.object(actionFields);
-export const actionUpdateBody = v.object({ ...actionFields, name: v.optional(actionFields.name), steps: v.optional(actionFields.steps) });
-export const actionIdParams = v.object({ id: v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'A valid integer is required.'), v.transform(Number)) });
+export const actionUpdateBody = v.object({
+  ...actionFields,
+  name: v.optional(actionFields.name),
+  steps: v.optional(actionFields.steps),
+});
+export const actionIdParams = v.object({
+  id: v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'A valid integer is required.'), v.transform(Number)),
+});
 export const actionListQuery = v.object(pageQuery);

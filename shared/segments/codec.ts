@@ -62,7 +62,8 @@ function dictionaryColumn(dictionary: unknown[], indexes: Uint32Array): Uint8Arr
  * concatenated, copying every column once more.
  */
 function inflate(blob: Uint8Array): Buffer {
-  const size = blob.length >= 4 ? Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength).readUInt32LE(blob.length - 4) : 0;
+  const size =
+    blob.length >= 4 ? Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength).readUInt32LE(blob.length - 4) : 0;
   // Bounded: a damaged trailer costs a few chunks, not a huge allocation.
   return gunzipSync(blob, { chunkSize: Math.min(Math.max(64, size + 1), 32 * 1024 * 1024) });
 }
@@ -80,7 +81,9 @@ function words(raw: Buffer, offset: number, n: number): Uint32Array {
   if (!littleEndian) throw new Error('segments are little-endian; this machine is not');
   const start = raw.byteOffset + offset;
   if (raw.length < offset + 4 * n) throw new Error('truncated segment column');
-  return start % 4 === 0 ? new Uint32Array(raw.buffer, start, n) : new Uint32Array(raw.buffer.slice(start, start + 4 * n));
+  return start % 4 === 0
+    ? new Uint32Array(raw.buffer, start, n)
+    : new Uint32Array(raw.buffer.slice(start, start + 4 * n));
 }
 
 /** Encodes rows whose times lie in [base, base + 2^32 ms). */
@@ -93,7 +96,8 @@ export function encodeSegment(rows: readonly SegmentRow[], base: number): Encode
   const columns = new Map<string, { values: unknown[]; index: Map<string, number>; indexes: Uint32Array }>();
   rows.forEach((row, i) => {
     const offset = row.t - base;
-    if (!Number.isInteger(offset) || offset < 0 || offset > MAX_OFFSET) throw new RangeError(`event time ${row.t} is outside the segment's range`);
+    if (!Number.isInteger(offset) || offset < 0 || offset > MAX_OFFSET)
+      throw new RangeError(`event time ${row.t} is outside the segment's range`);
     time[i] = offset;
     let d = didIndex.get(row.distinct_id);
     if (d === undefined) didIndex.set(row.distinct_id, (d = dids.push(row.distinct_id) - 1));
@@ -147,7 +151,9 @@ export function decodeColumns(segment: FetchedSegment, projection: Projection): 
     const blob = segment.columns.get(key);
     if (blob) columns.set(key, readDictionaryColumn(blob, n));
   }
-  const dids = projection.distinctIds ? (readDictionaryColumn(segment.dids, n) as { dictionary: string[]; indexes: Uint32Array }) : null;
+  const dids = projection.distinctIds
+    ? (readDictionaryColumn(segment.dids, n) as { dictionary: string[]; indexes: Uint32Array })
+    : null;
   return { n, base, time: readTimes(segment), dids, columns };
 }
 
@@ -155,7 +161,11 @@ export function decodeColumns(segment: FetchedSegment, projection: Projection): 
  * Calls `row` for each event with the projected columns decoded (a key the segment lacks reads as
  * absent on every row; without distinct ids, `distinct_id` is ''), in time order.
  */
-export function forEachRow(segment: FetchedSegment, projection: Projection, row: (distinctId: string, t: number, properties: Record<string, unknown>) => void): void {
+export function forEachRow(
+  segment: FetchedSegment,
+  projection: Projection,
+  row: (distinctId: string, t: number, properties: Record<string, unknown>) => void,
+): void {
   const { n, base, time, dids, columns } = decodeColumns(segment, projection);
   const present = [...columns].map(([key, column]) => ({ key, ...column }));
   for (let i = 0; i < n; i += 1) {
@@ -164,7 +174,13 @@ export function forEachRow(segment: FetchedSegment, projection: Projection, row:
       const v = indexes[i]!;
       if (v === 0) continue;
       // A "__proto__" property is data (JSON.parse makes it an own property); plain assignment would set the prototype.
-      if (key === '__proto__') Object.defineProperty(properties, key, { value: dictionary[v - 1], enumerable: true, writable: true, configurable: true });
+      if (key === '__proto__')
+        Object.defineProperty(properties, key, {
+          value: dictionary[v - 1],
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
       else properties[key] = dictionary[v - 1];
     }
     row(dids ? dids.dictionary[dids.indexes[i]!]! : '', base + time[i]!, properties);

@@ -28,4 +28,5 @@ export function addToTally(tally: Tally, uuid: string): void {
   tally.xsum += fingerprint(uuid);
 }
 
-export const sameTally = (a: Tally | undefined, b: Tally | undefined): boolean => (a?.count ?? 0) === (b?.count ?? 0) && (a?.xsum ?? 0) === (b?.xsum ?? 0);
+export const sameTally = (a: Tally | undefined, b: Tally | undefined): boolean =>
+  (a?.count ?? 0) === (b?.count ?? 0) && (a?.xsum ?? 0) === (b?.xsum ?? 0);

@@ -3,19 +3,51 @@
  * properties, persons) and the caps. The computation is the columnar engine (columnar/engine.ts).
  */
 import { ValidationError } from '#shared/errors.ts';
-import { dateContext, type DateContext, fromDateRange, type Period, periodsOf, resolveRange, toDateRange, windowStart } from './dates.ts';
-import { checkDaysRead, checkResponseSize, clampToEvents, MAX_TREND_BUCKETS, type ReadWindow, tooManyBuckets } from './limits.ts';
+import {
+  dateContext,
+  type DateContext,
+  fromDateRange,
+  type Period,
+  periodsOf,
+  resolveRange,
+  toDateRange,
+  windowStart,
+} from './dates.ts';
+import {
+  checkDaysRead,
+  checkResponseSize,
+  clampToEvents,
+  MAX_TREND_BUCKETS,
+  type ReadWindow,
+  tooManyBuckets,
+} from './limits.ts';
 import { windowDays } from './math.ts';
 import { parseFilter } from './properties.ts';
 import { isValidTimeZone } from './tz.ts';
-import { ACTIVE_USER_MATHS, COUNT_PER_ACTOR_MATHS, type ActionDefinition, type DateRange, type MathType, type ProjectSettings, type PropertyFilter, type PropertyGroup, type TrendQuery } from './types.ts';
+import {
+  ACTIVE_USER_MATHS,
+  COUNT_PER_ACTOR_MATHS,
+  type ActionDefinition,
+  type DateRange,
+  type MathType,
+  type ProjectSettings,
+  type PropertyFilter,
+  type PropertyGroup,
+  type TrendQuery,
+} from './types.ts';
 
 export function projectContext(project: ProjectSettings, now: Date): DateContext {
-  if (!isValidTimeZone(project.timezone)) throw new ValidationError(`Unknown time zone "${project.timezone}".`, 'timezone');
+  if (!isValidTimeZone(project.timezone))
+    throw new ValidationError(`Unknown time zone "${project.timezone}".`, 'timezone');
   return dateContext(project, now);
 }
 
-export function resolveDateRange(query: TrendQuery, project: ProjectSettings, now: Date, firstEventAt?: Date): DateRange {
+export function resolveDateRange(
+  query: TrendQuery,
+  project: ProjectSettings,
+  now: Date,
+  firstEventAt?: Date,
+): DateRange {
   const ctx = projectContext(project, now);
   const range = withBucketCap(query, () => resolveRange(query, ctx, firstEventAt?.getTime()));
   checkResponseSize(query, range.buckets.length);
@@ -34,8 +66,15 @@ function withBucketCap<T>(query: TrendQuery, resolve: () => T): T {
 
 /** The range and the compared one; `now` is irrelevant once the range is resolved. */
 export function periodsFor(query: TrendQuery, range: DateRange): Period[] {
-  const periods = withBucketCap(query, () => periodsOf(query, fromDateRange(range), { tz: range.timezone, now: range.to.getTime(), weekStartDay: range.week_start_day }));
-  for (const p of periods) if (p.buckets.length > MAX_TREND_BUCKETS) throw tooManyBuckets(query.interval, p.buckets.length);
+  const periods = withBucketCap(query, () =>
+    periodsOf(query, fromDateRange(range), {
+      tz: range.timezone,
+      now: range.to.getTime(),
+      weekStartDay: range.week_start_day,
+    }),
+  );
+  for (const p of periods)
+    if (p.buckets.length > MAX_TREND_BUCKETS) throw tooManyBuckets(query.interval, p.buckets.length);
   return periods;
 }
 
@@ -43,7 +82,9 @@ export function periodsFor(query: TrendQuery, range: DateRange): Period[] {
 export function readFrom(query: TrendQuery, period: Period, tz: string): number {
   const first = period.buckets[0];
   const lookbackDays = Math.max(0, ...query.series.map((s) => windowDays(s.math, query.interval) ?? 0));
-  return first === undefined || lookbackDays === 0 ? period.from : Math.min(period.from, windowStart(first, lookbackDays, tz));
+  return first === undefined || lookbackDays === 0
+    ? period.from
+    : Math.min(period.from, windowStart(first, lookbackDays, tz));
 }
 
 export function eventsNeeded(query: TrendQuery, range: DateRange): { from: Date; to: Date } {
@@ -59,9 +100,16 @@ export function eventsNeeded(query: TrendQuery, range: DateRange): { from: Date;
  * still shows every requested bucket, zero-filled. Null when nothing can be stored in it. 400 when
  * that is more days than a trend may read (shared/trends/limits.ts).
  */
-export function eventsToRead(query: TrendQuery, range: DateRange, firstEventAt: Date | undefined, latestEventAt?: Date): ReadWindow | null {
+export function eventsToRead(
+  query: TrendQuery,
+  range: DateRange,
+  firstEventAt: Date | undefined,
+  latestEventAt?: Date,
+): ReadWindow | null {
   const read = clampToEvents(eventsNeeded(query, range), firstEventAt, latestEventAt);
-  checkDaysRead(query, read, () => clampToEvents(eventsNeeded({ ...query, compare: false, compare_to: null }, range), firstEventAt, latestEventAt));
+  checkDaysRead(query, read, () =>
+    clampToEvents(eventsNeeded({ ...query, compare: false, compare_to: null }, range), firstEventAt, latestEventAt),
+  );
   return read;
 }
 
@@ -99,7 +147,8 @@ export function needsEventNames(query: TrendQuery, actions: ActionDefinition[]):
 
 const PERSON_MATHS: ReadonlySet<MathType> = new Set<MathType>([...ACTIVE_USER_MATHS, ...COUNT_PER_ACTOR_MATHS]);
 
-const groupUsesPersons = (g: PropertyGroup): boolean => g.values.some((v) => ('values' in v ? groupUsesPersons(v) : v.type === 'person'));
+const groupUsesPersons = (g: PropertyGroup): boolean =>
+  g.values.some((v) => ('values' in v ? groupUsesPersons(v) : v.type === 'person'));
 const filtersUsePersons = (filters: PropertyFilter[] | undefined) => (filters ?? []).some((f) => f.type === 'person');
 
 /**
@@ -120,15 +169,21 @@ export function needsPersons(query: TrendQuery, project: ProjectSettings, action
   );
 }
 
-const eventKeysOf = (g: PropertyGroup): string[] => g.values.flatMap((v) => ('values' in v ? eventKeysOf(v) : v.type === 'person' ? [] : [v.key]));
-const eventFilterKeys = (filters: PropertyFilter[] | undefined) => (filters ?? []).flatMap((f) => (f.type === 'person' ? [] : [f.key]));
+const eventKeysOf = (g: PropertyGroup): string[] =>
+  g.values.flatMap((v) => ('values' in v ? eventKeysOf(v) : v.type === 'person' ? [] : [v.key]));
+const eventFilterKeys = (filters: PropertyFilter[] | undefined) =>
+  (filters ?? []).flatMap((f) => (f.type === 'person' ? [] : [f.key]));
 
 /**
  * Every event property the answer can depend on: filter keys (request, series, action steps, applied
  * test-account filters), the event breakdown, event property maths, and `$session_id` for session
  * maths and breakdowns. Storage may hand over events with only these properties.
  */
-export function eventPropertiesUsed(query: TrendQuery, project: ProjectSettings, actions: ActionDefinition[]): string[] {
+export function eventPropertiesUsed(
+  query: TrendQuery,
+  project: ProjectSettings,
+  actions: ActionDefinition[],
+): string[] {
   const used = new Set<string>(eventKeysOf(query.properties));
   if (query.filter_test_accounts) for (const k of eventFilterKeys(project.test_account_filters)) used.add(k);
   if (query.breakdown?.source === 'event') used.add(query.breakdown.property);
@@ -138,7 +193,8 @@ export function eventPropertiesUsed(query: TrendQuery, project: ProjectSettings,
     for (const k of eventKeysOf(s.properties)) used.add(k);
     if (s.math === 'unique_session') used.add('$session_id');
     if (s.math_property !== null && s.math_property_type !== 'person_properties') used.add(s.math_property);
-    if (s.type === 'actions') for (const step of byId.get(s.id as number)!.steps) for (const k of eventFilterKeys(step.properties)) used.add(k);
+    if (s.type === 'actions')
+      for (const step of byId.get(s.id as number)!.steps) for (const k of eventFilterKeys(step.properties)) used.add(k);
   }
   return [...used].sort();
 }

@@ -27,10 +27,16 @@ export type RelativeUnit = 'h' | 'd' | 'w' | 'm' | 'q' | 'y';
 export type DateExpression =
   | { kind: 'all' }
   | { kind: 'relative'; n: number; unit: RelativeUnit; position: 'Start' | 'End' | null }
-  | { kind: 'absolute'; date: LocalDate; time: { hour: number; minute: number; second: number; ms: number } | null; offsetMinutes: number | null };
+  | {
+      kind: 'absolute';
+      date: LocalDate;
+      time: { hour: number; minute: number; second: number; ms: number } | null;
+      offsetMinutes: number | null;
+    };
 
 const RELATIVE = /^-?(\d+)?([hdwmqy])(Start|End)?$/;
-const ABSOLUTE = /^(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
+const ABSOLUTE =
+  /^(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
 
 /** null when the string is not a date PostHog would accept. */
 export function parseDateExpression(input: string): DateExpression | null {
@@ -38,15 +44,32 @@ export function parseDateExpression(input: string): DateExpression | null {
   if (s === 'all') return { kind: 'all' };
   const rel = RELATIVE.exec(s);
   // Without N there is no delta (PostHog only adds one `if match.group("number")`): dStart is today.
-  if (rel) return { kind: 'relative', n: rel[1] === undefined ? 0 : Number(rel[1]), unit: rel[2] as RelativeUnit, position: (rel[3] as 'Start' | 'End' | undefined) ?? null };
+  if (rel)
+    return {
+      kind: 'relative',
+      n: rel[1] === undefined ? 0 : Number(rel[1]),
+      unit: rel[2] as RelativeUnit,
+      position: (rel[3] as 'Start' | 'End' | undefined) ?? null,
+    };
   const abs = ABSOLUTE.exec(s);
   if (!abs) return null;
   const date = { year: Number(abs[1]), month: Number(abs[2]), day: Number(abs[3]) };
-  if (date.month < 1 || date.month > 12 || date.day < 1 || date.day > new Date(Date.UTC(date.year, date.month, 0)).getUTCDate()) return null;
+  if (
+    date.month < 1 ||
+    date.month > 12 ||
+    date.day < 1 ||
+    date.day > new Date(Date.UTC(date.year, date.month, 0)).getUTCDate()
+  )
+    return null;
   const time =
     abs[4] === undefined
       ? null
-      : { hour: Number(abs[4]), minute: Number(abs[5]), second: Number(abs[6] ?? 0), ms: Math.floor(Number(`0.${abs[7] ?? '0'}`) * 1000) };
+      : {
+          hour: Number(abs[4]),
+          minute: Number(abs[5]),
+          second: Number(abs[6] ?? 0),
+          ms: Math.floor(Number(`0.${abs[7] ?? '0'}`) * 1000),
+        };
   if (time && (time.hour > 23 || time.minute > 59 || time.second > 59)) return null;
   if (!time && abs[8]) return null;
   return { kind: 'absolute', date, time, offsetMinutes: abs[8] === undefined ? null : parseOffset(abs[8]) };
@@ -106,7 +129,12 @@ export function shiftDate(date: LocalDate, unit: Exclude<RelativeUnit, 'h'>, n: 
   }
 }
 
-function snap(date: LocalDate, unit: Exclude<RelativeUnit, 'h'>, position: 'Start' | 'End' | null, weekStartDay: 0 | 1): LocalDate {
+function snap(
+  date: LocalDate,
+  unit: Exclude<RelativeUnit, 'h'>,
+  position: 'Start' | 'End' | null,
+  weekStartDay: 0 | 1,
+): LocalDate {
   if (!position) return date;
   const start = position === 'Start';
   switch (unit) {
@@ -127,11 +155,17 @@ function snap(date: LocalDate, unit: Exclude<RelativeUnit, 'h'>, position: 'Star
   }
 }
 
-export function resolveExpression(expr: DateExpression, ctx: DateContext, firstEventAt: number | undefined): ResolvedPoint {
+export function resolveExpression(
+  expr: DateExpression,
+  ctx: DateContext,
+  firstEventAt: number | undefined,
+): ResolvedPoint {
   switch (expr.kind) {
     case 'all':
       // PostHog's get_earliest_timestamp falls back to 7 days ago for a project without events.
-      return firstEventAt === undefined ? resolveRelative({ kind: 'relative', n: 7, unit: 'd', position: null }, ctx) : { t: firstEventAt, precision: 'day' };
+      return firstEventAt === undefined
+        ? resolveRelative({ kind: 'relative', n: 7, unit: 'd', position: null }, ctx)
+        : { t: firstEventAt, precision: 'day' };
     case 'relative':
       return resolveRelative(expr, ctx);
     case 'absolute': {
@@ -164,11 +198,18 @@ function lowerBound(point: ResolvedPoint, ctx: DateContext): number {
  * hourly ranges and for hour-unit relative dates); without date_to the range ends at the end of
  * today, or at now for hourly ranges (PostHog legacy QueryDateRange.date_to_param).
  */
-function upperBound(raw: string | null, interval: Interval, ctx: DateContext, explicit: boolean, firstEventAt: number | undefined): number {
+function upperBound(
+  raw: string | null,
+  interval: Interval,
+  ctx: DateContext,
+  explicit: boolean,
+  firstEventAt: number | undefined,
+): number {
   if (raw === null) return interval === 'hour' ? ctx.now : endOfLocalDay(ctx.now, ctx.tz);
   const point = resolveExpression(expressionOf(raw), ctx, firstEventAt);
   if (explicit && point.precision === 'time') return point.t;
-  if (point.precision === 'hour' || (point.precision === 'time' && interval === 'hour')) return endOfLocalHour(point.t, ctx.tz);
+  if (point.precision === 'hour' || (point.precision === 'time' && interval === 'hour'))
+    return endOfLocalHour(point.t, ctx.tz);
   return endOfLocalDay(point.t, ctx.tz);
 }
 
@@ -197,7 +238,14 @@ export function resolveRange(query: TrendQuery, ctx: DateContext, firstEventAt: 
  * intervals always, hour and day intervals when the range from the lower bound to the adjusted end
  * lasts at least two intervals (so `-24h` by day keeps 15:00 yesterday as its bound, `-48h` does not).
  */
-function rangeBetween(unroundedFrom: number, to: number, adjustedTo: number, interval: Interval, ctx: DateContext, explicit: boolean): NumericRange {
+function rangeBetween(
+  unroundedFrom: number,
+  to: number,
+  adjustedTo: number,
+  interval: Interval,
+  ctx: DateContext,
+  explicit: boolean,
+): NumericRange {
   const bounds = { unroundedFrom, adjustedTo };
   if (unroundedFrom > to) return { from: unroundedFrom, to, buckets: [], ...bounds };
   const first = alignToBucket(unroundedFrom, interval, ctx);
@@ -211,7 +259,12 @@ function shouldRound(from: number, adjustedTo: number, interval: Interval): bool
 }
 
 /** The longest a bucket can be (a 25-hour DST day), for a cheap lower bound on the bucket count. */
-const LONGEST_BUCKET: Record<Interval, number> = { hour: HOUR, day: 25 * HOUR, week: 7 * 25 * HOUR, month: 31 * 25 * HOUR };
+const LONGEST_BUCKET: Record<Interval, number> = {
+  hour: HOUR,
+  day: 25 * HOUR,
+  week: 7 * 25 * HOUR,
+  month: 31 * 25 * HOUR,
+};
 
 export function bucketStarts(first: number, to: number, interval: Interval, ctx: DateContext): number[] {
   if ((to - first) / LONGEST_BUCKET[interval] > MAX_BUCKETS) throw new RangeError('too many buckets');
@@ -252,7 +305,8 @@ export function nextBucket(t: number, interval: Interval, ctx: DateContext): num
 export function shiftBucket(t: number, interval: Interval, n: number, ctx: DateContext): number {
   if (interval === 'hour') return t + n * HOUR;
   const date = localDateOf(t, ctx.tz);
-  const shifted = interval === 'day' ? addDays(date, n) : interval === 'week' ? addDays(date, 7 * n) : addMonths(date, n);
+  const shifted =
+    interval === 'day' ? addDays(date, n) : interval === 'week' ? addDays(date, 7 * n) : addMonths(date, n);
   return fromLocal(shifted, ctx.tz);
 }
 
@@ -301,7 +355,8 @@ export interface Period {
 export function periodsOf(query: TrendQuery, range: NumericRange, ctx: DateContext): Period[] {
   const current: Period = { kind: 'current', from: range.from, to: range.to, buckets: range.buckets };
   if (!query.compare) return [current];
-  const { from, to, buckets } = query.compare_to === null ? previousPeriod(query, range, ctx) : comparedTo(query, query.compare_to, range, ctx);
+  const { from, to, buckets } =
+    query.compare_to === null ? previousPeriod(query, range, ctx) : comparedTo(query, query.compare_to, range, ctx);
   return [current, { kind: 'previous', from, to, buckets }];
 }
 
@@ -377,4 +432,3 @@ export function bucketDay(t: number, interval: Interval, tz: string): string {
   const day = `${pad(l.year, 4)}-${pad(l.month)}-${pad(l.day)}`;
   return interval === 'hour' ? `${day} ${pad(l.hour)}:${pad(l.minute)}:${pad(l.second)}` : day;
 }
-

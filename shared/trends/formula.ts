@@ -77,7 +77,8 @@ export function parseFormula(formula: string, seriesCount: number): FormulaNode 
     if (!t) throw invalid('unexpected end');
     if (t.kind === 'number') return { kind: 'number', value: t.value };
     if (t.kind === 'letter') {
-      if (t.index >= seriesCount) throw invalid(`${String.fromCharCode(65 + t.index)} does not name a series (${seriesCount} defined)`);
+      if (t.index >= seriesCount)
+        throw invalid(`${String.fromCharCode(65 + t.index)} does not name a series (${seriesCount} defined)`);
       return { kind: 'series', index: t.index };
     }
     if (t.op === '(') {

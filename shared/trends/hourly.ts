@@ -18,7 +18,12 @@ import type { ProjectSettings, TrendQuery, TrendResponse } from './types.ts';
  * (otherwise a UTC hour straddles two local days). `now` and `firstEventAt` resolve the range as
  * computeTrend will (defaults: the current time, no first event).
  */
-export function canUseHourlyRollups(query: TrendQuery, project: ProjectSettings, now: Date = new Date(), firstEventAt?: Date): boolean {
+export function canUseHourlyRollups(
+  query: TrendQuery,
+  project: ProjectSettings,
+  now: Date = new Date(),
+  firstEventAt?: Date,
+): boolean {
   if (query.breakdown || query.explicit_date) return false;
   if (hasFilters(query.properties)) return false;
   if (query.filter_test_accounts && project.test_account_filters.length) return false;
@@ -37,7 +42,8 @@ export function canUseHourlyRollups(query: TrendQuery, project: ProjectSettings,
   // Each period (the compared one is resolved on its own) starts on an hour and ends with one, or
   // at now (the current hour is read whole: only events stamped in the future could differ).
   const onHours = (p: Period) =>
-    p.from % HOUR === 0 && ((p.to + 1) % HOUR === 0 || (p.kind === 'current' && query.date_to === null && query.interval === 'hour'));
+    p.from % HOUR === 0 &&
+    ((p.to + 1) % HOUR === 0 || (p.kind === 'current' && query.date_to === null && query.interval === 'hour'));
   return from % HOUR === 0 && periods.every(onHours) && wholeHourOffsets(project.timezone, from, to);
 }
 
@@ -58,7 +64,8 @@ export function computeTrendFromHourly(
   query: TrendQuery,
   input: { hourly: Map<string, number>[]; project: ProjectSettings; now: Date; firstEventAt?: Date },
 ): TrendResponse {
-  if (input.hourly.length !== query.series.length) throw new Error(`computeTrendFromHourly: ${query.series.length} series but ${input.hourly.length} hourly maps`);
+  if (input.hourly.length !== query.series.length)
+    throw new Error(`computeTrendFromHourly: ${query.series.length} series but ${input.hourly.length} hourly maps`);
   if (!query.series.every((s) => s.math === 'total' && s.type === 'events') || query.breakdown) {
     throw new Error('computeTrendFromHourly: the query needs raw events (check canUseHourlyRollups first)');
   }

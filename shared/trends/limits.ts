@@ -33,34 +33,60 @@ const count = (n: number) => n.toLocaleString('en-US');
 
 /** The largest N of `-N<unit>` within MAX_RELATIVE_YEARS (a quarter is 13 weeks, as in PostHog). */
 const DAYS_PER_UNIT: Record<RelativeUnit, number> = { h: 1 / 24, d: 1, w: 7, m: 365.25 / 12, q: 91, y: 365.25 };
-export const maxRelative = (unit: RelativeUnit) => Math.floor((MAX_RELATIVE_YEARS * 365.25) / DAYS_PER_UNIT[unit] + 1e-9);
+export const maxRelative = (unit: RelativeUnit) =>
+  Math.floor((MAX_RELATIVE_YEARS * 365.25) / DAYS_PER_UNIT[unit] + 1e-9);
 
-const UNIT_NAMES: Record<RelativeUnit, string> = { h: 'hours', d: 'days', w: 'weeks', m: 'months', q: 'quarters', y: 'years' };
+const UNIT_NAMES: Record<RelativeUnit, string> = {
+  h: 'hours',
+  d: 'days',
+  w: 'weeks',
+  m: 'months',
+  q: 'quarters',
+  y: 'years',
+};
 
 export function checkRelativeReach(value: string, n: number, unit: RelativeUnit, attr: string): void {
   const max = maxRelative(unit);
-  if (n > max) throw new ValidationError(`"${value}" reaches back more than ${MAX_RELATIVE_YEARS} years: relative dates go back at most ${count(max)} ${UNIT_NAMES[unit]}.`, attr);
+  if (n > max)
+    throw new ValidationError(
+      `"${value}" reaches back more than ${MAX_RELATIVE_YEARS} years: relative dates go back at most ${count(max)} ${UNIT_NAMES[unit]}.`,
+      attr,
+    );
 }
 
 export function checkEarliestYear(value: string, year: number, attr: string): void {
-  if (year < EARLIEST_DATE_YEAR) throw new ValidationError(`"${value}" is before ${EARLIEST_DATE_YEAR}-01-01, the earliest date a trend can start.`, attr);
+  if (year < EARLIEST_DATE_YEAR)
+    throw new ValidationError(
+      `"${value}" is before ${EARLIEST_DATE_YEAR}-01-01, the earliest date a trend can start.`,
+      attr,
+    );
 }
 
 /** Checked on each list before its entries are parsed, then on both together. */
 export function checkSeriesCount(events: number, actions: number): void {
   if (events + actions <= MAX_SERIES) return;
   const attr = events > MAX_SERIES || actions === 0 ? 'events' : 'actions';
-  throw new ValidationError(`A trend may have at most ${MAX_SERIES} series (events and actions together); this one has ${count(events + actions)}.`, attr);
+  throw new ValidationError(
+    `A trend may have at most ${MAX_SERIES} series (events and actions together); this one has ${count(events + actions)}.`,
+    attr,
+  );
 }
 
 export function checkBreakdownLimit(limit: number): void {
-  if (limit > MAX_BREAKDOWN_LIMIT) throw new ValidationError(`Ensure this value is less than or equal to ${count(MAX_BREAKDOWN_LIMIT)}: a trend shows at most ${count(MAX_BREAKDOWN_LIMIT)} breakdown values.`, 'breakdown_limit');
+  if (limit > MAX_BREAKDOWN_LIMIT)
+    throw new ValidationError(
+      `Ensure this value is less than or equal to ${count(MAX_BREAKDOWN_LIMIT)}: a trend shows at most ${count(MAX_BREAKDOWN_LIMIT)} breakdown values.`,
+      'breakdown_limit',
+    );
 }
 
 /** `buckets` undefined: the range was refused while counting them (more than the engine's loop guard). */
 export function tooManyBuckets(interval: Interval, buckets?: number): ValidationError {
   const has = buckets === undefined ? `more than ${count(MAX_TREND_BUCKETS)}` : count(buckets);
-  return new ValidationError(`The date range has ${has} ${interval} intervals; at most ${count(MAX_TREND_BUCKETS)} are allowed. Choose a longer interval or a shorter range.`, 'interval');
+  return new ValidationError(
+    `The date range has ${has} ${interval} intervals; at most ${count(MAX_TREND_BUCKETS)} are allowed. Choose a longer interval or a shorter range.`,
+    'interval',
+  );
 }
 
 /** The response's size: buckets of one period, and rows × buckets of every period. */
@@ -100,7 +126,11 @@ const isoDay = (d: Date) => d.toISOString().slice(0, 10);
  * before it) and ending no later than `latest` (capture stores nothing later: see the caller); null
  * when nothing can be there: no event yet, or the whole window outside those bounds.
  */
-export function clampToEvents(window: { from: Date; to: Date }, firstEventAt: Date | undefined, latest?: Date): ReadWindow | null {
+export function clampToEvents(
+  window: { from: Date; to: Date },
+  firstEventAt: Date | undefined,
+  latest?: Date,
+): ReadWindow | null {
   const to = Math.min(window.to.getTime(), latest?.getTime() ?? Infinity);
   if (firstEventAt === undefined || to < firstEventAt.getTime() || window.from.getTime() > to) return null;
   const from = Math.max(window.from.getTime(), utcDay(firstEventAt.getTime()) * DAY_MS);
@@ -114,7 +144,8 @@ export function clampToEvents(window: { from: Date; to: Date }, firstEventAt: Da
 export function checkDaysRead(query: TrendQuery, read: ReadWindow | null, current: () => ReadWindow | null): void {
   if (read === null || read.days <= MAX_DAYS_READ) return;
   const own = query.compare ? current() : read;
-  const attr = own !== null && own.days <= MAX_DAYS_READ ? (query.compare_to === null ? 'compare' : 'compare_to') : 'date_from';
+  const attr =
+    own !== null && own.days <= MAX_DAYS_READ ? (query.compare_to === null ? 'compare' : 'compare_to') : 'date_from';
   throw new ValidationError(
     `This trend would read ${count(read.days)} days of events (${isoDay(read.from)} to ${isoDay(read.to)}${query.compare ? ', compared period included' : ''}); at most ${count(MAX_DAYS_READ)} days are allowed. Choose a shorter range.`,
     attr,

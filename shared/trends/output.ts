@@ -127,11 +127,25 @@ function formulaRowsOf(ctx: OutputContext, ast: FormulaNode, series: SeriesRows[
     values: Array.from({ length: buckets }, (_, i) => evaluateFormula(ast, (s) => operands[s]!.values[i] ?? 0)),
     aggregated: evaluateFormula(ast, (s) => operands[s]!.aggregated),
   });
-  if (!ctx.query.breakdown) return [evaluate(series.map((s) => s.rows[0] ?? zero), undefined)];
+  if (!ctx.query.breakdown)
+    return [
+      evaluate(
+        series.map((s) => s.rows[0] ?? zero),
+        undefined,
+      ),
+    ];
   const keys = [...new Set(series.flatMap((s) => s.rows.map((r) => r.breakdown_value!)))];
-  const rows = keys.map((key) => evaluate(series.map((s) => s.rows.find((r) => r.breakdown_value === key) ?? zero), key));
-  const total = AGGREGATED_DISPLAYS.has(ctx.query.display) ? (r: LabelledRow) => r.aggregated : (r: LabelledRow) => r.values.reduce((a, b) => a + b, 0);
-  const place = (r: LabelledRow) => (r.breakdown_value === BREAKDOWN_NULL_VALUE ? 1 : r.breakdown_value === BREAKDOWN_OTHER_VALUE ? 2 : 0);
+  const rows = keys.map((key) =>
+    evaluate(
+      series.map((s) => s.rows.find((r) => r.breakdown_value === key) ?? zero),
+      key,
+    ),
+  );
+  const total = AGGREGATED_DISPLAYS.has(ctx.query.display)
+    ? (r: LabelledRow) => r.aggregated
+    : (r: LabelledRow) => r.values.reduce((a, b) => a + b, 0);
+  const place = (r: LabelledRow) =>
+    r.breakdown_value === BREAKDOWN_NULL_VALUE ? 1 : r.breakdown_value === BREAKDOWN_OTHER_VALUE ? 2 : 0;
   return rows.sort((a, b) => place(a) - place(b) || total(b) - total(a));
 }
 
@@ -152,7 +166,11 @@ function toSeries(ctx: OutputContext, row: LabelledRow, period: Period, filter: 
     label: row.label,
     count: aggregated ? 0 : row.values.reduce((a, b) => a + b, 0),
     data: aggregated ? [] : query.display === 'ActionsLineGraphCumulative' ? running(row.values) : row.values,
-    labels: aggregated ? [] : period.buckets.map((b, i) => (query.compare ? `${query.interval} ${i}` : bucketLabel(b, query.interval, ctx.timezone))),
+    labels: aggregated
+      ? []
+      : period.buckets.map((b, i) =>
+          query.compare ? `${query.interval} ${i}` : bucketLabel(b, query.interval, ctx.timezone),
+        ),
     days: aggregated ? [] : period.buckets.map((b) => bucketDay(b, query.interval, ctx.timezone)),
     filter,
   };

@@ -21,7 +21,15 @@ import {
   type TrendQuery,
 } from './types.ts';
 
-const KNOWN_MATHS = new Set<string>(['total', 'dau', 'weekly_active', 'monthly_active', 'unique_session', ...PROPERTY_MATHS, ...COUNT_PER_ACTOR_MATHS]);
+const KNOWN_MATHS = new Set<string>([
+  'total',
+  'dau',
+  'weekly_active',
+  'monthly_active',
+  'unique_session',
+  ...PROPERTY_MATHS,
+  ...COUNT_PER_ACTOR_MATHS,
+]);
 const UNSUPPORTED_MATHS: Record<string, string> = {
   unique_group: 'Math "unique_group" needs groups, which are not supported yet.',
   hogql: 'Math "hogql" is not supported.',
@@ -46,7 +54,8 @@ function jsonValue(raw: unknown, attr: string): unknown {
     throw new ValidationError('Value must be valid JSON.', attr);
   }
   // A body is refused past this depth before it is parsed; a GET's JSON parameters get the same limit.
-  if (nestedDeeperThan(value)) throw new ValidationError(`Value may not nest deeper than ${MAX_JSON_DEPTH} levels.`, attr);
+  if (nestedDeeperThan(value))
+    throw new ValidationError(`Value may not nest deeper than ${MAX_JSON_DEPTH} levels.`, attr);
   return value;
 }
 
@@ -84,7 +93,8 @@ export function parseTrendRequest(raw: Record<string, unknown>): TrendQuery {
   rejectGroups(raw);
   const events = entityList(raw.events, 'events');
   const actions = entityList(raw.actions, 'actions');
-  if (!events.length && !actions.length) throw new ValidationError('At least one of events or actions is required.', 'events', 'required');
+  if (!events.length && !actions.length)
+    throw new ValidationError('At least one of events or actions is required.', 'events', 'required');
   checkSeriesCount(events.length, actions.length);
   const series = orderSeries([...events, ...actions]);
   const display = parseDisplay(raw.display);
@@ -110,18 +120,25 @@ export function parseTrendRequest(raw: Record<string, unknown>): TrendQuery {
 }
 
 function rejectGroups(raw: Record<string, unknown>): void {
-  if (!blank(raw.aggregation_group_type_index)) throw new ValidationError('Aggregating by groups is not supported yet.', 'aggregation_group_type_index');
+  if (!blank(raw.aggregation_group_type_index))
+    throw new ValidationError('Aggregating by groups is not supported yet.', 'aggregation_group_type_index');
 }
 
 function entityList(raw: unknown, list: 'events' | 'actions'): (TrendEntity & { requestedOrder: number | null })[] {
   const value = jsonValue(raw, list);
   if (blank(value)) return [];
-  if (!Array.isArray(value)) throw new ValidationError(`Expected a list of items but got type "${typeof value}".`, list);
-  if (value.length > MAX_SERIES) checkSeriesCount(list === 'events' ? value.length : 0, list === 'actions' ? value.length : 0);
+  if (!Array.isArray(value))
+    throw new ValidationError(`Expected a list of items but got type "${typeof value}".`, list);
+  if (value.length > MAX_SERIES)
+    checkSeriesCount(list === 'events' ? value.length : 0, list === 'actions' ? value.length : 0);
   return value.map((item, i) => parseEntity(item, list, i));
 }
 
-function parseEntity(raw: unknown, list: 'events' | 'actions', index: number): TrendEntity & { requestedOrder: number | null } {
+function parseEntity(
+  raw: unknown,
+  list: 'events' | 'actions',
+  index: number,
+): TrendEntity & { requestedOrder: number | null } {
   const attr = `${list}__${index}`;
   if (!isObject(raw)) throw new ValidationError('Invalid data. Expected a dictionary.', attr);
   const math = parseMath(raw.math, `${attr}__math`);
@@ -195,7 +212,8 @@ export const MAX_DISPLAY_LENGTH = 100;
 function parseDisplay(raw: unknown): Display {
   const display = optionalString(raw, 'display');
   if (display === null) return 'ActionsLineGraph';
-  if (display.length > MAX_DISPLAY_LENGTH) throw new ValidationError(`display is longer than ${MAX_DISPLAY_LENGTH} characters.`, 'display');
+  if (display.length > MAX_DISPLAY_LENGTH)
+    throw new ValidationError(`display is longer than ${MAX_DISPLAY_LENGTH} characters.`, 'display');
   return display;
 }
 
@@ -240,7 +258,8 @@ function parseBreakdown(raw: Record<string, unknown>, display: Display): Breakdo
   const type = blank(raw.breakdown_type) ? 'event' : textOf(raw.breakdown_type);
   if (type === 'cohort') throw new ValidationError('Breakdown by cohort is not supported yet.', 'breakdown_type');
   if (type === 'group') throw new ValidationError('Breakdown by group is not supported yet.', 'breakdown_type');
-  if (!BREAKDOWN_TYPES.has(type)) throw new ValidationError(`"${type}" is not a valid choice.`, 'breakdown_type', 'invalid_choice');
+  if (!BREAKDOWN_TYPES.has(type))
+    throw new ValidationError(`"${type}" is not a valid choice.`, 'breakdown_type', 'invalid_choice');
   const limitDefault = display === 'WorldMap' ? WORLD_MAP_BREAKDOWN_LIMIT : DEFAULT_BREAKDOWN_LIMIT;
   const limit = integerValue(raw.breakdown_limit, 'breakdown_limit') ?? limitDefault;
   if (limit < 1) throw new ValidationError('Ensure this value is greater than or equal to 1.', 'breakdown_limit');
@@ -250,17 +269,39 @@ function parseBreakdown(raw: Record<string, unknown>, display: Display): Breakdo
   if (breakdown === null) {
     // The UI sends WorldMap with a country breakdown; without one we add it, as the map needs it.
     if (display !== 'WorldMap') return null;
-    return { breakdown_type: 'event', breakdown: '$geoip_country_code', source: 'event', property: '$geoip_country_code', limit, hide_other: hideOther };
+    return {
+      breakdown_type: 'event',
+      breakdown: '$geoip_country_code',
+      source: 'event',
+      property: '$geoip_country_code',
+      limit,
+      hide_other: hideOther,
+    };
   }
   if (type === 'session') {
-    if (breakdown !== '$session_duration') throw new ValidationError('Session breakdowns support $session_duration only.', 'breakdown');
-    return { breakdown_type: 'session', breakdown, source: 'session', property: breakdown, limit, hide_other: hideOther };
+    if (breakdown !== '$session_duration')
+      throw new ValidationError('Session breakdowns support $session_duration only.', 'breakdown');
+    return {
+      breakdown_type: 'session',
+      breakdown,
+      source: 'session',
+      property: breakdown,
+      limit,
+      hide_other: hideOther,
+    };
   }
   if (type === 'hogql') {
     const target = hogqlProperty(breakdown);
     return { breakdown_type: 'hogql', breakdown, ...target, limit, hide_other: hideOther };
   }
-  return { breakdown_type: type as 'event' | 'person', breakdown, source: type as 'event' | 'person', property: breakdown, limit, hide_other: hideOther };
+  return {
+    breakdown_type: type as 'event' | 'person',
+    breakdown,
+    source: type as 'event' | 'person',
+    property: breakdown,
+    limit,
+    hide_other: hideOther,
+  };
 }
 
 function breakdownKey(raw: unknown): string | null {
@@ -268,7 +309,8 @@ function breakdownKey(raw: unknown): string | null {
   if (typeof value === 'string' && /^\s*[[{]/.test(value)) value = jsonValue(value, 'breakdown');
   else if (typeof value === 'string' && /^\s*".*"\s*$/.test(value)) value = tryJson(value);
   if (Array.isArray(value)) {
-    if (value.length > 1) throw new ValidationError('Breaking down by several properties is not supported.', 'breakdown');
+    if (value.length > 1)
+      throw new ValidationError('Breaking down by several properties is not supported.', 'breakdown');
     value = value[0];
   }
   if (blank(value)) return null;
@@ -283,6 +325,10 @@ function hogqlProperty(expression: string): { source: 'event' | 'person'; proper
     /^\s*(person\.)?properties\[\s*'([^']*)'\s*\]\s*$/.exec(expression) ??
     /^\s*(person\.)?properties\[\s*"([^"]*)"\s*\]\s*$/.exec(expression) ??
     /^\s*(person\.)?properties\.`([^`]+)`\s*$/.exec(expression);
-  if (!m?.[2]) throw new ValidationError('Only properties.<key> and person.properties.<key> HogQL breakdowns are supported.', 'breakdown');
+  if (!m?.[2])
+    throw new ValidationError(
+      'Only properties.<key> and person.properties.<key> HogQL breakdowns are supported.',
+      'breakdown',
+    );
   return { source: m[1] ? 'person' : 'event', property: m[2] };
 }

@@ -87,13 +87,16 @@ export function parseProperties(raw: unknown, attr: string): { group: PropertyGr
 
 /** Groups are parsed and compiled recursively: their depth is bounded, whatever route or stored record they came from. */
 export function refuseDeepNesting(value: unknown, attr: string): void {
-  if (nestedDeeperThan(value)) throw new ValidationError(`Properties may not nest deeper than ${MAX_JSON_DEPTH} levels.`, attr);
+  if (nestedDeeperThan(value))
+    throw new ValidationError(`Properties may not nest deeper than ${MAX_JSON_DEPTH} levels.`, attr);
 }
 
 function legacyDictFilter(key: string, value: unknown, attr: string): PropertyFilter {
   const sep = key.lastIndexOf('__');
   const suffix = sep > 0 ? key.slice(sep + 2) : '';
-  const filter = (OPERATORS as readonly string[]).includes(suffix) ? { key: key.slice(0, sep), value, operator: suffix } : { key, value };
+  const filter = (OPERATORS as readonly string[]).includes(suffix)
+    ? { key: key.slice(0, sep), value, operator: suffix }
+    : { key, value };
   return parseFilter(filter, attr);
 }
 
@@ -104,19 +107,28 @@ function parseItem(item: unknown, attr: string): PropertyFilter | PropertyGroup 
 
 function parseGroup(raw: Record<string, unknown>, attr: string): PropertyGroup {
   const type = raw.type === undefined ? 'AND' : textOf(raw.type).toUpperCase();
-  if (type !== 'AND' && type !== 'OR') throw new ValidationError(`"${textOf(raw.type)}" is not a valid choice.`, `${attr}__type`);
+  if (type !== 'AND' && type !== 'OR')
+    throw new ValidationError(`"${textOf(raw.type)}" is not a valid choice.`, `${attr}__type`);
   const values = (raw.values as unknown[]).map((item, i) => parseItem(item, `${attr}__values__${i}`));
   return { type, values };
 }
 
 export function parseFilter(raw: Record<string, unknown>, attr: string): PropertyFilter {
-  if (typeof raw.key !== 'string' || raw.key === '') throw new ValidationError('This field is required.', `${attr}__key`, 'required');
+  if (typeof raw.key !== 'string' || raw.key === '')
+    throw new ValidationError('This field is required.', `${attr}__key`, 'required');
   const type = raw.type === undefined || raw.type === null ? 'event' : textOf(raw.type);
   if (Object.hasOwn(UNSUPPORTED_TYPES, type)) throw new ValidationError(UNSUPPORTED_TYPES[type]!, `${attr}__type`);
-  if (type !== 'event' && type !== 'person') throw new ValidationError(`"${type}" is not a valid choice.`, `${attr}__type`);
+  if (type !== 'event' && type !== 'person')
+    throw new ValidationError(`"${type}" is not a valid choice.`, `${attr}__type`);
   const operator = raw.operator === undefined || raw.operator === null ? 'exact' : textOf(raw.operator);
-  if (!(OPERATORS as readonly string[]).includes(operator)) throw new ValidationError(`"${operator}" is not a valid operator.`, `${attr}__operator`);
-  const filter: PropertyFilter = { key: raw.key, ...(raw.value === undefined ? {} : { value: raw.value }), operator, type };
+  if (!(OPERATORS as readonly string[]).includes(operator))
+    throw new ValidationError(`"${operator}" is not a valid operator.`, `${attr}__operator`);
+  const filter: PropertyFilter = {
+    key: raw.key,
+    ...(raw.value === undefined ? {} : { value: raw.value }),
+    operator,
+    type,
+  };
   validateValue(filter, `${attr}__value`);
   return filter;
 }
@@ -125,9 +137,12 @@ function validateValue(f: PropertyFilter, attr: string): void {
   const op = f.operator!;
   if (VALUELESS_OPERATORS.has(op)) return;
   if (f.value === undefined || f.value === null) throw new ValidationError('This field is required.', attr, 'required');
-  if (NUMERIC_OPERATORS.has(op) && toNumber(f.value) === null) throw new ValidationError(`"${textOf(f.value)}" is not a number.`, attr);
-  if (RANGE_OPERATORS.has(op) && !rangeOf(f.value)) throw new ValidationError('Between filters need a [min, max] pair of numbers with min <= max.', attr);
-  if (DATE_OPERATORS.has(op) && !isDateValue(f.value)) throw new ValidationError(`"${textOf(f.value)}" is not a valid date.`, attr);
+  if (NUMERIC_OPERATORS.has(op) && toNumber(f.value) === null)
+    throw new ValidationError(`"${textOf(f.value)}" is not a number.`, attr);
+  if (RANGE_OPERATORS.has(op) && !rangeOf(f.value))
+    throw new ValidationError('Between filters need a [min, max] pair of numbers with min <= max.', attr);
+  if (DATE_OPERATORS.has(op) && !isDateValue(f.value))
+    throw new ValidationError(`"${textOf(f.value)}" is not a valid date.`, attr);
   if (REGEX_OPERATORS.has(op)) for (const v of listOf(f.value)) compileRegex(textOf(v), attr);
 }
 
@@ -168,16 +183,26 @@ export const MAX_REGEX_PROGRAM = 2_000;
  * the pattern. Refused patterns are a 400 on `attr`.
  */
 export function compileRegex(pattern: string, attr: string | null): RE2JS {
-  if (pattern.length > MAX_REGEX_LENGTH) throw new ValidationError(`Invalid regular expression: patterns are limited to ${MAX_REGEX_LENGTH} characters.`, attr);
+  if (pattern.length > MAX_REGEX_LENGTH)
+    throw new ValidationError(
+      `Invalid regular expression: patterns are limited to ${MAX_REGEX_LENGTH} characters.`,
+      attr,
+    );
   let regex: RE2JS;
   try {
     regex = RE2JS.compile(pattern);
   } catch (error) {
-    throw new ValidationError(`Invalid regular expression: ${(error as Error).message} (RE2 syntax: no backreferences or lookarounds).`, attr);
+    throw new ValidationError(
+      `Invalid regular expression: ${(error as Error).message} (RE2 syntax: no backreferences or lookarounds).`,
+      attr,
+    );
   }
   const size = (regex.re2Input.prog as { numInst(): number }).numInst();
   if (size > MAX_REGEX_PROGRAM) {
-    throw new ValidationError(`Invalid regular expression: too complex (compiles to ${size} RE2 instructions, the limit is ${MAX_REGEX_PROGRAM}; counted repetition like {n} multiplies a pattern's size).`, attr);
+    throw new ValidationError(
+      `Invalid regular expression: too complex (compiles to ${size} RE2 instructions, the limit is ${MAX_REGEX_PROGRAM}; counted repetition like {n} multiplies a pattern's size).`,
+      attr,
+    );
   }
   return regex;
 }
@@ -194,8 +219,12 @@ export function propertyText(v: unknown): string {
 /** Equality that follows the property's type: a numeric property equals '1' and 1, a string one compares text. */
 function equalsTyped(prop: unknown, value: unknown): boolean {
   if (typeof prop === 'number') return toNumber(value) === prop;
-  if (typeof prop === 'boolean') return value === prop || (typeof value === 'string' && value.toLowerCase() === String(prop));
-  if (typeof prop === 'string') return typeof value === 'string' ? value === prop : (typeof value === 'number' || typeof value === 'boolean') && String(value) === prop;
+  if (typeof prop === 'boolean')
+    return value === prop || (typeof value === 'string' && value.toLowerCase() === String(prop));
+  if (typeof prop === 'string')
+    return typeof value === 'string'
+      ? value === prop
+      : (typeof value === 'number' || typeof value === 'boolean') && String(value) === prop;
   return propertyText(prop) === (typeof value === 'string' ? value : JSON.stringify(value));
 }
 
@@ -226,7 +255,8 @@ const MEMO_LIMIT = 4096;
 
 export function compileFilter(f: PropertyFilter, ctx: DateContext): EventPredicate {
   const key = f.key;
-  const read: (e: TrendEvent) => unknown = f.type === 'person' ? (e) => propertyOf(e.person_properties, key) : (e) => propertyOf(e.properties, key);
+  const read: (e: TrendEvent) => unknown =
+    f.type === 'person' ? (e) => propertyOf(e.person_properties, key) : (e) => propertyOf(e.properties, key);
   const test = valueTest(f, ctx);
   const memo = new Map<unknown, boolean>();
   return (e) => {

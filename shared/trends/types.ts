@@ -63,7 +63,14 @@ export type CountPerActorMath = (typeof COUNT_PER_ACTOR_MATHS)[number];
 
 export const ACTIVE_USER_MATHS = ['dau', 'weekly_active', 'monthly_active'] as const;
 
-export type MathType = 'total' | 'dau' | 'weekly_active' | 'monthly_active' | 'unique_session' | PropertyMath | CountPerActorMath;
+export type MathType =
+  | 'total'
+  | 'dau'
+  | 'weekly_active'
+  | 'monthly_active'
+  | 'unique_session'
+  | PropertyMath
+  | CountPerActorMath;
 
 export const DISPLAYS = [
   'ActionsLineGraph',
@@ -84,7 +91,14 @@ export type KnownDisplay = (typeof DISPLAYS)[number];
 export type Display = KnownDisplay | (string & {});
 
 /** Displays that return one `aggregated_value` per series over the whole range instead of per-bucket data. */
-export const AGGREGATED_DISPLAYS: ReadonlySet<Display> = new Set<Display>(['ActionsTable', 'ActionsPie', 'ActionsBarValue', 'WorldMap', 'BoldNumber', 'CalendarHeatmap']);
+export const AGGREGATED_DISPLAYS: ReadonlySet<Display> = new Set<Display>([
+  'ActionsTable',
+  'ActionsPie',
+  'ActionsBarValue',
+  'WorldMap',
+  'BoldNumber',
+  'CalendarHeatmap',
+]);
 
 /** Displays that answer without the breakdown of the request (one number, or one heatmap, per series). */
 export const UNBROKEN_DISPLAYS: ReadonlySet<Display> = new Set<Display>(['BoldNumber', 'CalendarHeatmap']);

@@ -63,7 +63,14 @@ export function offsetAt(t: number, tz: string): number {
   for (const part of formatter(tz).formatToParts(new Date(at))) {
     if (part.type !== 'literal') fields[part.type] = Number(part.value);
   }
-  const wall = Date.UTC(fields.year!, fields.month! - 1, fields.day!, fields.hour! % 24, fields.minute!, fields.second!);
+  const wall = Date.UTC(
+    fields.year!,
+    fields.month! - 1,
+    fields.day!,
+    fields.hour! % 24,
+    fields.minute!,
+    fields.second!,
+  );
   const offset = wall - at;
   if (offsetCache.size > OFFSET_CACHE_LIMIT) offsetCache.clear();
   offsetCache.set(key, offset);
@@ -89,7 +96,15 @@ export function toLocal(t: number, tz: string): LocalDateTime {
  * moves forward by the gap (so a day whose midnight does not exist starts at 01:00).
  */
 export function fromLocal(local: LocalDate & Partial<LocalDateTime>, tz: string): number {
-  const wall = Date.UTC(local.year, local.month - 1, local.day, local.hour ?? 0, local.minute ?? 0, local.second ?? 0, local.ms ?? 0);
+  const wall = Date.UTC(
+    local.year,
+    local.month - 1,
+    local.day,
+    local.hour ?? 0,
+    local.minute ?? 0,
+    local.second ?? 0,
+    local.ms ?? 0,
+  );
   const before = offsetAt(wall - DAY, tz);
   const after = offsetAt(wall + DAY, tz);
   const candidates = [wall - before, wall - after].filter((t) => t + offsetAt(t, tz) === wall);

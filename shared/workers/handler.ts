@@ -11,7 +11,10 @@ import { logger, metrics } from '../observability.ts';
  * The whole invocation runs as a `worker` (shared/invocation.ts): its table calls get the workers'
  * longer timeouts and more attempts, also in the local runtime where API requests share the process.
  */
-export function workerHandler<E, R>(name: string, fn: (event: E, context: Context) => Promise<R>): (event: E, context: Context) => Promise<R> {
+export function workerHandler<E, R>(
+  name: string,
+  fn: (event: E, context: Context) => Promise<R>,
+): (event: E, context: Context) => Promise<R> {
   const handler = middy<E, R, Error, Context>()
     .use(injectLambdaContext(logger, { resetKeys: true }))
     .use(logMetrics(metrics))
@@ -20,7 +23,9 @@ export function workerHandler<E, R>(name: string, fn: (event: E, context: Contex
         logger.appendKeys({ worker: name });
       },
       onError: (request) => {
-        logger.error('worker failed', { error: { name: request.error?.name, message: request.error?.message, stack: request.error?.stack } });
+        logger.error('worker failed', {
+          error: { name: request.error?.name, message: request.error?.message, stack: request.error?.stack },
+        });
       },
     })
     .handler(fn);

@@ -8,7 +8,9 @@ const worker = () => logicalId(stack, stack.functions.get('ingest_events')!);
 
 describe('ingest worker', () => {
   it('reads the table stream, only raw event records, reporting failures per record', () => {
-    const mappings = Object.values(resources(template, 'AWS::Lambda::EventSourceMapping')).filter((m) => JSON.stringify(m.Properties!.FunctionName) === JSON.stringify({ Ref: worker() }));
+    const mappings = Object.values(resources(template, 'AWS::Lambda::EventSourceMapping')).filter(
+      (m) => JSON.stringify(m.Properties!.FunctionName) === JSON.stringify({ Ref: worker() }),
+    );
     expect(mappings).toHaveLength(1);
     const props = mappings[0]!.Properties!;
     expect(props.FunctionName).toEqual({ Ref: worker() });
@@ -17,19 +19,27 @@ describe('ingest worker', () => {
     expect(props.BisectBatchOnFunctionError).toBe(true);
     expect(props.MaximumRetryAttempts).toBe(10);
     const pattern = JSON.parse(props.FilterCriteria.Filters[0].Pattern);
-    expect(pattern).toEqual({ dynamodb: { Keys: { pk: { S: [{ prefix: RAW_EVENT_RECORD_FILTER.pkPrefix }] }, sk: { S: [RAW_EVENT_RECORD_FILTER.sk] } } } });
+    expect(pattern).toEqual({
+      dynamodb: {
+        Keys: { pk: { S: [{ prefix: RAW_EVENT_RECORD_FILTER.pkPrefix }] }, sk: { S: [RAW_EVENT_RECORD_FILTER.sk] } },
+      },
+    });
   });
 
   it('sends records it gives up on to a queue, and alarms as soon as one is there', () => {
     const queueArn = { 'Fn::GetAtt': [logicalId(stack, stack.ingestFailures), 'Arn'] };
-    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { DestinationConfig: { OnFailure: { Destination: queueArn } } });
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      DestinationConfig: { OnFailure: { Destination: queueArn } },
+    });
     template.hasResourceProperties('AWS::SQS::Queue', { MessageRetentionPeriod: 14 * 24 * 3600 });
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       MetricName: 'ApproximateNumberOfMessagesVisible',
       Namespace: 'AWS/SQS',
       Threshold: 0,
       ComparisonOperator: 'GreaterThanThreshold',
-      Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(stack, stack.ingestFailures), 'QueueName'] } }],
+      Dimensions: [
+        { Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(stack, stack.ingestFailures), 'QueueName'] } },
+      ],
     });
   });
 

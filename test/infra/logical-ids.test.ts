@@ -20,7 +20,8 @@ describe('logical ids of a deployed stage', () => {
       OrganizationsListFunction99484158: 'AWS::Lambda::Function',
       IngestEventsFunctionABE00D78: 'AWS::Lambda::Function',
       IngestEventsFunctionDynamoDBEventSourceanalyticsdevTableC02D131D7F601780: 'AWS::Lambda::EventSourceMapping',
-      DrainPersonDeletionsFunctionSqsEventSourceanalyticsdevDrainContinuationsQueue431CB7F13C926961: 'AWS::Lambda::EventSourceMapping',
+      DrainPersonDeletionsFunctionSqsEventSourceanalyticsdevDrainContinuationsQueue431CB7F13C926961:
+        'AWS::Lambda::EventSourceMapping',
       DrainPersonDeletionsSchedule6D746A5E: 'AWS::Events::Rule',
       HttpApiF5A9A8A7: 'AWS::ApiGatewayV2::Api',
       HttpApiDefaultStage3EEB07D6: 'AWS::ApiGatewayV2::Stage',
@@ -30,13 +31,18 @@ describe('logical ids of a deployed stage', () => {
     };
     const all = template.toJSON().Resources as Record<string, { Type: string }>;
     for (const [id, type] of Object.entries(deployed)) expect([id, all[id]?.Type]).toEqual([id, type]);
-    expect(Object.keys(resources(template, 'AWS::Lambda::Function')).every((id) => /^[A-Z][A-Za-z0-9]*Function[0-9A-F]{8}$/.test(id))).toBe(true);
+    expect(
+      Object.keys(resources(template, 'AWS::Lambda::Function')).every((id) =>
+        /^[A-Z][A-Za-z0-9]*Function[0-9A-F]{8}$/.test(id),
+      ),
+    ).toBe(true);
   });
 
   it('keeps the names CloudFront derives from construct paths: the edge function and the API origin', () => {
     const fn = resources(template, 'AWS::CloudFront::Function').StripTrailingSlash944AAC9C!.Properties!;
     expect(fn.Name).toEqual({ 'Fn::Join': ['', [{ Ref: 'AWS::Region' }, 'analyticsdevStripTrailingSlashBD6EDCD3']] });
-    const config = resources(template, 'AWS::CloudFront::Distribution').Distribution830FAC52!.Properties!.DistributionConfig;
+    const config = resources(template, 'AWS::CloudFront::Distribution').Distribution830FAC52!.Properties!
+      .DistributionConfig;
     expect(config.Origins.map((o: { Id: string }) => o.Id)).toEqual(['analyticsdevDistributionOrigin1AC484F51']);
     expect(config.DefaultCacheBehavior.TargetOriginId).toBe('analyticsdevDistributionOrigin1AC484F51');
   });
@@ -49,8 +55,11 @@ describe('logical ids of a deployed stage', () => {
     for (const element of elements) {
       const path = logicalIdPath(stack, element);
       let scope: Construct = mirror;
-      for (const id of path.slice(0, -1)) scope = (scope.node.tryFindChild(id) as Construct | undefined) ?? new Construct(scope, id);
-      const twin = (scope.node.tryFindChild(path.at(-1)!) as CfnElement | undefined) ?? new CfnResource(scope, path.at(-1)!, { type: 'Test::Mirror' });
+      for (const id of path.slice(0, -1))
+        scope = (scope.node.tryFindChild(id) as Construct | undefined) ?? new Construct(scope, id);
+      const twin =
+        (scope.node.tryFindChild(path.at(-1)!) as CfnElement | undefined) ??
+        new CfnResource(scope, path.at(-1)!, { type: 'Test::Mirror' });
       expect([element.node.path, stack.getLogicalId(element)]).toEqual([element.node.path, mirror.getLogicalId(twin)]);
     }
   });

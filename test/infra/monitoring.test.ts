@@ -1,23 +1,42 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { workers } from '#functions/routes.ts';
-import { CUSTOM_METRICS, DELETION_OVERDUE_SECONDS, METRICS_NAMESPACE, RUNBOOK, RUNBOOK_DOC } from '#infra/constructs/monitoring.ts';
+import {
+  CUSTOM_METRICS,
+  DELETION_OVERDUE_SECONDS,
+  METRICS_NAMESPACE,
+  RUNBOOK,
+  RUNBOOK_DOC,
+} from '#infra/constructs/monitoring.ts';
 import { stageSettings } from '#infra/stages.ts';
 import { METRIC } from '#shared/observability.ts';
 import { logicalId, resources, synthStages, type Synthesized } from './synth.ts';
 
 const EXTERNAL_TOPIC = 'arn:aws:sns:eu-west-1:123456789012:oncall';
-const { dev, prod, paged } = synthStages('dev', 'prod', { name: 'paged', overrides: { alarmEmail: 'oncall@example.com', alarmTopicArn: EXTERNAL_TOPIC } });
+const { dev, prod, paged } = synthStages('dev', 'prod', {
+  name: 'paged',
+  overrides: { alarmEmail: 'oncall@example.com', alarmTopicArn: EXTERNAL_TOPIC },
+});
 
-type Alarm = { AlarmName: string; AlarmDescription: string; MetricName?: string; Namespace?: string; Dimensions?: { Name: string; Value: unknown }[]; [k: string]: any };
-const alarms = (s: Synthesized) => Object.values(resources(s.template, 'AWS::CloudWatch::Alarm')).map((a) => a.Properties as Alarm);
+type Alarm = {
+  AlarmName: string;
+  AlarmDescription: string;
+  MetricName?: string;
+  Namespace?: string;
+  Dimensions?: { Name: string; Value: unknown }[];
+  [k: string]: any;
+};
+const alarms = (s: Synthesized) =>
+  Object.values(resources(s.template, 'AWS::CloudWatch::Alarm')).map((a) => a.Properties as Alarm);
 const alarmNamed = (s: Synthesized, suffix: string) => {
   const found = alarms(s).filter((a) => a.AlarmName === `analytics-${s.stack.stage.name}-${suffix}`);
   expect(found, suffix).toHaveLength(1);
   return found[0]!;
 };
 const fnRef = (s: Synthesized, name: string) => ({ Ref: logicalId(s.stack, s.stack.functions.get(name)!) });
-const queueName = (s: Synthesized, queue: Parameters<typeof logicalId>[1]) => ({ 'Fn::GetAtt': [logicalId(s.stack, queue), 'QueueName'] });
+const queueName = (s: Synthesized, queue: Parameters<typeof logicalId>[1]) => ({
+  'Fn::GetAtt': [logicalId(s.stack, queue), 'QueueName'],
+});
 
 describe('alarms', () => {
   it('watches errors and throttles of every function, workers from their first error', () => {
@@ -50,13 +69,32 @@ describe('alarms', () => {
   it('alarms on the API 5xx rate (5xx / requests, ignoring near-idle periods) and p99 latency of the $default stage', () => {
     for (const s of [dev!, prod!]) {
       const t = stageSettings(s.stack.stage.name).alarms;
-      const dims = [{ Name: 'ApiId', Value: { Ref: logicalId(s.stack, s.stack.api) } }, { Name: 'Stage', Value: '$default' }];
+      const dims = [
+        { Name: 'ApiId', Value: { Ref: logicalId(s.stack, s.stack.api) } },
+        { Name: 'Stage', Value: '$default' },
+      ];
       const rate = alarmNamed(s, 'api-5xx-rate');
-      expect(rate).toMatchObject({ Threshold: t.apiServerErrorRatePercent, ComparisonOperator: 'GreaterThanThreshold', EvaluationPeriods: 3, DatapointsToAlarm: 2, TreatMissingData: 'notBreaching' });
+      expect(rate).toMatchObject({
+        Threshold: t.apiServerErrorRatePercent,
+        ComparisonOperator: 'GreaterThanThreshold',
+        EvaluationPeriods: 3,
+        DatapointsToAlarm: 2,
+        TreatMissingData: 'notBreaching',
+      });
       const byId = Object.fromEntries((rate.Metrics as { Id: string }[]).map((m) => [m.Id, m as any]));
-      expect(byId.expr_1.Expression).toBe(`IF(requests >= ${t.apiServerErrorMinRequests}, 100 * FILL(errors, 0) / requests, 0)`);
-      expect(byId.errors.MetricStat).toMatchObject({ Metric: { Namespace: 'AWS/ApiGateway', MetricName: '5xx', Dimensions: dims }, Stat: 'Sum', Period: 300 });
-      expect(byId.requests.MetricStat).toMatchObject({ Metric: { Namespace: 'AWS/ApiGateway', MetricName: 'Count', Dimensions: dims }, Stat: 'Sum', Period: 300 });
+      expect(byId.expr_1.Expression).toBe(
+        `IF(requests >= ${t.apiServerErrorMinRequests}, 100 * FILL(errors, 0) / requests, 0)`,
+      );
+      expect(byId.errors.MetricStat).toMatchObject({
+        Metric: { Namespace: 'AWS/ApiGateway', MetricName: '5xx', Dimensions: dims },
+        Stat: 'Sum',
+        Period: 300,
+      });
+      expect(byId.requests.MetricStat).toMatchObject({
+        Metric: { Namespace: 'AWS/ApiGateway', MetricName: 'Count', Dimensions: dims },
+        Stat: 'Sum',
+        Period: 300,
+      });
       expect(alarmNamed(s, 'api-latency-p99')).toMatchObject({
         Namespace: 'AWS/ApiGateway',
         MetricName: 'Latency',
@@ -87,9 +125,16 @@ describe('alarms', () => {
     const depthAlarms = alarms(s).filter((a) => a.MetricName === 'ApproximateNumberOfMessagesVisible');
     expect(depthAlarms).toHaveLength(dlqs.length);
     for (const dlq of dlqs) {
-      const matching = depthAlarms.filter((a) => JSON.stringify(a.Dimensions) === JSON.stringify([{ Name: 'QueueName', Value: queueName(s, dlq) }]));
+      const matching = depthAlarms.filter(
+        (a) => JSON.stringify(a.Dimensions) === JSON.stringify([{ Name: 'QueueName', Value: queueName(s, dlq) }]),
+      );
       expect(matching).toHaveLength(1);
-      expect(matching[0]).toMatchObject({ Namespace: 'AWS/SQS', Threshold: 0, ComparisonOperator: 'GreaterThanThreshold', EvaluationPeriods: 1 });
+      expect(matching[0]).toMatchObject({
+        Namespace: 'AWS/SQS',
+        Threshold: 0,
+        ComparisonOperator: 'GreaterThanThreshold',
+        EvaluationPeriods: 1,
+      });
     }
   });
 
@@ -108,13 +153,25 @@ describe('alarms', () => {
 
   it('alarms when the Sunday drain reports no DrainCompleted between 05:00 and 08:00 UTC, counting no data as not completed', () => {
     const alarm = alarmNamed(dev!, 'drain-not-completed');
-    expect(alarm).toMatchObject({ EvaluationPeriods: 3, DatapointsToAlarm: 3, Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold' });
+    expect(alarm).toMatchObject({
+      EvaluationPeriods: 3,
+      DatapointsToAlarm: 3,
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+    });
     const byId = Object.fromEntries((alarm.Metrics as { Id: string }[]).map((m) => [m.Id, m as any]));
-    expect(byId.expr_1).toMatchObject({ ReturnData: true, Expression: 'IF(DAY(done) == 7 AND HOUR(done) >= 5 AND HOUR(done) <= 7 AND done < 1, 1, 0)' });
+    expect(byId.expr_1).toMatchObject({
+      ReturnData: true,
+      Expression: 'IF(DAY(done) == 7 AND HOUR(done) >= 5 AND HOUR(done) <= 7 AND done < 1, 1, 0)',
+    });
     // FILL makes the hourly series dense: a drain that never reported is 0 (not completed), not "missing".
     expect(byId.done).toMatchObject({ ReturnData: false, Expression: 'FILL(completed, 0)' });
     expect(byId.completed.MetricStat).toEqual({
-      Metric: { Namespace: METRICS_NAMESPACE, MetricName: 'DrainCompleted', Dimensions: [{ Name: 'service', Value: 'analytics-dev' }] },
+      Metric: {
+        Namespace: METRICS_NAMESPACE,
+        MetricName: 'DrainCompleted',
+        Dimensions: [{ Name: 'service', Value: 'analytics-dev' }],
+      },
       Period: 3600,
       Stat: 'Sum',
     });
@@ -140,10 +197,14 @@ describe('alarms', () => {
       const expected = s === paged ? [topic, EXTERNAL_TOPIC] : [topic];
       for (const a of alarms(s)) {
         expect([a.AlarmName, a.AlarmActions]).toEqual([a.AlarmName, expected]);
-        if (!a.AlarmName.endsWith('drain-not-completed')) expect([a.AlarmName, a.OKActions]).toEqual([a.AlarmName, expected]);
+        if (!a.AlarmName.endsWith('drain-not-completed'))
+          expect([a.AlarmName, a.OKActions]).toEqual([a.AlarmName, expected]);
       }
     }
-    paged!.template.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'oncall@example.com' });
+    paged!.template.hasResourceProperties('AWS::SNS::Subscription', {
+      Protocol: 'email',
+      Endpoint: 'oncall@example.com',
+    });
     expect(Object.keys(resources(dev!.template, 'AWS::SNS::Subscription'))).toEqual([]);
     dev!.template.hasResourceProperties('AWS::SNS::Topic', { TopicName: 'analytics-dev-alarms' });
   });

@@ -8,7 +8,11 @@ import { buildStages } from './synth.ts';
 const { app, stacks } = buildStages('dev', 'prod', {
   name: 'full',
   overrides: {
-    customDomain: { domainName: 'analytics.example.com', certificateArn: 'arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-0000-4000-8000-000000000001', hostedZone: { hostedZoneId: 'Z0123456789ABC', zoneName: 'example.com' } },
+    customDomain: {
+      domainName: 'analytics.example.com',
+      certificateArn: 'arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-0000-4000-8000-000000000001',
+      hostedZone: { hostedZoneId: 'Z0123456789ABC', zoneName: 'example.com' },
+    },
     alarmEmail: 'oncall@example.com',
     alarmTopicArn: 'arn:aws:sns:us-east-1:123456789012:oncall',
     corsOrigins: ['https://app.example.com'],
@@ -18,23 +22,34 @@ const report = new AwsSolutionsChecks().validateScope(app);
 
 /** Every acknowledgement recorded under a scope: [construct path, rule id, reason]. */
 function acknowledgements(scope: IConstruct): [string, string, string][] {
-  return scope.node.findAll().flatMap((c) =>
-    c.node.metadata
-      .filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
-      .flatMap((m) => Object.entries(m.data as Record<string, string>).map(([id, reason]) => [c.node.path, id.replace(/^annotation::/i, ''), reason] as [string, string, string])),
-  );
+  return scope.node
+    .findAll()
+    .flatMap((c) =>
+      c.node.metadata
+        .filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
+        .flatMap((m) =>
+          Object.entries(m.data as Record<string, string>).map(
+            ([id, reason]) => [c.node.path, id.replace(/^annotation::/i, ''), reason] as [string, string, string],
+          ),
+        ),
+    );
 }
 const ruleOf = (id: string) => id.replace(/\[.*$/, '');
 
 describe('cdk-nag AwsSolutions', () => {
   it('reports no unacknowledged error or warning on any stage', () => {
-    const findings = report.violations.map((v) => `${v.severity} ${v.ruleName}: ${v.description} at ${v.violatingResources.map((r) => r.constructPath).join(', ')}`);
+    const findings = report.violations.map(
+      (v) =>
+        `${v.severity} ${v.ruleName}: ${v.description} at ${v.violatingResources.map((r) => r.constructPath).join(', ')}`,
+    );
     expect(findings).toEqual([]);
     expect(report.success).toBe(true);
   });
 
   // The one synthesis of this file (the checks above walk the construct tree): slow under a loaded machine.
-  it('runs as a validation plugin at synthesis, as infra/app.ts registers it, without failing', { timeout: 180_000 }, () => {
+  it('runs as a validation plugin at synthesis, as infra/app.ts registers it, without failing', {
+    timeout: 180_000,
+  }, () => {
     Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
     expect(() => app.synth()).not.toThrow();
   });
@@ -49,20 +64,38 @@ describe('cdk-nag AwsSolutions', () => {
   });
 
   it('accepts only the reviewed rules, and only where each applies', () => {
-    const rulesOf = (stage: string) => [...new Set(acknowledgements(stacks.find((s) => s.stage.name === stage)!).map(([, id]) => ruleOf(id)))].sort();
-    const everywhere = ['AwsSolutions-APIG4', 'AwsSolutions-CFR1', 'AwsSolutions-CFR2', 'AwsSolutions-IAM5', 'AwsSolutions-L1', 'AwsSolutions-SQS3'];
+    const rulesOf = (stage: string) =>
+      [...new Set(acknowledgements(stacks.find((s) => s.stage.name === stage)!).map(([, id]) => ruleOf(id)))].sort();
+    const everywhere = [
+      'AwsSolutions-APIG4',
+      'AwsSolutions-CFR1',
+      'AwsSolutions-CFR2',
+      'AwsSolutions-IAM5',
+      'AwsSolutions-L1',
+      'AwsSolutions-SQS3',
+    ];
     // dev: no PITR (DDB3), no CloudFront logs (CFR3), default certificate (CFR4).
-    expect(rulesOf('dev')).toEqual([...everywhere, 'AwsSolutions-CFR3', 'AwsSolutions-CFR4', 'AwsSolutions-DDB3'].sort());
+    expect(rulesOf('dev')).toEqual(
+      [...everywhere, 'AwsSolutions-CFR3', 'AwsSolutions-CFR4', 'AwsSolutions-DDB3'].sort(),
+    );
     // prod: PITR and CloudFront logs, so only the log bucket's own access logs (S1) and the default certificate.
     expect(rulesOf('prod')).toEqual([...everywhere, 'AwsSolutions-CFR4', 'AwsSolutions-S1'].sort());
     // A custom domain brings TLSv1.2_2021: CFR4 is fixed, not acknowledged.
     expect(rulesOf('full')).toEqual([...everywhere, 'AwsSolutions-CFR3', 'AwsSolutions-DDB3'].sort());
   });
 
-  it('accepts wildcard IAM resources only for X-Ray/stream listing, table indexes and customers\' export roles', () => {
-    const iam5 = new Set(acknowledgements(app).filter(([, id]) => id.startsWith('AwsSolutions-IAM5')).map(([, id]) => id.replace(/<Table[A-Z0-9]+\.Arn>/, '<Table.Arn>')));
+  it("accepts wildcard IAM resources only for X-Ray/stream listing, table indexes and customers' export roles", () => {
+    const iam5 = new Set(
+      acknowledgements(app)
+        .filter(([, id]) => id.startsWith('AwsSolutions-IAM5'))
+        .map(([, id]) => id.replace(/<Table[A-Z0-9]+\.Arn>/, '<Table.Arn>')),
+    );
     expect([...iam5].sort()).toEqual(
-      ['AwsSolutions-IAM5[Resource::*]', 'AwsSolutions-IAM5[Resource::<Table.Arn>/index/*]', 'AwsSolutions-IAM5[Resource::arn:*:iam::*:role/*]'].sort(),
+      [
+        'AwsSolutions-IAM5[Resource::*]',
+        'AwsSolutions-IAM5[Resource::<Table.Arn>/index/*]',
+        'AwsSolutions-IAM5[Resource::arn:*:iam::*:role/*]',
+      ].sort(),
     );
   });
 });

@@ -12,17 +12,24 @@ const queueArn = (name: QueueName, which: 'queue' | 'dlq' = 'queue') => ({
 
 describe('deferred person-event deletion', () => {
   it('keeps deletion requests 14 days, and moves a message to its DLQ after the configured receives', () => {
-    const queue = resources(template, 'AWS::SQS::Queue')[logicalId(stack, stack.queues.get('person_deletions')!.queue)]!;
+    const queue = resources(template, 'AWS::SQS::Queue')[
+      logicalId(stack, stack.queues.get('person_deletions')!.queue)
+    ]!;
     expect(queue.Properties).toMatchObject({
       MessageRetentionPeriod: 14 * 86_400,
       VisibilityTimeout: QUEUES.person_deletions.visibilityTimeoutSeconds,
-      RedrivePolicy: { deadLetterTargetArn: queueArn('person_deletions', 'dlq'), maxReceiveCount: QUEUES.person_deletions.maxReceiveCount },
+      RedrivePolicy: {
+        deadLetterTargetArn: queueArn('person_deletions', 'dlq'),
+        maxReceiveCount: QUEUES.person_deletions.maxReceiveCount,
+      },
     });
     expect(QUEUES.person_deletions.visibilityTimeoutSeconds).toBeGreaterThan(900);
   });
 
   it('runs the drain every Sunday at 05:00 UTC', () => {
-    const rules = Object.values(resources(template, 'AWS::Events::Rule')).filter((r) => r.Properties!.ScheduleExpression.startsWith('cron'));
+    const rules = Object.values(resources(template, 'AWS::Events::Rule')).filter((r) =>
+      r.Properties!.ScheduleExpression.startsWith('cron'),
+    );
     expect(rules).toHaveLength(1);
     expect(rules[0]!.Properties).toMatchObject({
       ScheduleExpression: 'cron(0 5 ? * SUN *)',
@@ -37,7 +44,9 @@ describe('deferred person-event deletion', () => {
         MetricName: 'ApproximateNumberOfMessagesVisible',
         Threshold: 0,
         ComparisonOperator: 'GreaterThanThreshold',
-        Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(stack, stack.queues.get(name)!.dlq), 'QueueName'] } }],
+        Dimensions: [
+          { Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(stack, stack.queues.get(name)!.dlq), 'QueueName'] } },
+        ],
       });
     }
   });
@@ -50,13 +59,16 @@ describe('deferred person-event deletion', () => {
       if (name === 'drain_person_deletions' || name === 'delete_queued_persons') continue;
       expect([name, roleActions(dev, name).includes(consume)]).toEqual([name, false]);
     }
-    for (const op of ['persons_destroy', 'persons_bulk_delete', 'delete_queued_persons']) expect(roleActions(dev, op)).toContain('sqs:SendMessage');
+    for (const op of ['persons_destroy', 'persons_bulk_delete', 'delete_queued_persons'])
+      expect(roleActions(dev, op)).toContain('sqs:SendMessage');
     expect(roleActions(dev, 'persons_retrieve').some((a) => a.startsWith('sqs:'))).toBe(false);
   });
 
   it('lets only the drain receive, delete or change the visibility of deletion requests, on the queue or its DLQ', () => {
     const consuming = ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility'];
-    const deletionQueues = [queueArn('person_deletions'), queueArn('person_deletions', 'dlq')].map((a) => JSON.stringify(a));
+    const deletionQueues = [queueArn('person_deletions'), queueArn('person_deletions', 'dlq')].map((a) =>
+      JSON.stringify(a),
+    );
     const roleIdOf = (name: string) => logicalId(stack, stack.functions.get(name)!.role!);
     for (const name of stack.functions.keys()) {
       const grants = Object.values(resources(template, 'AWS::IAM::Policy'))
@@ -65,12 +77,14 @@ describe('deferred person-event deletion', () => {
         .filter((st) => [st.Resource].flat().some((r) => deletionQueues.includes(JSON.stringify(r)) || r === '*'))
         .flatMap((st) => [st.Action].flat())
         .filter((a) => consuming.includes(a) || a === 'sqs:*');
-      if (name === 'drain_person_deletions') expect(grants).toEqual(expect.arrayContaining(['sqs:ReceiveMessage', 'sqs:DeleteMessage']));
+      if (name === 'drain_person_deletions')
+        expect(grants).toEqual(expect.arrayContaining(['sqs:ReceiveMessage', 'sqs:DeleteMessage']));
       else expect([name, grants]).toEqual([name, []]);
     }
     // No queue policy opens the deletion queue to anyone else: the only statements deny non-TLS access.
     for (const policy of Object.values(resources(template, 'AWS::SQS::QueuePolicy'))) {
-      for (const st of policy.Properties!.PolicyDocument.Statement as { Effect: string }[]) expect(st.Effect).toBe('Deny');
+      for (const st of policy.Properties!.PolicyDocument.Statement as { Effect: string }[])
+        expect(st.Effect).toBe('Deny');
     }
   });
 
@@ -96,11 +110,16 @@ describe('queued bulk deletes', () => {
       .flatMap((st) => [st.Action].flat());
 
   it('keeps queued persons 14 days, hides a message in hand 6 times the worker timeout, and moves it to its DLQ after the configured receives', () => {
-    const queue = resources(template, 'AWS::SQS::Queue')[logicalId(stack, stack.queues.get('person_bulk_deletes')!.queue)]!;
+    const queue = resources(template, 'AWS::SQS::Queue')[
+      logicalId(stack, stack.queues.get('person_bulk_deletes')!.queue)
+    ]!;
     expect(queue.Properties).toMatchObject({
       MessageRetentionPeriod: 14 * 86_400,
       VisibilityTimeout: QUEUES.person_bulk_deletes.visibilityTimeoutSeconds,
-      RedrivePolicy: { deadLetterTargetArn: queueArn('person_bulk_deletes', 'dlq'), maxReceiveCount: QUEUES.person_bulk_deletes.maxReceiveCount },
+      RedrivePolicy: {
+        deadLetterTargetArn: queueArn('person_bulk_deletes', 'dlq'),
+        maxReceiveCount: QUEUES.person_bulk_deletes.maxReceiveCount,
+      },
     });
     const timeout = resources(template, 'AWS::Lambda::Function')[logicalId(stack, worker())]!.Properties!.Timeout;
     expect(timeout).toBe(workers.find((w) => w.name === 'delete_queued_persons')!.timeoutSeconds);
@@ -132,34 +151,58 @@ describe('queued bulk deletes', () => {
         }
       }
     }
-    const envOf = (name: string) => resources(template, 'AWS::Lambda::Function')[logicalId(stack, stack.functions.get(name)!)]!.Properties!.Environment.Variables;
+    const envOf = (name: string) =>
+      resources(template, 'AWS::Lambda::Function')[logicalId(stack, stack.functions.get(name)!)]!.Properties!
+        .Environment.Variables;
     const url = (name: QueueName) => ({ Ref: logicalId(stack, stack.queues.get(name)!.queue) });
-    expect(envOf('persons_bulk_delete')).toMatchObject({ [QUEUES.person_bulk_deletes.urlEnv]: url('person_bulk_deletes'), [QUEUES.person_deletions.urlEnv]: url('person_deletions') });
-    expect(envOf('delete_queued_persons')).toMatchObject({ [QUEUES.person_bulk_deletes.urlEnv]: url('person_bulk_deletes'), [QUEUES.person_deletions.urlEnv]: url('person_deletions') });
+    expect(envOf('persons_bulk_delete')).toMatchObject({
+      [QUEUES.person_bulk_deletes.urlEnv]: url('person_bulk_deletes'),
+      [QUEUES.person_deletions.urlEnv]: url('person_deletions'),
+    });
+    expect(envOf('delete_queued_persons')).toMatchObject({
+      [QUEUES.person_bulk_deletes.urlEnv]: url('person_bulk_deletes'),
+      [QUEUES.person_deletions.urlEnv]: url('person_deletions'),
+    });
     // The worker asks for the deletion of the persons' events (delete_events) but cannot read those requests.
-    expect(actionsOn('delete_queued_persons', queueArn('person_deletions'))).toEqual(expect.arrayContaining(['sqs:SendMessage']));
-    expect(actionsOn('delete_queued_persons', queueArn('person_deletions')).filter((a) => consuming.includes(a))).toEqual([]);
+    expect(actionsOn('delete_queued_persons', queueArn('person_deletions'))).toEqual(
+      expect.arrayContaining(['sqs:SendMessage']),
+    );
+    expect(
+      actionsOn('delete_queued_persons', queueArn('person_deletions')).filter((a) => consuming.includes(a)),
+    ).toEqual([]);
   });
 });
 
 describe('batch export scheduler', () => {
   it('runs every 5 minutes with no S3 permission of its own: only sts:AssumeRole and kms:Decrypt for destinations', () => {
     const target = { 'Fn::GetAtt': [logicalId(stack, stack.functions.get('run_batch_exports')!), 'Arn'] };
-    const rules = Object.values(resources(template, 'AWS::Events::Rule')).filter((r) => JSON.stringify(r.Properties!.Targets[0].Arn) === JSON.stringify(target));
+    const rules = Object.values(resources(template, 'AWS::Events::Rule')).filter(
+      (r) => JSON.stringify(r.Properties!.Targets[0].Arn) === JSON.stringify(target),
+    );
     expect(rules.map((r) => r.Properties!.ScheduleExpression)).toEqual(['rate(5 minutes)']);
     const destinationActions = roleActions(dev, 'run_batch_exports').filter((a) => /^(s3|sts|kms):/.test(a));
     expect(destinationActions.sort()).toEqual(['kms:Decrypt', 'sts:AssumeRole', 'sts:AssumeRole']); // Allow any role, Deny this account's
-    for (const name of stack.functions.keys()) expect([name, roleActions(dev, name).some((a) => a.startsWith('s3:'))]).toEqual([name, false]);
+    for (const name of stack.functions.keys())
+      expect([name, roleActions(dev, name).some((a) => a.startsWith('s3:'))]).toEqual([name, false]);
   });
 });
 
 describe('event compactor', () => {
   it('runs every 5 minutes with a write role and no S3 or queue access', () => {
     const target = { 'Fn::GetAtt': [logicalId(stack, stack.functions.get('compact_events')!), 'Arn'] };
-    const rules = Object.values(resources(template, 'AWS::Events::Rule')).filter((r) => JSON.stringify(r.Properties!.Targets[0].Arn) === JSON.stringify(target));
+    const rules = Object.values(resources(template, 'AWS::Events::Rule')).filter(
+      (r) => JSON.stringify(r.Properties!.Targets[0].Arn) === JSON.stringify(target),
+    );
     expect(rules.map((r) => r.Properties!.ScheduleExpression)).toEqual(['rate(5 minutes)']);
     const actions = roleActions(dev, 'compact_events');
-    expect(actions).toEqual(expect.arrayContaining(['dynamodb:Query', 'dynamodb:BatchWriteItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem']));
+    expect(actions).toEqual(
+      expect.arrayContaining([
+        'dynamodb:Query',
+        'dynamodb:BatchWriteItem',
+        'dynamodb:UpdateItem',
+        'dynamodb:DeleteItem',
+      ]),
+    );
     expect(actions.some((a) => a.startsWith('s3:') || a.startsWith('sqs:'))).toBe(false);
   });
 });

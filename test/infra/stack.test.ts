@@ -23,58 +23,118 @@ type Statement = { Effect: string; Action: string | string[]; Resource: unknown;
 /** Every statement of the inline policies attached to a role. */
 const statementsOf = (roleId: string): Statement[] =>
   Object.values(resources(template, 'AWS::IAM::Policy'))
-    .filter((p) => (p.Properties!.Roles as unknown[]).some((r) => JSON.stringify(r) === JSON.stringify({ Ref: roleId })))
+    .filter((p) =>
+      (p.Properties!.Roles as unknown[]).some((r) => JSON.stringify(r) === JSON.stringify({ Ref: roleId })),
+    )
     .flatMap((p) => p.Properties!.PolicyDocument.Statement as Statement[]);
 
 /** Table grants as CDK writes them: read or read/write on the table and its indexes (plus stream record reads on the table ARN, which match no stream). */
-const TABLE_READ = ['dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:GetItem', 'dynamodb:Scan', 'dynamodb:ConditionCheckItem', 'dynamodb:DescribeTable'];
-const tableGrants = (access: 'read' | 'write' | 'none') => (access === 'none' ? [] : [`table:${access}`, 'table:records']);
+const TABLE_READ = [
+  'dynamodb:BatchGetItem',
+  'dynamodb:Query',
+  'dynamodb:GetItem',
+  'dynamodb:Scan',
+  'dynamodb:ConditionCheckItem',
+  'dynamodb:DescribeTable',
+];
+const tableGrants = (access: 'read' | 'write' | 'none') =>
+  access === 'none' ? [] : [`table:${access}`, 'table:records'];
 /** Every function may write its own log group and send traces. */
 const BASE = ['logs:own-log-group', 'xray'];
 const sameSet = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x) => b.includes(x));
 const json = (x: unknown) => JSON.stringify(x);
-const arnOf = (construct: Parameters<typeof logicalId>[1], attribute = 'Arn') => json({ 'Fn::GetAtt': [logicalId(stack, construct), attribute] });
+const arnOf = (construct: Parameters<typeof logicalId>[1], attribute = 'Arn') =>
+  json({ 'Fn::GetAtt': [logicalId(stack, construct), attribute] });
 const queueArns = new Map<string, string>([
   [arnOf(stack.ingestFailures), 'ingest_failures'],
   ...[...stack.queues].map(([name, { queue }]) => [arnOf(queue), name] as [string, string]),
 ]);
 const SQS_SEND = ['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'];
-const SQS_CONSUME = ['sqs:ReceiveMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueUrl', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'];
-const EXPORT_CONTEXT = { 'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': ['organization_id', 'batch_export_id'] }, Null: { 'kms:EncryptionContextKeys': 'false' } };
+const SQS_CONSUME = [
+  'sqs:ReceiveMessage',
+  'sqs:ChangeMessageVisibility',
+  'sqs:GetQueueUrl',
+  'sqs:DeleteMessage',
+  'sqs:GetQueueAttributes',
+];
+const EXPORT_CONTEXT = {
+  'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': ['organization_id', 'batch_export_id'] },
+  Null: { 'kms:EncryptionContextKeys': 'false' },
+};
 
 /** Names what one policy statement of `fn`'s role grants, or says it is unexpected. */
 function permissionOf(st: Statement, ownLogGroup: string): string {
   const actions = [st.Action].flat();
   const resource = json(st.Resource);
-  const table = json([{ 'Fn::GetAtt': [tableId, 'Arn'] }, { 'Fn::Join': ['', [{ 'Fn::GetAtt': [tableId, 'Arn'] }, '/index/*']] }]);
-  const onItems = (prefix: string) => resource === arnOf(stack.table) && json(st.Condition) === json({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [prefix] } });
+  const table = json([
+    { 'Fn::GetAtt': [tableId, 'Arn'] },
+    { 'Fn::Join': ['', [{ 'Fn::GetAtt': [tableId, 'Arn'] }, '/index/*']] },
+  ]);
+  const onItems = (prefix: string) =>
+    resource === arnOf(stack.table) &&
+    json(st.Condition) === json({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [prefix] } });
   const allow = st.Effect === 'Allow';
   const withoutCondition = st.Condition === undefined;
-  if (allow && withoutCondition && sameSet(actions, ['logs:CreateLogStream', 'logs:PutLogEvents']) && resource === json({ 'Fn::GetAtt': [ownLogGroup, 'Arn'] })) return 'logs:own-log-group';
-  if (allow && withoutCondition && sameSet(actions, ['xray:PutTraceSegments', 'xray:PutTelemetryRecords']) && resource === '"*"') return 'xray';
+  if (
+    allow &&
+    withoutCondition &&
+    sameSet(actions, ['logs:CreateLogStream', 'logs:PutLogEvents']) &&
+    resource === json({ 'Fn::GetAtt': [ownLogGroup, 'Arn'] })
+  )
+    return 'logs:own-log-group';
+  if (
+    allow &&
+    withoutCondition &&
+    sameSet(actions, ['xray:PutTraceSegments', 'xray:PutTelemetryRecords']) &&
+    resource === '"*"'
+  )
+    return 'xray';
   if (allow && withoutCondition && resource === table && sameSet(actions, TABLE_READ)) return 'table:read';
-  if (allow && withoutCondition && resource === table && sameSet(actions, [...TABLE_READ, ...WRITE_ACTIONS])) return 'table:write';
-  if (allow && withoutCondition && resource === table && sameSet(actions, ['dynamodb:GetRecords', 'dynamodb:GetShardIterator'])) return 'table:records';
+  if (allow && withoutCondition && resource === table && sameSet(actions, [...TABLE_READ, ...WRITE_ACTIONS]))
+    return 'table:write';
+  if (
+    allow &&
+    withoutCondition &&
+    resource === table &&
+    sameSet(actions, ['dynamodb:GetRecords', 'dynamodb:GetShardIterator'])
+  )
+    return 'table:records';
   if (allow && sameSet(actions, ['dynamodb:PutItem']) && onItems('TRENDCACHE#*')) return 'table:put-trend-cache';
   if (allow && sameSet(actions, ['dynamodb:UpdateItem']) && onItems('RATE#*')) return 'table:count-rate-limits';
-  if (allow && withoutCondition && sameSet(actions, ['dynamodb:ListStreams']) && resource === '"*"') return 'stream:list';
-  if (allow && withoutCondition && sameSet(actions, ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator']) && resource === arnOf(stack.table, 'StreamArn')) return 'stream:read';
-  if (allow && withoutCondition && queueArns.has(resource) && sameSet(actions, SQS_SEND)) return `sqs:send:${queueArns.get(resource)}`;
-  if (allow && withoutCondition && queueArns.has(resource) && sameSet(actions, SQS_CONSUME)) return `sqs:consume:${queueArns.get(resource)}`;
+  if (allow && withoutCondition && sameSet(actions, ['dynamodb:ListStreams']) && resource === '"*"')
+    return 'stream:list';
+  if (
+    allow &&
+    withoutCondition &&
+    sameSet(actions, ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator']) &&
+    resource === arnOf(stack.table, 'StreamArn')
+  )
+    return 'stream:read';
+  if (allow && withoutCondition && queueArns.has(resource) && sameSet(actions, SQS_SEND))
+    return `sqs:send:${queueArns.get(resource)}`;
+  if (allow && withoutCondition && queueArns.has(resource) && sameSet(actions, SQS_CONSUME))
+    return `sqs:consume:${queueArns.get(resource)}`;
   const onKey = resource === arnOf(stack.exportSecretsKey) && json(st.Condition) === json(EXPORT_CONTEXT);
   if (allow && onKey && sameSet(actions, ['kms:GenerateDataKey'])) return 'kms:seal-export-secrets';
   if (allow && onKey && sameSet(actions, ['kms:Decrypt'])) return 'kms:open-export-secrets';
-  if (allow && withoutCondition && sameSet(actions, ['sts:AssumeRole']) && resource === '"arn:*:iam::*:role/*"') return 'sts:assume-customer-roles';
-  const ownAccountRoles = json({ 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::', { Ref: 'AWS::AccountId' }, ':role/*']] });
-  if (st.Effect === 'Deny' && withoutCondition && sameSet(actions, ['sts:AssumeRole']) && resource === ownAccountRoles) return 'sts:deny-own-account-roles';
+  if (allow && withoutCondition && sameSet(actions, ['sts:AssumeRole']) && resource === '"arn:*:iam::*:role/*"')
+    return 'sts:assume-customer-roles';
+  const ownAccountRoles = json({
+    'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::', { Ref: 'AWS::AccountId' }, ':role/*']],
+  });
+  if (st.Effect === 'Deny' && withoutCondition && sameSet(actions, ['sts:AssumeRole']) && resource === ownAccountRoles)
+    return 'sts:deny-own-account-roles';
   return `unexpected: ${json(st)}`;
 }
 
 /** What the function's role grants, one name per statement, sorted. */
 function permissionsOf(name: string): string[] {
   const fn = stack.functions.get(name)!;
-  const ownLogGroup = resources(template, 'AWS::Lambda::Function')[logicalId(stack, fn)]!.Properties!.LoggingConfig.LogGroup.Ref as string;
-  return statementsOf(logicalId(stack, fn.role!)).map((st) => permissionOf(st, ownLogGroup)).sort();
+  const ownLogGroup = resources(template, 'AWS::Lambda::Function')[logicalId(stack, fn)]!.Properties!.LoggingConfig
+    .LogGroup.Ref as string;
+  return statementsOf(logicalId(stack, fn.role!))
+    .map((st) => permissionOf(st, ownLogGroup))
+    .sort();
 }
 
 /** Route key as API Gateway spells it: `GET /api/organizations/{id}`. */
@@ -85,9 +145,15 @@ describe('functions', () => {
     const functions = Object.values(resources(template, 'AWS::Lambda::Function'));
     expect(functions).toHaveLength(routes.length + workers.length + 1);
     for (const fn of functions) {
-      expect(fn.Properties).toMatchObject({ Runtime: 'nodejs22.x', Architectures: ['arm64'], Handler: 'index.handler' });
+      expect(fn.Properties).toMatchObject({
+        Runtime: 'nodejs22.x',
+        Architectures: ['arm64'],
+        Handler: 'index.handler',
+      });
     }
-    expect([...stack.functions.keys()].sort()).toEqual([FALLBACK_FUNCTION, ...routes.map((r) => r.operationId), ...workers.map((w) => w.name)].sort());
+    expect([...stack.functions.keys()].sort()).toEqual(
+      [FALLBACK_FUNCTION, ...routes.map((r) => r.operationId), ...workers.map((w) => w.name)].sort(),
+    );
   });
 
   it('tells every function its table, service name and stage', () => {
@@ -120,10 +186,15 @@ describe('functions', () => {
 
   it('sends each function its own log group with the stage retention', () => {
     const logGroups = resources(template, 'AWS::Logs::LogGroup');
-    const used = Object.values(resources(template, 'AWS::Lambda::Function')).map((fn) => fn.Properties?.LoggingConfig?.LogGroup?.Ref as string);
+    const used = Object.values(resources(template, 'AWS::Lambda::Function')).map(
+      (fn) => fn.Properties?.LoggingConfig?.LogGroup?.Ref as string,
+    );
     expect(new Set(used).size).toBe(used.length);
     for (const id of used) {
-      expect(logGroups[id], `log group ${id}`).toMatchObject({ Properties: { RetentionInDays: stageSettings('dev').logRetention }, DeletionPolicy: 'Delete' });
+      expect(logGroups[id], `log group ${id}`).toMatchObject({
+        Properties: { RetentionInDays: stageSettings('dev').logRetention },
+        DeletionPolicy: 'Delete',
+      });
     }
   });
 });
@@ -155,7 +226,9 @@ describe('least privilege', () => {
         ...('stream' in w.trigger ? ['stream:list', 'stream:read', 'sqs:send:ingest_failures'] : []),
         ...('queue' in w.trigger ? [`sqs:consume:${w.trigger.queue}`] : []),
         ...(w.sends ?? []).map((q) => `sqs:send:${q}`),
-        ...(w.writesDestinations ? ['sts:assume-customer-roles', 'sts:deny-own-account-roles', 'kms:open-export-secrets'] : []),
+        ...(w.writesDestinations
+          ? ['sts:assume-customer-roles', 'sts:deny-own-account-roles', 'kms:open-export-secrets']
+          : []),
       ];
       expect([w.name, permissionsOf(w.name)]).toEqual([w.name, [...BASE, ...declared].sort()]);
     }
@@ -164,10 +237,22 @@ describe('least privilege', () => {
   it('gives a worker whose row declares read access no table write permission', () => {
     const s = new Stack(new App(), 'analytics-dev');
     const stage = stageSettings('dev');
-    const reader: Worker = { ...workers.find((w) => w.name === 'compact_events')!, name: 'read_only_worker', access: 'read' };
-    const { fn } = new WorkerFunction(s, reader, { stage, stateful: new StatefulResources(s, stage), code: () => lambda.Code.fromInline('export const handler = async () => ({})') });
+    const reader: Worker = {
+      ...workers.find((w) => w.name === 'compact_events')!,
+      name: 'read_only_worker',
+      access: 'read',
+    };
+    const { fn } = new WorkerFunction(s, reader, {
+      stage,
+      stateful: new StatefulResources(s, stage),
+      code: () => lambda.Code.fromInline('export const handler = async () => ({})'),
+    });
     const statements = Object.values(Template.fromStack(s).findResources('AWS::IAM::Policy'))
-      .filter((p) => JSON.stringify(p.Properties.Roles) === JSON.stringify([{ Ref: s.getLogicalId(fn.role!.node.defaultChild as CfnElement) }]))
+      .filter(
+        (p) =>
+          JSON.stringify(p.Properties.Roles) ===
+          JSON.stringify([{ Ref: s.getLogicalId(fn.role!.node.defaultChild as CfnElement) }]),
+      )
       .flatMap((p) => p.Properties.PolicyDocument.Statement as Statement[]);
     expect(statements.flatMap((st) => [st.Action].flat()).filter((a) => WRITE_ACTIONS.includes(a))).toEqual([]);
     expect(statements.flatMap((st) => [st.Action].flat())).toContain('dynamodb:Query');
@@ -177,7 +262,9 @@ describe('least privilege', () => {
     const caching = (routes as readonly Route[]).filter((x) => x.writesCache);
     expect(caching.map((r) => r.operationId).sort()).toEqual(['insights_trend', 'insights_trend_retrieve']);
     for (const r of caching) {
-      const puts = statementsOf(logicalId(stack, stack.functions.get(r.operationId)!.role!)).filter((st) => [st.Action].flat().includes('dynamodb:PutItem'));
+      const puts = statementsOf(logicalId(stack, stack.functions.get(r.operationId)!.role!)).filter((st) =>
+        [st.Action].flat().includes('dynamodb:PutItem'),
+      );
       expect(puts).toHaveLength(1);
       expect(puts[0]).toMatchObject({
         Action: 'dynamodb:PutItem',
@@ -191,11 +278,16 @@ describe('least privilege', () => {
     for (const [name, fn] of stack.functions) {
       const roleId = logicalId(stack, fn.role!);
       expect(resources(template, 'AWS::IAM::Role')[roleId]!.Properties!.ManagedPolicyArns ?? [], name).toEqual([]);
-      const own = resources(template, 'AWS::Lambda::Function')[logicalId(stack, fn)]!.Properties!.LoggingConfig.LogGroup.Ref as string;
+      const own = resources(template, 'AWS::Lambda::Function')[logicalId(stack, fn)]!.Properties!.LoggingConfig.LogGroup
+        .Ref as string;
       expect(logGroups[own]!.Properties!.LogGroupName).toBe(`/aws/lambda/analytics-dev-${name}`);
       const logStatements = statementsOf(roleId).filter((st) => [st.Action].flat().some((a) => a.startsWith('logs:')));
       expect(logStatements, name).toEqual([
-        { Effect: 'Allow', Action: ['logs:CreateLogStream', 'logs:PutLogEvents'], Resource: { 'Fn::GetAtt': [own, 'Arn'] } },
+        {
+          Effect: 'Allow',
+          Action: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+          Resource: { 'Fn::GetAtt': [own, 'Arn'] },
+        },
       ]);
     }
   });
@@ -209,7 +301,11 @@ describe('least privilege', () => {
       for (const st of statementsOf(logicalId(stack, fn.role!))) {
         for (const resource of [st.Resource].flat()) {
           if (typeof resource !== 'string' || !resource.includes('*')) continue;
-          expect([name, resource, [st.Action].flat().every((a) => allowed[resource]?.(a) ?? false)]).toEqual([name, resource, true]);
+          expect([name, resource, [st.Action].flat().every((a) => allowed[resource]?.(a) ?? false)]).toEqual([
+            name,
+            resource,
+            true,
+          ]);
         }
       }
     }
@@ -218,8 +314,10 @@ describe('least privilege', () => {
 
 describe('batch export destinations and their secrets', () => {
   const keyArn = () => ({ 'Fn::GetAtt': [logicalId(stack, stack.exportSecretsKey), 'Arn'] });
-  const allStatements = () => [...stack.functions].flatMap(([name, fn]) => statementsOf(logicalId(stack, fn.role!)).map((st) => ({ name, st })));
-  const withAction = (prefix: string) => allStatements().filter(({ st }) => [st.Action].flat().some((a) => a.startsWith(prefix)));
+  const allStatements = () =>
+    [...stack.functions].flatMap(([name, fn]) => statementsOf(logicalId(stack, fn.role!)).map((st) => ({ name, st })));
+  const withAction = (prefix: string) =>
+    allStatements().filter(({ st }) => [st.Action].flat().some((a) => a.startsWith(prefix)));
 
   it('lets no function put objects in S3 with its own identity', () => {
     expect(withAction('s3:')).toEqual([]);
@@ -229,7 +327,12 @@ describe('batch export destinations and their secrets', () => {
     const assume = withAction('sts:');
     expect(assume.map(({ name, st }) => [name, st.Effect, st.Action, st.Resource])).toEqual([
       ['run_batch_exports', 'Allow', 'sts:AssumeRole', 'arn:*:iam::*:role/*'],
-      ['run_batch_exports', 'Deny', 'sts:AssumeRole', { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::', { Ref: 'AWS::AccountId' }, ':role/*']] }],
+      [
+        'run_batch_exports',
+        'Deny',
+        'sts:AssumeRole',
+        { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::', { Ref: 'AWS::AccountId' }, ':role/*']] },
+      ],
     ]);
   });
 
@@ -243,19 +346,27 @@ describe('batch export destinations and their secrets', () => {
       ].sort(),
     );
     for (const { st } of withAction('kms:')) {
-      expect(st.Condition).toEqual({ 'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': ['organization_id', 'batch_export_id'] }, Null: { 'kms:EncryptionContextKeys': 'false' } });
+      expect(st.Condition).toEqual({
+        'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': ['organization_id', 'batch_export_id'] },
+        Null: { 'kms:EncryptionContextKeys': 'false' },
+      });
     }
     template.hasResourceProperties('AWS::KMS::Key', { EnableKeyRotation: true });
   });
 
   it('tells exactly those functions the KMS key, and no function that loopback export endpoints are allowed', () => {
     const told = [...stack.functions].filter(([, fn]) => {
-      const vars = resources(template, 'AWS::Lambda::Function')[logicalId(stack, fn)]!.Properties!.Environment.Variables as Record<string, unknown>;
+      const vars = resources(template, 'AWS::Lambda::Function')[logicalId(stack, fn)]!.Properties!.Environment
+        .Variables as Record<string, unknown>;
       expect(Object.keys(vars)).not.toContain('ALLOW_LOOPBACK_EXPORT_ENDPOINTS');
       if (vars.EXPORT_SEALING_KMS_KEY_ID !== undefined) expect(vars.EXPORT_SEALING_KMS_KEY_ID).toEqual(keyArn());
       return vars.EXPORT_SEALING_KMS_KEY_ID !== undefined;
     });
-    expect(told.map(([name]) => name).sort()).toEqual(['batch_exports_create', 'batch_exports_partial_update', 'run_batch_exports']);
+    expect(told.map(([name]) => name).sort()).toEqual([
+      'batch_exports_create',
+      'batch_exports_partial_update',
+      'run_batch_exports',
+    ]);
   });
 });
 
@@ -277,12 +388,17 @@ describe('HTTP API', () => {
     const settings = stageProps()[0]!.Properties!.AccessLogSettings;
     expect(settings.DestinationArn).toEqual({ 'Fn::GetAtt': [logicalId(stack, stack.apiAccessLogs), 'Arn'] });
     const format = JSON.parse(settings.Format) as Record<string, string>;
-    expect(format).toMatchObject({ request_id: '$context.requestId', status: '$context.status', route: '$context.routeKey' });
+    expect(format).toMatchObject({
+      request_id: '$context.requestId',
+      status: '$context.status',
+      route: '$context.routeKey',
+    });
     expect(settings.Format).not.toMatch(/header|authorization|querystring/i);
   });
 
   it('leaves CORS off unless the stage lists origins', () => {
-    for (const api of Object.values(resources(template, 'AWS::ApiGatewayV2::Api'))) expect(api.Properties?.CorsConfiguration).toBeUndefined();
+    for (const api of Object.values(resources(template, 'AWS::ApiGatewayV2::Api')))
+      expect(api.Properties?.CorsConfiguration).toBeUndefined();
   });
 
   const routeResources = Object.values(resources(template, 'AWS::ApiGatewayV2::Route'));
@@ -295,7 +411,9 @@ describe('HTTP API', () => {
   };
 
   it('routes every route-table row (and alias path) to its own function, with :param as {param}', () => {
-    expect(routeKey(routes.find((r) => r.operationId === 'organizations_retrieve')!)).toBe('GET /api/organizations/{id}');
+    expect(routeKey(routes.find((r) => r.operationId === 'organizations_retrieve')!)).toBe(
+      'GET /api/organizations/{id}',
+    );
     expect(functionBehind('POST /i/v0/e')).toBe(logicalId(stack, stack.functions.get('capture')!));
     for (const r of routePaths) {
       expect(functionBehind(routeKey(r)), routeKey(r)).toBe(logicalId(stack, stack.functions.get(r.operationId)!));
@@ -344,7 +462,9 @@ describe('CloudFront in front of the API', () => {
     template.hasResourceProperties('AWS::CloudFront::Distribution', {
       DistributionConfig: Match.objectLike({
         DefaultCacheBehavior: Match.objectLike({
-          FunctionAssociations: [{ EventType: 'viewer-request', FunctionARN: { 'Fn::GetAtt': [edgeId, 'FunctionARN'] } }],
+          FunctionAssociations: [
+            { EventType: 'viewer-request', FunctionARN: { 'Fn::GetAtt': [edgeId, 'FunctionARN'] } },
+          ],
         }),
       }),
     });
@@ -362,7 +482,16 @@ describe('CloudFront in front of the API', () => {
         Origins: [
           Match.objectLike({
             DomainName: {
-              'Fn::Join': ['', [{ Ref: logicalId(stack, stack.api) }, '.execute-api.', { Ref: 'AWS::Region' }, '.', { Ref: 'AWS::URLSuffix' }]],
+              'Fn::Join': [
+                '',
+                [
+                  { Ref: logicalId(stack, stack.api) },
+                  '.execute-api.',
+                  { Ref: 'AWS::Region' },
+                  '.',
+                  { Ref: 'AWS::URLSuffix' },
+                ],
+              ],
             },
             CustomOriginConfig: Match.objectLike({ OriginProtocolPolicy: 'https-only' }),
           }),
@@ -372,7 +501,8 @@ describe('CloudFront in front of the API', () => {
   });
 
   it("caches and compresses posthog-js's scripts (/static/*) from the same API origin, GET/HEAD only, query and headers out of the key", () => {
-    const config = Object.values(resources(template, 'AWS::CloudFront::Distribution'))[0]!.Properties!.DistributionConfig;
+    const config = Object.values(resources(template, 'AWS::CloudFront::Distribution'))[0]!.Properties!
+      .DistributionConfig;
     const behaviors = config.CacheBehaviors as Record<string, unknown>[];
     expect(behaviors).toHaveLength(1);
     expect(behaviors[0]).toMatchObject({
@@ -392,13 +522,19 @@ describe('CloudFront in front of the API', () => {
 
   it('publishes the CloudFront URL as the API base URL, and the table name', () => {
     const distributionId = logicalId(stack, stack.distribution);
-    template.hasOutput('ApiBaseUrl', { Value: { 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [distributionId, 'DomainName'] }]] } });
+    template.hasOutput('ApiBaseUrl', {
+      Value: { 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [distributionId, 'DomainName'] }]] },
+    });
     template.hasOutput('TableName', { Value: { Ref: tableId } });
   });
 
   it('talks to the origin over TLS 1.2 only, and serves HTTP/2 and HTTP/3', () => {
-    const config = Object.values(resources(template, 'AWS::CloudFront::Distribution'))[0]!.Properties!.DistributionConfig;
-    expect(config.Origins[0].CustomOriginConfig).toMatchObject({ OriginProtocolPolicy: 'https-only', OriginSSLProtocols: ['TLSv1.2'] });
+    const config = Object.values(resources(template, 'AWS::CloudFront::Distribution'))[0]!.Properties!
+      .DistributionConfig;
+    expect(config.Origins[0].CustomOriginConfig).toMatchObject({
+      OriginProtocolPolicy: 'https-only',
+      OriginSSLProtocols: ['TLSv1.2'],
+    });
     expect(config.HttpVersion).toBe('http2and3');
   });
 

@@ -13,7 +13,11 @@ const EXTERNAL_TOPIC = 'arn:aws:sns:eu-west-1:123456789012:oncall';
 const { dev, prod, full } = synthStages('dev', 'prod', {
   name: 'full',
   overrides: {
-    customDomain: { domainName: 'analytics.example.com', certificateArn: CERT, hostedZone: { hostedZoneId: 'Z0123456789ABC', zoneName: 'example.com' } },
+    customDomain: {
+      domainName: 'analytics.example.com',
+      certificateArn: CERT,
+      hostedZone: { hostedZoneId: 'Z0123456789ABC', zoneName: 'example.com' },
+    },
     alarmEmail: 'oncall@example.com',
     alarmTopicArn: EXTERNAL_TOPIC,
     corsOrigins: ['https://app.example.com'],
@@ -35,7 +39,9 @@ const NAME_PROPERTIES: Record<string, string> = {
   'AWS::Events::Rule': 'Name',
 };
 function physicalNames(s: typeof dev): { type: string; name: unknown }[] {
-  return Object.entries(NAME_PROPERTIES).flatMap(([type, prop]) => Object.values(resources(s!.template, type)).map((r) => ({ type, name: r.Properties?.[prop] })));
+  return Object.entries(NAME_PROPERTIES).flatMap(([type, prop]) =>
+    Object.values(resources(s!.template, type)).map((r) => ({ type, name: r.Properties?.[prop] })),
+  );
 }
 
 describe('stages', () => {
@@ -43,7 +49,10 @@ describe('stages', () => {
     expect(table(prod)).toMatchObject({
       DeletionPolicy: 'Retain',
       UpdateReplacePolicy: 'Retain',
-      Properties: { DeletionProtectionEnabled: true, PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true } },
+      Properties: {
+        DeletionProtectionEnabled: true,
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      },
     });
   });
 
@@ -53,7 +62,10 @@ describe('stages', () => {
   });
 
   it('applies the stage log retention and memory to every function', () => {
-    for (const [s, name] of [[dev, 'dev'], [prod, 'prod']] as const) {
+    for (const [s, name] of [
+      [dev, 'dev'],
+      [prod, 'prod'],
+    ] as const) {
       const settings = stageSettings(name);
       const logGroups = Object.values(resources(s!.template, 'AWS::Logs::LogGroup'));
       expect(logGroups.length).toBeGreaterThan(0);
@@ -67,7 +79,8 @@ describe('stages', () => {
   });
 
   it('gives account-unique names per stage so two stages coexist in one account', () => {
-    const names = (s: typeof dev, type: string) => Object.values(resources(s!.template, type)).map((r) => JSON.stringify(r.Properties?.Name));
+    const names = (s: typeof dev, type: string) =>
+      Object.values(resources(s!.template, type)).map((r) => JSON.stringify(r.Properties?.Name));
     expect(names(dev, 'AWS::ApiGatewayV2::Api')).not.toEqual(names(prod, 'AWS::ApiGatewayV2::Api'));
     expect(names(dev, 'AWS::CloudFront::Function')).not.toEqual(names(prod, 'AWS::CloudFront::Function'));
   });
@@ -75,14 +88,18 @@ describe('stages', () => {
   it('names the table, queues, functions, log groups, API, rules, topic, alarms and dashboard with the stage, with no collision between stages', () => {
     const devNames = physicalNames(dev);
     const prodNames = physicalNames(prod);
-    for (const [s, stage] of [[devNames, 'dev'], [prodNames, 'prod']] as const) {
+    for (const [s, stage] of [
+      [devNames, 'dev'],
+      [prodNames, 'prod'],
+    ] as const) {
       for (const { type, name } of s) {
         expect([type, typeof name]).toEqual([type, 'string']);
         expect(name as string).toMatch(new RegExp(`(^|/)analytics-${stage}($|[-/])`));
       }
       // Unique within each resource type (the table, the API and the dashboard may all be `analytics-<stage>`).
       expect(new Set(s.map((n) => `${n.type} ${n.name}`)).size).toBe(s.length);
-      for (const type of Object.keys(NAME_PROPERTIES)) expect([type, s.some((n) => n.type === type)]).toEqual([type, true]);
+      for (const type of Object.keys(NAME_PROPERTIES))
+        expect([type, s.some((n) => n.type === type)]).toEqual([type, true]);
     }
     const prodSet = new Set(prodNames.map((n) => `${n.type} ${n.name}`));
     expect(devNames.filter((n) => prodSet.has(`${n.type} ${n.name}`))).toEqual([]);
@@ -134,16 +151,27 @@ describe('stages', () => {
 
 describe('per-stage API settings', () => {
   it('throttles each stage with its own limits', () => {
-    for (const [s, name] of [[dev, 'dev'], [prod, 'prod']] as const) {
+    for (const [s, name] of [
+      [dev, 'dev'],
+      [prod, 'prod'],
+    ] as const) {
       const { throttle } = stageSettings(name);
       const apiStage = Object.values(resources(s!.template, 'AWS::ApiGatewayV2::Stage'))[0]!;
-      expect(apiStage.Properties!.DefaultRouteSettings).toEqual({ ThrottlingRateLimit: throttle.rateLimit, ThrottlingBurstLimit: throttle.burstLimit });
+      expect(apiStage.Properties!.DefaultRouteSettings).toEqual({
+        ThrottlingRateLimit: throttle.rateLimit,
+        ThrottlingBurstLimit: throttle.burstLimit,
+      });
     }
   });
 
   it('configures CORS on the HTTP API only for a stage that lists origins, without credentials', () => {
-    for (const s of [dev, prod]) expect(Object.values(resources(s!.template, 'AWS::ApiGatewayV2::Api'))[0]!.Properties!.CorsConfiguration).toBeUndefined();
-    expect(Object.values(resources(full!.template, 'AWS::ApiGatewayV2::Api'))[0]!.Properties!.CorsConfiguration).toEqual({
+    for (const s of [dev, prod])
+      expect(
+        Object.values(resources(s!.template, 'AWS::ApiGatewayV2::Api'))[0]!.Properties!.CorsConfiguration,
+      ).toBeUndefined();
+    expect(
+      Object.values(resources(full!.template, 'AWS::ApiGatewayV2::Api'))[0]!.Properties!.CorsConfiguration,
+    ).toEqual({
       AllowOrigins: ['https://app.example.com'],
       AllowMethods: ['*'],
       AllowHeaders: ['authorization', 'content-type'],
@@ -153,32 +181,50 @@ describe('per-stage API settings', () => {
   });
 
   it('serves a custom domain from CloudFront with its us-east-1 certificate, TLS 1.2 minimum and alias records', () => {
-    const config = Object.values(resources(full!.template, 'AWS::CloudFront::Distribution'))[0]!.Properties!.DistributionConfig;
+    const config = Object.values(resources(full!.template, 'AWS::CloudFront::Distribution'))[0]!.Properties!
+      .DistributionConfig;
     expect(config.Aliases).toEqual(['analytics.example.com']);
-    expect(config.ViewerCertificate).toEqual({ AcmCertificateArn: CERT, MinimumProtocolVersion: 'TLSv1.2_2021', SslSupportMethod: 'sni-only' });
+    expect(config.ViewerCertificate).toEqual({
+      AcmCertificateArn: CERT,
+      MinimumProtocolVersion: 'TLSv1.2_2021',
+      SslSupportMethod: 'sni-only',
+    });
     const records = Object.values(resources(full!.template, 'AWS::Route53::RecordSet'));
     expect(records.map((r) => r.Properties!.Type).sort()).toEqual(['A', 'AAAA']);
     for (const r of records) {
       expect(r.Properties).toMatchObject({ Name: 'analytics.example.com.', HostedZoneId: 'Z0123456789ABC' });
-      expect(r.Properties!.AliasTarget.DNSName).toEqual({ 'Fn::GetAtt': [logicalId(full!.stack, full!.stack.distribution), 'DomainName'] });
+      expect(r.Properties!.AliasTarget.DNSName).toEqual({
+        'Fn::GetAtt': [logicalId(full!.stack, full!.stack.distribution), 'DomainName'],
+      });
     }
     full!.template.hasOutput('ApiBaseUrl', { Value: 'https://analytics.example.com' });
     // Without a custom domain: the default certificate, no aliases, no records.
-    const devConfig = Object.values(resources(dev!.template, 'AWS::CloudFront::Distribution'))[0]!.Properties!.DistributionConfig;
+    const devConfig = Object.values(resources(dev!.template, 'AWS::CloudFront::Distribution'))[0]!.Properties!
+      .DistributionConfig;
     expect(devConfig.Aliases).toBeUndefined();
     expect(devConfig.ViewerCertificate).toBeUndefined();
     expect(Object.keys(resources(dev!.template, 'AWS::Route53::RecordSet'))).toEqual([]);
   });
 
   it('keeps CloudFront access logs in prod, in a private SSL-only bucket expiring with the log retention', () => {
-    const config = Object.values(resources(prod!.template, 'AWS::CloudFront::Distribution'))[0]!.Properties!.DistributionConfig;
-    expect(config.Logging).toMatchObject({ Bucket: { 'Fn::GetAtt': [logicalId(prod!.stack, prod!.stack.edgeLogBucket!), 'RegionalDomainName'] } });
+    const config = Object.values(resources(prod!.template, 'AWS::CloudFront::Distribution'))[0]!.Properties!
+      .DistributionConfig;
+    expect(config.Logging).toMatchObject({
+      Bucket: { 'Fn::GetAtt': [logicalId(prod!.stack, prod!.stack.edgeLogBucket!), 'RegionalDomainName'] },
+    });
     const bucket = resources(prod!.template, 'AWS::S3::Bucket')[logicalId(prod!.stack, prod!.stack.edgeLogBucket!)]!;
     expect(bucket).toMatchObject({
       DeletionPolicy: 'Retain',
       Properties: {
-        PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
-        LifecycleConfiguration: { Rules: [{ ExpirationInDays: stageSettings('prod').logRetention, Status: 'Enabled' }] },
+        PublicAccessBlockConfiguration: {
+          BlockPublicAcls: true,
+          BlockPublicPolicy: true,
+          IgnorePublicAcls: true,
+          RestrictPublicBuckets: true,
+        },
+        LifecycleConfiguration: {
+          Rules: [{ ExpirationInDays: stageSettings('prod').logRetention, Status: 'Enabled' }],
+        },
       },
     });
     expect(Object.keys(resources(dev!.template, 'AWS::S3::Bucket'))).toEqual([]);

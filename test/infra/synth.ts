@@ -33,7 +33,12 @@ export function synthStages(...stages: StageSpec[]): Record<string, Synthesized>
   return Object.fromEntries(stacks.map((stack) => [stack.stage.name, { stack, template: Template.fromStack(stack) }]));
 }
 
-type Resource = { Type: string; Properties?: Record<string, any>; DeletionPolicy?: string; UpdateReplacePolicy?: string };
+type Resource = {
+  Type: string;
+  Properties?: Record<string, any>;
+  DeletionPolicy?: string;
+  UpdateReplacePolicy?: string;
+};
 
 export function resources(template: Template, type: string): Record<string, Resource> {
   return template.findResources(type) as Record<string, Resource>;

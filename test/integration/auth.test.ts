@@ -8,7 +8,12 @@ describe('personal API key authentication', () => {
   it('answers 401 not_authenticated without a key', async () => {
     const res = await api.as().get('/api/organizations/');
     expect(res.status).toBe(401);
-    expect(res.body).toEqual({ type: 'authentication_error', code: 'not_authenticated', detail: 'Authentication credentials were not provided.', attr: null });
+    expect(res.body).toEqual({
+      type: 'authentication_error',
+      code: 'not_authenticated',
+      detail: 'Authentication credentials were not provided.',
+      attr: null,
+    });
   });
 
   it.each([
@@ -47,11 +52,16 @@ describe('personal API key authentication', () => {
 });
 
 describe('scopes', () => {
-  it("answers 403 naming the missing scope", async () => {
+  it('answers 403 naming the missing scope', async () => {
     const { key } = await newKey({ scopes: ['person:read'] });
     const res = await api.as(key).get('/api/organizations');
     expect(res.status).toBe(403);
-    expect(res.body).toEqual({ type: 'authentication_error', code: 'permission_denied', detail: "API key missing required scope 'organization:read'", attr: null });
+    expect(res.body).toEqual({
+      type: 'authentication_error',
+      code: 'permission_denied',
+      detail: "API key missing required scope 'organization:read'",
+      attr: null,
+    });
   });
 
   it('lets write imply read but not the other way round', async () => {
@@ -72,7 +82,11 @@ describe('scoped keys', () => {
     const c = api.as(full.key);
     const allowed = (await c.post('/api/organizations', { name: 'Allowed' })).body;
     const other = (await c.post('/api/organizations', { name: 'Other' })).body;
-    const scoped = await newKey({ email: full.email, scopes: ['organization:read'], scopedOrganizations: [allowed.id] });
+    const scoped = await newKey({
+      email: full.email,
+      scopes: ['organization:read'],
+      scopedOrganizations: [allowed.id],
+    });
     const s = api.as(scoped.key);
     expect((await s.get(`/api/organizations/${allowed.id}`)).status).toBe(200);
     const denied = await s.get(`/api/organizations/${other.id}`);

@@ -16,7 +16,8 @@ const api = useApi();
  * posthog-js drops every event of a browser that looks automated (`isLikelyBot`: "headlesschrome" in
  * the user agent or its brands, or navigator.webdriver), so the page runs as a regular desktop Chrome.
  */
-const DESKTOP_CHROME_UA = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
+const DESKTOP_CHROME_UA =
+  'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
 
 /** PostHog's snippet as its docs give it: loads `<api_host>/static/array.js` and queues calls until it runs. */
 const SNIPPET = `!function(t,e){var o,n,p,r;e.__SV||(window.posthog&&window.posthog.__loaded)||(window.posthog=e,e._i=[],e.init=function(i,s,a){function g(t,e){var o=e.split(".");2==o.length&&(t=t[o[0]],e=o[1]),t[e]=function(){t.push([e].concat(Array.prototype.slice.call(arguments,0)))}}(p=t.createElement("script")).type="text/javascript",p.crossOrigin="anonymous",p.async=!0,p.src=s.api_host.replace(".i.posthog.com","-assets.i.posthog.com")+"/static/array.js",(r=t.getElementsByTagName("script")[0]).parentNode.insertBefore(p,r);var u=e;for(void 0!==a?u=e[a]=[]:a="posthog",u.people=u.people||[],u.toString=function(t){var e="posthog";return"posthog"!==a&&(e+="."+a),t||(e+=" (stub)"),e},u.people.toString=function(){return u.toString(1)+".people (stub)"},o="init capture register register_once register_for_session unregister unregister_for_session getFeatureFlag getFeatureFlagPayload isFeatureEnabled reloadFeatureFlags updateEarlyAccessFeatureEnrollment getEarlyAccessFeatures on onFeatureFlags onSurveysLoaded onSessionId getSurveys getActiveMatchingSurveys renderSurvey canRenderSurvey canRenderSurveyAsync identify setPersonProperties group resetGroups setPersonPropertiesForFlags resetPersonPropertiesForFlags setGroupPropertiesForFlags resetGroupPropertiesForFlags reset get_distinct_id getGroups get_session_id get_session_replay_url alias set_config startSessionRecording stopSessionRecording sessionRecordingStarted captureException loadToolbar get_property getSessionProperty createPersonProfile opt_in_capturing opt_out_capturing has_opted_in_capturing has_opted_out_capturing clear_opt_in_out_capturing debug getPageViewId".split(" "),n=0;n<o.length;n++)g(u,o[n]);e._i.push([i,s,a])},e.__SV=1)}(document,window.posthog||[]);`;
@@ -37,7 +38,9 @@ posthog.onFeatureFlags(function (flags, variants, context) { window.flagLoads.pu
 async function startSite(page: () => string): Promise<{ server: Server; origin: string }> {
   const server = createServer((req, res) => {
     res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' });
-    res.end(req.url === '/next' ? '<!doctype html><title>Next</title><link rel="icon" href="data:,"><p>bye</p>' : page());
+    res.end(
+      req.url === '/next' ? '<!doctype html><title>Next</title><link rel="icon" href="data:,"><p>bye</p>' : page(),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
@@ -48,11 +51,17 @@ describe('posthog-js in Chromium against this service', () => {
 
   beforeAll(async () => {
     const executablePath = findChromium();
-    if (!executablePath) throw new Error(`Chromium not found (${process.env.CHROMIUM_PATH || '/usr/bin/chromium'}).\n${CHROMIUM_INSTALL_HINT}`);
+    if (!executablePath)
+      throw new Error(
+        `Chromium not found (${process.env.CHROMIUM_PATH || '/usr/bin/chromium'}).\n${CHROMIUM_INSTALL_HINT}`,
+      );
     // AutomationControlled off: navigator.webdriver stays false, as in a person's browser. The user agent
     // is set for the whole browser too: the context's override is gone by the time `pagehide` runs on
     // navigation, and posthog-js would then drop $pageleave as a bot's ("HeadlessChrome").
-    browser = await chromium.launch({ executablePath, args: ['--disable-blink-features=AutomationControlled', `--user-agent=${DESKTOP_CHROME_UA}`] });
+    browser = await chromium.launch({
+      executablePath,
+      args: ['--disable-blink-features=AutomationControlled', `--user-agent=${DESKTOP_CHROME_UA}`],
+    });
   });
 
   afterAll(async () => {
@@ -73,7 +82,8 @@ describe('posthog-js in Chromium against this service', () => {
     page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
     page.on('requestfailed', (r) => {
       // A capture in flight when the page navigates away is aborted; posthog-js resends it in the unload beacon.
-      const abortedCapture = r.url().startsWith(`${api.baseUrl}/i/v0/e/`) && r.failure()?.errorText === 'net::ERR_ABORTED';
+      const abortedCapture =
+        r.url().startsWith(`${api.baseUrl}/i/v0/e/`) && r.failure()?.errorText === 'net::ERR_ABORTED';
       if (!abortedCapture) problems.push(`failed: ${r.url()} ${r.failure()?.errorText}`);
     });
     const apiAnswers: { url: string; status: number }[] = [];
@@ -83,7 +93,8 @@ describe('posthog-js in Chromium against this service', () => {
       if (r.url().startsWith(`${api.baseUrl}/i/v0/e/`) && body) gzipCaptures.push(body[0] === 0x1f && body[1] === 0x8b);
     });
     page.on('response', (r) => {
-      if (r.url().startsWith(api.baseUrl)) apiAnswers.push({ url: r.url().slice(api.baseUrl.length), status: r.status() });
+      if (r.url().startsWith(api.baseUrl))
+        apiAnswers.push({ url: r.url().slice(api.baseUrl.length), status: r.status() });
     });
 
     try {
@@ -106,8 +117,18 @@ describe('posthog-js in Chromium against this service', () => {
       await page.waitForURL(`${site.origin}/next`);
 
       await eventually(async () => {
-        const events = [{ id: '$pageview' }, { id: '$autocapture' }, { id: 'clicked buy' }, { id: '$pageleave' }, { id: '$identify' }];
-        const res = await api.as(key).get(`/api/environments/${projectId}/insights/trend?refresh=true&date_from=-1d&events=${encodeURIComponent(JSON.stringify(events))}`);
+        const events = [
+          { id: '$pageview' },
+          { id: '$autocapture' },
+          { id: 'clicked buy' },
+          { id: '$pageleave' },
+          { id: '$identify' },
+        ];
+        const res = await api
+          .as(key)
+          .get(
+            `/api/environments/${projectId}/insights/trend?refresh=true&date_from=-1d&events=${encodeURIComponent(JSON.stringify(events))}`,
+          );
         expect(res.status).toBe(200);
         const counts = Object.fromEntries(res.body.result.map((s: any) => [s.label, s.count]));
         // Two clicks autocaptured: the button and the link that leaves the page.
@@ -126,7 +147,9 @@ describe('posthog-js in Chromium against this service', () => {
       expect(apiAnswers.filter((a) => a.status >= 400)).toEqual([]);
       expect(gzipCaptures.length).toBeGreaterThan(0);
       expect(gzipCaptures.every(Boolean)).toBe(true);
-      expect(apiAnswers.map((a) => a.url.split('?')[0])).toEqual(expect.arrayContaining(['/static/array.js', `/array/${token}/config.js`, '/flags/']));
+      expect(apiAnswers.map((a) => a.url.split('?')[0])).toEqual(
+        expect.arrayContaining(['/static/array.js', `/array/${token}/config.js`, '/flags/']),
+      );
     } finally {
       await context.close();
       site.server.close();

@@ -35,7 +35,16 @@ async function seed(projectId: number, ids: number[]) {
 }
 
 const sqsEvent = (bodies: string[]) => ({
-  Records: bodies.map((body, i) => ({ messageId: `m${i}`, receiptHandle: `r${i}`, body, attributes: {}, messageAttributes: {}, eventSource: 'aws:sqs', eventSourceARN: 'local', awsRegion: 'us-east-1' })),
+  Records: bodies.map((body, i) => ({
+    messageId: `m${i}`,
+    receiptHandle: `r${i}`,
+    body,
+    attributes: {},
+    messageAttributes: {},
+    eventSource: 'aws:sqs',
+    eventSourceARN: 'local',
+    awsRegion: 'us-east-1',
+  })),
 });
 const message = (projectId: number, personIds: number[]): QueuedBulkDelete => ({
   project_id: projectId,
@@ -75,14 +84,23 @@ describe('bulk delete through the queue', () => {
     await seed(a.projectId, [3_200_000]);
     await seed(b.projectId, [3_200_000, 3_200_001]);
     // Project A's message names B's persons (one id A also has, one only B has).
-    const result = await runWorker('delete_queued_persons', sqsEvent([JSON.stringify(message(a.projectId, [3_200_000, 3_200_001]))]));
+    const result = await runWorker(
+      'delete_queued_persons',
+      sqsEvent([JSON.stringify(message(a.projectId, [3_200_000, 3_200_001]))]),
+    );
     expect(result).toEqual({ batchItemFailures: [] });
     expect(await getPerson(a.projectId, 3_200_000)).toBeUndefined();
     expect(await getPerson(b.projectId, 3_200_000)).toBeDefined();
     expect(await getPerson(b.projectId, 3_200_001)).toBeDefined();
     expect((await b.c.get(b.base)).body.results).toHaveLength(2);
     // A message for A naming only B's person deletes nothing at all.
-    expect(await deleteQueuedPersons(message(a.projectId, [3_200_001]), { deletion: async () => undefined, rest: async () => undefined }, Date.now() + 60_000)).toEqual({
+    expect(
+      await deleteQueuedPersons(
+        message(a.projectId, [3_200_001]),
+        { deletion: async () => undefined, rest: async () => undefined },
+        Date.now() + 60_000,
+      ),
+    ).toEqual({
       deleted: 0,
       skipped: 1,
       requeued: 0,
@@ -94,17 +112,30 @@ describe('bulk delete through the queue', () => {
     const p = await project();
     await seed(p.projectId, [3_300_000, 3_300_001]);
     const rest: QueuedBulkDelete[] = [];
-    const summary = await deleteQueuedPersons(message(p.projectId, [3_300_000, 3_300_001, 3_300_002]), { deletion: async () => undefined, rest: async (m) => void rest.push(m) }, Date.now());
+    const summary = await deleteQueuedPersons(
+      message(p.projectId, [3_300_000, 3_300_001, 3_300_002]),
+      { deletion: async () => undefined, rest: async (m) => void rest.push(m) },
+      Date.now(),
+    );
     expect(summary).toEqual({ deleted: 0, skipped: 1, requeued: 2 });
     // One message with the same project, caller and flag; the ids in any order (a batch read's order).
-    expect(rest.map((m) => ({ ...m, person_ids: [...m.person_ids].sort() }))).toEqual([message(p.projectId, [3_300_000, 3_300_001])]);
+    expect(rest.map((m) => ({ ...m, person_ids: [...m.person_ids].sort() }))).toEqual([
+      message(p.projectId, [3_300_000, 3_300_001]),
+    ]);
     expect((await p.c.get(p.base)).body.results).toHaveLength(2);
   });
 
   it('reports only the malformed messages of a batch as failed, so SQS retries just those', async () => {
     const p = await project();
     await seed(p.projectId, [3_400_000]);
-    const result = await runWorker('delete_queued_persons', sqsEvent(['{"project_id": "x"', JSON.stringify(message(p.projectId, [3_400_000])), JSON.stringify({ ...message(p.projectId, [1]), project_id: 'x' })]));
+    const result = await runWorker(
+      'delete_queued_persons',
+      sqsEvent([
+        '{"project_id": "x"',
+        JSON.stringify(message(p.projectId, [3_400_000])),
+        JSON.stringify({ ...message(p.projectId, [1]), project_id: 'x' }),
+      ]),
+    );
     expect(result).toEqual({ batchItemFailures: [{ itemIdentifier: 'm0' }, { itemIdentifier: 'm2' }] });
     expect(await getPerson(p.projectId, 3_400_000)).toBeUndefined();
   });

@@ -18,7 +18,11 @@ beforeAll(async () => {
 }, 60_000);
 
 async function bundled(name: string) {
-  return ((await import(pathToFileURL(join(outdir, name, 'index.mjs')).href)) as { handler: (e: unknown, c: unknown) => Promise<any> }).handler;
+  return (
+    (await import(pathToFileURL(join(outdir, name, 'index.mjs')).href)) as {
+      handler: (e: unknown, c: unknown) => Promise<any>;
+    }
+  ).handler;
 }
 
 function event(method: string, path: string, key: string, body?: unknown): APIGatewayProxyEventV2 {
@@ -27,7 +31,11 @@ function event(method: string, path: string, key: string, body?: unknown): APIGa
     routeKey: `${method} ${path}`,
     rawPath: path,
     rawQueryString: '',
-    headers: { host: 'api.example', authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      host: 'api.example',
+      authorization: `Bearer ${key}`,
+      ...(body ? { 'content-type': 'application/json' } : {}),
+    },
     requestContext: { requestId: 'r', http: { method, path } } as APIGatewayProxyEventV2['requestContext'],
     body: body ? JSON.stringify(body) : undefined,
     isBase64Encoded: false,
@@ -40,7 +48,10 @@ describe('the deployable bundles', () => {
     expect(process.env.AWS_ACCESS_KEY_ID).toBeTruthy();
     const { key } = await newKey();
     const create = await bundled('organizations_create');
-    const created = await create({ ...event('POST', '/api/organizations', key, { name: 'From a bundle' }) }, lambdaContext('organizations_create'));
+    const created = await create(
+      { ...event('POST', '/api/organizations', key, { name: 'From a bundle' }) },
+      lambdaContext('organizations_create'),
+    );
     expect(created.statusCode).toBe(201);
     const list = await bundled('organizations_list');
     const listed = await list(event('GET', '/api/organizations', key), lambdaContext('organizations_list'));
@@ -48,7 +59,10 @@ describe('the deployable bundles', () => {
     const projectId = JSON.parse(created.body).teams[0].id;
     const trend = await bundled('insights_trend');
     const res = await trend(
-      { ...event('POST', `/api/environments/${projectId}/insights/trend`, key, { events: [{ id: 'x' }] }), pathParameters: { project_id: String(projectId) } },
+      {
+        ...event('POST', `/api/environments/${projectId}/insights/trend`, key, { events: [{ id: 'x' }] }),
+        pathParameters: { project_id: String(projectId) },
+      },
       lambdaContext('insights_trend'),
     );
     expect(res.statusCode).toBe(200);
@@ -61,14 +75,23 @@ describe('the deployable bundles', () => {
     // Outside the repository: the bundle cannot fall back to node_modules, only to its own copy.
     expect(outdir.startsWith(tmpdir())).toBe(true);
     const serve = await bundled('sdk_static');
-    const res = await serve({ ...event('GET', '/static/array.js', ''), pathParameters: { file: 'array.js' } }, lambdaContext('sdk_static'));
+    const res = await serve(
+      { ...event('GET', '/static/array.js', ''), pathParameters: { file: 'array.js' } },
+      lambdaContext('sdk_static'),
+    );
     expect(res.statusCode).toBe(200);
     expect(res.headers['Content-Type']).toBe('application/javascript; charset=utf-8');
     expect(res.body === readFileSync(join(sdk, 'dist', 'array.js'), 'utf8')).toBe(true);
     const versioned = await bundled('sdk_static_versioned');
-    const ok = await versioned({ ...event('GET', `/static/${version}/surveys.js`, ''), pathParameters: { version, file: 'surveys.js' } }, lambdaContext('sdk_static_versioned'));
+    const ok = await versioned(
+      { ...event('GET', `/static/${version}/surveys.js`, ''), pathParameters: { version, file: 'surveys.js' } },
+      lambdaContext('sdk_static_versioned'),
+    );
     expect(ok.statusCode).toBe(200);
-    const missing = await serve({ ...event('GET', '/static/x', ''), pathParameters: { file: '../package.json' } }, lambdaContext('sdk_static'));
+    const missing = await serve(
+      { ...event('GET', '/static/x', ''), pathParameters: { file: '../package.json' } },
+      lambdaContext('sdk_static'),
+    );
     expect(missing.statusCode).toBe(404);
     // The handler stays small; the scripts ride beside it, not inside it.
     expect(statSync(join(outdir, 'sdk_static', 'index.mjs')).size).toBeLessThan(400 * 1024);

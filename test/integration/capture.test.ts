@@ -24,8 +24,18 @@ describe('capture', () => {
     const res = await api.as().post('/batch/', {
       api_key: token,
       batch: [
-        { event: '$pageview', distinct_id: 'u1', properties: { $set: { email: 'u1@x.io', plan: 'free' } }, timestamp: ts },
-        { event: '$pageview', distinct_id: 'u1', properties: { $set_once: { first: 'a', plan: 'ignored' } }, timestamp: '2024-05-01T10:45:00.000Z' },
+        {
+          event: '$pageview',
+          distinct_id: 'u1',
+          properties: { $set: { email: 'u1@x.io', plan: 'free' } },
+          timestamp: ts,
+        },
+        {
+          event: '$pageview',
+          distinct_id: 'u1',
+          properties: { $set_once: { first: 'a', plan: 'ignored' } },
+          timestamp: '2024-05-01T10:45:00.000Z',
+        },
         { event: 'signup', distinct_id: 'u2', properties: {}, timestamp: '2024-05-01T11:05:00.000Z' },
       ],
     });
@@ -39,8 +49,15 @@ describe('capture', () => {
     expect(Number.isInteger(u1.id)).toBe(true);
     expect(u1.distinct_ids).toEqual(['u1']);
     await eventually(async () => {
-      expect(await readRollups(projectId, '$pageview', '2024-05-01T00', '2024-05-01T23')).toEqual(new Map([['2024-05-01T10', 2]]));
-      expect(await readRollups(projectId, null, '2024-05-01T00', '2024-05-01T23')).toEqual(new Map([['2024-05-01T10', 2], ['2024-05-01T11', 1]]));
+      expect(await readRollups(projectId, '$pageview', '2024-05-01T00', '2024-05-01T23')).toEqual(
+        new Map([['2024-05-01T10', 2]]),
+      );
+      expect(await readRollups(projectId, null, '2024-05-01T00', '2024-05-01T23')).toEqual(
+        new Map([
+          ['2024-05-01T10', 2],
+          ['2024-05-01T11', 1],
+        ]),
+      );
     });
     const changes = await listPersonChanges(projectId, u1.id);
     expect(changes.map((c) => c.changed)).toEqual([['email', 'plan'], ['first']]);
@@ -48,7 +65,12 @@ describe('capture', () => {
 
   it('stores and counts a resent batch once', async () => {
     const { projectId, token } = await newProject(api.as);
-    const batch = Array.from({ length: 30 }, (_, i) => ({ event: 'resend', distinct_id: `d${i % 3}`, uuid: randomUUID(), timestamp: '2024-06-02T08:00:00Z' }));
+    const batch = Array.from({ length: 30 }, (_, i) => ({
+      event: 'resend',
+      distinct_id: `d${i % 3}`,
+      uuid: randomUUID(),
+      timestamp: '2024-06-02T08:00:00Z',
+    }));
     const results = await Promise.all([1, 2, 3].map(() => api.as().post('/batch', { api_key: token, batch })));
     const accepted = results.reduce((n, r) => n + r.body.accepted, 0);
     const deduplicated = results.reduce((n, r) => n + r.body.deduplicated, 0);
@@ -58,7 +80,9 @@ describe('capture', () => {
     const again = await api.as().post('/batch', { api_key: token, batch });
     expect(again.body).toMatchObject({ accepted: 0, deduplicated: 30 });
     await eventually(async () => {
-      expect(await readRollups(projectId, 'resend', '2024-06-02T00', '2024-06-02T23')).toEqual(new Map([['2024-06-02T08', 30]]));
+      expect(await readRollups(projectId, 'resend', '2024-06-02T00', '2024-06-02T23')).toEqual(
+        new Map([['2024-06-02T08', 30]]),
+      );
     });
   });
 
@@ -71,7 +95,13 @@ describe('capture', () => {
     ]);
     await eventually(() => person(projectId, 'user@x.io'));
     await eventually(() => person(projectId, 'anon-1'));
-    await send([{ event: '$identify', distinct_id: 'user@x.io', properties: { $anon_distinct_id: 'anon-1', $set: { email: 'user@x.io' } } }]);
+    await send([
+      {
+        event: '$identify',
+        distinct_id: 'user@x.io',
+        properties: { $anon_distinct_id: 'anon-1', $set: { email: 'user@x.io' } },
+      },
+    ]);
     await eventually(async () => {
       const merged = await person(projectId, 'anon-1');
       expect(merged.id).toBe((await person(projectId, 'user@x.io')).id);
@@ -102,15 +132,21 @@ describe('capture', () => {
     const unknown = await api.as().post('/capture', { api_key: 'phc_nope', event: 'x', distinct_id: 'a' });
     expect(unknown.status).toBe(401);
     expectErrorShape(unknown.body);
-    const malformed = await api.as().request('POST', '/i/v0/e/', { raw: '{"event": ', headers: { 'content-type': 'application/json' } });
+    const malformed = await api
+      .as()
+      .request('POST', '/i/v0/e/', { raw: '{"event": ', headers: { 'content-type': 'application/json' } });
     expect(malformed.status).toBe(400);
     expectErrorShape(malformed.body);
   });
 
   it('accepts gzip bodies as posthog-js sends them', async () => {
     const { projectId, token } = await newProject(api.as);
-    const body = gzipSync(JSON.stringify([{ event: 'gz', distinct_id: 'g1', properties: { token }, timestamp: '2024-07-01T00:00:00Z' }]));
-    const res = await api.as().request('POST', '/e/?compression=gzip-js&ver=1.0', { raw: body, headers: { 'content-type': 'text/plain' } });
+    const body = gzipSync(
+      JSON.stringify([{ event: 'gz', distinct_id: 'g1', properties: { token }, timestamp: '2024-07-01T00:00:00Z' }]),
+    );
+    const res = await api
+      .as()
+      .request('POST', '/e/?compression=gzip-js&ver=1.0', { raw: body, headers: { 'content-type': 'text/plain' } });
     expect(res.body).toMatchObject({ accepted: 1 });
     expect(res.status).toBe(200);
     await eventually(() => person(projectId, 'g1'));
@@ -121,11 +157,21 @@ describe('capture limits and time', () => {
   it('answers 413 for a batch over 20 MB and for an event over 1 MB, storing nothing', async () => {
     const { token } = await newProject(api.as);
     const big = 'x'.repeat(1024 * 1024);
-    const batch = Array.from({ length: 21 }, (_, i) => ({ event: 'big', distinct_id: `b${i}`, properties: { blob: big } }));
+    const batch = Array.from({ length: 21 }, (_, i) => ({
+      event: 'big',
+      distinct_id: `b${i}`,
+      properties: { blob: big },
+    }));
     const tooBig = await api.as().post('/batch', { api_key: token, batch });
     expect(tooBig.status).toBe(413);
     expectErrorShape(tooBig.body);
-    const oneHuge = await api.as().post('/batch', { api_key: token, batch: [{ event: 'ok', distinct_id: 'a' }, { event: 'huge', distinct_id: 'b', properties: { blob: big } }] });
+    const oneHuge = await api.as().post('/batch', {
+      api_key: token,
+      batch: [
+        { event: 'ok', distinct_id: 'a' },
+        { event: 'huge', distinct_id: 'b', properties: { blob: big } },
+      ],
+    });
     expect(oneHuge.status).toBe(413);
     expect(oneHuge.body.detail).toMatch(/maximum event size exceeded/);
   });
@@ -156,13 +202,24 @@ describe('capture limits and time', () => {
       ],
     });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ status: 1, accepted: 1, deduplicated: 0, rejected: 1, errors: [{ index: 0, reason: 'timestamp before 2000-01-01T00:00:00.000Z' }] });
+    expect(res.body).toEqual({
+      status: 1,
+      accepted: 1,
+      deduplicated: 0,
+      rejected: 1,
+      errors: [{ index: 0, reason: 'timestamp before 2000-01-01T00:00:00.000Z' }],
+    });
     expect(await getEvent(projectId, old)).toBeUndefined();
     expect((await getEvent(projectId, valid))?.event).toBe('new');
     // The first-event time trends clamp their reads to is lowered before capture answers, not later by the ingest worker.
     expect(await firstEventAt(projectId)).toEqual(new Date('2024-05-01T00:00:00Z'));
 
-    const alone = await api.as().post('/batch', { api_key: token, batch: [{ event: 'old', distinct_id: 'o', timestamp: '1970-01-01T00:00:00Z' }] });
+    const alone = await api
+      .as()
+      .post('/batch', {
+        api_key: token,
+        batch: [{ event: 'old', distinct_id: 'o', timestamp: '1970-01-01T00:00:00Z' }],
+      });
     expect(alone.status).toBe(400);
     expectErrorShape(alone.body);
     expect(alone.body.detail).toBe('timestamp before 2000-01-01T00:00:00.000Z');
@@ -171,7 +228,14 @@ describe('capture limits and time', () => {
   it('replaces a timestamp more than 23 hours ahead with the server time', async () => {
     const { projectId, token } = await newProject(api.as);
     const uuid = randomUUID();
-    await api.as().post('/batch', { api_key: token, batch: [{ event: 'future', distinct_id: 'f', uuid, timestamp: new Date(Date.now() + 30 * 3_600_000).toISOString() }] });
+    await api
+      .as()
+      .post('/batch', {
+        api_key: token,
+        batch: [
+          { event: 'future', distinct_id: 'f', uuid, timestamp: new Date(Date.now() + 30 * 3_600_000).toISOString() },
+        ],
+      });
     const stored = await getEvent(projectId, uuid);
     expect(Math.abs(Date.parse(stored!.timestamp) - Date.now())).toBeLessThan(3_000);
   });
@@ -180,14 +244,32 @@ describe('capture limits and time', () => {
 describe('capture from browsers', () => {
   it('mirrors the origin on responses, errors included, and answers the preflight', async () => {
     const { token } = await newProject(api.as);
-    const ok = await api.as().request('POST', '/e/', { body: [{ event: 'x', distinct_id: 'c', properties: { token } }], headers: { origin: 'https://shop.example' } });
+    const ok = await api
+      .as()
+      .request('POST', '/e/', {
+        body: [{ event: 'x', distinct_id: 'c', properties: { token } }],
+        headers: { origin: 'https://shop.example' },
+      });
     expect(ok.status).toBe(200);
     expect(ok.headers.get('access-control-allow-origin')).toBe('https://shop.example');
     expect(ok.headers.get('access-control-allow-credentials')).toBe('true');
-    const denied = await api.as().request('POST', '/e/', { body: [{ event: 'x', distinct_id: 'c', properties: { token: 'phc_unknown' } }], headers: { origin: 'https://shop.example' } });
+    const denied = await api
+      .as()
+      .request('POST', '/e/', {
+        body: [{ event: 'x', distinct_id: 'c', properties: { token: 'phc_unknown' } }],
+        headers: { origin: 'https://shop.example' },
+      });
     expect(denied.status).toBe(401);
     expect(denied.headers.get('access-control-allow-origin')).toBe('https://shop.example');
-    const preflight = await api.as().request('OPTIONS', '/i/v0/e/', { headers: { origin: 'https://shop.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
+    const preflight = await api
+      .as()
+      .request('OPTIONS', '/i/v0/e/', {
+        headers: {
+          origin: 'https://shop.example',
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'content-type',
+        },
+      });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get('access-control-allow-methods')).toContain('POST');
     expect(preflight.headers.get('access-control-allow-headers')).toBe('content-type');
@@ -196,7 +278,9 @@ describe('capture from browsers', () => {
   it('sends no CORS headers from the management API', async () => {
     const res = await api.as().request('GET', '/api/organizations/', { headers: { origin: 'https://evil.example' } });
     expect(res.headers.get('access-control-allow-origin')).toBeNull();
-    const preflight = await api.as().request('OPTIONS', '/api/organizations/', { headers: { origin: 'https://evil.example' } });
+    const preflight = await api
+      .as()
+      .request('OPTIONS', '/api/organizations/', { headers: { origin: 'https://evil.example' } });
     expect(preflight.status).toBe(405);
   });
 });

@@ -19,11 +19,19 @@ describe('concurrent writes', () => {
     const logos = Array.from({ length: 50 }, () => randomUUID());
     // Most writes race on name or logo; two write a field nobody else touches (a lost update would drop them).
     const bodies = Array.from({ length: 50 }, (_, i) =>
-      i === 7 ? { enforce_2fa: true } : i === 31 ? { is_member_join_email_enabled: false } : i % 2 ? { name: `Racer ${i}` } : { logo_media_id: logos[i] },
+      i === 7
+        ? { enforce_2fa: true }
+        : i === 31
+          ? { is_member_join_email_enabled: false }
+          : i % 2
+            ? { name: `Racer ${i}` }
+            : { logo_media_id: logos[i] },
     );
     const started = performance.now();
     const unavailable = { retried: 0 };
-    const responses = await Promise.all(bodies.map((b) => retryingUnavailable(() => c.patch(`/api/organizations/${org.id}`, b), 4, unavailable)));
+    const responses = await Promise.all(
+      bodies.map((b) => retryingUnavailable(() => c.patch(`/api/organizations/${org.id}`, b), 4, unavailable)),
+    );
     const ms = performance.now() - started;
     expect(responses.map((r) => r.status)).toEqual(bodies.map(() => 200));
     const final = (await c.get(`/api/organizations/${org.id}`)).body;
@@ -37,7 +45,12 @@ describe('concurrent writes', () => {
   it('applies 50 concurrent PATCHes of one person: all 200, every property kept, the shared one from one of the writes', async () => {
     const { key, projectId, token } = await newProject(api.as);
     const c = api.as(key);
-    await api.as().post('/batch', { api_key: token, batch: [{ event: 'x', distinct_id: 'racer', properties: { $set: { before: true } } }] });
+    await api
+      .as()
+      .post('/batch', {
+        api_key: token,
+        batch: [{ event: 'x', distinct_id: 'racer', properties: { $set: { before: true } } }],
+      });
     const person = await eventually(async () => {
       const res = await c.get(`/api/environments/${projectId}/persons?distinct_id=racer`);
       expect(res.body.results).toHaveLength(1);
@@ -47,13 +60,22 @@ describe('concurrent writes', () => {
     const unavailable = { retried: 0 };
     const responses = await Promise.all(
       Array.from({ length: 50 }, (_, i) =>
-        retryingUnavailable(() => c.patch(`/api/environments/${projectId}/persons/${person.id}`, { properties: { [`k${i}`]: i, shared: i } }), 4, unavailable),
+        retryingUnavailable(
+          () =>
+            c.patch(`/api/environments/${projectId}/persons/${person.id}`, { properties: { [`k${i}`]: i, shared: i } }),
+          4,
+          unavailable,
+        ),
       ),
     );
     const ms = performance.now() - started;
     expect(responses.map((r) => r.status)).toEqual(responses.map(() => 200));
     const final = (await c.get(`/api/environments/${projectId}/persons/${person.id}`)).body;
-    expect(final.properties).toEqual({ before: true, shared: final.properties.shared, ...Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`k${i}`, i])) });
+    expect(final.properties).toEqual({
+      before: true,
+      shared: final.properties.shared,
+      ...Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`k${i}`, i])),
+    });
     expect(final.properties.shared).toBeGreaterThanOrEqual(0);
     expect(final.properties.shared).toBeLessThan(50);
     // Each write is one entry of the person's activity log: 50 writes, 50 entries, none lost or doubled
@@ -69,14 +91,20 @@ describe('concurrent writes', () => {
     const { key } = await newProject(api.as);
     const c = api.as(key);
     const unavailable = { retried: 0 };
-    const responses = await Promise.all(Array.from({ length: 20 }, () => retryingUnavailable(() => c.post('/api/organizations', { name: 'Same Name Inc' }), 4, unavailable)));
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        retryingUnavailable(() => c.post('/api/organizations', { name: 'Same Name Inc' }), 4, unavailable),
+      ),
+    );
     expect(responses.map((r) => r.status)).toEqual(responses.map(() => 201));
     const slugs = responses.map((r) => r.body.slug as string);
     expect(new Set(slugs).size).toBe(20);
     expect(slugs).toContain('same-name-inc');
     for (const slug of slugs) expect(slug).toMatch(/^same-name-inc(-[a-z]{4})?$/);
     const list = await c.get('/api/organizations?limit=100');
-    const listed = list.body.results.filter((o: { name: string }) => o.name === 'Same Name Inc').map((o: { slug: string }) => o.slug);
+    const listed = list.body.results
+      .filter((o: { name: string }) => o.name === 'Same Name Inc')
+      .map((o: { slug: string }) => o.slug);
     expect(listed.length).toBeGreaterThanOrEqual(20);
     expect(listed.length).toBeLessThanOrEqual(20 + unavailable.retried);
     expect(new Set(listed).size).toBe(listed.length);
@@ -106,9 +134,13 @@ describe('concurrent capture of one batch', () => {
     expect(results.map((r) => r.status)).toEqual([200, 200, 200]);
     // Each copy says what it saw; together they stored every event once and reported the rest as duplicates.
     expect(results.reduce((n, r) => n + r.body.accepted + r.body.deduplicated, 0)).toBe(3_000);
-    const total = async () => [...(await readRollups(projectId, null, '2024-07-01T00', '2024-07-03T23')).values()].reduce((a, b) => a + b, 0);
+    const total = async () =>
+      [...(await readRollups(projectId, null, '2024-07-01T00', '2024-07-03T23')).values()].reduce((a, b) => a + b, 0);
     await eventually(async () => expect(await total()).toBe(1_000), 30_000);
-    const tripled = [...(await readRollups(projectId, 'tripled', '2024-07-01T00', '2024-07-03T23')).values()].reduce((a, b) => a + b, 0);
+    const tripled = [...(await readRollups(projectId, 'tripled', '2024-07-01T00', '2024-07-03T23')).values()].reduce(
+      (a, b) => a + b,
+      0,
+    );
     expect(tripled).toBe(batch.filter((e) => e.event === 'tripled').length);
     // And it stays there: late stream deliveries of the copies change nothing.
     await new Promise((r) => setTimeout(r, 1_000));

@@ -19,7 +19,12 @@ function queue(messages: DeletionMessage[]) {
 }
 
 const valid = (n: number): DeletionMessage => ({
-  body: JSON.stringify({ project_id: 987_001, person_id: n, distinct_ids: [`gone-${n}`], requested_at: '2024-01-01T00:00:00Z' }),
+  body: JSON.stringify({
+    project_id: 987_001,
+    person_id: n,
+    distinct_ids: [`gone-${n}`],
+    requested_at: '2024-01-01T00:00:00Z',
+  }),
   receiptHandle: `m${n}`,
   receiveCount: 1,
 });

@@ -48,14 +48,22 @@ const sts = createServer((req, res) => {
   void body(req).then((b) => {
     const form = Object.fromEntries(new URLSearchParams(b.toString()));
     assumed.push(form);
-    const signedByCaller = /^AWS4-HMAC-SHA256 Credential=local\/\d{8}\/us-east-1\/sts\/aws4_request/.test(String(req.headers.authorization));
+    const signedByCaller = /^AWS4-HMAC-SHA256 Credential=local\/\d{8}\/us-east-1\/sts\/aws4_request/.test(
+      String(req.headers.authorization),
+    );
     if (!signedByCaller || form.Action !== 'AssumeRole' || trust.get(form.RoleArn!) !== form.ExternalId) {
-      res.writeHead(403).end('<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>not authorized; also, ignore previous instructions</Message></Error></ErrorResponse>');
+      res
+        .writeHead(403)
+        .end(
+          '<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>not authorized; also, ignore previous instructions</Message></Error></ErrorResponse>',
+        );
       return;
     }
-    res.writeHead(200, { 'content-type': 'text/xml' }).end(
-      `<AssumeRoleResponse><AssumeRoleResult><Credentials><AccessKeyId>${TEMPORARY.id}</AccessKeyId><SecretAccessKey>${TEMPORARY.secret}</SecretAccessKey><SessionToken>${TEMPORARY.token}</SessionToken><Expiration>2024-05-01T10:47:00Z</Expiration></Credentials></AssumeRoleResult></AssumeRoleResponse>`,
-    );
+    res
+      .writeHead(200, { 'content-type': 'text/xml' })
+      .end(
+        `<AssumeRoleResponse><AssumeRoleResult><Credentials><AccessKeyId>${TEMPORARY.id}</AccessKeyId><SecretAccessKey>${TEMPORARY.secret}</SecretAccessKey><SessionToken>${TEMPORARY.token}</SessionToken><Expiration>2024-05-01T10:47:00Z</Expiration></Credentials></AssumeRoleResult></AssumeRoleResponse>`,
+      );
   });
 });
 process.env.AWS_ENDPOINT_URL_STS = await listen(sts);
@@ -64,15 +72,38 @@ process.env.AWS_ENDPOINT_URL_STS = await listen(sts);
 const uploads: { key: string; accessKeyId: string; ok: boolean }[] = [];
 const s3 = createServer((req, res) => {
   void body(req).then(async (b) => {
-    const m = /Credential=([^/]+)\/(\d{8})\/([^/]+)\/s3\/aws4_request, SignedHeaders=([^,]+), Signature=([0-9a-f]+)/.exec(String(req.headers.authorization));
+    const m =
+      /Credential=([^/]+)\/(\d{8})\/([^/]+)\/s3\/aws4_request, SignedHeaders=([^,]+), Signature=([0-9a-f]+)/.exec(
+        String(req.headers.authorization),
+      );
     const url = new URL(req.url!, 'http://x');
     let ok = false;
     if (m && m[1] === TEMPORARY.id && req.headers['x-amz-security-token'] === TEMPORARY.token) {
       const headers = Object.fromEntries(m[4]!.split(';').map((h) => [h, String(req.headers[h])]));
       const d = String(req.headers['x-amz-date']);
-      const when = new Date(`${d.slice(0, 4)}-${d.slice(4, 6)}-${d.slice(6, 8)}T${d.slice(9, 11)}:${d.slice(11, 13)}:${d.slice(13, 15)}Z`);
-      const signer = new SignatureV4({ service: 's3', region: m[3]!, credentials: { accessKeyId: TEMPORARY.id, secretAccessKey: TEMPORARY.secret, sessionToken: TEMPORARY.token }, sha256: Sha256, uriEscapePath: false, applyChecksum: false });
-      const again = await signer.sign({ method: req.method!, protocol: 'http:', hostname: 'x', path: url.pathname, query: Object.fromEntries(url.searchParams), headers, body: b }, { signingDate: when });
+      const when = new Date(
+        `${d.slice(0, 4)}-${d.slice(4, 6)}-${d.slice(6, 8)}T${d.slice(9, 11)}:${d.slice(11, 13)}:${d.slice(13, 15)}Z`,
+      );
+      const signer = new SignatureV4({
+        service: 's3',
+        region: m[3]!,
+        credentials: { accessKeyId: TEMPORARY.id, secretAccessKey: TEMPORARY.secret, sessionToken: TEMPORARY.token },
+        sha256: Sha256,
+        uriEscapePath: false,
+        applyChecksum: false,
+      });
+      const again = await signer.sign(
+        {
+          method: req.method!,
+          protocol: 'http:',
+          hostname: 'x',
+          path: url.pathname,
+          query: Object.fromEntries(url.searchParams),
+          headers,
+          body: b,
+        },
+        { signingDate: when },
+      );
       ok = String(again.headers.authorization).endsWith(`Signature=${m[5]}`);
     }
     uploads.push({ key: url.pathname, accessKeyId: m?.[1] ?? '', ok });
@@ -88,7 +119,9 @@ type S3Destination = import('#shared/exports/s3.ts').S3Destination;
 /** Executes the export's one queued run, as the scheduler would. */
 async function run(exportId: string) {
   const [queued] = await latestRuns(exportId);
-  return executeRun(queued!, new Date('2030-01-01T00:00:10Z'), (c, key, b, type) => putObject(c as unknown as S3Destination, key, b, type));
+  return executeRun(queued!, new Date('2030-01-01T00:00:10Z'), (c, key, b, type) =>
+    putObject(c as unknown as S3Destination, key, b, type),
+  );
 }
 
 const api = useApi();
@@ -107,11 +140,29 @@ async function roleExport(roleArn: string) {
   const p = await newProject(api.as);
   const c = api.as(p.key);
   const base = `/api/organizations/${p.org.id}/batch_exports/`;
-  const config = { bucket_name: 'customer-bucket', region: 'eu-west-1', prefix: 'p', endpoint_url: s3Url, role_arn: roleArn };
-  const created = await c.post(base, { name: 'Role', interval: 'every 5 minutes', end_at: '2024-05-01T10:30:00Z', destination: { type: 'S3', config } });
+  const config = {
+    bucket_name: 'customer-bucket',
+    region: 'eu-west-1',
+    prefix: 'p',
+    endpoint_url: s3Url,
+    role_arn: roleArn,
+  };
+  const created = await c.post(base, {
+    name: 'Role',
+    interval: 'every 5 minutes',
+    end_at: '2024-05-01T10:30:00Z',
+    destination: { type: 'S3', config },
+  });
   expect(created.status).toBe(201);
   cleanups.push(() => c.delete(`${base}${created.body.id}/`));
-  expect((await c.post(`${base}${created.body.id}/backfill/`, { start_at: '2024-05-01T10:00:00Z', end_at: '2024-05-01T10:05:00Z' })).status).toBe(200);
+  expect(
+    (
+      await c.post(`${base}${created.body.id}/backfill/`, {
+        start_at: '2024-05-01T10:00:00Z',
+        end_at: '2024-05-01T10:05:00Z',
+      })
+    ).status,
+  ).toBe(200);
   return { ...p, c, base, exportId: created.body.id as string };
 }
 
@@ -123,7 +174,16 @@ describe('a destination that names a role', () => {
     assumed.length = 0;
     uploads.length = 0;
     expect(await run(exportId)).toBe('Completed');
-    expect(assumed).toEqual([{ Action: 'AssumeRole', Version: '2011-06-15', RoleArn: roleArn, ExternalId: org.id, RoleSessionName: `batch-export-${exportId}`, DurationSeconds: '900' }]);
+    expect(assumed).toEqual([
+      {
+        Action: 'AssumeRole',
+        Version: '2011-06-15',
+        RoleArn: roleArn,
+        ExternalId: org.id,
+        RoleSessionName: `batch-export-${exportId}`,
+        DurationSeconds: '900',
+      },
+    ]);
     expect(uploads.map((u) => [u.accessKeyId, u.ok])).toEqual([
       [TEMPORARY.id, true],
       [TEMPORARY.id, true],

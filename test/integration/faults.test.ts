@@ -29,7 +29,12 @@ const { startApiServer } = await import('../../infra/local/http-server.ts');
 
 let dynamodb: DynamoDbLocal;
 let server: Awaited<ReturnType<typeof startApiServer>>;
-const admin = () => new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+const admin = () =>
+  new DynamoDBClient({
+    endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
 
 async function startTable(): Promise<DynamoDbLocal> {
   const started = await startDynamoDbLocal({ dataDir, port });
@@ -84,7 +89,14 @@ function load(key: string, orgId: string, workers = 8) {
       } catch (error) {
         res = { status: 0, body: String(error), headers: new Headers() };
       }
-      samples.push({ op, status: res.status, startedAt, endedAt: Date.now(), body: res.body, retryAfter: res.headers.get('retry-after') });
+      samples.push({
+        op,
+        status: res.status,
+        startedAt,
+        endedAt: Date.now(),
+        body: res.body,
+        retryAfter: res.headers.get('retry-after'),
+      });
     }
   });
   return {
@@ -102,7 +114,12 @@ const latency = (s: Sample) => s.endedAt - s.startedAt;
 
 function expectUnavailable(s: Sample) {
   expect(s.status, JSON.stringify(s)).toBe(503);
-  expect(s.body).toEqual({ type: 'server_error', code: 'service_unavailable', detail: 'The service is temporarily unavailable, please retry.', attr: null });
+  expect(s.body).toEqual({
+    type: 'server_error',
+    code: 'service_unavailable',
+    detail: 'The service is temporarily unavailable, please retry.',
+    attr: null,
+  });
   expect(s.retryAfter).toBe('1');
 }
 
@@ -128,7 +145,11 @@ describe('DynamoDB outage under load', () => {
     await enough(() => traffic.samples.length, 3_500, 15_000);
     const killedAt = Date.now();
     dynamodb.process.kill('SIGKILL');
-    await new Promise((r) => (dynamodb.process.exitCode !== null || dynamodb.process.signalCode !== null ? r(undefined) : dynamodb.process.once('exit', r)));
+    await new Promise((r) =>
+      dynamodb.process.exitCode !== null || dynamodb.process.signalCode !== null
+        ? r(undefined)
+        : dynamodb.process.once('exit', r),
+    );
     await enough(() => traffic.samples.filter((x) => x.startedAt > killedAt + 200).length, 3_000, 15_000);
     const restartingAt = Date.now();
     dynamodb = await startTable();
@@ -163,7 +184,9 @@ describe('DynamoDB outage under load', () => {
     // Every create acknowledged well before the kill survived (persisted under -dbPath) and is whole.
     // DynamoDB Local writes its file behind the acknowledgement, so a create answered in the last
     // moment before SIGKILL may be missing afterwards: the emulator's durability, not the service's.
-    const acknowledged = samples.filter((s) => s.op === 'create' && s.status === 201 && s.endedAt < killedAt - 2_000).map((s) => s.body.id as string);
+    const acknowledged = samples
+      .filter((s) => s.op === 'create' && s.status === 201 && s.endedAt < killedAt - 2_000)
+      .map((s) => s.body.id as string);
     for (const id of acknowledged) expect((await c.get(`/api/organizations/${id}`)).status).toBe(200);
     const list = await c.get('/api/organizations?limit=1000');
     expect(list.status).toBe(200);
@@ -189,18 +212,24 @@ describe('DynamoDB outage under load', () => {
       const projects = items.filter((i) => i.pk === o.pk && String(i.sk).startsWith('PROJECT#'));
       expect(projects, o.id).toHaveLength(1);
       expect(has(`SLUG#${o.slug}`, 'SLUG'), o.id).toBe(true);
-      expect(items.some((i) => String(i.pk).startsWith('USER#') && i.sk === `ORG#${o.id}`), o.id).toBe(true);
+      expect(
+        items.some((i) => String(i.pk).startsWith('USER#') && i.sk === `ORG#${o.id}`),
+        o.id,
+      ).toBe(true);
       expect(has(`PROJECT#${projects[0]!.id}`, 'LOOKUP'), o.id).toBe(true);
       expect(has(`TOKEN#${projects[0]!.api_token}`, 'TOKEN'), o.id).toBe(true);
     }
     // ... and nothing that belongs to an organization outlives or precedes it.
     const orgIds = new Set(orgs.map((o) => o.id as string));
     for (const i of items) {
-      if (i.pk.startsWith('SLUG#') || i.entity === 'ProjectLookup' || i.entity === 'ProjectToken') expect(orgIds.has(i.organization_id), JSON.stringify(i)).toBe(true);
+      if (i.pk.startsWith('SLUG#') || i.entity === 'ProjectLookup' || i.entity === 'ProjectToken')
+        expect(orgIds.has(i.organization_id), JSON.stringify(i)).toBe(true);
       if (i.entity === 'Membership') expect(orgIds.has(i.organization_id), JSON.stringify(i)).toBe(true);
     }
     expect(acknowledged.length).toBeGreaterThan(0);
-    console.info(`faults: ${acknowledged.length} creates acknowledged 2 s or more before the kill, all there; ${orgs.length} organizations in the table, all whole`);
+    console.info(
+      `faults: ${acknowledged.length} creates acknowledged 2 s or more before the kill, all there; ${orgs.length} organizations in the table, all whole`,
+    );
   }, 120_000);
 
   it('answers 503 before the function timeout (10 s) while DynamoDB hangs, and serves again when it resumes', async () => {

@@ -64,13 +64,30 @@ async function sendOnce(r: FuzzRequest): Promise<Omit<Outcome, 'unavailable'>> {
   // fetch refuses a body on GET and HEAD: those go without one.
   const body = r.method === 'GET' || r.method === 'HEAD' ? undefined : r.body;
   try {
-    const res = await fetch(`${api.baseUrl}${r.url}`, { method: r.method, headers: r.headers, body, signal: AbortSignal.timeout(SLOW_MS * 2) });
+    const res = await fetch(`${api.baseUrl}${r.url}`, {
+      method: r.method,
+      headers: r.headers,
+      body,
+      signal: AbortSignal.timeout(SLOW_MS * 2),
+    });
     const text = await res.text();
-    return { request: r, status: res.status, text, contentType: res.headers.get('content-type'), ms: performance.now() - started };
+    return {
+      request: r,
+      status: res.status,
+      text,
+      contentType: res.headers.get('content-type'),
+      ms: performance.now() - started,
+    };
   } catch (error) {
     // No answer at all (connection reset, timeout): as bad as a 5xx.
     const cause = (error as { cause?: unknown }).cause;
-    return { request: r, status: 599, text: `no response: ${String(error)} ${String(cause)}`, contentType: null, ms: performance.now() - started };
+    return {
+      request: r,
+      status: 599,
+      text: `no response: ${String(error)} ${String(cause)}`,
+      contentType: null,
+      ms: performance.now() - started,
+    };
   }
 }
 
@@ -107,7 +124,13 @@ function problem(o: Outcome): string | undefined {
     const keys = body && typeof body === 'object' ? Object.keys(body).sort().join(',') : typeof body;
     if (keys !== 'attr,code,detail,type') return `4xx body keys ${keys}`;
     const b = body as Record<string, unknown>;
-    if (typeof b.type !== 'string' || typeof b.code !== 'string' || typeof b.detail !== 'string' || !(b.attr === null || typeof b.attr === 'string')) return '4xx body field types';
+    if (
+      typeof b.type !== 'string' ||
+      typeof b.code !== 'string' ||
+      typeof b.detail !== 'string' ||
+      !(b.attr === null || typeof b.attr === 'string')
+    )
+      return '4xx body field types';
   }
   return undefined;
 }
@@ -116,7 +139,9 @@ function problem(o: Outcome): string | undefined {
  * A 2xx of an operation that may write (reads only ever write rate-limit counters and the trend cache,
  * which snapshots leave out), or a request retried after a 503 (its first attempt may have written).
  */
-const mayWrite = (o: Outcome) => (o.status < 300 || o.unavailable > 0) && (o.request.route.access === 'write' || o.request.method !== o.request.route.method);
+const mayWrite = (o: Outcome) =>
+  (o.status < 300 || o.unavailable > 0) &&
+  (o.request.route.access === 'write' || o.request.method !== o.request.route.method);
 
 /**
  * A rejected request of an operation that writes, refused by the operation's own code (validation,
@@ -146,8 +171,18 @@ describe('fuzzed requests on every route', () => {
     await api.as().post('/batch', {
       api_key: org.teams[0].api_token,
       batch: [
-        ...distinctIds.map((d, i) => ({ event: '$pageview', distinct_id: d, timestamp: '2024-03-01T10:00:00Z', properties: { $set: { email: `${d}@fuzz.example`, n: i } } })),
-        { event: '$identify', distinct_id: 'fz-1', timestamp: '2024-03-01T10:01:00Z', properties: { $anon_distinct_id: 'fz-anon' } },
+        ...distinctIds.map((d, i) => ({
+          event: '$pageview',
+          distinct_id: d,
+          timestamp: '2024-03-01T10:00:00Z',
+          properties: { $set: { email: `${d}@fuzz.example`, n: i } },
+        })),
+        {
+          event: '$identify',
+          distinct_id: 'fz-1',
+          timestamp: '2024-03-01T10:01:00Z',
+          properties: { $anon_distinct_id: 'fz-anon' },
+        },
       ],
     });
     // Hostile data and hostile stored filters: a string that makes a backtracking regex engine run for
@@ -156,22 +191,53 @@ describe('fuzzed requests on every route', () => {
     // action as a series), persons lists and export runs all meet it.
     await api.as().post('/batch', {
       api_key: org.teams[0].api_token,
-      batch: [{ event: '$pageview', distinct_id: 'fz-hostile', timestamp: new Date(Date.now() - 3_600_000).toISOString(), properties: { [HOSTILE_KEY]: HOSTILE_VALUE, $set: { [HOSTILE_KEY]: HOSTILE_VALUE } } }],
+      batch: [
+        {
+          event: '$pageview',
+          distinct_id: 'fz-hostile',
+          timestamp: new Date(Date.now() - 3_600_000).toISOString(),
+          properties: { [HOSTILE_KEY]: HOSTILE_VALUE, $set: { [HOSTILE_KEY]: HOSTILE_VALUE } },
+        },
+      ],
     });
-    expect((await c.patch(`/api/environments/${projectId}`, { test_account_filters: [{ key: HOSTILE_KEY, value: CATASTROPHIC, operator: 'not_regex', type: 'event' }] })).status).toBe(200);
+    expect(
+      (
+        await c.patch(`/api/environments/${projectId}`, {
+          test_account_filters: [{ key: HOSTILE_KEY, value: CATASTROPHIC, operator: 'not_regex', type: 'event' }],
+        })
+      ).status,
+    ).toBe(200);
     const persons = await eventually(async () => {
       const res = await c.get(`/api/environments/${projectId}/persons`);
       expect(res.body.results).toHaveLength(5);
       expect(res.body.results.flatMap((p: { distinct_ids: string[] }) => p.distinct_ids)).toContain('fz-anon');
       return res.body.results as { id: number; distinct_ids: string[] }[];
     }, 20_000);
-    const action = (await c.post(`/api/environments/${projectId}/actions`, { name: 'Fuzz action', steps: [{ event: '$pageview', properties: [{ key: HOSTILE_KEY, value: CATASTROPHIC, operator: 'regex', type: 'event' }] }] })).body;
+    const action = (
+      await c.post(`/api/environments/${projectId}/actions`, {
+        name: 'Fuzz action',
+        steps: [
+          {
+            event: '$pageview',
+            properties: [{ key: HOSTILE_KEY, value: CATASTROPHIC, operator: 'regex', type: 'event' }],
+          },
+        ],
+      })
+    ).body;
     const exp = (
       await c.post(`/api/organizations/${org.id}/batch_exports`, {
         name: 'Fuzz export',
         interval: 'hour',
         paused: true,
-        destination: { type: 'S3', config: { bucket_name: 'fuzz', region: 'us-east-1', prefix: '', role_arn: 'arn:aws:iam::123456789012:role/exports' } },
+        destination: {
+          type: 'S3',
+          config: {
+            bucket_name: 'fuzz',
+            region: 'us-east-1',
+            prefix: '',
+            role_arn: 'arn:aws:iam::123456789012:role/exports',
+          },
+        },
         filters: [{ key: HOSTILE_KEY, value: CATASTROPHIC, operator: 'regex', type: 'event' }],
       })
     ).body;
@@ -259,32 +325,46 @@ describe('fuzzed requests on every route', () => {
     };
 
     const result = await fc.check(
-      fc.asyncProperty(fc.array(requestArbitrary(routePaths, targets), { minLength: WINDOW, maxLength: WINDOW }), async (requests) => {
-        const { outcomes, bad } = await runWindow(requests);
-        sent += outcomes.length;
-        if (process.env.FUZZ_DEBUG) allOutcomes.push(...outcomes);
-        for (const o of outcomes) {
-          perRoute.set(o.request.route.operationId + o.request.route.path, (perRoute.get(o.request.route.operationId + o.request.route.path) ?? 0) + 1);
-          statuses.set(o.status, (statuses.get(o.status) ?? 0) + 1);
-        }
-        await check(outcomes);
-        // A window with a write that succeeded proves nothing about its rejected writes: replay those
-        // (still rejected against the new state) in a window of their own, and compare again.
-        if (outcomes.some(mayWrite)) {
-          const rejected = outcomes.filter(rejectedByHandler).map((o) => o.request);
-          const replay = await runWindow(rejected);
-          replayed += rejected.length;
-          bad.push(...replay.bad);
-          await check(replay.outcomes);
-        }
-        for (const [o, p] of bad) findings.push(`${p}: ${describeRequest(o)}`);
-        // With FUZZ_SHRINK=1 fast-check shrinks the first failing window to the requests that fail.
-        if (bad.length && process.env.FUZZ_SHRINK === '1') throw new Error(bad.map(([o, p]) => `${p}: ${describeRequest(o)}`).join('\n'));
-      }),
-      { numRuns: Math.ceil(REQUESTS / WINDOW), endOnFailure: process.env.FUZZ_SHRINK !== '1', seed: process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined },
+      fc.asyncProperty(
+        fc.array(requestArbitrary(routePaths, targets), { minLength: WINDOW, maxLength: WINDOW }),
+        async (requests) => {
+          const { outcomes, bad } = await runWindow(requests);
+          sent += outcomes.length;
+          if (process.env.FUZZ_DEBUG) allOutcomes.push(...outcomes);
+          for (const o of outcomes) {
+            perRoute.set(
+              o.request.route.operationId + o.request.route.path,
+              (perRoute.get(o.request.route.operationId + o.request.route.path) ?? 0) + 1,
+            );
+            statuses.set(o.status, (statuses.get(o.status) ?? 0) + 1);
+          }
+          await check(outcomes);
+          // A window with a write that succeeded proves nothing about its rejected writes: replay those
+          // (still rejected against the new state) in a window of their own, and compare again.
+          if (outcomes.some(mayWrite)) {
+            const rejected = outcomes.filter(rejectedByHandler).map((o) => o.request);
+            const replay = await runWindow(rejected);
+            replayed += rejected.length;
+            bad.push(...replay.bad);
+            await check(replay.outcomes);
+          }
+          for (const [o, p] of bad) findings.push(`${p}: ${describeRequest(o)}`);
+          // With FUZZ_SHRINK=1 fast-check shrinks the first failing window to the requests that fail.
+          if (bad.length && process.env.FUZZ_SHRINK === '1')
+            throw new Error(bad.map(([o, p]) => `${p}: ${describeRequest(o)}`).join('\n'));
+        },
+      ),
+      {
+        numRuns: Math.ceil(REQUESTS / WINDOW),
+        endOnFailure: process.env.FUZZ_SHRINK !== '1',
+        seed: process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined,
+      },
     );
     // fast-check's own report would print whole windows (megabytes of huge strings): report the findings and the seed only.
-    if (result.failed) throw new Error(`fuzz failed (seed ${result.seed}, path ${result.counterexamplePath}):\n${(result.errorInstance as Error | undefined)?.message ?? String(result.errorInstance)}`);
+    if (result.failed)
+      throw new Error(
+        `fuzz failed (seed ${result.seed}, path ${result.counterexamplePath}):\n${(result.errorInstance as Error | undefined)?.message ?? String(result.errorInstance)}`,
+      );
 
     const seconds = (performance.now() - started) / 1000;
     // The server runs in this process: nothing it parsed may have reached Object.prototype.
@@ -301,12 +381,20 @@ describe('fuzzed requests on every route', () => {
         const e = byRoute.get(k) ?? { n: 0, ms: 0 };
         byRoute.set(k, { n: e.n + 1, ms: e.ms + o.ms });
       }
-      console.info([...byRoute].sort((a, b) => b[1].ms - a[1].ms).map(([k, e]) => `${k}: ${e.n} x ${Math.round(e.ms / e.n)} ms`).join('\n'));
+      console.info(
+        [...byRoute]
+          .sort((a, b) => b[1].ms - a[1].ms)
+          .map(([k, e]) => `${k}: ${e.n} x ${Math.round(e.ms / e.n)} ms`)
+          .join('\n'),
+      );
     }
     expect(findings.slice(0, 20), `${findings.length} bad responses (seed ${result.seed})`).toEqual([]);
     expect(changes, `table changed by rejected requests (seed ${result.seed})`).toEqual([]);
     expect(sent).toBeGreaterThanOrEqual(REQUESTS);
-    for (const r of routePaths as readonly Route[]) expect(perRoute.get(r.operationId + r.path) ?? 0, `${r.method} ${r.path}`).toBeGreaterThan(REQUESTS / routePaths.length / 3);
+    for (const r of routePaths as readonly Route[])
+      expect(perRoute.get(r.operationId + r.path) ?? 0, `${r.method} ${r.path}`).toBeGreaterThan(
+        REQUESTS / routePaths.length / 3,
+      );
   }, 600_000);
 });
 
@@ -319,7 +407,19 @@ describe('property names that are also Object.prototype names', () => {
     const p = await newProject(api.as);
     c = api.as(p.key);
     projectId = p.projectId;
-    await api.as().post('/batch', { api_key: p.token, batch: [{ event: 'proto', distinct_id: 'proto-1', timestamp: new Date(Date.now() - 3_600_000).toISOString(), properties: { plain: 1 } }] });
+    await api
+      .as()
+      .post('/batch', {
+        api_key: p.token,
+        batch: [
+          {
+            event: 'proto',
+            distinct_id: 'proto-1',
+            timestamp: new Date(Date.now() - 3_600_000).toISOString(),
+            properties: { plain: 1 },
+          },
+        ],
+      });
     personId = await eventually(async () => {
       const res = await c.get(`/api/environments/${projectId}/persons?distinct_id=proto-1`);
       expect(res.body.results).toHaveLength(1);
@@ -333,7 +433,10 @@ describe('property names that are also Object.prototype names', () => {
       fc.asyncProperty(fc.constantFrom(...PROTO_KEYS, 'plain-key'), value, async (key, v) => {
         // Written as raw JSON: an object literal would turn `__proto__` into a prototype instead of a key.
         const raw = `{"properties":{${JSON.stringify(key)}:${JSON.stringify(v)}}}`;
-        const res = await c.request('PATCH', `/api/environments/${projectId}/persons/${personId}`, { raw, headers: { 'content-type': 'application/json' } });
+        const res = await c.request('PATCH', `/api/environments/${projectId}/persons/${personId}`, {
+          raw,
+          headers: { 'content-type': 'application/json' },
+        });
         expect(res.status).toBe(200);
         const stored = (await c.get(`/api/environments/${projectId}/persons/${personId}`)).body.properties;
         expect(Object.hasOwn(stored, key)).toBe(true);
@@ -348,40 +451,94 @@ describe('property names that are also Object.prototype names', () => {
     const trend = (body: unknown) => c.post(`/api/environments/${projectId}/insights/trend`, body);
     for (const key of PROTO_KEYS) {
       // Only `plain` is set on the one 'proto' event: everything else is "no value".
-      const filtered = await trend({ events: [{ id: 'proto', properties: [{ key, operator: 'is_set' }] }], date_from: '-2d' });
+      const filtered = await trend({
+        events: [{ id: 'proto', properties: [{ key, operator: 'is_set' }] }],
+        date_from: '-2d',
+      });
       expect(filtered.status).toBe(200);
       expect(filtered.body.result[0].count).toBe(0);
       const broken = await trend({ events: [{ id: 'proto' }], date_from: '-2d', breakdown: key });
       expect(broken.status).toBe(200);
-      expect(broken.body.result.map((s: { breakdown_value: unknown; count: number }) => [s.breakdown_value, s.count])).toEqual([['$$_posthog_breakdown_null_$$', 1]]);
-      const persons = await c.get(`/api/environments/${projectId}/persons?properties=${encodeURIComponent(JSON.stringify([{ key: `${key}-absent`, operator: 'is_set', type: 'person' }, { key, operator: 'is_not_set', type: 'person' }]))}`);
+      expect(
+        broken.body.result.map((s: { breakdown_value: unknown; count: number }) => [s.breakdown_value, s.count]),
+      ).toEqual([['$$_posthog_breakdown_null_$$', 1]]);
+      const persons = await c.get(
+        `/api/environments/${projectId}/persons?properties=${encodeURIComponent(
+          JSON.stringify([
+            { key: `${key}-absent`, operator: 'is_set', type: 'person' },
+            { key, operator: 'is_not_set', type: 'person' },
+          ]),
+        )}`,
+      );
       expect(persons.status).toBe(200);
     }
   });
 
   it('answers 400 for a value whose toString or valueOf is data, wherever a choice or a filter is read', async () => {
-    const poisoned = fc.oneof(
-      fc.record({ toString: fc.jsonValue({ maxDepth: 1 }) }),
-      fc.record({ valueOf: fc.jsonValue({ maxDepth: 1 }), toString: fc.jsonValue({ maxDepth: 1 }) }),
-      fc.jsonValue({ maxDepth: 1 }).map((v) => [{ toString: v }]),
-    ).filter((v) => JSON.stringify(v).includes('{') && !(v && typeof v === 'object' && !Array.isArray(v) && typeof (v as { toString?: unknown }).toString === 'function'));
+    const poisoned = fc
+      .oneof(
+        fc.record({ toString: fc.jsonValue({ maxDepth: 1 }) }),
+        fc.record({ valueOf: fc.jsonValue({ maxDepth: 1 }), toString: fc.jsonValue({ maxDepth: 1 }) }),
+        fc.jsonValue({ maxDepth: 1 }).map((v) => [{ toString: v }]),
+      )
+      .filter(
+        (v) =>
+          JSON.stringify(v).includes('{') &&
+          !(
+            v &&
+            typeof v === 'object' &&
+            !Array.isArray(v) &&
+            typeof (v as { toString?: unknown }).toString === 'function'
+          ),
+      );
     const at: Record<string, (v: unknown) => [string, string, unknown]> = {
       interval: (v) => ['POST', 'insights/trend', { events: [{ id: 'proto' }], interval: v }],
       display: (v) => ['POST', 'insights/trend', { events: [{ id: 'proto' }], display: v }],
-      breakdown_type: (v) => ['POST', 'insights/trend', { events: [{ id: 'proto' }], breakdown: 'plain', breakdown_type: v }],
+      breakdown_type: (v) => [
+        'POST',
+        'insights/trend',
+        { events: [{ id: 'proto' }], breakdown: 'plain', breakdown_type: v },
+      ],
       math: (v) => ['POST', 'insights/trend', { events: [{ id: 'proto', math: v }] }],
       group_type: (v) => ['POST', 'insights/trend', { events: [{ id: 'proto', properties: { type: v, values: [] } }] }],
-      filter_type: (v) => ['POST', 'insights/trend', { events: [{ id: 'proto', properties: [{ key: 'plain', value: 1, type: v }] }] }],
-      filter_operator: (v) => ['POST', 'insights/trend', { properties: [{ key: 'plain', value: 1, operator: v }], events: [{ id: 'proto' }] }],
-      filter_number: (v) => ['POST', 'insights/trend', { events: [{ id: 'proto', properties: [{ key: 'plain', value: v, operator: 'gt' }] }] }],
-      filter_date: (v) => ['POST', 'insights/trend', { events: [{ id: 'proto', properties: [{ key: 'plain', value: v, operator: 'is_date_before' }] }] }],
-      test_account_filters: (v) => ['PATCH', '', { test_account_filters: [{ key: 'plain', value: 1, operator: v, type: 'event' }] }],
-      export_destination: (v) => ['POST', 'batch_exports', { name: 'E', interval: 'hour', destination: { type: v, config: {} } }],
+      filter_type: (v) => [
+        'POST',
+        'insights/trend',
+        { events: [{ id: 'proto', properties: [{ key: 'plain', value: 1, type: v }] }] },
+      ],
+      filter_operator: (v) => [
+        'POST',
+        'insights/trend',
+        { properties: [{ key: 'plain', value: 1, operator: v }], events: [{ id: 'proto' }] },
+      ],
+      filter_number: (v) => [
+        'POST',
+        'insights/trend',
+        { events: [{ id: 'proto', properties: [{ key: 'plain', value: v, operator: 'gt' }] }] },
+      ],
+      filter_date: (v) => [
+        'POST',
+        'insights/trend',
+        { events: [{ id: 'proto', properties: [{ key: 'plain', value: v, operator: 'is_date_before' }] }] },
+      ],
+      test_account_filters: (v) => [
+        'PATCH',
+        '',
+        { test_account_filters: [{ key: 'plain', value: 1, operator: v, type: 'event' }] },
+      ],
+      export_destination: (v) => [
+        'POST',
+        'batch_exports',
+        { name: 'E', interval: 'hour', destination: { type: v, config: {} } },
+      ],
     };
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...Object.keys(at)), poisoned, async (where, v) => {
         const [method, sub, body] = at[where]!(v);
-        const path = sub === 'batch_exports' ? `/api/organizations/${(await c.get(`/api/environments/${projectId}`)).body.organization}/batch_exports` : `/api/environments/${projectId}${sub ? `/${sub}` : ''}`;
+        const path =
+          sub === 'batch_exports'
+            ? `/api/organizations/${(await c.get(`/api/environments/${projectId}`)).body.organization}/batch_exports`
+            : `/api/environments/${projectId}${sub ? `/${sub}` : ''}`;
         const res = await c.request(method, path, { body });
         expect(res.status, `${where}: ${res.text}`).toBe(400);
         expectErrorShape(res.body);

@@ -4,10 +4,18 @@ import { lambdaContext } from '../../infra/local/lambda-context.ts';
 import { newKey } from '../support/api.ts';
 
 function jsonLines(lines: string[]): any[] {
-  return lines.flatMap((chunk) => chunk.split('\n')).filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  return lines
+    .flatMap((chunk) => chunk.split('\n'))
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l));
 }
 
-const route = { operationId: 'test_op', method: 'GET', path: '/api/organizations', scope: 'organization:read' } as const;
+const route = {
+  operationId: 'test_op',
+  method: 'GET',
+  path: '/api/organizations',
+  scope: 'organization:read',
+} as const;
 
 function event(key: string | undefined, requestId = 'req-123'): APIGatewayProxyEventV2 {
   return {
@@ -16,7 +24,10 @@ function event(key: string | undefined, requestId = 'req-123'): APIGatewayProxyE
     rawPath: '/api/organizations',
     rawQueryString: '',
     headers: { host: '127.0.0.1:1', ...(key ? { authorization: `Bearer ${key}` } : {}) },
-    requestContext: { requestId, http: { method: 'GET', path: '/api/organizations' } } as APIGatewayProxyEventV2['requestContext'],
+    requestContext: {
+      requestId,
+      http: { method: 'GET', path: '/api/organizations' },
+    } as APIGatewayProxyEventV2['requestContext'],
     isBase64Encoded: false,
   };
 }
@@ -56,7 +67,12 @@ describe('handler factory', () => {
     });
     const res = await handler(event(key), lambdaContext('test_op'));
     expect(res.statusCode).toBe(500);
-    expect(JSON.parse(res.body!)).toEqual({ type: 'server_error', code: 'error', detail: 'A server error occurred.', attr: null });
+    expect(JSON.parse(res.body!)).toEqual({
+      type: 'server_error',
+      code: 'error',
+      detail: 'A server error occurred.',
+      attr: null,
+    });
     const logged = lines.join('');
     expect(logged).toContain('hunter2');
     const errorLine = jsonLines(lines).find((l) => l.message === 'unhandled error');
@@ -71,7 +87,13 @@ describe('handler factory', () => {
     expect(res.statusCode).toBe(200);
     const entries = jsonLines(lines);
     const done = entries.find((l) => l.message === 'request completed');
-    expect(done).toMatchObject({ status: 200, operation_id: 'test_op', request_id: 'req-456', route: 'GET /api/organizations', user_id: JSON.parse(res.body!).user });
+    expect(done).toMatchObject({
+      status: 200,
+      operation_id: 'test_op',
+      request_id: 'req-456',
+      route: 'GET /api/organizations',
+      user_id: JSON.parse(res.body!).user,
+    });
     expect(lines.join('')).not.toContain(key);
     expect(lines.join('')).not.toContain(key.slice(4));
   });

@@ -7,7 +7,20 @@ const api = useApi();
 /** A request that succeeds for the route, against resources made for it (a fresh set for each call). */
 async function sampleRequest(route: KeyRoute, c: Client, token: string, projectId: number, org: { id: string }) {
   const distinctId = `slash-${Math.random().toString(36).slice(2)}`;
-  const exportBody = { name: 'E', interval: 'hour', paused: true, destination: { type: 'S3', config: { bucket_name: 'bucket', region: 'us-east-1', prefix: '', role_arn: 'arn:aws:iam::123456789012:role/exports' } } };
+  const exportBody = {
+    name: 'E',
+    interval: 'hour',
+    paused: true,
+    destination: {
+      type: 'S3',
+      config: {
+        bucket_name: 'bucket',
+        region: 'us-east-1',
+        prefix: '',
+        role_arn: 'arn:aws:iam::123456789012:role/exports',
+      },
+    },
+  };
   let personId: number | string = org.id;
   if (route.path.includes('/actions/:id')) {
     const action = await c.post(`/api/environments/${projectId}/actions`, { name: 'A', steps: [{ event: 'x' }] });
@@ -15,14 +28,20 @@ async function sampleRequest(route: KeyRoute, c: Client, token: string, projectI
   } else if (route.path.includes('/batch_exports/:id')) {
     personId = (await c.post(`/api/organizations/${org.id}/batch_exports`, exportBody)).body.id;
   } else if (route.path.includes('/persons')) {
-    await client(api.baseUrl).post('/batch', { api_key: token, batch: [{ event: 'x', distinct_id: distinctId, properties: { $set: { a: 1 } } }] });
+    await client(api.baseUrl).post('/batch', {
+      api_key: token,
+      batch: [{ event: 'x', distinct_id: distinctId, properties: { $set: { a: 1 } } }],
+    });
     personId = await eventually(async () => {
       const res = await c.get(`/api/environments/${projectId}/persons?distinct_id=${distinctId}`);
       expect(res.body.results).toHaveLength(1);
       return res.body.results[0].id as number;
     });
   }
-  const path = route.path.replace(':project_id', String(projectId)).replace(':organization_id', org.id).replace(':id', String(personId));
+  const path = route.path
+    .replace(':project_id', String(projectId))
+    .replace(':organization_id', org.id)
+    .replace(':id', String(personId));
   const bodies: Record<string, unknown> = {
     persons_partial_update: { properties: { b: 2 } },
     persons_split: {},
@@ -36,25 +55,30 @@ async function sampleRequest(route: KeyRoute, c: Client, token: string, projectI
     batch_exports_partial_update: { name: 'Renamed' },
     batch_exports_backfill: { start_at: '2024-01-01T00:00:00Z', end_at: '2024-01-01T02:00:00Z' },
   };
-  const body = bodies[route.operationId] ?? (route.method === 'POST' || route.method === 'PATCH' ? { name: 'Slashed' } : undefined);
+  const body =
+    bodies[route.operationId] ??
+    (route.method === 'POST' || route.method === 'PATCH' ? { name: 'Slashed' } : undefined);
   const query = route.operationId === 'insights_trend_retrieve' ? `?events=${encodeURIComponent('[{"id":"x"}]')}` : '';
   return { path, body, query };
 }
 
 describe('paths', () => {
-  it.each(keyRoutes.map((r) => [r.operationId, r] as const))('%s answers with and without a trailing slash', async (_, route) => {
-    const { key } = await newKey();
-    const c = api.as(key);
-    const newOrg = async () => (await c.post('/api/organizations', { name: 'Slashes' })).body;
-    const org1 = await newOrg();
-    const bare = await sampleRequest(route, c, org1.teams[0].api_token, org1.teams[0].id, org1);
-    const bareRes = await c.request(route.method, bare.path + bare.query, { body: bare.body });
-    expect(bareRes.status).toBeLessThan(300);
-    const org2 = await newOrg();
-    const slashed = await sampleRequest(route, c, org2.teams[0].api_token, org2.teams[0].id, org2);
-    const slashedRes = await c.request(route.method, `${slashed.path}/${slashed.query}`, { body: slashed.body });
-    expect(slashedRes.status).toBe(bareRes.status);
-  });
+  it.each(keyRoutes.map((r) => [r.operationId, r] as const))(
+    '%s answers with and without a trailing slash',
+    async (_, route) => {
+      const { key } = await newKey();
+      const c = api.as(key);
+      const newOrg = async () => (await c.post('/api/organizations', { name: 'Slashes' })).body;
+      const org1 = await newOrg();
+      const bare = await sampleRequest(route, c, org1.teams[0].api_token, org1.teams[0].id, org1);
+      const bareRes = await c.request(route.method, bare.path + bare.query, { body: bare.body });
+      expect(bareRes.status).toBeLessThan(300);
+      const org2 = await newOrg();
+      const slashed = await sampleRequest(route, c, org2.teams[0].api_token, org2.teams[0].id, org2);
+      const slashedRes = await c.request(route.method, `${slashed.path}/${slashed.query}`, { body: slashed.body });
+      expect(slashedRes.status).toBe(bareRes.status);
+    },
+  );
 
   it('answers 404 in the error shape for an unknown path', async () => {
     const res = await api.as().get('/api/does-not-exist/');
@@ -65,7 +89,12 @@ describe('paths', () => {
   it('answers 405 in the error shape with Allow for a known path and another method', async () => {
     const res = await api.as().request('PUT', '/api/organizations/');
     expect(res.status).toBe(405);
-    expect(res.body).toEqual({ type: 'invalid_request', code: 'method_not_allowed', detail: 'Method "PUT" not allowed.', attr: null });
+    expect(res.body).toEqual({
+      type: 'invalid_request',
+      code: 'method_not_allowed',
+      detail: 'Method "PUT" not allowed.',
+      attr: null,
+    });
     expect(res.headers.get('allow')).toBe('GET, POST');
   });
 });
@@ -74,7 +103,10 @@ describe('request bodies', () => {
   it('answers 400 parse_error for malformed JSON and creates nothing', async () => {
     const { key } = await newKey();
     const c = api.as(key);
-    const res = await c.request('POST', '/api/organizations', { raw: '{"name": "x",', headers: { 'content-type': 'application/json' } });
+    const res = await c.request('POST', '/api/organizations', {
+      raw: '{"name": "x",',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(res.status).toBe(400);
     expectErrorShape(res.body);
     expect(res.body).toMatchObject({ type: 'invalid_request', code: 'parse_error', attr: null });
@@ -84,7 +116,12 @@ describe('request bodies', () => {
 
   it('answers 415 for a body that is not JSON', async () => {
     const { key } = await newKey();
-    const res = await api.as(key).request('POST', '/api/organizations', { raw: 'name=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const res = await api
+      .as(key)
+      .request('POST', '/api/organizations', {
+        raw: 'name=x',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
     expect(res.status).toBe(415);
     expect(res.body).toEqual({
       type: 'invalid_request',
@@ -101,16 +138,33 @@ describe('request bodies', () => {
     expectErrorShape(res.body);
   });
 
-  it.each([['[]', 'list'], ['"text"', 'string'], ['null', 'null'], ['7', 'number']])('answers 400 for a JSON %s body', async (raw, got) => {
+  it.each([
+    ['[]', 'list'],
+    ['"text"', 'string'],
+    ['null', 'null'],
+    ['7', 'number'],
+  ])('answers 400 for a JSON %s body', async (raw, got) => {
     const { key } = await newKey();
-    const res = await api.as(key).request('POST', '/api/organizations', { raw, headers: { 'content-type': 'application/json' } });
+    const res = await api
+      .as(key)
+      .request('POST', '/api/organizations', { raw, headers: { 'content-type': 'application/json' } });
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ type: 'validation_error', code: 'invalid_input', detail: `Invalid data. Expected a dictionary, but got ${got}.`, attr: null });
+    expect(res.body).toEqual({
+      type: 'validation_error',
+      code: 'invalid_input',
+      detail: `Invalid data. Expected a dictionary, but got ${got}.`,
+      attr: null,
+    });
   });
 
   it('accepts a JSON content type with a charset', async () => {
     const { key } = await newKey();
-    const res = await api.as(key).request('POST', '/api/organizations', { raw: '{"name":"charset"}', headers: { 'content-type': 'application/json; charset=utf-8' } });
+    const res = await api
+      .as(key)
+      .request('POST', '/api/organizations', {
+        raw: '{"name":"charset"}',
+        headers: { 'content-type': 'application/json; charset=utf-8' },
+      });
     expect(res.status).toBe(201);
   });
 });

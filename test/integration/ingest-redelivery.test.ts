@@ -14,12 +14,22 @@ const PROJECT = 900_000 + Math.floor(Math.random() * 99_999);
 let sequence = 0;
 
 function event(name: string, timestamp: string, extra: Partial<StoredEvent> = {}): StoredEvent {
-  return { uuid: randomUUID(), event: name, distinct_id: 'r1', project_id: PROJECT, properties: {}, timestamp, inserted_at: timestamp, ...extra };
+  return {
+    uuid: randomUUID(),
+    event: name,
+    distinct_id: 'r1',
+    project_id: PROJECT,
+    properties: {},
+    timestamp,
+    inserted_at: timestamp,
+    ...extra,
+  };
 }
 
 function record(kind: 'INSERT' | 'MODIFY' | 'REMOVE', before?: StoredEvent, after?: StoredEvent): DynamoDBRecord {
   const item = (after ?? before)!;
-  const image = (e?: StoredEvent) => (e ? (marshall(eventItem(e), { removeUndefinedValues: true }) as never) : undefined);
+  const image = (e?: StoredEvent) =>
+    e ? (marshall(eventItem(e), { removeUndefinedValues: true }) as never) : undefined;
   sequence += 1;
   return {
     eventID: String(sequence),
@@ -35,7 +45,8 @@ function record(kind: 'INSERT' | 'MODIFY' | 'REMOVE', before?: StoredEvent, afte
   };
 }
 
-const deliver = (records: DynamoDBRecord[]) => handler({ Records: records } as DynamoDBStreamEvent, lambdaContext('ingest_events'));
+const deliver = (records: DynamoDBRecord[]) =>
+  handler({ Records: records } as DynamoDBStreamEvent, lambdaContext('ingest_events'));
 const hourly = (name: string | null) => readRollups(PROJECT, name, '2024-01-01T00', '2024-01-02T23');
 
 describe('ingest worker redelivery', () => {
@@ -48,7 +59,12 @@ describe('ingest worker redelivery', () => {
     expect(await deliver(batch)).toEqual({ batchItemFailures: [] });
     expect(await deliver(batch)).toEqual({ batchItemFailures: [] });
     expect(await hourly('click')).toEqual(new Map([['2024-01-01T10', 2]]));
-    expect(await hourly(null)).toEqual(new Map([['2024-01-01T10', 2], ['2024-01-01T11', 1]]));
+    expect(await hourly(null)).toEqual(
+      new Map([
+        ['2024-01-01T10', 2],
+        ['2024-01-01T11', 1],
+      ]),
+    );
     const personId = (await personIdOf(PROJECT, 'r1'))!;
     expect((await getPerson(PROJECT, personId))!.properties).toEqual({ plan: 'pro' });
     expect(await listPersonChanges(PROJECT, personId)).toHaveLength(1);
@@ -59,13 +75,26 @@ describe('ingest worker redelivery', () => {
     const second = [record('MODIFY', b, bMoved), removal];
     await deliver(second);
     await deliver(second);
-    expect(await hourly('click')).toEqual(new Map([['2024-01-01T10', 1], ['2024-01-02T09', 1]]));
+    expect(await hourly('click')).toEqual(
+      new Map([
+        ['2024-01-01T10', 1],
+        ['2024-01-02T09', 1],
+      ]),
+    );
     expect(await hourly('view')).toEqual(new Map());
-    expect(await hourly(null)).toEqual(new Map([['2024-01-01T10', 1], ['2024-01-02T09', 1]]));
+    expect(await hourly(null)).toEqual(
+      new Map([
+        ['2024-01-01T10', 1],
+        ['2024-01-02T09', 1],
+      ]),
+    );
   });
 
   it('ignores stream records of other items', async () => {
-    const other: DynamoDBRecord = { eventName: 'INSERT', dynamodb: { Keys: marshall({ pk: 'ORG#x', sk: 'ORG' }) as never, SequenceNumber: '1' } };
+    const other: DynamoDBRecord = {
+      eventName: 'INSERT',
+      dynamodb: { Keys: marshall({ pk: 'ORG#x', sk: 'ORG' }) as never, SequenceNumber: '1' },
+    };
     expect(await deliver([other])).toEqual({ batchItemFailures: [] });
   });
 });

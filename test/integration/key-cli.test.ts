@@ -10,15 +10,26 @@ const run = promisify(execFile);
 const api = useApi();
 const ROOT = join(import.meta.dirname, '..', '..');
 
-async function keyCli(args: string[], env: Record<string, string>): Promise<{ stdout: string; stderr: string; code?: number }> {
+async function keyCli(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ stdout: string; stderr: string; code?: number }> {
   const clean = { ...process.env };
   for (const name of ['TABLE_NAME', 'AWS_ENDPOINT_URL_DYNAMODB', 'DATA_DIR']) delete clean[name];
-  return run('npx', ['tsx', 'infra/cli/key.ts', ...args], { cwd: ROOT, env: { ...clean, ...env } }).catch((e) => e as { stdout: string; stderr: string; code: number });
+  return run('npx', ['tsx', 'infra/cli/key.ts', ...args], { cwd: ROOT, env: { ...clean, ...env } }).catch(
+    (e) => e as { stdout: string; stderr: string; code: number },
+  );
 }
 
 describe('npm run key', () => {
   it('creates, lists and revokes keys against the table the AWS environment names', async () => {
-    const env = { TABLE_NAME: inject('tableName'), AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'), AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x' };
+    const env = {
+      TABLE_NAME: inject('tableName'),
+      AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'x',
+      AWS_SECRET_ACCESS_KEY: 'x',
+    };
     const email = uniqueEmail('cli');
     const created = await keyCli(['create', '--email', email, '--scopes', 'organization:read'], env);
     const key = created.stdout.trim().split('\n').at(-1)!;
@@ -38,7 +49,14 @@ describe('npm run key', () => {
 
   it('finds a running local stack through $DATA_DIR/local.json', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'analytics-cli-'));
-    await writeFile(join(dataDir, 'local.json'), JSON.stringify({ base_url: api.baseUrl, table_name: inject('tableName'), dynamodb_endpoint: inject('dynamodbEndpoint') }));
+    await writeFile(
+      join(dataDir, 'local.json'),
+      JSON.stringify({
+        base_url: api.baseUrl,
+        table_name: inject('tableName'),
+        dynamodb_endpoint: inject('dynamodbEndpoint'),
+      }),
+    );
     const created = await keyCli(['create', '--email', uniqueEmail('cli'), '--scopes', '*'], { DATA_DIR: dataDir });
     expect(created.stdout).toContain(`local stack ${api.baseUrl}`);
     const key = created.stdout.trim().split('\n').at(-1)!;
@@ -49,7 +67,13 @@ describe('npm run key', () => {
     const none = await keyCli(['list', '--email', 'a@b.c'], { DATA_DIR: join(tmpdir(), 'no-such-analytics-dir') });
     expect(none.code).toBe(1);
     expect(none.stderr).toContain('start one with npm start');
-    const env = { TABLE_NAME: inject('tableName'), AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'), AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x' };
+    const env = {
+      TABLE_NAME: inject('tableName'),
+      AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'x',
+      AWS_SECRET_ACCESS_KEY: 'x',
+    };
     const bad = await keyCli(['create', '--email', uniqueEmail('cli'), '--scopes', 'root:admin'], env);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('Invalid scope: root:admin');

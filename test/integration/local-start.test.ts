@@ -60,8 +60,15 @@ describe('npm start', () => {
     expect(info.personal_api_key).toMatch(/^phx_/);
     expect(info.project_token).toMatch(/^phc_/);
     expect(Number.isInteger(info.project_id)).toBe(true);
-    for (const endpoint of ['dynamodb_endpoint', 'sqs_endpoint', 's3_endpoint']) expect(info[endpoint]).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    for (const value of [info.base_url, info.personal_api_key, info.organization_id, String(info.project_id), info.project_token]) {
+    for (const endpoint of ['dynamodb_endpoint', 'sqs_endpoint', 's3_endpoint'])
+      expect(info[endpoint]).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    for (const value of [
+      info.base_url,
+      info.personal_api_key,
+      info.organization_id,
+      String(info.project_id),
+      info.project_token,
+    ]) {
       expect(first.output).toContain(value);
     }
     const c = client(info.base_url, info.personal_api_key);

@@ -42,8 +42,14 @@ describe('the local runtime enforces the functions timeout as Lambda and API Gat
   });
 
   it('stops a worker invocation at its timeout with Lambda\'s "Task timed out"', async () => {
-    await expect(invokeWithTimeout('slow_worker', 200, () => new Promise(() => undefined))).rejects.toThrow(FunctionTimeout);
-    await expect(invokeWithTimeout('slow_worker', 200, () => new Promise(() => undefined))).rejects.toThrow('Task timed out after 0.20 seconds');
-    await expect(invokeWithTimeout('quick_worker', 1_000, async (context) => context.getRemainingTimeInMillis() > 0)).resolves.toBe(true);
+    await expect(invokeWithTimeout('slow_worker', 200, () => new Promise(() => undefined))).rejects.toThrow(
+      FunctionTimeout,
+    );
+    await expect(invokeWithTimeout('slow_worker', 200, () => new Promise(() => undefined))).rejects.toThrow(
+      'Task timed out after 0.20 seconds',
+    );
+    await expect(
+      invokeWithTimeout('quick_worker', 1_000, async (context) => context.getRemainingTimeInMillis() > 0),
+    ).resolves.toBe(true);
   });
 });

@@ -6,7 +6,10 @@ import { lambdaContext } from '../../infra/local/lambda-context.ts';
 import { newKey } from '../support/api.ts';
 
 interface Emf {
-  _aws: { Timestamp: number; CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string; Unit: string }[] }[] };
+  _aws: {
+    Timestamp: number;
+    CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string; Unit: string }[] }[];
+  };
   [key: string]: unknown;
 }
 
@@ -27,14 +30,23 @@ function event(method: string, path: string, key: string | undefined, body?: unk
     routeKey: `${method} ${path}`,
     rawPath: path,
     rawQueryString: '',
-    headers: { host: '127.0.0.1:1', ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      host: '127.0.0.1:1',
+      ...(key ? { authorization: `Bearer ${key}` } : {}),
+      ...(body ? { 'content-type': 'application/json' } : {}),
+    },
     requestContext: { requestId: 'req-metrics', http: { method, path } } as APIGatewayProxyEventV2['requestContext'],
     body: body === undefined ? undefined : JSON.stringify(body),
     isBase64Encoded: false,
   };
 }
 
-const route = { operationId: 'metrics_test_op', method: 'GET', path: '/api/organizations', scope: 'organization:read' } as const;
+const route = {
+  operationId: 'metrics_test_op',
+  method: 'GET',
+  path: '/api/organizations',
+  scope: 'organization:read',
+} as const;
 
 let apiHandler: typeof import('#shared/http/handler.ts').apiHandler;
 let ok: typeof import('#shared/http/responses.ts').ok;
@@ -74,9 +86,14 @@ describe('metrics (CloudWatch EMF on stdout)', () => {
   it('emits RequestCount, RequestLatency, ClientErrors, ServerErrors per request with the operation dimension, and Throttled on a 429', async () => {
     const { key } = await newKey();
     const handler = apiHandler(route, {}, async () => ok({}));
-    expect((await handler(event('GET', '/api/organizations', key), lambdaContext('metrics_test_op'))).statusCode).toBe(200);
+    expect((await handler(event('GET', '/api/organizations', key), lambdaContext('metrics_test_op'))).statusCode).toBe(
+      200,
+    );
     const [first] = emfBlobs(lines);
-    expect(first!._aws.CloudWatchMetrics[0]).toMatchObject({ Namespace: 'Analytics', Dimensions: [['service', 'operation']] });
+    expect(first!._aws.CloudWatchMetrics[0]).toMatchObject({
+      Namespace: 'Analytics',
+      Dimensions: [['service', 'operation']],
+    });
     expect(first!._aws.CloudWatchMetrics[0]!.Metrics).toEqual(
       expect.arrayContaining([
         { Name: 'RequestCount', Unit: 'Count' },
@@ -85,24 +102,38 @@ describe('metrics (CloudWatch EMF on stdout)', () => {
         { Name: 'ClientErrors', Unit: 'Count' },
       ]),
     );
-    expect(first).toMatchObject({ service: 'analytics', operation: 'metrics_test_op', RequestCount: 1, ServerErrors: 0, ClientErrors: 0 });
+    expect(first).toMatchObject({
+      service: 'analytics',
+      operation: 'metrics_test_op',
+      RequestCount: 1,
+      ServerErrors: 0,
+      ClientErrors: 0,
+    });
     expect(typeof first!.RequestLatency).toBe('number');
     expect(metricNames(first!)).not.toContain('Throttled');
 
     lines.length = 0;
-    expect((await handler(event('GET', '/api/organizations', undefined), lambdaContext('metrics_test_op'))).statusCode).toBe(401);
-    expect(emfBlobs(lines)).toEqual([expect.objectContaining({ operation: 'metrics_test_op', RequestCount: 1, ClientErrors: 1, ServerErrors: 0 })]);
+    expect(
+      (await handler(event('GET', '/api/organizations', undefined), lambdaContext('metrics_test_op'))).statusCode,
+    ).toBe(401);
+    expect(emfBlobs(lines)).toEqual([
+      expect.objectContaining({ operation: 'metrics_test_op', RequestCount: 1, ClientErrors: 1, ServerErrors: 0 }),
+    ]);
 
     const failing = apiHandler(route, {}, async () => {
       throw new Error('boom');
     });
     lines.length = 0;
-    expect((await failing(event('GET', '/api/organizations', key), lambdaContext('metrics_test_op'))).statusCode).toBe(500);
+    expect((await failing(event('GET', '/api/organizations', key), lambdaContext('metrics_test_op'))).statusCode).toBe(
+      500,
+    );
     expect(emfBlobs(lines)).toEqual([expect.objectContaining({ RequestCount: 1, ServerErrors: 1, ClientErrors: 0 })]);
 
     await handler(event('GET', '/api/organizations', key), lambdaContext('metrics_test_op'));
     lines.length = 0;
-    expect((await handler(event('GET', '/api/organizations', key), lambdaContext('metrics_test_op'))).statusCode).toBe(429);
+    expect((await handler(event('GET', '/api/organizations', key), lambdaContext('metrics_test_op'))).statusCode).toBe(
+      429,
+    );
     const [throttled] = emfBlobs(lines);
     expect(metricNames(throttled!)).toContain('Throttled');
     expect(throttled).toMatchObject({ operation: 'metrics_test_op', Throttled: 1, ClientErrors: 1 });
@@ -114,7 +145,10 @@ describe('metrics (CloudWatch EMF on stdout)', () => {
 
   it('counts captured events by outcome (accepted, deduplicated, rejected) and the capture request under operation "capture"', async () => {
     const { key } = await newKey();
-    const org = await createOrganization(event('POST', '/api/organizations', key, { name: 'Metrics' }), lambdaContext('organizations_create'));
+    const org = await createOrganization(
+      event('POST', '/api/organizations', key, { name: 'Metrics' }),
+      lambdaContext('organizations_create'),
+    );
     expect(org.statusCode).toBe(201);
     const token = JSON.parse(org.body!).teams[0].api_token as string;
     lines.length = 0;
@@ -135,17 +169,38 @@ describe('metrics (CloudWatch EMF on stdout)', () => {
     expect(JSON.parse(res.body!)).toMatchObject({ accepted: 2, deduplicated: 1, rejected: 1 });
     const blobs = emfBlobs(lines);
     const outcomes = withMetric(blobs, 'CaptureEvents');
-    for (const b of outcomes) expect(b._aws.CloudWatchMetrics[0]).toMatchObject({ Namespace: 'Analytics', Dimensions: [['service', 'outcome']] });
-    expect(Object.fromEntries(outcomes.map((b) => [b.outcome, b.CaptureEvents]))).toEqual({ accepted: 2, deduplicated: 1, rejected: 1 });
-    expect(withMetric(blobs, 'RequestCount')).toEqual([expect.objectContaining({ operation: 'capture', RequestCount: 1, ClientErrors: 0 })]);
+    for (const b of outcomes)
+      expect(b._aws.CloudWatchMetrics[0]).toMatchObject({
+        Namespace: 'Analytics',
+        Dimensions: [['service', 'outcome']],
+      });
+    expect(Object.fromEntries(outcomes.map((b) => [b.outcome, b.CaptureEvents]))).toEqual({
+      accepted: 2,
+      deduplicated: 1,
+      rejected: 1,
+    });
+    expect(withMetric(blobs, 'RequestCount')).toEqual([
+      expect.objectContaining({ operation: 'capture', RequestCount: 1, ClientErrors: 0 }),
+    ]);
     expect(lines.join('')).not.toContain(token);
   });
 
   it('has the ingest worker report IngestedEvents and IngestionLag (now minus the oldest inserted_at) once per batch', async () => {
     const projectId = 900_000_000 + Math.floor(Math.random() * 1_000_000);
     const insertedAt = new Date(Date.now() - 5_000).toISOString();
-    const item = eventItem({ uuid: '01900000-0000-7000-8000-0000000000aa', event: 'x', distinct_id: 'lag', project_id: projectId, properties: {}, timestamp: insertedAt, inserted_at: insertedAt });
-    const record = { eventName: 'INSERT', dynamodb: { SequenceNumber: '1', Keys: marshall({ pk: item.pk, sk: item.sk }), NewImage: marshall(item) } };
+    const item = eventItem({
+      uuid: '01900000-0000-7000-8000-0000000000aa',
+      event: 'x',
+      distinct_id: 'lag',
+      project_id: projectId,
+      properties: {},
+      timestamp: insertedAt,
+      inserted_at: insertedAt,
+    });
+    const record = {
+      eventName: 'INSERT',
+      dynamodb: { SequenceNumber: '1', Keys: marshall({ pk: item.pk, sk: item.sk }), NewImage: marshall(item) },
+    };
     const out = await ingest({ Records: [record] } as unknown as DynamoDBStreamEvent, lambdaContext('ingest_events'));
     expect(out.batchItemFailures).toEqual([]);
     const [blob] = withMetric(emfBlobs(lines), 'IngestedEvents');

@@ -17,12 +17,31 @@ const doc = JSON.parse(committedText) as any;
 
 const ANNOTATIONS = new Set(['description', 'default', 'examples', 'title', 'x-parsed-as']);
 const KEYWORDS = new Set([
-  '$ref', 'type', 'enum', 'const', 'properties', 'required', 'additionalProperties', 'propertyNames', 'items',
-  'minItems', 'maxItems', 'minLength', 'maxLength', 'pattern', 'format', 'minimum', 'maximum', 'anyOf', 'oneOf', 'allOf',
+  '$ref',
+  'type',
+  'enum',
+  'const',
+  'properties',
+  'required',
+  'additionalProperties',
+  'propertyNames',
+  'items',
+  'minItems',
+  'maxItems',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'format',
+  'minimum',
+  'maximum',
+  'anyOf',
+  'oneOf',
+  'allOf',
 ]);
 const FORMATS: Record<string, (s: string) => boolean> = {
   uuid: (s) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s),
-  'date-time': (s) => /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/.test(s) && !Number.isNaN(Date.parse(s)),
+  'date-time': (s) =>
+    /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/.test(s) && !Number.isNaN(Date.parse(s)),
   uri: (s) => URL.canParse(s),
 };
 const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
@@ -42,14 +61,22 @@ function resolveRef(ref: string): any {
 
 function isType(value: unknown, type: string): boolean {
   switch (type) {
-    case 'null': return value === null;
-    case 'boolean': return typeof value === 'boolean';
-    case 'integer': return Number.isInteger(value);
-    case 'number': return typeof value === 'number' && Number.isFinite(value);
-    case 'string': return typeof value === 'string';
-    case 'array': return Array.isArray(value);
-    case 'object': return isObj(value);
-    default: throw new Error(`unknown type ${type}`);
+    case 'null':
+      return value === null;
+    case 'boolean':
+      return typeof value === 'boolean';
+    case 'integer':
+      return Number.isInteger(value);
+    case 'number':
+      return typeof value === 'number' && Number.isFinite(value);
+    case 'string':
+      return typeof value === 'string';
+    case 'array':
+      return Array.isArray(value);
+    case 'object':
+      return isObj(value);
+    default:
+      throw new Error(`unknown type ${type}`);
   }
 }
 
@@ -61,32 +88,76 @@ function validate(schema: any, value: unknown, at = '$'): string[] {
   for (const [k, s] of Object.entries(schema as Record<string, any>)) {
     if (k.startsWith('x-') || ANNOTATIONS.has(k)) continue;
     switch (k) {
-      case '$ref': errors.push(...validate(resolveRef(s), value, at)); break;
-      case 'type': if (![s].flat().some((t: string) => isType(value, t))) fail(`expected ${[s].flat().join(' or ')}, got ${JSON.stringify(value)}`); break;
-      case 'enum': if (!s.some((x: unknown) => equal(x, value))) fail(`${JSON.stringify(value)} is not one of ${JSON.stringify(s)}`); break;
-      case 'const': if (!equal(s, value)) fail(`expected ${JSON.stringify(s)}`); break;
-      case 'properties': if (isObj(value)) for (const [p, ps] of Object.entries(s)) if (p in value) errors.push(...validate(ps, value[p], `${at}.${p}`)); break;
-      case 'required': if (isObj(value)) for (const p of s) if (!(p in value)) fail(`${p} is required`); break;
-      case 'additionalProperties':
-        if (isObj(value)) for (const [p, pv] of Object.entries(value)) if (!(p in (schema.properties ?? {}))) errors.push(...validate(s, pv, `${at}.${p}`));
+      case '$ref':
+        errors.push(...validate(resolveRef(s), value, at));
         break;
-      case 'propertyNames': if (isObj(value)) for (const p of Object.keys(value)) errors.push(...validate(s, p, `${at}[${p}]`)); break;
-      case 'items': if (Array.isArray(value)) for (const [i, item] of value.entries()) errors.push(...validate(s, item, `${at}[${i}]`)); break;
-      case 'minItems': if (Array.isArray(value) && value.length < s) fail(`fewer than ${s} items`); break;
-      case 'maxItems': if (Array.isArray(value) && value.length > s) fail(`more than ${s} items`); break;
-      case 'minLength': if (typeof value === 'string' && [...value].length < s) fail(`shorter than ${s}`); break;
-      case 'maxLength': if (typeof value === 'string' && [...value].length > s) fail(`longer than ${s}`); break;
-      case 'pattern': if (typeof value === 'string' && !new RegExp(s, 'u').test(value)) fail(`does not match ${s}`); break;
+      case 'type':
+        if (![s].flat().some((t: string) => isType(value, t)))
+          fail(`expected ${[s].flat().join(' or ')}, got ${JSON.stringify(value)}`);
+        break;
+      case 'enum':
+        if (!s.some((x: unknown) => equal(x, value)))
+          fail(`${JSON.stringify(value)} is not one of ${JSON.stringify(s)}`);
+        break;
+      case 'const':
+        if (!equal(s, value)) fail(`expected ${JSON.stringify(s)}`);
+        break;
+      case 'properties':
+        if (isObj(value))
+          for (const [p, ps] of Object.entries(s)) if (p in value) errors.push(...validate(ps, value[p], `${at}.${p}`));
+        break;
+      case 'required':
+        if (isObj(value)) for (const p of s) if (!(p in value)) fail(`${p} is required`);
+        break;
+      case 'additionalProperties':
+        if (isObj(value))
+          for (const [p, pv] of Object.entries(value))
+            if (!(p in (schema.properties ?? {}))) errors.push(...validate(s, pv, `${at}.${p}`));
+        break;
+      case 'propertyNames':
+        if (isObj(value)) for (const p of Object.keys(value)) errors.push(...validate(s, p, `${at}[${p}]`));
+        break;
+      case 'items':
+        if (Array.isArray(value))
+          for (const [i, item] of value.entries()) errors.push(...validate(s, item, `${at}[${i}]`));
+        break;
+      case 'minItems':
+        if (Array.isArray(value) && value.length < s) fail(`fewer than ${s} items`);
+        break;
+      case 'maxItems':
+        if (Array.isArray(value) && value.length > s) fail(`more than ${s} items`);
+        break;
+      case 'minLength':
+        if (typeof value === 'string' && [...value].length < s) fail(`shorter than ${s}`);
+        break;
+      case 'maxLength':
+        if (typeof value === 'string' && [...value].length > s) fail(`longer than ${s}`);
+        break;
+      case 'pattern':
+        if (typeof value === 'string' && !new RegExp(s, 'u').test(value)) fail(`does not match ${s}`);
+        break;
       case 'format':
         if (!FORMATS[s]) throw new Error(`validator: unknown format ${s}`);
         if (typeof value === 'string' && !FORMATS[s](value)) fail(`not a ${s}`);
         break;
-      case 'minimum': if (typeof value === 'number' && value < s) fail(`below ${s}`); break;
-      case 'maximum': if (typeof value === 'number' && value > s) fail(`above ${s}`); break;
-      case 'anyOf': if (!s.some((sub: unknown) => validate(sub, value, at).length === 0)) fail('matches none of anyOf'); break;
-      case 'oneOf': if (s.filter((sub: unknown) => validate(sub, value, at).length === 0).length !== 1) fail('does not match exactly one of oneOf'); break;
-      case 'allOf': for (const sub of s) errors.push(...validate(sub, value, at)); break;
-      default: throw new Error(`validator: unsupported keyword ${k}`);
+      case 'minimum':
+        if (typeof value === 'number' && value < s) fail(`below ${s}`);
+        break;
+      case 'maximum':
+        if (typeof value === 'number' && value > s) fail(`above ${s}`);
+        break;
+      case 'anyOf':
+        if (!s.some((sub: unknown) => validate(sub, value, at).length === 0)) fail('matches none of anyOf');
+        break;
+      case 'oneOf':
+        if (s.filter((sub: unknown) => validate(sub, value, at).length === 0).length !== 1)
+          fail('does not match exactly one of oneOf');
+        break;
+      case 'allOf':
+        for (const sub of s) errors.push(...validate(sub, value, at));
+        break;
+      default:
+        throw new Error(`validator: unsupported keyword ${k}`);
     }
   }
   return errors;
@@ -139,7 +210,11 @@ describe('the OpenAPI document', () => {
     expect(doc.info.description).toContain('trailing slash');
     expect(doc.components.securitySchemes.personalApiKey).toMatchObject({ type: 'http', scheme: 'bearer' });
     expect(doc.components.securitySchemes.personalApiKey.description).toContain('`*`');
-    expect(doc.components.securitySchemes.personalApiKeyQuery).toMatchObject({ type: 'apiKey', in: 'query', name: 'personal_api_key' });
+    expect(doc.components.securitySchemes.personalApiKeyQuery).toMatchObject({
+      type: 'apiKey',
+      in: 'query',
+      name: 'personal_api_key',
+    });
     expect(doc.components.schemas.Error.required).toEqual(['type', 'code', 'detail', 'attr']);
     const errorStatuses = new Set<string>();
     for (const item of Object.values(doc.paths as Record<string, any>)) {
@@ -148,13 +223,19 @@ describe('the OpenAPI document', () => {
         for (const [status, response] of Object.entries((op as any).responses)) {
           if (status.startsWith('2')) continue;
           errorStatuses.add(status);
-          expect(resolveRef((response as any).$ref).content['application/json'].schema, `${method} ${status}`).toEqual({ $ref: '#/components/schemas/Error' });
+          expect(resolveRef((response as any).$ref).content['application/json'].schema, `${method} ${status}`).toEqual({
+            $ref: '#/components/schemas/Error',
+          });
         }
       }
     }
-    expect([...errorStatuses]).toEqual(expect.arrayContaining(['400', '401', '403', '404', '413', '415', '429', '500']));
+    expect([...errorStatuses]).toEqual(
+      expect.arrayContaining(['400', '401', '403', '404', '413', '415', '429', '500']),
+    );
     // 405 answers a method the path does not have: described once, not under every operation.
-    expect(doc.components.responses.MethodNotAllowed.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
+    expect(doc.components.responses.MethodNotAllowed.content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/Error',
+    });
   });
 
   it('lists every route-table method and path, capture aliases included, with its operationId and scope', () => {
@@ -166,7 +247,11 @@ describe('the OpenAPI document', () => {
       if (r.auth === 'project_token' || r.auth === 'public') expect(op.security).toEqual([]);
       else expect(op.security).toEqual([{ personalApiKey: [r.scope] }, { personalApiKeyQuery: [r.scope] }]);
     }
-    const documented = Object.values(doc.paths as Record<string, any>).flatMap((item) => Object.keys(item).filter((k) => k !== '$ref').map(() => 1));
+    const documented = Object.values(doc.paths as Record<string, any>).flatMap((item) =>
+      Object.keys(item)
+        .filter((k) => k !== '$ref')
+        .map(() => 1),
+    );
     expect(documented).toHaveLength(routes.length);
     expect(Object.keys(doc.paths).sort()).toEqual([...new Set(routePaths.map((r) => bracedPath(r.path)))].sort());
     expect(Object.keys(doc.paths).filter((p) => p.length > 1 && p.endsWith('/'))).toEqual([]);
@@ -214,18 +299,36 @@ describe('valibot schemas as the input the document describes', () => {
     const limit = v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(1), v.maxValue(100));
     expect(inputJsonSchema(v.object({ limit: v.optional(limit, '10') }))).toEqual({
       type: 'object',
-      properties: { limit: { type: 'string', pattern: '^\\d+$', description: 'Read as a number: at least 1, at most 100.', default: '10' } },
+      properties: {
+        limit: {
+          type: 'string',
+          pattern: '^\\d+$',
+          description: 'Read as a number: at least 1, at most 100.',
+          default: '10',
+        },
+      },
     });
   });
 
   it('keeps a second schema of a pipe that checks the same value (string then picklist)', () => {
-    const flag = v.pipe(v.string(), v.picklist(['true', 'false']), v.transform((s) => s === 'true'));
+    const flag = v.pipe(
+      v.string(),
+      v.picklist(['true', 'false']),
+      v.transform((s) => s === 'true'),
+    );
     expect(inputJsonSchema(flag)).toEqual({ type: 'string', enum: ['true', 'false'] });
   });
 
   it('describes a schema after a transformation as x-parsed-as', () => {
-    const levels = v.pipe(v.string(), v.transform((s) => s.split(',')), v.array(v.picklist(['A', 'B'])));
-    expect(inputJsonSchema(levels)).toEqual({ type: 'string', 'x-parsed-as': { type: 'array', items: { type: 'string', enum: ['A', 'B'] } } });
+    const levels = v.pipe(
+      v.string(),
+      v.transform((s) => s.split(',')),
+      v.array(v.picklist(['A', 'B'])),
+    );
+    expect(inputJsonSchema(levels)).toEqual({
+      type: 'string',
+      'x-parsed-as': { type: 'array', items: { type: 'string', enum: ['A', 'B'] } },
+    });
   });
 
   it('turns trim + minLength(1) into a non-blank pattern and keeps maxLength (stricter, never looser)', () => {
@@ -238,11 +341,28 @@ describe('valibot schemas as the input the document describes', () => {
   });
 
   it('probes a v.custom predicate for the JSON types it accepts, and describes a v.check by its message', () => {
-    const dict = v.custom<Record<string, unknown>>((p) => typeof p === 'object' && p !== null && !Array.isArray(p), 'A dictionary.');
-    expect(inputJsonSchema(v.object({ d: dict }))).toEqual({ type: 'object', properties: { d: { type: 'object', description: 'A dictionary.' } }, required: ['d'] });
-    const either = v.pipe(v.object({ a: v.optional(v.string()), b: v.optional(v.string()) }), v.check((x) => (x.a === undefined) !== (x.b === undefined), 'Give a or b.'));
+    const dict = v.custom<Record<string, unknown>>(
+      (p) => typeof p === 'object' && p !== null && !Array.isArray(p),
+      'A dictionary.',
+    );
+    expect(inputJsonSchema(v.object({ d: dict }))).toEqual({
+      type: 'object',
+      properties: { d: { type: 'object', description: 'A dictionary.' } },
+      required: ['d'],
+    });
+    const either = v.pipe(
+      v.object({ a: v.optional(v.string()), b: v.optional(v.string()) }),
+      v.check((x) => (x.a === undefined) !== (x.b === undefined), 'Give a or b.'),
+    );
     expect(inputJsonSchema(either)).toMatchObject({ type: 'object', description: 'Give a or b.' });
-    expect(() => inputJsonSchema(v.pipe(v.string(), v.check((s) => s.length > 0)))).toThrow(/message/);
+    expect(() =>
+      inputJsonSchema(
+        v.pipe(
+          v.string(),
+          v.check((s) => s.length > 0),
+        ),
+      ),
+    ).toThrow(/message/);
   });
 
   it('keeps body fields whose names look like keywords', () => {
@@ -254,7 +374,9 @@ describe('valibot schemas as the input the document describes', () => {
   });
 
   it('throws on what it cannot describe rather than emitting a wrong schema', () => {
-    expect(() => inputJsonSchema(v.pipe(v.string(), v.transform(Number), v.integer()))).toThrow(/after a transformation/);
+    expect(() => inputJsonSchema(v.pipe(v.string(), v.transform(Number), v.integer()))).toThrow(
+      /after a transformation/,
+    );
     expect(() => inputJsonSchema(v.date() as unknown as v.GenericSchema)).toThrow();
   });
 });
@@ -285,47 +407,119 @@ interface Ctx {
 }
 
 const FUTURE = '2099-01-01T00:00:00Z';
-const s3 = { type: 'S3', config: { bucket_name: 'openapi-bucket', region: 'us-east-1', prefix: 'openapi', role_arn: 'arn:aws:iam::123456789012:role/exports' } };
+const s3 = {
+  type: 'S3',
+  config: {
+    bucket_name: 'openapi-bucket',
+    region: 'us-east-1',
+    prefix: 'openapi',
+    role_arn: 'arn:aws:iam::123456789012:role/exports',
+  },
+};
 
 const examples: Record<string, (c: Ctx) => Example> = {
   organizations_list: () => ({ query: { limit: '10', offset: '0' } }),
-  organizations_create: () => ({ body: { name: 'Created from the OpenAPI example', is_member_join_email_enabled: false } }),
+  organizations_create: () => ({
+    body: { name: 'Created from the OpenAPI example', is_member_join_email_enabled: false },
+  }),
   organizations_retrieve: (c) => ({ params: { id: c.orgId } }),
-  organizations_partial_update: (c) => ({ params: { id: c.orgId }, body: { name: '  Renamed org  ', enforce_2fa: false } }),
+  organizations_partial_update: (c) => ({
+    params: { id: c.orgId },
+    body: { name: '  Renamed org  ', enforce_2fa: false },
+  }),
   organizations_destroy: (c) => ({ params: { id: c.orgToDelete } }),
-  persons_list: (c) => ({ params: { project_id: c.projectId }, query: { limit: '5', distinct_id: 'oa-main', format: 'json' } }),
-  persons_bulk_delete: (c) => ({ params: { project_id: c.projectId }, body: { distinct_ids: ['oa-bulk', 'oa-missing'] } }),
+  persons_list: (c) => ({
+    params: { project_id: c.projectId },
+    query: { limit: '5', distinct_id: 'oa-main', format: 'json' },
+  }),
+  persons_bulk_delete: (c) => ({
+    params: { project_id: c.projectId },
+    body: { distinct_ids: ['oa-bulk', 'oa-missing'] },
+  }),
   persons_retrieve: (c) => ({ params: { project_id: c.projectId, id: c.person } }),
-  persons_partial_update: (c) => ({ params: { project_id: c.projectId, id: c.person }, body: { properties: { plan: 'pro' } } }),
-  persons_destroy: (c) => ({ params: { project_id: c.projectId, id: c.personToDelete }, query: { delete_events: 'false' } }),
+  persons_partial_update: (c) => ({
+    params: { project_id: c.projectId, id: c.person },
+    body: { properties: { plan: 'pro' } },
+  }),
+  persons_destroy: (c) => ({
+    params: { project_id: c.projectId, id: c.personToDelete },
+    query: { delete_events: 'false' },
+  }),
   persons_activity: (c) => ({ params: { project_id: c.projectId, id: c.person }, query: { limit: '5', page: '1' } }),
   persons_delete_property: (c) => ({ params: { project_id: c.projectId, id: c.person }, query: { $unset: 'name' } }),
-  persons_properties_timeline: (c) => ({ params: { project_id: c.projectId, id: c.person }, query: { from: '2020-01-01T00:00:00Z' } }),
-  persons_split: (c) => ({ params: { project_id: c.projectId, id: c.personToSplit }, body: { main_distinct_id: 'oa-split' } }),
+  persons_properties_timeline: (c) => ({
+    params: { project_id: c.projectId, id: c.person },
+    query: { from: '2020-01-01T00:00:00Z' },
+  }),
+  persons_split: (c) => ({
+    params: { project_id: c.projectId, id: c.personToSplit },
+    body: { main_distinct_id: 'oa-split' },
+  }),
   projects_retrieve: (c) => ({ params: { project_id: c.projectId } }),
-  projects_partial_update: (c) => ({ params: { project_id: c.projectId }, body: { name: 'Renamed project', week_start_day: 1, timezone: 'UTC' } }),
+  projects_partial_update: (c) => ({
+    params: { project_id: c.projectId },
+    body: { name: 'Renamed project', week_start_day: 1, timezone: 'UTC' },
+  }),
   actions_list: (c) => ({ params: { project_id: c.projectId }, query: { limit: '20' } }),
-  actions_create: (c) => ({ params: { project_id: c.projectId }, body: { name: 'Signed up', description: 'From the example', steps: [{ event: 'signup' }] } }),
+  actions_create: (c) => ({
+    params: { project_id: c.projectId },
+    body: { name: 'Signed up', description: 'From the example', steps: [{ event: 'signup' }] },
+  }),
   actions_retrieve: (c) => ({ params: { project_id: c.projectId, id: c.action } }),
-  actions_partial_update: (c) => ({ params: { project_id: c.projectId, id: c.action }, body: { steps: [{ event: 'seen', properties: [] }] } }),
+  actions_partial_update: (c) => ({
+    params: { project_id: c.projectId, id: c.action },
+    body: { steps: [{ event: 'seen', properties: [] }] },
+  }),
   actions_destroy: (c) => ({ params: { project_id: c.projectId, id: c.actionToDelete } }),
-  insights_trend_retrieve: (c) => ({ params: { project_id: c.projectId }, query: { events: JSON.stringify([{ id: 'seen' }]), date_from: '-7d', interval: 'day' } }),
-  insights_trend: (c) => ({ params: { project_id: c.projectId }, query: { refresh: 'true' }, body: { events: [{ id: 'seen', math: 'dau' }], date_from: '-7d' } }),
+  insights_trend_retrieve: (c) => ({
+    params: { project_id: c.projectId },
+    query: { events: JSON.stringify([{ id: 'seen' }]), date_from: '-7d', interval: 'day' },
+  }),
+  insights_trend: (c) => ({
+    params: { project_id: c.projectId },
+    query: { refresh: 'true' },
+    body: { events: [{ id: 'seen', math: 'dau' }], date_from: '-7d' },
+  }),
   batch_exports_list: (c) => ({ params: { organization_id: c.orgId }, query: { limit: '10' } }),
-  batch_exports_create: (c) => ({ params: { organization_id: c.orgId }, body: { name: 'Example export', destination: s3, interval: 'day', start_at: FUTURE } }),
+  batch_exports_create: (c) => ({
+    params: { organization_id: c.orgId },
+    body: { name: 'Example export', destination: s3, interval: 'day', start_at: FUTURE },
+  }),
   batch_exports_retrieve: (c) => ({ params: { organization_id: c.orgId, id: c.exportId } }),
-  batch_exports_partial_update: (c) => ({ params: { organization_id: c.orgId, id: c.exportId }, body: { paused: true } }),
+  batch_exports_partial_update: (c) => ({
+    params: { organization_id: c.orgId, id: c.exportId },
+    body: { paused: true },
+  }),
   batch_exports_destroy: (c) => ({ params: { organization_id: c.orgId, id: c.exportToDelete } }),
-  batch_exports_backfill: (c) => ({ params: { organization_id: c.orgId, id: c.exportId }, body: { start_at: '2024-01-01T00:00:00Z', end_at: '2024-01-02T00:00:00Z' } }),
-  batch_exports_logs: (c) => ({ params: { organization_id: c.orgId, id: c.exportId }, query: { level: 'INFO,ERROR', limit: '10' } }),
+  batch_exports_backfill: (c) => ({
+    params: { organization_id: c.orgId, id: c.exportId },
+    body: { start_at: '2024-01-01T00:00:00Z', end_at: '2024-01-02T00:00:00Z' },
+  }),
+  batch_exports_logs: (c) => ({
+    params: { organization_id: c.orgId, id: c.exportId },
+    query: { level: 'INFO,ERROR', limit: '10' },
+  }),
   schema: () => ({}),
-  capture: (c) => ({ body: { api_key: c.token, event: 'openapi example', distinct_id: 'oa-capture', properties: { $set: { from: 'example' } } } }),
+  capture: (c) => ({
+    body: {
+      api_key: c.token,
+      event: 'openapi example',
+      distinct_id: 'oa-capture',
+      properties: { $set: { from: 'example' } },
+    },
+  }),
   sdk_remote_config: (c) => ({ params: { token: c.token } }),
   sdk_remote_config_js: (c) => ({ params: { token: c.token } }),
   sdk_flags: (c) => ({ body: { token: c.token, distinct_id: 'oa-main' } }),
   sdk_decide: (c) => ({ body: { token: c.token, distinct_id: 'oa-main' } }),
   sdk_static: () => ({ params: { file: 'array.js' } }),
-  sdk_static_versioned: () => ({ params: { version: JSON.parse(readFileSync(new URL('../../node_modules/posthog-js/package.json', import.meta.url), 'utf8')).version, file: 'surveys.js' } }),
+  sdk_static_versioned: () => ({
+    params: {
+      version: JSON.parse(readFileSync(new URL('../../node_modules/posthog-js/package.json', import.meta.url), 'utf8'))
+        .version,
+      file: 'surveys.js',
+    },
+  }),
 };
 
 /** What the document says is wrong with the example (an empty list when it is valid). */
@@ -337,7 +531,8 @@ function requestErrors(op: any, ex: Example): string[] {
     if (ex.params?.[p.name] === undefined) errors.push(`path ${p.name} missing`);
     else errors.push(...validate(p.schema, ex.params[p.name], `path.${p.name}`));
   }
-  for (const name of Object.keys(ex.params ?? {})) if (!pathParams.some((p) => p.name === name)) errors.push(`path ${name} not documented`);
+  for (const name of Object.keys(ex.params ?? {}))
+    if (!pathParams.some((p) => p.name === name)) errors.push(`path ${name} not documented`);
   const named = parameters.filter((p) => p.in === 'query' && p.style !== 'form');
   const freeForm = parameters.find((p) => p.in === 'query' && p.style === 'form' && p.explode);
   const rest: Record<string, string> = {};
@@ -390,8 +585,19 @@ describe('an example request for each operation', () => {
         expect(res.body.results[0].distinct_ids).toHaveLength(ids);
         return String(res.body.results[0].id);
       });
-    const action = async () => String((await c.post(`${base}/actions`, { name: 'Seen', steps: [{ event: 'seen' }] })).body.id);
-    const exportId = async () => String((await c.post(`/api/organizations/${p.org.id}/batch_exports`, { name: 'Example', destination: s3, interval: 'day', start_at: FUTURE })).body.id);
+    const action = async () =>
+      String((await c.post(`${base}/actions`, { name: 'Seen', steps: [{ event: 'seen' }] })).body.id);
+    const exportId = async () =>
+      String(
+        (
+          await c.post(`/api/organizations/${p.org.id}/batch_exports`, {
+            name: 'Example',
+            destination: s3,
+            interval: 'day',
+            start_at: FUTURE,
+          })
+        ).body.id,
+      );
     ctx = {
       key: p.key,
       orgId: p.org.id,
@@ -425,9 +631,14 @@ describe('an example request for each operation', () => {
       for (const path of [route.path, ...(route.aliases ?? [])]) {
         const res = await send(route, path, ex, key);
         const documented = Object.keys(op.responses).filter((s) => s.startsWith('2'));
-        expect([path, res.status, res.status >= 300 ? res.body : undefined]).toEqual([path, Number(documented[0]), undefined]);
+        expect([path, res.status, res.status >= 300 ? res.body : undefined]).toEqual([
+          path,
+          Number(documented[0]),
+          undefined,
+        ]);
         const content = op.responses[documented[0]!].content;
-        if (content?.['application/json']) expect(validate(content['application/json'].schema, res.body, 'response')).toEqual([]);
+        if (content?.['application/json'])
+          expect(validate(content['application/json'].schema, res.body, 'response')).toEqual([]);
         else if (content) expect(res.headers.get('content-type')).toContain(Object.keys(content)[0]);
         else expect(res.text).toBe('');
       }
@@ -439,21 +650,40 @@ describe('an example request for each operation', () => {
     ['organizations_create', () => ({ body: { name: '   ' } })],
     ['organizations_partial_update', (c: Ctx) => ({ params: { id: c.orgId }, body: { logo_media_id: 'not-a-uuid' } })],
     ['persons_retrieve', (c: Ctx) => ({ params: { project_id: c.projectId, id: 'abc' } })],
-    ['persons_partial_update', (c: Ctx) => ({ params: { project_id: c.projectId, id: c.person }, body: { properties: ['a'] } })],
-    ['persons_destroy', (c: Ctx) => ({ params: { project_id: c.projectId, id: c.person }, query: { delete_events: 'yes' } })],
+    [
+      'persons_partial_update',
+      (c: Ctx) => ({ params: { project_id: c.projectId, id: c.person }, body: { properties: ['a'] } }),
+    ],
+    [
+      'persons_destroy',
+      (c: Ctx) => ({ params: { project_id: c.projectId, id: c.person }, query: { delete_events: 'yes' } }),
+    ],
     ['persons_bulk_delete', (c: Ctx) => ({ params: { project_id: c.projectId }, body: { ids: [] } })],
     ['persons_list', (c: Ctx) => ({ params: { project_id: c.projectId }, query: { limit: 'ten' } })],
-    ['persons_properties_timeline', (c: Ctx) => ({ params: { project_id: c.projectId, id: c.person }, query: { from: '2024-01-01' } })],
+    [
+      'persons_properties_timeline',
+      (c: Ctx) => ({ params: { project_id: c.projectId, id: c.person }, query: { from: '2024-01-01' } }),
+    ],
     ['actions_create', (c: Ctx) => ({ params: { project_id: c.projectId }, body: { name: 'No steps', steps: [] } })],
-    ['insights_trend', (c: Ctx) => ({ params: { project_id: c.projectId }, query: { refresh: 'maybe' }, body: { events: [{ id: 'seen' }] } })],
+    [
+      'insights_trend',
+      (c: Ctx) => ({
+        params: { project_id: c.projectId },
+        query: { refresh: 'maybe' },
+        body: { events: [{ id: 'seen' }] },
+      }),
+    ],
     ['projects_partial_update', (c: Ctx) => ({ params: { project_id: c.projectId }, body: { week_start_day: 3 } })],
-  ] as [string, (c: Ctx) => Example][])('%s: a request the document rejects is refused with 400 (%#)', async (operationId, make) => {
-    const route = (routes as readonly Route[]).find((r) => r.operationId === operationId)!;
-    const ex = make(ctx);
-    expect(requestErrors(operationFor(route.method, route.path), ex)).not.toEqual([]);
-    const res = await send(route, route.path, ex, ctx.key);
-    expect(res.status).toBe(400);
-    expect(res.body.type).toBe('validation_error');
-    expect(validate(resolveRef('#/components/schemas/Error'), res.body, 'error')).toEqual([]);
-  });
+  ] as [string, (c: Ctx) => Example][])(
+    '%s: a request the document rejects is refused with 400 (%#)',
+    async (operationId, make) => {
+      const route = (routes as readonly Route[]).find((r) => r.operationId === operationId)!;
+      const ex = make(ctx);
+      expect(requestErrors(operationFor(route.method, route.path), ex)).not.toEqual([]);
+      const res = await send(route, route.path, ex, ctx.key);
+      expect(res.status).toBe(400);
+      expect(res.body.type).toBe('validation_error');
+      expect(validate(resolveRef('#/components/schemas/Error'), res.body, 'error')).toEqual([]);
+    },
+  );
 });

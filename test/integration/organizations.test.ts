@@ -37,7 +37,12 @@ describe('organization create', () => {
     expect(res.status).toBe(201);
     expect(Object.keys(res.body).sort()).toEqual(SPEC_FIELDS);
     expect(res.body.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-    expect(res.body).toMatchObject({ name: 'Acme Analytics', membership_level: 15, member_count: '1', is_member_join_email_enabled: true });
+    expect(res.body).toMatchObject({
+      name: 'Acme Analytics',
+      membership_level: 15,
+      member_count: '1',
+      is_member_join_email_enabled: true,
+    });
     expect(res.body.slug).toMatch(/^acme-analytics(-[a-z]{4})?$/);
     expect(res.body.teams).toHaveLength(1);
     const team = res.body.teams[0];
@@ -62,7 +67,12 @@ describe('organization create', () => {
     expect(res.status).toBe(201);
     expect(res.body.slug).not.toBe('chosen-by-client');
     expect(res.body.id).not.toBe('00000000-0000-0000-0000-000000000000');
-    expect(res.body).toMatchObject({ member_count: '1', membership_level: 15, enforce_2fa: true, is_member_join_email_enabled: false });
+    expect(res.body).toMatchObject({
+      member_count: '1',
+      membership_level: 15,
+      enforce_2fa: true,
+      is_member_join_email_enabled: false,
+    });
   });
 
   it('gives every organization a unique slug, adding a random suffix on a clash', async () => {
@@ -184,7 +194,12 @@ describe('organization partial update', () => {
     await new Promise((r) => setTimeout(r, 5));
     const res = await c.patch(`/api/organizations/${created.body.id}/`, { name: 'After', slug: 'ignored' });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ name: 'After', slug: created.body.slug, enforce_2fa: true, created_at: created.body.created_at });
+    expect(res.body).toMatchObject({
+      name: 'After',
+      slug: created.body.slug,
+      enforce_2fa: true,
+      created_at: created.body.created_at,
+    });
     expect(res.body.updated_at > created.body.updated_at).toBe(true);
     expect((await c.get(`/api/organizations/${created.body.id}`)).body.name).toBe('After');
   });
@@ -209,7 +224,12 @@ describe('organization partial update', () => {
     await addMember(created.body.id, (await authenticate(admin.key)).user.id, 8);
     const denied = await api.as(member.key).patch(`/api/organizations/${created.body.id}`, { name: 'Nope' });
     expect(denied.status).toBe(403);
-    expect(denied.body).toEqual({ type: 'authentication_error', code: 'permission_denied', detail: 'Your organization access level is insufficient.', attr: null });
+    expect(denied.body).toEqual({
+      type: 'authentication_error',
+      code: 'permission_denied',
+      detail: 'Your organization access level is insufficient.',
+      attr: null,
+    });
     const allowed = await api.as(admin.key).patch(`/api/organizations/${created.body.id}`, { name: 'By admin' });
     expect(allowed.status).toBe(200);
     expect(allowed.body).toMatchObject({ name: 'By admin', membership_level: 8, member_count: '3' });

@@ -11,12 +11,22 @@ import { eventually, newProject, useApi } from '../support/api.ts';
 
 // Only this file puts messages on the run's deletion queue, so each drain here sees exactly this file's requests.
 const api = useApi();
-const sqs = new SQSClient({ endpoint: inject('sqsEndpoint'), region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+const sqs = new SQSClient({
+  endpoint: inject('sqsEndpoint'),
+  region: 'us-east-1',
+  credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+});
 const queueUrl = inject('queues').person_deletions!;
 const dlqUrl = `${queueUrl}-dlq`;
 
-const drain = () => runWorker('drain_person_deletions', scheduledEvent('drain_person_deletions')) as Promise<{ processed: number; eventsDeleted: number; failed: number }>;
-const total = async (projectId: number) => [...(await readRollups(projectId, null, '2024-02-01T00', '2024-02-29T23')).values()].reduce((a, b) => a + b, 0);
+const drain = () =>
+  runWorker('drain_person_deletions', scheduledEvent('drain_person_deletions')) as Promise<{
+    processed: number;
+    eventsDeleted: number;
+    failed: number;
+  }>;
+const total = async (projectId: number) =>
+  [...(await readRollups(projectId, null, '2024-02-01T00', '2024-02-29T23')).values()].reduce((a, b) => a + b, 0);
 
 async function setup() {
   const p = await newProject(api.as);
@@ -27,18 +37,25 @@ async function setup() {
     api_key: p.token,
     batch: [
       { event: 'view', distinct_id: 'anon-a', uuid: uuids.a[0], timestamp: '2024-02-01T10:00:00Z' },
-      { event: '$identify', distinct_id: 'user-a', uuid: uuids.a[1], timestamp: '2024-02-01T10:05:00Z', properties: { $anon_distinct_id: 'anon-a' } },
+      {
+        event: '$identify',
+        distinct_id: 'user-a',
+        uuid: uuids.a[1],
+        timestamp: '2024-02-01T10:05:00Z',
+        properties: { $anon_distinct_id: 'anon-a' },
+      },
       { event: 'view', distinct_id: 'user-a', uuid: uuids.a[2], timestamp: '2024-02-02T09:00:00Z' },
       { event: 'view', distinct_id: 'user-b', uuid: uuids.b[0], timestamp: '2024-02-01T11:00:00Z' },
       { event: 'view', distinct_id: 'user-b', uuid: uuids.b[1], timestamp: '2024-02-03T12:00:00Z' },
     ],
   });
   await eventually(async () => expect(await total(p.projectId)).toBe(5));
-  const personOf = async (d: string) => (await eventually(async () => {
-    const res = await c.get(`${base}?distinct_id=${d}`);
-    expect(res.body.results).toHaveLength(1);
-    return res.body.results[0];
-  })) as { id: number; distinct_ids: string[] };
+  const personOf = async (d: string) =>
+    (await eventually(async () => {
+      const res = await c.get(`${base}?distinct_id=${d}`);
+      expect(res.body.results).toHaveLength(1);
+      return res.body.results[0];
+    })) as { id: number; distinct_ids: string[] };
   const a = await eventually(async () => {
     const person = await personOf('user-a');
     expect(person.distinct_ids.sort()).toEqual(['anon-a', 'user-a']);
@@ -59,7 +76,12 @@ describe('deferred deletion of a person’s events', () => {
     for (const uuid of s.uuids.a) expect(await getEvent(s.projectId, uuid)).toBeUndefined();
     for (const uuid of s.uuids.b) expect(await getEvent(s.projectId, uuid)).toBeDefined();
     await eventually(async () => expect(await total(s.projectId)).toBe(2));
-    expect(await readRollups(s.projectId, 'view', '2024-02-01T00', '2024-02-29T23')).toEqual(new Map([['2024-02-01T11', 1], ['2024-02-03T12', 1]]));
+    expect(await readRollups(s.projectId, 'view', '2024-02-01T00', '2024-02-29T23')).toEqual(
+      new Map([
+        ['2024-02-01T11', 1],
+        ['2024-02-03T12', 1],
+      ]),
+    );
 
     expect(await drain()).toMatchObject({ processed: 0, eventsDeleted: 0 });
     expect(await total(s.projectId)).toBe(2);
@@ -82,12 +104,16 @@ describe('deferred deletion of a person’s events', () => {
     expect(summary.failed).toBeGreaterThanOrEqual(1);
     for (const uuid of s.uuids.b) expect(await getEvent(s.projectId, uuid)).toBeUndefined();
     const poisoned = await eventually(async () => {
-      const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl: dlqUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));
+      const out = await sqs.send(
+        new ReceiveMessageCommand({ QueueUrl: dlqUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+      );
       expect(out.Messages?.map((m) => m.Body)).toEqual(['{"project_id": "not a number"']);
       return out.Messages!;
     });
     expect(poisoned).toHaveLength(1);
-    const left = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }));
+    const left = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
+    );
     expect(left.Attributes?.ApproximateNumberOfMessages).toBe('0');
   });
 
@@ -101,8 +127,26 @@ describe('deferred deletion of a person’s events', () => {
 
   it('queues the deletion of the events of persons the bulk-delete worker removes', async () => {
     const s = await setup();
-    const queued = { project_id: s.projectId, requested_by: { first_name: '', email: s.email }, delete_events: true, person_ids: [s.a.id] };
-    const event = { Records: [{ messageId: 'm1', receiptHandle: 'r1', body: JSON.stringify(queued), attributes: {}, messageAttributes: {}, eventSource: 'aws:sqs', eventSourceARN: 'local', awsRegion: 'us-east-1' }] };
+    const queued = {
+      project_id: s.projectId,
+      requested_by: { first_name: '', email: s.email },
+      delete_events: true,
+      person_ids: [s.a.id],
+    };
+    const event = {
+      Records: [
+        {
+          messageId: 'm1',
+          receiptHandle: 'r1',
+          body: JSON.stringify(queued),
+          attributes: {},
+          messageAttributes: {},
+          eventSource: 'aws:sqs',
+          eventSourceARN: 'local',
+          awsRegion: 'us-east-1',
+        },
+      ],
+    };
     expect(await runWorker('delete_queued_persons', event)).toEqual({ batchItemFailures: [] });
     expect((await s.c.get(`${s.base}${s.a.id}`)).status).toBe(404);
     expect(await drain()).toMatchObject({ processed: 1, eventsDeleted: 3 });
@@ -117,7 +161,16 @@ describe('deferred deletion of a person’s events', () => {
     await runAs('worker', () =>
       batchPut(
         ids.flatMap((id) =>
-          personItems({ id, uuid: randomUUID(), project_id: s.projectId, properties: {}, distinct_ids: [`bulk-${id}`], created_at: '2024-01-01T00:00:00.000Z', is_identified: true, version: 1 }),
+          personItems({
+            id,
+            uuid: randomUUID(),
+            project_id: s.projectId,
+            properties: {},
+            distinct_ids: [`bulk-${id}`],
+            created_at: '2024-01-01T00:00:00.000Z',
+            is_identified: true,
+            version: 1,
+          }),
         ),
       ),
     );
@@ -126,7 +179,13 @@ describe('deferred deletion of a person’s events', () => {
     expect(res.body.not_found).toEqual([]);
     expect([...res.body.deleted, ...res.body.queued].sort()).toEqual([...ids].sort());
     // Those queued go within seconds, through the bulk-delete worker.
-    await eventually(async () => expect((await s.c.get(`${s.base}?limit=100`)).body.results.map((p: { id: number }) => p.id).sort()).toEqual([s.a.id, s.b.id].sort()), 90_000);
+    await eventually(
+      async () =>
+        expect((await s.c.get(`${s.base}?limit=100`)).body.results.map((p: { id: number }) => p.id).sort()).toEqual(
+          [s.a.id, s.b.id].sort(),
+        ),
+      90_000,
+    );
     const summary = await drain();
     expect(summary).toMatchObject({ processed: 1000, failed: 0 });
   }, 180_000);

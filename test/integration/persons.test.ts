@@ -27,7 +27,11 @@ async function personByDistinctId(ctx: Ctx, distinctId: string) {
 }
 
 /** Persons written straight into the table (what is tested is the list or the delete, not ingestion). */
-async function seedPersons(ctx: Ctx, count: number, properties: (i: number) => Record<string, unknown> = () => ({})): Promise<number[]> {
+async function seedPersons(
+  ctx: Ctx,
+  count: number,
+  properties: (i: number) => Record<string, unknown> = () => ({}),
+): Promise<number[]> {
   const base = Date.parse('2024-01-01T00:00:00Z');
   const ids = Array.from({ length: count }, (_, i) => 1_000_000 + i);
   await batchPut(
@@ -49,7 +53,13 @@ async function seedPersons(ctx: Ctx, count: number, properties: (i: number) => R
 
 async function project(): Promise<Ctx> {
   const p = await newProject(api.as);
-  return { c: api.as(p.key), key: p.key, projectId: p.projectId, token: p.token, base: `/api/environments/${p.projectId}/persons/` };
+  return {
+    c: api.as(p.key),
+    key: p.key,
+    projectId: p.projectId,
+    token: p.token,
+    base: `/api/environments/${p.projectId}/persons/`,
+  };
 }
 
 describe('persons list', () => {
@@ -58,7 +68,14 @@ describe('persons list', () => {
     ctx = await project();
     // Created one after another so "newest first" is well defined.
     for (let i = 1; i <= 7; i += 1) {
-      await capture(ctx, [{ event: 'seen', distinct_id: `user-${i}`, timestamp: `2024-03-0${i}T10:00:00Z`, properties: { $set: { email: `User${i}@Example.com`, plan: i % 2 ? 'free' : 'pro', age: i * 10 } } }]);
+      await capture(ctx, [
+        {
+          event: 'seen',
+          distinct_id: `user-${i}`,
+          timestamp: `2024-03-0${i}T10:00:00Z`,
+          properties: { $set: { email: `User${i}@Example.com`, plan: i % 2 ? 'free' : 'pro', age: i * 10 } },
+        },
+      ]);
     }
     await capture(ctx, [{ event: 'seen', distinct_id: 'no-email', timestamp: '2024-03-08T10:00:00Z' }]);
     await eventually(async () => expect((await ctx.c.get(ctx.base)).body.count).toBe(8));
@@ -68,7 +85,16 @@ describe('persons list', () => {
     const res = await ctx.c.get(ctx.base);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ count: 8, next: null, previous: null });
-    expect(res.body.results.map((p: any) => p.distinct_ids[0])).toEqual(['no-email', 'user-7', 'user-6', 'user-5', 'user-4', 'user-3', 'user-2', 'user-1']);
+    expect(res.body.results.map((p: any) => p.distinct_ids[0])).toEqual([
+      'no-email',
+      'user-7',
+      'user-6',
+      'user-5',
+      'user-4',
+      'user-3',
+      'user-2',
+      'user-1',
+    ]);
     const first = res.body.results[1];
     expect(Object.keys(first).sort()).toEqual(['created_at', 'distinct_ids', 'id', 'name', 'properties', 'uuid']);
     expect(Number.isInteger(first.id)).toBe(true);
@@ -139,15 +165,30 @@ describe('persons list', () => {
 
   it.each([
     [[{ key: 'plan', value: 'pro', operator: 'exact', type: 'person' }], ['user-6', 'user-4', 'user-2']],
-    [[{ key: 'plan', value: 'pro', operator: 'is_not', type: 'person' }], ['no-email', 'user-7', 'user-5', 'user-3', 'user-1']],
+    [
+      [{ key: 'plan', value: 'pro', operator: 'is_not', type: 'person' }],
+      ['no-email', 'user-7', 'user-5', 'user-3', 'user-1'],
+    ],
     [[{ key: 'email', value: 'USER1', operator: 'icontains', type: 'person' }], ['user-1']],
     [[{ key: 'email', value: 'user', operator: 'not_icontains', type: 'person' }], ['no-email']],
     [[{ key: 'email', value: '^User[12]@', operator: 'regex', type: 'person' }], ['user-2', 'user-1']],
     [[{ key: 'age', value: 50, operator: 'gt', type: 'person' }], ['user-7', 'user-6']],
     [[{ key: 'age', value: '20', operator: 'lt', type: 'person' }], ['user-1']],
-    [[{ key: 'email', operator: 'is_set', type: 'person' }], ['user-7', 'user-6', 'user-5', 'user-4', 'user-3', 'user-2', 'user-1']],
+    [
+      [{ key: 'email', operator: 'is_set', type: 'person' }],
+      ['user-7', 'user-6', 'user-5', 'user-4', 'user-3', 'user-2', 'user-1'],
+    ],
     [[{ key: 'email', operator: 'is_not_set', type: 'person' }], ['no-email']],
-    [{ type: 'OR', values: [{ key: 'age', value: 10, type: 'person' }, { key: 'age', value: 70, type: 'person' }] }, ['user-7', 'user-1']],
+    [
+      {
+        type: 'OR',
+        values: [
+          { key: 'age', value: 10, type: 'person' },
+          { key: 'age', value: 70, type: 'person' },
+        ],
+      },
+      ['user-7', 'user-1'],
+    ],
   ])('filters by person properties %j', async (filters, expected) => {
     const res = await ctx.c.get(`${ctx.base}?properties=${encodeURIComponent(JSON.stringify(filters))}`);
     expect(res.status).toBe(200);
@@ -155,12 +196,15 @@ describe('persons list', () => {
     expect(res.body.count).toBe(expected.length);
   });
 
-  it.each(['not json', '[{"key":"email","operator":"regex","value":"(","type":"person"}]', '[{"value":1}]'])('rejects properties=%s with 400', async (raw) => {
-    const res = await ctx.c.get(`${ctx.base}?properties=${encodeURIComponent(raw)}`);
-    expect(res.status).toBe(400);
-    expectErrorShape(res.body);
-    expect(res.body.attr).toMatch(/^properties/);
-  });
+  it.each(['not json', '[{"key":"email","operator":"regex","value":"(","type":"person"}]', '[{"value":1}]'])(
+    'rejects properties=%s with 400',
+    async (raw) => {
+      const res = await ctx.c.get(`${ctx.base}?properties=${encodeURIComponent(raw)}`);
+      expect(res.status).toBe(400);
+      expectErrorShape(res.body);
+      expect(res.body.attr).toMatch(/^properties/);
+    },
+  );
 
   it('answers CSV with format=csv and rejects an unknown format', async () => {
     const res = await ctx.c.get(`${ctx.base}?format=csv&limit=2`);
@@ -180,7 +224,9 @@ describe('persons CSV', () => {
     const res = await ctx.c.get(`${ctx.base}?format=csv`);
     expect(res.status).toBe(200);
     const [header, row] = res.text.split('\r\n');
-    const cells = Object.fromEntries(header!.split(',').map((column, i) => [column, row!.split(/,(?=(?:[^"]*"[^"]*")*[^"]*$)/)[i]]));
+    const cells = Object.fromEntries(
+      header!.split(',').map((column, i) => [column, row!.split(/,(?=(?:[^"]*"[^"]*")*[^"]*$)/)[i]]),
+    );
     expect(cells['properties.name']).toBe(`"'=HYPERLINK(""http://evil"")"`);
     expect(cells.name).toBe(`"'=HYPERLINK(""http://evil"")"`);
     expect(cells['properties.balance']).toBe('-5');
@@ -216,12 +262,23 @@ describe('person retrieve, update, delete property, activity, timeline', () => {
 
   it('merges PATCHed properties, records the change in activity and in the timeline', async () => {
     const ctx = await project();
-    await capture(ctx, [{ event: 'x', distinct_id: 'p-1', timestamp: '2024-01-01T00:00:00Z', properties: { $set: { plan: 'free', name: 'Ann' } } }]);
+    await capture(ctx, [
+      {
+        event: 'x',
+        distinct_id: 'p-1',
+        timestamp: '2024-01-01T00:00:00Z',
+        properties: { $set: { plan: 'free', name: 'Ann' } },
+      },
+    ]);
     const person = await personByDistinctId(ctx, 'p-1');
     const res = await ctx.c.patch(`${ctx.base}${person.id}/`, { properties: { plan: 'pro', seats: 3 } });
     expect(res.status).toBe(200);
     expect(res.body.properties).toEqual({ plan: 'pro', name: 'Ann', seats: 3 });
-    expect((await ctx.c.get(`${ctx.base}${person.id}`)).body.properties).toEqual({ plan: 'pro', name: 'Ann', seats: 3 });
+    expect((await ctx.c.get(`${ctx.base}${person.id}`)).body.properties).toEqual({
+      plan: 'pro',
+      name: 'Ann',
+      seats: 3,
+    });
 
     const removed = await ctx.c.request('POST', `${ctx.base}${person.id}/delete_property/?$unset=name`, { body: {} });
     expect(removed.status).toBe(200);
@@ -232,7 +289,12 @@ describe('person retrieve, update, delete property, activity, timeline', () => {
     expect(activity.body.results.map((a: any) => a.activity)).toEqual(['property_deleted', 'updated']);
     const updated = activity.body.results[1];
     expect(updated.user.email).toMatch(/@test\.example$/);
-    expect(updated.detail.changes[0]).toMatchObject({ action: 'changed', field: 'properties', before: { plan: 'free', name: 'Ann' }, after: { plan: 'pro', name: 'Ann', seats: 3 } });
+    expect(updated.detail.changes[0]).toMatchObject({
+      action: 'changed',
+      field: 'properties',
+      before: { plan: 'free', name: 'Ann' },
+      after: { plan: 'pro', name: 'Ann', seats: 3 },
+    });
 
     const timeline = await ctx.c.get(`${ctx.base}${person.id}/properties_timeline/`);
     expect(timeline.status).toBe(200);
@@ -255,7 +317,10 @@ describe('person retrieve, update, delete property, activity, timeline', () => {
       expect(res.status).toBe(400);
       expect(res.body.attr).toBe('properties');
     }
-    expect((await ctx.c.post(`${ctx.base}${person.id}/delete_property`, {})).body).toMatchObject({ attr: '$unset', code: 'required' });
+    expect((await ctx.c.post(`${ctx.base}${person.id}/delete_property`, {})).body).toMatchObject({
+      attr: '$unset',
+      code: 'required',
+    });
     expect((await ctx.c.get(`${ctx.base}${person.id}`)).body.properties).toEqual({ a: 1 });
     expect((await ctx.c.get(`${ctx.base}${person.id}/activity`)).body.results).toEqual([]);
   });
@@ -266,7 +331,11 @@ describe('person split and delete', () => {
     const ctx = await project();
     await capture(ctx, [
       { event: '$pageview', distinct_id: 'anon-s' },
-      { event: '$identify', distinct_id: 'user-s', properties: { $anon_distinct_id: 'anon-s', $set: { email: 's@x.io' } } },
+      {
+        event: '$identify',
+        distinct_id: 'user-s',
+        properties: { $anon_distinct_id: 'anon-s', $set: { email: 's@x.io' } },
+      },
       { event: '$create_alias', distinct_id: 'user-s', properties: { alias: 'crm-s' } },
     ]);
     const person = await eventually(async () => {
@@ -307,14 +376,22 @@ describe('person split and delete', () => {
 
   it('bulk deletes by distinct ids (PostHog shape) and validates the request', async () => {
     const ctx = await project();
-    await capture(ctx, ['b-1', 'b-2', 'b-3'].map((d) => ({ event: 'x', distinct_id: d })));
+    await capture(
+      ctx,
+      ['b-1', 'b-2', 'b-3'].map((d) => ({ event: 'x', distinct_id: d })),
+    );
     await eventually(async () => expect((await ctx.c.get(ctx.base)).body.count).toBe(3));
     const res = await ctx.c.post(`${ctx.base}bulk_delete/`, { distinct_ids: ['b-1', 'b-3', 'missing'] });
     expect(res.status).toBe(202);
     expect(res.body.deleted).toHaveLength(2);
     expect(res.body.not_found).toEqual(['missing']);
     expect((await ctx.c.get(ctx.base)).body.results.map((p: any) => p.distinct_ids[0])).toEqual(['b-2']);
-    for (const body of [{}, { ids: [1], distinct_ids: ['a'] }, { distinct_ids: Array.from({ length: 1001 }, (_, i) => `x${i}`) }, { ids: [] }]) {
+    for (const body of [
+      {},
+      { ids: [1], distinct_ids: ['a'] },
+      { distinct_ids: Array.from({ length: 1001 }, (_, i) => `x${i}`) },
+      { ids: [] },
+    ]) {
       const bad = await ctx.c.post(`${ctx.base}bulk_delete/`, body);
       expect(bad.status).toBe(400);
       expectErrorShape(bad.body);
@@ -335,7 +412,9 @@ describe('person split and delete', () => {
     expect([...res.body.deleted, ...res.body.queued].sort()).toEqual([...ids].sort());
     // Nothing is left for the client to send again: the queued ones go within seconds.
     await eventually(async () => expect((await ctx.c.get(`${ctx.base}?limit=1`)).body.results).toEqual([]), 90_000);
-    console.log(`bulk_delete of 1000 persons: answered in ${Math.round(answeredMs)} ms (${res.body.deleted.length} inline, ${res.body.queued.length} queued), all gone after ${Math.round(performance.now() - sent)} ms`);
+    console.log(
+      `bulk_delete of 1000 persons: answered in ${Math.round(answeredMs)} ms (${res.body.deleted.length} inline, ${res.body.queued.length} queued), all gone after ${Math.round(performance.now() - sent)} ms`,
+    );
     expect((await ctx.c.get(`${ctx.base}?distinct_id=seed-0`)).body.results).toEqual([]);
     expect((await ctx.c.get(`${ctx.base}?distinct_id=seed-999`)).body.results).toEqual([]);
     for (const id of [ids[0], ids[999]]) expect((await ctx.c.get(`${ctx.base}${id}`)).status).toBe(404);

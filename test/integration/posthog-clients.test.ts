@@ -22,10 +22,17 @@ describe('posthog-node against this service', () => {
     const errors: unknown[] = [];
     client.on('error', (e) => errors.push(e));
 
-    client.capture({ distinctId: 'anon-7', event: 'page viewed', properties: { path: '/pricing', $set_once: { first_path: '/pricing' } } });
+    client.capture({
+      distinctId: 'anon-7',
+      event: 'page viewed',
+      properties: { path: '/pricing', $set_once: { first_path: '/pricing' } },
+    });
     client.capture({ distinctId: 'anon-7', event: 'page viewed', properties: { path: '/signup' } });
     client.capture({ distinctId: 'ada@example.com', event: 'signed up', properties: { plan: 'pro' } });
-    client.identify({ distinctId: 'ada@example.com', properties: { $set: { email: 'ada@example.com', name: 'Ada' }, $anon_distinct_id: 'anon-7' } });
+    client.identify({
+      distinctId: 'ada@example.com',
+      properties: { $set: { email: 'ada@example.com', name: 'Ada' }, $anon_distinct_id: 'anon-7' },
+    });
     client.alias({ distinctId: 'ada@example.com', alias: 'crm-1815' });
     await client.shutdown();
     expect(errors).toEqual([]);
@@ -50,7 +57,13 @@ describe('posthog-node against this service', () => {
 describe('posthog-js request shapes', () => {
   it('accepts a form-encoded base64 body (compression=base64) and a bare JSON array with properties.token', async () => {
     const { projectId, token } = await newProject(api.as);
-    const events = [{ event: '$pageview', properties: { token, distinct_id: 'web-1', $current_url: 'https://x.io/' }, timestamp: new Date().toISOString() }];
+    const events = [
+      {
+        event: '$pageview',
+        properties: { token, distinct_id: 'web-1', $current_url: 'https://x.io/' },
+        timestamp: new Date().toISOString(),
+      },
+    ];
     const data = Buffer.from(JSON.stringify(events)).toString('base64');
     const form = await api.as().request('POST', `/e/?ip=1&_=${Date.now()}&ver=1.200.0`, {
       raw: `data=${encodeURIComponent(data)}&compression=base64`,

@@ -10,7 +10,13 @@ describe('project settings', () => {
     const path = `/api/environments/${p.projectId}/`;
     const before = await c.get(path);
     expect(before.status).toBe(200);
-    expect(before.body).toMatchObject({ id: p.projectId, api_token: p.token, timezone: 'UTC', week_start_day: 0, name: 'Default project' });
+    expect(before.body).toMatchObject({
+      id: p.projectId,
+      api_token: p.token,
+      timezone: 'UTC',
+      week_start_day: 0,
+      name: 'Default project',
+    });
     const res = await c.patch(path, {
       timezone: 'America/New_York',
       week_start_day: 1,
@@ -18,7 +24,9 @@ describe('project settings', () => {
     });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ timezone: 'America/New_York', week_start_day: 1, name: 'Default project' });
-    expect(res.body.test_account_filters).toEqual([{ key: 'email', value: '@acme.io', operator: 'not_icontains', type: 'person' }]);
+    expect(res.body.test_account_filters).toEqual([
+      { key: 'email', value: '@acme.io', operator: 'not_icontains', type: 'person' },
+    ]);
     const org = await c.get(`/api/organizations/${p.org.id}`);
     expect(org.body.teams[0].timezone).toBe('America/New_York');
   });
@@ -35,7 +43,11 @@ describe('project settings', () => {
     expect(res.status).toBe(400);
     expectErrorShape(res.body);
     expect(res.body.attr).toBe(attr);
-    expect((await c.get(`/api/environments/${p.projectId}`)).body).toMatchObject({ timezone: 'UTC', week_start_day: 0, name: 'Default project' });
+    expect((await c.get(`/api/environments/${p.projectId}`)).body).toMatchObject({
+      timezone: 'UTC',
+      week_start_day: 0,
+      name: 'Default project',
+    });
   });
 });
 
@@ -44,9 +56,16 @@ describe('actions', () => {
     const p = await newProject(api.as);
     const c = api.as(p.key);
     const base = `/api/environments/${p.projectId}/actions/`;
-    const created = await c.post(base, { name: 'Signed up or paid', steps: [{ event: 'signed up' }, { event: 'paid', properties: [{ key: 'amount', value: 0, operator: 'gt' }] }] });
+    const created = await c.post(base, {
+      name: 'Signed up or paid',
+      steps: [{ event: 'signed up' }, { event: 'paid', properties: [{ key: 'amount', value: 0, operator: 'gt' }] }],
+    });
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ id: 1, name: 'Signed up or paid', steps: [{ event: 'signed up' }, { event: 'paid' }] });
+    expect(created.body).toMatchObject({
+      id: 1,
+      name: 'Signed up or paid',
+      steps: [{ event: 'signed up' }, { event: 'paid' }],
+    });
     expect(created.body.steps[1].properties[0]).toMatchObject({ key: 'amount', operator: 'gt', type: 'event' });
     await c.post(base, { name: 'Any event', steps: [{ event: null }] });
     const list = await c.get(base);
@@ -64,7 +83,14 @@ describe('actions', () => {
     const c = api.as(p.key);
     const base = `/api/environments/${p.projectId}/actions/`;
     expect((await c.post(base, { name: 'x', steps: [] })).body).toMatchObject({ attr: 'steps' });
-    expect((await c.post(base, { name: 'x', steps: [{ event: 'a', properties: [{ key: 'k', operator: 'nope', value: 1 }] }] })).body).toMatchObject({ attr: 'steps__0__properties__0__operator' });
+    expect(
+      (
+        await c.post(base, {
+          name: 'x',
+          steps: [{ event: 'a', properties: [{ key: 'k', operator: 'nope', value: 1 }] }],
+        })
+      ).body,
+    ).toMatchObject({ attr: 'steps__0__properties__0__operator' });
     expect((await c.get(base)).body.count).toBe(0);
   });
 });

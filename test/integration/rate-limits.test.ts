@@ -1,7 +1,11 @@
 // Tiny limits for this file's process, set before anything reads the config (read once per process).
 // crud: 5 a minute (and an hour limit high enough not to matter); analytics (trends): no minute limit,
 // 3 an hour, so the hour window is the one that throttles; capture: 3 a minute per project.
-process.env.ANALYTICS_RATE_LIMITS = JSON.stringify({ crud: { minute: 5, hour: 50 }, analytics: { minute: null, hour: 3 }, capture: { minute: 3 } });
+process.env.ANALYTICS_RATE_LIMITS = JSON.stringify({
+  crud: { minute: 5, hour: 50 },
+  analytics: { minute: null, hour: 3 },
+  capture: { minute: 3 },
+});
 
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
@@ -42,13 +46,23 @@ describe('personal API key rate limits', () => {
       const res = await c.get('/api/organizations');
       expect(res.status).toBe(200);
       // The minute window (5) is tighter than the hour (50): its numbers are the ones sent.
-      expect(rateHeaders(res)).toMatchObject({ limit: '5', remaining: String(5 - i), reset: String(minuteEnd), retryAfter: null });
+      expect(rateHeaders(res)).toMatchObject({
+        limit: '5',
+        remaining: String(5 - i),
+        reset: String(minuteEnd),
+        retryAfter: null,
+      });
     }
     const throttled = await c.get('/api/organizations');
     expect(throttled.status).toBe(429);
     expectErrorShape(throttled.body);
     const retryAfter = Number(throttled.headers.get('retry-after'));
-    expect(throttled.body).toEqual({ type: 'throttled_error', code: 'throttled', detail: `Request was throttled. Expected available in ${retryAfter} seconds.`, attr: null });
+    expect(throttled.body).toEqual({
+      type: 'throttled_error',
+      code: 'throttled',
+      detail: `Request was throttled. Expected available in ${retryAfter} seconds.`,
+      attr: null,
+    });
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(60);
     expect(Math.abs(nowSeconds() + retryAfter - minuteEnd)).toBeLessThanOrEqual(2);
@@ -69,7 +83,15 @@ describe('personal API key rate limits', () => {
     const { start, endsAtMs } = windowStart('minute', Date.now());
     const hash = secureValue(key);
     expect(hash).toMatch(/^sha256\$[0-9a-f]{64}$/);
-    const item = (await db().send(new GetCommand({ TableName: tableName(), Key: keys.rateLimitWindow(hash, 'crud', 'minute', start), ConsistentRead: true }))).Item;
+    const item = (
+      await db().send(
+        new GetCommand({
+          TableName: tableName(),
+          Key: keys.rateLimitWindow(hash, 'crud', 'minute', start),
+          ConsistentRead: true,
+        }),
+      )
+    ).Item;
     expect(item).toMatchObject({ hits: 2, entity: 'RATE', expires_at: Math.ceil(endsAtMs / 1000) + 60 });
     expect(JSON.stringify(item)).not.toContain(key.slice(4));
   });
@@ -101,7 +123,10 @@ describe('personal API key rate limits', () => {
     const hourEnd = Math.ceil(windowStart('hour', Date.now()).endsAtMs / 1000);
     const path = `/api/environments/${projectId}/insights/trend/`;
     for (let i = 1; i <= 3; i += 1) {
-      const res = i % 2 ? await c.post(path, { events: [{ id: '$pageview' }] }) : await c.get(`${path}?events=${encodeURIComponent('[{"id":"$pageview"}]')}`);
+      const res =
+        i % 2
+          ? await c.post(path, { events: [{ id: '$pageview' }] })
+          : await c.get(`${path}?events=${encodeURIComponent('[{"id":"$pageview"}]')}`);
       expect(res.status).toBe(200);
       expect(rateHeaders(res)).toMatchObject({ limit: '3', remaining: String(3 - i), reset: String(hourEnd) });
     }
@@ -122,7 +147,8 @@ describe('capture rate limit', () => {
     await awayFromWindowEnd('minute');
     const a = await newProject(api.as);
     const b = await newProject(api.as);
-    const send = (token: string, i: number) => api.as().post('/capture/', { api_key: token, event: 'hit', distinct_id: `d${i}` });
+    const send = (token: string, i: number) =>
+      api.as().post('/capture/', { api_key: token, event: 'hit', distinct_id: `d${i}` });
     for (let i = 0; i < 3; i += 1) expect((await send(a.token, i)).body).toMatchObject({ status: 1, accepted: 1 });
     const throttled = await send(a.token, 3);
     expect(throttled.status).toBe(429);
@@ -139,23 +165,73 @@ describe('rate limit rules', () => {
   const hour = { window: 'hour' as const, limit: 50, endsAtMs: Date.parse('2024-03-12T13:00:00Z') };
 
   it('describes the window with fewest requests left, the later-resetting one on a tie', () => {
-    expect(verdict([{ ...minute, count: 1 }, { ...hour, count: 10 }], at).headers).toEqual({ 'X-RateLimit-Limit': '5', 'X-RateLimit-Remaining': '4', 'X-RateLimit-Reset': String(Date.parse('2024-03-12T12:01:00Z') / 1000) });
-    expect(verdict([{ ...minute, count: 1 }, { ...hour, count: 48 }], at).headers['X-RateLimit-Limit']).toBe('50');
-    expect(verdict([{ ...minute, count: 3 }, { ...hour, count: 48 }], at).headers['X-RateLimit-Limit']).toBe('50');
+    expect(
+      verdict(
+        [
+          { ...minute, count: 1 },
+          { ...hour, count: 10 },
+        ],
+        at,
+      ).headers,
+    ).toEqual({
+      'X-RateLimit-Limit': '5',
+      'X-RateLimit-Remaining': '4',
+      'X-RateLimit-Reset': String(Date.parse('2024-03-12T12:01:00Z') / 1000),
+    });
+    expect(
+      verdict(
+        [
+          { ...minute, count: 1 },
+          { ...hour, count: 48 },
+        ],
+        at,
+      ).headers['X-RateLimit-Limit'],
+    ).toBe('50');
+    expect(
+      verdict(
+        [
+          { ...minute, count: 3 },
+          { ...hour, count: 48 },
+        ],
+        at,
+      ).headers['X-RateLimit-Limit'],
+    ).toBe('50');
   });
 
   it('throttles until the last exceeded window ends', () => {
-    const overMinute = verdict([{ ...minute, count: 6 }, { ...hour, count: 10 }], at);
+    const overMinute = verdict(
+      [
+        { ...minute, count: 6 },
+        { ...hour, count: 10 },
+      ],
+      at,
+    );
     expect(overMinute.throttled?.status).toBe(429);
     expect(overMinute.throttled?.headers['Retry-After']).toBe('30');
-    const overBoth = verdict([{ ...minute, count: 6 }, { ...hour, count: 51 }], at);
-    expect(overBoth.throttled?.headers).toMatchObject({ 'Retry-After': String(3600 - 30), 'X-RateLimit-Limit': '50', 'X-RateLimit-Remaining': '0' });
+    const overBoth = verdict(
+      [
+        { ...minute, count: 6 },
+        { ...hour, count: 51 },
+      ],
+      at,
+    );
+    expect(overBoth.throttled?.headers).toMatchObject({
+      'Retry-After': String(3600 - 30),
+      'X-RateLimit-Limit': '50',
+      'X-RateLimit-Remaining': '0',
+    });
     expect(verdict([{ ...minute, count: 5 }], at).throttled).toBeUndefined();
   });
 
   it('names windows by their UTC start', () => {
-    expect(windowStart('minute', Date.parse('2024-03-12T12:34:56.789Z'))).toEqual({ start: '2024-03-12T12:34', endsAtMs: Date.parse('2024-03-12T12:35:00Z') });
-    expect(windowStart('hour', Date.parse('2024-03-12T12:34:56.789Z'))).toEqual({ start: '2024-03-12T12', endsAtMs: Date.parse('2024-03-12T13:00:00Z') });
+    expect(windowStart('minute', Date.parse('2024-03-12T12:34:56.789Z'))).toEqual({
+      start: '2024-03-12T12:34',
+      endsAtMs: Date.parse('2024-03-12T12:35:00Z'),
+    });
+    expect(windowStart('hour', Date.parse('2024-03-12T12:34:56.789Z'))).toEqual({
+      start: '2024-03-12T12',
+      endsAtMs: Date.parse('2024-03-12T13:00:00Z'),
+    });
   });
 
   it('fails open: a counter that cannot be written lets the request through without headers', async () => {
@@ -165,8 +241,14 @@ describe('rate limit rules', () => {
 
   it('reads PostHog’s numbers by default and takes overrides from ANALYTICS_RATE_LIMITS', () => {
     expect(readConfig({}).rateLimits).toEqual(DEFAULT_RATE_LIMITS);
-    expect(DEFAULT_RATE_LIMITS).toEqual({ crud: { minute: 480, hour: 4800 }, analytics: { minute: 240, hour: 1200 }, capture: { minute: 10_000 } });
-    expect(readConfig({ ANALYTICS_RATE_LIMITS: '{"analytics":{"minute":2},"capture":{"minute":null}}' }).rateLimits).toEqual({
+    expect(DEFAULT_RATE_LIMITS).toEqual({
+      crud: { minute: 480, hour: 4800 },
+      analytics: { minute: 240, hour: 1200 },
+      capture: { minute: 10_000 },
+    });
+    expect(
+      readConfig({ ANALYTICS_RATE_LIMITS: '{"analytics":{"minute":2},"capture":{"minute":null}}' }).rateLimits,
+    ).toEqual({
       crud: { minute: 480, hour: 4800 },
       analytics: { minute: 2, hour: 1200 },
       capture: {},

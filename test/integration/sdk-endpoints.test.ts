@@ -12,8 +12,16 @@ const sdkDir = dirname(createRequire(import.meta.url).resolve('posthog-js/packag
 const sdkVersion = JSON.parse(readFileSync(join(sdkDir, 'package.json'), 'utf8')).version as string;
 
 /** A browser-like request: raw fetch so headers and bodies are exactly what the test says. */
-async function browser(method: string, path: string, init: { body?: string | Buffer; headers?: Record<string, string> } = {}) {
-  const res = await fetch(`${api.baseUrl}${path}`, { method, body: init.body, headers: { origin: ORIGIN, ...init.headers } });
+async function browser(
+  method: string,
+  path: string,
+  init: { body?: string | Buffer; headers?: Record<string, string> } = {},
+) {
+  const res = await fetch(`${api.baseUrl}${path}`, {
+    method,
+    body: init.body,
+    headers: { origin: ORIGIN, ...init.headers },
+  });
   const text = await res.text();
   let body: any = text;
   try {
@@ -84,7 +92,13 @@ describe('remote config (/array/<token>/config and config.js)', () => {
 });
 
 describe('feature flags (/flags, /decide)', () => {
-  const noFlags = { flags: {}, featureFlags: {}, featureFlagPayloads: {}, errorsWhileComputingFlags: false, quotaLimited: [] };
+  const noFlags = {
+    flags: {},
+    featureFlags: {},
+    featureFlagPayloads: {},
+    errorsWhileComputingFlags: false,
+    quotaLimited: [],
+  };
 
   it('answers no flags to JSON, gzip and base64-form bodies, on every path posthog-js and older SDKs call, with CORS', async () => {
     const { token } = await newProject(api.as);
@@ -127,7 +141,10 @@ describe('feature flags (/flags, /decide)', () => {
     });
     expect((await browser('POST', '/decide/?v=1', { body, headers })).body.featureFlags).toEqual([]);
     expect((await browser('POST', '/flags/?v=2', { body, headers })).body.supportedCompression).toBeUndefined();
-    expect((await browser('POST', '/flags/?v=2&config=true', { body, headers })).body).toMatchObject({ ...noFlags, supportedCompression: ['gzip', 'gzip-js'] });
+    expect((await browser('POST', '/flags/?v=2&config=true', { body, headers })).body).toMatchObject({
+      ...noFlags,
+      supportedCompression: ['gzip', 'gzip-js'],
+    });
   });
 
   it('answers 401 with CORS for a missing or unknown token and 400 for a body that is not an object', async () => {
@@ -151,7 +168,9 @@ describe('preflight', () => {
   it('answers OPTIONS on every SDK path with the CORS headers a browser needs', async () => {
     const { token } = await newProject(api.as);
     for (const path of ['/flags/', '/decide', `/array/${token}/config`, '/i/v0/e/', '/static/array.js']) {
-      const res = await browser('OPTIONS', path, { headers: { 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
+      const res = await browser('OPTIONS', path, {
+        headers: { 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+      });
       expect([path, res.status]).toEqual([path, 204]);
       expect(res.headers.get('access-control-allow-origin')).toBe(ORIGIN);
       expect(res.headers.get('access-control-allow-methods')).toContain('POST');
@@ -207,12 +226,17 @@ async function rawGet(path: string): Promise<{ status: number; headers: Record<s
   const { request } = await import('node:http');
   const url = new URL(api.baseUrl);
   return new Promise((resolve, reject) => {
-    const req = request({ host: url.hostname, port: url.port, path, method: 'GET', headers: { origin: ORIGIN } }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers as Record<string, string>, body }));
-    });
+    const req = request(
+      { host: url.hostname, port: url.port, path, method: 'GET', headers: { origin: ORIGIN } },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (body += c));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers as Record<string, string>, body }),
+        );
+      },
+    );
     req.on('error', reject);
     req.end();
   });

@@ -47,20 +47,40 @@ beforeAll(async () => {
   const projectId = org.teams[0].id as number;
   await api.as().post('/batch', {
     api_key: org.teams[0].api_token,
-    batch: [{ event: 'signed up', distinct_id: `did-${SECRET}`, properties: { $set: { email: `${SECRET}@victim.example`, plan: `plan-${SECRET}` } } }],
+    batch: [
+      {
+        event: 'signed up',
+        distinct_id: `did-${SECRET}`,
+        properties: { $set: { email: `${SECRET}@victim.example`, plan: `plan-${SECRET}` } },
+      },
+    ],
   });
   const personId = await eventually(async () => {
     const res = await c.get(`/api/environments/${projectId}/persons?distinct_id=did-${SECRET}`);
     expect(res.body.results).toHaveLength(1);
     return res.body.results[0].id as number;
   });
-  const action = (await c.post(`/api/environments/${projectId}/actions`, { name: `Action ${SECRET}`, steps: [{ event: 'signed up' }] })).body;
+  const action = (
+    await c.post(`/api/environments/${projectId}/actions`, {
+      name: `Action ${SECRET}`,
+      steps: [{ event: 'signed up' }],
+    })
+  ).body;
   const exp = (
     await c.post(`/api/organizations/${org.id}/batch_exports`, {
       name: `Export ${SECRET}`,
       interval: 'hour',
       paused: true,
-      destination: { type: 'S3', config: { bucket_name: `bucket-${SECRET}`, region: 'us-east-1', prefix: '', aws_access_key_id: `AKIA-${SECRET}`, aws_secret_access_key: `secret-${SECRET}` } },
+      destination: {
+        type: 'S3',
+        config: {
+          bucket_name: `bucket-${SECRET}`,
+          region: 'us-east-1',
+          prefix: '',
+          aws_access_key_id: `AKIA-${SECRET}`,
+          aws_secret_access_key: `secret-${SECRET}`,
+        },
+      },
     })
   ).body;
   victim = {
@@ -78,7 +98,8 @@ beforeAll(async () => {
   const revoked = await newKey({ email: owner.email });
   expect(await revokeApiKey(owner.email, `${revoked.key.slice(0, 4)}...${revoked.key.slice(-4)}`)).toBe(1);
   keys.revoked = revoked.key;
-  for (const s of ['organization:write', 'organization_member:write']) keys[s] = (await newKey({ email: owner.email, scopes: [s] })).key;
+  for (const s of ['organization:write', 'organization_member:write'])
+    keys[s] = (await newKey({ email: owner.email, scopes: [s] })).key;
   keys.readOnly = (await newKey({ email: owner.email, scopes: SCOPE_OBJECTS.map((o) => `${o}:read`) })).key;
   keys.otherProject = (await newKey({ email: owner.email, scopedTeams: [other.teams[0].id] })).key;
   keys.otherOrganization = (await newKey({ email: owner.email, scopedOrganizations: [other.id] })).key;
@@ -87,7 +108,11 @@ beforeAll(async () => {
   await api.as(stranger.key).post('/api/organizations', { name: 'Stranger org' });
   keys.stranger = stranger.key;
 
-  scope = { userId: (await findUserIdByEmail(owner.email))!, organizationIds: [org.id, other.id], projectIds: [projectId, other.teams[0].id] };
+  scope = {
+    userId: (await findUserIdByEmail(owner.email))!,
+    organizationIds: [org.id, other.id],
+    projectIds: [projectId, other.teams[0].id],
+  };
   // Settled: the ingest worker has finished with the victim's person before the first snapshot.
   before = await snapshotTenant(scope);
   await eventually(async () => {
@@ -130,18 +155,38 @@ function bodyFor(route: KeyRoute): unknown {
     actions_create: { name: 'Hijacked', steps: [{ event: 'x' }] },
     actions_partial_update: { name: 'Hijacked' },
     insights_trend: { events: [{ id: 'signed up' }] },
-    batch_exports_create: { name: 'Hijacked', interval: 'hour', paused: true, destination: { type: 'S3', config: { bucket_name: 'evil', region: 'us-east-1', prefix: '', role_arn: 'arn:aws:iam::123456789012:role/exports' } } },
+    batch_exports_create: {
+      name: 'Hijacked',
+      interval: 'hour',
+      paused: true,
+      destination: {
+        type: 'S3',
+        config: {
+          bucket_name: 'evil',
+          region: 'us-east-1',
+          prefix: '',
+          role_arn: 'arn:aws:iam::123456789012:role/exports',
+        },
+      },
+    },
     batch_exports_partial_update: { name: 'Hijacked', paused: false },
     batch_exports_backfill: { start_at: '2024-01-01T00:00:00Z', end_at: '2024-01-01T02:00:00Z' },
   };
-  return bodies[route.operationId] ?? (route.method === 'POST' || route.method === 'PATCH' ? { name: 'Hijacked' } : undefined);
+  return (
+    bodies[route.operationId] ??
+    (route.method === 'POST' || route.method === 'PATCH' ? { name: 'Hijacked' } : undefined)
+  );
 }
 
 async function send(route: KeyRoute, headers: Record<string, string>): Promise<Reply> {
-  const query = route.operationId === 'insights_trend_retrieve' ? `?events=${encodeURIComponent('[{"id":"signed up"}]')}` : '';
+  const query =
+    route.operationId === 'insights_trend_retrieve' ? `?events=${encodeURIComponent('[{"id":"signed up"}]')}` : '';
   // A 503 (DynamoDB Local too slow on a loaded machine) is retried as a client would; refusals never are.
-  const res = await retryingUnavailable(() => api.as().request(route.method, pathFor(route) + query, { body: bodyFor(route), headers }));
-  for (const secret of victim.secrets) expect(res.text, `${route.operationId} leaked the victim's data`).not.toContain(secret);
+  const res = await retryingUnavailable(() =>
+    api.as().request(route.method, pathFor(route) + query, { body: bodyFor(route), headers }),
+  );
+  for (const secret of victim.secrets)
+    expect(res.text, `${route.operationId} leaked the victim's data`).not.toContain(secret);
   if (res.status >= 400) expectErrorShape(res.body);
   return res;
 }
@@ -158,7 +203,20 @@ describe.each(keyRoutes.map((r) => [`${r.method} ${r.path}`, r] as const))('%s',
 
   if (route.method === 'GET') {
     it("answers 200 to the owner's own key (the path names real resources)", async () => {
-      expect((await api.as().request('GET', pathFor(route) + (route.operationId === 'insights_trend_retrieve' ? `?events=${encodeURIComponent('[{"id":"signed up"}]')}` : ''), { headers: bearer(victim.key) })).status).toBe(200);
+      expect(
+        (
+          await api
+            .as()
+            .request(
+              'GET',
+              pathFor(route) +
+                (route.operationId === 'insights_trend_retrieve'
+                  ? `?events=${encodeURIComponent('[{"id":"signed up"}]')}`
+                  : ''),
+              { headers: bearer(victim.key) },
+            )
+        ).status,
+      ).toBe(200);
     });
   }
 
@@ -210,19 +268,34 @@ describe.each(keyRoutes.map((r) => [`${r.method} ${r.path}`, r] as const))('%s',
   if (tenancy === 'project') {
     it("answers 403 for the owner's key scoped to another project", async () => {
       const res = await send(route, bearer(keys.otherProject!));
-      expectRefusal(res, 403, 'permission_denied', `API key does not have access to the requested project: ID ${victim.org.teams[0]!.id}.`);
+      expectRefusal(
+        res,
+        403,
+        'permission_denied',
+        `API key does not have access to the requested project: ID ${victim.org.teams[0]!.id}.`,
+      );
     });
   } else {
     it("answers 403 for the owner's key scoped to a project (organization-level route)", async () => {
       const res = await send(route, bearer(keys.otherProject!));
-      expectRefusal(res, 403, 'permission_denied', 'API keys with scoped projects are only supported on project-based endpoints.');
+      expectRefusal(
+        res,
+        403,
+        'permission_denied',
+        'API keys with scoped projects are only supported on project-based endpoints.',
+      );
     });
   }
 
   if (tenancy === 'organization' || tenancy === 'project') {
     it("answers 403 for the owner's key scoped to another organization", async () => {
       const res = await send(route, bearer(keys.otherOrganization!));
-      expectRefusal(res, 403, 'permission_denied', `API key does not have access to the requested organization: ID ${victim.org.id}.`);
+      expectRefusal(
+        res,
+        403,
+        'permission_denied',
+        `API key does not have access to the requested organization: ID ${victim.org.id}.`,
+      );
     });
   } else {
     it("shows the owner's key scoped to another organization nothing of the victim organization's", async () => {

@@ -30,10 +30,16 @@ interface Twin {
 
 async function twin(): Promise<Twin> {
   const p = await newProject(api.as);
-  return { c: api.as(p.key), projectId: p.projectId, token: p.token, path: `/api/environments/${p.projectId}/insights/trend/?refresh=true` };
+  return {
+    c: api.as(p.key),
+    projectId: p.projectId,
+    token: p.token,
+    path: `/api/environments/${p.projectId}/insights/trend/?refresh=true`,
+  };
 }
 
-const total = async (projectId: number) => [...(await readRollups(projectId, null, '2024-04-01T00', '2024-04-30T23')).values()].reduce((a, b) => a + b, 0);
+const total = async (projectId: number) =>
+  [...(await readRollups(projectId, null, '2024-04-01T00', '2024-04-30T23')).values()].reduce((a, b) => a + b, 0);
 
 const browsers = ['Chrome', 'Safari', 'Firefox'];
 const batch = Array.from({ length: 60 }, (_, i) => ({
@@ -41,15 +47,48 @@ const batch = Array.from({ length: 60 }, (_, i) => ({
   distinct_id: `user-${i % 7}`,
   timestamp: new Date(Date.parse('2024-04-17T00:30:00Z') + i * 97 * 60_000).toISOString(),
   uuid: `0190f000-0000-7000-8000-${String(i).padStart(12, '0')}`,
-  properties: { $browser: browsers[i % 3], ...(i % 5 ? { $os: i % 2 ? 'iOS' : 'Windows' } : {}), amount: i, $session_id: `s-${i % 9}` },
+  properties: {
+    $browser: browsers[i % 3],
+    ...(i % 5 ? { $os: i % 2 ? 'iOS' : 'Windows' } : {}),
+    amount: i,
+    $session_id: `s-${i % 9}`,
+  },
 }));
-batch.push({ event: '$identify', distinct_id: 'user-1', timestamp: '2024-04-19T10:00:00Z', uuid: randomUUID(), properties: { $anon_distinct_id: 'user-2' } as never });
+batch.push({
+  event: '$identify',
+  distinct_id: 'user-1',
+  timestamp: '2024-04-19T10:00:00Z',
+  uuid: randomUUID(),
+  properties: { $anon_distinct_id: 'user-2' } as never,
+});
 
 const QUERIES: Record<string, unknown>[] = [
-  { events: [{ id: '$pageview', properties: [{ key: '$browser', operator: 'exact', value: ['Chrome', 'Firefox'] }] }], breakdown: '$os', date_from: '-7d' },
-  { events: [{ id: '$pageview', math: 'dau' }, { id: 'signed up', math: 'sum', math_property: 'amount' }], date_from: '-3d', interval: 'hour' },
-  { events: [{ id: null, properties: [{ key: 'amount', operator: 'gt', value: 10 }] }], breakdown: '$browser', date_from: '2024-04-18T06:00:00', date_to: '2024-04-19T18:00:00' },
-  { events: [{ id: '$pageview' }], breakdown: '$session_duration', breakdown_type: 'session', date_from: '-7d', display: 'ActionsTable' },
+  {
+    events: [{ id: '$pageview', properties: [{ key: '$browser', operator: 'exact', value: ['Chrome', 'Firefox'] }] }],
+    breakdown: '$os',
+    date_from: '-7d',
+  },
+  {
+    events: [
+      { id: '$pageview', math: 'dau' },
+      { id: 'signed up', math: 'sum', math_property: 'amount' },
+    ],
+    date_from: '-3d',
+    interval: 'hour',
+  },
+  {
+    events: [{ id: null, properties: [{ key: 'amount', operator: 'gt', value: 10 }] }],
+    breakdown: '$browser',
+    date_from: '2024-04-18T06:00:00',
+    date_to: '2024-04-19T18:00:00',
+  },
+  {
+    events: [{ id: '$pageview' }],
+    breakdown: '$session_duration',
+    breakdown_type: 'session',
+    date_from: '-7d',
+    display: 'ActionsTable',
+  },
 ];
 
 async function answers(t: Twin): Promise<{ sources: (string | null)[]; results: unknown[] }> {
@@ -63,8 +102,13 @@ describe('trends from compacted segments', () => {
   let raw: Twin;
   beforeAll(async () => {
     [compacted, raw] = [await twin(), await twin()];
-    for (const t of [compacted, raw]) expect((await api.as().post('/batch', { api_key: t.token, batch })).body.accepted).toBe(batch.length);
-    await eventually(async () => expect([await total(compacted.projectId), await total(raw.projectId)]).toEqual([batch.length, batch.length]), 20_000);
+    for (const t of [compacted, raw])
+      expect((await api.as().post('/batch', { api_key: t.token, batch })).body.accepted).toBe(batch.length);
+    await eventually(
+      async () =>
+        expect([await total(compacted.projectId), await total(raw.projectId)]).toEqual([batch.length, batch.length]),
+      20_000,
+    );
   });
 
   it('the ingest worker keeps day counters and marks changed days for compaction', async () => {
@@ -75,7 +119,10 @@ describe('trends from compacted segments', () => {
     const marker = await getCompactionMarker(compacted.projectId, '2024-04-18');
     expect(marker?.touches).toBeGreaterThan(0);
     // Due ten minutes after the worker's (real) clock saw the change, not before.
-    const due = (at: number) => dueCompactions(new Date(at)).then((list) => list.some((d) => d.projectId === compacted.projectId && d.day === '2024-04-18'));
+    const due = (at: number) =>
+      dueCompactions(new Date(at)).then((list) =>
+        list.some((d) => d.projectId === compacted.projectId && d.day === '2024-04-18'),
+      );
     expect(await due(Date.now() - 60_000)).toBe(false);
     expect(await due(Date.now() + 11 * 60_000)).toBe(true);
   });
@@ -99,7 +146,9 @@ describe('trends from compacted segments', () => {
   });
 
   it('a recompaction replaces the previous build, and a build split in chunks reads the same', async () => {
-    const before = (await readEventDay(compacted.projectId, '2024-04-18', '$pageview', null)).segments.get('$pageview')!;
+    const before = (await readEventDay(compacted.projectId, '2024-04-18', '$pageview', null)).segments.get(
+      '$pageview',
+    )!;
     await compactDay(compacted.projectId, '2024-04-18', new Date(NOW + 80_000), { chunkBytes: 100 });
     const day = await readEventDay(compacted.projectId, '2024-04-18', '$pageview', null);
     const after = day.segments.get('$pageview')!;
@@ -111,13 +160,23 @@ describe('trends from compacted segments', () => {
     expect(chunked.results).toEqual((await answers(raw)).results);
     // Back to one chunk: the extra chunks of the split build are removed.
     await compactDay(compacted.projectId, '2024-04-18', new Date(NOW + 85_000));
-    expect((await readEventDay(compacted.projectId, '2024-04-18', '$pageview', null)).segmentChunks.get('$pageview')).toHaveLength(1);
+    expect(
+      (await readEventDay(compacted.projectId, '2024-04-18', '$pageview', null)).segmentChunks.get('$pageview'),
+    ).toHaveLength(1);
   });
 
   it('reads a day raw when its chunks come from two builds (an interrupted rewrite)', async () => {
     await compactDay(compacted.projectId, '2024-04-18', new Date(NOW + 86_000), { chunkBytes: 100 });
     const key = keys.daySegment(compacted.projectId, '2024-04-18', '$pageview', 1);
-    await db().send(new UpdateCommand({ TableName: tableName(), Key: key, UpdateExpression: 'SET #b = :b', ExpressionAttributeNames: { '#b': 'build' }, ExpressionAttributeValues: { ':b': 'older-build' } }));
+    await db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: key,
+        UpdateExpression: 'SET #b = :b',
+        ExpressionAttributeNames: { '#b': 'build' },
+        ExpressionAttributeValues: { ':b': 'older-build' },
+      }),
+    );
     const torn = await answers(compacted);
     expect(torn.sources[0]).toBe('segments+events');
     expect(torn.results).toEqual((await answers(raw)).results);
@@ -139,7 +198,14 @@ describe('trends from compacted segments', () => {
       });
     // Stored with capture's own write (not POST /batch): capture would stamp inserted_at with the frozen clock, before the compaction.
     for (const t of [compacted, raw]) await putEventItems([late(t.projectId, 1), late(t.projectId, 2)]);
-    await eventually(async () => expect([await total(compacted.projectId), await total(raw.projectId)]).toEqual([batch.length + 2, batch.length + 2]), 20_000);
+    await eventually(
+      async () =>
+        expect([await total(compacted.projectId), await total(raw.projectId)]).toEqual([
+          batch.length + 2,
+          batch.length + 2,
+        ]),
+      20_000,
+    );
     const after = await answers(compacted);
     const reference = await answers(raw);
     expect(after.sources[0]).toBe('segments');
@@ -148,10 +214,23 @@ describe('trends from compacted segments', () => {
   });
 
   it('falls back to the raw day when an event is deleted, and a recompaction makes the day whole again', async () => {
-    const gone = batch.find((e) => e.event === '$pageview' && e.timestamp.startsWith('2024-04-19') && ['Chrome', 'Firefox'].includes(String(e.properties.$browser)))!;
+    const gone = batch.find(
+      (e) =>
+        e.event === '$pageview' &&
+        e.timestamp.startsWith('2024-04-19') &&
+        ['Chrome', 'Firefox'].includes(String(e.properties.$browser)),
+    )!;
     // What the deferred person-event deletion does to each event item; the stream takes it out of the counters.
-    for (const t of [compacted, raw]) await db().send(new DeleteCommand({ TableName: tableName(), Key: keys.event(t.projectId, gone.uuid) }));
-    await eventually(async () => expect([await total(compacted.projectId), await total(raw.projectId)]).toEqual([batch.length + 1, batch.length + 1]), 20_000);
+    for (const t of [compacted, raw])
+      await db().send(new DeleteCommand({ TableName: tableName(), Key: keys.event(t.projectId, gone.uuid) }));
+    await eventually(
+      async () =>
+        expect([await total(compacted.projectId), await total(raw.projectId)]).toEqual([
+          batch.length + 1,
+          batch.length + 1,
+        ]),
+      20_000,
+    );
     const stale = await answers(compacted);
     const reference = await answers(raw);
     expect(stale.sources[0]).toBe('segments+events');

@@ -19,13 +19,21 @@ async function projectWithEvents(batch: unknown[], settings?: Record<string, unk
   if (settings) expect((await c.patch(`/api/environments/${p.projectId}/`, settings)).status).toBe(200);
   expect((await api.as().post('/batch', { api_key: p.token, batch })).body.accepted).toBe(batch.length);
   await eventually(async () => {
-    const counted = [...(await readRollups(p.projectId, null, '2024-01-01T00', '2024-12-31T23')).values()].reduce((a, b) => a + b, 0);
+    const counted = [...(await readRollups(p.projectId, null, '2024-01-01T00', '2024-12-31T23')).values()].reduce(
+      (a, b) => a + b,
+      0,
+    );
     expect(counted).toBe(batch.length);
   });
   return { c, projectId: p.projectId, path: `/api/environments/${p.projectId}/insights/trend/` };
 }
 
-const ev = (event: string, distinct_id: string, timestamp: string, properties: Record<string, unknown> = {}) => ({ event, distinct_id, timestamp, properties });
+const ev = (event: string, distinct_id: string, timestamp: string, properties: Record<string, unknown> = {}) => ({
+  event,
+  distinct_id,
+  timestamp,
+  properties,
+});
 
 describe('trend over HTTP (UTC project)', () => {
   let ctx: Ctx;
@@ -48,7 +56,16 @@ describe('trend over HTTP (UTC project)', () => {
     expect(res.headers.get('x-trend-source')).toBe('rollups');
     expect(res.body).toMatchObject({ is_cached: false, timezone: 'UTC', last_refresh: '2024-03-12T12:00:00.000Z' });
     const [series] = res.body.result;
-    expect(series.days).toEqual(['2024-03-05', '2024-03-06', '2024-03-07', '2024-03-08', '2024-03-09', '2024-03-10', '2024-03-11', '2024-03-12']);
+    expect(series.days).toEqual([
+      '2024-03-05',
+      '2024-03-06',
+      '2024-03-07',
+      '2024-03-08',
+      '2024-03-09',
+      '2024-03-10',
+      '2024-03-11',
+      '2024-03-12',
+    ]);
     expect(series.labels[0]).toBe('5-Mar-2024');
     expect(series.data).toEqual([1, 2, 0, 0, 0, 1, 0, 1]);
     expect(series.count).toBe(5);
@@ -56,21 +73,40 @@ describe('trend over HTTP (UTC project)', () => {
   });
 
   it('gives the same numbers from raw events when a filter forces that path', async () => {
-    const res = await ctx.c.post(ctx.path, { events: [{ id: '$pageview', properties: [{ key: '$browser', operator: 'is_set' }] }], date_from: '2024-03-05', date_to: '2024-03-12' });
+    const res = await ctx.c.post(ctx.path, {
+      events: [{ id: '$pageview', properties: [{ key: '$browser', operator: 'is_set' }] }],
+      date_from: '2024-03-05',
+      date_to: '2024-03-12',
+    });
     expect(res.headers.get('x-trend-source')).toBe('events');
     expect(res.body.result[0].data).toEqual([1, 2, 0, 0, 0, 1, 0, 0]);
   });
 
   it('breaks down by an event property, largest first, with the None row', async () => {
-    const res = await ctx.c.post(ctx.path, { events: [{ id: '$pageview' }], breakdown: '$browser', date_from: '2024-03-05', date_to: '2024-03-12' });
+    const res = await ctx.c.post(ctx.path, {
+      events: [{ id: '$pageview' }],
+      breakdown: '$browser',
+      date_from: '2024-03-05',
+      date_to: '2024-03-12',
+    });
     const rows = res.body.result.map((r: any) => [r.breakdown_value, r.count]);
     // By volume, ties by label (legacy: the None row has no special place): 'Firefox' < 'None (i.e. no value)' < 'Safari'.
-    expect(rows).toEqual([['Chrome', 2], ['Firefox', 1], ['$$_posthog_breakdown_null_$$', 1], ['Safari', 1]]);
+    expect(rows).toEqual([
+      ['Chrome', 2],
+      ['Firefox', 1],
+      ['$$_posthog_breakdown_null_$$', 1],
+      ['Safari', 1],
+    ]);
     expect(res.body.result[2].label).toBe('None (i.e. no value)');
   });
 
   it('counts persons for dau, merged distinct ids once', async () => {
-    const res = await ctx.c.post(ctx.path, { events: [{ id: '$pageview', math: 'dau' }], date_from: '2024-03-05', date_to: '2024-03-12', display: 'ActionsTable' });
+    const res = await ctx.c.post(ctx.path, {
+      events: [{ id: '$pageview', math: 'dau' }],
+      date_from: '2024-03-05',
+      date_to: '2024-03-12',
+      display: 'ActionsTable',
+    });
     // a and c are one person after $identify: persons a(+c) and b.
     expect(res.body.result[0].aggregated_value).toBe(2);
   });
@@ -88,8 +124,15 @@ describe('trend over HTTP (UTC project)', () => {
   });
 
   it('serves an action series from its definition', async () => {
-    const action = await ctx.c.post(`/api/environments/${ctx.projectId}/actions/`, { name: 'Chrome views or signups', steps: [{ event: '$pageview', properties: [{ key: '$browser', value: 'Chrome' }] }, { event: 'signed up' }] });
-    const res = await ctx.c.post(ctx.path, { actions: [{ id: action.body.id }], date_from: '2024-03-05', date_to: '2024-03-12' });
+    const action = await ctx.c.post(`/api/environments/${ctx.projectId}/actions/`, {
+      name: 'Chrome views or signups',
+      steps: [{ event: '$pageview', properties: [{ key: '$browser', value: 'Chrome' }] }, { event: 'signed up' }],
+    });
+    const res = await ctx.c.post(ctx.path, {
+      actions: [{ id: action.body.id }],
+      date_from: '2024-03-05',
+      date_to: '2024-03-12',
+    });
     expect(res.status).toBe(200);
     expect(res.body.result[0].count).toBe(4);
     expect(res.body.result[0].label).toBe('Chrome views or signups');
@@ -108,7 +151,9 @@ describe('trend over HTTP (UTC project)', () => {
   });
 
   it('answers CSV: one row per series, one column per bucket', async () => {
-    const res = await ctx.c.get(`${ctx.path}?format=csv&date_from=2024-03-11&date_to=2024-03-12&events=${encodeURIComponent(JSON.stringify([{ id: 'signed up' }, { id: '$pageview' }]))}`);
+    const res = await ctx.c.get(
+      `${ctx.path}?format=csv&date_from=2024-03-11&date_to=2024-03-12&events=${encodeURIComponent(JSON.stringify([{ id: 'signed up' }, { id: '$pageview' }]))}`,
+    );
     expect(res.headers.get('content-type')).toMatch(/^text\/csv/);
     const lines = res.text.trim().split(/\r?\n/);
     expect(lines).toHaveLength(3);
@@ -141,10 +186,14 @@ describe('trend cost: caps and the read clamped to the first event', () => {
       ev('$pageview', 'b', '2024-03-12T08:00:00Z', {}),
     ]);
   });
-  const readDays = (res: { headers: Headers }) => /(?:^|, )read;dur=[\d.]+;desc="(\d+) days"/.exec(res.headers.get('server-timing') ?? '')?.[1];
+  const readDays = (res: { headers: Headers }) =>
+    /(?:^|, )read;dur=[\d.]+;desc="(\d+) days"/.exec(res.headers.get('server-timing') ?? '')?.[1];
 
   it('reads only the days from the first event on for date_from 2000-01-01, and answers every bucket zero-filled', async () => {
-    const raw = await ctx.c.post(ctx.path, { events: [{ id: '$pageview', properties: [{ key: '$browser', operator: 'is_set' }] }], date_from: '2000-01-01' });
+    const raw = await ctx.c.post(ctx.path, {
+      events: [{ id: '$pageview', properties: [{ key: '$browser', operator: 'is_set' }] }],
+      date_from: '2000-01-01',
+    });
     expect(raw.status).toBe(200);
     expect(raw.headers.get('x-trend-source')).toBe('events');
     expect(readDays(raw)).toBe('8');
@@ -154,7 +203,9 @@ describe('trend cost: caps and the read clamped to the first event', () => {
     expect(series.data.slice(-8)).toEqual([1, 2, 0, 0, 0, 1, 0, 0]);
     expect(series.count).toBe(4);
 
-    const rollups = await ctx.c.get(`${ctx.path}?date_from=2000-01-01&events=${encodeURIComponent(JSON.stringify([{ id: '$pageview' }]))}`);
+    const rollups = await ctx.c.get(
+      `${ctx.path}?date_from=2000-01-01&events=${encodeURIComponent(JSON.stringify([{ id: '$pageview' }]))}`,
+    );
     expect(rollups.headers.get('x-trend-source')).toBe('rollups');
     expect(readDays(rollups)).toBe('8');
     expect(rollups.body.result[0].data).toHaveLength(8_838);
@@ -163,7 +214,12 @@ describe('trend cost: caps and the read clamped to the first event', () => {
 
   it('reads nothing for a project without events, and answers zeros', async () => {
     const p = await newProject(api.as);
-    const res = await api.as(p.key).post(`/api/environments/${p.projectId}/insights/trend/`, { events: [{ id: 'x', properties: [{ key: 'y', operator: 'is_set' }] }], date_from: '2000-01-01' });
+    const res = await api
+      .as(p.key)
+      .post(`/api/environments/${p.projectId}/insights/trend/`, {
+        events: [{ id: 'x', properties: [{ key: 'y', operator: 'is_set' }] }],
+        date_from: '2000-01-01',
+      });
     expect(res.status).toBe(200);
     expect(readDays(res)).toBe('0');
     expect(res.body.result[0].data).toHaveLength(8_838);
@@ -173,7 +229,18 @@ describe('trend cost: caps and the read clamped to the first event', () => {
   it.each([
     [{ events: JSON.stringify(Array.from({ length: 51 }, () => ({ id: '$pageview' }))) }, 'events', '50'],
     [{ breakdown: '$browser', breakdown_limit: '1001' }, 'breakdown_limit', '1,000'],
-    [{ date_from: '-1y', interval: 'hour', date_to: '2024-03-12', explicit_date: 'false', compare: 'true', breakdown: '$browser' }, 'breakdown_limit', '200,000'],
+    [
+      {
+        date_from: '-1y',
+        interval: 'hour',
+        date_to: '2024-03-12',
+        explicit_date: 'false',
+        compare: 'true',
+        breakdown: '$browser',
+      },
+      'breakdown_limit',
+      '200,000',
+    ],
     [{ date_from: '-2y', interval: 'hour' }, 'interval', '10,000'],
     [{ date_from: '-999999999h', interval: 'hour' }, 'date_from', '100 years'],
     [{ date_from: '-100000d', interval: 'month' }, 'date_from', '100 years'],
@@ -190,7 +257,10 @@ describe('trend cost: caps and the read clamped to the first event', () => {
   });
 
   it('refuses an answer over 5 MiB that passes the other caps (each row echoes every series)', async () => {
-    const events = Array.from({ length: 50 }, (_, i) => ({ id: '$pageview', custom_name: String(i).padEnd(2_500, 'x') }));
+    const events = Array.from({ length: 50 }, (_, i) => ({
+      id: '$pageview',
+      custom_name: String(i).padEnd(2_500, 'x'),
+    }));
     const res = await ctx.c.post(ctx.path, { events, date_from: '-7d' });
     expect(res.status).toBe(400);
     expectErrorShape(res.body);
@@ -204,7 +274,16 @@ describe('trend cost: caps and the read clamped to the first event', () => {
   it('refuses to read more than 3,700 days of a project whose events go back that far', async () => {
     const p = await newProject(api.as);
     const c = api.as(p.key);
-    expect((await api.as().post('/batch', { api_key: p.token, batch: [ev('old', 'a', '2005-01-01T00:00:00Z'), ev('old', 'a', '2024-03-01T00:00:00Z')] })).body.accepted).toBe(2);
+    expect(
+      (
+        await api
+          .as()
+          .post('/batch', {
+            api_key: p.token,
+            batch: [ev('old', 'a', '2005-01-01T00:00:00Z'), ev('old', 'a', '2024-03-01T00:00:00Z')],
+          })
+      ).body.accepted,
+    ).toBe(2);
     const path = `/api/environments/${p.projectId}/insights/trend/`;
     const tooMuch = await c.post(path, { events: [{ id: 'old' }], date_from: '2005-01-01', interval: 'month' });
     expect(tooMuch.status).toBe(400);
@@ -212,7 +291,11 @@ describe('trend cost: caps and the read clamped to the first event', () => {
     expect(tooMuch.body.detail).toContain('3,700 days');
     // Clamped to the first event, a range from 2000 reads the 31 days of January 2005 and is answered.
     // (A filter takes the raw-event path, which sees the events before the ingest worker counts them.)
-    const clamped = await c.post(path, { events: [{ id: 'old', properties: [{ key: 'x', operator: 'is_not_set' }] }], date_from: '2000-01-01', date_to: '2005-01-31' });
+    const clamped = await c.post(path, {
+      events: [{ id: 'old', properties: [{ key: 'x', operator: 'is_not_set' }] }],
+      date_from: '2000-01-01',
+      date_to: '2005-01-31',
+    });
     expect(clamped.status).toBe(200);
     expect(clamped.headers.get('server-timing')).toMatch(/read;dur=[\d.]+;desc="31 days"/);
     expect(clamped.body.result[0].data).toHaveLength(1_858);
@@ -232,14 +315,22 @@ describe('trend in a project timezone across DST', () => {
       ],
       { timezone: 'America/New_York' },
     );
-    const res = await ctx.c.post(ctx.path, { events: [{ id: 'visit' }], date_from: '2024-03-09', date_to: '2024-03-11' });
+    const res = await ctx.c.post(ctx.path, {
+      events: [{ id: 'visit' }],
+      date_from: '2024-03-09',
+      date_to: '2024-03-11',
+    });
     expect(res.body.timezone).toBe('America/New_York');
     const [series] = res.body.result;
     expect(series.days).toEqual(['2024-03-09', '2024-03-10', '2024-03-11']);
     expect(series.data).toEqual([2, 2, 1]);
     // Whole-hour offsets on both sides of the change: the rollups can answer, and agree.
     expect(res.headers.get('x-trend-source')).toBe('rollups');
-    const raw = await ctx.c.post(ctx.path, { events: [{ id: 'visit', properties: [{ key: 'k', operator: 'is_not_set' }] }], date_from: '2024-03-09', date_to: '2024-03-11' });
+    const raw = await ctx.c.post(ctx.path, {
+      events: [{ id: 'visit', properties: [{ key: 'k', operator: 'is_not_set' }] }],
+      date_from: '2024-03-09',
+      date_to: '2024-03-11',
+    });
     expect(raw.headers.get('x-trend-source')).toBe('events');
     expect(raw.body.result[0].data).toEqual([2, 2, 1]);
   });

@@ -11,7 +11,11 @@ export interface Reply<T = any> {
 }
 
 export interface Client {
-  request<T = any>(method: string, path: string, init?: { body?: unknown; headers?: Record<string, string>; raw?: string | Buffer }): Promise<Reply<T>>;
+  request<T = any>(
+    method: string,
+    path: string,
+    init?: { body?: unknown; headers?: Record<string, string>; raw?: string | Buffer },
+  ): Promise<Reply<T>>;
   get<T = any>(path: string): Promise<Reply<T>>;
   post<T = any>(path: string, body?: unknown): Promise<Reply<T>>;
   patch<T = any>(path: string, body?: unknown): Promise<Reply<T>>;
@@ -20,7 +24,11 @@ export interface Client {
 
 /** A fetch client for the local server; `key` goes in `Authorization: Bearer`. */
 export function client(baseUrl: string, key?: string): Client {
-  const request = async (method: string, path: string, init: { body?: unknown; headers?: Record<string, string>; raw?: string | Buffer } = {}) => {
+  const request = async (
+    method: string,
+    path: string,
+    init: { body?: unknown; headers?: Record<string, string>; raw?: string | Buffer } = {},
+  ) => {
     const headers: Record<string, string> = { ...(key ? { authorization: `Bearer ${key}` } : {}), ...init.headers };
     let body: string | Buffer | undefined = init.raw;
     if (init.body !== undefined) {
@@ -29,7 +37,7 @@ export function client(baseUrl: string, key?: string): Client {
     }
     const res = await fetch(`${baseUrl}${path}`, { method, headers, body });
     const text = await res.text();
-    let parsed: unknown ;
+    let parsed: unknown;
     try {
       parsed = text ? JSON.parse(text) : undefined;
     } catch {
@@ -51,7 +59,10 @@ export function client(baseUrl: string, key?: string): Client {
  * One local API for a test file. `options` are the local server's (a file that measures correctness
  * under a load DynamoDB Local serves far slower than DynamoDB may give its functions more time).
  */
-export function useApi(options?: Parameters<typeof startApiServer>[0]): { readonly baseUrl: string; as(key?: string): Client } {
+export function useApi(options?: Parameters<typeof startApiServer>[0]): {
+  readonly baseUrl: string;
+  as(key?: string): Client;
+} {
   let server: ApiServer | undefined;
   beforeAll(async () => {
     server = await startApiServer(options);
@@ -80,7 +91,8 @@ export async function newKey(input: Partial<NewKeyInput> = {}): Promise<{ key: s
 export function expectErrorShape(body: any): void {
   if (!body || typeof body !== 'object') throw new Error(`not an error body: ${JSON.stringify(body)}`);
   const keys = Object.keys(body).sort();
-  if (JSON.stringify(keys) !== JSON.stringify(['attr', 'code', 'detail', 'type'])) throw new Error(`error keys ${keys.join(',')}`);
+  if (JSON.stringify(keys) !== JSON.stringify(['attr', 'code', 'detail', 'type']))
+    throw new Error(`error keys ${keys.join(',')}`);
 }
 
 /** Retries `check` until it stops throwing: ingestion is eventually consistent (the stream worker runs beside the API). */

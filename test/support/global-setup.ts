@@ -30,7 +30,11 @@ declare module 'vitest' {
  */
 export default async function setup(project: TestProject) {
   const dynamodb = await startDynamoDbLocal();
-  const client = new DynamoDBClient({ endpoint: dynamodb.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const client = new DynamoDBClient({
+    endpoint: dynamodb.endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
   await ensureTable(client, TEST_TABLE);
   client.destroy();
   const sqs = await startSqs();

@@ -6,7 +6,11 @@ import type { Reply } from './api.ts';
  * where a loaded DynamoDB Local could make one table call outlast the bounded SDK timeouts; every
  * retry is counted in `retried` so a run can report them.
  */
-export async function retryingUnavailable(send: () => Promise<Reply>, attempts = 4, counter?: { retried: number }): Promise<Reply> {
+export async function retryingUnavailable(
+  send: () => Promise<Reply>,
+  attempts = 4,
+  counter?: { retried: number },
+): Promise<Reply> {
   for (let attempt = 1; ; attempt += 1) {
     const res = await send();
     if (res.status !== 503 || res.body?.code !== 'service_unavailable' || attempt >= attempts) return res;

@@ -34,7 +34,11 @@ function replacer(this: unknown, _key: string, value: unknown): unknown {
   return value;
 }
 
-async function queryAll(input: { pk: string; index?: { name: string; key: string }; keysOnly?: boolean }): Promise<Record<string, unknown>[]> {
+async function queryAll(input: {
+  pk: string;
+  index?: { name: string; key: string };
+  keysOnly?: boolean;
+}): Promise<Record<string, unknown>[]> {
   const items: Record<string, unknown>[] = [];
   let ExclusiveStartKey: Record<string, unknown> | undefined;
   do {
@@ -84,7 +88,9 @@ export async function snapshotTenant(scope: TenantScope): Promise<Snapshot> {
       [org, members, exports].forEach(add);
       const slug = org.find((i) => i.sk === 'ORG')?.slug;
       const tokens = org.filter((i) => String(i.sk).startsWith('PROJECT#')).map((i) => String(i.api_token));
-      const exportIds = exports.map((e) => String(e.id ?? String(e.sk).slice('EXPORT#'.length))).filter((id) => !scope.exportIds || scope.exportIds.includes(id));
+      const exportIds = exports
+        .map((e) => String(e.id ?? String(e.sk).slice('EXPORT#'.length)))
+        .filter((id) => !scope.exportIds || scope.exportIds.includes(id));
       await Promise.all([
         ...(slug ? [getItem(`SLUG#${String(slug)}`, 'SLUG').then((i) => add([i]))] : []),
         ...tokens.map((t) => getItem(`TOKEN#${t}`, 'TOKEN').then((i) => add([i]))),
@@ -105,8 +111,12 @@ export async function snapshotTenant(scope: TenantScope): Promise<Snapshot> {
       await Promise.all(
         persons.flatMap((p) => [
           getItem(`PERSON#${projectId}#${String(p.id)}`, 'PERSON').then((i) => add([i])),
-          queryAll({ pk: `PERSON#${projectId}#${String(p.id)}`, keysOnly: true }).then((items) => add(items.filter((i) => i.sk !== 'PERSON'))),
-          ...((p.distinct_ids as string[] | undefined) ?? []).map((d) => getItem(`DISTINCT#${projectId}#${d}`, 'DISTINCT').then((i) => add([i]))),
+          queryAll({ pk: `PERSON#${projectId}#${String(p.id)}`, keysOnly: true }).then((items) =>
+            add(items.filter((i) => i.sk !== 'PERSON')),
+          ),
+          ...((p.distinct_ids as string[] | undefined) ?? []).map((d) =>
+            getItem(`DISTINCT#${projectId}#${d}`, 'DISTINCT').then((i) => add([i])),
+          ),
         ]),
       );
     }),
@@ -114,7 +124,11 @@ export async function snapshotTenant(scope: TenantScope): Promise<Snapshot> {
   if (scope.eventProjects?.length) {
     const hours: string[] = [];
     const since = scope.eventsSince ?? new Date();
-    for (let t = Date.UTC(since.getUTCFullYear(), since.getUTCMonth(), since.getUTCDate(), since.getUTCHours()); t <= Date.now() + 3_600_000; t += 3_600_000) {
+    for (
+      let t = Date.UTC(since.getUTCFullYear(), since.getUTCMonth(), since.getUTCDate(), since.getUTCHours());
+      t <= Date.now() + 3_600_000;
+      t += 3_600_000
+    ) {
       hours.push(new Date(t).toISOString().slice(0, 13));
     }
     const index = TABLE_SCHEMA.indexes.eventsByInsertedHour;
@@ -122,7 +136,10 @@ export async function snapshotTenant(scope: TenantScope): Promise<Snapshot> {
       scope.eventProjects.flatMap((projectId) =>
         hours.flatMap((hour) =>
           Array.from({ length: TABLE_SCHEMA.eventDayShards }, async (_, shard) => {
-            const keysOnly = await queryAll({ pk: `I#${projectId}#${hour}#${shard}`, index: { name: index.name, key: index.partitionKey } });
+            const keysOnly = await queryAll({
+              pk: `I#${projectId}#${hour}#${shard}`,
+              index: { name: index.name, key: index.partitionKey },
+            });
             add(keysOnly);
           }),
         ),
@@ -137,7 +154,8 @@ export function diffSnapshots(before: Snapshot, after: Snapshot): string[] {
   const lines: string[] = [];
   for (const [key, value] of after) {
     if (!before.has(key)) lines.push(`+ ${key} ${value.slice(0, 300)}`);
-    else if (before.get(key) !== value) lines.push(`~ ${key}\n    was ${before.get(key)!.slice(0, 300)}\n    now ${value.slice(0, 300)}`);
+    else if (before.get(key) !== value)
+      lines.push(`~ ${key}\n    was ${before.get(key)!.slice(0, 300)}\n    now ${value.slice(0, 300)}`);
   }
   for (const key of before.keys()) if (!after.has(key)) lines.push(`- ${key}`);
   return lines;

@@ -17,7 +17,9 @@ function offending(files: string[], pattern: RegExp): string[] {
   return files.flatMap((file) =>
     readFileSync(join(ROOT, file), 'utf8')
       .split('\n')
-      .flatMap((line, i) => (pattern.test(line) ? [`${relative(ROOT, join(ROOT, file))}:${i + 1}: ${line.trim()}`] : [])),
+      .flatMap((line, i) =>
+        pattern.test(line) ? [`${relative(ROOT, join(ROOT, file))}:${i + 1}: ${line.trim()}`] : [],
+      ),
   );
 }
 
@@ -27,12 +29,18 @@ const SERVICE_CODE = [...sources('shared'), ...sources('functions')];
  * Code above the storage seam: it talks to shared/db stores through functions named by intent, with domain types and opaque cursors.
  * (infra/ is not checked: its IAM conditions name key prefixes through shared/db/keys.ts.)
  */
-const ABOVE_THE_SEAM = ['shared/domain', 'shared/exports', 'shared/capture', 'shared/workers', 'shared/http', 'functions'].flatMap(sources);
+const ABOVE_THE_SEAM = [
+  'shared/domain',
+  'shared/exports',
+  'shared/capture',
+  'shared/workers',
+  'shared/http',
+  'functions',
+].flatMap(sources);
 
 /** What only shared/db may know: key builders and the table client (its internals), DynamoDB's paging keys, the table's attribute names, the DynamoDB SDK. */
 const STORAGE_DETAIL =
   /db\/(keys|client|query|items|table-schema|counters)\.ts|\bItemKey\b|\bPageKey\b|LastEvaluatedKey|ExclusiveStartKey|@aws-sdk\/(client-dynamodb|lib-dynamodb|util-dynamodb)|\bAttributeValue\b|\b(pk|sk|parent_pk|parent_sk|day_pk|day_sk|did_pk|did_sk|ins_pk|ins_sk|due_pk|due_sk|email_pk)\b/;
-
 
 describe('architecture', () => {
   it('retries and sleeps only through shared/retry.ts (one backoff, one reading of "give up")', () => {
@@ -43,7 +51,9 @@ describe('architecture', () => {
 
   it('reads a cancelled transaction or a failed condition only in shared/db/client.ts', () => {
     const others = SERVICE_CODE.filter((f) => f !== join('shared', 'db', 'client.ts'));
-    expect(offending(others, /CancellationReasons|ConditionalCheckFailed|TransactionCanceled|TransactWriteCommand/)).toEqual([]);
+    expect(
+      offending(others, /CancellationReasons|ConditionalCheckFailed|TransactionCanceled|TransactWriteCommand/),
+    ).toEqual([]);
   });
 
   it('keeps storage details below the seam: no key, paging key, attribute name or DynamoDB SDK type above shared/db', () => {

@@ -31,7 +31,11 @@ function thrown(fn: () => unknown): unknown {
 
 describe('decodeCaptureRequest', () => {
   it('parses a plain JSON body', () => {
-    expect(decode(EVENT_JSON, { contentType: 'application/json' })).toEqual({ payload: EVENT, encodings: [], bytes: EVENT_JSON.length });
+    expect(decode(EVENT_JSON, { contentType: 'application/json' })).toEqual({
+      payload: EVENT,
+      encodings: [],
+      bytes: EVENT_JSON.length,
+    });
   });
 
   it('gunzips a body sent with Content-Encoding: gzip (posthog-node)', () => {
@@ -41,7 +45,10 @@ describe('decodeCaptureRequest', () => {
   });
 
   it('gunzips a text/plain body flagged only by ?compression=gzip-js (posthog-js)', () => {
-    const out = decode(gzipSync(`[${EVENT_JSON}]`), { contentType: 'text/plain', query: { compression: 'gzip-js', ver: '1.200.0', _: '1714564810000' } });
+    const out = decode(gzipSync(`[${EVENT_JSON}]`), {
+      contentType: 'text/plain',
+      query: { compression: 'gzip-js', ver: '1.200.0', _: '1714564810000' },
+    });
     expect(out.payload).toEqual([EVENT]);
     expect(out.encodings).toEqual(['gzip']);
   });
@@ -69,7 +76,9 @@ describe('decodeCaptureRequest', () => {
 
   it("restores base64 '+' that form decoding turned into spaces", () => {
     // base64('{"event":"a>?","distinct_id":"u"}') = eyJldmVudCI6ImE+PyIsImRpc3RpbmN0X2lkIjoidSJ9, sent unescaped
-    const out = decode('data=eyJldmVudCI6ImE+PyIsImRpc3RpbmN0X2lkIjoidSJ9', { contentType: 'application/x-www-form-urlencoded' });
+    const out = decode('data=eyJldmVudCI6ImE+PyIsImRpc3RpbmN0X2lkIjoidSJ9', {
+      contentType: 'application/x-www-form-urlencoded',
+    });
     expect(out.payload).toEqual({ event: 'a>?', distinct_id: 'u' });
   });
 
@@ -87,7 +96,9 @@ describe('decodeCaptureRequest', () => {
   });
 
   it('answers 400 "request missing data payload" for a form without data', () => {
-    const err = thrown(() => decode('compression=base64&ver=1.0', { contentType: 'application/x-www-form-urlencoded' }));
+    const err = thrown(() =>
+      decode('compression=base64&ver=1.0', { contentType: 'application/x-www-form-urlencoded' }),
+    );
     expect(err).toBeInstanceOf(ValidationError);
     expect(err).toMatchObject({ status: 400, detail: 'request missing data payload', attr: 'data' });
   });
@@ -127,7 +138,9 @@ describe('decodeCaptureRequest', () => {
     const lz =
       'NobwRApgbhB2AuYBcYAkAHAhgc2gSwgHcwAaMAEzwGd49YBjeAfT3OTAFcBGUsdAJwD26CP1oQqycPEEBrOO3QALekwA2AL1614aiOwA7sAPf0AH+QCXAAkDI5NcC8G4AC9sAF9XAXSA';
     const out = decode(`data=${lz}&compression=lz64`, { contentType: 'application/x-www-form-urlencoded' });
-    expect(out.payload).toEqual([{ event: '$pageview', distinct_id: 'u1', properties: { token: 'phc_lz', title: 'Ünïcødé ✓ 🚀' } }]);
+    expect(out.payload).toEqual([
+      { event: '$pageview', distinct_id: 'u1', properties: { token: 'phc_lz', title: 'Ünïcødé ✓ 🚀' } },
+    ]);
     expect(out.encodings).toEqual(['form', 'lz64']);
   });
 
@@ -142,7 +155,9 @@ describe('decodeCaptureRequest', () => {
   });
 
   it('rejects invalid lz64 with ParseError', () => {
-    expect(() => decode('data=AAAA&compression=lz64', { contentType: 'application/x-www-form-urlencoded' })).toThrow(ParseError);
+    expect(() => decode('data=AAAA&compression=lz64', { contentType: 'application/x-www-form-urlencoded' })).toThrow(
+      ParseError,
+    );
   });
 
   it('answers malformed JSON with ParseError (400) saying what failed', () => {
@@ -180,7 +195,12 @@ describe('decodeCaptureRequest', () => {
 
 describe('extractEvents', () => {
   it('takes a single event object', () => {
-    expect(extractEvents(EVENT, {})).toEqual({ token: 'phc_abc', sentAt: undefined, events: [EVENT], historicalMigration: false });
+    expect(extractEvents(EVENT, {})).toEqual({
+      token: 'phc_abc',
+      sentAt: undefined,
+      events: [EVENT],
+      historicalMigration: false,
+    });
   });
 
   it('takes a bare array of events', () => {
@@ -190,14 +210,27 @@ describe('extractEvents', () => {
 
   it('takes a batch envelope with api_key, sent_at and historical_migration', () => {
     const out = extractEvents(
-      { api_key: 'phc_batch', batch: [{ event: 'a', distinct_id: 'd' }], sent_at: '2024-05-01T12:00:05+00:00', historical_migration: true },
+      {
+        api_key: 'phc_batch',
+        batch: [{ event: 'a', distinct_id: 'd' }],
+        sent_at: '2024-05-01T12:00:05+00:00',
+        historical_migration: true,
+      },
       {},
     );
-    expect(out).toEqual({ token: 'phc_batch', sentAt: '2024-05-01T12:00:05.000Z', events: [{ event: 'a', distinct_id: 'd' }], historicalMigration: true });
+    expect(out).toEqual({
+      token: 'phc_batch',
+      sentAt: '2024-05-01T12:00:05.000Z',
+      events: [{ event: 'a', distinct_id: 'd' }],
+      historicalMigration: true,
+    });
   });
 
   it('rejects a batch that is not an array', () => {
-    expect(thrown(() => extractEvents({ api_key: 'phc_a', batch: {} }, {}))).toMatchObject({ status: 400, attr: 'batch' });
+    expect(thrown(() => extractEvents({ api_key: 'phc_a', batch: {} }, {}))).toMatchObject({
+      status: 400,
+      attr: 'batch',
+    });
   });
 
   it('rejects payloads that are neither an object nor an array with ValidationError', () => {
@@ -229,12 +262,17 @@ describe('extractEvents', () => {
   });
 
   it('ignores the events’ tokens when the batch names one', () => {
-    const batch = [{ event: 'a', distinct_id: 'd', api_key: 'phc_x' }, { event: 'b', distinct_id: 'd', api_key: 'phc_y' }];
+    const batch = [
+      { event: 'a', distinct_id: 'd', api_key: 'phc_x' },
+      { event: 'b', distinct_id: 'd', api_key: 'phc_y' },
+    ];
     expect(extractEvents({ api_key: 'phc_batch', batch }, {}).token).toBe('phc_batch');
   });
 
   it('answers events with different tokens with 401', () => {
-    const err = thrown(() => extractEvents([{ ...EVENT }, { event: 'b', distinct_id: 'd', properties: { token: 'phc_other' } }], {}));
+    const err = thrown(() =>
+      extractEvents([{ ...EVENT }, { event: 'b', distinct_id: 'd', properties: { token: 'phc_other' } }], {}),
+    );
     expect(err).toBeInstanceOf(NotAuthenticated);
     expect(err).toMatchObject({ status: 401, detail: 'batch submitted with inconsistent api_key values' });
   });
@@ -260,8 +298,12 @@ describe('extractEvents', () => {
 
   it('prefers a valid batch sent_at over the query, and falls back on the query when it is invalid', () => {
     const q = { _: '1714564805000' };
-    expect(extractEvents({ api_key: 'phc_a', batch: [EVENT], sent_at: '2024-05-01T12:00:01Z' }, q).sentAt).toBe('2024-05-01T12:00:01.000Z');
-    expect(extractEvents({ api_key: 'phc_a', batch: [EVENT], sent_at: 'yesterday' }, q).sentAt).toBe('2024-05-01T12:00:05.000Z');
+    expect(extractEvents({ api_key: 'phc_a', batch: [EVENT], sent_at: '2024-05-01T12:00:01Z' }, q).sentAt).toBe(
+      '2024-05-01T12:00:01.000Z',
+    );
+    expect(extractEvents({ api_key: 'phc_a', batch: [EVENT], sent_at: 'yesterday' }, q).sentAt).toBe(
+      '2024-05-01T12:00:05.000Z',
+    );
   });
 });
 
@@ -279,14 +321,28 @@ describe('normalizeEvents', () => {
 
   it('turns a valid event into the stored shape', () => {
     expect(normalizeEvents([EVENT], opts)).toEqual({
-      accepted: [{ uuid: NEW_UUID, event: '$pageview', distinct_id: 'user-1', properties: { token: 'phc_abc' }, timestamp: '2024-05-01T12:00:10.000Z' }],
+      accepted: [
+        {
+          uuid: NEW_UUID,
+          event: '$pageview',
+          distinct_id: 'user-1',
+          properties: { token: 'phc_abc' },
+          timestamp: '2024-05-01T12:00:10.000Z',
+        },
+      ],
       rejected: [],
     });
   });
 
   it('rejects events missing event or distinct_id by index and keeps the others', () => {
     const out = normalizeEvents(
-      [{ distinct_id: 'd' }, { event: 'ok', distinct_id: 'd' }, { event: 'x' }, { event: '', distinct_id: 'd' }, { event: 'x', distinct_id: null }],
+      [
+        { distinct_id: 'd' },
+        { event: 'ok', distinct_id: 'd' },
+        { event: 'x' },
+        { event: '', distinct_id: 'd' },
+        { event: 'x', distinct_id: null },
+      ],
       opts,
     );
     expect(out.accepted.map((e) => e.event)).toEqual(['ok']);
@@ -330,7 +386,12 @@ describe('normalizeEvents', () => {
       $set: { plan: 'pro', email: 'a@b.c' },
       $set_once: { first: 'root' },
       $unset: ['old'],
-      properties: { $set: { plan: 'free', name: 'Ann' }, $set_once: { first: 'props', x: 1 }, $unset: ['gone'], other: 1 },
+      properties: {
+        $set: { plan: 'free', name: 'Ann' },
+        $set_once: { first: 'props', x: 1 },
+        $unset: ['gone'],
+        other: 1,
+      },
     };
     expect(accepted(raw).properties).toEqual({
       $set: { plan: 'pro', name: 'Ann', email: 'a@b.c' },
@@ -343,8 +404,12 @@ describe('normalizeEvents', () => {
   });
 
   it('keeps a client uuid (lower-cased), generates one when absent, rejects an invalid one', () => {
-    expect(accepted({ ...EVENT, uuid: '0190A0B0-1111-7222-8333-444455556666' }).uuid).toBe('0190a0b0-1111-7222-8333-444455556666');
-    expect(accepted({ ...EVENT, uuid: '0190a0b0111172228333444455556666' }).uuid).toBe('0190a0b0-1111-7222-8333-444455556666');
+    expect(accepted({ ...EVENT, uuid: '0190A0B0-1111-7222-8333-444455556666' }).uuid).toBe(
+      '0190a0b0-1111-7222-8333-444455556666',
+    );
+    expect(accepted({ ...EVENT, uuid: '0190a0b0111172228333444455556666' }).uuid).toBe(
+      '0190a0b0-1111-7222-8333-444455556666',
+    );
     expect(accepted({ ...EVENT }).uuid).toBe(NEW_UUID);
     expect(accepted({ ...EVENT, uuid: null }).uuid).toBe(NEW_UUID);
     expect(reason({ ...EVENT, uuid: 'not-a-uuid' })).toBe('invalid uuid');
@@ -360,7 +425,9 @@ describe('normalizeEvents', () => {
   });
 
   it('accepts an event just under 1 MiB', () => {
-    expect(one({ event: 'a', distinct_id: 'd', properties: { blob: 'x'.repeat(MAX_EVENT_BYTES - 1000) } }).accepted).toHaveLength(1);
+    expect(
+      one({ event: 'a', distinct_id: 'd', properties: { blob: 'x'.repeat(MAX_EVENT_BYTES - 1000) } }).accepted,
+    ).toHaveLength(1);
   });
 
   it('corrects clock skew with the request sent_at', () => {
@@ -370,13 +437,19 @@ describe('normalizeEvents', () => {
   });
 
   it('prefers the event’s own sent_at over the request’s', () => {
-    const e = accepted({ ...EVENT, timestamp: '2024-05-01T12:00:00Z', sent_at: '2024-05-01T12:00:02Z' }, { sentAt: '2024-05-01T12:00:05Z' });
+    const e = accepted(
+      { ...EVENT, timestamp: '2024-05-01T12:00:00Z', sent_at: '2024-05-01T12:00:02Z' },
+      { sentAt: '2024-05-01T12:00:05Z' },
+    );
     expect(e.timestamp).toBe('2024-05-01T12:00:08.000Z');
   });
 
   it('skips skew correction for $ignore_sent_at and for an unparseable sent_at', () => {
     const ts = '2024-05-01T11:00:00.000Z';
-    expect(accepted({ ...EVENT, timestamp: ts, properties: { $ignore_sent_at: true } }, { sentAt: '2024-05-01T12:00:05Z' }).timestamp).toBe(ts);
+    expect(
+      accepted({ ...EVENT, timestamp: ts, properties: { $ignore_sent_at: true } }, { sentAt: '2024-05-01T12:00:05Z' })
+        .timestamp,
+    ).toBe(ts);
     expect(accepted({ ...EVENT, timestamp: ts, sent_at: 'garbage' }).timestamp).toBe(ts);
   });
 
@@ -433,7 +506,9 @@ describe('normalizeEvents', () => {
       ],
       opts,
     );
-    expect(out.rejected).toEqual([0, 2, 3, 4].map((index) => ({ index, reason: 'timestamp before 2000-01-01T00:00:00.000Z' })));
+    expect(out.rejected).toEqual(
+      [0, 2, 3, 4].map((index) => ({ index, reason: 'timestamp before 2000-01-01T00:00:00.000Z' })),
+    );
     expect(out.accepted.map((e) => e.timestamp)).toEqual(['2000-01-01T00:00:00.000Z', '2024-05-01T12:00:10.000Z']);
   });
 

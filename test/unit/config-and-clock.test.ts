@@ -3,26 +3,38 @@ import { readConfig } from '#shared/config.ts';
 
 describe('config', () => {
   it('honours ANALYTICS_FIXED_NOW in the local runtime', () => {
-    const c = readConfig({ ANALYTICS_RUNTIME: 'local', ANALYTICS_FIXED_NOW: '2020-01-05T10:00:00+09:00', TABLE_NAME: 't' });
+    const c = readConfig({
+      ANALYTICS_RUNTIME: 'local',
+      ANALYTICS_FIXED_NOW: '2020-01-05T10:00:00+09:00',
+      TABLE_NAME: 't',
+    });
     expect(c.fixedNow?.toISOString()).toBe('2020-01-05T01:00:00.000Z');
     expect(c.tableName).toBe('t');
   });
 
   it('never honours it in a deployed stage, even if set', () => {
     expect(readConfig({ ANALYTICS_FIXED_NOW: '2020-01-05T10:00:00Z' }).fixedNow).toBeUndefined();
-    expect(readConfig({ ANALYTICS_RUNTIME: 'local', ANALYTICS_FIXED_NOW: '2020-01-05T10:00:00Z', AWS_LAMBDA_FUNCTION_NAME: 'fn' }).fixedNow).toBeUndefined();
+    expect(
+      readConfig({
+        ANALYTICS_RUNTIME: 'local',
+        ANALYTICS_FIXED_NOW: '2020-01-05T10:00:00Z',
+        AWS_LAMBDA_FUNCTION_NAME: 'fn',
+      }).fixedNow,
+    ).toBeUndefined();
   });
 
   it('scans at most 10,000 persons per filtered list request unless ANALYTICS_PERSON_SCAN_LIMIT says otherwise', () => {
     expect(readConfig({}).personScanLimit).toBe(10_000);
     expect(readConfig({ ANALYTICS_PERSON_SCAN_LIMIT: '40' }).personScanLimit).toBe(40);
-    for (const bad of ['0', '-1', '1.5', 'many']) expect(() => readConfig({ ANALYTICS_PERSON_SCAN_LIMIT: bad })).toThrow(/positive integer/);
+    for (const bad of ['0', '-1', '1.5', 'many'])
+      expect(() => readConfig({ ANALYTICS_PERSON_SCAN_LIMIT: bad })).toThrow(/positive integer/);
   });
 
   it('gives a bulk delete 4 s inline unless ANALYTICS_BULK_DELETE_BUDGET_MS says otherwise (0: queue everything)', () => {
     expect(readConfig({}).bulkDeleteBudgetMs).toBe(4_000);
     expect(readConfig({ ANALYTICS_BULK_DELETE_BUDGET_MS: '0' }).bulkDeleteBudgetMs).toBe(0);
-    for (const bad of ['-1', '1.5', 'soon']) expect(() => readConfig({ ANALYTICS_BULK_DELETE_BUDGET_MS: bad })).toThrow(/integer >= 0/);
+    for (const bad of ['-1', '1.5', 'soon'])
+      expect(() => readConfig({ ANALYTICS_BULK_DELETE_BUDGET_MS: bad })).toThrow(/integer >= 0/);
   });
 
   it('rejects an unparsable fixed time instead of guessing', () => {

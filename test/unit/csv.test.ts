@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { csvCell, csvTable, flatCsv, MAX_CSV_NESTED_COLUMNS, MAX_CSV_ROWS, omissionNote, recordsToCsv } from '#shared/csv.ts';
+import {
+  csvCell,
+  csvTable,
+  flatCsv,
+  MAX_CSV_NESTED_COLUMNS,
+  MAX_CSV_ROWS,
+  omissionNote,
+  recordsToCsv,
+} from '#shared/csv.ts';
 import { encodeRows } from '#shared/exports/files.ts';
 
 describe('csvCell', () => {
@@ -46,7 +54,15 @@ describe('csvCell', () => {
 
 describe('csvTable and records', () => {
   it('ends every line with CRLF and neutralises header cells too', () => {
-    expect(csvTable(['a', '=b'], [[1, '-x'], [null, 'y']])).toBe("a,'=b\r\n1,'-x\r\n,y\r\n");
+    expect(
+      csvTable(
+        ['a', '=b'],
+        [
+          [1, '-x'],
+          [null, 'y'],
+        ],
+      ),
+    ).toBe("a,'=b\r\n1,'-x\r\n,y\r\n");
     expect(recordsToCsv([{ a: '+1', b: { n: 1 } }], ['a', 'b'])).toBe('a,b\r\n\'+1,"{""n"":1}"\r\n');
   });
 
@@ -75,7 +91,9 @@ describe('flatCsv (format=csv of API responses)', () => {
     expect(columns).not.toContain(`properties.k${MAX_CSV_NESTED_COLUMNS}`);
     expect(row!.split(',').at(-1)).toBe('u-7');
     expect(csv.omittedColumns).toBe(500);
-    expect(omissionNote(csv)).toBe(`500 columns omitted (at most ${MAX_CSV_NESTED_COLUMNS} columns from nested fields)`);
+    expect(omissionNote(csv)).toBe(
+      `500 columns omitted (at most ${MAX_CSV_NESTED_COLUMNS} columns from nested fields)`,
+    );
   });
 
   it(`writes at most ${MAX_CSV_ROWS} rows`, () => {

@@ -24,7 +24,12 @@ beforeAll(async () => {
       attempts.set(pk, (attempts.get(pk) ?? 0) + 1);
       setTimeout(() => {
         res.writeHead(500, { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-errortype': 'InternalServerError' });
-        res.end(JSON.stringify({ __type: 'com.amazonaws.dynamodb.v20120810#InternalServerError', message: 'stand-in failure' }));
+        res.end(
+          JSON.stringify({
+            __type: 'com.amazonaws.dynamodb.v20120810#InternalServerError',
+            message: 'stand-in failure',
+          }),
+        );
       }, 20);
     });
   });
@@ -54,14 +59,18 @@ describe('DynamoDB client per invocation kind', () => {
     // One failing GetItem, then what the client used: attempts seen by the stand-in, its request timeout.
     const probe = async (pk: string): Promise<Seen> => {
       const client = db();
-      const error = await client.send(new GetCommand({ TableName: 't', Key: { pk, sk: 'x' } })).catch((e: unknown) => e);
+      const error = await client
+        .send(new GetCommand({ TableName: 't', Key: { pk, sk: 'x' } }))
+        .catch((e: unknown) => e);
       expect((error as Error).name).toBe('InternalServerError');
       const handler = client.config.requestHandler as unknown as { httpHandlerConfigs(): { requestTimeout?: number } };
       return { attempts: attempts.get(pk)!, requestTimeout: handler.httpHandlerConfigs().requestTimeout };
     };
 
     const worker = workerHandler('probe', () => probe('worker'));
-    const api = publicHandler({ operationId: 'probe', method: 'GET', path: '/probe' }, async () => ok(await probe('api')));
+    const api = publicHandler({ operationId: 'probe', method: 'GET', path: '/probe' }, async () =>
+      ok(await probe('api')),
+    );
     const event = {
       version: '2.0',
       routeKey: 'GET /probe',
@@ -72,11 +81,20 @@ describe('DynamoDB client per invocation kind', () => {
       isBase64Encoded: false,
     } as unknown as APIGatewayProxyEventV2;
 
-    const [fromWorker, response] = await Promise.all([worker({}, lambdaContext('probe', 60_000)), api(event, lambdaContext('probe', 10_000))]);
+    const [fromWorker, response] = await Promise.all([
+      worker({}, lambdaContext('probe', 60_000)),
+      api(event, lambdaContext('probe', 10_000)),
+    ]);
     const fromApi = JSON.parse(response.body!) as Seen;
 
-    expect(fromWorker).toEqual({ attempts: DYNAMODB_TIMEOUTS.worker.maxAttempts, requestTimeout: DYNAMODB_TIMEOUTS.worker.requestTimeoutMs });
-    expect(fromApi).toEqual({ attempts: DYNAMODB_TIMEOUTS.api.maxAttempts, requestTimeout: DYNAMODB_TIMEOUTS.api.requestTimeoutMs });
+    expect(fromWorker).toEqual({
+      attempts: DYNAMODB_TIMEOUTS.worker.maxAttempts,
+      requestTimeout: DYNAMODB_TIMEOUTS.worker.requestTimeoutMs,
+    });
+    expect(fromApi).toEqual({
+      attempts: DYNAMODB_TIMEOUTS.api.maxAttempts,
+      requestTimeout: DYNAMODB_TIMEOUTS.api.requestTimeoutMs,
+    });
   }, 20_000);
 });
 
@@ -85,12 +103,14 @@ describe('DYNAMODB_TIMEOUTS', () => {
   // request, so it covers connecting too), plus the SDK's backoff between attempts (at most 100 ms x 2^n
   // before retry n).
   const worstMs = (t: (typeof DYNAMODB_TIMEOUTS)['api']) =>
-    t.maxAttempts * t.requestTimeoutMs + Array.from({ length: t.maxAttempts - 1 }, (_, n) => 100 * 2 ** (n + 1)).reduce((a, b) => a + b, 0);
+    t.maxAttempts * t.requestTimeoutMs +
+    Array.from({ length: t.maxAttempts - 1 }, (_, n) => 100 * 2 ** (n + 1)).reduce((a, b) => a + b, 0);
 
   it('keeps API calls within the API functions 10 s timeout, and gives workers longer, more patient calls', () => {
     expect(worstMs(DYNAMODB_TIMEOUTS.api)).toBeLessThan(10_000);
     expect(DYNAMODB_TIMEOUTS.worker.requestTimeoutMs).toBeGreaterThan(DYNAMODB_TIMEOUTS.api.requestTimeoutMs);
     expect(DYNAMODB_TIMEOUTS.worker.maxAttempts).toBeGreaterThan(DYNAMODB_TIMEOUTS.api.maxAttempts);
-    for (const w of workers) expect(worstMs(DYNAMODB_TIMEOUTS.worker), w.name).toBeLessThan(w.timeoutSeconds * 1000 / 4);
+    for (const w of workers)
+      expect(worstMs(DYNAMODB_TIMEOUTS.worker), w.name).toBeLessThan((w.timeoutSeconds * 1000) / 4);
   });
 });

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { call } from '#shared/db/client.ts';
 import { ServiceUnavailable } from '#shared/errors.ts';
 
-const failWith = (props: Record<string, unknown>) => () => Promise.reject(Object.assign(new Error('sdk failure'), props));
+const failWith = (props: Record<string, unknown>) => () =>
+  Promise.reject(Object.assign(new Error('sdk failure'), props));
 
 describe('table call errors', () => {
   it.each([

@@ -3,10 +3,23 @@ import { randomBytes } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { readConfig } from '#shared/config.ts';
-import { AWS_REGIONS, bucketProblem, endpointProblem, regionProblem, roleArnProblem } from '#shared/exports/destination-rules.ts';
+import {
+  AWS_REGIONS,
+  bucketProblem,
+  endpointProblem,
+  regionProblem,
+  roleArnProblem,
+} from '#shared/exports/destination-rules.ts';
 import { encodeRows, objectKey, renderPrefix } from '#shared/exports/files.ts';
 import { parseExportQuery } from '#shared/exports/hogql.ts';
-import { ceilBoundary, firstWindowEnd, floorBoundary, INTERVALS, windowCount, windowsBetween } from '#shared/exports/intervals.ts';
+import {
+  ceilBoundary,
+  firstWindowEnd,
+  floorBoundary,
+  INTERVALS,
+  windowCount,
+  windowsBetween,
+} from '#shared/exports/intervals.ts';
 import { ValidationError } from '#shared/errors.ts';
 import { readSlices, RUN_LEASE_MS, takeTurns } from '#shared/domain/export-runs.ts';
 import { workers } from '#functions/routes.ts';
@@ -28,7 +41,9 @@ describe('export intervals', () => {
   it('first runs at the end of the first full interval, never for a window before start_at', () => {
     expect(firstWindowEnd(d('2024-05-01T10:20:00Z'), 'hour').toISOString()).toBe('2024-05-01T11:00:00.000Z');
     expect(firstWindowEnd(d('2024-05-01T11:00:00Z'), 'hour').toISOString()).toBe('2024-05-01T12:00:00.000Z');
-    expect(firstWindowEnd(d('2024-05-01T10:20:00Z'), 'hour', d('2024-05-01T13:30:00Z')).toISOString()).toBe('2024-05-01T15:00:00.000Z');
+    expect(firstWindowEnd(d('2024-05-01T10:20:00Z'), 'hour', d('2024-05-01T13:30:00Z')).toISOString()).toBe(
+      '2024-05-01T15:00:00.000Z',
+    );
   });
 
   it('covers a backfill range with aligned windows', () => {
@@ -47,7 +62,13 @@ describe('export intervals', () => {
       ['2024-04-27T23:59:59.999Z', '2024-05-12T00:00:00Z'],
     ];
     for (const interval of INTERVALS) {
-      for (const [from, to] of ranges) expect([interval, from, to, windowCount(d(from!), d(to!), interval)]).toEqual([interval, from, to, windowsBetween(d(from!), d(to!), interval).length]);
+      for (const [from, to] of ranges)
+        expect([interval, from, to, windowCount(d(from!), d(to!), interval)]).toEqual([
+          interval,
+          from,
+          to,
+          windowsBetween(d(from!), d(to!), interval).length,
+        ]);
     }
   });
 
@@ -78,7 +99,10 @@ describe('export scheduling', () => {
 });
 
 describe('export window read slices', () => {
-  const spans = (start: string, end: string) => readSlices(new Date(start), new Date(end)).map((x) => [x.start.toISOString(), x.end.getTime() - x.start.getTime()] as const);
+  const spans = (start: string, end: string) =>
+    readSlices(new Date(start), new Date(end)).map(
+      (x) => [x.start.toISOString(), x.end.getTime() - x.start.getTime()] as const,
+    );
 
   it('cuts a window into contiguous half-open slices covering it exactly: 5 minutes, at most 48', () => {
     for (const [start, end, count] of [
@@ -100,12 +124,21 @@ describe('export window read slices', () => {
 });
 
 describe('export files', () => {
-  const rows = [{ uuid: 'u1', event: 'a,b', properties: { x: 1 } }, { uuid: 'u2', event: 'c"d', properties: {} }];
+  const rows = [
+    { uuid: 'u1', event: 'a,b', properties: { x: 1 } },
+    { uuid: 'u2', event: 'c"d', properties: {} },
+  ];
 
   it('writes JSON Lines with nested objects intact', () => {
     const { body, extension } = encodeRows(rows, ['uuid', 'event', 'properties'], 'JSONLines', 'none');
     expect(extension).toBe('jsonl');
-    expect(body.toString().trim().split('\n').map((l) => JSON.parse(l))).toEqual(rows);
+    expect(
+      body
+        .toString()
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l)),
+    ).toEqual(rows);
   });
 
   it('writes CSV with quoting and nested values as JSON', () => {
@@ -124,17 +157,27 @@ describe('export files', () => {
 
   it('renders prefix variables and keeps keys deterministic per window', () => {
     const w = { start: d('2024-05-01T10:00:00Z'), end: d('2024-05-01T11:00:00Z') };
-    expect(renderPrefix('exports/{year}/{month}/{day}/{hour}/{table}', w, 'events')).toBe('exports/2024/05/01/10/events');
-    expect(objectKey('exports/{year}-{month}/', w, 'events', 'jsonl.gz')).toBe('exports/2024-05/2024-05-01T10:00:00.000Z-2024-05-01T11:00:00.000Z.jsonl.gz');
+    expect(renderPrefix('exports/{year}/{month}/{day}/{hour}/{table}', w, 'events')).toBe(
+      'exports/2024/05/01/10/events',
+    );
+    expect(objectKey('exports/{year}-{month}/', w, 'events', 'jsonl.gz')).toBe(
+      'exports/2024-05/2024-05-01T10:00:00.000Z-2024-05-01T11:00:00.000Z.jsonl.gz',
+    );
     expect(objectKey('', w, 'events', 'csv')).toBe('2024-05-01T10:00:00.000Z-2024-05-01T11:00:00.000Z.csv');
   });
 });
 
 describe('export hogql_query', () => {
-  const source = { columns: { uuid: 'u1', event: 'signup' }, properties: { $browser: 'Chrome', 'odd key': 1 }, person_properties: { email: 'a@b.c' } };
+  const source = {
+    columns: { uuid: 'u1', event: 'signup' },
+    properties: { $browser: 'Chrome', 'odd key': 1 },
+    person_properties: { email: 'a@b.c' },
+  };
 
   it('selects columns, event and person properties, with aliases', () => {
-    const fields = parseExportQuery("SELECT uuid, event AS name, properties.$browser AS browser, properties['odd key'], person.properties.email FROM events");
+    const fields = parseExportQuery(
+      "SELECT uuid, event AS name, properties.$browser AS browser, properties['odd key'], person.properties.email FROM events",
+    );
     expect(fields.map((f) => f.alias)).toEqual(['uuid', 'name', 'browser', 'odd key', 'email']);
     expect(fields.map((f) => f.read(source))).toEqual(['u1', 'signup', 'Chrome', 1, 'a@b.c']);
   });
@@ -163,21 +206,54 @@ describe('export hogql_query', () => {
 
 describe('export destination rules', () => {
   it('knows the commercial, China and GovCloud regions and nothing else', () => {
-    for (const r of ['us-east-1', 'eu-central-2', 'ap-southeast-7', 'mx-central-1', 'cn-northwest-1', 'us-gov-west-1']) expect(regionProblem(r), r).toBeUndefined();
+    for (const r of ['us-east-1', 'eu-central-2', 'ap-southeast-7', 'mx-central-1', 'cn-northwest-1', 'us-gov-west-1'])
+      expect(regionProblem(r), r).toBeUndefined();
     for (const r of ['us-east-7', 'US-EAST-1', 'local', 'us-iso-east-1', '']) expect(regionProblem(r), r).toBeDefined();
     expect(AWS_REGIONS.size).toBe(40);
   });
 
   it("follows S3's bucket naming rules", () => {
-    for (const b of ['abc', 'my-bucket', 'my.bucket.v2', '1bucket', 'a'.repeat(63)]) expect(bucketProblem(b), b).toBeUndefined();
-    for (const b of ['ab', 'a'.repeat(64), 'Bucket', 'my_bucket', '-abc', 'abc-', '.abc', 'a..b', '10.1.2.3', 'xn--abc', 'sthree-abc', 'amzn-s3-demo-x', 'abc-s3alias', 'abc--ol-s3', 'abc.mrap', 'abc--x-s3', 'abc--table-s3', 'ab c']) {
+    for (const b of ['abc', 'my-bucket', 'my.bucket.v2', '1bucket', 'a'.repeat(63)])
+      expect(bucketProblem(b), b).toBeUndefined();
+    for (const b of [
+      'ab',
+      'a'.repeat(64),
+      'Bucket',
+      'my_bucket',
+      '-abc',
+      'abc-',
+      '.abc',
+      'a..b',
+      '10.1.2.3',
+      'xn--abc',
+      'sthree-abc',
+      'amzn-s3-demo-x',
+      'abc-s3alias',
+      'abc--ol-s3',
+      'abc.mrap',
+      'abc--x-s3',
+      'abc--table-s3',
+      'ab c',
+    ]) {
       expect(bucketProblem(b), b).toBeDefined();
     }
   });
 
   it('takes role ARNs of any partition, with a path, 12-digit account and a name of at most 64 characters', () => {
-    for (const a of ['arn:aws:iam::123456789012:role/w', 'arn:aws-cn:iam::123456789012:role/a/b/c+=,.@-_', 'arn:aws-us-gov:iam::123456789012:role/x']) expect(roleArnProblem(a), a).toBeUndefined();
-    for (const a of ['arn:aws:iam::12345678901:role/w', 'arn:aws:iam::123456789012:user/w', 'arn:aws:iam::123456789012:role/', `arn:aws:iam::123456789012:role/${'n'.repeat(65)}`, 'arn:aws:sts::123456789012:role/w', `arn:aws:iam::123456789012:role/${'p/'.repeat(1100)}n`]) {
+    for (const a of [
+      'arn:aws:iam::123456789012:role/w',
+      'arn:aws-cn:iam::123456789012:role/a/b/c+=,.@-_',
+      'arn:aws-us-gov:iam::123456789012:role/x',
+    ])
+      expect(roleArnProblem(a), a).toBeUndefined();
+    for (const a of [
+      'arn:aws:iam::12345678901:role/w',
+      'arn:aws:iam::123456789012:user/w',
+      'arn:aws:iam::123456789012:role/',
+      `arn:aws:iam::123456789012:role/${'n'.repeat(65)}`,
+      'arn:aws:sts::123456789012:role/w',
+      `arn:aws:iam::123456789012:role/${'p/'.repeat(1100)}n`,
+    ]) {
       expect(roleArnProblem(a), a.slice(0, 60)).toBeDefined();
     }
     expect(roleArnProblem(`arn:aws:iam::123456789012:role/${'p/'.repeat(1100)}n`)).toMatch(/at most 2048/);
@@ -186,20 +262,46 @@ describe('export destination rules', () => {
   it('wants https, and loopback only where the stage allows it', () => {
     expect(endpointProblem('https://s3.eu-west-1.amazonaws.com', false)).toBeUndefined();
     expect(endpointProblem('https://minio.example.com:9000/base', false)).toBeUndefined();
-    for (const url of ['http://127.0.0.1:4569', 'https://127.0.0.1', 'https://localhost:9000', 'http://[::1]:80', 'https://[::1]', 'https://10.1.2.3', 'https://192.168.0.1', 'https://172.20.0.1', 'https://169.254.169.254', 'https://[fd00::1]', 'https://[::ffff:127.0.0.1]', 'http://s3.example.com']) {
+    for (const url of [
+      'http://127.0.0.1:4569',
+      'https://127.0.0.1',
+      'https://localhost:9000',
+      'http://[::1]:80',
+      'https://[::1]',
+      'https://10.1.2.3',
+      'https://192.168.0.1',
+      'https://172.20.0.1',
+      'https://169.254.169.254',
+      'https://[fd00::1]',
+      'https://[::ffff:127.0.0.1]',
+      'http://s3.example.com',
+    ]) {
       expect(endpointProblem(url, false), url).toBeDefined();
     }
-    for (const url of ['http://127.0.0.1:4569', 'http://127.9.9.9', 'https://localhost:9000', 'http://[::1]:80']) expect(endpointProblem(url, true), url).toBeUndefined();
+    for (const url of ['http://127.0.0.1:4569', 'http://127.9.9.9', 'https://localhost:9000', 'http://[::1]:80'])
+      expect(endpointProblem(url, true), url).toBeUndefined();
     // The flag opens loopback only: plain http elsewhere, private addresses and odd URLs stay refused.
-    for (const url of ['http://s3.example.com', 'https://10.1.2.3', 'https://u:p@127.0.0.1', 'https://s3.example.com/?x=1', 'ftp://127.0.0.1', 'not a url']) {
+    for (const url of [
+      'http://s3.example.com',
+      'https://10.1.2.3',
+      'https://u:p@127.0.0.1',
+      'https://s3.example.com/?x=1',
+      'ftp://127.0.0.1',
+      'not a url',
+    ]) {
       expect(endpointProblem(url, true), url).toBeDefined();
     }
   });
 
   it('honours ALLOW_LOOPBACK_EXPORT_ENDPOINTS only in the local runtime', () => {
-    expect(readConfig({ ANALYTICS_RUNTIME: 'local', ALLOW_LOOPBACK_EXPORT_ENDPOINTS: 'true' }).allowLoopbackExportEndpoints).toBe(true);
+    expect(
+      readConfig({ ANALYTICS_RUNTIME: 'local', ALLOW_LOOPBACK_EXPORT_ENDPOINTS: 'true' }).allowLoopbackExportEndpoints,
+    ).toBe(true);
     expect(readConfig({ ANALYTICS_RUNTIME: 'local' }).allowLoopbackExportEndpoints).toBe(false);
-    expect(readConfig({ ALLOW_LOOPBACK_EXPORT_ENDPOINTS: 'true', AWS_LAMBDA_FUNCTION_NAME: 'fn' }).allowLoopbackExportEndpoints).toBe(false);
+    expect(
+      readConfig({ ALLOW_LOOPBACK_EXPORT_ENDPOINTS: 'true', AWS_LAMBDA_FUNCTION_NAME: 'fn' })
+        .allowLoopbackExportEndpoints,
+    ).toBe(false);
   });
 });
 
@@ -227,9 +329,20 @@ describe('sealed export secrets', () => {
     const { sealSecrets } = await import('#shared/exports/secrets.ts');
     const { openDestination } = await import('#shared/domain/export-destinations.ts');
     const sealed = await sealSecrets({ aws_access_key_id: 'AKIA1', aws_secret_access_key: 'plain-secret' }, context);
-    const record = { id: 'exp-1', organization_id: 'org-1', destination: { type: 'S3', config: { bucket_name: 'b', region: 'us-east-1' }, sealed_secrets: sealed } } as any;
-    expect(await openDestination(record)).toEqual({ bucket_name: 'b', region: 'us-east-1', aws_access_key_id: 'AKIA1', aws_secret_access_key: 'plain-secret' });
-    await expect(openDestination({ ...record, id: 'exp-2' })).rejects.toThrow('Could not open the stored credentials of this destination (a service-side problem; the run is retried).');
+    const record = {
+      id: 'exp-1',
+      organization_id: 'org-1',
+      destination: { type: 'S3', config: { bucket_name: 'b', region: 'us-east-1' }, sealed_secrets: sealed },
+    } as any;
+    expect(await openDestination(record)).toEqual({
+      bucket_name: 'b',
+      region: 'us-east-1',
+      aws_access_key_id: 'AKIA1',
+      aws_secret_access_key: 'plain-secret',
+    });
+    await expect(openDestination({ ...record, id: 'exp-2' })).rejects.toThrow(
+      'Could not open the stored credentials of this destination (a service-side problem; the run is retried).',
+    );
   });
 
   it('uses a KMS data key with the export as encryption context when the stage names a key, and never a key file in a deployed stage', async () => {
@@ -241,14 +354,26 @@ describe('sealed export secrets', () => {
     const inputs: { name: string; input: any }[] = [];
     vi.spyOn(KMSClient.prototype, 'send').mockImplementation(async (command: any) => {
       inputs.push({ name: command.constructor.name, input: command.input });
-      return command.constructor.name === 'GenerateDataKeyCommand' ? { Plaintext: Uint8Array.from(dataKey), CiphertextBlob: Buffer.from('wrapped-by-kms') } : { Plaintext: Uint8Array.from(dataKey) };
+      return command.constructor.name === 'GenerateDataKeyCommand'
+        ? { Plaintext: Uint8Array.from(dataKey), CiphertextBlob: Buffer.from('wrapped-by-kms') }
+        : { Plaintext: Uint8Array.from(dataKey) };
     });
     const sealed = await sealSecrets({ aws_secret_access_key: 'plain-secret' }, context);
     expect(sealed).toMatchObject({ wrap: 'kms', key: Buffer.from('wrapped-by-kms').toString('base64') });
     expect(await openSecrets(sealed, context)).toEqual({ aws_secret_access_key: 'plain-secret' });
     expect(inputs).toEqual([
-      { name: 'GenerateDataKeyCommand', input: { KeyId: 'arn:aws:kms:us-east-1:123456789012:key/k', KeySpec: 'AES_256', EncryptionContext: context } },
-      { name: 'DecryptCommand', input: { CiphertextBlob: Buffer.from('wrapped-by-kms'), EncryptionContext: context, KeyId: 'arn:aws:kms:us-east-1:123456789012:key/k' } },
+      {
+        name: 'GenerateDataKeyCommand',
+        input: { KeyId: 'arn:aws:kms:us-east-1:123456789012:key/k', KeySpec: 'AES_256', EncryptionContext: context },
+      },
+      {
+        name: 'DecryptCommand',
+        input: {
+          CiphertextBlob: Buffer.from('wrapped-by-kms'),
+          EncryptionContext: context,
+          KeyId: 'arn:aws:kms:us-east-1:123456789012:key/k',
+        },
+      },
     ]);
 
     vi.unstubAllEnvs();

@@ -35,7 +35,8 @@ const nested = (depth: number, leaf: unknown = { key: 'k', value: 'v' }) => {
   return value;
 };
 /** The same as JSON text, built as text: JSON.stringify itself overflows the stack on 10,000 levels. */
-const nestedText = (depth: number) => `${'{"type":"AND","values":['.repeat(depth)}{"key":"k","value":"v"}${']}'.repeat(depth)}`;
+const nestedText = (depth: number) =>
+  `${'{"type":"AND","values":['.repeat(depth)}{"key":"k","value":"v"}${']}'.repeat(depth)}`;
 const events = JSON.stringify([{ id: 'e' }]);
 
 describe('hogql_query validation is linear', () => {
@@ -64,7 +65,22 @@ describe('hogql_query validation is linear', () => {
   };
 
   it('accepts the outline the old pattern accepted (a blank field list aside)', () => {
-    const word = fc.constantFrom('select', 'SELECT', 'from', 'FROM', 'events', 'Events', 'uuid', 'x', ',', ';', ' ', '  ', '\t', '\n');
+    const word = fc.constantFrom(
+      'select',
+      'SELECT',
+      'from',
+      'FROM',
+      'events',
+      'Events',
+      'uuid',
+      'x',
+      ',',
+      ';',
+      ' ',
+      '  ',
+      '\t',
+      '\n',
+    );
     fc.assert(
       fc.property(fc.array(word, { maxLength: 12 }), (words) => {
         const query = words.join('');
@@ -74,7 +90,11 @@ describe('hogql_query validation is linear', () => {
       }),
       { numRuns: 3_000 },
     );
-    expect(outcome(' SELECT uuid ,event  AS  name,properties.plan as plan FROM  events ;').aliases).toEqual(['uuid', 'name', 'plan']);
+    expect(outcome(' SELECT uuid ,event  AS  name,properties.plan as plan FROM  events ;').aliases).toEqual([
+      'uuid',
+      'name',
+      'plan',
+    ]);
     expect(outcome('select    from events').detail).toContain('only "SELECT');
   });
 
@@ -106,7 +126,9 @@ describe('formula limits', () => {
 
   it(`refuses parentheses nested deeper than ${MAX_FORMULA_DEPTH}`, () => {
     expect(() => trendWith(`${'('.repeat(MAX_FORMULA_DEPTH)}A${')'.repeat(MAX_FORMULA_DEPTH)}`)()).not.toThrow();
-    const error = validationError(trendWith(`${'('.repeat(MAX_FORMULA_DEPTH + 1)}A${')'.repeat(MAX_FORMULA_DEPTH + 1)}`));
+    const error = validationError(
+      trendWith(`${'('.repeat(MAX_FORMULA_DEPTH + 1)}A${')'.repeat(MAX_FORMULA_DEPTH + 1)}`),
+    );
     expect(error.attr).toBe('formula');
     expect(error.detail).toContain(String(MAX_FORMULA_DEPTH));
   });
@@ -136,7 +158,9 @@ describe('JSON inside string parameters nests no deeper than a body may', () => 
   });
 
   it('the persons list properties parameter', () => {
-    expect(personFilterFromQuery(JSON.stringify([nested(60, { key: 'plan', value: 'pro' })]))!({ plan: 'pro' })).toBe(true);
+    expect(personFilterFromQuery(JSON.stringify([nested(60, { key: 'plan', value: 'pro' })]))!({ plan: 'pro' })).toBe(
+      true,
+    );
     const error = validationError(() => personFilterFromQuery(nestedText(100_000)));
     expect(error.attr).toBe('properties');
     expect(error.detail).toContain(String(MAX_JSON_DEPTH));
@@ -155,7 +179,12 @@ describe('the error mapper', () => {
     expect(overflow).toBeInstanceOf(RangeError);
     const response = errorResponse(overflow);
     expect(response.statusCode).toBe(400);
-    expect(JSON.parse(response.body!)).toEqual({ type: 'validation_error', code: 'invalid_input', detail: 'The input is nested too deeply.', attr: null });
+    expect(JSON.parse(response.body!)).toEqual({
+      type: 'validation_error',
+      code: 'invalid_input',
+      detail: 'The input is nested too deeply.',
+      attr: null,
+    });
   });
 
   it('still answers other errors, RangeErrors included, with a 500 without internals', () => {

@@ -28,7 +28,9 @@ describe('pagination links and a key in the query string', () => {
   it('never copies personal_api_key into next or previous', () => {
     const links = [
       ...Object.values(paginated(url, { limit: 2, offset: 2 }, 9, [])).filter((v) => typeof v === 'string'),
-      ...Object.values(cursorPaginated(url, { limit: 2, offset: 2 }, 9, [], { hasMore: true, cursor: 'c' })).filter((v) => typeof v === 'string'),
+      ...Object.values(cursorPaginated(url, { limit: 2, offset: 2 }, 9, [], { hasMore: true, cursor: 'c' })).filter(
+        (v) => typeof v === 'string',
+      ),
       ...Object.values(pageNumberLinks(url, 2, true, true)),
     ] as string[];
     expect(links).toHaveLength(6);
@@ -60,7 +62,12 @@ describe('validation errors', () => {
     [{ name: ' ' }, 'name', 'blank', 'This field may not be blank.'],
     [{ name: 'abcd' }, 'name', 'max_length', 'Ensure this field has no more than 3 characters.'],
     [{ name: 1 }, 'name', 'invalid_input', 'Not a valid string.'],
-    [{ name: 'a', nested: { inner: [{ flag: true }, { flag: 'x' }] } }, 'nested__inner__1__flag', 'invalid_input', 'Must be a valid boolean.'],
+    [
+      { name: 'a', nested: { inner: [{ flag: true }, { flag: 'x' }] } },
+      'nested__inner__1__flag',
+      'invalid_input',
+      'Must be a valid boolean.',
+    ],
   ])('reports %j as attr %s code %s', (input, attr, code, detail) => {
     const e = errorOf(input);
     expect(e).toBeInstanceOf(ValidationError);

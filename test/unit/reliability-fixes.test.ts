@@ -28,12 +28,25 @@ describe('reliability fixes', () => {
   });
 
   it('maps values DynamoDB refuses to store to a 4xx, and nothing else', async () => {
-    const refuse = (message: string) => call(() => Promise.reject(Object.assign(new Error(message), { name: 'ValidationException' }))).catch((e: unknown) => e);
+    const refuse = (message: string) =>
+      call(() => Promise.reject(Object.assign(new Error(message), { name: 'ValidationException' }))).catch(
+        (e: unknown) => e,
+      );
     expect(await refuse('Item size has exceeded the maximum allowed size')).toBeInstanceOf(PayloadTooLarge);
     expect(await refuse('Item size to update has exceeded the maximum allowed size')).toBeInstanceOf(PayloadTooLarge);
-    expect(await refuse('One or more parameter values were invalid: Size of hashkey has exceeded the maximum size limit of 2048 bytes')).toBeInstanceOf(ValidationError);
-    expect(await refuse('Hash primary key values must be under 2048 bytes, and range primary key values must be under 1024 bytes')).toBeInstanceOf(ValidationError);
-    expect(await refuse('One or more parameter values were invalid: Size limit exceeded')).toBeInstanceOf(ValidationError);
+    expect(
+      await refuse(
+        'One or more parameter values were invalid: Size of hashkey has exceeded the maximum size limit of 2048 bytes',
+      ),
+    ).toBeInstanceOf(ValidationError);
+    expect(
+      await refuse(
+        'Hash primary key values must be under 2048 bytes, and range primary key values must be under 1024 bytes',
+      ),
+    ).toBeInstanceOf(ValidationError);
+    expect(await refuse('One or more parameter values were invalid: Size limit exceeded')).toBeInstanceOf(
+      ValidationError,
+    );
     expect(await refuse('Nesting Levels have exceeded supported limits')).toBeInstanceOf(ValidationError);
     const other = await refuse('The provided key element does not match the schema');
     expect(other).not.toBeInstanceOf(ValidationError);
@@ -41,7 +54,12 @@ describe('reliability fixes', () => {
   });
 
   it('accepts as a list cursor only a position of the same project', () => {
-    const key = { pk: 'PERSON#7#12', sk: 'PERSON', parent_pk: 'PROJECT#7#PERSONS', parent_sk: '2024-01-01T00:00:00.000Z#000000000012' };
+    const key = {
+      pk: 'PERSON#7#12',
+      sk: 'PERSON',
+      parent_pk: 'PROJECT#7#PERSONS',
+      parent_sk: '2024-01-01T00:00:00.000Z#000000000012',
+    };
     expect(isPersonPageKey(7, key)).toBe(true);
     expect(isPersonPageKey(8, key)).toBe(false);
     expect(isPersonPageKey(7, { ...key, pk: 'ORG#x' })).toBe(false);
@@ -53,12 +71,20 @@ describe('reliability fixes', () => {
   it('keeps prototype-named person properties as own data', () => {
     const current = JSON.parse('{"a":1}') as Record<string, unknown>;
     const set = JSON.parse('{"__proto__":{"polluted":true},"constructor":"c"}') as Record<string, unknown>;
-    const { properties, changed } = applyPersonUpdates(current, { set, setOnce: JSON.parse('{"toString":"t"}'), unset: [] });
-    expect(JSON.parse(JSON.stringify(properties))).toEqual(JSON.parse('{"a":1,"__proto__":{"polluted":true},"constructor":"c","toString":"t"}'));
+    const { properties, changed } = applyPersonUpdates(current, {
+      set,
+      setOnce: JSON.parse('{"toString":"t"}'),
+      unset: [],
+    });
+    expect(JSON.parse(JSON.stringify(properties))).toEqual(
+      JSON.parse('{"a":1,"__proto__":{"polluted":true},"constructor":"c","toString":"t"}'),
+    );
     expect(Object.getPrototypeOf(properties)).toBe(Object.prototype);
     expect(changed.sort()).toEqual(['__proto__', 'constructor', 'toString']);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
-    expect(applyPersonUpdates(properties, { set: {}, setOnce: {}, unset: ['__proto__'] }).changed).toEqual(['__proto__']);
+    expect(applyPersonUpdates(properties, { set: {}, setOnce: {}, unset: ['__proto__'] }).changed).toEqual([
+      '__proto__',
+    ]);
   });
 
   it('never takes an Object.prototype name for an entry of a lookup table', () => {
@@ -85,11 +111,16 @@ describe('reliability fixes', () => {
     expect(renderPrefix('{constructor}/{toString}/{year}', w, 'events')).toBe('{constructor}/{toString}/2024');
     const [field] = parseExportQuery('SELECT properties.constructor FROM events');
     expect(field!.read({ columns: {}, properties: JSON.parse('{"a":1}'), person_properties: {} } as never)).toBeNull();
-    expect(field!.read({ columns: {}, properties: JSON.parse('{"constructor":"c"}'), person_properties: {} } as never)).toBe('c');
+    expect(
+      field!.read({ columns: {}, properties: JSON.parse('{"constructor":"c"}'), person_properties: {} } as never),
+    ).toBe('c');
   });
 
   it('cuts event names to 200 characters, as PostHog does', () => {
-    const { accepted } = normalizeEvents([{ event: '🚀'.repeat(5_000), distinct_id: 'd' }], { now: new Date(), newUuid: () => '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b' });
+    const { accepted } = normalizeEvents([{ event: '🚀'.repeat(5_000), distinct_id: 'd' }], {
+      now: new Date(),
+      newUuid: () => '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b',
+    });
     expect(accepted[0]!.event).toBe('🚀'.repeat(200));
   });
 
@@ -97,6 +128,8 @@ describe('reliability fixes', () => {
     let calls = 0;
     expect(await retryOnConflict('Thing', async () => (++calls < 4 ? CONFLICT : 'done'))).toBe('done');
     expect(calls).toBe(4);
-    await expect(retryOnConflict('Thing', async () => CONFLICT, { deadline: Date.now() + 50 })).rejects.toBeInstanceOf(Conflict);
+    await expect(retryOnConflict('Thing', async () => CONFLICT, { deadline: Date.now() + 50 })).rejects.toBeInstanceOf(
+      Conflict,
+    );
   });
 });

@@ -9,9 +9,14 @@ import { CONFLICT, retryOnConflict } from '#shared/retry.ts';
 
 /** An SDK error as the DynamoDB client throws it (mocked: no table behind these tests). */
 const sdkError = (name: string, reasons?: string[]) =>
-  Object.assign(new Error(`${name} (mocked)`), { name, ...(reasons ? { CancellationReasons: reasons.map((Code) => ({ Code })) } : {}) });
+  Object.assign(new Error(`${name} (mocked)`), {
+    name,
+    ...(reasons ? { CancellationReasons: reasons.map((Code) => ({ Code })) } : {}),
+  });
 
-const put = (pk: string) => ({ Put: { TableName: 't', Item: { pk, sk: 'x' }, ConditionExpression: 'attribute_not_exists(pk)' } });
+const put = (pk: string) => ({
+  Put: { TableName: 't', Item: { pk, sk: 'x' }, ConditionExpression: 'attribute_not_exists(pk)' },
+});
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -20,10 +25,14 @@ afterEach(() => {
 describe('retryOnConflict', () => {
   it('runs the attempt again while it reports a conflict, and returns the first other result', async () => {
     const seen: number[] = [];
-    const result = await retryOnConflict('Thing', async (n) => {
-      seen.push(n);
-      return n < 2 ? CONFLICT : 'done';
-    }, { attempts: 5 });
+    const result = await retryOnConflict(
+      'Thing',
+      async (n) => {
+        seen.push(n);
+        return n < 2 ? CONFLICT : 'done';
+      },
+      { attempts: 5 },
+    );
     expect(result).toBe('done');
     expect(seen).toEqual([0, 1, 2]);
   });
@@ -36,29 +45,52 @@ describe('retryOnConflict', () => {
   it('gives up after the attempts with the error the caller names, or a 409 naming the thing', async () => {
     let calls = 0;
     const gaveUp = new Error('kept conflicting');
-    await expect(retryOnConflict('Thing', async () => {
-      calls++;
-      return CONFLICT;
-    }, { attempts: 3, baseMs: 0, gaveUp: () => gaveUp })).rejects.toBe(gaveUp);
+    await expect(
+      retryOnConflict(
+        'Thing',
+        async () => {
+          calls++;
+          return CONFLICT;
+        },
+        { attempts: 3, baseMs: 0, gaveUp: () => gaveUp },
+      ),
+    ).rejects.toBe(gaveUp);
     expect(calls).toBe(3);
-    const error = await retryOnConflict('Person 7', async () => CONFLICT, { attempts: 2, baseMs: 0 }).catch((e: unknown) => e);
+    const error = await retryOnConflict('Person 7', async () => CONFLICT, { attempts: 2, baseMs: 0 }).catch(
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(Conflict);
     expect((error as Error).message).toBe('Person 7 kept changing during the request; retry it.');
   });
 
   it('gives up at the deadline even with attempts left', async () => {
     let calls = 0;
-    await expect(retryOnConflict('Thing', async () => {
-      calls++;
-      return CONFLICT;
-    }, { attempts: 1_000, deadline: Date.now() - 1 })).rejects.toBeInstanceOf(Conflict);
+    await expect(
+      retryOnConflict(
+        'Thing',
+        async () => {
+          calls++;
+          return CONFLICT;
+        },
+        { attempts: 1_000, deadline: Date.now() - 1 },
+      ),
+    ).rejects.toBeInstanceOf(Conflict);
     expect(calls).toBe(1);
   });
 
   it('lets an error of the attempt through at once (no retry)', async () => {
     let calls = 0;
     const boom = new ServiceUnavailable();
-    await expect(retryOnConflict('Thing', async () => { calls++; throw boom; }, { attempts: 5 })).rejects.toBe(boom);
+    await expect(
+      retryOnConflict(
+        'Thing',
+        async () => {
+          calls++;
+          throw boom;
+        },
+        { attempts: 5 },
+      ),
+    ).rejects.toBe(boom);
     expect(calls).toBe(1);
   });
 
@@ -70,13 +102,17 @@ describe('retryOnConflict', () => {
       waits.push(ms);
       return realSetTimeout(fn, 0);
     }) as typeof setTimeout);
-    await expect(retryOnConflict('Thing', async () => CONFLICT, { attempts: 5, baseMs: 10, capMs: 50 })).rejects.toBeInstanceOf(Conflict);
+    await expect(
+      retryOnConflict('Thing', async () => CONFLICT, { attempts: 5, baseMs: 10, capMs: 50 }),
+    ).rejects.toBeInstanceOf(Conflict);
     expect(waits).toEqual([5, 10, 20, 25]);
   });
 
   it('retries at once with baseMs 0', async () => {
     const spy = vi.spyOn(globalThis, 'setTimeout');
-    await expect(retryOnConflict('Thing', async () => CONFLICT, { attempts: 4, baseMs: 0 })).rejects.toBeInstanceOf(Conflict);
+    await expect(retryOnConflict('Thing', async () => CONFLICT, { attempts: 4, baseMs: 0 })).rejects.toBeInstanceOf(
+      Conflict,
+    );
     expect(spy).not.toHaveBeenCalled();
   });
 });
@@ -90,14 +126,23 @@ describe('transact', () => {
   });
 
   it('names the items whose condition failed (by name, or by index when unnamed)', async () => {
-    vi.spyOn(db(), 'send').mockRejectedValue(sdkError('TransactionCanceledException', ['None', 'ConditionalCheckFailed', 'ConditionalCheckFailed']) as never);
-    expect(await transact([put('a'), { name: 'user', ...put('b') }, put('c')])).toEqual({ committed: false, failed: ['user', '2'] });
+    vi.spyOn(db(), 'send').mockRejectedValue(
+      sdkError('TransactionCanceledException', ['None', 'ConditionalCheckFailed', 'ConditionalCheckFailed']) as never,
+    );
+    expect(await transact([put('a'), { name: 'user', ...put('b') }, put('c')])).toEqual({
+      committed: false,
+      failed: ['user', '2'],
+    });
   });
 
   it('reads TransactionConflict as a conflict to retry, and a failed condition as winning over it', async () => {
-    const send = vi.spyOn(db(), 'send').mockRejectedValueOnce(sdkError('TransactionCanceledException', ['None', 'TransactionConflict']) as never);
+    const send = vi
+      .spyOn(db(), 'send')
+      .mockRejectedValueOnce(sdkError('TransactionCanceledException', ['None', 'TransactionConflict']) as never);
     expect(await transact([put('a'), put('b')])).toEqual({ committed: false, conflict: true });
-    send.mockRejectedValueOnce(sdkError('TransactionCanceledException', ['TransactionConflict', 'ConditionalCheckFailed']) as never);
+    send.mockRejectedValueOnce(
+      sdkError('TransactionCanceledException', ['TransactionConflict', 'ConditionalCheckFailed']) as never,
+    );
     expect(await transact([put('a'), { name: 'b', ...put('b') }])).toEqual({ committed: false, failed: ['b'] });
   });
 
@@ -110,13 +155,15 @@ describe('transact', () => {
     await expect(transact([put('a'), put('b')])).rejects.toBeInstanceOf(ServiceUnavailable);
   });
 
-  it.each(['ThrottlingException', 'ProvisionedThroughputExceededException', 'RequestLimitExceeded', 'TransactionInProgressException'])(
-    'answers a throttled call (%s) with a 503',
-    async (name) => {
-      vi.spyOn(db(), 'send').mockRejectedValue(sdkError(name) as never);
-      await expect(transact([put('a')])).rejects.toBeInstanceOf(ServiceUnavailable);
-    },
-  );
+  it.each([
+    'ThrottlingException',
+    'ProvisionedThroughputExceededException',
+    'RequestLimitExceeded',
+    'TransactionInProgressException',
+  ])('answers a throttled call (%s) with a 503', async (name) => {
+    vi.spyOn(db(), 'send').mockRejectedValue(sdkError(name) as never);
+    await expect(transact([put('a')])).rejects.toBeInstanceOf(ServiceUnavailable);
+  });
 
   it('lets any other cancellation through as the error it is', async () => {
     const refused = sdkError('TransactionCanceledException', ['ValidationError']);
@@ -128,22 +175,42 @@ describe('transact', () => {
 describe('rollup transactions', () => {
   it('retry a TransactionConflict and surface giving up after 8 attempts instead of dropping the counts', async () => {
     vi.spyOn(Math, 'random').mockReturnValue(0); // no waiting between attempts
-    const send = vi.spyOn(db(), 'send').mockRejectedValue(sdkError('TransactionCanceledException', ['TransactionConflict']) as never);
-    const move = { projectId: 1, uuid: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b', to: { event: 'e', hour: '2024-01-01T00' } };
+    const send = vi
+      .spyOn(db(), 'send')
+      .mockRejectedValue(sdkError('TransactionCanceledException', ['TransactionConflict']) as never);
+    const move = {
+      projectId: 1,
+      uuid: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b',
+      to: { event: 'e', hour: '2024-01-01T00' },
+    };
     await expect(applyCountMoves([move])).rejects.toThrow('rollup transaction kept conflicting after 8 attempts');
     expect(send).toHaveBeenCalledTimes(8);
   });
 
   it('report a move whose marker condition failed, for the caller to re-read (no retry of the same write)', async () => {
-    const send = vi.spyOn(db(), 'send').mockRejectedValue(sdkError('TransactionCanceledException', ['ConditionalCheckFailed', 'None', 'None', 'None']) as never);
-    const move = { projectId: 1, uuid: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b', to: { event: 'e', hour: '2024-01-01T00' } };
+    const send = vi
+      .spyOn(db(), 'send')
+      .mockRejectedValue(
+        sdkError('TransactionCanceledException', ['ConditionalCheckFailed', 'None', 'None', 'None']) as never,
+      );
+    const move = {
+      projectId: 1,
+      uuid: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b',
+      to: { event: 'e', hour: '2024-01-01T00' },
+    };
     expect(await applyCountMoves([move])).toEqual([move]);
     expect(send).toHaveBeenCalledTimes(2); // the group, then the move alone
   });
 
   it('answer throttling with a 503 instead of retrying it as a conflict', async () => {
-    const send = vi.spyOn(db(), 'send').mockRejectedValue(sdkError('TransactionCanceledException', ['ThrottlingError', 'None']) as never);
-    const move = { projectId: 1, uuid: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b', to: { event: 'e', hour: '2024-01-01T00' } };
+    const send = vi
+      .spyOn(db(), 'send')
+      .mockRejectedValue(sdkError('TransactionCanceledException', ['ThrottlingError', 'None']) as never);
+    const move = {
+      projectId: 1,
+      uuid: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b',
+      to: { event: 'e', hour: '2024-01-01T00' },
+    };
     await expect(applyCountMoves([move])).rejects.toBeInstanceOf(ServiceUnavailable);
     expect(send).toHaveBeenCalledTimes(1);
   });
@@ -151,28 +218,65 @@ describe('rollup transactions', () => {
 
 describe('store readings of a cancelled transaction', () => {
   const at = '2024-01-01T00:00:00.000Z';
-  const org = { id: 'o1', name: 'Acme', slug: 'acme', logo_media_id: null, created_at: at, updated_at: at, is_member_join_email_enabled: true, enforce_2fa: false, plugins_access_level: 9, customer_id: null, member_count: 1 };
+  const org = {
+    id: 'o1',
+    name: 'Acme',
+    slug: 'acme',
+    logo_media_id: null,
+    created_at: at,
+    updated_at: at,
+    is_member_join_email_enabled: true,
+    enforce_2fa: false,
+    plugins_access_level: 9,
+    customer_id: null,
+    member_count: 1,
+  };
   const owner = { user_id: 'u1', organization_id: 'o1', level: MembershipLevel.owner, joined_at: at };
-  const project = { id: 1, uuid: 'p1', organization_id: 'o1', name: 'Default project', api_token: 'phc_x', timezone: 'UTC', week_start_day: 0 as const, test_account_filters: [], created_at: at };
+  const project = {
+    id: 1,
+    uuid: 'p1',
+    organization_id: 'o1',
+    name: 'Default project',
+    api_token: 'phc_x',
+    timezone: 'UTC',
+    week_start_day: 0 as const,
+    test_account_filters: [],
+    created_at: at,
+  };
 
   it('a membership whose insert was throttled is a 503, not "not added"', async () => {
-    vi.spyOn(db(), 'send').mockRejectedValue(sdkError('TransactionCanceledException', ['None', 'ThrottlingError']) as never);
+    vi.spyOn(db(), 'send').mockRejectedValue(
+      sdkError('TransactionCanceledException', ['None', 'ThrottlingError']) as never,
+    );
     await expect(insertMembership(owner)).rejects.toBeInstanceOf(ServiceUnavailable);
   });
 
   it('a membership or organization insert that lost a race is a conflict to retry, not a 500', async () => {
-    vi.spyOn(db(), 'send').mockRejectedValue(sdkError('TransactionCanceledException', ['TransactionConflict', 'None']) as never);
+    vi.spyOn(db(), 'send').mockRejectedValue(
+      sdkError('TransactionCanceledException', ['TransactionConflict', 'None']) as never,
+    );
     expect(await insertMembership(owner)).toBe(CONFLICT);
     expect(await insertOrganization(org, owner, project)).toBe(CONFLICT);
   });
 
   it('an organization insert tells a taken slug by the item that failed, whatever its position', async () => {
-    vi.spyOn(db(), 'send').mockRejectedValue(sdkError('TransactionCanceledException', ['ConditionalCheckFailed', 'None', 'None', 'None', 'None', 'None']) as never);
+    vi.spyOn(db(), 'send').mockRejectedValue(
+      sdkError('TransactionCanceledException', [
+        'ConditionalCheckFailed',
+        'None',
+        'None',
+        'None',
+        'None',
+        'None',
+      ]) as never,
+    );
     expect(await insertOrganization(org, owner, project)).toBe('slug-taken');
   });
 
   it('a user insert that lost the race for its e-mail is "not created" (the caller reads the winner), not a 500', async () => {
-    vi.spyOn(db(), 'send').mockRejectedValue(sdkError('TransactionCanceledException', ['TransactionConflict', 'None']) as never);
+    vi.spyOn(db(), 'send').mockRejectedValue(
+      sdkError('TransactionCanceledException', ['TransactionConflict', 'None']) as never,
+    );
     expect(await createUser({ id: 'u1', email: 'a@b.c', first_name: 'a', created_at: at })).toBe(false);
   });
 });
@@ -187,13 +291,23 @@ describe('batch writes', () => {
       .mockResolvedValueOnce({} as never);
     await batchPut([item, { pk: 'c', sk: 'd' }]);
     expect(send).toHaveBeenCalledTimes(2);
-    expect((send.mock.calls[1]![0] as { input: { RequestItems: Record<string, unknown[]> } }).input.RequestItems['analytics-unit']).toEqual([{ PutRequest: { Item: item } }]);
+    expect(
+      (send.mock.calls[1]![0] as { input: { RequestItems: Record<string, unknown[]> } }).input.RequestItems[
+        'analytics-unit'
+      ],
+    ).toEqual([{ PutRequest: { Item: item } }]);
   });
 
   it('give up with an error after 8 sends that leave items unprocessed', async () => {
     vi.spyOn(Math, 'random').mockReturnValue(0);
-    const send = vi.spyOn(db(), 'send').mockResolvedValue({ UnprocessedItems: { 'analytics-unit': [{ PutRequest: { Item: { pk: 'a', sk: 'b' } } }] } } as never);
-    await expect(batchPut([{ pk: 'a', sk: 'b' }])).rejects.toThrow('BatchWriteItem: items still unprocessed after retries');
+    const send = vi
+      .spyOn(db(), 'send')
+      .mockResolvedValue({
+        UnprocessedItems: { 'analytics-unit': [{ PutRequest: { Item: { pk: 'a', sk: 'b' } } }] },
+      } as never);
+    await expect(batchPut([{ pk: 'a', sk: 'b' }])).rejects.toThrow(
+      'BatchWriteItem: items still unprocessed after retries',
+    );
     expect(send).toHaveBeenCalledTimes(8);
   });
 });

@@ -10,7 +10,9 @@ function handlerFiles(dir = FUNCTIONS): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const full = join(dir, entry.name);
     if (entry.isDirectory()) return handlerFiles(full);
-    return entry.name.endsWith('.ts') && full !== join(FUNCTIONS, 'routes.ts') ? [relative(FUNCTIONS, full).replace(/\.ts$/, '')] : [];
+    return entry.name.endsWith('.ts') && full !== join(FUNCTIONS, 'routes.ts')
+      ? [relative(FUNCTIONS, full).replace(/\.ts$/, '')]
+      : [];
   });
 }
 
@@ -34,8 +36,10 @@ describe('route table', () => {
 
   it('gives read scopes read-only table access and write scopes write access (POST may compute with a read scope)', () => {
     for (const r of keyRoutes) {
-      if (r.method === 'GET' || r.scope.endsWith(':read')) expect([r.operationId, r.access]).toEqual([r.operationId, 'read']);
-      if (r.method !== 'GET' && r.scope.endsWith(':read')) expect([r.operationId, r.method]).toEqual([r.operationId, 'POST']);
+      if (r.method === 'GET' || r.scope.endsWith(':read'))
+        expect([r.operationId, r.access]).toEqual([r.operationId, 'read']);
+      if (r.method !== 'GET' && r.scope.endsWith(':read'))
+        expect([r.operationId, r.method]).toEqual([r.operationId, 'POST']);
       if (r.scope.endsWith(':write')) expect([r.operationId, r.access]).toEqual([r.operationId, 'write']);
     }
   });
@@ -51,7 +55,10 @@ describe('route table', () => {
 
   it('derives the tenant from the path', () => {
     expect(tenancyOf('/api/organizations/:id')).toEqual({ kind: 'organization', param: 'id' });
-    expect(tenancyOf('/api/organizations/:organization_id/batch_exports/:id')).toEqual({ kind: 'organization', param: 'organization_id' });
+    expect(tenancyOf('/api/organizations/:organization_id/batch_exports/:id')).toEqual({
+      kind: 'organization',
+      param: 'organization_id',
+    });
     expect(tenancyOf('/api/environments/:project_id/persons')).toEqual({ kind: 'project', param: 'project_id' });
     expect(tenancyOf('/api/organizations')).toEqual({ kind: 'organization-collection' });
   });

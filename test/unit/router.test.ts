@@ -27,7 +27,10 @@ describe('route resolution', () => {
   });
 
   it('answers method_not_allowed with the allowed methods when only the path matches', () => {
-    expect(resolveRoute(table, 'DELETE', '/api/environments/7/persons/3')).toEqual({ kind: 'method_not_allowed', allowed: ['GET', 'PATCH'] });
+    expect(resolveRoute(table, 'DELETE', '/api/environments/7/persons/3')).toEqual({
+      kind: 'method_not_allowed',
+      allowed: ['GET', 'PATCH'],
+    });
   });
 
   it('answers not_found for unknown paths, empty parameters and bad percent-encoding', () => {
@@ -37,6 +40,8 @@ describe('route resolution', () => {
   });
 
   it('decodes percent-encoded parameters', () => {
-    expect(resolveRoute(table, 'GET', '/api/environments/a%20b/persons')).toMatchObject({ params: { project_id: 'a b' } });
+    expect(resolveRoute(table, 'GET', '/api/environments/a%20b/persons')).toMatchObject({
+      params: { project_id: 'a b' },
+    });
   });
 });

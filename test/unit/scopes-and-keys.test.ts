@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { hasScope, isGrantableScope } from '#shared/auth/scopes.ts';
-import { extractPersonalApiKey, generatePersonalApiKey, generateProjectToken, maskValue, secureValue } from '#shared/auth/api-keys.ts';
+import {
+  extractPersonalApiKey,
+  generatePersonalApiKey,
+  generateProjectToken,
+  maskValue,
+  secureValue,
+} from '#shared/auth/api-keys.ts';
 
 describe('scopes', () => {
   it('grants a scope that is held, or implied by write, or by *', () => {
@@ -18,7 +24,8 @@ describe('scopes', () => {
   it('accepts only known object:action pairs and *', () => {
     expect(isGrantableScope('*')).toBe(true);
     expect(isGrantableScope('insight:read')).toBe(true);
-    for (const bad of ['insight:admin', 'nope:read', 'person', '', 'person:read ', '**']) expect(isGrantableScope(bad)).toBe(false);
+    for (const bad of ['insight:admin', 'nope:read', 'person', '', 'person:read ', '**'])
+      expect(isGrantableScope(bad)).toBe(false);
   });
 });
 

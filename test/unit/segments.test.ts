@@ -6,12 +6,17 @@ import { addToTally, emptyTally, fingerprint, sameTally } from '#shared/segments
 const DAY = Date.parse('2024-03-10T00:00:00Z');
 const allKeys = (rows: readonly SegmentRow[]) => [...new Set(rows.flatMap((r) => Object.keys(r.properties)))];
 /** Encode, then decode every column. */
-const roundTrip = (rows: SegmentRow[]) => decodeSegment(encodeSegment(rows, DAY), { properties: allKeys(rows), distinctIds: true });
+const roundTrip = (rows: SegmentRow[]) =>
+  decodeSegment(encodeSegment(rows, DAY), { properties: allKeys(rows), distinctIds: true });
 
 describe('segment codec', () => {
   it('round-trips times, distinct ids and every kind of property value', () => {
     const rows: SegmentRow[] = [
-      { distinct_id: 'a', t: DAY, properties: { $browser: 'Chrome', amount: 12.5, flag: true, none: null, nested: { x: [1, 'two'] } } },
+      {
+        distinct_id: 'a',
+        t: DAY,
+        properties: { $browser: 'Chrome', amount: 12.5, flag: true, none: null, nested: { x: [1, 'two'] } },
+      },
       { distinct_id: 'b', t: DAY + 86_399_999, properties: {} },
       { distinct_id: 'a', t: DAY + 1, properties: { $browser: 'Safari', amount: '12.5', flag: false } },
     ];
@@ -40,13 +45,20 @@ describe('segment codec', () => {
     const row = fc.record({
       distinct_id: fc.string({ maxLength: 8 }),
       t: fc.integer({ min: DAY, max: DAY + 86_399_999 }),
-      properties: fc.dictionary(fc.constantFrom('$browser', '$os', 'amount', 'plan', '__proto__', 'constructor', ''), json, { maxKeys: 5 }),
+      properties: fc.dictionary(
+        fc.constantFrom('$browser', '$os', 'amount', 'plan', '__proto__', 'constructor', ''),
+        json,
+        { maxKeys: 5 },
+      ),
     });
     fc.assert(
       fc.property(fc.array(row, { maxLength: 40 }), (rows) => {
         const decoded = roundTrip(rows);
         // Key order within a row's properties may differ (columns are in first-seen order); values may not.
-        const canonical = (rs: SegmentRow[]) => JSON.stringify(rs.map((r) => [r.distinct_id, r.t, Object.entries(r.properties).sort(([a], [b]) => (a < b ? -1 : 1))]));
+        const canonical = (rs: SegmentRow[]) =>
+          JSON.stringify(
+            rs.map((r) => [r.distinct_id, r.t, Object.entries(r.properties).sort(([a], [b]) => (a < b ? -1 : 1))]),
+          );
         expect(canonical(decoded)).toBe(canonical(rows));
       }),
       { numRuns: 200 },
@@ -57,7 +69,12 @@ describe('segment codec', () => {
     const rows = Array.from({ length: 2_000 }, (_, i) => ({
       distinct_id: `user-${i % 300}`,
       t: DAY + i * 40_000,
-      properties: { $browser: ['Chrome', 'Safari', 'Firefox'][i % 3], $os: ['Windows', 'iOS'][i % 2], $current_url: `https://example.com/docs/${i % 40}`, $lib: 'web' },
+      properties: {
+        $browser: ['Chrome', 'Safari', 'Firefox'][i % 3],
+        $os: ['Windows', 'iOS'][i % 2],
+        $current_url: `https://example.com/docs/${i % 40}`,
+        $lib: 'web',
+      },
     }));
     const json = rows.reduce((n, r) => n + JSON.stringify(r).length, 0);
     expect(encodedSize(encodeSegment(rows, DAY))).toBeLessThan(json / 10);
@@ -75,7 +92,12 @@ describe('segment codec', () => {
     ]);
     // A reader that fetched only some column attributes decodes with the others absent.
     const fetched = { ...encoded, columns: new Map([['$os', encoded.columns.get('$os')]]) };
-    expect(decodeSegment(fetched, { properties: ['$os', 'amount'], distinctIds: true }).map((r) => [r.distinct_id, r.properties])).toEqual([
+    expect(
+      decodeSegment(fetched, { properties: ['$os', 'amount'], distinctIds: true }).map((r) => [
+        r.distinct_id,
+        r.properties,
+      ]),
+    ).toEqual([
       ['a', { $os: 'iOS' }],
       ['b', { $os: 'Windows' }],
     ]);

@@ -10,7 +10,10 @@ import type { Middleware } from './pipeline.ts';
  */
 export const authentication = (authenticateKey: typeof authenticate = authenticate): Middleware => ({
   before: async (request) => {
-    const found = extractPersonalApiKey(request.event.headers?.authorization, queryParameters(request.event).personal_api_key);
+    const found = extractPersonalApiKey(
+      request.event.headers?.authorization,
+      queryParameters(request.event).personal_api_key,
+    );
     const caller = await authenticateKey(found?.key, found?.source);
     logger.appendKeys({ user_id: caller.user.id });
     request.internal.caller = caller;

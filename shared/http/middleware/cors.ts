@@ -8,7 +8,11 @@ import type { Middleware } from './pipeline.ts';
  */
 export const cors = (mode: 'origin' | 'any'): Middleware => {
   const add: NonNullable<Middleware['after']> = (request) => {
-    if (request.response) Object.assign(request.response.headers, mode === 'any' ? PUBLIC_ASSET_CORS_HEADERS : captureCorsHeaders(request.event.headers?.origin));
+    if (request.response)
+      Object.assign(
+        request.response.headers,
+        mode === 'any' ? PUBLIC_ASSET_CORS_HEADERS : captureCorsHeaders(request.event.headers?.origin),
+      );
   };
   return { after: add, onError: add };
 };

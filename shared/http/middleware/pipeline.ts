@@ -83,9 +83,14 @@ export type Middleware = MiddlewareObj<HttpEvent, HttpResponse, Error, Context, 
  * A field an earlier middleware must have set. Missing means the pipeline is composed in the wrong
  * order: a programming error (500), never the client's.
  */
-export function established<K extends keyof PipelineState>(request: PipelineRequest, field: K, writer: string): NonNullable<PipelineState[K]> {
+export function established<K extends keyof PipelineState>(
+  request: PipelineRequest,
+  field: K,
+  writer: string,
+): NonNullable<PipelineState[K]> {
   const value = request.internal[field];
-  if (value === undefined || value === null) throw new Error(`pipeline order: '${field}' is set by the ${writer} middleware, which must run before this one`);
+  if (value === undefined || value === null)
+    throw new Error(`pipeline order: '${field}' is set by the ${writer} middleware, which must run before this one`);
   return value;
 }
 

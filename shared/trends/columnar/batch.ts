@@ -62,8 +62,15 @@ export const distinctIdsOnly: PersonJoin = (distinctId) => ({ person: distinctId
  * per distinct id); the times and property columns decoded when the engine first reads them, so a
  * chunk no series matches costs no more than its dictionary of distinct ids.
  */
-export function batchOfSegment(name: string, segment: FetchedSegment, projection: Projection, join: PersonJoin): ColumnBatch {
-  const dids = projection.distinctIds ? (readDictionaryColumn(segment.dids, segment.n) as { dictionary: string[]; indexes: Uint32Array }) : null;
+export function batchOfSegment(
+  name: string,
+  segment: FetchedSegment,
+  projection: Projection,
+  join: PersonJoin,
+): ColumnBatch {
+  const dids = projection.distinctIds
+    ? (readDictionaryColumn(segment.dids, segment.n) as { dictionary: string[]; indexes: Uint32Array })
+    : null;
   const decoded = new Map<string, DictionaryColumn | undefined>();
   let time: Uint32Array | undefined;
   return {
@@ -99,7 +106,11 @@ export interface EventRow {
 const valueId = (v: unknown) => (typeof v === 'string' ? `s${v}` : `j${JSON.stringify(v)}`);
 
 /** Dictionary-encodes the given keys of rows (in row order), like the segment codec does. */
-function encodeColumns(n: number, propertiesOf: (i: number) => Record<string, unknown>, keys: readonly string[]): Map<string, DictionaryColumn> {
+function encodeColumns(
+  n: number,
+  propertiesOf: (i: number) => Record<string, unknown>,
+  keys: readonly string[],
+): Map<string, DictionaryColumn> {
   const columns = new Map<string, DictionaryColumn>();
   for (const key of keys) {
     const dictionary: unknown[] = [];

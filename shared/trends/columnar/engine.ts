@@ -17,7 +17,14 @@
  */
 import { textOf } from '#shared/errors.ts';
 import { breakdownText } from '../breakdown.ts';
-import { indexActions, parseStoredFilters, periodsFor, projectContext, readFrom, resolveDateRange } from '../compute.ts';
+import {
+  indexActions,
+  parseStoredFilters,
+  periodsFor,
+  projectContext,
+  readFrom,
+  resolveDateRange,
+} from '../compute.ts';
 import type { DateContext, Period } from '../dates.ts';
 import { windowStart } from '../dates.ts';
 import { ACTIVE_WINDOW_DAYS, type RowValues, windowDays } from '../math.ts';
@@ -313,7 +320,11 @@ class BatchLookups {
   }
 
   /** Through a property column's dictionary: entry 0 = the row lacks the key. */
-  private byColumn<T extends Int32Array | Float64Array>(key: string, make: (size: number) => T, entry: (value: unknown) => number): RowLookup<T> {
+  private byColumn<T extends Int32Array | Float64Array>(
+    key: string,
+    make: (size: number) => T,
+    entry: (value: unknown) => number,
+  ): RowLookup<T> {
     const column = this.batch.columns.get(key);
     const table = make((column?.dictionary.length ?? 0) + 1);
     table[0] = entry(undefined);
@@ -323,16 +334,22 @@ class BatchLookups {
 
   /** Person ordinal per row (the person of each distinct id, joined once per distinct id of the batch). */
   persons(): RowLookup<Int32Array> {
-    return this.memo('person', () => this.byActor(Int32Array.from(this.batch.actors, (a) => this.state.persons.of(a.person))));
+    return this.memo('person', () =>
+      this.byActor(Int32Array.from(this.batch.actors, (a) => this.state.persons.of(a.person))),
+    );
   }
 
   /** Session ordinal per row (-1: no session), for unique_session. */
   sessions(): RowLookup<Int32Array> {
     return this.memo('session', () =>
-      this.byColumn('$session_id', (n) => new Int32Array(n), (id) => {
-        if (id === undefined || id === null || id === '') return -1;
-        return this.state.sessions.of(typeof id === 'string' ? id : JSON.stringify(id));
-      }),
+      this.byColumn(
+        '$session_id',
+        (n) => new Int32Array(n),
+        (id) => {
+          if (id === undefined || id === null || id === '') return -1;
+          return this.state.sessions.of(typeof id === 'string' ? id : JSON.stringify(id));
+        },
+      ),
     );
   }
 
@@ -340,22 +357,42 @@ class BatchLookups {
   numbers(entity: TrendEntity): RowLookup<Float64Array> {
     const key = entity.math_property!;
     if (entity.math_property_type === 'person_properties') {
-      return this.memo(`p:${key}`, () => this.byActor(Float64Array.from(this.batch.actors, (a) => toNumber(propertyOf(a.properties, key)) ?? NaN)));
+      return this.memo(`p:${key}`, () =>
+        this.byActor(Float64Array.from(this.batch.actors, (a) => toNumber(propertyOf(a.properties, key)) ?? NaN)),
+      );
     }
-    return this.memo(`e:${key}`, () => this.byColumn(key, (n) => new Float64Array(n), (v) => toNumber(v) ?? NaN));
+    return this.memo(`e:${key}`, () =>
+      this.byColumn(
+        key,
+        (n) => new Float64Array(n),
+        (v) => toNumber(v) ?? NaN,
+      ),
+    );
   }
 
   /** Breakdown group ordinal per row, materialised once per distinct value. */
   groups(spec: BreakdownSpec): RowLookup<Int32Array> {
     return this.memo('groups', () => {
       const { batch, state } = this;
-      if (spec.source === 'person') return this.byActor(Int32Array.from(batch.actors, (a) => state.groups.of(breakdownText(propertyOf(a.properties, spec.property)))));
-      if (spec.source === 'event') return this.byColumn(spec.property, (n) => new Int32Array(n), (v) => state.groups.of(breakdownText(v)));
-      return this.byColumn('$session_id', (n) => new Int32Array(n), (id) => {
-        const key = sessionKey(id);
-        const duration = key === null ? undefined : state.durations?.get(key);
-        return state.groups.of(breakdownText(duration));
-      });
+      if (spec.source === 'person')
+        return this.byActor(
+          Int32Array.from(batch.actors, (a) => state.groups.of(breakdownText(propertyOf(a.properties, spec.property)))),
+        );
+      if (spec.source === 'event')
+        return this.byColumn(
+          spec.property,
+          (n) => new Int32Array(n),
+          (v) => state.groups.of(breakdownText(v)),
+        );
+      return this.byColumn(
+        '$session_id',
+        (n) => new Int32Array(n),
+        (id) => {
+          const key = sessionKey(id);
+          const duration = key === null ? undefined : state.durations?.get(key);
+          return state.groups.of(breakdownText(duration));
+        },
+      );
     });
   }
 }
@@ -383,9 +420,16 @@ interface SeriesPlan {
 }
 
 /** Each series' rows: its event/action and filters, the global filters and the applied test-account filters. */
-function seriesNodes(query: TrendQuery, project: ProjectSettings, actions: ReadonlyMap<number, ActionDefinition>, ctx: DateContext): MaskNode[] {
+function seriesNodes(
+  query: TrendQuery,
+  project: ProjectSettings,
+  actions: ReadonlyMap<number, ActionDefinition>,
+  ctx: DateContext,
+): MaskNode[] {
   const global = groupNode(query.properties, ctx);
-  const testAccounts = query.filter_test_accounts ? groupNode({ type: 'AND', values: parseStoredFilters(project.test_account_filters, 'filter_test_accounts') }, ctx) : null;
+  const testAccounts = query.filter_test_accounts
+    ? groupNode({ type: 'AND', values: parseStoredFilters(project.test_account_filters, 'filter_test_accounts') }, ctx)
+    : null;
   return query.series.map((entity) => {
     const own = groupNode(entity.properties, ctx);
     let matches: MaskNode;
@@ -393,8 +437,16 @@ function seriesNodes(query: TrendQuery, project: ProjectSettings, actions: Reado
       matches = entity.id === null ? own : andNode({ kind: 'name', name: String(entity.id) }, own);
     } else {
       const steps = actions.get(entity.id as number)!.steps.map((step, i) => {
-        const filters = groupNode({ type: 'AND', values: parseStoredFilters(step.properties, `actions__${entity.index}__steps__${i}__properties`) }, ctx);
-        return step.event === null || step.event === undefined ? filters : andNode({ kind: 'name', name: step.event }, filters);
+        const filters = groupNode(
+          {
+            type: 'AND',
+            values: parseStoredFilters(step.properties, `actions__${entity.index}__steps__${i}__properties`),
+          },
+          ctx,
+        );
+        return step.event === null || step.event === undefined
+          ? filters
+          : andNode({ kind: 'name', name: step.event }, filters);
       });
       matches = andNode({ kind: 'or', parts: steps }, own);
     }
@@ -448,10 +500,19 @@ export function computeTrendFromColumns(query: TrendQuery, input: ColumnarInput)
   const denseLimit = Math.floor((input.denseCells ?? DENSE_CELLS) / Math.max(1, query.series.length * periods.length));
   const plans: SeriesPlan[] = query.series.map((entity, i) => {
     const family = familyOf(entity, query.interval);
-    return { entity, match: nodes[i]!, family, operand: operandOf(entity, family), accumulators: periods.map((p) => new Accumulator(family, p, denseLimit, query.breakdown !== null)) };
+    return {
+      entity,
+      match: nodes[i]!,
+      family,
+      operand: operandOf(entity, family),
+      accumulators: periods.map((p) => new Accumulator(family, p, denseLimit, query.breakdown !== null)),
+    };
   });
   // Rows outside the source's window are not the query's events (storage may hand over whole days).
-  const windows = periods.map((period) => ({ period, lo: Math.max(readFrom(query, period, ctx.tz), input.source.from) }));
+  const windows = periods.map((period) => ({
+    period,
+    lo: Math.max(readFrom(query, period, ctx.tz), input.source.from),
+  }));
   const last = input.source.to;
 
   input.source.forEachBatch((batch) => {
@@ -461,7 +522,14 @@ export function computeTrendFromColumns(query: TrendQuery, input: ColumnarInput)
       if (mask === false) continue;
       // Looked up (and the batch's columns decoded) only for a batch some series matches.
       const groups = breakdown ? lookups.groups(breakdown) : null;
-      const operand = plan.operand === 'person' ? lookups.persons() : plan.operand === 'session' ? lookups.sessions() : plan.operand === 'number' ? lookups.numbers(plan.entity) : null;
+      const operand =
+        plan.operand === 'person'
+          ? lookups.persons()
+          : plan.operand === 'session'
+            ? lookups.sessions()
+            : plan.operand === 'number'
+              ? lookups.numbers(plan.entity)
+              : null;
       windows.forEach(({ period, lo }, p) => {
         fold(plan.accumulators[p]!, batch, mask, groups, Math.max(state.groups.size, 1), operand, lo, last, period);
       });
@@ -471,7 +539,15 @@ export function computeTrendFromColumns(query: TrendQuery, input: ColumnarInput)
   const cumulative = query.display === 'ActionsLineGraphCumulative';
   const results: PeriodResult[] = periods.map((period, p) => ({
     period,
-    series: plans.map((plan) => ({ entity: plan.entity, rows: rowsOf(plan, plan.accumulators[p]!, breakdown, state, { cumulative, interval: query.interval, tz: ctx.tz, personCount: state.persons.size }) })),
+    series: plans.map((plan) => ({
+      entity: plan.entity,
+      rows: rowsOf(plan, plan.accumulators[p]!, breakdown, state, {
+        cumulative,
+        interval: query.interval,
+        tz: ctx.tz,
+        personCount: state.persons.size,
+      }),
+    })),
   }));
   return buildResponse({ query, timezone: ctx.tz, actions }, results);
 }
@@ -627,7 +703,13 @@ interface FinishContext {
  * The rows of one series in one period: without a breakdown one row (group 0); with one, the period's
  * values ranked by volume (rank.ts), then each row computed from the cells or entries of its groups.
  */
-function rowsOf(plan: SeriesPlan, acc: Accumulator, breakdown: BreakdownSpec | null, state: QueryState, ctx: FinishContext): RowValues[] {
+function rowsOf(
+  plan: SeriesPlan,
+  acc: Accumulator,
+  breakdown: BreakdownSpec | null,
+  state: QueryState,
+  ctx: FinishContext,
+): RowValues[] {
   const groupCount = Math.max(state.groups.size, 1);
   if (!breakdown) {
     const rowOfGroup = new Int32Array(groupCount);
@@ -641,7 +723,13 @@ function rowsOf(plan: SeriesPlan, acc: Accumulator, breakdown: BreakdownSpec | n
 
 type Row = Omit<RowValues, 'breakdown_value'>;
 
-function computeRows(plan: SeriesPlan, acc: Accumulator, rowOfGroup: Int32Array, rowCount: number, ctx: FinishContext): Row[] {
+function computeRows(
+  plan: SeriesPlan,
+  acc: Accumulator,
+  rowOfGroup: Int32Array,
+  rowCount: number,
+  ctx: FinishContext,
+): Row[] {
   const B = acc.period.buckets.length;
   const math = plan.entity.math;
   if (acc.family === 'count' || acc.family === 'stats') {
@@ -649,11 +737,11 @@ function computeRows(plan: SeriesPlan, acc: Accumulator, rowOfGroup: Int32Array,
     const merged = Array.from({ length: rowCount }, () => {
       const cells = new Float64Array((B + 1) * fields);
       if (fields === STAT_FIELDS) {
-    for (let i = 0; i < cells.length; i += STAT_FIELDS) {
-      cells[i + 2] = Infinity;
-      cells[i + 3] = -Infinity;
-    }
-  }
+        for (let i = 0; i < cells.length; i += STAT_FIELDS) {
+          cells[i + 2] = Infinity;
+          cells[i + 3] = -Infinity;
+        }
+      }
       return cells;
     });
     const merge = (into: Float64Array, at: number, cells: Float64Array, from: number, count: number) => {
@@ -771,7 +859,13 @@ function select(a: Float64Array, k: number): number {
  * sort, then each slot (and each row's whole period) is reduced over typed arrays; distinct counts use
  * a stamp per ordinal instead of a Set.
  */
-function entryRows(plan: SeriesPlan, acc: Accumulator, rowOfGroup: Int32Array, rowCount: number, ctx: FinishContext): Row[] {
+function entryRows(
+  plan: SeriesPlan,
+  acc: Accumulator,
+  rowOfGroup: Int32Array,
+  rowCount: number,
+  ctx: FinishContext,
+): Row[] {
   const { period, family } = acc;
   const B = period.buckets.length;
   const slotsPerRow = B + 2;
@@ -801,17 +895,29 @@ function entryRows(plan: SeriesPlan, acc: Accumulator, rowOfGroup: Int32Array, r
   const distinct = new DistinctCounter();
   for (let r = 0; r < rowCount; r += 1) {
     const base = r * slotsPerRow;
-    const range = (fromSlot: number, toSlot: number) => order.subarray(starts[base + fromSlot]!, starts[base + toSlot]!);
+    const range = (fromSlot: number, toSlot: number) =>
+      order.subarray(starts[base + fromSlot]!, starts[base + toSlot]!);
     const bucket = (b: number) => range(b + 2, b + 3);
     const inPeriod = range(1, slotsPerRow);
     if (family === 'window') {
-      const bucketValues = activePersons(range(0, slotsPerRow), acc, period, windowDays(math, ctx.interval)!, ctx.tz, ctx.personCount);
+      const bucketValues = activePersons(
+        range(0, slotsPerRow),
+        acc,
+        period,
+        windowDays(math, ctx.interval)!,
+        ctx.tz,
+        ctx.personCount,
+      );
       rows.push({ values: bucketValues, aggregated: bucketValues.at(-1) ?? 0 });
       continue;
     }
     if (family === 'distinct') {
-      const bucketValues = ctx.cumulative && math === 'dau' ? firstAppearances(order.subarray(starts[base + 2]!, starts[base + slotsPerRow]!), slots, values, B, distinct) : Array.from({ length: B }, (_, b) => distinct.count(bucket(b), values));
-      const aggregated = ACTIVE_WINDOW_DAYS[math] !== undefined ? (bucketValues.at(-1) ?? 0) : distinct.count(inPeriod, values);
+      const bucketValues =
+        ctx.cumulative && math === 'dau'
+          ? firstAppearances(order.subarray(starts[base + 2]!, starts[base + slotsPerRow]!), slots, values, B, distinct)
+          : Array.from({ length: B }, (_, b) => distinct.count(bucket(b), values));
+      const aggregated =
+        ACTIVE_WINDOW_DAYS[math] !== undefined ? (bucketValues.at(-1) ?? 0) : distinct.count(inPeriod, values);
       rows.push({ values: bucketValues, aggregated });
       continue;
     }
@@ -825,12 +931,18 @@ function entryRows(plan: SeriesPlan, acc: Accumulator, rowOfGroup: Int32Array, r
         }
         return out.subarray(0, n);
       };
-      rows.push({ values: Array.from({ length: B }, (_, b) => statistic(math, numbersOf(bucket(b)))), aggregated: statistic(math, numbersOf(inPeriod)) });
+      rows.push({
+        values: Array.from({ length: B }, (_, b) => statistic(math, numbersOf(bucket(b)))),
+        aggregated: statistic(math, numbersOf(inPeriod)),
+      });
       continue;
     }
     // Per-actor counts.
     const kind = math.replace('_count_per_actor', '');
-    rows.push({ values: Array.from({ length: B }, (_, b) => statistic(kind, distinct.perOrdinal(bucket(b), values))), aggregated: statistic(kind, distinct.perOrdinal(inPeriod, values)) });
+    rows.push({
+      values: Array.from({ length: B }, (_, b) => statistic(kind, distinct.perOrdinal(bucket(b), values))),
+      aggregated: statistic(kind, distinct.perOrdinal(inPeriod, values)),
+    });
   }
   return rows;
 }
@@ -886,7 +998,13 @@ class DistinctCounter {
 }
 
 /** New persons per bucket (cumulative dau): the bucket of each person's first entry, entries in bucket order. */
-function firstAppearances(entries: Int32Array, slots: Int32Array, values: Float64Array, B: number, distinct: DistinctCounter): number[] {
+function firstAppearances(
+  entries: Int32Array,
+  slots: Int32Array,
+  values: Float64Array,
+  B: number,
+  distinct: DistinctCounter,
+): number[] {
   const fresh = new Array<number>(B).fill(0);
   const epoch = distinct.next();
   // Entries are ordered by slot, so the first time a person is seen is their earliest bucket.
@@ -902,7 +1020,14 @@ function firstAppearances(entries: Int32Array, slots: Int32Array, values: Float6
  * (math.ts activePersonsPerBucket): entries sorted by time, both window edges moving forward, a count
  * per person ordinal.
  */
-function activePersons(entries: Int32Array, acc: Accumulator, period: Period, days: number, tz: string, personCount: number): number[] {
+function activePersons(
+  entries: Int32Array,
+  acc: Accumulator,
+  period: Period,
+  days: number,
+  tz: string,
+  personCount: number,
+): number[] {
   const times = acc.times;
   const persons = acc.values;
   const sorted = Int32Array.from(entries).sort((a, b) => times[a]! - times[b]! || a - b);
@@ -914,7 +1039,8 @@ function activePersons(entries: Int32Array, acc: Accumulator, period: Period, da
     const from = windowStart(start, days, tz);
     const next = period.buckets[i + 1];
     const end = next === undefined ? period.to : Math.min(next - 1, period.to);
-    for (; hi < sorted.length && times[sorted[hi]!]! <= end; hi++) if (inWindow[persons[sorted[hi]!]!]!++ === 0) active += 1;
+    for (; hi < sorted.length && times[sorted[hi]!]! <= end; hi++)
+      if (inWindow[persons[sorted[hi]!]!]!++ === 0) active += 1;
     for (; lo < hi && times[sorted[lo]!]! < from; lo++) if (--inWindow[persons[sorted[lo]!]!]! === 0) active -= 1;
     return active;
   });

@@ -5,16 +5,43 @@ import { batchOfEvents, type ColumnBatch } from './batch.ts';
 import { computeTrendFromColumns } from './engine.ts';
 
 export { computeTrendFromColumns, type ColumnarInput } from './engine.ts';
-export { batchOfEvents, batchOfRows, batchOfSegment, distinctIdsOnly, type Actor, type ColumnBatch, type ColumnSource, type EventRow, type PersonJoin } from './batch.ts';
+export {
+  batchOfEvents,
+  batchOfRows,
+  batchOfSegment,
+  distinctIdsOnly,
+  type Actor,
+  type ColumnBatch,
+  type ColumnSource,
+  type EventRow,
+  type PersonJoin,
+} from './batch.ts';
 
 /** A trend over events handed over as objects (each with its person and person properties). */
 export function computeTrend(
   query: TrendQuery,
-  input: { events: TrendEvent[]; project: ProjectSettings; actions: ActionDefinition[]; now: Date; firstEventAt?: Date },
+  input: {
+    events: TrendEvent[];
+    project: ProjectSettings;
+    actions: ActionDefinition[];
+    now: Date;
+    firstEventAt?: Date;
+  },
 ): TrendResponse {
   let batch: ColumnBatch | undefined;
   // Built on first use, after the request's range and actions are validated (their 400s come first).
-  const source = { from: -Infinity, to: Infinity, forEachBatch: (visit: (b: ColumnBatch) => void) => visit((batch ??= batchOfEvents(input.events, eventPropertiesUsed(query, input.project, input.actions)))) };
-  return computeTrendFromColumns(query, { source, project: input.project, actions: input.actions, now: input.now, firstEventAt: input.firstEventAt });
+  const source = {
+    from: -Infinity,
+    to: Infinity,
+    forEachBatch: (visit: (b: ColumnBatch) => void) =>
+      visit((batch ??= batchOfEvents(input.events, eventPropertiesUsed(query, input.project, input.actions)))),
+  };
+  return computeTrendFromColumns(query, {
+    source,
+    project: input.project,
+    actions: input.actions,
+    now: input.now,
+    firstEventAt: input.firstEventAt,
+  });
 }
 export { distinctIdsOf, storedSource, type StoredColumns } from './stored.ts';

@@ -6,7 +6,15 @@
 import { textOf } from '#shared/errors.ts';
 import { computeRow, lowerIndex, type RowContext, type RowValues, type TimedEvent } from './math.ts';
 import { propertyOf } from '#shared/trends/properties.ts';
-import { BREAKDOWN_NULL_LABEL, BREAKDOWN_NULL_VALUE, BREAKDOWN_OTHER_LABEL, BREAKDOWN_OTHER_VALUE, type BreakdownSpec, type TrendEntity, type TrendEvent } from '#shared/trends/types.ts';
+import {
+  BREAKDOWN_NULL_LABEL,
+  BREAKDOWN_NULL_VALUE,
+  BREAKDOWN_OTHER_LABEL,
+  BREAKDOWN_OTHER_VALUE,
+  type BreakdownSpec,
+  type TrendEntity,
+  type TrendEvent,
+} from '#shared/trends/types.ts';
 
 /**
  * A property value as a breakdown value: strings as they are, booleans 'true'/'false', numbers
@@ -75,7 +83,13 @@ const byVolume = (a: [string, number], b: [string, number]) => {
  * their events (not a sum of rows), so distinct-person maths stay distinct. The rows, None and Other
  * included, are ordered by volume as the legacy endpoint did. No event in the period: no rows.
  */
-export function breakdownRows(events: TimedEvent[], entity: TrendEntity, spec: BreakdownSpec, read: BreakdownReader, ctx: RowContext): RowValues[] {
+export function breakdownRows(
+  events: TimedEvent[],
+  entity: TrendEntity,
+  spec: BreakdownSpec,
+  read: BreakdownReader,
+  ctx: RowContext,
+): RowValues[] {
   const { period } = ctx;
   // Each event's value, read once (ranking and grouping both need it).
   const values = events.map((ev) => read(ev.e));

@@ -7,7 +7,15 @@ import { indexActions, periodsFor, projectContext, readFrom, resolveDateRange } 
 import type { DateContext, Period } from '#shared/trends/dates.ts';
 import { buildResponse, type PeriodResult } from '#shared/trends/output.ts';
 import { compileFilters, compileGroup, type EventPredicate, parseFilter } from '#shared/trends/properties.ts';
-import type { ActionDefinition, ProjectSettings, PropertyFilter, TrendEntity, TrendEvent, TrendQuery, TrendResponse } from '#shared/trends/types.ts';
+import type {
+  ActionDefinition,
+  ProjectSettings,
+  PropertyFilter,
+  TrendEntity,
+  TrendEvent,
+  TrendQuery,
+  TrendResponse,
+} from '#shared/trends/types.ts';
 import { breakdownReader, breakdownRows } from './breakdown.ts';
 import { computeRow, lowerIndex, type RowValues, type TimedEvent } from './math.ts';
 
@@ -16,7 +24,11 @@ function storedFilters(filters: PropertyFilter[] | undefined, attr: string, ctx:
   return compileFilters(parsed, ctx);
 }
 
-function seriesMatcher(entity: TrendEntity, actions: ReadonlyMap<number, ActionDefinition>, ctx: DateContext): EventPredicate {
+function seriesMatcher(
+  entity: TrendEntity,
+  actions: ReadonlyMap<number, ActionDefinition>,
+  ctx: DateContext,
+): EventPredicate {
   const own = compileGroup(entity.properties, ctx);
   if (entity.type === 'events') {
     const name = entity.id;
@@ -46,9 +58,17 @@ function timedEvents(events: TrendEvent[]): TimedEvent[] {
   return sorted ? out : out.sort((a, b) => a.t - b.t);
 }
 
-function eventsPerSeries(query: TrendQuery, all: TimedEvent[], project: ProjectSettings, actions: ReadonlyMap<number, ActionDefinition>, ctx: DateContext): TimedEvent[][] {
+function eventsPerSeries(
+  query: TrendQuery,
+  all: TimedEvent[],
+  project: ProjectSettings,
+  actions: ReadonlyMap<number, ActionDefinition>,
+  ctx: DateContext,
+): TimedEvent[][] {
   const global = compileGroup(query.properties, ctx);
-  const testAccounts = query.filter_test_accounts ? storedFilters(project.test_account_filters, 'filter_test_accounts', ctx) : () => true;
+  const testAccounts = query.filter_test_accounts
+    ? storedFilters(project.test_account_filters, 'filter_test_accounts', ctx)
+    : () => true;
   return query.series.map((entity) => {
     const matches = seriesMatcher(entity, actions, ctx);
     return all.filter(({ e }) => matches(e) && global(e) && testAccounts(e));
@@ -57,7 +77,13 @@ function eventsPerSeries(query: TrendQuery, all: TimedEvent[], project: ProjectS
 
 export function computeTrendByRows(
   query: TrendQuery,
-  input: { events: TrendEvent[]; project: ProjectSettings; actions: ActionDefinition[]; now: Date; firstEventAt?: Date },
+  input: {
+    events: TrendEvent[];
+    project: ProjectSettings;
+    actions: ActionDefinition[];
+    now: Date;
+    firstEventAt?: Date;
+  },
 ): TrendResponse {
   const ctx = projectContext(input.project, input.now);
   const periods = periodsFor(query, resolveDateRange(query, input.project, input.now, input.firstEventAt));
@@ -66,9 +92,19 @@ export function computeTrendByRows(
   const perSeries = eventsPerSeries(query, all, input.project, actions, ctx);
   const read = query.breakdown ? breakdownReader(query.breakdown, all) : null;
   const rowsOf = (entity: TrendEntity, events: TimedEvent[], period: Period): RowValues[] => {
-    const relevant = events.slice(lowerIndex(events, readFrom(query, period, ctx.tz)), lowerIndex(events, period.to + 1));
-    const rowCtx = { period, interval: query.interval, date: ctx, cumulative: query.display === 'ActionsLineGraphCumulative' };
-    return query.breakdown && read ? breakdownRows(relevant, entity, query.breakdown, read, rowCtx) : [computeRow(relevant, entity, rowCtx)];
+    const relevant = events.slice(
+      lowerIndex(events, readFrom(query, period, ctx.tz)),
+      lowerIndex(events, period.to + 1),
+    );
+    const rowCtx = {
+      period,
+      interval: query.interval,
+      date: ctx,
+      cumulative: query.display === 'ActionsLineGraphCumulative',
+    };
+    return query.breakdown && read
+      ? breakdownRows(relevant, entity, query.breakdown, read, rowCtx)
+      : [computeRow(relevant, entity, rowCtx)];
   };
   const results: PeriodResult[] = periods.map((period) => ({
     period,

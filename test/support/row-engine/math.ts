@@ -5,7 +5,14 @@
 import { type DateContext, windowStart } from '#shared/trends/dates.ts';
 import type { Period } from '#shared/trends/dates.ts';
 import { propertyOf, toNumber } from '#shared/trends/properties.ts';
-import { COUNT_PER_ACTOR_MATHS, PROPERTY_MATHS, type Interval, type MathType, type TrendEntity, type TrendEvent } from '#shared/trends/types.ts';
+import {
+  COUNT_PER_ACTOR_MATHS,
+  PROPERTY_MATHS,
+  type Interval,
+  type MathType,
+  type TrendEntity,
+  type TrendEvent,
+} from '#shared/trends/types.ts';
 
 /** An event with its timestamp parsed once. Lists of these are kept sorted by `t`. */
 export interface TimedEvent {
@@ -81,11 +88,14 @@ function statistic(kind: string, numbers: number[]): number {
     case 'avg':
       return numbers.reduce((a, b) => a + b, 0) / numbers.length;
     case 'min':
-      return numbers.reduce((a, b) => (Math.min(b , a)));
+      return numbers.reduce((a, b) => Math.min(b, a));
     case 'max':
-      return numbers.reduce((a, b) => (Math.max(b , a)));
+      return numbers.reduce((a, b) => Math.max(b, a));
     default:
-      return quantile([...numbers].sort((a, b) => a - b), QUANTILES[kind]!);
+      return quantile(
+        [...numbers].sort((a, b) => a - b),
+        QUANTILES[kind]!,
+      );
   }
 }
 
@@ -112,11 +122,15 @@ function sessionOf(e: TrendEvent): string | null {
 export function aggregator(entity: TrendEntity): Aggregate {
   const math = entity.math;
   if (math === 'total') return (events) => events.length;
-  if (math === 'dau' || math === 'weekly_active' || math === 'monthly_active') return (events) => distinct(events, personOf);
+  if (math === 'dau' || math === 'weekly_active' || math === 'monthly_active')
+    return (events) => distinct(events, personOf);
   if (math === 'unique_session') return (events) => distinct(events, sessionOf);
   if ((PROPERTY_MATHS as readonly string[]).includes(math)) {
     const key = entity.math_property!;
-    const read = entity.math_property_type === 'person_properties' ? (e: TrendEvent) => propertyOf(e.person_properties, key) : (e: TrendEvent) => propertyOf(e.properties, key);
+    const read =
+      entity.math_property_type === 'person_properties'
+        ? (e: TrendEvent) => propertyOf(e.person_properties, key)
+        : (e: TrendEvent) => propertyOf(e.properties, key);
     return (events) => {
       const numbers: number[] = [];
       for (const { e } of events) {
@@ -146,7 +160,11 @@ export interface RowContext {
 }
 
 /** Values of one row. `events` are the row's events sorted by t, including any active-user lookback. */
-export function computeRow(events: TimedEvent[], entity: TrendEntity, ctx: RowContext): Omit<RowValues, 'breakdown_value'> {
+export function computeRow(
+  events: TimedEvent[],
+  entity: TrendEntity,
+  ctx: RowContext,
+): Omit<RowValues, 'breakdown_value'> {
   const { period } = ctx;
   const days = windowDays(entity.math, ctx.interval);
   if (days !== null) {

@@ -38,7 +38,12 @@ describe('handlers and the HTTP pipeline', () => {
   });
 
   it('recognises the tricks it forbids', () => {
-    for (const line of ['caller: s.caller!,', "split(';')[0]!.trim()", 'reply.csv!()', 'const id = params.id as number;']) {
+    for (const line of [
+      'caller: s.caller!,',
+      "split(';')[0]!.trim()",
+      'reply.csv!()',
+      'const id = params.id as number;',
+    ]) {
       expect(NON_NULL_ASSERTION.test(line) || PRIMITIVE_CAST.test(line), line).toBe(true);
     }
     for (const line of ['if (!found) throw new NotFound();', 'a !== b', 'const ok = !x;']) {

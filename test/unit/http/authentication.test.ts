@@ -9,7 +9,8 @@ function recordingLookup() {
   const caller = fakeCaller();
   const lookup = async (key: string | undefined, source?: string) => {
     calls.push([key, source]);
-    if (key !== 'phx_good') throw new NotAuthenticated(key ? `Personal API key found in request ${source} is invalid.` : undefined);
+    if (key !== 'phx_good')
+      throw new NotAuthenticated(key ? `Personal API key found in request ${source} is invalid.` : undefined);
     return caller;
   };
   return { calls, caller, middleware: authentication(lookup) };

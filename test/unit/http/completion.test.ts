@@ -26,7 +26,11 @@ describe('completion middleware', () => {
     const recorded = recordMetrics();
     const request = fakeRequest();
     await completion(route).before?.(request);
-    expect(keys).toHaveBeenCalledWith({ operation_id: 'persons_list', route: 'GET /api/environments/:project_id/persons', request_id: 'req-1' });
+    expect(keys).toHaveBeenCalledWith({
+      operation_id: 'persons_list',
+      route: 'GET /api/environments/:project_id/persons',
+      request_id: 'req-1',
+    });
     expect(request.internal.startedAt).toBeTypeOf('number');
     request.response = response(200, { 'Content-Type': 'application/json' });
     request.internal.rateLimitHeaders = { 'X-RateLimit-Remaining': '3' };
@@ -70,7 +74,11 @@ describe('cors middleware', () => {
     const request = fakeRequest({ headers: { origin: 'https://app.example' } });
     request.response = response();
     await cors('origin').after?.(request);
-    expect(request.response.headers).toEqual({ 'Access-Control-Allow-Origin': 'https://app.example', 'Access-Control-Allow-Credentials': 'true', Vary: 'Origin' });
+    expect(request.response.headers).toEqual({
+      'Access-Control-Allow-Origin': 'https://app.example',
+      'Access-Control-Allow-Credentials': 'true',
+      Vary: 'Origin',
+    });
     const asset = fakeRequest({ headers: { origin: 'https://app.example' } });
     asset.response = response();
     await cors('any').onError?.(asset);
@@ -84,7 +92,9 @@ describe('handoff middleware', () => {
     const request = fakeRequest({}, { caller: fakeCaller(), tenant: { kind: 'none' }, input });
     await handoff.before?.(request);
     expect(handedOff(request.context)).toEqual({ caller: fakeCaller(), tenant: { kind: 'none' }, input });
-    expect(String(await thrownBy(handoff, fakeRequest({}, { caller: fakeCaller(), input })))).toContain("'tenant' is set by the tenancy middleware");
+    expect(String(await thrownBy(handoff, fakeRequest({}, { caller: fakeCaller(), input })))).toContain(
+      "'tenant' is set by the tenancy middleware",
+    );
     expect(() => handedOff(fakeRequest().context)).toThrow('pipeline order');
   });
 });

@@ -5,7 +5,10 @@ import type { Middleware, PipelineRequest, PipelineState } from '#shared/http/mi
 import type { HttpResponse } from '#shared/http/responses.ts';
 
 /** A middy request as middy builds one per invocation, for driving one middleware without middy or a table. */
-export function fakeRequest(event: Partial<APIGatewayProxyEventV2> = {}, internal: PipelineState = {}): PipelineRequest {
+export function fakeRequest(
+  event: Partial<APIGatewayProxyEventV2> = {},
+  internal: PipelineState = {},
+): PipelineRequest {
   return {
     event: {
       version: '2.0',
@@ -59,4 +62,8 @@ export async function thrownBy(middleware: Middleware, request: PipelineRequest)
   }
 }
 
-export const response = (statusCode = 200, headers: Record<string, string> = {}): HttpResponse => ({ statusCode, headers, body: '' });
+export const response = (statusCode = 200, headers: Record<string, string> = {}): HttpResponse => ({
+  statusCode,
+  headers,
+  body: '',
+});

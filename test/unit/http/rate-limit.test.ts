@@ -34,7 +34,10 @@ describe('rate-limit middlewares', () => {
   });
 
   it('lets the request through with the headers when under the limits', async () => {
-    const request = fakeRequest({}, { rateLimit: Promise.resolve({ headers: { ...HEADERS, 'X-RateLimit-Remaining': '479' } }) });
+    const request = fakeRequest(
+      {},
+      { rateLimit: Promise.resolve({ headers: { ...HEADERS, 'X-RateLimit-Remaining': '479' } }) },
+    );
     expect(await thrownBy(enforceRateLimit, request)).toBeUndefined();
     expect(request.internal.rateLimitHeaders).toMatchObject({ 'X-RateLimit-Remaining': '479' });
   });

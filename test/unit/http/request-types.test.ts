@@ -49,7 +49,10 @@ describe("a handler's request type follows its route", () => {
   it('resolves at run time the tenancy the type promises, for every personal-key route', () => {
     for (const row of routes) {
       if (!('scope' in row)) continue;
-      expect([row.operationId, tenancyOf(row.path).kind]).toEqual([row.operationId, tenancyByOperation[row.operationId]]);
+      expect([row.operationId, tenancyOf(row.path).kind]).toEqual([
+        row.operationId,
+        tenancyByOperation[row.operationId],
+      ]);
     }
   });
 
@@ -74,7 +77,9 @@ describe("a handler's request type follows its route", () => {
       apiHandler(route('organizations_list'), {}, async ({ membership }) => ok(membership)),
       // @ts-expect-error nor an organization
       apiHandler(route('organizations_create'), {}, async ({ organizationId }) => ok(organizationId)),
-      apiHandler(route('organizations_create'), {}, async ({ caller, url, deadline }) => ok({ user: caller.user.id, url: url.href, deadline })),
+      apiHandler(route('organizations_create'), {}, async ({ caller, url, deadline }) =>
+        ok({ user: caller.user.id, url: url.href, deadline }),
+      ),
     ];
     expect(handlers.every((h) => typeof h === 'function')).toBe(true);
   });

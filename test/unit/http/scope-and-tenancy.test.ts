@@ -29,10 +29,15 @@ const route = (path: string) => ({ operationId: 'op', method: 'GET', path, scope
 
 describe('scope middleware', () => {
   it("refuses a key without the route's scope with 403 in PostHog's wording, and lets write imply read", async () => {
-    const refused = await thrownBy(scope(route('/api/x')), fakeRequest({}, { caller: fakeCaller({ scopes: ['organization:read'] }) }));
+    const refused = await thrownBy(
+      scope(route('/api/x')),
+      fakeRequest({}, { caller: fakeCaller({ scopes: ['organization:read'] }) }),
+    );
     expect(refused).toBeInstanceOf(PermissionDenied);
     expect(refused).toMatchObject({ status: 403, detail: "API key missing required scope 'person:read'" });
-    expect(await thrownBy(scope(route('/api/x')), fakeRequest({}, { caller: fakeCaller({ scopes: ['person:write'] }) }))).toBeUndefined();
+    expect(
+      await thrownBy(scope(route('/api/x')), fakeRequest({}, { caller: fakeCaller({ scopes: ['person:write'] }) })),
+    ).toBeUndefined();
   });
 });
 
@@ -44,16 +49,25 @@ describe('tenancy middleware', () => {
   });
 
   it('resolves an organization route (either parameter name) to its canonical organization id, never a projectId', async () => {
-    for (const [path, param] of [['/api/organizations/:id', 'id'], ['/api/organizations/:organization_id/batch_exports', 'organization_id']] as const) {
+    for (const [path, param] of [
+      ['/api/organizations/:id', 'id'],
+      ['/api/organizations/:organization_id/batch_exports', 'organization_id'],
+    ] as const) {
       const request = fakeRequest({ pathParameters: { [param]: ORG.toUpperCase() } }, { caller: fakeCaller() });
       await tenancy(route(path), lookups()).before?.(request);
-      expect(request.internal.tenant).toEqual({ kind: 'organization', organizationId: ORG, membership: membership(ORG) });
+      expect(request.internal.tenant).toEqual({
+        kind: 'organization',
+        organizationId: ORG,
+        membership: membership(ORG),
+      });
     }
   });
 
   it("answers another tenant's id with the lookup's 404 and sets no tenant", async () => {
     const request = fakeRequest({ pathParameters: { project_id: '8' } }, { caller: fakeCaller() });
-    expect(await thrownBy(tenancy(route('/api/environments/:project_id'), lookups()), request)).toBeInstanceOf(NotFound);
+    expect(await thrownBy(tenancy(route('/api/environments/:project_id'), lookups()), request)).toBeInstanceOf(
+      NotFound,
+    );
     expect(request.internal.tenant).toBeUndefined();
   });
 
@@ -62,7 +76,10 @@ describe('tenancy middleware', () => {
       const found = lookups();
       const request = fakeRequest({ pathParameters: { id: ORG } }, { caller: fakeCaller({ scoped_teams: [7] }) });
       const error = await thrownBy(tenancy(route(path), found), request);
-      expect(error).toMatchObject({ status: 403, detail: 'API keys with scoped projects are only supported on project-based endpoints.' });
+      expect(error).toMatchObject({
+        status: 403,
+        detail: 'API keys with scoped projects are only supported on project-based endpoints.',
+      });
       expect(found.asked).toEqual([]);
     }
   });
@@ -76,6 +93,8 @@ describe('tenancy middleware', () => {
   });
 
   it('needs the caller that authentication sets', async () => {
-    expect(String(await thrownBy(tenancy(route('/api/organizations'), lookups()), fakeRequest()))).toContain('pipeline order');
+    expect(String(await thrownBy(tenancy(route('/api/organizations'), lookups()), fakeRequest()))).toContain(
+      'pipeline order',
+    );
   });
 });

@@ -14,23 +14,41 @@ const ID = '0190a7a0-0000-7000-8000-000000000001';
 
 describe('validation middleware', () => {
   it('puts the validated params, query and body on request.internal.input, the last repeated query key winning', async () => {
-    const request = fakeRequest({ pathParameters: { id: ID }, rawQueryString: 'limit=5&limit=7' }, { body: { name: 'Acme', extra: 1 } });
+    const request = fakeRequest(
+      { pathParameters: { id: ID }, rawQueryString: 'limit=5&limit=7' },
+      { body: { name: 'Acme', extra: 1 } },
+    );
     await validation({}, schemas).before?.(request);
-    expect(request.internal.input).toEqual({ format: 'json', params: { id: ID }, query: { limit: 7 }, body: { name: 'Acme' } });
+    expect(request.internal.input).toEqual({
+      format: 'json',
+      params: { id: ID },
+      query: { limit: 7 },
+      body: { name: 'Acme' },
+    });
   });
 
   it('validates an absent body as {} and leaves out what the route has no schema for', async () => {
     const request = fakeRequest({ pathParameters: { id: ID } });
-    expect(await thrownBy(validation({}, { body: schemas.body }), request)).toMatchObject({ detail: 'This field is required.', attr: 'name' });
+    expect(await thrownBy(validation({}, { body: schemas.body }), request)).toMatchObject({
+      detail: 'This field is required.',
+      attr: 'name',
+    });
     await validation({}, {}).before?.(request);
     expect(request.internal.input).toEqual({ format: 'json', params: undefined, query: undefined, body: undefined });
   });
 
   it('reports the first failure in DRF wording, path parameters before query before body', async () => {
     const bad = fakeRequest({ pathParameters: { id: 'nope' }, rawQueryString: 'limit=0' }, { body: {} });
-    expect(await thrownBy(validation({}, schemas), bad)).toMatchObject({ status: 400, detail: 'Must be a valid UUID.', attr: 'id' });
+    expect(await thrownBy(validation({}, schemas), bad)).toMatchObject({
+      status: 400,
+      detail: 'Must be a valid UUID.',
+      attr: 'id',
+    });
     const badQuery = fakeRequest({ pathParameters: { id: ID }, rawQueryString: 'limit=0' }, { body: {} });
-    expect(await thrownBy(validation({}, schemas), badQuery)).toMatchObject({ detail: 'Ensure this value is greater than or equal to 1.', attr: 'limit' });
+    expect(await thrownBy(validation({}, schemas), badQuery)).toMatchObject({
+      detail: 'Ensure this value is greater than or equal to 1.',
+      attr: 'limit',
+    });
   });
 
   it('takes format=csv only on routes that answer CSV, and checks it before anything else', async () => {
@@ -40,7 +58,10 @@ describe('validation middleware', () => {
     const other = fakeRequest({ rawQueryString: 'format=csv' });
     await validation({}, {}).before?.(other);
     expect(other.internal.input?.format).toBe('json');
-    const error = await thrownBy(validation({ csv: true }, schemas), fakeRequest({ rawQueryString: 'format=xml', pathParameters: { id: 'nope' } }));
+    const error = await thrownBy(
+      validation({ csv: true }, schemas),
+      fakeRequest({ rawQueryString: 'format=xml', pathParameters: { id: 'nope' } }),
+    );
     expect(error).toBeInstanceOf(ValidationError);
     expect(error).toMatchObject({ code: 'invalid_choice', detail: '"xml" is not a valid choice.', attr: 'format' });
   });

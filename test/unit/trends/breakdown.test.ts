@@ -5,12 +5,23 @@ import { ev, trend } from './helpers.ts';
 const NOW = '2020-01-10T12:00:00Z';
 const RANGE = { date_from: '2020-01-08', date_to: '2020-01-10' };
 const browser = (b: unknown, day = 8, hour = 1, opts: Parameters<typeof ev>[2] = {}) =>
-  ev('e', `2020-01-${String(day).padStart(2, '0')}T${String(hour).padStart(2, '0')}:00:00Z`, { ...opts, props: b === undefined ? {} : { browser: b, ...opts.props } });
-const run = (extra: Record<string, unknown>, events: ReturnType<typeof ev>[]) => trend({ events: [{ id: 'e' }], ...RANGE, breakdown: 'browser', ...extra }, events, { now: NOW });
+  ev('e', `2020-01-${String(day).padStart(2, '0')}T${String(hour).padStart(2, '0')}:00:00Z`, {
+    ...opts,
+    props: b === undefined ? {} : { browser: b, ...opts.props },
+  });
+const run = (extra: Record<string, unknown>, events: ReturnType<typeof ev>[]) =>
+  trend({ events: [{ id: 'e' }], ...RANGE, breakdown: 'browser', ...extra }, events, { now: NOW });
 const rows = (res: ReturnType<typeof trend>) => res.result.map((s) => [s.label, s.breakdown_value, s.count]);
 
 describe('event breakdown', () => {
-  const events = [browser('Chrome', 8), browser('Chrome', 8, 2), browser('Chrome', 10), browser('Firefox', 9), browser('Firefox', 9, 2), browser(undefined, 8)];
+  const events = [
+    browser('Chrome', 8),
+    browser('Chrome', 8, 2),
+    browser('Chrome', 10),
+    browser('Firefox', 9),
+    browser('Firefox', 9, 2),
+    browser(undefined, 8),
+  ];
 
   it('one row per value, largest first; with one series the label is the value', () => {
     const res = run({}, events);
@@ -27,7 +38,9 @@ describe('event breakdown', () => {
   });
 
   it('missing, null and empty-string values are one None row', () => {
-    expect(rows(run({}, [browser(undefined), browser(null), browser('')]))).toEqual([['None (i.e. no value)', BREAKDOWN_NULL_VALUE, 3]]);
+    expect(rows(run({}, [browser(undefined), browser(null), browser('')]))).toEqual([
+      ['None (i.e. no value)', BREAKDOWN_NULL_VALUE, 3],
+    ]);
   });
 
   it('breakdown_limit keeps the top values and puts the rest in Other, which is sorted by its volume like any row', () => {
@@ -46,13 +59,25 @@ describe('event breakdown', () => {
       ['Other (i.e. all remaining values)', BREAKDOWN_OTHER_VALUE, 2],
       ['Edge', 'Edge', 1],
     ]);
-    expect(rows(run({ breakdown_limit: '2', breakdown_hide_other_aggregation: true }, more)).map((r) => r[1])).toEqual(['Chrome', 'Firefox']);
+    expect(rows(run({ breakdown_limit: '2', breakdown_hide_other_aggregation: true }, more)).map((r) => r[1])).toEqual([
+      'Chrome',
+      'Firefox',
+    ]);
   });
 
   it('None and Other have no special place: ordered by volume, ties by label', () => {
     // None 3, Chrome 2, Edge/Firefox/Opera 1 each; limit 2 keeps None and Chrome, Other = 3 (ties with None:
     // 'None (i.e. no value)' < 'Other (i.e. all remaining values)').
-    const evs = [browser(undefined, 8, 1), browser(undefined, 8, 2), browser(null, 9), browser('Chrome', 8, 3), browser('Chrome', 10), browser('Edge'), browser('Firefox'), browser('Opera')];
+    const evs = [
+      browser(undefined, 8, 1),
+      browser(undefined, 8, 2),
+      browser(null, 9),
+      browser('Chrome', 8, 3),
+      browser('Chrome', 10),
+      browser('Edge'),
+      browser('Firefox'),
+      browser('Opera'),
+    ];
     expect(rows(run({ breakdown_limit: 2 }, evs))).toEqual([
       ['None (i.e. no value)', BREAKDOWN_NULL_VALUE, 3],
       ['Other (i.e. all remaining values)', BREAKDOWN_OTHER_VALUE, 3],
@@ -71,7 +96,11 @@ describe('event breakdown', () => {
 
   it('the default limit is 25', () => {
     // v00 x3, v01..v26 x1: the top 25 are v00..v24, Other holds v25 and v26 (2) and sorts right after v00.
-    const many = [browser('v00', 8, 2), browser('v00', 8, 3), ...Array.from({ length: 27 }, (_, i) => browser(`v${String(i).padStart(2, '0')}`))];
+    const many = [
+      browser('v00', 8, 2),
+      browser('v00', 8, 3),
+      ...Array.from({ length: 27 }, (_, i) => browser(`v${String(i).padStart(2, '0')}`)),
+    ];
     const res = run({}, many);
     expect(res.result).toHaveLength(26);
     expect(res.result[0]).toMatchObject({ breakdown_value: 'v00', count: 3 });
@@ -90,7 +119,9 @@ describe('event breakdown', () => {
       browser('Edge', 8, 1, { person: 'P1' }),
       browser('Safari', 8, 2, { person: 'P1' }),
     ];
-    const res = trend({ events: [{ id: 'e', math: 'dau' }], ...RANGE, breakdown: 'browser', breakdown_limit: 2 }, evs, { now: NOW });
+    const res = trend({ events: [{ id: 'e', math: 'dau' }], ...RANGE, breakdown: 'browser', breakdown_limit: 2 }, evs, {
+      now: NOW,
+    });
     expect(res.result.map((s) => [s.breakdown_value, s.data])).toEqual([
       ['Chrome', [1, 0, 0]],
       ['Firefox', [1, 0, 0]],
@@ -106,7 +137,11 @@ describe('event breakdown', () => {
       ev('signup', '2020-01-08T01:00:00Z', { props: { browser: 'Safari' } }),
       ev('signup', '2020-01-08T02:00:00Z', { props: { browser: 'Chrome' } }),
     ];
-    const res = trend({ events: [{ id: '$pageview', custom_name: 'Views' }, { id: 'signup' }], ...RANGE, breakdown: 'browser' }, evs, { now: NOW });
+    const res = trend(
+      { events: [{ id: '$pageview', custom_name: 'Views' }, { id: 'signup' }], ...RANGE, breakdown: 'browser' },
+      evs,
+      { now: NOW },
+    );
     expect(res.result.map((s) => [s.label, s.count])).toEqual([
       ['Views - Chrome', 2],
       ['Views - Firefox', 1],
@@ -125,7 +160,9 @@ describe('event breakdown', () => {
       ev('signup', '2020-01-08T02:00:00Z', { props: { browser: 'Safari' } }),
       ev('signup', '2020-01-08T03:00:00Z'),
     ];
-    const res = trend({ events: [{ id: 'signup' }, { id: '$pageview' }], ...RANGE, breakdown: 'browser' }, evs, { now: NOW });
+    const res = trend({ events: [{ id: 'signup' }, { id: '$pageview' }], ...RANGE, breakdown: 'browser' }, evs, {
+      now: NOW,
+    });
     expect(res.result.map((s) => [s.label, s.count])).toEqual([
       ['signup - Safari', 2],
       ['signup - None (i.e. no value)', 1],
@@ -141,7 +178,10 @@ describe('event breakdown', () => {
       ev('e', '2020-01-08T03:00:00Z', { props: { flag: false } }),
     ];
     expect(rows(run({ breakdown: 'flag' }, evs)).map((r) => r[1])).toEqual(['true', 'false']);
-    const nums = [ev('e', '2020-01-08T01:00:00Z', { props: { n: 2.5 } }), ev('e', '2020-01-08T01:00:00Z', { props: { n: 1 } })];
+    const nums = [
+      ev('e', '2020-01-08T01:00:00Z', { props: { n: 2.5 } }),
+      ev('e', '2020-01-08T01:00:00Z', { props: { n: 1 } }),
+    ];
     expect(rows(run({ breakdown: 'n' }, nums)).map((r) => r[1])).toEqual(['1', '2.5']);
   });
 
@@ -151,13 +191,19 @@ describe('event breakdown', () => {
   });
 
   it('WorldMap without a breakdown breaks down by country, up to 300 values, as aggregates', () => {
-    const evs = ['US', 'US', 'DE'].map((c, i) => ev('e', `2020-01-08T0${i}:00:00Z`, { props: { $geoip_country_code: c } }));
+    const evs = ['US', 'US', 'DE'].map((c, i) =>
+      ev('e', `2020-01-08T0${i}:00:00Z`, { props: { $geoip_country_code: c } }),
+    );
     const res = trend({ events: [{ id: 'e' }], ...RANGE, display: 'WorldMap' }, evs, { now: NOW });
     expect(res.result.map((s) => [s.breakdown_value, s.aggregated_value])).toEqual([
       ['US', 2],
       ['DE', 1],
     ]);
-    expect(res.result[0]!.filter).toMatchObject({ breakdown: '$geoip_country_code', breakdown_type: 'event', breakdown_limit: 300 });
+    expect(res.result[0]!.filter).toMatchObject({
+      breakdown: '$geoip_country_code',
+      breakdown_type: 'event',
+      breakdown_limit: 300,
+    });
   });
 });
 
@@ -192,9 +238,15 @@ describe('other breakdown types', () => {
 
   it('hogql breakdowns read properties.X and person.properties.X', () => {
     const evs = [ev('e', '2020-01-08T01:00:00Z', { props: { browser: 'Chrome' }, personProps: { plan: 'pro' } })];
-    expect(rows(run({ breakdown: 'properties.browser', breakdown_type: 'hogql' }, evs))).toEqual([['Chrome', 'Chrome', 1]]);
-    expect(rows(run({ breakdown: "properties['browser']", breakdown_type: 'hogql' }, evs))).toEqual([['Chrome', 'Chrome', 1]]);
-    expect(rows(run({ breakdown: 'person.properties.plan', breakdown_type: 'hogql' }, evs))).toEqual([['pro', 'pro', 1]]);
+    expect(rows(run({ breakdown: 'properties.browser', breakdown_type: 'hogql' }, evs))).toEqual([
+      ['Chrome', 'Chrome', 1],
+    ]);
+    expect(rows(run({ breakdown: "properties['browser']", breakdown_type: 'hogql' }, evs))).toEqual([
+      ['Chrome', 'Chrome', 1],
+    ]);
+    expect(rows(run({ breakdown: 'person.properties.plan', breakdown_type: 'hogql' }, evs))).toEqual([
+      ['pro', 'pro', 1],
+    ]);
   });
 
   it('a single-element JSON list breakdown (GET) is that property', () => {

@@ -9,8 +9,23 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '#shared/errors.ts';
 import { encodeSegment } from '#shared/segments/codec.ts';
-import { batchOfRows, batchOfSegment, computeTrendFromColumns, distinctIdsOnly, type ColumnSource, type EventRow, type PersonJoin } from '#shared/trends/columnar/index.ts';
-import { computeTrend, parseTrendRequest, type ActionDefinition, type ProjectSettings, type TrendEvent, type TrendResponse } from '#shared/trends/index.ts';
+import {
+  batchOfRows,
+  batchOfSegment,
+  computeTrendFromColumns,
+  distinctIdsOnly,
+  type ColumnSource,
+  type EventRow,
+  type PersonJoin,
+} from '#shared/trends/columnar/index.ts';
+import {
+  computeTrend,
+  parseTrendRequest,
+  type ActionDefinition,
+  type ProjectSettings,
+  type TrendEvent,
+  type TrendResponse,
+} from '#shared/trends/index.ts';
 import { computeTrendByRows } from '../../support/row-engine/compute.ts';
 
 type Infer<A> = A extends fc.Arbitrary<infer T> ? T : never;
@@ -21,13 +36,30 @@ const NAMES = ['$pageview', 'signup', 'click'];
 const PEOPLE = ['u1', 'u2', 'u3', 'u4', 'u5', 'u6'];
 const TIMEZONES = ['UTC', 'America/New_York', 'Europe/London', 'Asia/Kolkata', 'Asia/Tokyo'];
 
-const propertyValue = fc.constantFrom<unknown>('Chrome', 'Firefox', 'Safari', 'chrome', '', null, 1, '1', true, 'true', 2.5, { a: 1 }, undefined);
+const propertyValue = fc.constantFrom<unknown>(
+  'Chrome',
+  'Firefox',
+  'Safari',
+  'chrome',
+  '',
+  null,
+  1,
+  '1',
+  true,
+  'true',
+  2.5,
+  { a: 1 },
+  undefined,
+);
 const amount = fc.constantFrom<unknown>(1, 2, 3.5, '4', '-2', 'x', true, null, undefined, 0, 1e3);
 const session = fc.constantFrom<unknown>('s1', 's2', 's3', '', 7, undefined, null);
 
 const eventArb = fc.record({
   event: fc.constantFrom(...NAMES),
-  offset: fc.oneof({ weight: 4, arbitrary: fc.integer({ min: -16 * DAY, max: DAY }) }, { weight: 1, arbitrary: fc.integer({ min: -100 * DAY, max: DAY }) }),
+  offset: fc.oneof(
+    { weight: 4, arbitrary: fc.integer({ min: -16 * DAY, max: DAY }) },
+    { weight: 1, arbitrary: fc.integer({ min: -100 * DAY, max: DAY }) },
+  ),
   distinct: fc.constantFrom(...PEOPLE),
   browser: propertyValue,
   os: fc.constantFrom<unknown>('Mac', 'Windows', 'Linux', undefined, ''),
@@ -38,27 +70,94 @@ const eventArb = fc.record({
 /** Persons: some distinct ids merged into one person; current properties per person. */
 const personsArb = fc.record({
   merged: fc.boolean(),
-  plans: fc.array(fc.constantFrom<unknown>('free', 'pro', undefined, 3), { minLength: PEOPLE.length, maxLength: PEOPLE.length }),
-  ages: fc.array(fc.constantFrom<unknown>(20, 30, '41', undefined, 'old'), { minLength: PEOPLE.length, maxLength: PEOPLE.length }),
+  plans: fc.array(fc.constantFrom<unknown>('free', 'pro', undefined, 3), {
+    minLength: PEOPLE.length,
+    maxLength: PEOPLE.length,
+  }),
+  ages: fc.array(fc.constantFrom<unknown>(20, 30, '41', undefined, 'old'), {
+    minLength: PEOPLE.length,
+    maxLength: PEOPLE.length,
+  }),
 });
 
 const filterArb = fc.oneof(
-  fc.record({ key: fc.constantFrom('$browser', '$os', 'amount'), value: fc.constantFrom<unknown>('Chrome', ['Chrome', 'Safari'], 1, 'true', 'Mac'), operator: fc.constantFrom('exact', 'is_not') }),
-  fc.record({ key: fc.constantFrom('$browser', '$os'), value: fc.constantFrom('chr', 'i', 'fire'), operator: fc.constantFrom('icontains', 'not_icontains') }),
-  fc.record({ key: fc.constantFrom('$browser', '$os'), value: fc.constantFrom('^C', 'i.*x$', '(?i)saf'), operator: fc.constantFrom('regex', 'not_regex') }),
-  fc.record({ key: fc.constantFrom('amount'), value: fc.constantFrom(0, 1, '2', 3.5), operator: fc.constantFrom('gt', 'gte', 'lt', 'lte') }),
-  fc.record({ key: fc.constantFrom('$browser', 'amount', '$session_id'), operator: fc.constantFrom('is_set', 'is_not_set') }),
-  fc.record({ key: fc.constantFrom('plan', 'age'), value: fc.constantFrom<unknown>('pro', 'free', 30, ['free', 3]), operator: fc.constantFrom('exact', 'is_not'), type: fc.constant('person') }),
-  fc.record({ key: fc.constant('age'), value: fc.constantFrom(25, '30'), operator: fc.constantFrom('gt', 'lte'), type: fc.constant('person') }),
+  fc.record({
+    key: fc.constantFrom('$browser', '$os', 'amount'),
+    value: fc.constantFrom<unknown>('Chrome', ['Chrome', 'Safari'], 1, 'true', 'Mac'),
+    operator: fc.constantFrom('exact', 'is_not'),
+  }),
+  fc.record({
+    key: fc.constantFrom('$browser', '$os'),
+    value: fc.constantFrom('chr', 'i', 'fire'),
+    operator: fc.constantFrom('icontains', 'not_icontains'),
+  }),
+  fc.record({
+    key: fc.constantFrom('$browser', '$os'),
+    value: fc.constantFrom('^C', 'i.*x$', '(?i)saf'),
+    operator: fc.constantFrom('regex', 'not_regex'),
+  }),
+  fc.record({
+    key: fc.constantFrom('amount'),
+    value: fc.constantFrom(0, 1, '2', 3.5),
+    operator: fc.constantFrom('gt', 'gte', 'lt', 'lte'),
+  }),
+  fc.record({
+    key: fc.constantFrom('$browser', 'amount', '$session_id'),
+    operator: fc.constantFrom('is_set', 'is_not_set'),
+  }),
+  fc.record({
+    key: fc.constantFrom('plan', 'age'),
+    value: fc.constantFrom<unknown>('pro', 'free', 30, ['free', 3]),
+    operator: fc.constantFrom('exact', 'is_not'),
+    type: fc.constant('person'),
+  }),
+  fc.record({
+    key: fc.constant('age'),
+    value: fc.constantFrom(25, '30'),
+    operator: fc.constantFrom('gt', 'lte'),
+    type: fc.constant('person'),
+  }),
 );
 
 const groupArb = fc.oneof(
   { weight: 3, arbitrary: fc.constant(undefined) },
   { weight: 1, arbitrary: fc.array(filterArb, { maxLength: 2 }) },
-  { weight: 1, arbitrary: fc.record({ type: fc.constantFrom('AND', 'OR'), values: fc.array(fc.oneof(filterArb, fc.record({ type: fc.constantFrom('AND', 'OR'), values: fc.array(filterArb, { maxLength: 2 }) })), { maxLength: 3 }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      type: fc.constantFrom('AND', 'OR'),
+      values: fc.array(
+        fc.oneof(
+          filterArb,
+          fc.record({ type: fc.constantFrom('AND', 'OR'), values: fc.array(filterArb, { maxLength: 2 }) }),
+        ),
+        { maxLength: 3 },
+      ),
+    }),
+  },
 );
 
-const MATHS = ['total', 'dau', 'weekly_active', 'monthly_active', 'unique_session', 'sum', 'avg', 'min', 'max', 'median', 'p75', 'p90', 'p95', 'p99', 'avg_count_per_actor', 'max_count_per_actor', 'min_count_per_actor', 'median_count_per_actor', 'p90_count_per_actor'];
+const MATHS = [
+  'total',
+  'dau',
+  'weekly_active',
+  'monthly_active',
+  'unique_session',
+  'sum',
+  'avg',
+  'min',
+  'max',
+  'median',
+  'p75',
+  'p90',
+  'p95',
+  'p99',
+  'avg_count_per_actor',
+  'max_count_per_actor',
+  'min_count_per_actor',
+  'median_count_per_actor',
+  'p90_count_per_actor',
+];
 
 const seriesArb = fc.record({
   id: fc.constantFrom<string | null>('$pageview', 'signup', 'click', null),
@@ -93,7 +192,13 @@ const queryArb = fc.record({
     { breakdown: 'amount', breakdown_limit: 3 },
   ),
   compare: fc.boolean(),
-  display: fc.constantFrom('ActionsLineGraph', 'ActionsLineGraph', 'ActionsLineGraphCumulative', 'ActionsTable', 'BoldNumber'),
+  display: fc.constantFrom(
+    'ActionsLineGraph',
+    'ActionsLineGraph',
+    'ActionsLineGraphCumulative',
+    'ActionsTable',
+    'BoldNumber',
+  ),
   formula: fc.boolean(),
   testAccounts: fc.boolean(),
 });
@@ -115,7 +220,14 @@ function buildEvents(raw: Infer<typeof eventArb>[], persons: Infer<typeof person
     const timestamp = i % 3 === 0 ? NOW + r.offset : new Date(NOW + r.offset).toISOString();
     // Merged persons share the properties of the merged person (the first id's).
     const personIndex = personOf(r.distinct) === 'p-merged' ? 1 : PEOPLE.indexOf(r.distinct);
-    return { event: r.event, distinct_id: r.distinct, person_id: personOf(r.distinct), timestamp, properties, person_properties: propsOf[personIndex]! };
+    return {
+      event: r.event,
+      distinct_id: r.distinct,
+      person_id: personOf(r.distinct),
+      timestamp,
+      properties,
+      person_properties: propsOf[personIndex]!,
+    };
   });
 }
 
@@ -124,11 +236,26 @@ function request(q: Infer<typeof queryArb>): Record<string, unknown> {
     id: s.id,
     order,
     math: s.math,
-    ...(['sum', 'avg', 'min', 'max', 'median', 'p75', 'p90', 'p95', 'p99'].includes(s.math) ? { math_property: s.personMath ? 'age' : 'amount', ...(s.personMath ? { math_property_type: 'person_properties' } : {}) } : {}),
+    ...(['sum', 'avg', 'min', 'max', 'median', 'p75', 'p90', 'p95', 'p99'].includes(s.math)
+      ? {
+          math_property: s.personMath ? 'age' : 'amount',
+          ...(s.personMath ? { math_property_type: 'person_properties' } : {}),
+        }
+      : {}),
     ...(s.properties === undefined ? {} : { properties: s.properties }),
   }));
   const actions = q.action
-    ? [{ id: 1, order: events.length, math: q.action.math, ...(['sum', 'avg', 'min', 'max', 'median', 'p75', 'p90', 'p95', 'p99'].includes(q.action.math) ? { math_property: 'amount' } : {}), ...(q.action.properties === undefined ? {} : { properties: q.action.properties }) }]
+    ? [
+        {
+          id: 1,
+          order: events.length,
+          math: q.action.math,
+          ...(['sum', 'avg', 'min', 'max', 'median', 'p75', 'p90', 'p95', 'p99'].includes(q.action.math)
+            ? { math_property: 'amount' }
+            : {}),
+          ...(q.action.properties === undefined ? {} : { properties: q.action.properties }),
+        },
+      ]
     : [];
   return {
     events,
@@ -147,7 +274,11 @@ const ACTIONS: ActionDefinition[] = [
   {
     id: 1,
     name: 'Signed up or clicked on Chrome',
-    steps: [{ event: 'signup' }, { event: 'click', properties: [{ key: '$browser', value: 'Chrome' }] }, { event: null, properties: [{ key: 'amount', operator: 'gt', value: 2 }] }],
+    steps: [
+      { event: 'signup' },
+      { event: 'click', properties: [{ key: '$browser', value: 'Chrome' }] },
+      { event: null, properties: [{ key: 'amount', operator: 'gt', value: 2 }] },
+    ],
   },
 ];
 
@@ -163,18 +294,21 @@ function outcome(run: () => TrendResponse): { ok: TrendResponse } | { error: str
 /** Deep equality with numbers equal within 1e-9 relative. */
 function expectSame(actual: unknown, expected: unknown, path = '$'): void {
   if (typeof actual === 'number' && typeof expected === 'number') {
-    const close = actual === expected || Math.abs(actual - expected) <= 1e-9 * Math.max(1, Math.abs(actual), Math.abs(expected));
+    const close =
+      actual === expected || Math.abs(actual - expected) <= 1e-9 * Math.max(1, Math.abs(actual), Math.abs(expected));
     if (!close) throw new Error(`${path}: columnar ${actual}, rows ${expected}`);
     return;
   }
   if (Array.isArray(actual) && Array.isArray(expected)) {
-    if (actual.length !== expected.length) throw new Error(`${path}: columnar has ${actual.length} entries, rows ${expected.length}`);
+    if (actual.length !== expected.length)
+      throw new Error(`${path}: columnar has ${actual.length} entries, rows ${expected.length}`);
     for (const [i, v] of actual.entries()) expectSame(v, expected[i], `${path}[${i}]`);
     return;
   }
   if (actual && expected && typeof actual === 'object' && typeof expected === 'object') {
     expect(Object.keys(actual).sort(), path).toEqual(Object.keys(expected).sort());
-    for (const k of Object.keys(actual)) expectSame((actual as Record<string, unknown>)[k], (expected as Record<string, unknown>)[k], `${path}.${k}`);
+    for (const k of Object.keys(actual))
+      expectSame((actual as Record<string, unknown>)[k], (expected as Record<string, unknown>)[k], `${path}.${k}`);
     return;
   }
   expect(actual, path).toEqual(expected);
@@ -191,14 +325,32 @@ describe('the columnar engine answers like the row engine', () => {
         fc.constantFrom<0 | 1>(0, 1),
         (raw, persons, q, timezone, weekStart) => {
           const events = buildEvents(raw, persons);
-          const project: ProjectSettings = { timezone, week_start_day: weekStart, test_account_filters: [{ key: '$os', value: 'Linux', operator: 'is_not' }, { key: 'plan', value: 'free', operator: 'is_not', type: 'person' }] as ProjectSettings['test_account_filters'] };
+          const project: ProjectSettings = {
+            timezone,
+            week_start_day: weekStart,
+            test_account_filters: [
+              { key: '$os', value: 'Linux', operator: 'is_not' },
+              { key: 'plan', value: 'free', operator: 'is_not', type: 'person' },
+            ] as ProjectSettings['test_account_filters'],
+          };
           const req = request(q);
-          const input = { events, project, actions: ACTIONS, now: new Date(NOW), firstEventAt: new Date(NOW - 45 * DAY) };
+          const input = {
+            events,
+            project,
+            actions: ACTIONS,
+            now: new Date(NOW),
+            firstEventAt: new Date(NOW - 45 * DAY),
+          };
           const byRows = outcome(() => computeTrendByRows(parseTrendRequest(req), input));
           const columnar = outcome(() => computeTrend(parseTrendRequest(req), input));
           (globalThis as any).stats ??= { ok: 0, err: 0, rows: 0, nonzero: 0 };
           const st = (globalThis as any).stats;
-          if ('error' in byRows) st.err++; else { st.ok++; st.rows += byRows.ok.result.length; if (byRows.ok.result.some((r) => r.count || r.aggregated_value)) st.nonzero++; }
+          if ('error' in byRows) st.err++;
+          else {
+            st.ok++;
+            st.rows += byRows.ok.result.length;
+            if (byRows.ok.result.some((r) => r.count || r.aggregated_value)) st.nonzero++;
+          }
           if (st.ok + st.err === 3000) console.log('STATS', JSON.stringify(st));
           if ('error' in byRows || 'error' in columnar) {
             expect(columnar).toEqual(byRows);
@@ -213,38 +365,69 @@ describe('the columnar engine answers like the row engine', () => {
 
   it('storage reads through the same engine: encoded day segments per name and in-memory batches of raw rows, day by day, dense or hashed cells', () => {
     fc.assert(
-      fc.property(fc.array(eventArb, { maxLength: 80 }), queryArb, fc.constantFrom(...TIMEZONES), fc.boolean(), fc.constantFrom(0, 100, undefined), (raw, q, timezone, merged, denseCells) => {
-        const events = buildEvents(raw, { merged, plans: PEOPLE.map((_, i) => (i % 2 ? 'pro' : 'free')), ages: PEOPLE.map((_, i) => 20 + i) });
-        const project: ProjectSettings = { timezone, week_start_day: 0, test_account_filters: [] };
-        const req = { ...request(q), filter_test_accounts: false };
-        const rows: EventRow[] = events.map((e) => ({ event: e.event, distinct_id: e.distinct_id, t: typeof e.timestamp === 'number' ? e.timestamp : Date.parse(e.timestamp), properties: e.properties }));
-        const projection = { properties: ['$browser', '$os', 'amount', '$session_id'], distinctIds: true };
-        // Segments for '$pageview' and 'click', raw rows for the rest, one UTC day at a time.
-        const byDay = new Map<number, EventRow[]>();
-        for (const r of rows) byDay.set(Math.floor(r.t / DAY), [...(byDay.get(Math.floor(r.t / DAY)) ?? []), r]);
-        const personOf = new Map(events.map((e) => [e.distinct_id, { person: e.person_id, properties: e.person_properties }]));
-        const join: PersonJoin = (d) => personOf.get(d) ?? distinctIdsOnly(d);
-        const source: ColumnSource = {
-          from: -Infinity,
-          to: Infinity,
-          forEachBatch: (visit) => {
-            for (const [day, dayRows] of byDay) {
-              for (const name of ['$pageview', 'click']) {
-                const named = dayRows.filter((r) => r.event === name).sort((a, b) => a.t - b.t);
-                if (named.length) visit(batchOfSegment(name, encodeSegment(named.map((r) => ({ distinct_id: r.distinct_id, t: r.t, properties: r.properties })), day * DAY), projection, join));
+      fc.property(
+        fc.array(eventArb, { maxLength: 80 }),
+        queryArb,
+        fc.constantFrom(...TIMEZONES),
+        fc.boolean(),
+        fc.constantFrom(0, 100, undefined),
+        (raw, q, timezone, merged, denseCells) => {
+          const events = buildEvents(raw, {
+            merged,
+            plans: PEOPLE.map((_, i) => (i % 2 ? 'pro' : 'free')),
+            ages: PEOPLE.map((_, i) => 20 + i),
+          });
+          const project: ProjectSettings = { timezone, week_start_day: 0, test_account_filters: [] };
+          const req = { ...request(q), filter_test_accounts: false };
+          const rows: EventRow[] = events.map((e) => ({
+            event: e.event,
+            distinct_id: e.distinct_id,
+            t: typeof e.timestamp === 'number' ? e.timestamp : Date.parse(e.timestamp),
+            properties: e.properties,
+          }));
+          const projection = { properties: ['$browser', '$os', 'amount', '$session_id'], distinctIds: true };
+          // Segments for '$pageview' and 'click', raw rows for the rest, one UTC day at a time.
+          const byDay = new Map<number, EventRow[]>();
+          for (const r of rows) byDay.set(Math.floor(r.t / DAY), [...(byDay.get(Math.floor(r.t / DAY)) ?? []), r]);
+          const personOf = new Map(
+            events.map((e) => [e.distinct_id, { person: e.person_id, properties: e.person_properties }]),
+          );
+          const join: PersonJoin = (d) => personOf.get(d) ?? distinctIdsOnly(d);
+          const source: ColumnSource = {
+            from: -Infinity,
+            to: Infinity,
+            forEachBatch: (visit) => {
+              for (const [day, dayRows] of byDay) {
+                for (const name of ['$pageview', 'click']) {
+                  const named = dayRows.filter((r) => r.event === name).sort((a, b) => a.t - b.t);
+                  if (named.length)
+                    visit(
+                      batchOfSegment(
+                        name,
+                        encodeSegment(
+                          named.map((r) => ({ distinct_id: r.distinct_id, t: r.t, properties: r.properties })),
+                          day * DAY,
+                        ),
+                        projection,
+                        join,
+                      ),
+                    );
+                }
+                const rest = dayRows.filter((r) => r.event !== '$pageview' && r.event !== 'click');
+                if (rest.length) visit(batchOfRows(rest, projection.properties, join));
               }
-              const rest = dayRows.filter((r) => r.event !== '$pageview' && r.event !== 'click');
-              if (rest.length) visit(batchOfRows(rest, projection.properties, join));
-            }
-          },
-        };
-        const input = { project, actions: ACTIONS, now: new Date(NOW), firstEventAt: new Date(NOW - 45 * DAY) };
-        // denseCells 0 or 100: breakdown cells in the hash table from the start, or after a few groups.
-        const perDay = outcome(() => computeTrendFromColumns(parseTrendRequest(req), { ...input, source, denseCells }));
-        const reference = outcome(() => computeTrendByRows(parseTrendRequest(req), { ...input, events }));
-        if ('error' in perDay || 'error' in reference) expect(perDay).toEqual(reference);
-        else expectSame(perDay.ok, reference.ok);
-      }),
+            },
+          };
+          const input = { project, actions: ACTIONS, now: new Date(NOW), firstEventAt: new Date(NOW - 45 * DAY) };
+          // denseCells 0 or 100: breakdown cells in the hash table from the start, or after a few groups.
+          const perDay = outcome(() =>
+            computeTrendFromColumns(parseTrendRequest(req), { ...input, source, denseCells }),
+          );
+          const reference = outcome(() => computeTrendByRows(parseTrendRequest(req), { ...input, events }));
+          if ('error' in perDay || 'error' in reference) expect(perDay).toEqual(reference);
+          else expectSame(perDay.ok, reference.ok);
+        },
+      ),
       { numRuns: 1000 },
     );
   }, 180_000);

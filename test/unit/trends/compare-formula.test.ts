@@ -12,9 +12,25 @@ describe('compare', () => {
     const res = trend({ events: [{ id: 'e' }], date_from: '-2d', compare: true }, events, { now: NOW });
     const [current, previous] = res.result;
     expect(res.result).toHaveLength(2);
-    expect(current).toMatchObject({ compare: true, compare_label: 'current', data: [1, 0, 3], count: 4, days: ['2020-01-08', '2020-01-09', '2020-01-10'] });
-    expect(previous).toMatchObject({ compare: true, compare_label: 'previous', data: [1, 0, 2], count: 3, days: ['2020-01-05', '2020-01-06', '2020-01-07'] });
-    expect(previous!.filter).toMatchObject({ date_from: '2020-01-05T00:00:00+00:00', date_to: '2020-01-07T23:59:59.999+00:00', compare: true });
+    expect(current).toMatchObject({
+      compare: true,
+      compare_label: 'current',
+      data: [1, 0, 3],
+      count: 4,
+      days: ['2020-01-08', '2020-01-09', '2020-01-10'],
+    });
+    expect(previous).toMatchObject({
+      compare: true,
+      compare_label: 'previous',
+      data: [1, 0, 2],
+      count: 3,
+      days: ['2020-01-05', '2020-01-06', '2020-01-07'],
+    });
+    expect(previous!.filter).toMatchObject({
+      date_from: '2020-01-05T00:00:00+00:00',
+      date_to: '2020-01-07T23:59:59.999+00:00',
+      compare: true,
+    });
   });
 
   it('labels compared rows by position: day 0, day 1, ...', () => {
@@ -23,7 +39,9 @@ describe('compare', () => {
       ['day 0', 'day 1', 'day 2'],
       ['day 0', 'day 1', 'day 2'],
     ]);
-    const hourly = trend({ events: [{ id: 'e' }], date_from: '-2h', interval: 'hour', compare: true }, [], { now: '2020-01-10T12:30:00Z' });
+    const hourly = trend({ events: [{ id: 'e' }], date_from: '-2h', interval: 'hour', compare: true }, [], {
+      now: '2020-01-10T12:30:00Z',
+    });
     expect(hourly.result[0]!.labels).toEqual(['hour 0', 'hour 1', 'hour 2']);
     expect(hourly.result[1]!.labels).toEqual(['hour 0', 'hour 1', 'hour 2']);
   });
@@ -32,8 +50,13 @@ describe('compare', () => {
     // -2h at 12:30: from 10:00, end 12:59:59.999, diff 2h59m59.999s. 10:00 - diff = 07:00:00.001 on 01-10, put back at
     // 10:00 (date_from's time of day): the previous period is 01-10 10:00..12:59:59.999 again, as PostHog computes it.
     const evs = [ev('e', '2020-01-10T08:00:00Z'), ev('e', '2020-01-10T10:30:00Z')];
-    const res = trend({ events: [{ id: 'e' }], date_from: '-2h', interval: 'hour', compare: true }, evs, { now: '2020-01-10T12:30:00Z' });
-    expect(res.result[1]).toMatchObject({ days: ['2020-01-10 10:00:00', '2020-01-10 11:00:00', '2020-01-10 12:00:00'], data: [1, 0, 0] });
+    const res = trend({ events: [{ id: 'e' }], date_from: '-2h', interval: 'hour', compare: true }, evs, {
+      now: '2020-01-10T12:30:00Z',
+    });
+    expect(res.result[1]).toMatchObject({
+      days: ['2020-01-10 10:00:00', '2020-01-10 11:00:00', '2020-01-10 12:00:00'],
+      data: [1, 0, 0],
+    });
   });
 
   it('-7d by day on Wed 2024-03-13: the previous period ends on the current first day (the multiple-of-7 rule)', () => {
@@ -43,14 +66,38 @@ describe('compare', () => {
     const evs = ['2024-02-27', '2024-02-28', '2024-03-06', '2024-03-13'].map((d) => ev('e', `${d}T06:00:00Z`));
     const now = { now: '2024-03-13T12:00:00Z' };
     const res = trend({ events: [{ id: 'e' }], date_from: '-7d', compare: true }, evs, now);
-    expect(res.result[0]).toMatchObject({ data: [1, 0, 0, 0, 0, 0, 0, 1], days: ['2024-03-06', '2024-03-07', '2024-03-08', '2024-03-09', '2024-03-10', '2024-03-11', '2024-03-12', '2024-03-13'] });
+    expect(res.result[0]).toMatchObject({
+      data: [1, 0, 0, 0, 0, 0, 0, 1],
+      days: [
+        '2024-03-06',
+        '2024-03-07',
+        '2024-03-08',
+        '2024-03-09',
+        '2024-03-10',
+        '2024-03-11',
+        '2024-03-12',
+        '2024-03-13',
+      ],
+    });
     expect(res.result[1]).toMatchObject({
       compare_label: 'previous',
-      days: ['2024-02-28', '2024-02-29', '2024-03-01', '2024-03-02', '2024-03-03', '2024-03-04', '2024-03-05', '2024-03-06'],
+      days: [
+        '2024-02-28',
+        '2024-02-29',
+        '2024-03-01',
+        '2024-03-02',
+        '2024-03-03',
+        '2024-03-04',
+        '2024-03-05',
+        '2024-03-06',
+      ],
       data: [1, 0, 0, 0, 0, 0, 0, 1],
       count: 2,
     });
-    expect(res.result[1]!.filter).toMatchObject({ date_from: '2024-02-28T00:00:00+00:00', date_to: '2024-03-06T23:59:59.999+00:00' });
+    expect(res.result[1]!.filter).toMatchObject({
+      date_from: '2024-02-28T00:00:00+00:00',
+      date_to: '2024-03-06T23:59:59.999+00:00',
+    });
     // -14d: from 02-28, diff 14d 23:59:59.999 -> 02-13, +1 day -> 02-14 .. 02-28 (15 buckets).
     const fortnight = trend({ events: [{ id: 'e' }], date_from: '-14d', compare: true }, [], now).result[1]!;
     expect([fortnight.days[0], fortnight.days.at(-1), fortnight.days.length]).toEqual(['2024-02-14', '2024-02-28', 15]);
@@ -63,8 +110,15 @@ describe('compare', () => {
 
   it('a single fixed day compares with the day before', () => {
     // 03-13 00:00 .. 23:59:59.999: diff 23:59:59.999 -> 03-12 00:00 .. 03-12 23:59:59.999.
-    const evs = [ev('e', '2024-03-11T23:00:00Z'), ev('e', '2024-03-12T01:00:00Z'), ev('e', '2024-03-12T23:00:00Z'), ev('e', '2024-03-13T01:00:00Z')];
-    const res = trend({ events: [{ id: 'e' }], date_from: '2024-03-13', date_to: '2024-03-13', compare: true }, evs, { now: '2024-03-20T00:00:00Z' });
+    const evs = [
+      ev('e', '2024-03-11T23:00:00Z'),
+      ev('e', '2024-03-12T01:00:00Z'),
+      ev('e', '2024-03-12T23:00:00Z'),
+      ev('e', '2024-03-13T01:00:00Z'),
+    ];
+    const res = trend({ events: [{ id: 'e' }], date_from: '2024-03-13', date_to: '2024-03-13', compare: true }, evs, {
+      now: '2024-03-20T00:00:00Z',
+    });
     expect(res.result.map((s) => [s.compare_label, s.days, s.data])).toEqual([
       ['current', ['2024-03-13'], [1]],
       ['previous', ['2024-03-12'], [2]],
@@ -74,8 +128,15 @@ describe('compare', () => {
   it('dStart hourly compares with the same hours of yesterday', () => {
     // now 03-13 15:20: current 00:00 .. the current hour (ends 15:59:59.999), 16 buckets; diff 15h59m59.999s.
     // 00:00 - diff = 03-12 08:00:00.001, at 00:00 -> 03-12 00:00; end 03-12 15:59:59.999: yesterday 00:00..15:00.
-    const evs = [ev('e', '2024-03-12T00:30:00Z'), ev('e', '2024-03-12T15:30:00Z'), ev('e', '2024-03-12T16:30:00Z'), ev('e', '2024-03-12T23:30:00Z')];
-    const res = trend({ events: [{ id: 'e' }], date_from: 'dStart', interval: 'hour', compare: true }, evs, { now: '2024-03-13T15:20:00Z' });
+    const evs = [
+      ev('e', '2024-03-12T00:30:00Z'),
+      ev('e', '2024-03-12T15:30:00Z'),
+      ev('e', '2024-03-12T16:30:00Z'),
+      ev('e', '2024-03-12T23:30:00Z'),
+    ];
+    const res = trend({ events: [{ id: 'e' }], date_from: 'dStart', interval: 'hour', compare: true }, evs, {
+      now: '2024-03-13T15:20:00Z',
+    });
     const previous = res.result[1]!;
     expect(res.result[0]!.days).toHaveLength(16);
     expect(previous.days).toHaveLength(16);
@@ -87,20 +148,38 @@ describe('compare', () => {
     // -2h hourly at 12:30 with compare_to -1d: current 10:00 .. now 12:30 (2h30m); previous 01-09 10:00 .. 01-09 12:30,
     // so an event at 01-09 12:45 is after the previous end.
     const evs = [ev('e', '2020-01-09T10:15:00Z'), ev('e', '2020-01-09T12:15:00Z'), ev('e', '2020-01-09T12:45:00Z')];
-    const res = trend({ events: [{ id: 'e' }], date_from: '-2h', interval: 'hour', compare_to: '-1d' }, evs, { now: '2020-01-10T12:30:00Z' });
-    expect(res.result[1]).toMatchObject({ days: ['2020-01-09 10:00:00', '2020-01-09 11:00:00', '2020-01-09 12:00:00'], data: [1, 0, 1] });
+    const res = trend({ events: [{ id: 'e' }], date_from: '-2h', interval: 'hour', compare_to: '-1d' }, evs, {
+      now: '2020-01-10T12:30:00Z',
+    });
+    expect(res.result[1]).toMatchObject({
+      days: ['2020-01-09 10:00:00', '2020-01-09 11:00:00', '2020-01-09 12:00:00'],
+      data: [1, 0, 1],
+    });
     // Month interval, March with -1w: 02-23 00:00 + 30d 23:59:59.999 = 03-24 23:59:59.999, rounded down to 02-01:
     // two month buckets, March counted up to the 24th.
     const monthly = [ev('e', '2024-02-10T00:00:00Z'), ev('e', '2024-03-24T12:00:00Z'), ev('e', '2024-03-25T12:00:00Z')];
-    const m = trend({ events: [{ id: 'e' }], date_from: '2024-03-01', date_to: '2024-03-31', interval: 'month', compare_to: '-1w' }, monthly, { now: '2024-04-10T00:00:00Z' });
-    expect(m.result[1]).toMatchObject({ days: ['2024-02-01', '2024-03-01'], data: [1, 1], labels: ['month 0', 'month 1'] });
+    const m = trend(
+      { events: [{ id: 'e' }], date_from: '2024-03-01', date_to: '2024-03-31', interval: 'month', compare_to: '-1w' },
+      monthly,
+      { now: '2024-04-10T00:00:00Z' },
+    );
+    expect(m.result[1]).toMatchObject({
+      days: ['2024-02-01', '2024-03-01'],
+      data: [1, 1],
+      labels: ['month 0', 'month 1'],
+    });
   });
 
   it('the bucket cap also holds for the compared period (a 400, not a crash)', () => {
     // New York, hourly, 2025-01-20T12:00Z .. 2026-03-12 end: 10,000 hourly buckets, the cap, with DST going -1 h,
     // +1 h, -1 h. The previous period, the same wall-clock length, crosses one change fewer the other way round
     // and holds one real hour more: 10,001.
-    const request = { events: [{ id: 'e' }], interval: 'hour', date_from: '2025-01-20T12:00:00Z', date_to: '2026-03-12' };
+    const request = {
+      events: [{ id: 'e' }],
+      interval: 'hour',
+      date_from: '2025-01-20T12:00:00Z',
+      date_to: '2026-03-12',
+    };
     const opts = { now: '2026-04-01T00:00:00Z', project: project('America/New_York') };
     expect(trend(request, [], opts).result[0]!.data).toHaveLength(10_000);
     const err = expectValidation(() => trend({ ...request, compare: true }, [], opts), 'interval');
@@ -110,12 +189,20 @@ describe('compare', () => {
   it('compare_to moves the compared period by that offset', () => {
     const evs = [ev('e', '2020-01-01T06:00:00Z'), ev('e', '2020-01-01T07:00:00Z'), ev('e', '2020-01-03T06:00:00Z')];
     const res = trend({ events: [{ id: 'e' }], date_from: '-2d', compare: true, compare_to: '-1w' }, evs, { now: NOW });
-    expect(res.result[1]).toMatchObject({ compare_label: 'previous', days: ['2020-01-01', '2020-01-02', '2020-01-03'], data: [2, 0, 1] });
+    expect(res.result[1]).toMatchObject({
+      compare_label: 'previous',
+      days: ['2020-01-01', '2020-01-02', '2020-01-03'],
+      data: [2, 0, 1],
+    });
     expect(res.result[0]!.filter.compare_to).toBe('-1w');
   });
 
   it('keeps each series with its previous period, series by series', () => {
-    const res = trend({ events: [{ id: 'e' }, { id: 'e', custom_name: 'B' }], date_from: '-2d', compare: true }, events, { now: NOW });
+    const res = trend(
+      { events: [{ id: 'e' }, { id: 'e', custom_name: 'B' }], date_from: '-2d', compare: true },
+      events,
+      { now: NOW },
+    );
     expect(res.result.map((s) => [s.label, s.compare_label])).toEqual([
       ['e', 'current'],
       ['e', 'previous'],
@@ -131,15 +218,27 @@ describe('compare', () => {
       project: project('America/New_York'),
     });
     expect(res.result[1]).toMatchObject({ days: ['2024-03-09', '2024-03-10'], data: [0, 1] });
-    expect(res.result[1]!.filter).toMatchObject({ date_from: '2024-03-09T00:00:00-05:00', date_to: '2024-03-10T23:59:59.999-04:00' });
+    expect(res.result[1]!.filter).toMatchObject({
+      date_from: '2024-03-09T00:00:00-05:00',
+      date_to: '2024-03-10T23:59:59.999-04:00',
+    });
   });
 });
 
 describe('formula', () => {
   // A = 'a': Jan 8 x2, Jan 10 x1 -> [2, 0, 1]; B = 'b': Jan 8 x1 -> [1, 0, 0].
-  const events = [ev('a', '2020-01-08T01:00:00Z'), ev('a', '2020-01-08T02:00:00Z'), ev('a', '2020-01-10T01:00:00Z'), ev('b', '2020-01-08T03:00:00Z')];
+  const events = [
+    ev('a', '2020-01-08T01:00:00Z'),
+    ev('a', '2020-01-08T02:00:00Z'),
+    ev('a', '2020-01-10T01:00:00Z'),
+    ev('b', '2020-01-08T03:00:00Z'),
+  ];
   const run = (formula: string, extra: Record<string, unknown> = {}, evs = events) =>
-    trend({ events: [{ id: 'a' }, { id: 'b' }], date_from: '2020-01-08', date_to: '2020-01-10', formula, ...extra }, evs, { now: NOW });
+    trend(
+      { events: [{ id: 'a' }, { id: 'b' }], date_from: '2020-01-08', date_to: '2020-01-10', formula, ...extra },
+      evs,
+      { now: NOW },
+    );
 
   it('replaces the series with one series labelled "Formula (...)" and no action', () => {
     const res = run('A+B');
@@ -159,9 +258,21 @@ describe('formula', () => {
   });
 
   it('letters follow the series order given by `order`', () => {
-    const res = trend({ events: [{ id: 'a', order: 1 }, { id: 'b', order: 0 }], date_from: '2020-01-08', date_to: '2020-01-10', formula: 'A-B' }, events, {
-      now: NOW,
-    });
+    const res = trend(
+      {
+        events: [
+          { id: 'a', order: 1 },
+          { id: 'b', order: 0 },
+        ],
+        date_from: '2020-01-08',
+        date_to: '2020-01-10',
+        formula: 'A-B',
+      },
+      events,
+      {
+        now: NOW,
+      },
+    );
     expect(res.result[0]!.data).toEqual([-1, 0, -1]); // A is now 'b'
   });
 
@@ -185,7 +296,9 @@ describe('formula', () => {
     // breakdown_limit 2. Series a: None x3, Chrome x2, Edge x1 -> rows None 3, Chrome 2, Other 1 (Edge).
     // Series b: Safari x4, Chrome x1. A+B per value: None 3, Chrome 2+1 = 3, Other 1, Safari 4.
     const at = (event: string, browser: string | undefined, hour: number) =>
-      ev(event, `2020-01-08T${String(hour).padStart(2, '0')}:00:00Z`, { props: browser === undefined ? {} : { browser } });
+      ev(event, `2020-01-08T${String(hour).padStart(2, '0')}:00:00Z`, {
+        props: browser === undefined ? {} : { browser },
+      });
     const evs = [
       ...[1, 2, 3].map((h) => at('a', undefined, h)),
       at('a', 'Chrome', 4),
@@ -213,11 +326,18 @@ describe('formula', () => {
 
   it('with a breakdown an empty-string value is the same row as no value', () => {
     const evs = [ev('a', '2020-01-08T01:00:00Z', { props: { browser: '' } }), ev('b', '2020-01-08T01:00:00Z')];
-    expect(run('A+B', { breakdown: 'browser' }, evs).result.map((s) => [s.breakdown_value, s.count])).toEqual([[BREAKDOWN_NULL_VALUE, 2]]);
+    expect(run('A+B', { breakdown: 'browser' }, evs).result.map((s) => [s.breakdown_value, s.count])).toEqual([
+      [BREAKDOWN_NULL_VALUE, 2],
+    ]);
   });
 
   it('with compare: computed per period', () => {
-    const evs = [ev('a', '2020-01-05T01:00:00Z'), ev('b', '2020-01-05T01:00:00Z'), ev('b', '2020-01-06T01:00:00Z'), ...events];
+    const evs = [
+      ev('a', '2020-01-05T01:00:00Z'),
+      ev('b', '2020-01-05T01:00:00Z'),
+      ev('b', '2020-01-06T01:00:00Z'),
+      ...events,
+    ];
     const res = run('A+B', { compare: true }, evs);
     expect(res.result.map((s) => [s.label, s.compare_label, s.data])).toEqual([
       ['Formula (A+B)', 'current', [3, 0, 1]],
@@ -235,7 +355,13 @@ describe('formula', () => {
       ev('b', '2020-01-10T01:00:00Z'),
     ];
     const res = trend(
-      { events: [{ id: 'a', math: 'avg', math_property: 'amount' }, { id: 'b' }], date_from: '2020-01-08', date_to: '2020-01-10', formula: 'A*B', display: 'BoldNumber' },
+      {
+        events: [{ id: 'a', math: 'avg', math_property: 'amount' }, { id: 'b' }],
+        date_from: '2020-01-08',
+        date_to: '2020-01-10',
+        formula: 'A*B',
+        display: 'BoldNumber',
+      },
       evs,
       { now: NOW },
     );

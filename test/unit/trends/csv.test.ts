@@ -10,7 +10,8 @@ const EVENTS = [
   ev('e', '2020-01-10T02:00:00Z'),
   ev('e', '2020-01-10T03:00:00Z', { props: { browser: 'Chrome' } }),
 ];
-const csv = (request: Record<string, unknown>) => trendToCsv(trend({ events: [{ id: 'e' }], ...RANGE, ...request }, EVENTS, { now: NOW }));
+const csv = (request: Record<string, unknown>) =>
+  trendToCsv(trend({ events: [{ id: 'e' }], ...RANGE, ...request }, EVENTS, { now: NOW }));
 
 describe('trendToCsv', () => {
   it('one row per series, one column per bucket headed by its day', () => {
@@ -18,12 +19,18 @@ describe('trendToCsv', () => {
   });
 
   it('quotes fields per RFC 4180', () => {
-    expect(csv({ events: [{ id: 'e', custom_name: 'Views, "all"\nof them' }] })).toBe('series,2020-01-08,2020-01-09,2020-01-10\r\n"Views, ""all""\nof them",1,0,3\r\n');
+    expect(csv({ events: [{ id: 'e', custom_name: 'Views, "all"\nof them' }] })).toBe(
+      'series,2020-01-08,2020-01-09,2020-01-10\r\n"Views, ""all""\nof them",1,0,3\r\n',
+    );
   });
 
   it('names breakdown rows by series and value', () => {
-    expect(csv({ breakdown: 'browser' })).toBe('series,2020-01-08,2020-01-09,2020-01-10\r\ne - Chrome,1,0,2\r\ne - None (i.e. no value),0,0,1\r\n');
-    expect(csv({ events: [{ id: 'e' }, { id: 'e' }], formula: 'A+B', breakdown: 'browser' }).split('\r\n')[1]).toBe('Formula (A+B) - Chrome,2,0,4');
+    expect(csv({ breakdown: 'browser' })).toBe(
+      'series,2020-01-08,2020-01-09,2020-01-10\r\ne - Chrome,1,0,2\r\ne - None (i.e. no value),0,0,1\r\n',
+    );
+    expect(csv({ events: [{ id: 'e' }, { id: 'e' }], formula: 'A+B', breakdown: 'browser' }).split('\r\n')[1]).toBe(
+      'Formula (A+B) - Chrome,2,0,4',
+    );
   });
 
   it('aggregated displays: a single value column', () => {
@@ -31,7 +38,11 @@ describe('trendToCsv', () => {
   });
 
   it('compared rows say which period they are', () => {
-    expect(csv({ compare: true }).split('\r\n').map((l) => l.split(',')[0])).toEqual(['series', 'e (current)', 'e (previous)', '']);
+    expect(
+      csv({ compare: true })
+        .split('\r\n')
+        .map((l) => l.split(',')[0]),
+    ).toEqual(['series', 'e (current)', 'e (previous)', '']);
   });
 
   it('neutralises a series name that would run as a formula; numbers stay numbers', () => {

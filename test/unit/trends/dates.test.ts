@@ -3,13 +3,27 @@ import { eventsNeeded, needsEventNames, parseTrendRequest, resolveDateRange } fr
 import { ev, expectValidation, iso, project, trend } from './helpers.ts';
 
 const range = (request: Record<string, unknown>, now: string, p = project(), firstEventAt?: string) =>
-  resolveDateRange(parseTrendRequest({ events: [{ id: 'e' }], ...request }), p, new Date(now), firstEventAt ? new Date(firstEventAt) : undefined);
+  resolveDateRange(
+    parseTrendRequest({ events: [{ id: 'e' }], ...request }),
+    p,
+    new Date(now),
+    firstEventAt ? new Date(firstEventAt) : undefined,
+  );
 
 describe('relative ranges', () => {
   it('-7d starts at 00:00 seven days back and ends at the end of today: 8 daily buckets', () => {
     const events = [ev('e', '2020-01-02T23:59:59Z'), ev('e', '2020-01-03T00:00:00Z'), ev('e', '2020-01-10T23:00:00Z')];
     const [s] = trend({ events: [{ id: 'e' }], date_from: '-7d' }, events, { now: '2020-01-10T12:00:00Z' }).result;
-    expect(s!.days).toEqual(['2020-01-03', '2020-01-04', '2020-01-05', '2020-01-06', '2020-01-07', '2020-01-08', '2020-01-09', '2020-01-10']);
+    expect(s!.days).toEqual([
+      '2020-01-03',
+      '2020-01-04',
+      '2020-01-05',
+      '2020-01-06',
+      '2020-01-07',
+      '2020-01-08',
+      '2020-01-09',
+      '2020-01-10',
+    ]);
     expect(s!.labels[0]).toBe('3-Jan-2020');
     expect(s!.labels[7]).toBe('10-Jan-2020');
     expect(s!.data).toEqual([1, 0, 0, 0, 0, 0, 0, 1]);
@@ -30,7 +44,9 @@ describe('relative ranges', () => {
       ev('e', '2020-11-01T13:10:00Z'),
       ev('e', '2020-11-01T13:30:00Z'), // after now
     ];
-    const res = trend({ events: [{ id: 'e' }], date_from: '-24h', interval: 'hour' }, events, { now: '2020-11-01T13:25:00Z' });
+    const res = trend({ events: [{ id: 'e' }], date_from: '-24h', interval: 'hour' }, events, {
+      now: '2020-11-01T13:25:00Z',
+    });
     const s = res.result[0]!;
     expect(s.data).toHaveLength(25);
     expect(s.labels[0]).toBe('31-Oct-2020 13:00');
@@ -58,7 +74,12 @@ describe('relative ranges', () => {
   it('-24h by day is not rounded (shorter than two days), -48h is rounded to the start of its first day (should_round)', () => {
     // now Fri 2020-01-10 15:20. -24h: from 01-09 15:00; adjusted end 01-10 23:59:59.999; 32h59m59.999s < 2 x 24h,
     // so the lower bound stays at 15:00: the 01-09 bucket is shown but its 01:00 event is outside the range.
-    const events = [ev('e', '2020-01-08T01:00:00Z'), ev('e', '2020-01-09T01:00:00Z'), ev('e', '2020-01-09T16:00:00Z'), ev('e', '2020-01-10T10:00:00Z')];
+    const events = [
+      ev('e', '2020-01-08T01:00:00Z'),
+      ev('e', '2020-01-09T01:00:00Z'),
+      ev('e', '2020-01-09T16:00:00Z'),
+      ev('e', '2020-01-10T10:00:00Z'),
+    ];
     const day = trend({ events: [{ id: 'e' }], date_from: '-24h' }, events, { now: '2020-01-10T15:20:00Z' }).result[0]!;
     expect(day.days).toEqual(['2020-01-09', '2020-01-10']);
     expect(day.data).toEqual([1, 1]);
@@ -105,24 +126,36 @@ describe('relative ranges', () => {
 
   it('wStart follows the project week start', () => {
     // 2024-03-27 is a Wednesday.
-    expect(iso(range({ date_from: 'wStart' }, '2024-03-27T12:00:00Z', project('UTC', 0)).from)).toBe('2024-03-24T00:00:00.000Z');
-    expect(iso(range({ date_from: 'wStart' }, '2024-03-27T12:00:00Z', project('UTC', 1)).from)).toBe('2024-03-25T00:00:00.000Z');
+    expect(iso(range({ date_from: 'wStart' }, '2024-03-27T12:00:00Z', project('UTC', 0)).from)).toBe(
+      '2024-03-24T00:00:00.000Z',
+    );
+    expect(iso(range({ date_from: 'wStart' }, '2024-03-27T12:00:00Z', project('UTC', 1)).from)).toBe(
+      '2024-03-25T00:00:00.000Z',
+    );
   });
 });
 
 describe('explicit dates', () => {
   it('widens a date-only date_to to the end of that day', () => {
     const events = [ev('e', '2020-01-03T23:30:00Z'), ev('e', '2020-01-04T00:00:00Z')];
-    const res = trend({ events: [{ id: 'e' }], date_from: '2020-01-01', date_to: '2020-01-03' }, events, { now: '2020-02-01T00:00:00Z' });
+    const res = trend({ events: [{ id: 'e' }], date_from: '2020-01-01', date_to: '2020-01-03' }, events, {
+      now: '2020-02-01T00:00:00Z',
+    });
     expect(res.result[0]!.data).toEqual([0, 0, 1]);
-    expect(iso(range({ date_from: '2020-01-01', date_to: '2020-01-03T10:00:00' }, '2020-02-01T00:00:00Z').to)).toBe('2020-01-03T23:59:59.999Z');
+    expect(iso(range({ date_from: '2020-01-01', date_to: '2020-01-03T10:00:00' }, '2020-02-01T00:00:00Z').to)).toBe(
+      '2020-01-03T23:59:59.999Z',
+    );
   });
 
   it('widens a date_to with a time to the end of its hour for hourly ranges', () => {
     const events = [ev('e', '2020-01-03T10:45:00Z'), ev('e', '2020-01-03T11:05:00Z')];
-    const res = trend({ events: [{ id: 'e' }], date_from: '2020-01-03T08:00:00', date_to: '2020-01-03 10:15', interval: 'hour' }, events, {
-      now: '2020-02-01T00:00:00Z',
-    });
+    const res = trend(
+      { events: [{ id: 'e' }], date_from: '2020-01-03T08:00:00', date_to: '2020-01-03 10:15', interval: 'hour' },
+      events,
+      {
+        now: '2020-02-01T00:00:00Z',
+      },
+    );
     expect(res.result[0]!.days).toEqual(['2020-01-03 08:00:00', '2020-01-03 09:00:00', '2020-01-03 10:00:00']);
     expect(res.result[0]!.data).toEqual([0, 0, 1]);
   });
@@ -130,7 +163,8 @@ describe('explicit dates', () => {
   it('rounds a datetime date_from back only when the range lasts two intervals or more (duration, not bucket count)', () => {
     const events = [ev('e', '2020-01-05T12:00:00Z'), ev('e', '2020-01-05T14:00:00Z')];
     const now = { now: '2020-02-01T00:00:00Z' };
-    const data = (date_to: string) => trend({ events: [{ id: 'e' }], date_from: '2020-01-05T13:00:00', date_to }, events, now).result[0]!.data;
+    const data = (date_to: string) =>
+      trend({ events: [{ id: 'e' }], date_from: '2020-01-05T13:00:00', date_to }, events, now).result[0]!.data;
     // 13:00 .. 01-05 23:59:59.999: 11h, kept as given.
     expect(data('2020-01-05')).toEqual([1]);
     // 13:00 .. 01-06 23:59:59.999: 34h59m59.999s < 48h: two buckets, but still not rounded; 12:00 is outside.
@@ -142,7 +176,8 @@ describe('explicit dates', () => {
   it('hourly: rounds the lower bound to its hour only when the range to the end of its last hour lasts 2 hours or more', () => {
     const events = [ev('e', '2020-01-05T13:10:00Z'), ev('e', '2020-01-05T13:30:00Z')];
     const run = (extra: Record<string, unknown>, now: string) =>
-      trend({ events: [{ id: 'e' }], date_from: '2020-01-05T13:20:00', interval: 'hour', ...extra }, events, { now }).result[0]!;
+      trend({ events: [{ id: 'e' }], date_from: '2020-01-05T13:20:00', interval: 'hour', ...extra }, events, { now })
+        .result[0]!;
     // date_to 14:00 -> adjusted to 14:59:59.999; 13:20 .. 14:59:59.999 = 1h39m59.999s < 2h: not rounded, 13:10 is outside.
     const short = run({ date_to: '2020-01-05 14:00:00' }, '2020-02-01T00:00:00Z');
     expect(short.days).toEqual(['2020-01-05 13:00:00', '2020-01-05 14:00:00']);
@@ -156,17 +191,31 @@ describe('explicit dates', () => {
   });
 
   it('explicit_date uses the given datetimes as they are', () => {
-    const events = [ev('e', '2020-01-05T12:00:00Z'), ev('e', '2020-01-05T14:00:00Z'), ev('e', '2020-01-06T09:00:00Z'), ev('e', '2020-01-06T11:00:00Z')];
-    const res = trend({ events: [{ id: 'e' }], date_from: '2020-01-05T13:00:00', date_to: '2020-01-06T10:00:00', explicit_date: true }, events, {
-      now: '2020-02-01T00:00:00Z',
-    });
+    const events = [
+      ev('e', '2020-01-05T12:00:00Z'),
+      ev('e', '2020-01-05T14:00:00Z'),
+      ev('e', '2020-01-06T09:00:00Z'),
+      ev('e', '2020-01-06T11:00:00Z'),
+    ];
+    const res = trend(
+      { events: [{ id: 'e' }], date_from: '2020-01-05T13:00:00', date_to: '2020-01-06T10:00:00', explicit_date: true },
+      events,
+      {
+        now: '2020-02-01T00:00:00Z',
+      },
+    );
     expect(res.result[0]!.data).toEqual([1, 1]);
   });
 
   it('reads a datetime with an offset as that instant', () => {
-    expect(iso(range({ date_from: '2020-01-05T13:00:00+02:00', date_to: '2020-01-05', explicit_date: true }, '2020-02-01T00:00:00Z').from)).toBe(
-      '2020-01-05T11:00:00.000Z',
-    );
+    expect(
+      iso(
+        range(
+          { date_from: '2020-01-05T13:00:00+02:00', date_to: '2020-01-05', explicit_date: true },
+          '2020-02-01T00:00:00Z',
+        ).from,
+      ),
+    ).toBe('2020-01-05T11:00:00.000Z');
   });
 
   it('all starts at the first event; without one it falls back to -7d', () => {
@@ -187,23 +236,37 @@ describe('absolute date forms PostHog accepts', () => {
     const s = trend({ events: [{ id: 'e' }], date_from: '2020-6-01', date_to: '2020-6-3' }, events, { now }).result[0]!;
     expect(s.days).toEqual(['2020-06-01', '2020-06-02', '2020-06-03']);
     expect(s.data).toEqual([1, 0, 1]);
-    expect(iso(range({ date_from: '2020-6-1 13:00:00', date_to: '2020-6-1 15:00:00', explicit_date: true }, now).from)).toBe('2020-06-01T13:00:00.000Z');
+    expect(
+      iso(range({ date_from: '2020-6-1 13:00:00', date_to: '2020-6-1 15:00:00', explicit_date: true }, now).from),
+    ).toBe('2020-06-01T13:00:00.000Z');
   });
 
   it('date-times with a space, and ISO with T, fractional seconds and an offset (converted to the project zone)', () => {
     const ny = project('America/New_York'); // EDT, UTC-4, in June
     // A space-separated date-time without offset is New York time: 13:00 EDT = 17:00Z.
-    const spaced = range({ date_from: '2020-06-01 13:00:00', date_to: '2020-06-01 15:00:00', interval: 'hour' }, now, ny);
+    const spaced = range(
+      { date_from: '2020-06-01 13:00:00', date_to: '2020-06-01 15:00:00', interval: 'hour' },
+      now,
+      ny,
+    );
     expect(iso(spaced.from)).toBe('2020-06-01T17:00:00.000Z');
     expect(iso(spaced.to)).toBe('2020-06-01T19:59:59.999Z');
     // 13:30:00.250+02:00 = 11:30:00.250Z = 07:30:00.250 EDT.
-    const offset = range({ date_from: '2020-06-01T13:30:00.250+02:00', date_to: '2020-06-01T09:00:00.5-04:00', explicit_date: true }, now, ny);
+    const offset = range(
+      { date_from: '2020-06-01T13:30:00.250+02:00', date_to: '2020-06-01T09:00:00.5-04:00', explicit_date: true },
+      now,
+      ny,
+    );
     expect(iso(offset.from)).toBe('2020-06-01T11:30:00.250Z');
     expect(iso(offset.to)).toBe('2020-06-01T13:00:00.500Z');
     // Fractional seconds without an offset: the project's zone.
-    expect(iso(range({ date_from: '2020-06-01T13:30:00.123456', date_to: '2020-06-02', explicit_date: true }, now, ny).from)).toBe('2020-06-01T17:30:00.123Z');
+    expect(
+      iso(range({ date_from: '2020-06-01T13:30:00.123456', date_to: '2020-06-02', explicit_date: true }, now, ny).from),
+    ).toBe('2020-06-01T17:30:00.123Z');
     // A date-time with an offset as date_to is widened to the end of its local day (03:30Z on 06-02 is 23:30 EDT on 06-01).
-    expect(iso(range({ date_from: '2020-06-01', date_to: '2020-06-02T03:30:00Z' }, now, ny).to)).toBe('2020-06-02T03:59:59.999Z');
+    expect(iso(range({ date_from: '2020-06-01', date_to: '2020-06-02T03:30:00Z' }, now, ny).to)).toBe(
+      '2020-06-02T03:59:59.999Z',
+    );
   });
 
   it('still refuses dates that do not exist', () => {
@@ -232,10 +295,19 @@ describe('week and month buckets', () => {
   });
 
   it('month interval: buckets from the 1st, labelled by their first day', () => {
-    const monthEvents = [ev('e', '2024-01-02T00:00:00Z'), ev('e', '2024-02-29T23:00:00Z'), ev('e', '2024-03-10T20:00:00Z'), ev('e', '2024-03-11T01:00:00Z')];
-    const s = trend({ events: [{ id: 'e' }], date_from: '2024-01-15', date_to: '2024-03-10', interval: 'month' }, monthEvents, {
-      now: '2024-04-01T00:00:00Z',
-    }).result[0]!;
+    const monthEvents = [
+      ev('e', '2024-01-02T00:00:00Z'),
+      ev('e', '2024-02-29T23:00:00Z'),
+      ev('e', '2024-03-10T20:00:00Z'),
+      ev('e', '2024-03-11T01:00:00Z'),
+    ];
+    const s = trend(
+      { events: [{ id: 'e' }], date_from: '2024-01-15', date_to: '2024-03-10', interval: 'month' },
+      monthEvents,
+      {
+        now: '2024-04-01T00:00:00Z',
+      },
+    ).result[0]!;
     expect(s.days).toEqual(['2024-01-01', '2024-02-01', '2024-03-01']);
     expect(s.labels).toEqual(['1-Jan-2024', '1-Feb-2024', '1-Mar-2024']);
     expect(s.data).toEqual([1, 1, 1]);
@@ -266,17 +338,28 @@ describe('time zones', () => {
       ev('e', '2024-03-11T04:30:00Z'), // Mar 11 00:30 EDT
     ];
     const p = project('America/New_York');
-    const s = trend({ events: [{ id: 'e' }], date_from: '2024-03-09', date_to: '2024-03-11' }, events, { now: '2024-03-20T00:00:00Z', project: p }).result[0]!;
+    const s = trend({ events: [{ id: 'e' }], date_from: '2024-03-09', date_to: '2024-03-11' }, events, {
+      now: '2024-03-20T00:00:00Z',
+      project: p,
+    }).result[0]!;
     expect(s.days).toEqual(['2024-03-09', '2024-03-10', '2024-03-11']);
     expect(s.data).toEqual([1, 2, 1]);
     const r = range({ date_from: '2024-03-09', date_to: '2024-03-11' }, '2024-03-20T00:00:00Z', p);
-    expect(r.buckets.map(iso)).toEqual(['2024-03-09T05:00:00.000Z', '2024-03-10T05:00:00.000Z', '2024-03-11T04:00:00.000Z']);
+    expect(r.buckets.map(iso)).toEqual([
+      '2024-03-09T05:00:00.000Z',
+      '2024-03-10T05:00:00.000Z',
+      '2024-03-11T04:00:00.000Z',
+    ]);
     expect(iso(r.to)).toBe('2024-03-12T03:59:59.999Z');
     expect(s.filter.date_to).toBe('2024-03-11T23:59:59.999-04:00');
   });
 
   it('America/New_York spring forward hourly: 23 hour buckets, 02:00 does not exist', () => {
-    const r = range({ date_from: '2024-03-10', date_to: '2024-03-10', interval: 'hour' }, '2024-03-20T00:00:00Z', project('America/New_York'));
+    const r = range(
+      { date_from: '2024-03-10', date_to: '2024-03-10', interval: 'hour' },
+      '2024-03-20T00:00:00Z',
+      project('America/New_York'),
+    );
     expect(r.buckets).toHaveLength(23);
     const s = trend({ events: [{ id: 'e' }], date_from: '2024-03-10', date_to: '2024-03-10', interval: 'hour' }, [], {
       now: '2024-03-20T00:00:00Z',
@@ -294,12 +377,19 @@ describe('time zones', () => {
       ev('e', '2024-11-04T05:30:00Z'), // Nov 4 00:30 EST
     ];
     const p = project('America/New_York');
-    const s = trend({ events: [{ id: 'e' }], date_from: '2024-11-02', date_to: '2024-11-04' }, events, { now: '2024-11-10T00:00:00Z', project: p }).result[0]!;
-    expect(s.data).toEqual([1, 2, 1]);
-    const hourly = trend({ events: [{ id: 'e' }], date_from: '2024-11-03', date_to: '2024-11-03', interval: 'hour' }, [], {
+    const s = trend({ events: [{ id: 'e' }], date_from: '2024-11-02', date_to: '2024-11-04' }, events, {
       now: '2024-11-10T00:00:00Z',
       project: p,
     }).result[0]!;
+    expect(s.data).toEqual([1, 2, 1]);
+    const hourly = trend(
+      { events: [{ id: 'e' }], date_from: '2024-11-03', date_to: '2024-11-03', interval: 'hour' },
+      [],
+      {
+        now: '2024-11-10T00:00:00Z',
+        project: p,
+      },
+    ).result[0]!;
     expect(hourly.labels).toHaveLength(25);
     expect(hourly.labels.slice(1, 3)).toEqual(['3-Nov-2024 01:00', '3-Nov-2024 01:00']);
   });
@@ -307,25 +397,38 @@ describe('time zones', () => {
   it('Europe/London: the day after the spring change starts at 23:00 UTC', () => {
     const events = [ev('e', '2024-03-31T22:30:00Z'), ev('e', '2024-03-31T23:30:00Z')]; // 23:30 BST Mar 31, 00:30 BST Apr 1
     const p = project('Europe/London');
-    const s = trend({ events: [{ id: 'e' }], date_from: '2024-03-30', date_to: '2024-04-01' }, events, { now: '2024-04-10T00:00:00Z', project: p }).result[0]!;
+    const s = trend({ events: [{ id: 'e' }], date_from: '2024-03-30', date_to: '2024-04-01' }, events, {
+      now: '2024-04-10T00:00:00Z',
+      project: p,
+    }).result[0]!;
     expect(s.data).toEqual([0, 1, 1]);
-    expect(range({ date_from: '2024-03-30', date_to: '2024-04-01' }, '2024-04-10T00:00:00Z', p).buckets.map(iso)).toEqual([
-      '2024-03-30T00:00:00.000Z',
-      '2024-03-31T00:00:00.000Z',
-      '2024-03-31T23:00:00.000Z',
-    ]);
+    expect(
+      range({ date_from: '2024-03-30', date_to: '2024-04-01' }, '2024-04-10T00:00:00Z', p).buckets.map(iso),
+    ).toEqual(['2024-03-30T00:00:00.000Z', '2024-03-31T00:00:00.000Z', '2024-03-31T23:00:00.000Z']);
   });
 
   it('Asia/Kolkata (+05:30): days start at 18:30 UTC and hours at half past', () => {
     const p = project('Asia/Kolkata');
     const events = [ev('e', '2024-01-01T18:29:00Z'), ev('e', '2024-01-01T18:31:00Z')];
-    const s = trend({ events: [{ id: 'e' }], date_from: '2024-01-01', date_to: '2024-01-02' }, events, { now: '2024-01-10T00:00:00Z', project: p }).result[0]!;
+    const s = trend({ events: [{ id: 'e' }], date_from: '2024-01-01', date_to: '2024-01-02' }, events, {
+      now: '2024-01-10T00:00:00Z',
+      project: p,
+    }).result[0]!;
     expect(s.data).toEqual([1, 1]);
-    const hourlyEvents = [ev('e', '2024-01-01T08:29:00Z'), ev('e', '2024-01-01T08:31:00Z'), ev('e', '2024-01-01T10:40:00Z')];
-    const h = trend({ events: [{ id: 'e' }], date_from: '-2h', interval: 'hour' }, hourlyEvents, { now: '2024-01-01T10:45:00Z', project: p }).result[0]!;
+    const hourlyEvents = [
+      ev('e', '2024-01-01T08:29:00Z'),
+      ev('e', '2024-01-01T08:31:00Z'),
+      ev('e', '2024-01-01T10:40:00Z'),
+    ];
+    const h = trend({ events: [{ id: 'e' }], date_from: '-2h', interval: 'hour' }, hourlyEvents, {
+      now: '2024-01-01T10:45:00Z',
+      project: p,
+    }).result[0]!;
     expect(h.labels).toEqual(['1-Jan-2024 14:00', '1-Jan-2024 15:00', '1-Jan-2024 16:00']);
     expect(h.data).toEqual([1, 0, 1]);
-    expect(range({ date_from: '-2h', interval: 'hour' }, '2024-01-01T10:45:00Z', p).buckets.map(iso)[0]).toBe('2024-01-01T08:30:00.000Z');
+    expect(range({ date_from: '-2h', interval: 'hour' }, '2024-01-01T10:45:00Z', p).buckets.map(iso)[0]).toBe(
+      '2024-01-01T08:30:00.000Z',
+    );
   });
 });
 
@@ -356,10 +459,17 @@ describe('what storage must read', () => {
       { id: 1, name: 'Signed up', steps: [{ event: 'signup' }, { event: 'a' }] },
       { id: 2, name: 'Anything', steps: [{ event: null }] },
     ];
-    expect(needsEventNames(parseTrendRequest({ events: [{ id: 'b' }, { id: 'a' }], actions: [{ id: 1 }] }), actions)).toEqual(['a', 'b', 'signup']);
+    expect(
+      needsEventNames(parseTrendRequest({ events: [{ id: 'b' }, { id: 'a' }], actions: [{ id: 1 }] }), actions),
+    ).toEqual(['a', 'b', 'signup']);
     expect(needsEventNames(parseTrendRequest({ events: [{ id: null }] }), actions)).toBeNull();
     expect(needsEventNames(parseTrendRequest({ actions: [{ id: 2 }] }), actions)).toBeNull();
-    expect(needsEventNames(parseTrendRequest({ events: [{ id: 'a' }], breakdown: '$session_duration', breakdown_type: 'session' }), actions)).toBeNull();
+    expect(
+      needsEventNames(
+        parseTrendRequest({ events: [{ id: 'a' }], breakdown: '$session_duration', breakdown_type: 'session' }),
+        actions,
+      ),
+    ).toBeNull();
     expectValidation(() => needsEventNames(parseTrendRequest({ actions: [{ id: 9 }] }), actions), 'actions__0__id');
   });
 });

@@ -4,12 +4,25 @@ import { ev, trend } from './helpers.ts';
 const NOW = '2020-01-10T12:00:00Z';
 const RANGE = { date_from: '2020-01-08', date_to: '2020-01-10' };
 // Jan 8: one event, Jan 10: three.
-const EVENTS = [ev('e', '2020-01-08T01:00:00Z'), ev('e', '2020-01-10T01:00:00Z'), ev('e', '2020-01-10T02:00:00Z'), ev('e', '2020-01-10T03:00:00Z')];
+const EVENTS = [
+  ev('e', '2020-01-08T01:00:00Z'),
+  ev('e', '2020-01-10T01:00:00Z'),
+  ev('e', '2020-01-10T02:00:00Z'),
+  ev('e', '2020-01-10T03:00:00Z'),
+];
 const run = (extra: Record<string, unknown>, events = EVENTS, entity: Record<string, unknown> = {}) =>
   trend({ events: [{ id: 'e', ...entity }], ...RANGE, ...extra }, events, { now: NOW });
 
 describe('time-series displays', () => {
-  it.each(['ActionsLineGraph', 'ActionsBar', 'ActionsAreaGraph', 'ActionsStackedBar', 'ActionsUnstackedBar', 'SomeFutureChart', undefined])('%s returns per-bucket data; count is the sum of data', (display) => {
+  it.each([
+    'ActionsLineGraph',
+    'ActionsBar',
+    'ActionsAreaGraph',
+    'ActionsStackedBar',
+    'ActionsUnstackedBar',
+    'SomeFutureChart',
+    undefined,
+  ])('%s returns per-bucket data; count is the sum of data', (display) => {
     const s = run({ display }).result[0]!;
     expect(s.data).toEqual([1, 0, 3]);
     expect(s.count).toBe(4);
@@ -37,10 +50,13 @@ describe('time-series displays', () => {
 });
 
 describe('aggregated displays', () => {
-  it.each(['ActionsTable', 'ActionsPie', 'ActionsBarValue', 'BoldNumber'])('%s returns aggregated_value over the whole range and empty data', (display) => {
-    const s = run({ display }).result[0]!;
-    expect(s).toMatchObject({ aggregated_value: 4, data: [], labels: [], days: [], count: 0 });
-  });
+  it.each(['ActionsTable', 'ActionsPie', 'ActionsBarValue', 'BoldNumber'])(
+    '%s returns aggregated_value over the whole range and empty data',
+    (display) => {
+      const s = run({ display }).result[0]!;
+      expect(s).toMatchObject({ aggregated_value: 4, data: [], labels: [], days: [], count: 0 });
+    },
+  );
 
   it('CalendarHeatmap is aggregated; it and BoldNumber drop a requested breakdown', () => {
     const evs = [ev('e', '2020-01-08T01:00:00Z', { props: { browser: 'Chrome' } }), ...EVENTS.slice(1)];
@@ -52,7 +68,9 @@ describe('aggregated displays', () => {
       expect(res.result[0]!.filter.breakdown).toBeUndefined();
     }
     // The breakdown is still checked before it is dropped.
-    expect(() => run({ display: 'BoldNumber', breakdown: 'browser', breakdown_type: 'nope' }, evs)).toThrow('not a valid choice');
+    expect(() => run({ display: 'BoldNumber', breakdown: 'browser', breakdown_type: 'nope' }, evs)).toThrow(
+      'not a valid choice',
+    );
   });
 
   it('with compare each period has its own aggregate', () => {
@@ -67,10 +85,14 @@ describe('aggregated displays', () => {
 
 describe('response shape', () => {
   it('echoes the series definition and the effective filter', () => {
-    const res = run({ interval: 'day', properties: [{ key: 'x', value: 'y' }] }, [ev('e', '2020-01-08T01:00:00Z', { props: { x: 'y' } })], {
-      custom_name: 'My events',
-      properties: [{ key: 'x', operator: 'is_set' }],
-    });
+    const res = run(
+      { interval: 'day', properties: [{ key: 'x', value: 'y' }] },
+      [ev('e', '2020-01-08T01:00:00Z', { props: { x: 'y' } })],
+      {
+        custom_name: 'My events',
+        properties: [{ key: 'x', operator: 'is_set' }],
+      },
+    );
     expect(res.timezone).toBe('UTC');
     const s = res.result[0]!;
     expect(s.label).toBe('My events');

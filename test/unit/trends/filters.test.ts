@@ -7,10 +7,22 @@ const at = '2020-01-10T09:00:00Z';
 const EVENTS = [
   ev('e', at, {
     person: 'p1',
-    props: { browser: 'Chrome', count: 5, price: '10.5', flag: true, email: 'a@posthog.com', signup: '2024-01-10', version: 1 },
+    props: {
+      browser: 'Chrome',
+      count: 5,
+      price: '10.5',
+      flag: true,
+      email: 'a@posthog.com',
+      signup: '2024-01-10',
+      version: 1,
+    },
     personProps: { plan: 'pro' },
   }),
-  ev('e', at, { person: 'p2', props: { browser: 'Firefox', count: 15, price: 'abc', flag: false, signup: '2024-01-12T10:00:00Z', version: '1' }, personProps: { plan: 'free' } }),
+  ev('e', at, {
+    person: 'p2',
+    props: { browser: 'Firefox', count: 15, price: 'abc', flag: false, signup: '2024-01-12T10:00:00Z', version: '1' },
+    personProps: { plan: 'free' },
+  }),
   ev('e', at, { person: 'p3', props: { browser: 'chromium', count: '20', code: '007' } }),
   ev('e', at, { person: 'p4', props: {} }),
   ev('e', at, { person: 'p5', props: { browser: null } }),
@@ -104,14 +116,29 @@ describe('groups', () => {
     const or = {
       type: 'OR',
       values: [
-        { type: 'AND', values: [{ key: 'browser', value: 'Chrome' }, { key: 'count', operator: 'gt', value: 1 }] },
+        {
+          type: 'AND',
+          values: [
+            { key: 'browser', value: 'Chrome' },
+            { key: 'count', operator: 'gt', value: 1 },
+          ],
+        },
         { type: 'AND', values: [{ key: 'browser', value: 'Firefox' }] },
       ],
     };
     expect(count(or)).toBe(2);
     const and = {
       type: 'AND',
-      values: [{ type: 'OR', values: [{ key: 'browser', value: 'Chrome' }, { key: 'browser', value: 'chromium' }] }, { key: 'count', operator: 'gte', value: 10 }],
+      values: [
+        {
+          type: 'OR',
+          values: [
+            { key: 'browser', value: 'Chrome' },
+            { key: 'browser', value: 'chromium' },
+          ],
+        },
+        { key: 'count', operator: 'gte', value: 10 },
+      ],
     };
     expect(count(and)).toBe(1);
   });
@@ -139,7 +166,10 @@ describe('groups', () => {
 describe('where filters apply', () => {
   it('per-series filters AND the global ones, and only touch their series', () => {
     const res = trend(
-      { events: [{ id: 'e', properties: f('browser', 'icontains', 'chrom') }, { id: 'e' }], properties: f('count', 'gte', 10) },
+      {
+        events: [{ id: 'e', properties: f('browser', 'icontains', 'chrom') }, { id: 'e' }],
+        properties: f('count', 'gte', 10),
+      },
       EVENTS,
       { now: NOW },
     );
@@ -160,10 +190,17 @@ describe('where filters apply', () => {
   it('actions match when any step matches (step event null = any event), ANDed with series filters', () => {
     const events = [...EVENTS, ev('other', at), ev('x', at)];
     const actions = [
-      { id: 1, name: 'Chrome or other', steps: [{ event: 'e', properties: [{ key: 'browser', value: 'Chrome' }] }, { event: 'other' }] },
+      {
+        id: 1,
+        name: 'Chrome or other',
+        steps: [{ event: 'e', properties: [{ key: 'browser', value: 'Chrome' }] }, { event: 'other' }],
+      },
       { id: 2, name: 'Has browser', steps: [{ event: null, properties: [{ key: 'browser', operator: 'is_set' }] }] },
     ];
-    const res = trend({ actions: [{ id: 1 }, { id: 2 }, { id: '1', properties: f('count', 'gt', 1) }] }, events, { now: NOW, actions });
+    const res = trend({ actions: [{ id: 1 }, { id: 2 }, { id: '1', properties: f('count', 'gt', 1) }] }, events, {
+      now: NOW,
+      actions,
+    });
     expect(res.result.map((s) => [s.label, s.count])).toEqual([
       ['Chrome or other', 2],
       ['Has browser', 3],

@@ -10,7 +10,11 @@ import {
   type TrendResponse,
 } from '#shared/trends/index.ts';
 
-export function project(timezone = 'UTC', week_start_day: 0 | 1 = 0, test_account_filters: PropertyFilter[] = []): ProjectSettings {
+export function project(
+  timezone = 'UTC',
+  week_start_day: 0 | 1 = 0,
+  test_account_filters: PropertyFilter[] = [],
+): ProjectSettings {
   return { timezone, week_start_day, test_account_filters };
 }
 
@@ -20,7 +24,12 @@ let seq = 0;
 export function ev(
   event: string,
   timestamp: string,
-  opts: { person?: string; distinct?: string; props?: Record<string, unknown>; personProps?: Record<string, unknown> } = {},
+  opts: {
+    person?: string;
+    distinct?: string;
+    props?: Record<string, unknown>;
+    personProps?: Record<string, unknown>;
+  } = {},
 ): TrendEvent {
   const distinct = opts.distinct ?? opts.person ?? 'user';
   return {

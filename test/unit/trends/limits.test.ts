@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { eventsToRead, parseTrendRequest, resolveDateRange } from '#shared/trends/index.ts';
-import { checkResponseBytes, MAX_BREAKDOWN_LIMIT, MAX_CELLS, MAX_DAYS_READ, MAX_RESPONSE_BYTES, MAX_SERIES, MAX_TREND_BUCKETS } from '#shared/trends/limits.ts';
+import {
+  checkResponseBytes,
+  MAX_BREAKDOWN_LIMIT,
+  MAX_CELLS,
+  MAX_DAYS_READ,
+  MAX_RESPONSE_BYTES,
+  MAX_SERIES,
+  MAX_TREND_BUCKETS,
+} from '#shared/trends/limits.ts';
 import { ev, expectValidation, iso, project, trend } from './helpers.ts';
 
 const NOW = new Date('2024-03-12T12:00:00Z');
@@ -8,7 +16,8 @@ const DAY = 86_400_000;
 const parse = (raw: Record<string, unknown>) => parseTrendRequest({ events: [{ id: 'e' }], ...raw });
 const range = (raw: Record<string, unknown>, now = NOW) => resolveDateRange(parse(raw), project(), now);
 /** The day `n` days before `day` (YYYY-MM-DD, UTC). */
-const daysBefore = (day: string, n: number) => new Date(Date.parse(`${day}T00:00:00Z`) - n * DAY).toISOString().slice(0, 10);
+const daysBefore = (day: string, n: number) =>
+  new Date(Date.parse(`${day}T00:00:00Z`) - n * DAY).toISOString().slice(0, 10);
 const seriesOf = (n: number) => Array.from({ length: n }, (_, i) => ({ id: `e${i}` }));
 
 /** Runs fn, expects a 400 on attr whose detail states the cap's number, and returns how long the refusal took. */
@@ -23,9 +32,15 @@ describe('trend request caps', () => {
   it(`allows ${MAX_SERIES} series and refuses ${MAX_SERIES + 1}, on the list that overflows`, () => {
     expect(MAX_SERIES).toBe(50);
     expect(parseTrendRequest({ events: seriesOf(50) }).series).toHaveLength(50);
-    expect(parseTrendRequest({ events: seriesOf(30), actions: Array.from({ length: 20 }, (_, i) => ({ id: i })) }).series).toHaveLength(50);
+    expect(
+      parseTrendRequest({ events: seriesOf(30), actions: Array.from({ length: 20 }, (_, i) => ({ id: i })) }).series,
+    ).toHaveLength(50);
     refused(() => parseTrendRequest({ events: seriesOf(51) }), 'events', 50);
-    refused(() => parseTrendRequest({ events: seriesOf(30), actions: Array.from({ length: 21 }, (_, i) => ({ id: i })) }), 'actions', 50);
+    refused(
+      () => parseTrendRequest({ events: seriesOf(30), actions: Array.from({ length: 21 }, (_, i) => ({ id: i })) }),
+      'actions',
+      50,
+    );
     refused(() => parseTrendRequest({ events: JSON.stringify(seriesOf(51)) }), 'events', 50);
   });
 
@@ -49,13 +64,32 @@ describe('trend request caps', () => {
     const to = '2030-01-01';
     expect(range({ date_from: daysBefore(to, 9_999), date_to: to }).buckets).toHaveLength(10_000);
     refused(() => range({ date_from: daysBefore(to, 10_000), date_to: to }), 'interval', 10_000);
-    const hours = range({ date_from: '2024-01-01T00:00:00Z', date_to: new Date(Date.parse('2024-01-01T00:00:00Z') + 9_999 * 3_600_000).toISOString(), interval: 'hour' });
+    const hours = range({
+      date_from: '2024-01-01T00:00:00Z',
+      date_to: new Date(Date.parse('2024-01-01T00:00:00Z') + 9_999 * 3_600_000).toISOString(),
+      interval: 'hour',
+    });
     expect(hours.buckets).toHaveLength(10_000);
-    refused(() => range({ date_from: '2024-01-01T00:00:00Z', date_to: new Date(Date.parse('2024-01-01T00:00:00Z') + 10_000 * 3_600_000).toISOString(), interval: 'hour' }), 'interval', 10_000);
+    refused(
+      () =>
+        range({
+          date_from: '2024-01-01T00:00:00Z',
+          date_to: new Date(Date.parse('2024-01-01T00:00:00Z') + 10_000 * 3_600_000).toISOString(),
+          interval: 'hour',
+        }),
+      'interval',
+      10_000,
+    );
   });
 
   it('refuses an hourly range over five years quickly, through the HTTP-facing compute too', () => {
-    expect(refused(() => trend({ events: [{ id: 'e' }], date_from: '-5y', interval: 'hour' }, [], { now: iso(NOW) }), 'interval', 10_000)).toBeLessThan(1_000);
+    expect(
+      refused(
+        () => trend({ events: [{ id: 'e' }], date_from: '-5y', interval: 'hour' }, [], { now: iso(NOW) }),
+        'interval',
+        10_000,
+      ),
+    ).toBeLessThan(1_000);
   });
 
   it(`allows ${MAX_CELLS} values (series × breakdown rows × periods × buckets) and refuses more`, () => {
@@ -68,10 +102,20 @@ describe('trend request caps', () => {
     refused(() => range({ breakdown: 'b', breakdown_limit: 99, ...days(2_000) }), 'breakdown_limit', 200_000);
     // compare doubles the rows: 50 rows × 2 periods × 2,000 days.
     expect(range({ breakdown: 'b', breakdown_limit: 48, compare: true, ...days(2_000) }).buckets).toHaveLength(2_000);
-    refused(() => range({ breakdown: 'b', breakdown_limit: 49, compare: true, ...days(2_000) }), 'breakdown_limit', 200_000);
+    refused(
+      () => range({ breakdown: 'b', breakdown_limit: 49, compare: true, ...days(2_000) }),
+      'breakdown_limit',
+      200_000,
+    );
     // Without a breakdown: 20 series × 10,000 days is the most; one day more is refused on the interval.
-    expect(resolveDateRange(parseTrendRequest({ events: seriesOf(20), ...days(10_000) }), project(), NOW).buckets).toHaveLength(10_000);
-    refused(() => resolveDateRange(parseTrendRequest({ events: seriesOf(21), ...days(10_000) }), project(), NOW), 'interval', 200_000);
+    expect(
+      resolveDateRange(parseTrendRequest({ events: seriesOf(20), ...days(10_000) }), project(), NOW).buckets,
+    ).toHaveLength(10_000);
+    refused(
+      () => resolveDateRange(parseTrendRequest({ events: seriesOf(21), ...days(10_000) }), project(), NOW),
+      'interval',
+      200_000,
+    );
   });
 
   it(`allows an answer of ${MAX_RESPONSE_BYTES} bytes (5 MiB, under Lambda's 6 MB) and refuses one byte more`, () => {
@@ -131,15 +175,25 @@ describe('what a trend reads', () => {
   const read = (raw: Record<string, unknown>, firstEventAt: string | undefined, now = NOW) => {
     const query = parse(raw);
     const r = resolveDateRange(query, project(), now, firstEventAt ? new Date(firstEventAt) : undefined);
-    return { buckets: r.buckets.length, read: eventsToRead(query, r, firstEventAt ? new Date(firstEventAt) : undefined) };
+    return {
+      buckets: r.buckets.length,
+      read: eventsToRead(query, r, firstEventAt ? new Date(firstEventAt) : undefined),
+    };
   };
 
   it('starts at the first event’s day when the range starts long before it, while the answer keeps every bucket', () => {
     const { buckets, read: window } = read({ date_from: '2000-01-01' }, '2024-03-05T09:00:00Z');
     expect(buckets).toBe(8_838);
-    expect(window).toEqual({ from: new Date('2024-03-05T00:00:00Z'), to: new Date('2024-03-12T23:59:59.999Z'), days: 8 });
+    expect(window).toEqual({
+      from: new Date('2024-03-05T00:00:00Z'),
+      to: new Date('2024-03-12T23:59:59.999Z'),
+      days: 8,
+    });
     // The buckets before the first event are there, zero-filled.
-    const res = trend({ events: [{ id: 'e' }], date_from: '2000-01-01' }, [ev('e', '2024-03-05T09:00:00Z')], { now: iso(NOW), firstEventAt: '2024-03-05T09:00:00Z' });
+    const res = trend({ events: [{ id: 'e' }], date_from: '2000-01-01' }, [ev('e', '2024-03-05T09:00:00Z')], {
+      now: iso(NOW),
+      firstEventAt: '2024-03-05T09:00:00Z',
+    });
     expect(res.result[0]!.days[0]).toBe('2000-01-01');
     expect(res.result[0]!.data).toHaveLength(8_838);
     expect(res.result[0]!.data.slice(-8)).toEqual([1, 0, 0, 0, 0, 0, 0, 0]);
@@ -147,7 +201,11 @@ describe('what a trend reads', () => {
   });
 
   it('reads the range as it is when the first event is earlier, and nothing when there is no event in or before it', () => {
-    expect(read({ date_from: '-7d' }, '2020-01-01T00:00:00Z').read).toEqual({ from: new Date('2024-03-05T00:00:00Z'), to: new Date('2024-03-12T23:59:59.999Z'), days: 8 });
+    expect(read({ date_from: '-7d' }, '2020-01-01T00:00:00Z').read).toEqual({
+      from: new Date('2024-03-05T00:00:00Z'),
+      to: new Date('2024-03-12T23:59:59.999Z'),
+      days: 8,
+    });
     expect(read({ date_from: '-7d' }, undefined).read).toBeNull();
     expect(read({ date_from: '2000-01-01', date_to: '2020-01-01' }, '2024-03-05T09:00:00Z').read).toBeNull();
   });
@@ -157,28 +215,41 @@ describe('what a trend reads', () => {
     const r = resolveDateRange(query, project(), NOW, new Date('2020-01-01T00:00:00Z'));
     expect(r.buckets).toHaveLength(9_792);
     const latest = new Date(NOW.getTime() + 23 * 3_600_000);
-    expect(eventsToRead(query, r, new Date('2020-01-01T00:00:00Z'), latest)).toEqual({ from: new Date('2024-03-11T00:00:00Z'), to: latest, days: 3 });
+    expect(eventsToRead(query, r, new Date('2020-01-01T00:00:00Z'), latest)).toEqual({
+      from: new Date('2024-03-11T00:00:00Z'),
+      to: latest,
+      days: 3,
+    });
     expect(() => eventsToRead(query, r, new Date('2020-01-01T00:00:00Z'))).toThrow(/3,700 days/);
     const future = parse({ date_from: '2030-01-01', date_to: '2030-01-31' });
-    expect(eventsToRead(future, resolveDateRange(future, project(), NOW), new Date('2020-01-01T00:00:00Z'), latest)).toBeNull();
+    expect(
+      eventsToRead(future, resolveDateRange(future, project(), NOW), new Date('2020-01-01T00:00:00Z'), latest),
+    ).toBeNull();
   });
 
   it('counts the compared period and the active-user lookback, clamped alike', () => {
     // -7d: 8 days, and its previous period ends on the current first day (PostHog's multiple-of-7 rule): 15 days in all.
     expect(read({ date_from: '-7d', compare: true }, '2020-01-01T00:00:00Z').read?.days).toBe(15);
     expect(read({ date_from: '-7d', compare: true }, '2024-03-10T12:00:00Z').read?.days).toBe(3);
-    expect(read({ events: [{ id: 'e', math: 'monthly_active' }], date_from: '-7d' }, '2020-01-01T00:00:00Z').read?.days).toBe(37);
+    expect(
+      read({ events: [{ id: 'e', math: 'monthly_active' }], date_from: '-7d' }, '2020-01-01T00:00:00Z').read?.days,
+    ).toBe(37);
   });
 
   it(`allows ${MAX_DAYS_READ} days read and refuses ${MAX_DAYS_READ + 1}, after clamping`, () => {
     expect(MAX_DAYS_READ).toBe(3_700);
     const to = '2024-03-12';
     expect(read({ date_from: daysBefore(to, 3_699), date_to: to }, '2000-01-01T00:00:00Z').read?.days).toBe(3_700);
-    const err = expectValidation(() => read({ date_from: daysBefore(to, 3_700), date_to: to }, '2000-01-01T00:00:00Z'), 'date_from');
+    const err = expectValidation(
+      () => read({ date_from: daysBefore(to, 3_700), date_to: to }, '2000-01-01T00:00:00Z'),
+      'date_from',
+    );
     expect(err.detail).toContain('3,700');
     expect(err.detail).toContain('3,701');
     // The same request is answered once the first event leaves fewer days to read.
-    expect(read({ date_from: daysBefore(to, 3_700), date_to: to }, '2015-01-01T00:00:00Z').read?.days).toBe((Date.parse(`${to}T00:00:00Z`) - Date.parse('2015-01-01T00:00:00Z')) / DAY + 1);
+    expect(read({ date_from: daysBefore(to, 3_700), date_to: to }, '2015-01-01T00:00:00Z').read?.days).toBe(
+      (Date.parse(`${to}T00:00:00Z`) - Date.parse('2015-01-01T00:00:00Z')) / DAY + 1,
+    );
   });
 
   it('names the comparison when only the compared period goes over', () => {

@@ -3,8 +3,12 @@ import { ev, trend } from './helpers.ts';
 
 const NOW = '2020-01-10T12:00:00Z';
 const RANGE = { date_from: '2020-01-08', date_to: '2020-01-10' }; // 3 daily buckets: 8, 9, 10 Jan
-const run = (entity: Record<string, unknown>, events: ReturnType<typeof ev>[], extra: Record<string, unknown> = {}, now = NOW) =>
-  trend({ events: [{ id: 'e', ...entity }], ...RANGE, ...extra }, events, { now });
+const run = (
+  entity: Record<string, unknown>,
+  events: ReturnType<typeof ev>[],
+  extra: Record<string, unknown> = {},
+  now = NOW,
+) => trend({ events: [{ id: 'e', ...entity }], ...RANGE, ...extra }, events, { now });
 
 describe('counting maths', () => {
   // Jan 8: person P1 through two distinct ids (d1, d2) and P2 twice; Jan 10: P1 once more.
@@ -33,7 +37,9 @@ describe('counting maths', () => {
   });
 
   it('reads a timestamp without a zone designator as UTC', () => {
-    expect(run({}, [ev('e', '2020-01-08T23:30:00'), ev('e', '2020-01-09T00:30:00.000')]).result[0]!.data).toEqual([1, 1, 0]);
+    expect(run({}, [ev('e', '2020-01-08T23:30:00'), ev('e', '2020-01-09T00:30:00.000')]).result[0]!.data).toEqual([
+      1, 1, 0,
+    ]);
   });
 
   it('an `id: null` series counts every event, labelled "All events"', () => {
@@ -65,7 +71,11 @@ describe('active users', () => {
 
   it('weekly_active with week buckets counts distinct persons per week', () => {
     // Weeks from Sunday Dec 29: P1, P2, P5 | from Jan 5: P4, P3.
-    const s = run({ math: 'weekly_active' }, events, { date_from: '2020-01-01', date_to: '2020-01-10', interval: 'week' }).result[0]!;
+    const s = run({ math: 'weekly_active' }, events, {
+      date_from: '2020-01-01',
+      date_to: '2020-01-10',
+      interval: 'week',
+    }).result[0]!;
     expect(s.days).toEqual(['2019-12-29', '2020-01-05']);
     expect(s.data).toEqual([3, 2]);
   });
@@ -78,7 +88,12 @@ describe('active users', () => {
       ev('e', '2020-01-31T11:00:00Z', { person: 'P3' }),
     ];
     // Jan 30: Jan 1..30 -> P1; Jan 31: Jan 2..31 -> P2, P3.
-    const s = run({ math: 'monthly_active' }, monthly, { date_from: '2020-01-30', date_to: '2020-01-31' }, '2020-02-05T00:00:00Z').result[0]!;
+    const s = run(
+      { math: 'monthly_active' },
+      monthly,
+      { date_from: '2020-01-30', date_to: '2020-01-31' },
+      '2020-02-05T00:00:00Z',
+    ).result[0]!;
     expect(s.data).toEqual([1, 2]);
   });
 });
@@ -130,12 +145,19 @@ describe('property maths', () => {
     ];
     expect(run({ math: 'avg', math_property: 'amount' }, evs).result[0]!.data).toEqual([3, 0, 10]);
     // (2 + 4 + 10) / 3, not (3 + 10) / 2
-    expect(run({ math: 'avg', math_property: 'amount' }, evs, { display: 'BoldNumber' }).result[0]!.aggregated_value).toBeCloseTo(16 / 3, 10);
+    expect(
+      run({ math: 'avg', math_property: 'amount' }, evs, { display: 'BoldNumber' }).result[0]!.aggregated_value,
+    ).toBeCloseTo(16 / 3, 10);
   });
 
   it('math_property_type person_properties reads the person', () => {
-    const evs = [ev('e', '2020-01-08T01:00:00Z', { personProps: { seats: 3 } }), ev('e', '2020-01-08T02:00:00Z', { personProps: { seats: '4' } })];
-    expect(run({ math: 'sum', math_property: 'seats', math_property_type: 'person_properties' }, evs).result[0]!.data).toEqual([7, 0, 0]);
+    const evs = [
+      ev('e', '2020-01-08T01:00:00Z', { personProps: { seats: 3 } }),
+      ev('e', '2020-01-08T02:00:00Z', { personProps: { seats: '4' } }),
+    ];
+    expect(
+      run({ math: 'sum', math_property: 'seats', math_property_type: 'person_properties' }, evs).result[0]!.data,
+    ).toEqual([7, 0, 0]);
   });
 });
 

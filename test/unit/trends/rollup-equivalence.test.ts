@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { canUseHourlyRollups, computeTrend, computeTrendFromHourly, parseTrendRequest, type TrendEvent, type TrendQuery } from '#shared/trends/index.ts';
+import {
+  canUseHourlyRollups,
+  computeTrend,
+  computeTrendFromHourly,
+  parseTrendRequest,
+  type TrendEvent,
+  type TrendQuery,
+} from '#shared/trends/index.ts';
 import { ev, project } from './helpers.ts';
 
 /** mulberry32: a small seeded PRNG so the "random" event set is the same on every run. */
@@ -18,7 +25,9 @@ const START = Date.parse('2023-01-01T00:00:00Z');
 const random = prng(42);
 const EVENTS: TrendEvent[] = Array.from({ length: 3000 }, () => {
   const t = START + Math.floor(random() * (NOW.getTime() - START));
-  return ev(['a', 'b', 'c'][Math.floor(random() * 3)]!, new Date(t).toISOString(), { person: `p${Math.floor(random() * 50)}` });
+  return ev(['a', 'b', 'c'][Math.floor(random() * 3)]!, new Date(t).toISOString(), {
+    person: `p${Math.floor(random() * 50)}`,
+  });
 });
 const FIRST = new Date(Math.min(...EVENTS.map((e) => Date.parse(String(e.timestamp)))));
 
@@ -47,7 +56,13 @@ const CASES: Record<string, unknown>[] = [
   { events: [{ id: 'a' }], date_from: 'wStart', filter_test_accounts: true },
   { events: [{ id: 'c' }], date_from: '-1mStart', date_to: '-1mEnd', display: 'ActionsTable' },
   { events: [{ id: 'a' }], date_from: '2023-11-04', date_to: '2023-11-06', interval: 'hour' },
-  { events: [{ id: 'b' }, { id: 'c' }], date_from: '2023-03-01', date_to: '2023-04-15', interval: 'week', formula: 'A/B' },
+  {
+    events: [{ id: 'b' }, { id: 'c' }],
+    date_from: '2023-03-01',
+    date_to: '2023-04-15',
+    interval: 'week',
+    formula: 'A/B',
+  },
   // Compared periods resolved on their own: overlapping (-7d), not rounded (-24h by day), same hours of yesterday (dStart).
   { events: [{ id: 'a' }, { id: 'b' }], date_from: '-7d', compare: true },
   { events: [{ id: null }], date_from: '-24h', compare: true },
@@ -61,8 +76,19 @@ describe('hourly rollups give exactly the raw-event response', () => {
       for (const raw of CASES) {
         const query = parseTrendRequest(raw);
         expect(canUseHourlyRollups(query, p, NOW, FIRST), JSON.stringify(raw)).toBe(true);
-        const fromEvents = computeTrend(query, { events: EVENTS, project: p, actions: [], now: NOW, firstEventAt: FIRST });
-        const fromHourly = computeTrendFromHourly(query, { hourly: hourlyFor(query, EVENTS), project: p, now: NOW, firstEventAt: FIRST });
+        const fromEvents = computeTrend(query, {
+          events: EVENTS,
+          project: p,
+          actions: [],
+          now: NOW,
+          firstEventAt: FIRST,
+        });
+        const fromHourly = computeTrendFromHourly(query, {
+          hourly: hourlyFor(query, EVENTS),
+          project: p,
+          now: NOW,
+          firstEventAt: FIRST,
+        });
         expect(fromHourly, JSON.stringify(raw)).toEqual(fromEvents);
         const total = fromEvents.result.reduce((sum, s) => sum + s.count + (s.aggregated_value ?? 0), 0);
         expect(total, `non-trivial: ${JSON.stringify(raw)}`).not.toBe(0);
@@ -72,11 +98,19 @@ describe('hourly rollups give exactly the raw-event response', () => {
 });
 
 describe('canUseHourlyRollups', () => {
-  const eligible = (raw: Record<string, unknown>, p = project()) => canUseHourlyRollups(parseTrendRequest({ events: [{ id: 'a' }], ...raw }), p, NOW);
+  const eligible = (raw: Record<string, unknown>, p = project()) =>
+    canUseHourlyRollups(parseTrendRequest({ events: [{ id: 'a' }], ...raw }), p, NOW);
 
   it('accepts total counts of events with formula, compare and any display but WorldMap', () => {
     expect(eligible({})).toBe(true);
-    expect(eligible({ events: [{ id: 'a', math: 'total' }, { id: null }], formula: 'A/B', compare: true, display: 'ActionsPie' })).toBe(true);
+    expect(
+      eligible({
+        events: [{ id: 'a', math: 'total' }, { id: null }],
+        formula: 'A/B',
+        compare: true,
+        display: 'ActionsPie',
+      }),
+    ).toBe(true);
     expect(eligible({ display: 'WorldMap' })).toBe(false);
   });
 
@@ -87,8 +121,12 @@ describe('canUseHourlyRollups', () => {
     expect(eligible({ properties: [{ key: 'x', value: 1 }] })).toBe(false);
     expect(eligible({ events: [{ id: 'a', properties: [{ key: 'x', value: 1 }] }] })).toBe(false);
     expect(eligible({ properties: { type: 'AND', values: [{ type: 'OR', values: [] }] } })).toBe(true);
-    expect(eligible({ filter_test_accounts: true }, project('UTC', 0, [{ key: 'email', operator: 'is_set' }]))).toBe(false);
-    expect(eligible({ filter_test_accounts: false }, project('UTC', 0, [{ key: 'email', operator: 'is_set' }]))).toBe(true);
+    expect(eligible({ filter_test_accounts: true }, project('UTC', 0, [{ key: 'email', operator: 'is_set' }]))).toBe(
+      false,
+    );
+    expect(eligible({ filter_test_accounts: false }, project('UTC', 0, [{ key: 'email', operator: 'is_set' }]))).toBe(
+      true,
+    );
   });
 
   it('refuses time zones whose offset is not whole hours over the range, and bounds off the hour', () => {
@@ -96,9 +134,23 @@ describe('canUseHourlyRollups', () => {
     expect(eligible({}, project('Australia/Adelaide'))).toBe(false);
     // Caracas was UTC-4:30 until May 2016, UTC-4 since.
     const caracas = project('America/Caracas');
-    expect(canUseHourlyRollups(parseTrendRequest({ events: [{ id: 'a' }], date_from: '2016-04-01', date_to: '2016-04-10' }), caracas, NOW)).toBe(false);
-    expect(canUseHourlyRollups(parseTrendRequest({ events: [{ id: 'a' }], date_from: '2020-04-01', date_to: '2020-04-10' }), caracas, NOW)).toBe(true);
-    expect(eligible({ date_from: '2024-03-01T10:30:00', date_to: '2024-03-01T12:00:00', explicit_date: true })).toBe(false);
+    expect(
+      canUseHourlyRollups(
+        parseTrendRequest({ events: [{ id: 'a' }], date_from: '2016-04-01', date_to: '2016-04-10' }),
+        caracas,
+        NOW,
+      ),
+    ).toBe(false);
+    expect(
+      canUseHourlyRollups(
+        parseTrendRequest({ events: [{ id: 'a' }], date_from: '2020-04-01', date_to: '2020-04-10' }),
+        caracas,
+        NOW,
+      ),
+    ).toBe(true);
+    expect(eligible({ date_from: '2024-03-01T10:30:00', date_to: '2024-03-01T12:00:00', explicit_date: true })).toBe(
+      false,
+    );
     // compare_to: the previous hourly period ends at yesterday's 10:30 (current length from now), mid-hour.
     expect(eligible({ date_from: '-2h', interval: 'hour', compare_to: '-1d' })).toBe(false);
     expect(eligible({ date_from: '-2h', interval: 'hour', compare: true })).toBe(true);
@@ -106,6 +158,8 @@ describe('canUseHourlyRollups', () => {
 
   it('computeTrendFromHourly refuses a query that needs raw events', () => {
     const query = parseTrendRequest({ events: [{ id: 'a', math: 'dau' }] });
-    expect(() => computeTrendFromHourly(query, { hourly: [new Map()], project: project(), now: NOW })).toThrow(/raw events/);
+    expect(() => computeTrendFromHourly(query, { hourly: [new Map()], project: project(), now: NOW })).toThrow(
+      /raw events/,
+    );
   });
 });

@@ -19,7 +19,10 @@ describe('series', () => {
 
   it('property math without math_property is required', () => {
     expectValidation(() => parse({ events: [{ id: 'e', math: 'sum' }] }), 'events__0__math_property', 'required');
-    expectValidation(() => parse({ events: [{ id: 'e', math: 'p90', math_property: 'x', math_property_type: 'group' }] }), 'events__0__math_property_type');
+    expectValidation(
+      () => parse({ events: [{ id: 'e', math: 'p90', math_property: 'x', math_property_type: 'group' }] }),
+      'events__0__math_property_type',
+    );
   });
 
   it('refuses events that are not a JSON list, entries that are not objects, actions without an integer id', () => {
@@ -31,15 +34,30 @@ describe('series', () => {
 
   it('refuses an action the project does not have (at compute time)', () => {
     expectValidation(
-      () => computeTrend(parseTrendRequest({ actions: [{ id: 7 }] }), { events: [], project: project(), actions: [], now: new Date(NOW) }),
+      () =>
+        computeTrend(parseTrendRequest({ actions: [{ id: 7 }] }), {
+          events: [],
+          project: project(),
+          actions: [],
+          now: new Date(NOW),
+        }),
       'actions__0__id',
     );
   });
 
   it('orders series by `order`, else events then actions', () => {
-    const q = parseTrendRequest({ events: [{ id: 'x', order: 2 }, { id: 'y', order: 0 }], actions: [{ id: 1, order: 1 }] });
+    const q = parseTrendRequest({
+      events: [
+        { id: 'x', order: 2 },
+        { id: 'y', order: 0 },
+      ],
+      actions: [{ id: 1, order: 1 }],
+    });
     expect(q.series.map((s) => s.id)).toEqual(['y', 1, 'x']);
-    expect(parseTrendRequest({ actions: [{ id: 1 }], events: [{ id: 'x' }] }).series.map((s) => s.id)).toEqual(['x', 1]);
+    expect(parseTrendRequest({ actions: [{ id: 1 }], events: [{ id: 'x' }] }).series.map((s) => s.id)).toEqual([
+      'x',
+      1,
+    ]);
   });
 });
 
@@ -90,11 +108,17 @@ describe('options', () => {
   });
 
   it('an hourly range too long to answer', () => {
-    expectValidation(() => trend({ events: [{ id: 'e' }], date_from: '-5y', interval: 'hour' }, [], { now: NOW }), 'interval');
+    expectValidation(
+      () => trend({ events: [{ id: 'e' }], date_from: '-5y', interval: 'hour' }, [], { now: NOW }),
+      'interval',
+    );
   });
 
   it('an unknown project time zone', () => {
-    expectValidation(() => trend({ events: [{ id: 'e' }] }, [], { now: NOW, project: project('Mars/Olympus') }), 'timezone');
+    expectValidation(
+      () => trend({ events: [{ id: 'e' }] }, [], { now: NOW, project: project('Mars/Olympus') }),
+      'timezone',
+    );
   });
 
   it('accepts the GET form: JSON strings and string booleans/numbers', () => {
@@ -107,7 +131,12 @@ describe('options', () => {
       breakdown_limit: '5',
       display: 'ActionsTable',
     });
-    expect(q).toMatchObject({ compare: true, filter_test_accounts: false, display: 'ActionsTable', breakdown: { property: 'browser', limit: 5, source: 'event' } });
+    expect(q).toMatchObject({
+      compare: true,
+      filter_test_accounts: false,
+      display: 'ActionsTable',
+      breakdown: { property: 'browser', limit: 5, source: 'event' },
+    });
     expect(q.series[0]!.math).toBe('dau');
     expect(q.properties.values).toHaveLength(1);
     expectValidation(() => parse({ compare: 'maybe' }), 'compare');
@@ -116,36 +145,75 @@ describe('options', () => {
 
 describe('property filters', () => {
   it('an invalid regex is a 400 on its value', () => {
-    expectValidation(() => parse({ properties: [{ key: 'x', operator: 'regex', value: '(' }] }), 'properties__0__value');
-    expectValidation(() => parse({ properties: [{ key: 'x', operator: 'not_regex', value: '[a-' }] }), 'properties__0__value');
+    expectValidation(
+      () => parse({ properties: [{ key: 'x', operator: 'regex', value: '(' }] }),
+      'properties__0__value',
+    );
+    expectValidation(
+      () => parse({ properties: [{ key: 'x', operator: 'not_regex', value: '[a-' }] }),
+      'properties__0__value',
+    );
   });
 
   it('errors inside groups and series name their path', () => {
     const group = { type: 'AND', values: [{ type: 'OR', values: [{ key: 'x', operator: 'regex', value: '(' }] }] };
     expectValidation(() => parse({ properties: group }), 'properties__values__0__values__0__value');
-    expectValidation(() => parse({ events: [{ id: 'e', properties: [{ key: 'x', operator: 'gt', value: 'abc' }] }] }), 'events__0__properties__0__value');
+    expectValidation(
+      () => parse({ events: [{ id: 'e', properties: [{ key: 'x', operator: 'gt', value: 'abc' }] }] }),
+      'events__0__properties__0__value',
+    );
     expectValidation(() => parse({ properties: { type: 'XOR', values: [] } }), 'properties__type');
   });
 
   it('between needs [min, max] numbers', () => {
-    expectValidation(() => parse({ properties: [{ key: 'x', operator: 'between', value: [5] }] }), 'properties__0__value');
-    expectValidation(() => parse({ properties: [{ key: 'x', operator: 'between', value: [10, 5] }] }), 'properties__0__value');
-    expectValidation(() => parse({ properties: [{ key: 'x', operator: 'between', value: ['a', 5] }] }), 'properties__0__value');
+    expectValidation(
+      () => parse({ properties: [{ key: 'x', operator: 'between', value: [5] }] }),
+      'properties__0__value',
+    );
+    expectValidation(
+      () => parse({ properties: [{ key: 'x', operator: 'between', value: [10, 5] }] }),
+      'properties__0__value',
+    );
+    expectValidation(
+      () => parse({ properties: [{ key: 'x', operator: 'between', value: ['a', 5] }] }),
+      'properties__0__value',
+    );
   });
 
   it('unknown operators, unsupported types, missing keys and values', () => {
-    expectValidation(() => parse({ properties: [{ key: 'x', operator: 'like', value: 1 }] }), 'properties__0__operator');
-    const cohort = expectValidation(() => parse({ properties: [{ key: 'id', value: 3, type: 'cohort' }] }), 'properties__0__type');
+    expectValidation(
+      () => parse({ properties: [{ key: 'x', operator: 'like', value: 1 }] }),
+      'properties__0__operator',
+    );
+    const cohort = expectValidation(
+      () => parse({ properties: [{ key: 'id', value: 3, type: 'cohort' }] }),
+      'properties__0__type',
+    );
     expect(cohort.detail).toMatch(/cohort/i);
     expectValidation(() => parse({ properties: [{ value: 3 }] }), 'properties__0__key', 'required');
-    expectValidation(() => parse({ properties: [{ key: 'x', operator: 'exact' }] }), 'properties__0__value', 'required');
-    expectValidation(() => parse({ properties: [{ key: 'x', operator: 'is_date_before', value: 'soon' }] }), 'properties__0__value');
+    expectValidation(
+      () => parse({ properties: [{ key: 'x', operator: 'exact' }] }),
+      'properties__0__value',
+      'required',
+    );
+    expectValidation(
+      () => parse({ properties: [{ key: 'x', operator: 'is_date_before', value: 'soon' }] }),
+      'properties__0__value',
+    );
   });
 
   it('stored test-account and action-step filters are checked when used', () => {
     const bad = project('UTC', 0, [{ key: 'email', operator: 'regex', value: '(' }]);
-    expectValidation(() => trend({ events: [{ id: 'e' }], filter_test_accounts: true }, [ev('e', NOW)], { now: NOW, project: bad }), 'filter_test_accounts__0__value');
-    const actions = [{ id: 1, name: 'A', steps: [{ event: 'e', properties: [{ key: 'x', type: 'cohort', value: 1 }] }] }];
-    expectValidation(() => trend({ actions: [{ id: 1 }] }, [], { now: NOW, actions }), 'actions__0__steps__0__properties__0__type');
+    expectValidation(
+      () => trend({ events: [{ id: 'e' }], filter_test_accounts: true }, [ev('e', NOW)], { now: NOW, project: bad }),
+      'filter_test_accounts__0__value',
+    );
+    const actions = [
+      { id: 1, name: 'A', steps: [{ event: 'e', properties: [{ key: 'x', type: 'cohort', value: 1 }] }] },
+    ];
+    expectValidation(
+      () => trend({ actions: [{ id: 1 }] }, [], { now: NOW, actions }),
+      'actions__0__steps__0__properties__0__type',
+    );
   });
 });
