@@ -214,12 +214,10 @@ describe('capture limits and time', () => {
     // The first-event time trends clamp their reads to is lowered before capture answers, not later by the ingest worker.
     expect(await firstEventAt(projectId)).toEqual(new Date('2024-05-01T00:00:00Z'));
 
-    const alone = await api
-      .as()
-      .post('/batch', {
-        api_key: token,
-        batch: [{ event: 'old', distinct_id: 'o', timestamp: '1970-01-01T00:00:00Z' }],
-      });
+    const alone = await api.as().post('/batch', {
+      api_key: token,
+      batch: [{ event: 'old', distinct_id: 'o', timestamp: '1970-01-01T00:00:00Z' }],
+    });
     expect(alone.status).toBe(400);
     expectErrorShape(alone.body);
     expect(alone.body.detail).toBe('timestamp before 2000-01-01T00:00:00.000Z');
@@ -228,14 +226,12 @@ describe('capture limits and time', () => {
   it('replaces a timestamp more than 23 hours ahead with the server time', async () => {
     const { projectId, token } = await newProject(api.as);
     const uuid = randomUUID();
-    await api
-      .as()
-      .post('/batch', {
-        api_key: token,
-        batch: [
-          { event: 'future', distinct_id: 'f', uuid, timestamp: new Date(Date.now() + 30 * 3_600_000).toISOString() },
-        ],
-      });
+    await api.as().post('/batch', {
+      api_key: token,
+      batch: [
+        { event: 'future', distinct_id: 'f', uuid, timestamp: new Date(Date.now() + 30 * 3_600_000).toISOString() },
+      ],
+    });
     const stored = await getEvent(projectId, uuid);
     expect(Math.abs(Date.parse(stored!.timestamp) - Date.now())).toBeLessThan(3_000);
   });
@@ -244,32 +240,26 @@ describe('capture limits and time', () => {
 describe('capture from browsers', () => {
   it('mirrors the origin on responses, errors included, and answers the preflight', async () => {
     const { token } = await newProject(api.as);
-    const ok = await api
-      .as()
-      .request('POST', '/e/', {
-        body: [{ event: 'x', distinct_id: 'c', properties: { token } }],
-        headers: { origin: 'https://shop.example' },
-      });
+    const ok = await api.as().request('POST', '/e/', {
+      body: [{ event: 'x', distinct_id: 'c', properties: { token } }],
+      headers: { origin: 'https://shop.example' },
+    });
     expect(ok.status).toBe(200);
     expect(ok.headers.get('access-control-allow-origin')).toBe('https://shop.example');
     expect(ok.headers.get('access-control-allow-credentials')).toBe('true');
-    const denied = await api
-      .as()
-      .request('POST', '/e/', {
-        body: [{ event: 'x', distinct_id: 'c', properties: { token: 'phc_unknown' } }],
-        headers: { origin: 'https://shop.example' },
-      });
+    const denied = await api.as().request('POST', '/e/', {
+      body: [{ event: 'x', distinct_id: 'c', properties: { token: 'phc_unknown' } }],
+      headers: { origin: 'https://shop.example' },
+    });
     expect(denied.status).toBe(401);
     expect(denied.headers.get('access-control-allow-origin')).toBe('https://shop.example');
-    const preflight = await api
-      .as()
-      .request('OPTIONS', '/i/v0/e/', {
-        headers: {
-          origin: 'https://shop.example',
-          'access-control-request-method': 'POST',
-          'access-control-request-headers': 'content-type',
-        },
-      });
+    const preflight = await api.as().request('OPTIONS', '/i/v0/e/', {
+      headers: {
+        origin: 'https://shop.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type',
+      },
+    });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get('access-control-allow-methods')).toContain('POST');
     expect(preflight.headers.get('access-control-allow-headers')).toBe('content-type');

@@ -45,12 +45,10 @@ describe('concurrent writes', () => {
   it('applies 50 concurrent PATCHes of one person: all 200, every property kept, the shared one from one of the writes', async () => {
     const { key, projectId, token } = await newProject(api.as);
     const c = api.as(key);
-    await api
-      .as()
-      .post('/batch', {
-        api_key: token,
-        batch: [{ event: 'x', distinct_id: 'racer', properties: { $set: { before: true } } }],
-      });
+    await api.as().post('/batch', {
+      api_key: token,
+      batch: [{ event: 'x', distinct_id: 'racer', properties: { $set: { before: true } } }],
+    });
     const person = await eventually(async () => {
       const res = await c.get(`/api/environments/${projectId}/persons?distinct_id=racer`);
       expect(res.body.results).toHaveLength(1);

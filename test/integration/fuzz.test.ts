@@ -407,19 +407,17 @@ describe('property names that are also Object.prototype names', () => {
     const p = await newProject(api.as);
     c = api.as(p.key);
     projectId = p.projectId;
-    await api
-      .as()
-      .post('/batch', {
-        api_key: p.token,
-        batch: [
-          {
-            event: 'proto',
-            distinct_id: 'proto-1',
-            timestamp: new Date(Date.now() - 3_600_000).toISOString(),
-            properties: { plain: 1 },
-          },
-        ],
-      });
+    await api.as().post('/batch', {
+      api_key: p.token,
+      batch: [
+        {
+          event: 'proto',
+          distinct_id: 'proto-1',
+          timestamp: new Date(Date.now() - 3_600_000).toISOString(),
+          properties: { plain: 1 },
+        },
+      ],
+    });
     personId = await eventually(async () => {
       const res = await c.get(`/api/environments/${projectId}/persons?distinct_id=proto-1`);
       expect(res.body.results).toHaveLength(1);

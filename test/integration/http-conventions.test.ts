@@ -116,12 +116,10 @@ describe('request bodies', () => {
 
   it('answers 415 for a body that is not JSON', async () => {
     const { key } = await newKey();
-    const res = await api
-      .as(key)
-      .request('POST', '/api/organizations', {
-        raw: 'name=x',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      });
+    const res = await api.as(key).request('POST', '/api/organizations', {
+      raw: 'name=x',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(res.status).toBe(415);
     expect(res.body).toEqual({
       type: 'invalid_request',
@@ -159,12 +157,10 @@ describe('request bodies', () => {
 
   it('accepts a JSON content type with a charset', async () => {
     const { key } = await newKey();
-    const res = await api
-      .as(key)
-      .request('POST', '/api/organizations', {
-        raw: '{"name":"charset"}',
-        headers: { 'content-type': 'application/json; charset=utf-8' },
-      });
+    const res = await api.as(key).request('POST', '/api/organizations', {
+      raw: '{"name":"charset"}',
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+    });
     expect(res.status).toBe(201);
   });
 });

@@ -214,12 +214,10 @@ describe('trend cost: caps and the read clamped to the first event', () => {
 
   it('reads nothing for a project without events, and answers zeros', async () => {
     const p = await newProject(api.as);
-    const res = await api
-      .as(p.key)
-      .post(`/api/environments/${p.projectId}/insights/trend/`, {
-        events: [{ id: 'x', properties: [{ key: 'y', operator: 'is_set' }] }],
-        date_from: '2000-01-01',
-      });
+    const res = await api.as(p.key).post(`/api/environments/${p.projectId}/insights/trend/`, {
+      events: [{ id: 'x', properties: [{ key: 'y', operator: 'is_set' }] }],
+      date_from: '2000-01-01',
+    });
     expect(res.status).toBe(200);
     expect(readDays(res)).toBe('0');
     expect(res.body.result[0].data).toHaveLength(8_838);
@@ -276,12 +274,10 @@ describe('trend cost: caps and the read clamped to the first event', () => {
     const c = api.as(p.key);
     expect(
       (
-        await api
-          .as()
-          .post('/batch', {
-            api_key: p.token,
-            batch: [ev('old', 'a', '2005-01-01T00:00:00Z'), ev('old', 'a', '2024-03-01T00:00:00Z')],
-          })
+        await api.as().post('/batch', {
+          api_key: p.token,
+          batch: [ev('old', 'a', '2005-01-01T00:00:00Z'), ev('old', 'a', '2024-03-01T00:00:00Z')],
+        })
       ).body.accepted,
     ).toBe(2);
     const path = `/api/environments/${p.projectId}/insights/trend/`;

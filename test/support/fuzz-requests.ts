@@ -129,7 +129,6 @@ const SPECIAL_STRINGS = [
   '1e309',
   '9'.repeat(30),
   '💥🚀',
-  // biome-ignore lint/suspicious/noTemplateCurlyInString: a template-injection probe, sent as a literal string.
   '\u202e\u0301',
   '\ud800',
   '\udfff\ud800',
@@ -138,6 +137,7 @@ const SPECIAL_STRINGS = [
   '𝕳𝖊𝖑𝖑𝖔',
   '<script>alert(1)</script>',
   "' OR 1=1 --",
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a template-injection probe, sent as a literal string.
   '${process.exit(1)}',
   '../../etc/passwd',
   '%00',
@@ -715,14 +715,12 @@ function captureBodyArbitrary(
     },
     {
       weight: 5,
-      arbitrary: fc
-        .tuple(envelope, fc.constantFrom('gzip', 'lz64', 'base64', 'br'))
-        .map(([e, enc]) => ({
-          body: JSON.stringify(e) ?? '',
-          headers: { 'content-type': 'text/plain', 'content-encoding': enc },
-          query: `compression=${enc}`,
-          note: `mislabelled ${enc}`,
-        })),
+      arbitrary: fc.tuple(envelope, fc.constantFrom('gzip', 'lz64', 'base64', 'br')).map(([e, enc]) => ({
+        body: JSON.stringify(e) ?? '',
+        headers: { 'content-type': 'text/plain', 'content-encoding': enc },
+        query: `compression=${enc}`,
+        note: `mislabelled ${enc}`,
+      })),
     },
     {
       weight: 5,

@@ -300,11 +300,9 @@ describe('batch writes', () => {
 
   it('give up with an error after 8 sends that leave items unprocessed', async () => {
     vi.spyOn(Math, 'random').mockReturnValue(0);
-    const send = vi
-      .spyOn(db(), 'send')
-      .mockResolvedValue({
-        UnprocessedItems: { 'analytics-unit': [{ PutRequest: { Item: { pk: 'a', sk: 'b' } } }] },
-      } as never);
+    const send = vi.spyOn(db(), 'send').mockResolvedValue({
+      UnprocessedItems: { 'analytics-unit': [{ PutRequest: { Item: { pk: 'a', sk: 'b' } } }] },
+    } as never);
     await expect(batchPut([{ pk: 'a', sk: 'b' }])).rejects.toThrow(
       'BatchWriteItem: items still unprocessed after retries',
     );
