@@ -40,7 +40,7 @@ import { computeTrendByRows } from '../test/support/row-engine/compute.ts';
 import { fixed, heading, table } from './lib/format.ts';
 import { median } from './lib/stats.ts';
 import type { Benchmark, BenchResult, SummaryRow } from './lib/types.ts';
-import { BROWSERS, DISTINCT_IDS, duckdb, EVENT_MIX, FILTER_BROWSERS, OSES, prng, weighted } from './trends.ts';
+import { DISTINCT_IDS, duckdb, EVENT_MIX, FILTER_BROWSERS, prng, syntheticProperties, weighted } from './trends.ts';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -157,15 +157,7 @@ export function generate(
     for (let i = 0; i < inDay; i += 1) {
       const t = from + Math.floor(rng() * (to - from));
       const user = Math.floor(rng() * DISTINCT_IDS);
-      const os = weighted(rng, OSES);
-      const properties: Record<string, unknown> = {
-        $browser: weighted(rng, BROWSERS),
-        ...(os === null ? {} : { $os: os }),
-        $current_url: `https://example.com/${['pricing', 'docs', 'blog', 'app', 'signup'][Math.floor(rng() * 5)]}/${Math.floor(rng() * 40)}`,
-        amount: Math.round(rng() * 50_000) / 100,
-        $session_id: `s-${user}-${Math.floor(t / (6 * HOUR))}`,
-        $lib: 'web',
-      };
+      const properties = syntheticProperties(rng, user, t);
       rows.push({ event: weighted(rng, EVENT_MIX), row: { distinct_id: `user-${user}`, t, properties } });
     }
     onDay?.(rows);

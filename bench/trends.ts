@@ -90,6 +90,19 @@ export function prng(seed: number): () => number {
   };
 }
 
+/** One synthetic event's properties (the same draws from `rng`, in the same order, for every benchmark that generates events). */
+export function syntheticProperties(rng: () => number, user: number, t: number): Record<string, unknown> {
+  const os = weighted(rng, OSES);
+  return {
+    $browser: weighted(rng, BROWSERS),
+    ...(os === null ? {} : { $os: os }),
+    $current_url: `https://example.com/${['pricing', 'docs', 'blog', 'app', 'signup'][Math.floor(rng() * 5)]}/${Math.floor(rng() * 40)}`,
+    amount: Math.round(rng() * 50_000) / 100,
+    $session_id: `s-${user}-${Math.floor(t / (6 * HOUR))}`,
+    $lib: 'web',
+  };
+}
+
 export function weighted<T>(rng: () => number, choices: readonly (readonly [T, number])[]): T {
   let r = rng();
   for (const [value, weight] of choices) {
@@ -148,16 +161,7 @@ function rawEvents(
   return Array.from({ length: count }, () => {
     const { event, t } = shape(rng, nowMs);
     const user = Math.floor(rng() * DISTINCT_IDS);
-    const os = weighted(rng, OSES);
-    const properties: Record<string, unknown> = {
-      $browser: weighted(rng, BROWSERS),
-      ...(os === null ? {} : { $os: os }),
-      $current_url: `https://example.com/${['pricing', 'docs', 'blog', 'app', 'signup'][Math.floor(rng() * 5)]}/${Math.floor(rng() * 40)}`,
-      amount: Math.round(rng() * 50_000) / 100,
-      $session_id: `s-${user}-${Math.floor(t / (6 * HOUR))}`,
-      $lib: 'web',
-      ...extra,
-    };
+    const properties = { ...syntheticProperties(rng, user, t), ...extra };
     return {
       uuid: randomUUID(),
       event,
