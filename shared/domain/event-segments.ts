@@ -7,7 +7,13 @@
  * Anything else reads that day's raw event partitions, as before.
  */
 import { randomUUID } from 'node:crypto';
-import { readEventsInRange, readEventsInsertedBetween, readEventsOnDays, type StoredEvent } from '../db/events.ts';
+import {
+  readEventsInRange,
+  readEventsInsertedBetween,
+  readEventsOnDays,
+  type StoredEvent,
+  utcDays,
+} from '../db/events.ts';
 import { inParallel } from '../db/batch.ts';
 import {
   clearCompactionMarker,
@@ -182,14 +188,6 @@ const isFresh = (part: Part, name: string) =>
 
 export type TrendEventSource = 'segments' | 'events' | 'segments+events';
 
-/** Every UTC day from `from`'s day to `to`, as YYYY-MM-DD. */
-function daysBetween(from: Date, to: Date): string[] {
-  const days: string[] = [];
-  for (let t = dayStart(dayOf(from.toISOString())); t <= to.getTime(); t += DAY_MS)
-    days.push(new Date(t).toISOString().slice(0, 10));
-  return days;
-}
-
 /** One name: a BatchGetItem round over all days; every name: one Query per day. */
 async function readParts(
   projectId: number,
@@ -324,7 +322,7 @@ export async function readTrendRows(
   projection: Projection,
   now: Date,
 ): Promise<{ columns: StoredColumns; source: TrendEventSource }> {
-  const parts = await readParts(projectId, daysBetween(from, to), names, projection);
+  const parts = await readParts(projectId, utcDays(from, to), names, projection);
   const { raw, extra } = await planParts(projectId, parts, now);
   const columns: StoredColumns = { segments: [], rows: [], from: from.getTime(), to: to.getTime(), projection };
   const compacted = addCompactedParts(columns, parts, raw, extra);
