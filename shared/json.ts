@@ -1,3 +1,5 @@
+import * as v from 'valibot';
+
 /**
  * How deep a request's JSON may nest. PostHog's capture parses with serde_json, whose recursion limit
  * is 128; deeper values are refused here on every route too, before anything recursive (valibot,
@@ -16,4 +18,21 @@ export function nestedDeeperThan(value: unknown, max = MAX_JSON_DEPTH): boolean 
     }
   }
   return false;
+}
+
+/** A queued message's body as its schema says; `malformed(reason)` is thrown for one that can never be processed. */
+export function parseQueuedMessage<S extends v.GenericSchema>(
+  body: string,
+  schema: S,
+  malformed: (reason: string) => Error,
+): v.InferOutput<S> {
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch {
+    throw malformed('not JSON');
+  }
+  const result = v.safeParse(schema, json);
+  if (!result.success) throw malformed(result.issues[0].message);
+  return result.output;
 }

@@ -347,56 +347,81 @@ export class Monitoring extends Construct {
   }
 
   private buildDashboard() {
-    const { prefix, apiStage, apiFunctions, workerFunctions, ingestWorker, deletionQueue, deadLetterQueues } =
-      this.props;
-    const allFunctions = [...apiFunctions, ...workerFunctions];
-    const graph = (title: string, left: cloudwatch.IMetric[], extra: Partial<cloudwatch.GraphWidgetProps> = {}) =>
-      new cloudwatch.GraphWidget({ title, left, width: 8, height: 6, period: FIVE_MINUTES, ...extra });
-    const sum = cloudwatch.Stats.SUM;
-
     const dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
-      dashboardName: prefix,
+      dashboardName: this.props.prefix,
       defaultInterval: Duration.hours(24),
     });
-    dashboard.addWidgets(
+    const rows = [
+      this.titleRow(),
+      this.apiGatewayRow(),
+      this.operationsRow(),
+      this.ingestionRow(),
+      this.queuesRow(),
+      this.exportsRow(),
+      this.lambdaRow(),
+      [new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms: this.alarms, width: 24, height: 8 })],
+    ];
+    for (const row of rows) dashboard.addWidgets(...row);
+    return dashboard;
+  }
+
+  private titleRow(): cloudwatch.IWidget[] {
+    return [
       new cloudwatch.TextWidget({
-        markdown: `# ${prefix}\nAPI traffic, errors and latency (API Gateway), capture and ingestion, queues, batch exports and the weekly drain. Runbook: \`${RUNBOOK_DOC}\`.`,
+        markdown: `# ${this.props.prefix}\nAPI traffic, errors and latency (API Gateway), capture and ingestion, queues, batch exports and the weekly drain. Runbook: \`${RUNBOOK_DOC}\`.`,
         width: 24,
         height: 2,
       }),
-    );
-    dashboard.addWidgets(
-      graph('API requests', [apiStage.metricCount({ statistic: sum, label: 'requests' })]),
+    ];
+  }
+
+  private apiGatewayRow(): cloudwatch.IWidget[] {
+    const { apiStage } = this.props;
+    return [
+      graph('API requests', [apiStage.metricCount({ statistic: SUM, label: 'requests' })]),
       graph('API 4xx / 5xx', [
-        apiStage.metricClientError({ statistic: sum, label: '4xx' }),
-        apiStage.metricServerError({ statistic: sum, label: '5xx' }),
+        apiStage.metricClientError({ statistic: SUM, label: '4xx' }),
+        apiStage.metricServerError({ statistic: SUM, label: '5xx' }),
       ]),
       graph('API latency (ms)', [
         apiStage.metricLatency({ statistic: cloudwatch.Stats.percentile(50), label: 'p50' }),
         apiStage.metricLatency({ statistic: cloudwatch.Stats.percentile(99), label: 'p99' }),
         apiStage.metricIntegrationLatency({ statistic: cloudwatch.Stats.percentile(99), label: 'integration p99' }),
       ]),
-    );
-    dashboard.addWidgets(
+    ];
+  }
+
+  private operationsRow(): cloudwatch.IWidget[] {
+    return [
       graph('Requests by operation', [this.search(CUSTOM_METRICS.requestCount, 'Sum', '')]),
       graph('Server / client errors by operation', [
         this.search(CUSTOM_METRICS.serverErrors, 'Sum', '5xx'),
         this.search(CUSTOM_METRICS.clientErrors, 'Sum', '4xx'),
       ]),
       graph('Latency p99 by operation (ms)', [this.search(CUSTOM_METRICS.requestLatency, 'p99', '')]),
-    );
-    dashboard.addWidgets(
+    ];
+  }
+
+  private ingestionRow(): cloudwatch.IWidget[] {
+    return [
       graph('Capture volume by outcome (events)', [this.search(CUSTOM_METRICS.captureEvents, 'Sum', '')], {
         stacked: true,
       }),
       graph('Ingestion lag (ms)', [
         this.search(CUSTOM_METRICS.ingestionLag, 'p50', 'lag p50'),
         this.search(CUSTOM_METRICS.ingestionLag, 'p99', 'lag p99'),
-        ingestWorker.metric('IteratorAge', { statistic: cloudwatch.Stats.MAXIMUM, label: 'stream iterator age (max)' }),
+        this.props.ingestWorker.metric('IteratorAge', {
+          statistic: cloudwatch.Stats.MAXIMUM,
+          label: 'stream iterator age (max)',
+        }),
       ]),
       graph('Ingested events', [this.search(CUSTOM_METRICS.ingestedEvents, 'Sum', '')]),
-    );
-    dashboard.addWidgets(
+    ];
+  }
+
+  private queuesRow(): cloudwatch.IWidget[] {
+    const { deletionQueue, deadLetterQueues } = this.props;
+    return [
       graph('Deletion queue', [deletionQueue.metricApproximateNumberOfMessagesVisible({ label: 'waiting requests' })], {
         right: [deletionQueue.metricApproximateAgeOfOldestMessage({ label: 'oldest (s)' })],
       }),
@@ -412,21 +437,28 @@ export class Monitoring extends Construct {
         ],
         { period: Duration.hours(1) },
       ),
-    );
-    dashboard.addWidgets(
+    ];
+  }
+
+  private exportsRow(): cloudwatch.IWidget[] {
+    return [
       graph('Batch export runs', [
         this.search(CUSTOM_METRICS.exportRunsCompleted, 'Sum', 'completed'),
         this.search(CUSTOM_METRICS.exportRunFailures, 'Sum', 'failed'),
       ]),
       graph('Batch export rows', [this.search(CUSTOM_METRICS.exportRows, 'Sum', '')]),
       graph('Throttling', [this.search(CUSTOM_METRICS.throttled, 'Sum', 'API 429 (per key)')], {
-        right: allFunctions.map(([name, fn]) => fn.metricThrottles({ statistic: sum, label: `Lambda ${name}` })),
+        right: this.allFunctions().map(([name, fn]) => fn.metricThrottles({ statistic: SUM, label: `Lambda ${name}` })),
       }),
-    );
-    dashboard.addWidgets(
+    ];
+  }
+
+  private lambdaRow(): cloudwatch.IWidget[] {
+    const allFunctions = this.allFunctions();
+    return [
       graph(
         'Lambda errors by function',
-        allFunctions.map(([name, fn]) => fn.metricErrors({ statistic: sum, label: name })),
+        allFunctions.map(([name, fn]) => fn.metricErrors({ statistic: SUM, label: name })),
         { width: 12 },
       ),
       graph(
@@ -436,12 +468,19 @@ export class Monitoring extends Construct {
         ),
         { width: 12 },
       ),
-    );
-    dashboard.addWidgets(
-      new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms: this.alarms, width: 24, height: 8 }),
-    );
-    return dashboard;
+    ];
   }
+
+  private allFunctions() {
+    return [...this.props.apiFunctions, ...this.props.workerFunctions];
+  }
+}
+
+const SUM = cloudwatch.Stats.SUM;
+
+/** A dashboard graph: a third of a row, six high, five-minute points unless `extra` says otherwise. */
+function graph(title: string, left: cloudwatch.IMetric[], extra: Partial<cloudwatch.GraphWidgetProps> = {}) {
+  return new cloudwatch.GraphWidget({ title, left, width: 8, height: 6, period: FIVE_MINUTES, ...extra });
 }
 
 /** `organizations_list` -> `OrganizationsList`: stable, readable construct ids. */

@@ -20,6 +20,9 @@ const queueNameOf = (stage: StageSettings, name: string) => `${resourcePrefix(st
  */
 export const STATEFUL_ID = 'Default';
 
+/** Every queue: TLS only, SQS-managed encryption. */
+const ENCRYPTED_IN_TRANSIT_AND_AT_REST = { enforceSSL: true, encryption: sqs.QueueEncryption.SQS_MANAGED } as const;
+
 /**
  * What holds data: the table, the queues of shared/queues/settings.ts with their DLQs, the ingest
  * worker's failure queue, the export secrets key and the CloudFront log bucket. Removal and recovery
@@ -39,52 +42,12 @@ export class StatefulResources extends Construct {
   constructor(scope: Construct, stage: StageSettings) {
     super(scope, STATEFUL_ID);
     const prefix = resourcePrefix(stage);
-
-    const { indexes, ...keys } = TABLE_SCHEMA;
-    this.table = new dynamodb.Table(this, 'Table', {
-      tableName: prefix,
-      partitionKey: { name: keys.partitionKey, type: dynamodb.AttributeType.STRING },
-      sortKey: { name: keys.sortKey, type: dynamodb.AttributeType.STRING },
-      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
-      timeToLiveAttribute: keys.ttlAttribute,
-      // The ingest worker (persons, rollups) is fed by this stream (DESIGN §1).
-      stream: dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
-      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: stage.pointInTimeRecovery },
-      deletionProtection: stage.deletionProtection,
-      removalPolicy: stage.removalPolicy,
-    });
-    for (const index of Object.values(indexes)) {
-      this.table.addGlobalSecondaryIndex({
-        indexName: index.name,
-        partitionKey: { name: index.partitionKey, type: dynamodb.AttributeType.STRING },
-        sortKey: { name: index.sortKey, type: dynamodb.AttributeType.STRING },
-        projectionType: dynamodb.ProjectionType[index.projection],
-      });
-    }
-
-    // Every queue of shared/queues/settings.ts, each with a DLQ after maxReceiveCount (alarms: Monitoring).
-    for (const [name, settings] of Object.entries(QUEUES) as [QueueName, QueueSettings][]) {
-      const dlq = new sqs.Queue(this, `${pascal(name)}Dlq`, {
-        queueName: `${queueNameOf(stage, name)}-dlq`,
-        retentionPeriod: Duration.days(14),
-        enforceSSL: true,
-        encryption: sqs.QueueEncryption.SQS_MANAGED,
-      });
-      const queue = new sqs.Queue(this, `${pascal(name)}Queue`, {
-        queueName: queueNameOf(stage, name),
-        retentionPeriod: Duration.days(settings.retentionDays),
-        visibilityTimeout: Duration.seconds(settings.visibilityTimeoutSeconds),
-        deadLetterQueue: { queue: dlq, maxReceiveCount: settings.maxReceiveCount },
-        enforceSSL: true,
-        encryption: sqs.QueueEncryption.SQS_MANAGED,
-      });
-      this.queues.set(name, { queue, dlq });
-    }
+    this.table = this.createTable(stage, prefix);
+    this.addQueues(stage);
     this.ingestFailures = new sqs.Queue(this, 'IngestFailures', {
       queueName: `${prefix}-ingest-failures`,
       retentionPeriod: Duration.days(14),
-      enforceSSL: true,
-      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      ...ENCRYPTED_IN_TRANSIT_AND_AT_REST,
     });
 
     this.exportSecretsKey = new kms.Key(this, 'ExportSecretsKey', {
@@ -104,6 +67,51 @@ export class StatefulResources extends Construct {
         lifecycleRules: [{ expiration: Duration.days(stage.logRetention) }],
         removalPolicy: stage.removalPolicy,
       });
+    }
+  }
+
+  /** The single table of shared/db/schema.ts, with its stream and global secondary indexes. */
+  private createTable(stage: StageSettings, prefix: string): dynamodb.Table {
+    const { indexes, ...keys } = TABLE_SCHEMA;
+    const table = new dynamodb.Table(this, 'Table', {
+      tableName: prefix,
+      partitionKey: { name: keys.partitionKey, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: keys.sortKey, type: dynamodb.AttributeType.STRING },
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      timeToLiveAttribute: keys.ttlAttribute,
+      // The ingest worker (persons, rollups) is fed by this stream (DESIGN §1).
+      stream: dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: stage.pointInTimeRecovery },
+      deletionProtection: stage.deletionProtection,
+      removalPolicy: stage.removalPolicy,
+    });
+    for (const index of Object.values(indexes)) {
+      table.addGlobalSecondaryIndex({
+        indexName: index.name,
+        partitionKey: { name: index.partitionKey, type: dynamodb.AttributeType.STRING },
+        sortKey: { name: index.sortKey, type: dynamodb.AttributeType.STRING },
+        projectionType: dynamodb.ProjectionType[index.projection],
+      });
+    }
+    return table;
+  }
+
+  /** Every queue of shared/queues/settings.ts, each with a DLQ after maxReceiveCount (alarms: Monitoring). */
+  private addQueues(stage: StageSettings): void {
+    for (const [name, settings] of Object.entries(QUEUES) as [QueueName, QueueSettings][]) {
+      const dlq = new sqs.Queue(this, `${pascal(name)}Dlq`, {
+        queueName: `${queueNameOf(stage, name)}-dlq`,
+        retentionPeriod: Duration.days(14),
+        ...ENCRYPTED_IN_TRANSIT_AND_AT_REST,
+      });
+      const queue = new sqs.Queue(this, `${pascal(name)}Queue`, {
+        queueName: queueNameOf(stage, name),
+        retentionPeriod: Duration.days(settings.retentionDays),
+        visibilityTimeout: Duration.seconds(settings.visibilityTimeoutSeconds),
+        deadLetterQueue: { queue: dlq, maxReceiveCount: settings.maxReceiveCount },
+        ...ENCRYPTED_IN_TRANSIT_AND_AT_REST,
+      });
+      this.queues.set(name, { queue, dlq });
     }
   }
 

@@ -16,7 +16,13 @@ import { logicalIdPath, makeUniqueId } from '#infra/constructs/logical-ids.ts';
 import { Monitoring, type DeadLetterQueue } from '#infra/constructs/monitoring.ts';
 import { acknowledgeNagFindings } from '#infra/constructs/nag.ts';
 import { PublicApi } from '#infra/constructs/public-api.ts';
-import { RouteFunction, ServiceFunction, serviceNameOf, WorkerFunction } from '#infra/constructs/service-function.ts';
+import {
+  RouteFunction,
+  ServiceFunction,
+  type ServiceFunctionProps,
+  serviceNameOf,
+  WorkerFunction,
+} from '#infra/constructs/service-function.ts';
 import { StatefulResources } from '#infra/constructs/stateful.ts';
 import { resourcePrefix, type StageSettings } from '#infra/stages.ts';
 
@@ -95,6 +101,14 @@ export class AnalyticsStack extends Stack {
       distribution: this.distribution,
     } = publicApi);
 
+    this.addFunctions(functionProps);
+    this.monitoring = this.addMonitoring(prefix);
+    acknowledgeNagFindings(this);
+    this.addOutputs(prefix);
+  }
+
+  /** One function per route-table row and per worker (with its schedule, if any). */
+  private addFunctions(functionProps: ServiceFunctionProps): void {
     for (const route of routes as readonly Route[]) {
       this.functions.set(route.operationId, new RouteFunction(this, route, { ...functionProps, api: this.api }).fn);
     }
@@ -103,8 +117,11 @@ export class AnalyticsStack extends Stack {
       this.functions.set(worker.name, fn);
       if (schedule) this.schedules.set(worker.name, schedule);
     }
+  }
 
-    const deadLetterQueues: DeadLetterQueue[] = [
+  /** The ingest worker's on-failure queue and every queue's DLQ, for the dashboard and their alarms. */
+  private deadLetterQueues(): DeadLetterQueue[] {
+    return [
       {
         name: 'ingest-failures',
         queue: this.ingestFailures,
@@ -118,22 +135,25 @@ export class AnalyticsStack extends Stack {
         meaning: `Messages of ${name} failed ${QUEUES[name].maxReceiveCount} times and sit in its DLQ.`,
       })),
     ];
+  }
+
+  private addMonitoring(prefix: string): Monitoring {
     const workerNames = new Set<string>(workers.map((w) => w.name));
-    this.monitoring = new Monitoring(this, 'Monitoring', {
-      stage,
+    return new Monitoring(this, 'Monitoring', {
+      stage: this.stage,
       prefix,
-      serviceName: serviceNameOf(stage),
+      serviceName: serviceNameOf(this.stage),
       apiFunctions: new Map([...this.functions].filter(([name]) => !workerNames.has(name))),
       workerFunctions: new Map([...this.functions].filter(([name]) => workerNames.has(name))),
       ingestWorker: this.functions.get('ingest_events')!,
       apiStage: this.apiStage,
       deletionQueue: this.queues.get('person_deletions')!.queue,
-      deadLetterQueues,
+      deadLetterQueues: this.deadLetterQueues(),
     });
+  }
 
-    acknowledgeNagFindings(this);
-
-    const domain = stage.customDomain;
+  private addOutputs(prefix: string): void {
+    const domain = this.stage.customDomain;
     new CfnOutput(this, 'ApiBaseUrl', {
       description: 'Public API base URL (CloudFront; serves both /path and /path/)',
       value: domain ? `https://${domain.domainName}` : `https://${this.distribution.distributionDomainName}`,

@@ -160,7 +160,8 @@ const RANGE_PAGE_ITEMS = 500;
 /** Ingestion-time windows (batch exports, run by workers with long SDK timeouts; trends' small top-ups). */
 const WINDOW_QUERIES_IN_FLIGHT = 32;
 
-function utcDays(from: Date, to: Date): string[] {
+/** Every UTC day from `from`'s day to `to`, as YYYY-MM-DD. */
+export function utcDays(from: Date, to: Date): string[] {
   const days: string[] = [];
   for (
     let t = Date.UTC(from.getUTCFullYear(), from.getUTCMonth(), from.getUTCDate());

@@ -421,8 +421,17 @@ async function queryPersons(
   projectId: number,
   options: { limit: number; startKey?: PageKey },
 ): Promise<{ persons: { person: PersonRecord; key: PageKey }[]; nextKey?: PageKey }> {
+  const out = await queryPersonsIndex(projectId, options.limit, options.startKey);
+  return {
+    persons: (out.Items ?? []).map((item) => ({ person: personFromItem(item), key: pageKeyOf(item) })),
+    nextKey: out.LastEvaluatedKey,
+  };
+}
+
+/** One Query of the project's persons on the parent index, newest first. */
+function queryPersonsIndex(projectId: number, limit: number, startKey?: PageKey, projection?: string) {
   const index = TABLE_SCHEMA.indexes.byParent;
-  const out = await call(() =>
+  return call(() =>
     db().send(
       new QueryCommand({
         TableName: tableName(),
@@ -431,15 +440,12 @@ async function queryPersons(
         ExpressionAttributeNames: { '#p': index.partitionKey },
         ExpressionAttributeValues: { ':p': keys.personsOfProject(projectId, '', 0).parent_pk },
         ScanIndexForward: false,
-        Limit: options.limit,
-        ExclusiveStartKey: options.startKey,
+        Limit: limit,
+        ExclusiveStartKey: startKey,
+        ...(projection ? { ProjectionExpression: projection } : {}),
       }),
     ),
   );
-  return {
-    persons: (out.Items ?? []).map((item) => ({ person: personFromItem(item), key: pageKeyOf(item) })),
-    nextKey: out.LastEvaluatedKey,
-  };
 }
 
 const pageKeyOf = (item: Record<string, unknown>): PageKey => ({
@@ -472,25 +478,10 @@ export async function personsPositionAfter(projectId: number, count: number): Pr
 }
 
 async function skipPersons(projectId: number, count: number): Promise<PageKey | undefined> {
-  const index = TABLE_SCHEMA.indexes.byParent;
   let startKey: PageKey | undefined;
   let left = count;
   while (left > 0) {
-    const out = await call(() =>
-      db().send(
-        new QueryCommand({
-          TableName: tableName(),
-          IndexName: index.name,
-          KeyConditionExpression: '#p = :p',
-          ExpressionAttributeNames: { '#p': index.partitionKey },
-          ExpressionAttributeValues: { ':p': keys.personsOfProject(projectId, '', 0).parent_pk },
-          ScanIndexForward: false,
-          Limit: Math.min(left, 1000),
-          ExclusiveStartKey: startKey,
-          ProjectionExpression: 'pk, sk, parent_pk, parent_sk',
-        }),
-      ),
-    );
+    const out = await queryPersonsIndex(projectId, Math.min(left, 1000), startKey, 'pk, sk, parent_pk, parent_sk');
     const items = out.Items ?? [];
     left -= items.length;
     if (!out.LastEvaluatedKey || items.length === 0) return left > 0 ? undefined : pageKeyOf(items.at(-1)!);

@@ -34,51 +34,18 @@ export async function captureEvents(input: CaptureRequestInput): Promise<Capture
   const project = await findProjectByToken(token);
   if (!project)
     throw new NotAuthenticated('Project API key invalid. You can find your project API key in your project settings.');
-  // Per project (its token names exactly one), far above the personal-key limits; SDKs back off on 429.
-  // Counted while the batch is validated and its uuids looked up; nothing is stored before the verdict.
-  const limited = limitRequest(`project:${project.project_id}`, 'capture').then(({ throttled }) => {
-    if (throttled) throw throttled;
-  });
-  limited.catch(() => undefined); // awaited below; this only keeps an early validation error from leaving it unhandled
+  const limited = startRateLimit(project.project_id);
 
   const receivedAt = now();
   const { accepted, rejected } = normalizeEvents(events, { now: receivedAt, sentAt, newUuid: uuidv7 });
   const rejectedIndexes = new Set(rejected.map((r) => r.index));
   const indexes = events.map((_, i) => i).filter((i) => !rejectedIndexes.has(i));
-
-  const unique = new Map<string, { index: number; timestamp: string; encoded: EncodedEvent }>();
-  let deduplicated = 0;
-  const insertedAt = receivedAt.toISOString();
-  accepted.forEach((e, i) => {
-    if (unique.has(e.uuid)) {
-      deduplicated += 1;
-      return;
-    }
-    try {
-      const encoded = encodeEvent({
-        uuid: e.uuid,
-        event: e.event,
-        distinct_id: e.distinct_id,
-        project_id: project.project_id,
-        properties: e.properties,
-        timestamp: e.timestamp,
-        inserted_at: insertedAt,
-      });
-      unique.set(e.uuid, { index: indexes[i]!, timestamp: e.timestamp, encoded });
-    } catch (error) {
-      if (!(error instanceof EventTooLarge)) throw error;
-      rejected.push({ index: indexes[i]!, reason: 'event too large to store' });
-    }
-  });
+  const { unique, deduplicated } = encodeUnique(accepted, indexes, rejected, project.project_id, receivedAt);
 
   if (unique.size === 0 && deduplicated === 0 && rejected.length) {
     await limited;
     countOutcomes({ accepted: 0, deduplicated: 0, rejected: rejected.length });
-    const first = [...rejected].sort((a, b) => a.index - b.index)[0]!;
-    throw new ValidationError(
-      first.reason,
-      rejected.length === events.length && events.length === 1 ? null : `batch__${first.index}`,
-    );
+    throw firstRejection(rejected, events.length);
   }
 
   const [, existing] = await Promise.all([limited, existingEventUuids(project.project_id, [...unique.keys()])]);
@@ -98,6 +65,71 @@ export async function captureEvents(input: CaptureRequestInput): Promise<Capture
   };
   countOutcomes(result);
   return result;
+}
+
+/**
+ * Per project (its token names exactly one), far above the personal-key limits; SDKs back off on 429.
+ * Counted while the batch is validated and its uuids looked up; nothing is stored before the verdict.
+ */
+function startRateLimit(projectId: number): Promise<void> {
+  const limited = limitRequest(`project:${projectId}`, 'capture').then(({ throttled }) => {
+    if (throttled) throw throttled;
+  });
+  limited.catch(() => undefined); // awaited by the caller; this only keeps an early validation error from leaving it unhandled
+  return limited;
+}
+
+interface UniqueEvent {
+  index: number;
+  timestamp: string;
+  encoded: EncodedEvent;
+}
+
+/**
+ * The accepted events encoded for storage, once per uuid (repeats counted as deduplicated); an event
+ * too large to store joins `rejected` under its index in the request (`indexes[i]` for accepted[i]).
+ */
+function encodeUnique(
+  accepted: ReturnType<typeof normalizeEvents>['accepted'],
+  indexes: number[],
+  rejected: RejectedEvent[],
+  projectId: number,
+  receivedAt: Date,
+): { unique: Map<string, UniqueEvent>; deduplicated: number } {
+  const unique = new Map<string, UniqueEvent>();
+  let deduplicated = 0;
+  const insertedAt = receivedAt.toISOString();
+  accepted.forEach((e, i) => {
+    if (unique.has(e.uuid)) {
+      deduplicated += 1;
+      return;
+    }
+    try {
+      const encoded = encodeEvent({
+        uuid: e.uuid,
+        event: e.event,
+        distinct_id: e.distinct_id,
+        project_id: projectId,
+        properties: e.properties,
+        timestamp: e.timestamp,
+        inserted_at: insertedAt,
+      });
+      unique.set(e.uuid, { index: indexes[i]!, timestamp: e.timestamp, encoded });
+    } catch (error) {
+      if (!(error instanceof EventTooLarge)) throw error;
+      rejected.push({ index: indexes[i]!, reason: 'event too large to store' });
+    }
+  });
+  return { unique, deduplicated };
+}
+
+/** The 400 for a batch none of whose events can be stored: the first rejection, with its index unless it was the only event. */
+function firstRejection(rejected: RejectedEvent[], eventCount: number): ValidationError {
+  const first = [...rejected].sort((a, b) => a.index - b.index)[0]!;
+  return new ValidationError(
+    first.reason,
+    rejected.length === eventCount && eventCount === 1 ? null : `batch__${first.index}`,
+  );
 }
 
 /**

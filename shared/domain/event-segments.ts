@@ -7,7 +7,13 @@
  * Anything else reads that day's raw event partitions, as before.
  */
 import { randomUUID } from 'node:crypto';
-import { readEventsInRange, readEventsInsertedBetween, readEventsOnDays, type StoredEvent } from '../db/events.ts';
+import {
+  readEventsInRange,
+  readEventsInsertedBetween,
+  readEventsOnDays,
+  type StoredEvent,
+  utcDays,
+} from '../db/events.ts';
 import { inParallel } from '../db/batch.ts';
 import {
   clearCompactionMarker,
@@ -182,6 +188,126 @@ const isFresh = (part: Part, name: string) =>
 
 export type TrendEventSource = 'segments' | 'events' | 'segments+events';
 
+/** One name: a BatchGetItem round over all days; every name: one Query per day. */
+async function readParts(
+  projectId: number,
+  days: string[],
+  names: string[] | null,
+  projection: Projection,
+): Promise<Part[]> {
+  if (!names)
+    return inParallel(days, PARTS_IN_FLIGHT, async (day) => ({
+      day,
+      name: null,
+      data: await readEventDay(projectId, day, null, projection),
+    }));
+  const perName = await Promise.all(
+    names.map(async (name) =>
+      [...(await readEventDays(projectId, days, name, projection))].map(([day, data]) => ({ day, name, data })),
+    ),
+  );
+  return perName.flat();
+}
+
+/** The events ingested since `p`'s stale segments that complete them, or undefined if they still fall short. */
+function topUpPart(p: Part, recent: StoredEvent[]): StoredEvent[] | undefined {
+  const added: StoredEvent[] = [];
+  const complete = namesOf(p).every((n) => {
+    if (isFresh(p, n)) return true;
+    const segment = p.data.segments.get(n)!;
+    const tally: Tally = { ...segment.tally };
+    for (const e of recent) {
+      if (e.event !== n || dayOf(e.timestamp) !== p.day || e.inserted_at < segment.through) continue;
+      addToTally(tally, e.uuid);
+      added.push(e);
+    }
+    return sameTally(tally, p.data.counts.get(n));
+  });
+  return complete ? added : undefined;
+}
+
+/**
+ * Parts whose segments are behind their counters: topped up from what was ingested since, if recent;
+ * the rest (and a part with no counter at all: no events, or events counted before day counters
+ * existed) are read raw.
+ */
+async function planParts(
+  projectId: number,
+  parts: Part[],
+  now: Date,
+): Promise<{ raw: Set<Part>; extra: Map<Part, StoredEvent[]> }> {
+  const horizon = new Date(now.getTime() - DELTA_HORIZON_MS).toISOString();
+  const behind = parts.filter((p) => p.data.counts.size === 0 || namesOf(p).some((n) => !isFresh(p, n)));
+  const toppable = behind.filter(
+    (p) =>
+      p.data.counts.size > 0 &&
+      namesOf(p).every((n) => isFresh(p, n) || (p.data.segments.get(n)?.through ?? '') >= horizon),
+  );
+  const raw = new Set(behind.filter((p) => !toppable.includes(p)));
+  const extra = new Map<Part, StoredEvent[]>();
+  if (!toppable.length) return { raw, extra };
+  const since = toppable
+    .flatMap((p) =>
+      namesOf(p)
+        .filter((n) => !isFresh(p, n))
+        .map((n) => p.data.segments.get(n)!.through),
+    )
+    .sort()[0]!;
+  const recent = await readEventsInsertedBetween(projectId, new Date(since), new Date(now.getTime() + VISIBILITY_MS));
+  for (const p of toppable) {
+    const added = topUpPart(p, recent);
+    if (added) extra.set(p, added);
+    else raw.add(p);
+  }
+  return { raw, extra };
+}
+
+function addStoredEvent(columns: StoredColumns, e: StoredEvent): void {
+  const t = Date.parse(e.timestamp);
+  if (t >= columns.from && t <= columns.to)
+    columns.rows.push({ event: e.event, distinct_id: e.distinct_id, t, properties: e.properties });
+}
+
+/** The segment chunks (and top-up rows) of every part not read raw; returns how many segments. */
+function addCompactedParts(
+  columns: StoredColumns,
+  parts: Part[],
+  raw: Set<Part>,
+  extra: Map<Part, StoredEvent[]>,
+): number {
+  let compacted = 0;
+  for (const p of parts) {
+    if (raw.has(p)) continue;
+    for (const n of namesOf(p)) {
+      const segment: SegmentBuild | undefined = p.data.segments.get(n);
+      if (!segment) continue;
+      compacted += 1;
+      for (const chunk of segment.chunks) columns.segments.push({ name: n, segment: chunk });
+    }
+    for (const e of extra.get(p) ?? []) addStoredEvent(columns, e);
+  }
+  return compacted;
+}
+
+/** Raw days, grouped by name so every Query shares one bounded pool; returns how many events. */
+async function addRawParts(
+  columns: StoredColumns,
+  projectId: number,
+  raw: Set<Part>,
+  from: Date,
+  to: Date,
+): Promise<number> {
+  let rawEvents = 0;
+  const rawDays = new Map<string | null, string[]>();
+  for (const p of raw) rawDays.set(p.name, [...(rawDays.get(p.name) ?? []), p.day]);
+  for (const [name, onDays] of rawDays) {
+    const found = await readEventsOnDays(projectId, onDays, from, to, name === null ? null : [name]);
+    rawEvents += found.length;
+    for (const e of found) addStoredEvent(columns, e);
+  }
+  return rawEvents;
+}
+
 /**
  * Events with from <= time <= to of the given names (null: all), for trends: each UTC day of the range
  * from its segments when they (plus what was ingested since) match the day counters, else from the
@@ -196,88 +322,11 @@ export async function readTrendRows(
   projection: Projection,
   now: Date,
 ): Promise<{ columns: StoredColumns; source: TrendEventSource }> {
-  const days: string[] = [];
-  for (let t = dayStart(dayOf(from.toISOString())); t <= to.getTime(); t += DAY_MS)
-    days.push(new Date(t).toISOString().slice(0, 10));
-  // One name: a BatchGetItem round over all days; every name: one Query per day.
-  const parts: Part[] = names
-    ? (
-        await Promise.all(
-          names.map(async (name) =>
-            [...(await readEventDays(projectId, days, name, projection))].map(([day, data]) => ({ day, name, data })),
-          ),
-        )
-      ).flat()
-    : await inParallel(days, PARTS_IN_FLIGHT, async (day) => ({
-        day,
-        name: null,
-        data: await readEventDay(projectId, day, null, projection),
-      }));
-
-  // Parts whose segments are behind their counters: top up from what was ingested since, if recent.
-  const horizon = new Date(now.getTime() - DELTA_HORIZON_MS).toISOString();
-  // A part with no counter at all is read raw: no events, or events counted before day counters existed.
-  const behind = parts.filter((p) => p.data.counts.size === 0 || namesOf(p).some((n) => !isFresh(p, n)));
-  const toppable = behind.filter(
-    (p) =>
-      p.data.counts.size > 0 &&
-      namesOf(p).every((n) => isFresh(p, n) || (p.data.segments.get(n)?.through ?? '') >= horizon),
-  );
-  const raw = new Set(behind.filter((p) => !toppable.includes(p)));
-  const extra = new Map<Part, StoredEvent[]>();
-  if (toppable.length) {
-    const since = toppable
-      .flatMap((p) =>
-        namesOf(p)
-          .filter((n) => !isFresh(p, n))
-          .map((n) => p.data.segments.get(n)!.through),
-      )
-      .sort()[0]!;
-    const recent = await readEventsInsertedBetween(projectId, new Date(since), new Date(now.getTime() + VISIBILITY_MS));
-    for (const p of toppable) {
-      const added: StoredEvent[] = [];
-      const complete = namesOf(p).every((n) => {
-        if (isFresh(p, n)) return true;
-        const segment = p.data.segments.get(n)!;
-        const tally: Tally = { ...segment.tally };
-        for (const e of recent) {
-          if (e.event !== n || dayOf(e.timestamp) !== p.day || e.inserted_at < segment.through) continue;
-          addToTally(tally, e.uuid);
-          added.push(e);
-        }
-        return sameTally(tally, p.data.counts.get(n));
-      });
-      if (complete) extra.set(p, added);
-      else raw.add(p);
-    }
-  }
-
+  const parts = await readParts(projectId, utcDays(from, to), names, projection);
+  const { raw, extra } = await planParts(projectId, parts, now);
   const columns: StoredColumns = { segments: [], rows: [], from: from.getTime(), to: to.getTime(), projection };
-  const takeStored = (e: StoredEvent) => {
-    const t = Date.parse(e.timestamp);
-    if (t >= columns.from && t <= columns.to)
-      columns.rows.push({ event: e.event, distinct_id: e.distinct_id, t, properties: e.properties });
-  };
-  let compacted = 0;
-  for (const p of parts) {
-    if (raw.has(p)) continue;
-    for (const n of namesOf(p)) {
-      const segment: SegmentBuild | undefined = p.data.segments.get(n);
-      if (!segment) continue;
-      compacted += 1;
-      for (const chunk of segment.chunks) columns.segments.push({ name: n, segment: chunk });
-    }
-    for (const e of extra.get(p) ?? []) takeStored(e);
-  }
-  // Raw days, grouped by name so every Query shares one bounded pool.
-  let rawEvents = 0;
-  const rawDays = new Map<string | null, string[]>();
-  for (const p of raw) rawDays.set(p.name, [...(rawDays.get(p.name) ?? []), p.day]);
-  for (const [name, onDays] of rawDays) {
-    const found = await readEventsOnDays(projectId, onDays, from, to, name === null ? null : [name]);
-    rawEvents += found.length;
-    for (const e of found) takeStored(e);
-  }
+  const compacted = addCompactedParts(columns, parts, raw, extra);
+  const rawEvents = await addRawParts(columns, projectId, raw, from, to);
   // Where the events came from (a raw read of an empty day contributes nothing).
   const source: TrendEventSource =
     rawEvents === 0 ? 'segments' : compacted === 0 && extra.size === 0 ? 'events' : 'segments+events';

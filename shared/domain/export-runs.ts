@@ -213,51 +213,70 @@ export async function executeRun(run: RunRecord, now: Date, put: PutObject): Pro
   };
   if (!(await claimRun(run, running))) return undefined;
   try {
-    const rows = e.model === 'persons' ? await personRows(e, run) : await eventRows(e, run);
-    const config = await openDestination(e);
-    const format = (config.file_format as FileFormat | null) ?? 'JSONLines';
-    const compression = (config.compression as Compression | null) ?? 'none';
-    const window = { start: new Date(run.data_interval_start), end: new Date(run.data_interval_end) };
-    const file = encodeRows(rows.rows, rows.columns, format, compression);
-    const key = objectKey(String(config.prefix ?? ''), window, e.model, file.extension);
-    await put(config, key, file.body, file.contentType);
-    const manifest = {
-      batch_export_id: e.id,
-      run_id: run.id,
-      model: e.model,
-      data_interval_start: run.data_interval_start,
-      data_interval_end: run.data_interval_end,
-      file_format: format,
-      compression,
-      files: [{ key, records: rows.rows.length, bytes: file.body.length }],
-      records: rows.rows.length,
-      bytes: file.body.length,
-    };
-    const manifestKey = `${key.slice(0, -file.extension.length - 1)}.manifest.json`;
-    await put(config, manifestKey, Buffer.from(JSON.stringify(manifest, null, 2)), 'application/json');
-    const finished = clockNow().toISOString();
-    await saveRun({
-      ...running,
-      status: 'Completed',
-      records_completed: rows.rows.length,
-      records_total_count: rows.rows.length,
-      bytes_exported: file.body.length,
-      finished_at: finished,
-      last_updated_at: finished,
-      latest_error: null,
-    });
-    metrics.addMetric(METRIC.exportRows, MetricUnit.Count, rows.rows.length);
-    await log(
-      e.id,
-      'INFO',
-      `Exported ${rows.rows.length} record(s) (${file.body.length} bytes) for ${run.data_interval_start} - ${run.data_interval_end} to s3://${String(config.bucket_name)}/${key}.`,
-      run.id,
-    );
-    await changeExport(e, (x) => (x.consecutive_failures ? { ...x, consecutive_failures: 0 } : undefined));
+    const uploaded = await uploadRun(e, run, put);
+    await completeRun(e, running, uploaded);
     return 'Completed';
   } catch (error) {
     return fail(e, running, error, now);
   }
+}
+
+interface Uploaded {
+  bucket: string;
+  key: string;
+  records: number;
+  bytes: number;
+}
+
+/** Writes the run's rows as one file (and its manifest beside it) to the export's destination. */
+async function uploadRun(e: ExportRecord, run: RunRecord, put: PutObject): Promise<Uploaded> {
+  const rows = e.model === 'persons' ? await personRows(e, run) : await eventRows(e, run);
+  const config = await openDestination(e);
+  const format = (config.file_format as FileFormat | null) ?? 'JSONLines';
+  const compression = (config.compression as Compression | null) ?? 'none';
+  const window = { start: new Date(run.data_interval_start), end: new Date(run.data_interval_end) };
+  const file = encodeRows(rows.rows, rows.columns, format, compression);
+  const key = objectKey(String(config.prefix ?? ''), window, e.model, file.extension);
+  await put(config, key, file.body, file.contentType);
+  const manifest = {
+    batch_export_id: e.id,
+    run_id: run.id,
+    model: e.model,
+    data_interval_start: run.data_interval_start,
+    data_interval_end: run.data_interval_end,
+    file_format: format,
+    compression,
+    files: [{ key, records: rows.rows.length, bytes: file.body.length }],
+    records: rows.rows.length,
+    bytes: file.body.length,
+  };
+  const manifestKey = `${key.slice(0, -file.extension.length - 1)}.manifest.json`;
+  await put(config, manifestKey, Buffer.from(JSON.stringify(manifest, null, 2)), 'application/json');
+  return { bucket: String(config.bucket_name), key, records: rows.rows.length, bytes: file.body.length };
+}
+
+/** Records a run's success: the run, the rows metric, the export's log, and its failure streak reset. */
+async function completeRun(e: ExportRecord, running: RunRecord, uploaded: Uploaded): Promise<void> {
+  const { bucket, key, records, bytes } = uploaded;
+  const finished = clockNow().toISOString();
+  await saveRun({
+    ...running,
+    status: 'Completed',
+    records_completed: records,
+    records_total_count: records,
+    bytes_exported: bytes,
+    finished_at: finished,
+    last_updated_at: finished,
+    latest_error: null,
+  });
+  metrics.addMetric(METRIC.exportRows, MetricUnit.Count, records);
+  await log(
+    e.id,
+    'INFO',
+    `Exported ${records} record(s) (${bytes} bytes) for ${running.data_interval_start} - ${running.data_interval_end} to s3://${bucket}/${key}.`,
+    running.id,
+  );
+  await changeExport(e, (x) => (x.consecutive_failures ? { ...x, consecutive_failures: 0 } : undefined));
 }
 
 function describeError(error: unknown): string {

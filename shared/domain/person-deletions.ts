@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { deleteEventsOfDistinctId } from '../db/events.ts';
 import { inParallel } from '../db/batch.ts';
+import { parseQueuedMessage } from '../json.ts';
 import { logger, METRIC, metrics, MetricUnit } from '../observability.ts';
 import type { DeletionRequest } from './persons.ts';
 
@@ -94,13 +95,9 @@ function recordDrain(summary: DrainSummary): DrainSummary {
 class MalformedRequest extends Error {}
 
 function parse(body: string): Pick<DeletionRequest, 'project_id' | 'person_id' | 'distinct_ids' | 'requested_at'> {
-  let json: unknown;
-  try {
-    json = JSON.parse(body);
-  } catch {
-    throw new MalformedRequest('malformed deletion request: not JSON');
-  }
-  const result = v.safeParse(deletionRequest, json);
-  if (!result.success) throw new MalformedRequest(`malformed deletion request: ${result.issues[0].message}`);
-  return result.output;
+  return parseQueuedMessage(
+    body,
+    deletionRequest,
+    (reason) => new MalformedRequest(`malformed deletion request: ${reason}`),
+  );
 }

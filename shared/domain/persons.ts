@@ -28,6 +28,7 @@ import {
 } from '../db/persons.ts';
 import { Conflict, NotFound, ValidationError } from '../errors.ts';
 import { UUID_PATTERN, uuidv7 } from '../ids.ts';
+import { parseQueuedMessage } from '../json.ts';
 import type { Caller } from './access.ts';
 import { CONFLICT, conflictIfFalse, retryOnConflict } from '../retry.ts';
 import { applyPersonUpdates } from './person-properties.ts';
@@ -546,15 +547,11 @@ export class MalformedBulkDelete extends Error {
 }
 
 export function parseQueuedBulkDelete(body: string): QueuedBulkDelete {
-  let json: unknown;
-  try {
-    json = JSON.parse(body);
-  } catch {
-    throw new MalformedBulkDelete('malformed bulk delete: not JSON');
-  }
-  const result = v.safeParse(queuedBulkDelete, json);
-  if (!result.success) throw new MalformedBulkDelete(`malformed bulk delete: ${result.issues[0].message}`);
-  return result.output;
+  return parseQueuedMessage(
+    body,
+    queuedBulkDelete,
+    (reason) => new MalformedBulkDelete(`malformed bulk delete: ${reason}`),
+  );
 }
 
 /**

@@ -663,23 +663,23 @@ const DESCRIPTION = [
   'The `sdk` operations answer what posthog-js fetches from its `api_host` besides capture: remote config, (no) feature flags and its own scripts.',
 ].join('\n');
 
-/** The OpenAPI 3.1 document for `entries` (one per route-table row, with the schemas its handler validates). */
-export function buildOpenApi(entries: readonly OpenApiEntry[], info: OpenApiInfo): OpenApiDocument {
+const isPublic = (route: OpenApiRoute) => route.auth === 'project_token' || route.auth === 'public';
+
+/** One path item per route path, keyed by its braced form, each method documented once. */
+function operationPaths(entries: readonly OpenApiEntry[]): Record<string, JsonObject> {
   const paths: Record<string, JsonObject> = {};
-  const add = (path: string, method: string, value: Json) => {
+  for (const entry of entries) {
+    const { path, method } = entry.route;
     const item = (paths[bracedPath(path)] ??= {});
     const key = method.toLowerCase();
     if (key in item) throw new Error(`${method} ${path} is documented twice`);
-    item[key] = value;
-  };
-  for (const entry of entries) {
-    const operation =
-      entry.route.auth === 'project_token' || entry.route.auth === 'public'
-        ? publicOperation(entry)
-        : keyOperation(entry);
-    add(entry.route.path, entry.route.method, operation);
+    item[key] = isPublic(entry.route) ? publicOperation(entry) : keyOperation(entry);
   }
-  // Alias paths point at the path item of their operation: one operationId, several paths.
+  return paths;
+}
+
+/** Alias paths point at the path item of their operation: one operationId, several paths. */
+function addAliasPaths(paths: Record<string, JsonObject>, entries: readonly OpenApiEntry[]): void {
   for (const { route } of entries) {
     for (const alias of route.aliases ?? []) {
       if (paths[bracedPath(alias)])
@@ -692,66 +692,82 @@ export function buildOpenApi(entries: readonly OpenApiEntry[], info: OpenApiInfo
       };
     }
   }
-  const sortedPaths = Object.fromEntries(Object.entries(paths).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+const sortedByPath = (paths: Record<string, JsonObject>) =>
+  Object.fromEntries(Object.entries(paths).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+
+function componentSchemas(): JsonObject {
+  return {
+    Error: {
+      type: 'object',
+      required: ['type', 'code', 'detail', 'attr'],
+      properties: {
+        type: {
+          type: 'string',
+          enum: ['validation_error', 'authentication_error', 'invalid_request', 'throttled_error', 'server_error'],
+        },
+        code: { type: 'string' },
+        detail: { type: 'string' },
+        attr: {
+          type: ['string', 'null'],
+          description: 'The field at fault (nested fields joined with `__`), or null.',
+        },
+      },
+    },
+    Page: {
+      type: 'object',
+      required: ['count', 'next', 'previous', 'results'],
+      properties: {
+        count: { type: 'integer', minimum: 0 },
+        next: { type: ['string', 'null'], format: 'uri' },
+        previous: { type: ['string', 'null'], format: 'uri' },
+        results: { type: 'array', items: { type: 'object' } },
+      },
+    },
+    CaptureEvent: captureEvent,
+  };
+}
+
+function errorResponses(): JsonObject {
+  return Object.fromEntries(
+    Object.values(ERROR_RESPONSES).map(([name, description]) => [
+      name,
+      { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+    ]),
+  );
+}
+
+function securitySchemes(): JsonObject {
+  return {
+    personalApiKey: {
+      type: 'http',
+      scheme: 'bearer',
+      description:
+        'A personal API key (`phx_...`) as `Authorization: Bearer <key>`. An operation lists the one scope it needs; a key carrying ' +
+        '`x:write` also has `x:read`, and `*` has every scope. A key may further be limited to some organizations or projects. ' +
+        `Scopes: ${scopeList}.`,
+    },
+    personalApiKeyQuery: {
+      type: 'apiKey',
+      in: 'query',
+      name: 'personal_api_key',
+      description: 'The same personal API key in the query string (the header wins when both are sent).',
+    },
+  };
+}
+
+/** The OpenAPI 3.1 document for `entries` (one per route-table row, with the schemas its handler validates). */
+export function buildOpenApi(entries: readonly OpenApiEntry[], info: OpenApiInfo): OpenApiDocument {
+  const paths = operationPaths(entries);
+  addAliasPaths(paths, entries);
   const tags = [...new Set(entries.map((e) => tagOf(e.route)))].sort().map((name) => ({ name }));
   return {
     openapi: '3.1.0',
     info: { title: info.title, version: info.version, description: info.description ?? DESCRIPTION },
     tags,
-    paths: sortedPaths,
-    components: {
-      schemas: {
-        Error: {
-          type: 'object',
-          required: ['type', 'code', 'detail', 'attr'],
-          properties: {
-            type: {
-              type: 'string',
-              enum: ['validation_error', 'authentication_error', 'invalid_request', 'throttled_error', 'server_error'],
-            },
-            code: { type: 'string' },
-            detail: { type: 'string' },
-            attr: {
-              type: ['string', 'null'],
-              description: 'The field at fault (nested fields joined with `__`), or null.',
-            },
-          },
-        },
-        Page: {
-          type: 'object',
-          required: ['count', 'next', 'previous', 'results'],
-          properties: {
-            count: { type: 'integer', minimum: 0 },
-            next: { type: ['string', 'null'], format: 'uri' },
-            previous: { type: ['string', 'null'], format: 'uri' },
-            results: { type: 'array', items: { type: 'object' } },
-          },
-        },
-        CaptureEvent: captureEvent,
-      },
-      responses: Object.fromEntries(
-        Object.values(ERROR_RESPONSES).map(([name, description]) => [
-          name,
-          { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
-        ]),
-      ),
-      securitySchemes: {
-        personalApiKey: {
-          type: 'http',
-          scheme: 'bearer',
-          description:
-            'A personal API key (`phx_...`) as `Authorization: Bearer <key>`. An operation lists the one scope it needs; a key carrying ' +
-            '`x:write` also has `x:read`, and `*` has every scope. A key may further be limited to some organizations or projects. ' +
-            `Scopes: ${scopeList}.`,
-        },
-        personalApiKeyQuery: {
-          type: 'apiKey',
-          in: 'query',
-          name: 'personal_api_key',
-          description: 'The same personal API key in the query string (the header wins when both are sent).',
-        },
-      },
-    },
+    paths: sortedByPath(paths),
+    components: { schemas: componentSchemas(), responses: errorResponses(), securitySchemes: securitySchemes() },
   };
 }
 

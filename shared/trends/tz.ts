@@ -77,8 +77,8 @@ export function offsetAt(t: number, tz: string): number {
   return offset;
 }
 
-export function toLocal(t: number, tz: string): LocalDateTime {
-  const d = new Date(t + offsetAt(t, tz));
+/** A Date's fields on the UTC axis (where wall-clock times are kept as milliseconds). */
+function utcFields(d: Date): LocalDateTime {
   return {
     year: d.getUTCFullYear(),
     month: d.getUTCMonth() + 1,
@@ -88,6 +88,10 @@ export function toLocal(t: number, tz: string): LocalDateTime {
     second: d.getUTCSeconds(),
     ms: d.getUTCMilliseconds(),
   };
+}
+
+export function toLocal(t: number, tz: string): LocalDateTime {
+  return utcFields(new Date(t + offsetAt(t, tz)));
 }
 
 /**
@@ -119,19 +123,7 @@ export function wallClock(t: number, tz: string): number {
 
 /** The instant of a wall-clock time given as milliseconds on the UTC axis (see fromLocal for DST gaps and folds). */
 export function fromWallClock(w: number, tz: string): number {
-  const d = new Date(w);
-  return fromLocal(
-    {
-      year: d.getUTCFullYear(),
-      month: d.getUTCMonth() + 1,
-      day: d.getUTCDate(),
-      hour: d.getUTCHours(),
-      minute: d.getUTCMinutes(),
-      second: d.getUTCSeconds(),
-      ms: d.getUTCMilliseconds(),
-    },
-    tz,
-  );
+  return fromLocal(utcFields(new Date(w)), tz);
 }
 
 export function localDateOf(t: number, tz: string): LocalDate {

@@ -866,15 +866,29 @@ function entryRows(
   rowCount: number,
   ctx: FinishContext,
 ): Row[] {
-  const { period, family } = acc;
-  const B = period.buckets.length;
-  const slotsPerRow = B + 2;
+  const slotsPerRow = acc.period.buckets.length + 2;
+  const { starts, order } = sortEntriesByCell(acc, rowOfGroup, rowCount, slotsPerRow);
+  const rows: Row[] = [];
+  const distinct = new DistinctCounter();
+  for (let r = 0; r < rowCount; r += 1) {
+    const base = r * slotsPerRow;
+    const range = (fromSlot: number, toSlot: number) =>
+      order.subarray(starts[base + fromSlot]!, starts[base + toSlot]!);
+    rows.push(entryRow(plan.entity.math, acc, range, ctx, distinct));
+  }
+  return rows;
+}
+
+/** Counting sort of the entries by cell (row, slot): `order` lists entry indexes, cell c's at starts[c]..starts[c+1]. */
+function sortEntriesByCell(
+  acc: Accumulator,
+  rowOfGroup: Int32Array,
+  rowCount: number,
+  slotsPerRow: number,
+): { starts: Int32Array; order: Int32Array } {
   const cellCount = rowCount * slotsPerRow;
   const count = acc.entries;
-  const groups = acc.groups;
-  const slots = acc.slots;
-  const values = acc.values;
-  // Counting sort of the entries by (row, slot).
+  const { groups, slots } = acc;
   const starts = new Int32Array(cellCount + 1);
   const cellOf = new Int32Array(count);
   for (let k = 0; k < count; k += 1) {
@@ -890,61 +904,59 @@ function entryRows(
     const cell = cellOf[k]!;
     if (cell >= 0) order[fill[cell]!++] = k;
   }
-  const math = plan.entity.math;
-  const rows: Row[] = [];
-  const distinct = new DistinctCounter();
-  for (let r = 0; r < rowCount; r += 1) {
-    const base = r * slotsPerRow;
-    const range = (fromSlot: number, toSlot: number) =>
-      order.subarray(starts[base + fromSlot]!, starts[base + toSlot]!);
-    const bucket = (b: number) => range(b + 2, b + 3);
-    const inPeriod = range(1, slotsPerRow);
-    if (family === 'window') {
-      const bucketValues = activePersons(
-        range(0, slotsPerRow),
-        acc,
-        period,
-        windowDays(math, ctx.interval)!,
-        ctx.tz,
-        ctx.personCount,
-      );
-      rows.push({ values: bucketValues, aggregated: bucketValues.at(-1) ?? 0 });
-      continue;
-    }
-    if (family === 'distinct') {
-      const bucketValues =
-        ctx.cumulative && math === 'dau'
-          ? firstAppearances(order.subarray(starts[base + 2]!, starts[base + slotsPerRow]!), slots, values, B, distinct)
-          : Array.from({ length: B }, (_, b) => distinct.count(bucket(b), values));
-      const aggregated =
-        ACTIVE_WINDOW_DAYS[math] !== undefined ? (bucketValues.at(-1) ?? 0) : distinct.count(inPeriod, values);
-      rows.push({ values: bucketValues, aggregated });
-      continue;
-    }
-    if (family === 'numbers') {
-      const numbersOf = (entries: Int32Array) => {
-        const out = new Float64Array(entries.length);
-        let n = 0;
-        for (let i = 0; i < entries.length; i += 1) {
-          const v = values[entries[i]!]!;
-          if (!Number.isNaN(v)) out[n++] = v;
-        }
-        return out.subarray(0, n);
-      };
-      rows.push({
-        values: Array.from({ length: B }, (_, b) => statistic(math, numbersOf(bucket(b)))),
-        aggregated: statistic(math, numbersOf(inPeriod)),
-      });
-      continue;
-    }
-    // Per-actor counts.
-    const kind = math.replace('_count_per_actor', '');
-    rows.push({
-      values: Array.from({ length: B }, (_, b) => statistic(kind, distinct.perOrdinal(bucket(b), values))),
-      aggregated: statistic(kind, distinct.perOrdinal(inPeriod, values)),
-    });
+  return { starts, order };
+}
+
+/** One row's buckets and whole period from its entries; `range(a, b)` is the row's entries of slots a..b-1. */
+function entryRow(
+  math: SeriesPlan['entity']['math'],
+  acc: Accumulator,
+  range: (fromSlot: number, toSlot: number) => Int32Array,
+  ctx: FinishContext,
+  distinct: DistinctCounter,
+): Row {
+  const { period, family, values } = acc;
+  const B = period.buckets.length;
+  const slotsPerRow = B + 2;
+  const bucket = (b: number) => range(b + 2, b + 3);
+  const inPeriod = range(1, slotsPerRow);
+  if (family === 'window') {
+    const windowed = range(0, slotsPerRow);
+    const bucketValues = activePersons(windowed, acc, period, windowDays(math, ctx.interval)!, ctx.tz, ctx.personCount);
+    return { values: bucketValues, aggregated: bucketValues.at(-1) ?? 0 };
   }
-  return rows;
+  if (family === 'distinct') {
+    const bucketValues =
+      ctx.cumulative && math === 'dau'
+        ? firstAppearances(range(2, slotsPerRow), acc.slots, values, B, distinct)
+        : Array.from({ length: B }, (_, b) => distinct.count(bucket(b), values));
+    const aggregated =
+      ACTIVE_WINDOW_DAYS[math] !== undefined ? (bucketValues.at(-1) ?? 0) : distinct.count(inPeriod, values);
+    return { values: bucketValues, aggregated };
+  }
+  if (family === 'numbers') {
+    return {
+      values: Array.from({ length: B }, (_, b) => statistic(math, numbersOf(bucket(b), values))),
+      aggregated: statistic(math, numbersOf(inPeriod, values)),
+    };
+  }
+  // Per-actor counts.
+  const kind = math.replace('_count_per_actor', '');
+  return {
+    values: Array.from({ length: B }, (_, b) => statistic(kind, distinct.perOrdinal(bucket(b), values))),
+    aggregated: statistic(kind, distinct.perOrdinal(inPeriod, values)),
+  };
+}
+
+/** The entries' values that are numbers. */
+function numbersOf(entries: Int32Array, values: Float64Array): Float64Array {
+  const out = new Float64Array(entries.length);
+  let n = 0;
+  for (let i = 0; i < entries.length; i += 1) {
+    const v = values[entries[i]!]!;
+    if (!Number.isNaN(v)) out[n++] = v;
+  }
+  return out.subarray(0, n);
 }
 
 /** Distinct ordinals (persons, sessions) of a set of entries, with a stamp per ordinal instead of a Set. */
