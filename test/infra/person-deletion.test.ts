@@ -19,6 +19,13 @@ const actionsOn = (name: string, ...targets: unknown[]) => {
     .filter((st) => [st.Resource].flat().some((r) => wanted.includes(JSON.stringify(r)) || r === '*'))
     .flatMap((st) => [st.Action].flat());
 };
+/** The schedule expressions of the rules that invoke the function. */
+const schedulesOf = (name: string) => {
+  const target = JSON.stringify({ 'Fn::GetAtt': [logicalId(stack, stack.functions.get(name)!), 'Arn'] });
+  return Object.values(resources(template, 'AWS::Events::Rule'))
+    .filter((r) => JSON.stringify(r.Properties!.Targets[0].Arn) === target)
+    .map((r) => r.Properties!.ScheduleExpression);
+};
 /** The queue keeps messages 14 days and moves one to its DLQ after its configured receives. */
 function expectRetainedWithDlq(name: QueueName) {
   const queue = resources(template, 'AWS::SQS::Queue')[logicalId(stack, stack.queues.get(name)!.queue)]!;
@@ -159,11 +166,7 @@ describe('queued bulk deletes', () => {
 
 describe('batch export scheduler', () => {
   it('runs every 5 minutes with no S3 permission of its own: only sts:AssumeRole and kms:Decrypt for destinations', () => {
-    const target = { 'Fn::GetAtt': [logicalId(stack, stack.functions.get('run_batch_exports')!), 'Arn'] };
-    const rules = Object.values(resources(template, 'AWS::Events::Rule')).filter(
-      (r) => JSON.stringify(r.Properties!.Targets[0].Arn) === JSON.stringify(target),
-    );
-    expect(rules.map((r) => r.Properties!.ScheduleExpression)).toEqual(['rate(5 minutes)']);
+    expect(schedulesOf('run_batch_exports')).toEqual(['rate(5 minutes)']);
     const destinationActions = roleActions(dev, 'run_batch_exports').filter((a) => /^(s3|sts|kms):/.test(a));
     expect(destinationActions.sort()).toEqual(['kms:Decrypt', 'sts:AssumeRole', 'sts:AssumeRole']); // Allow any role, Deny this account's
     for (const name of stack.functions.keys())
@@ -173,11 +176,7 @@ describe('batch export scheduler', () => {
 
 describe('event compactor', () => {
   it('runs every 5 minutes with a write role and no S3 or queue access', () => {
-    const target = { 'Fn::GetAtt': [logicalId(stack, stack.functions.get('compact_events')!), 'Arn'] };
-    const rules = Object.values(resources(template, 'AWS::Events::Rule')).filter(
-      (r) => JSON.stringify(r.Properties!.Targets[0].Arn) === JSON.stringify(target),
-    );
-    expect(rules.map((r) => r.Properties!.ScheduleExpression)).toEqual(['rate(5 minutes)']);
+    expect(schedulesOf('compact_events')).toEqual(['rate(5 minutes)']);
     const actions = roleActions(dev, 'compact_events');
     expect(actions).toEqual(
       expect.arrayContaining([
