@@ -711,27 +711,28 @@ function rowsOf(
   ctx: FinishContext,
 ): RowValues[] {
   const groupCount = Math.max(state.groups.size, 1);
+  const math = plan.entity.math;
   if (!breakdown) {
     const rowOfGroup = new Int32Array(groupCount);
-    return [computeRows(plan, acc, rowOfGroup, 1, ctx)[0]!];
+    return [computeRows(math, acc, { rowOfGroup, rowCount: 1 }, ctx)[0]!];
   }
   const ranked = rankGroups(acc.volumesOf(state.groups.size), state.groups.values, breakdown);
   if (!ranked) return [];
-  const rows = computeRows(plan, acc, ranked.rowOfGroup, ranked.values.length, ctx);
+  const rows = computeRows(math, acc, { rowOfGroup: ranked.rowOfGroup, rowCount: ranked.values.length }, ctx);
   return ranked.values.map((value, r) => ({ breakdown_value: value, ...rows[r]! }));
 }
 
 type Row = Omit<RowValues, 'breakdown_value'>;
 
-function computeRows(
-  plan: SeriesPlan,
-  acc: Accumulator,
-  rowOfGroup: Int32Array,
-  rowCount: number,
-  ctx: FinishContext,
-): Row[] {
+/** The row each group's events count in (-1: in none), and how many rows there are. */
+interface RowMap {
+  rowOfGroup: Int32Array;
+  rowCount: number;
+}
+
+function computeRows(math: MathType, acc: Accumulator, rowMap: RowMap, ctx: FinishContext): Row[] {
   const B = acc.period.buckets.length;
-  const math = plan.entity.math;
+  const { rowOfGroup, rowCount } = rowMap;
   if (acc.family === 'count' || acc.family === 'stats') {
     const fields = acc.family === 'stats' ? STAT_FIELDS : 1;
     const merged = Array.from({ length: rowCount }, () => {
@@ -773,7 +774,7 @@ function computeRows(
       return { values: Array.from({ length: B }, (_, b) => value(b)), aggregated: value(B) };
     });
   }
-  return entryRows(plan, acc, rowOfGroup, rowCount, ctx);
+  return entryRows(math, acc, rowMap, ctx);
 }
 
 function statOf(math: MathType, cells: Float64Array, at: number): number {
@@ -859,22 +860,16 @@ function select(a: Float64Array, k: number): number {
  * sort, then each slot (and each row's whole period) is reduced over typed arrays; distinct counts use
  * a stamp per ordinal instead of a Set.
  */
-function entryRows(
-  plan: SeriesPlan,
-  acc: Accumulator,
-  rowOfGroup: Int32Array,
-  rowCount: number,
-  ctx: FinishContext,
-): Row[] {
+function entryRows(math: MathType, acc: Accumulator, rowMap: RowMap, ctx: FinishContext): Row[] {
   const slotsPerRow = acc.period.buckets.length + 2;
-  const { starts, order } = sortEntriesByCell(acc, rowOfGroup, rowCount, slotsPerRow);
+  const { starts, order } = sortEntriesByCell(acc, rowMap, slotsPerRow);
   const rows: Row[] = [];
   const distinct = new DistinctCounter();
-  for (let r = 0; r < rowCount; r += 1) {
+  for (let r = 0; r < rowMap.rowCount; r += 1) {
     const base = r * slotsPerRow;
     const range = (fromSlot: number, toSlot: number) =>
       order.subarray(starts[base + fromSlot]!, starts[base + toSlot]!);
-    rows.push(entryRow(plan.entity.math, acc, range, ctx, distinct));
+    rows.push(entryRow(math, acc, range, ctx, distinct));
   }
   return rows;
 }
@@ -882,8 +877,7 @@ function entryRows(
 /** Counting sort of the entries by cell (row, slot): `order` lists entry indexes, cell c's at starts[c]..starts[c+1]. */
 function sortEntriesByCell(
   acc: Accumulator,
-  rowOfGroup: Int32Array,
-  rowCount: number,
+  { rowOfGroup, rowCount }: RowMap,
   slotsPerRow: number,
 ): { starts: Int32Array; order: Int32Array } {
   const cellCount = rowCount * slotsPerRow;
