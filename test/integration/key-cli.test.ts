@@ -30,7 +30,8 @@ const awsEnv = {
   AWS_SECRET_ACCESS_KEY: 'x',
 };
 
-describe('npm run key', () => {
+// Each call starts `npx tsx` afresh (several seconds on a loaded machine), and a test makes up to four.
+describe('npm run key', { timeout: 90_000 }, () => {
   it('creates, lists and revokes keys against the table the AWS environment names', async () => {
     const email = uniqueEmail('cli');
     const created = await keyCli(['create', '--email', email, '--scopes', 'organization:read'], awsEnv);
