@@ -31,6 +31,7 @@ import { ACTIVE_WINDOW_DAYS, type RowValues, windowDays } from '../math.ts';
 import { buildResponse, type PeriodResult } from '../output.ts';
 import { propertyOf, toNumber } from '../properties.ts';
 import {
+  AGGREGATED_DISPLAYS,
   COUNT_PER_ACTOR_MATHS,
   PROPERTY_MATHS,
   type ActionDefinition,
@@ -543,6 +544,7 @@ export function computeTrendFromColumns(query: TrendQuery, input: ColumnarInput)
       entity: plan.entity,
       rows: rowsOf(plan, plan.accumulators[p]!, breakdown, state, {
         cumulative,
+        aggregate: AGGREGATED_DISPLAYS.has(query.display),
         interval: query.interval,
         tz: ctx.tz,
         personCount: state.persons.size,
@@ -694,6 +696,11 @@ function addStat(cells: Float64Array, at: number, v: number): void {
 
 interface FinishContext {
   cumulative: boolean;
+  /**
+   * Whether rows need their whole-period value: only aggregated displays show it (output.ts). Entry
+   * maths skip it otherwise (NaN), which spares a second pass over every entry (a quantile of all of them).
+   */
+  aggregate: boolean;
   personCount: number;
   interval: TrendQuery['interval'];
   tz: string;
@@ -931,20 +938,24 @@ function entryRow(
         ? firstAppearances(range(2, slotsPerRow), acc.slots, values, B, distinct)
         : Array.from({ length: B }, (_, b) => distinct.count(bucket(b), values));
     const aggregated =
-      ACTIVE_WINDOW_DAYS[math] !== undefined ? (bucketValues.at(-1) ?? 0) : distinct.count(inPeriod, values);
+      ACTIVE_WINDOW_DAYS[math] !== undefined
+        ? (bucketValues.at(-1) ?? 0)
+        : ctx.aggregate
+          ? distinct.count(inPeriod, values)
+          : Number.NaN;
     return { values: bucketValues, aggregated };
   }
   if (family === 'numbers') {
     return {
       values: Array.from({ length: B }, (_, b) => statistic(math, numbersOf(bucket(b), values))),
-      aggregated: statistic(math, numbersOf(inPeriod, values)),
+      aggregated: ctx.aggregate ? statistic(math, numbersOf(inPeriod, values)) : Number.NaN,
     };
   }
   // Per-actor counts.
   const kind = math.replace('_count_per_actor', '');
   return {
     values: Array.from({ length: B }, (_, b) => statistic(kind, distinct.perOrdinal(bucket(b), values))),
-    aggregated: statistic(kind, distinct.perOrdinal(inPeriod, values)),
+    aggregated: ctx.aggregate ? statistic(kind, distinct.perOrdinal(inPeriod, values)) : Number.NaN,
   };
 }
 
