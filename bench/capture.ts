@@ -8,6 +8,7 @@ import { BatchWriteItemCommand, DynamoDBClient, GetItemCommand } from '@aws-sdk/
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { eventItem } from '#shared/db/events.ts';
 import { keys } from '#shared/db/keys.ts';
+import { toStoredEvent } from '#shared/domain/capture.ts';
 import { startChildStack, type ChildStack } from './lib/local-stack.ts';
 import { fixed, heading, table } from './lib/format.ts';
 import { percentile } from './lib/stats.ts';
@@ -74,15 +75,7 @@ async function rawBatchWrite(stack: ChildStack, batches: number, concurrency: nu
   // Same items, but under a key prefix the stream worker ignores: the baseline measures writing alone.
   const requests = Array.from({ length: batches }, (_, b) =>
     payload(b).map((e) => {
-      const item = eventItem({
-        uuid: e.uuid,
-        event: e.event,
-        distinct_id: e.distinct_id,
-        project_id: projectId,
-        properties: e.properties,
-        timestamp: e.timestamp,
-        inserted_at: insertedAt,
-      });
+      const item = eventItem(toStoredEvent(e, projectId, insertedAt));
       return marshall({ ...item, pk: `BENCHRAW#${String(item.pk)}` }, { removeUndefinedValues: true });
     }),
   );

@@ -272,13 +272,6 @@ export async function claimRun(read: RunRecord, running: RunRecord): Promise<boo
   );
 }
 
-export async function getRun(exportId: string, runId: string): Promise<RunRecord | undefined> {
-  const out = await call(() =>
-    db().send(new GetCommand({ TableName: tableName(), Key: keys.exportRun(exportId, runId), ConsistentRead: true })),
-  );
-  return out.Item ? runFromItem(out.Item) : undefined;
-}
-
 export async function latestRuns(exportId: string, limit = 10): Promise<RunRecord[]> {
   return (
     await queryAll(keys.batchExportPartition(exportId).pk, keys.exportRunPrefix, { newestFirst: true, limit })

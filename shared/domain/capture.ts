@@ -2,11 +2,19 @@ import {
   decodeCaptureRequest,
   extractEvents,
   normalizeEvents,
+  type CapturedEvent,
   type CaptureRequestInput,
   type RejectedEvent,
 } from '../capture/decode.ts';
 import { now } from '../clock.ts';
-import { encodeEvent, EventTooLarge, existingEventUuids, storeEvents, type EncodedEvent } from '../db/events.ts';
+import {
+  encodeEvent,
+  EventTooLarge,
+  existingEventUuids,
+  storeEvents,
+  type EncodedEvent,
+  type StoredEvent,
+} from '../db/events.ts';
 import { findProjectByToken } from '../db/organizations.ts';
 import { noteEventTime } from '../db/projects.ts';
 import { limitRequest } from '../db/rate-limits.ts';
@@ -79,6 +87,12 @@ function startRateLimit(projectId: number): Promise<void> {
   return limited;
 }
 
+/** A captured event as its project stores it, ingested at `insertedAt` (ISO UTC). */
+export function toStoredEvent(e: CapturedEvent, projectId: number, insertedAt: string): StoredEvent {
+  const { uuid, event, distinct_id, properties, timestamp } = e;
+  return { uuid, event, distinct_id, project_id: projectId, properties, timestamp, inserted_at: insertedAt };
+}
+
 interface UniqueEvent {
   index: number;
   timestamp: string;
@@ -105,15 +119,7 @@ function encodeUnique(
       return;
     }
     try {
-      const encoded = encodeEvent({
-        uuid: e.uuid,
-        event: e.event,
-        distinct_id: e.distinct_id,
-        project_id: projectId,
-        properties: e.properties,
-        timestamp: e.timestamp,
-        inserted_at: insertedAt,
-      });
+      const encoded = encodeEvent(toStoredEvent(e, projectId, insertedAt));
       unique.set(e.uuid, { index: indexes[i]!, timestamp: e.timestamp, encoded });
     } catch (error) {
       if (!(error instanceof EventTooLarge)) throw error;

@@ -366,6 +366,13 @@ const remoteConfigResponse: JsonObject = {
   },
 };
 
+/** A script for the browser: 404 when there is none to serve. */
+const browserScript: Pick<HandDocumented, 'response' | 'contentType' | 'errors'> = {
+  response: { type: 'string' },
+  contentType: 'application/javascript',
+  errors: [404, 500],
+};
+
 /**
  * Operations whose handler validates no valibot schema (publicHandler hands the raw request to the
  * domain): described here by hand. The generator fails on a public operation missing from this list.
@@ -446,9 +453,7 @@ export const HAND_DOCUMENTED: Record<string, HandDocumented> = {
     description:
       'The remote config as a script that sets `window._POSTHOG_REMOTE_CONFIG[<token>] = {config, siteApps: []}`, which posthog-js loads ' +
       'first (a cross-origin script). CORS `*`; 404 for a token that names no project.',
-    response: { type: 'string' },
-    contentType: 'application/javascript',
-    errors: [404, 500],
+    ...browserScript,
   },
   sdk_flags: {
     description:
@@ -470,16 +475,12 @@ export const HAND_DOCUMENTED: Record<string, HandDocumented> = {
     description:
       'A browser bundle of the pinned posthog-js (`array.js` for the snippet, `array.full.js`, and the extensions the SDK loads lazily as ' +
       "`/static/<name>.js?v=<version>`). Only scripts listed in the package's `dist/` folder; anything else is 404. CORS `*`, cached a day.",
-    response: { type: 'string' },
-    contentType: 'application/javascript',
-    errors: [404, 500],
+    ...browserScript,
   },
   sdk_static_versioned: {
     description:
       'The same bundles at `/static/<version>/<name>.js` (posthog-js `strict_script_versioning`); another version than the pinned one is 404. Cached a year.',
-    response: { type: 'string' },
-    contentType: 'application/javascript',
-    errors: [404, 500],
+    ...browserScript,
   },
 };
 

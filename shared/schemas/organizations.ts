@@ -10,4 +10,3 @@ export const organizationFields = {
 
 export const createOrganizationBody = v.object(organizationFields);
 export const updateOrganizationBody = v.object({ ...organizationFields, name: v.optional(organizationFields.name) });
-export const organizationIdParams = v.object({ id: v.pipe(v.string(), v.uuid()) });

@@ -72,13 +72,8 @@ export type MathType =
   | PropertyMath
   | CountPerActorMath;
 
-export const DISPLAYS = [
-  'ActionsLineGraph',
-  'ActionsLineGraphCumulative',
-  'ActionsBar',
-  'ActionsAreaGraph',
-  'ActionsStackedBar',
-  'ActionsUnstackedBar',
+/** Displays that return one `aggregated_value` per series over the whole range instead of per-bucket data. */
+const AGGREGATED = [
   'ActionsTable',
   'ActionsPie',
   'ActionsBarValue',
@@ -86,19 +81,21 @@ export const DISPLAYS = [
   'BoldNumber',
   'CalendarHeatmap',
 ] as const;
+
+export const DISPLAYS = [
+  'ActionsLineGraph',
+  'ActionsLineGraphCumulative',
+  'ActionsBar',
+  'ActionsAreaGraph',
+  'ActionsStackedBar',
+  'ActionsUnstackedBar',
+  ...AGGREGATED,
+] as const;
 export type KnownDisplay = (typeof DISPLAYS)[number];
 /** The legacy endpoint takes any display string; one it does not know is answered as a time series. */
 export type Display = KnownDisplay | (string & {});
 
-/** Displays that return one `aggregated_value` per series over the whole range instead of per-bucket data. */
-export const AGGREGATED_DISPLAYS: ReadonlySet<Display> = new Set<Display>([
-  'ActionsTable',
-  'ActionsPie',
-  'ActionsBarValue',
-  'WorldMap',
-  'BoldNumber',
-  'CalendarHeatmap',
-]);
+export const AGGREGATED_DISPLAYS: ReadonlySet<Display> = new Set<Display>(AGGREGATED);
 
 /** Displays that answer without the breakdown of the request (one number, or one heatmap, per series). */
 export const UNBROKEN_DISPLAYS: ReadonlySet<Display> = new Set<Display>(['BoldNumber', 'CalendarHeatmap']);

@@ -9,20 +9,36 @@ const drain = () => stack.functions.get('drain_person_deletions')!;
 const queueArn = (name: QueueName, which: 'queue' | 'dlq' = 'queue') => ({
   'Fn::GetAtt': [logicalId(stack, stack.queues.get(name)![which]), 'Arn'],
 });
+const roleIdOf = (name: string) => logicalId(stack, stack.functions.get(name)!.role!);
+/** Actions the function's role has on any of the resources (or on '*'). */
+const actionsOn = (name: string, ...targets: unknown[]) => {
+  const wanted = targets.map((t) => JSON.stringify(t));
+  return Object.values(resources(template, 'AWS::IAM::Policy'))
+    .filter((p) => JSON.stringify(p.Properties!.Roles) === JSON.stringify([{ Ref: roleIdOf(name) }]))
+    .flatMap((p) => p.Properties!.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[])
+    .filter((st) => [st.Resource].flat().some((r) => wanted.includes(JSON.stringify(r)) || r === '*'))
+    .flatMap((st) => [st.Action].flat());
+};
+/** The schedule expressions of the rules that invoke the function. */
+const schedulesOf = (name: string) => {
+  const target = JSON.stringify({ 'Fn::GetAtt': [logicalId(stack, stack.functions.get(name)!), 'Arn'] });
+  return Object.values(resources(template, 'AWS::Events::Rule'))
+    .filter((r) => JSON.stringify(r.Properties!.Targets[0].Arn) === target)
+    .map((r) => r.Properties!.ScheduleExpression);
+};
+/** The queue keeps messages 14 days and moves one to its DLQ after its configured receives. */
+function expectRetainedWithDlq(name: QueueName) {
+  const queue = resources(template, 'AWS::SQS::Queue')[logicalId(stack, stack.queues.get(name)!.queue)]!;
+  expect(queue.Properties).toMatchObject({
+    MessageRetentionPeriod: 14 * 86_400,
+    VisibilityTimeout: QUEUES[name].visibilityTimeoutSeconds,
+    RedrivePolicy: { deadLetterTargetArn: queueArn(name, 'dlq'), maxReceiveCount: QUEUES[name].maxReceiveCount },
+  });
+}
 
 describe('deferred person-event deletion', () => {
   it('keeps deletion requests 14 days, and moves a message to its DLQ after the configured receives', () => {
-    const queue = resources(template, 'AWS::SQS::Queue')[
-      logicalId(stack, stack.queues.get('person_deletions')!.queue)
-    ]!;
-    expect(queue.Properties).toMatchObject({
-      MessageRetentionPeriod: 14 * 86_400,
-      VisibilityTimeout: QUEUES.person_deletions.visibilityTimeoutSeconds,
-      RedrivePolicy: {
-        deadLetterTargetArn: queueArn('person_deletions', 'dlq'),
-        maxReceiveCount: QUEUES.person_deletions.maxReceiveCount,
-      },
-    });
+    expectRetainedWithDlq('person_deletions');
     expect(QUEUES.person_deletions.visibilityTimeoutSeconds).toBeGreaterThan(900);
   });
 
@@ -66,17 +82,10 @@ describe('deferred person-event deletion', () => {
 
   it('lets only the drain receive, delete or change the visibility of deletion requests, on the queue or its DLQ', () => {
     const consuming = ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility'];
-    const deletionQueues = [queueArn('person_deletions'), queueArn('person_deletions', 'dlq')].map((a) =>
-      JSON.stringify(a),
-    );
-    const roleIdOf = (name: string) => logicalId(stack, stack.functions.get(name)!.role!);
     for (const name of stack.functions.keys()) {
-      const grants = Object.values(resources(template, 'AWS::IAM::Policy'))
-        .filter((p) => JSON.stringify(p.Properties!.Roles) === JSON.stringify([{ Ref: roleIdOf(name) }]))
-        .flatMap((p) => p.Properties!.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[])
-        .filter((st) => [st.Resource].flat().some((r) => deletionQueues.includes(JSON.stringify(r)) || r === '*'))
-        .flatMap((st) => [st.Action].flat())
-        .filter((a) => consuming.includes(a) || a === 'sqs:*');
+      const grants = actionsOn(name, queueArn('person_deletions'), queueArn('person_deletions', 'dlq')).filter(
+        (a) => consuming.includes(a) || a === 'sqs:*',
+      );
       if (name === 'drain_person_deletions')
         expect(grants).toEqual(expect.arrayContaining(['sqs:ReceiveMessage', 'sqs:DeleteMessage']));
       else expect([name, grants]).toEqual([name, []]);
@@ -100,27 +109,9 @@ describe('deferred person-event deletion', () => {
 
 describe('queued bulk deletes', () => {
   const worker = () => stack.functions.get('delete_queued_persons')!;
-  const roleIdOf = (name: string) => logicalId(stack, stack.functions.get(name)!.role!);
-  /** Actions the function's role has on the resource (or on '*'). */
-  const actionsOn = (name: string, resource: unknown) =>
-    Object.values(resources(template, 'AWS::IAM::Policy'))
-      .filter((p) => JSON.stringify(p.Properties!.Roles) === JSON.stringify([{ Ref: roleIdOf(name) }]))
-      .flatMap((p) => p.Properties!.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[])
-      .filter((st) => [st.Resource].flat().some((r) => JSON.stringify(r) === JSON.stringify(resource) || r === '*'))
-      .flatMap((st) => [st.Action].flat());
 
   it('keeps queued persons 14 days, hides a message in hand 6 times the worker timeout, and moves it to its DLQ after the configured receives', () => {
-    const queue = resources(template, 'AWS::SQS::Queue')[
-      logicalId(stack, stack.queues.get('person_bulk_deletes')!.queue)
-    ]!;
-    expect(queue.Properties).toMatchObject({
-      MessageRetentionPeriod: 14 * 86_400,
-      VisibilityTimeout: QUEUES.person_bulk_deletes.visibilityTimeoutSeconds,
-      RedrivePolicy: {
-        deadLetterTargetArn: queueArn('person_bulk_deletes', 'dlq'),
-        maxReceiveCount: QUEUES.person_bulk_deletes.maxReceiveCount,
-      },
-    });
+    expectRetainedWithDlq('person_bulk_deletes');
     const timeout = resources(template, 'AWS::Lambda::Function')[logicalId(stack, worker())]!.Properties!.Timeout;
     expect(timeout).toBe(workers.find((w) => w.name === 'delete_queued_persons')!.timeoutSeconds);
     expect(QUEUES.person_bulk_deletes.visibilityTimeoutSeconds).toBeGreaterThanOrEqual(6 * timeout);
@@ -175,11 +166,7 @@ describe('queued bulk deletes', () => {
 
 describe('batch export scheduler', () => {
   it('runs every 5 minutes with no S3 permission of its own: only sts:AssumeRole and kms:Decrypt for destinations', () => {
-    const target = { 'Fn::GetAtt': [logicalId(stack, stack.functions.get('run_batch_exports')!), 'Arn'] };
-    const rules = Object.values(resources(template, 'AWS::Events::Rule')).filter(
-      (r) => JSON.stringify(r.Properties!.Targets[0].Arn) === JSON.stringify(target),
-    );
-    expect(rules.map((r) => r.Properties!.ScheduleExpression)).toEqual(['rate(5 minutes)']);
+    expect(schedulesOf('run_batch_exports')).toEqual(['rate(5 minutes)']);
     const destinationActions = roleActions(dev, 'run_batch_exports').filter((a) => /^(s3|sts|kms):/.test(a));
     expect(destinationActions.sort()).toEqual(['kms:Decrypt', 'sts:AssumeRole', 'sts:AssumeRole']); // Allow any role, Deny this account's
     for (const name of stack.functions.keys())
@@ -189,11 +176,7 @@ describe('batch export scheduler', () => {
 
 describe('event compactor', () => {
   it('runs every 5 minutes with a write role and no S3 or queue access', () => {
-    const target = { 'Fn::GetAtt': [logicalId(stack, stack.functions.get('compact_events')!), 'Arn'] };
-    const rules = Object.values(resources(template, 'AWS::Events::Rule')).filter(
-      (r) => JSON.stringify(r.Properties!.Targets[0].Arn) === JSON.stringify(target),
-    );
-    expect(rules.map((r) => r.Properties!.ScheduleExpression)).toEqual(['rate(5 minutes)']);
+    expect(schedulesOf('compact_events')).toEqual(['rate(5 minutes)']);
     const actions = roleActions(dev, 'compact_events');
     expect(actions).toEqual(
       expect.arrayContaining([

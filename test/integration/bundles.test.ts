@@ -4,11 +4,11 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildFunctions } from '#infra/build.ts';
 import { lambdaContext } from '../../infra/local/lambda-context.ts';
 import { newKey } from '../support/api.ts';
+import { httpApiEvent } from '../support/lambda-event.ts';
 
 let outdir: string;
 
@@ -25,23 +25,6 @@ async function bundled(name: string) {
   ).handler;
 }
 
-function event(method: string, path: string, key: string, body?: unknown): APIGatewayProxyEventV2 {
-  return {
-    version: '2.0',
-    routeKey: `${method} ${path}`,
-    rawPath: path,
-    rawQueryString: '',
-    headers: {
-      host: 'api.example',
-      authorization: `Bearer ${key}`,
-      ...(body ? { 'content-type': 'application/json' } : {}),
-    },
-    requestContext: { requestId: 'r', http: { method, path } } as APIGatewayProxyEventV2['requestContext'],
-    body: body ? JSON.stringify(body) : undefined,
-    isBase64Encoded: false,
-  };
-}
-
 describe('the deployable bundles', () => {
   it('run as built (ESM, SDK inside, credentials from the environment) against the table', async () => {
     // What Lambda provides: role credentials in the environment (here DynamoDB Local's dummy ones).
@@ -49,18 +32,18 @@ describe('the deployable bundles', () => {
     const { key } = await newKey();
     const create = await bundled('organizations_create');
     const created = await create(
-      { ...event('POST', '/api/organizations', key, { name: 'From a bundle' }) },
+      { ...httpApiEvent('POST', '/api/organizations', key, { name: 'From a bundle' }) },
       lambdaContext('organizations_create'),
     );
     expect(created.statusCode).toBe(201);
     const list = await bundled('organizations_list');
-    const listed = await list(event('GET', '/api/organizations', key), lambdaContext('organizations_list'));
+    const listed = await list(httpApiEvent('GET', '/api/organizations', key), lambdaContext('organizations_list'));
     expect(JSON.parse(listed.body)).toMatchObject({ count: 1, results: [{ name: 'From a bundle' }] });
     const projectId = JSON.parse(created.body).teams[0].id;
     const trend = await bundled('insights_trend');
     const res = await trend(
       {
-        ...event('POST', `/api/environments/${projectId}/insights/trend`, key, { events: [{ id: 'x' }] }),
+        ...httpApiEvent('POST', `/api/environments/${projectId}/insights/trend`, key, { events: [{ id: 'x' }] }),
         pathParameters: { project_id: String(projectId) },
       },
       lambdaContext('insights_trend'),
@@ -76,7 +59,7 @@ describe('the deployable bundles', () => {
     expect(outdir.startsWith(tmpdir())).toBe(true);
     const serve = await bundled('sdk_static');
     const res = await serve(
-      { ...event('GET', '/static/array.js', ''), pathParameters: { file: 'array.js' } },
+      { ...httpApiEvent('GET', '/static/array.js', undefined), pathParameters: { file: 'array.js' } },
       lambdaContext('sdk_static'),
     );
     expect(res.statusCode).toBe(200);
@@ -84,12 +67,15 @@ describe('the deployable bundles', () => {
     expect(res.body === readFileSync(join(sdk, 'dist', 'array.js'), 'utf8')).toBe(true);
     const versioned = await bundled('sdk_static_versioned');
     const ok = await versioned(
-      { ...event('GET', `/static/${version}/surveys.js`, ''), pathParameters: { version, file: 'surveys.js' } },
+      {
+        ...httpApiEvent('GET', `/static/${version}/surveys.js`, undefined),
+        pathParameters: { version, file: 'surveys.js' },
+      },
       lambdaContext('sdk_static_versioned'),
     );
     expect(ok.statusCode).toBe(200);
     const missing = await serve(
-      { ...event('GET', '/static/x', ''), pathParameters: { file: '../package.json' } },
+      { ...httpApiEvent('GET', '/static/x', undefined), pathParameters: { file: '../package.json' } },
       lambdaContext('sdk_static'),
     );
     expect(missing.statusCode).toBe(404);

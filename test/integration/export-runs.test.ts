@@ -60,8 +60,10 @@ async function setup(exportBody: (bucketName: string) => Record<string, unknown>
   const base = `/api/organizations/${p.org.id}/batch_exports/`;
   const created = await c.post(base, exportBody(bucketName));
   expect(created.status).toBe(201);
-  cleanups.push(() => c.delete(`${base}${created.body.id}/`));
-  return { ...p, c, bucketName, base, exportId: created.body.id as string };
+  const exportId = created.body.id as string;
+  cleanups.push(() => c.delete(`${base}${exportId}/`));
+  const backfill = (start_at: string, end_at: string) => c.post(`${base}${exportId}/backfill/`, { start_at, end_at });
+  return { ...p, c, bucketName, base, exportId, backfill };
 }
 
 const config = (bucketName: string, extra: Record<string, unknown> = {}) => ({
@@ -76,6 +78,10 @@ const config = (bucketName: string, extra: Record<string, unknown> = {}) => ({
     ...extra,
   },
 });
+
+/** An export whose schedule ended at 10:30, before the frozen clock: its only runs are the backfilled ones. */
+const endedExport = (name: string, destination: (bucketName: string) => Record<string, unknown> = config) =>
+  setup((b) => ({ name, interval: 'every 5 minutes', end_at: '2024-05-01T10:30:00Z', destination: destination(b) }));
 
 async function runsOf(c: Client, base: string, id: string) {
   return (await c.get(`${base}${id}/`)).body.latest_runs as any[];
@@ -175,10 +181,7 @@ describe('batch export runs into S3', () => {
       expect((await s.c.get(`/api/environments/${s.projectId}/persons/?distinct_id=cy`)).body.count).toBe(1),
     );
     for (let i = 0; i < 2; i += 1) {
-      const res = await s.c.post(`${s.base}${s.exportId}/backfill/`, {
-        start_at: '2024-05-01T10:20:00Z',
-        end_at: '2024-05-01T10:32:00Z',
-      });
+      const res = await s.backfill('2024-05-01T10:20:00Z', '2024-05-01T10:32:00Z');
       expect(res.body.runs).toBe(3);
       expect(await tick('2024-05-01T10:32:30Z')).toMatchObject({ runsExecuted: 3, completed: 3 });
     }
@@ -196,17 +199,8 @@ describe('batch export runs into S3', () => {
   });
 
   it('retries a failing destination, marks the run Failed with a useful log, and pauses after 3 failed runs', async () => {
-    // end_at in the past: only the backfilled runs exist, no scheduled window opens during the test.
-    const s = await setup((b) => ({
-      name: 'Broken',
-      interval: 'every 5 minutes',
-      end_at: '2024-05-01T10:30:00Z',
-      destination: config(`${b}-missing`),
-    }));
-    await s.c.post(`${s.base}${s.exportId}/backfill/`, {
-      start_at: '2024-05-01T10:00:00Z',
-      end_at: '2024-05-01T10:15:00Z',
-    });
+    const s = await endedExport('Broken', (b) => config(`${b}-missing`));
+    await s.backfill('2024-05-01T10:00:00Z', '2024-05-01T10:15:00Z');
     expect(await tick('2024-05-01T10:32:10Z')).toMatchObject({ runsExecuted: 3, failed: 3 });
     expect((await runsOf(s.c, s.base, s.exportId)).map((r) => r.status)).toEqual([
       'FailedRetryable',
@@ -249,14 +243,7 @@ describe('batch export runs into S3', () => {
       inserted_at: t,
     }));
     await batchPut(events.map(eventItem).map((item) => ({ ...item, pk: `TESTEXPORT#${String(item.pk)}` })));
-    expect(
-      (
-        await s.c.post(`${s.base}${s.exportId}/backfill/`, {
-          start_at: '2024-05-01T08:00:00Z',
-          end_at: '2024-05-01T09:00:00Z',
-        })
-      ).body.runs,
-    ).toBe(1);
+    expect((await s.backfill('2024-05-01T08:00:00Z', '2024-05-01T09:00:00Z')).body.runs).toBe(1);
     expect(await tick('2024-05-01T10:32:30Z')).toMatchObject({ completed: 1 });
     const lines = (await read(s.bucketName, 'edges/2024-05-01T08:00:00.000Z-2024-05-01T09:00:00.000Z.jsonl'))
       .toString()
@@ -286,14 +273,7 @@ describe('batch export runs into S3', () => {
     await eventually(async () =>
       expect((await s.c.get(`/api/environments/${s.projectId}/persons/?distinct_id=mallory`)).body.count).toBe(1),
     );
-    expect(
-      (
-        await s.c.post(`${s.base}${s.exportId}/backfill/`, {
-          start_at: '2024-05-01T10:30:00Z',
-          end_at: '2024-05-01T10:32:00Z',
-        })
-      ).body.runs,
-    ).toBe(1);
+    expect((await s.backfill('2024-05-01T10:30:00Z', '2024-05-01T10:32:00Z')).body.runs).toBe(1);
     const started = performance.now();
     expect(await tick('2024-05-01T10:32:30Z')).toMatchObject({ completed: 1 });
     // Generous for a loaded 2-core machine; a backtracking engine takes 2^n steps for n a's.
@@ -341,16 +321,8 @@ describe('batch export runs into S3', () => {
 
 describe('overlapping scheduler ticks', () => {
   it('execute each due run once', async () => {
-    const s = await setup((b) => ({
-      name: 'Raced',
-      interval: 'every 5 minutes',
-      end_at: '2024-05-01T10:30:00Z',
-      destination: config(b),
-    }));
-    await s.c.post(`${s.base}${s.exportId}/backfill/`, {
-      start_at: '2024-05-01T10:00:00Z',
-      end_at: '2024-05-01T10:20:00Z',
-    });
+    const s = await endedExport('Raced');
+    await s.backfill('2024-05-01T10:00:00Z', '2024-05-01T10:20:00Z');
     const [a, b] = await Promise.all([tick('2024-05-01T10:33:00Z'), tick('2024-05-01T10:33:00Z')]);
     expect(a.runsExecuted + b.runsExecuted).toBe(4);
     const runs = await runsOf(s.c, s.base, s.exportId);
@@ -363,31 +335,12 @@ describe('overlapping scheduler ticks', () => {
 });
 
 describe('fair scheduling across organizations', () => {
-  // end_at in the past: only backfilled runs exist. 500 five-minute windows end at 10:30.
-  const hostileBackfill = { start_at: '2024-04-29T16:50:00Z', end_at: '2024-05-01T10:30:00Z' };
-
   async function hostileAndOther() {
-    const hostile = await setup((b) => ({
-      name: 'Backlog',
-      interval: 'every 5 minutes',
-      end_at: '2024-05-01T10:30:00Z',
-      destination: config(b),
-    }));
-    expect((await hostile.c.post(`${hostile.base}${hostile.exportId}/backfill/`, hostileBackfill)).body.runs).toBe(500);
-    const other = await setup((b) => ({
-      name: 'Small',
-      interval: 'every 5 minutes',
-      end_at: '2024-05-01T10:30:00Z',
-      destination: config(b),
-    }));
-    expect(
-      (
-        await other.c.post(`${other.base}${other.exportId}/backfill/`, {
-          start_at: '2024-05-01T10:00:00Z',
-          end_at: '2024-05-01T10:05:00Z',
-        })
-      ).body.runs,
-    ).toBe(1);
+    const hostile = await endedExport('Backlog');
+    // 500 five-minute windows end at 10:30.
+    expect((await hostile.backfill('2024-04-29T16:50:00Z', '2024-05-01T10:30:00Z')).body.runs).toBe(500);
+    const other = await endedExport('Small');
+    expect((await other.backfill('2024-05-01T10:00:00Z', '2024-05-01T10:05:00Z')).body.runs).toBe(1);
     return { hostile, other };
   }
 
@@ -444,16 +397,8 @@ describe('runs abandoned by a dead exporter', () => {
   }
 
   it('re-runs a run left Running once its lease has run out, and not while it is live', async () => {
-    const s = await setup((b) => ({
-      name: 'Dies',
-      interval: 'every 5 minutes',
-      end_at: '2024-05-01T10:30:00Z',
-      destination: config(b),
-    }));
-    await s.c.post(`${s.base}${s.exportId}/backfill/`, {
-      start_at: '2024-05-01T10:00:00Z',
-      end_at: '2024-05-01T10:05:00Z',
-    });
+    const s = await endedExport('Dies');
+    await s.backfill('2024-05-01T10:00:00Z', '2024-05-01T10:05:00Z');
     const dead = hangingPut();
     void runScheduler(new Date('2024-05-01T10:33:00Z'), dead.put);
     await dead.called;
@@ -473,16 +418,8 @@ describe('runs abandoned by a dead exporter', () => {
   });
 
   it('counts each abandoned attempt, so a run that always kills the exporter ends Failed after 3 attempts', async () => {
-    const s = await setup((b) => ({
-      name: 'Always dies',
-      interval: 'every 5 minutes',
-      end_at: '2024-05-01T10:30:00Z',
-      destination: config(b),
-    }));
-    await s.c.post(`${s.base}${s.exportId}/backfill/`, {
-      start_at: '2024-05-01T10:00:00Z',
-      end_at: '2024-05-01T10:05:00Z',
-    });
+    const s = await endedExport('Always dies');
+    await s.backfill('2024-05-01T10:00:00Z', '2024-05-01T10:05:00Z');
     let at = Date.parse('2024-05-01T10:33:00Z');
     for (let attempt = 1; attempt <= 3; attempt += 1) {
       const dead = hangingPut();
@@ -503,17 +440,9 @@ describe('runs abandoned by a dead exporter', () => {
 
 describe("an organization's queue entry", () => {
   it('stays while the organization has runs, goes once it has none, and comes back with the next run', async () => {
-    const s = await setup((b) => ({
-      name: 'Queue',
-      interval: 'every 5 minutes',
-      end_at: '2024-05-01T10:30:00Z',
-      destination: config(b),
-    }));
+    const s = await endedExport('Queue');
     const orgId = s.org.id as string;
-    await s.c.post(`${s.base}${s.exportId}/backfill/`, {
-      start_at: '2024-05-01T10:00:00Z',
-      end_at: '2024-05-01T10:10:00Z',
-    });
+    await s.backfill('2024-05-01T10:00:00Z', '2024-05-01T10:10:00Z');
     expect(await dueOrganizations(new Date('2024-05-01T10:31:59Z'))).not.toContain(orgId); // queued at 10:32 (the frozen clock)
     expect(await dueOrganizations(new Date('2024-05-01T10:32:00Z'))).toContain(orgId);
     // A page of one: one run now, the other stays queued, so the entry stays.
@@ -525,10 +454,7 @@ describe("an organization's queue entry", () => {
     // Nothing left, untouched for over a minute: the entry goes, and ticks stop reading this organization.
     expect(await dueOrganizations(new Date('2024-05-01T10:41:00Z'))).not.toContain(orgId);
     // A run queued later brings it back, and runs.
-    await s.c.post(`${s.base}${s.exportId}/backfill/`, {
-      start_at: '2024-05-01T10:10:00Z',
-      end_at: '2024-05-01T10:15:00Z',
-    });
+    await s.backfill('2024-05-01T10:10:00Z', '2024-05-01T10:15:00Z');
     expect(await dueOrganizations(new Date('2024-05-01T10:42:00Z'))).toContain(orgId);
     expect(await tick('2024-05-01T10:42:00Z')).toMatchObject({ runsExecuted: 1, completed: 1 });
   });
@@ -548,22 +474,16 @@ const partition = async (pk: string) =>
 
 describe('destination secrets at rest', () => {
   it('keeps the raw export item free of the plain secret, and the exporter still opens it to export', async () => {
-    const s = await setup((b) => ({
-      name: 'Sealed',
-      interval: 'every 5 minutes',
-      end_at: '2024-05-01T10:30:00Z',
-      destination: config(b, { aws_access_key_id: 'S3RVER', aws_secret_access_key: 'S3RVER' }),
-    }));
+    const s = await endedExport('Sealed', (b) =>
+      config(b, { aws_access_key_id: 'S3RVER', aws_secret_access_key: 'S3RVER' }),
+    );
     const item = (
       await db().send(
         new GetCommand({ TableName: tableName(), Key: keys.batchExport(s.org.id, s.exportId), ConsistentRead: true }),
       )
     ).Item!;
     expect(JSON.stringify(item)).not.toContain('S3RVER');
-    await s.c.post(`${s.base}${s.exportId}/backfill/`, {
-      start_at: '2024-05-01T10:00:00Z',
-      end_at: '2024-05-01T10:05:00Z',
-    });
+    await s.backfill('2024-05-01T10:00:00Z', '2024-05-01T10:05:00Z');
     expect(await tick('2024-05-01T10:32:30Z')).toMatchObject({ completed: 1 });
     expect(await listKeys(s.bucketName)).toHaveLength(2);
   });
@@ -583,16 +503,8 @@ describe('a hostile destination', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
     try {
       const endpoint_url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-      const s = await setup((b) => ({
-        name: 'Hostile',
-        interval: 'every 5 minutes',
-        end_at: '2024-05-01T10:30:00Z',
-        destination: config(b, { endpoint_url }),
-      }));
-      await s.c.post(`${s.base}${s.exportId}/backfill/`, {
-        start_at: '2024-05-01T10:00:00Z',
-        end_at: '2024-05-01T10:05:00Z',
-      });
+      const s = await endedExport('Hostile', (b) => config(b, { endpoint_url }));
+      await s.backfill('2024-05-01T10:00:00Z', '2024-05-01T10:05:00Z');
       expect(await tick('2024-05-01T10:32:10Z')).toMatchObject({ failed: 1 });
       const [run] = await runsOf(s.c, s.base, s.exportId);
       expect(run.latest_error).toBe('S3 PutObject failed: 403 AccessDenied');
@@ -608,16 +520,8 @@ describe('a hostile destination', () => {
 
 describe('an organization that is deleted', () => {
   async function queued() {
-    const s = await setup((b) => ({
-      name: 'Orphaned',
-      interval: 'every 5 minutes',
-      end_at: '2024-05-01T10:30:00Z',
-      destination: config(b),
-    }));
-    await s.c.post(`${s.base}${s.exportId}/backfill/`, {
-      start_at: '2024-05-01T10:00:00Z',
-      end_at: '2024-05-01T10:15:00Z',
-    });
+    const s = await endedExport('Orphaned');
+    await s.backfill('2024-05-01T10:00:00Z', '2024-05-01T10:15:00Z');
     expect(await partition(keys.batchExportPartition(s.exportId).pk)).not.toEqual([]);
     return s;
   }

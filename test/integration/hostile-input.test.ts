@@ -126,6 +126,16 @@ describe('hostile input is refused quickly with a 400, never a 500', () => {
     p = await newProject(api.as);
     c = api.as(p.key);
   });
+  const destination = {
+    type: 'S3',
+    config: {
+      bucket_name: 'hostile-input-bucket',
+      region: 'us-east-1',
+      prefix: 'p',
+      aws_access_key_id: 'k',
+      aws_secret_access_key: 's',
+    },
+  };
 
   it('a regex RE2 cannot run, on every route that stores or reads filters', async () => {
     const lookahead = [{ key: 'text', operator: 'regex', value: '(?=a)a', type: 'event' }];
@@ -146,16 +156,7 @@ describe('hostile input is refused quickly with a 400, never a 500', () => {
         name: 'x',
         interval: 'hour',
         filters: lookahead,
-        destination: {
-          type: 'S3',
-          config: {
-            bucket_name: 'hostile-input-bucket',
-            region: 'us-east-1',
-            prefix: 'p',
-            aws_access_key_id: 'k',
-            aws_secret_access_key: 's',
-          },
-        },
+        destination,
       }),
     ];
     for (const res of replies) {
@@ -205,16 +206,7 @@ describe('hostile input is refused quickly with a 400, never a 500', () => {
       name: 'x',
       interval: 'hour',
       hogql_query,
-      destination: {
-        type: 'S3',
-        config: {
-          bucket_name: 'hostile-input-bucket',
-          region: 'us-east-1',
-          prefix: 'p',
-          aws_access_key_id: 'k',
-          aws_secret_access_key: 's',
-        },
-      },
+      destination,
     });
     const base = `/api/organizations/${p.org.id}/batch_exports/`;
     for (const query of [

@@ -1,26 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { keyRoutes, type KeyRoute } from '#functions/routes.ts';
 import { client, eventually, expectErrorShape, newKey, useApi, type Client } from '../support/api.ts';
+import { validBatchExportBody } from '../support/batch-export.ts';
 
 const api = useApi();
 
 /** A request that succeeds for the route, against resources made for it (a fresh set for each call). */
 async function sampleRequest(route: KeyRoute, c: Client, token: string, projectId: number, org: { id: string }) {
   const distinctId = `slash-${Math.random().toString(36).slice(2)}`;
-  const exportBody = {
-    name: 'E',
-    interval: 'hour',
-    paused: true,
-    destination: {
-      type: 'S3',
-      config: {
-        bucket_name: 'bucket',
-        region: 'us-east-1',
-        prefix: '',
-        role_arn: 'arn:aws:iam::123456789012:role/exports',
-      },
-    },
-  };
+  const exportBody = validBatchExportBody();
   let personId: number | string = org.id;
   if (route.path.includes('/actions/:id')) {
     const action = await c.post(`/api/environments/${projectId}/actions`, { name: 'A', steps: [{ event: 'x' }] });

@@ -21,28 +21,30 @@ async function keyCli(
   );
 }
 
+/** The AWS environment naming the test table, as a deployed stage's operator would set it. */
+const awsEnv = {
+  TABLE_NAME: inject('tableName'),
+  AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
+  AWS_REGION: 'us-east-1',
+  AWS_ACCESS_KEY_ID: 'x',
+  AWS_SECRET_ACCESS_KEY: 'x',
+};
+
 describe('npm run key', () => {
   it('creates, lists and revokes keys against the table the AWS environment names', async () => {
-    const env = {
-      TABLE_NAME: inject('tableName'),
-      AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
-      AWS_REGION: 'us-east-1',
-      AWS_ACCESS_KEY_ID: 'x',
-      AWS_SECRET_ACCESS_KEY: 'x',
-    };
     const email = uniqueEmail('cli');
-    const created = await keyCli(['create', '--email', email, '--scopes', 'organization:read'], env);
+    const created = await keyCli(['create', '--email', email, '--scopes', 'organization:read'], awsEnv);
     const key = created.stdout.trim().split('\n').at(-1)!;
     expect(key).toMatch(/^phx_[A-Za-z0-9_-]{40,}$/);
     expect((await api.as(key).get('/api/organizations')).status).toBe(200);
     expect((await api.as(key).post('/api/organizations', { name: 'x' })).status).toBe(403);
 
-    const listed = await keyCli(['list', '--email', email], env);
+    const listed = await keyCli(['list', '--email', email], awsEnv);
     const mask = `${key.slice(0, 4)}...${key.slice(-4)}`;
     expect(listed.stdout).toContain(mask);
     expect(listed.stdout).not.toContain(key);
 
-    const revoked = await keyCli(['revoke', '--email', email, '--key', mask], env);
+    const revoked = await keyCli(['revoke', '--email', email, '--key', mask], awsEnv);
     expect(revoked.stdout).toContain('Revoked 1');
     expect((await api.as(key).get('/api/organizations')).status).toBe(401);
   });
@@ -67,14 +69,7 @@ describe('npm run key', () => {
     const none = await keyCli(['list', '--email', 'a@b.c'], { DATA_DIR: join(tmpdir(), 'no-such-analytics-dir') });
     expect(none.code).toBe(1);
     expect(none.stderr).toContain('start one with npm start');
-    const env = {
-      TABLE_NAME: inject('tableName'),
-      AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
-      AWS_REGION: 'us-east-1',
-      AWS_ACCESS_KEY_ID: 'x',
-      AWS_SECRET_ACCESS_KEY: 'x',
-    };
-    const bad = await keyCli(['create', '--email', uniqueEmail('cli'), '--scopes', 'root:admin'], env);
+    const bad = await keyCli(['create', '--email', uniqueEmail('cli'), '--scopes', 'root:admin'], awsEnv);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('Invalid scope: root:admin');
   });

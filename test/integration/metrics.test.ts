@@ -1,9 +1,10 @@
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { APIGatewayProxyEventV2, DynamoDBStreamEvent } from 'aws-lambda';
+import type { DynamoDBStreamEvent } from 'aws-lambda';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { eventItem } from '#shared/db/events.ts';
 import { lambdaContext } from '../../infra/local/lambda-context.ts';
 import { newKey } from '../support/api.ts';
+import { httpApiEvent } from '../support/lambda-event.ts';
 
 interface Emf {
   _aws: {
@@ -23,23 +24,6 @@ function emfBlobs(lines: string[]): Emf[] {
 }
 const metricNames = (blob: Emf) => blob._aws.CloudWatchMetrics[0]!.Metrics.map((m) => m.Name);
 const withMetric = (blobs: Emf[], name: string) => blobs.filter((b) => metricNames(b).includes(name));
-
-function event(method: string, path: string, key: string | undefined, body?: unknown): APIGatewayProxyEventV2 {
-  return {
-    version: '2.0',
-    routeKey: `${method} ${path}`,
-    rawPath: path,
-    rawQueryString: '',
-    headers: {
-      host: '127.0.0.1:1',
-      ...(key ? { authorization: `Bearer ${key}` } : {}),
-      ...(body ? { 'content-type': 'application/json' } : {}),
-    },
-    requestContext: { requestId: 'req-metrics', http: { method, path } } as APIGatewayProxyEventV2['requestContext'],
-    body: body === undefined ? undefined : JSON.stringify(body),
-    isBase64Encoded: false,
-  };
-}
 
 const route = {
   operationId: 'metrics_test_op',
@@ -86,9 +70,9 @@ describe('metrics (CloudWatch EMF on stdout)', () => {
   it('emits RequestCount, RequestLatency, ClientErrors, ServerErrors per request with the operation dimension, and Throttled on a 429', async () => {
     const { key } = await newKey();
     const handler = apiHandler(route, {}, async () => ok({}));
-    expect((await handler(event('GET', '/api/organizations', key), lambdaContext('metrics_test_op'))).statusCode).toBe(
-      200,
-    );
+    expect(
+      (await handler(httpApiEvent('GET', '/api/organizations', key), lambdaContext('metrics_test_op'))).statusCode,
+    ).toBe(200);
     const [first] = emfBlobs(lines);
     expect(first!._aws.CloudWatchMetrics[0]).toMatchObject({
       Namespace: 'Analytics',
@@ -114,7 +98,8 @@ describe('metrics (CloudWatch EMF on stdout)', () => {
 
     lines.length = 0;
     expect(
-      (await handler(event('GET', '/api/organizations', undefined), lambdaContext('metrics_test_op'))).statusCode,
+      (await handler(httpApiEvent('GET', '/api/organizations', undefined), lambdaContext('metrics_test_op')))
+        .statusCode,
     ).toBe(401);
     expect(emfBlobs(lines)).toEqual([
       expect.objectContaining({ operation: 'metrics_test_op', RequestCount: 1, ClientErrors: 1, ServerErrors: 0 }),
@@ -124,16 +109,16 @@ describe('metrics (CloudWatch EMF on stdout)', () => {
       throw new Error('boom');
     });
     lines.length = 0;
-    expect((await failing(event('GET', '/api/organizations', key), lambdaContext('metrics_test_op'))).statusCode).toBe(
-      500,
-    );
+    expect(
+      (await failing(httpApiEvent('GET', '/api/organizations', key), lambdaContext('metrics_test_op'))).statusCode,
+    ).toBe(500);
     expect(emfBlobs(lines)).toEqual([expect.objectContaining({ RequestCount: 1, ServerErrors: 1, ClientErrors: 0 })]);
 
-    await handler(event('GET', '/api/organizations', key), lambdaContext('metrics_test_op'));
+    await handler(httpApiEvent('GET', '/api/organizations', key), lambdaContext('metrics_test_op'));
     lines.length = 0;
-    expect((await handler(event('GET', '/api/organizations', key), lambdaContext('metrics_test_op'))).statusCode).toBe(
-      429,
-    );
+    expect(
+      (await handler(httpApiEvent('GET', '/api/organizations', key), lambdaContext('metrics_test_op'))).statusCode,
+    ).toBe(429);
     const [throttled] = emfBlobs(lines);
     expect(metricNames(throttled!)).toContain('Throttled');
     expect(throttled).toMatchObject({ operation: 'metrics_test_op', Throttled: 1, ClientErrors: 1 });
@@ -146,7 +131,7 @@ describe('metrics (CloudWatch EMF on stdout)', () => {
   it('counts captured events by outcome (accepted, deduplicated, rejected) and the capture request under operation "capture"', async () => {
     const { key } = await newKey();
     const org = await createOrganization(
-      event('POST', '/api/organizations', key, { name: 'Metrics' }),
+      httpApiEvent('POST', '/api/organizations', key, { name: 'Metrics' }),
       lambdaContext('organizations_create'),
     );
     expect(org.statusCode).toBe(201);
@@ -154,7 +139,7 @@ describe('metrics (CloudWatch EMF on stdout)', () => {
     lines.length = 0;
     const uuid = '01900000-0000-7000-8000-000000000001';
     const res = await capture(
-      event('POST', '/batch', undefined, {
+      httpApiEvent('POST', '/batch', undefined, {
         api_key: token,
         batch: [
           { event: 'a', distinct_id: 'd1', uuid },

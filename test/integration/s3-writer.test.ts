@@ -1,11 +1,11 @@
-import { createHash, createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { SignatureV4 } from '@smithy/signature-v4';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DestinationError, DESTINATION_TIMEOUTS, MAX_RESPONSE_BYTES } from '#shared/exports/destination-http.ts';
 import { putObject, S3Error } from '#shared/exports/s3.ts';
+import { hasS3Signature } from '../support/sigv4.ts';
 
 const endpoint = inject('s3Endpoint');
 const reader = new S3Client({
@@ -24,57 +24,13 @@ const dest = {
   aws_secret_access_key: 'S3RVER',
 };
 
-class Sha256 {
-  private h;
-  constructor(secret?: unknown) {
-    this.h = secret === undefined ? createHash('sha256') : createHmac('sha256', Buffer.from(secret as Uint8Array));
-  }
-  update(d: unknown) {
-    this.h.update(Buffer.from(d as Uint8Array));
-  }
-  async digest() {
-    return new Uint8Array(this.h.digest());
-  }
-}
-
 /**
- * s3rver does not check SigV4 ("unimplemented"), so this server does, as S3 does: it rebuilds the
- * request from the wire (signed headers only) and re-signs it with the SDK's signer at the request's
- * x-amz-date; the signature must match. It answers like S3 for PUT/POST/DELETE of objects.
+ * s3rver does not check SigV4 ("unimplemented"), so this server does, as S3 does (hasS3Signature with
+ * s3rver's secret). It answers like S3 for PUT/POST/DELETE of objects.
  */
 let verifier: Server;
 let verifierUrl = '';
 const verdicts: boolean[] = [];
-
-async function verify(req: IncomingMessage, body: Buffer): Promise<boolean> {
-  const auth = String(req.headers.authorization ?? '');
-  const m = /Credential=([^/]+)\/(\d{8})\/([^/]+)\/s3\/aws4_request, SignedHeaders=([^,]+), Signature=([0-9a-f]+)/.exec(
-    auth,
-  );
-  if (!m) return false;
-  const url = new URL(req.url!, 'http://x');
-  const signed = m[4]!.split(';');
-  const headers = Object.fromEntries(signed.map((h) => [h, String(req.headers[h])]));
-  const amzDate = String(req.headers['x-amz-date']);
-  const when = new Date(
-    `${amzDate.slice(0, 4)}-${amzDate.slice(4, 6)}-${amzDate.slice(6, 8)}T${amzDate.slice(9, 11)}:${amzDate.slice(11, 13)}:${amzDate.slice(13, 15)}Z`,
-  );
-  const signer = new SignatureV4({
-    service: 's3',
-    region: m[3]!,
-    credentials: { accessKeyId: m[1]!, secretAccessKey: 'S3RVER' },
-    sha256: Sha256,
-    uriEscapePath: false,
-    applyChecksum: false,
-  });
-  const query: Record<string, string> = {};
-  for (const [k, v] of url.searchParams) query[k] = v;
-  const again = await signer.sign(
-    { method: req.method!, protocol: 'http:', hostname: 'x', path: url.pathname, query, headers, body },
-    { signingDate: when },
-  );
-  return String(again.headers.authorization).endsWith(`Signature=${m[5]}`);
-}
 
 beforeAll(async () => {
   await reader.send(new CreateBucketCommand({ Bucket: bucket }));
@@ -82,7 +38,7 @@ beforeAll(async () => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      void verify(req, Buffer.concat(chunks)).then((ok) => {
+      void hasS3Signature(req, Buffer.concat(chunks), { secretAccessKey: 'S3RVER' }).then((ok) => {
         verdicts.push(ok);
         if (!ok) {
           res.writeHead(403).end('<Error><Code>SignatureDoesNotMatch</Code><Message>mismatch</Message></Error>');

@@ -1,6 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import type { Route } from '#functions/routes.ts';
+import { validBatchExportBody } from './batch-export.ts';
 
 /**
  * fast-check arbitraries for hostile HTTP requests against any row of the route table: wrong types,
@@ -267,20 +268,6 @@ const BAD_JSON = [
 
 /** A valid request body per operation: mutating it keeps most fields valid, so the handler's own checks run. */
 function baseBody(route: Route, t: FuzzTargets): Record<string, unknown> | undefined {
-  const exportBody = {
-    name: 'E',
-    interval: 'hour',
-    paused: true,
-    destination: {
-      type: 'S3',
-      config: {
-        bucket_name: 'bucket',
-        region: 'us-east-1',
-        prefix: '',
-        role_arn: 'arn:aws:iam::123456789012:role/exports',
-      },
-    },
-  };
   const bodies: Record<string, Record<string, unknown>> = {
     organizations_create: { name: 'Fuzzed org' },
     organizations_partial_update: { name: 'Fuzzed', enforce_2fa: false },
@@ -301,7 +288,7 @@ function baseBody(route: Route, t: FuzzTargets): Record<string, unknown> | undef
       interval: 'day',
       date_from: '-7d',
     },
-    batch_exports_create: exportBody,
+    batch_exports_create: validBatchExportBody(),
     batch_exports_partial_update: { name: 'Renamed', paused: true },
     batch_exports_backfill: { start_at: '2024-01-01T00:00:00Z', end_at: '2024-01-01T02:00:00Z' },
     capture: {

@@ -23,6 +23,16 @@ afterEach(() => {
 });
 
 describe('retryOnConflict', () => {
+  /** An attempt that always reports a conflict, and how many times it ran. */
+  function alwaysConflicting() {
+    let calls = 0;
+    const attempt = async () => {
+      calls++;
+      return CONFLICT;
+    };
+    return { attempt, calls: () => calls };
+  }
+
   it('runs the attempt again while it reports a conflict, and returns the first other result', async () => {
     const seen: number[] = [];
     const result = await retryOnConflict(
@@ -43,19 +53,12 @@ describe('retryOnConflict', () => {
   });
 
   it('gives up after the attempts with the error the caller names, or a 409 naming the thing', async () => {
-    let calls = 0;
+    const conflicting = alwaysConflicting();
     const gaveUp = new Error('kept conflicting');
     await expect(
-      retryOnConflict(
-        'Thing',
-        async () => {
-          calls++;
-          return CONFLICT;
-        },
-        { attempts: 3, baseMs: 0, gaveUp: () => gaveUp },
-      ),
+      retryOnConflict('Thing', conflicting.attempt, { attempts: 3, baseMs: 0, gaveUp: () => gaveUp }),
     ).rejects.toBe(gaveUp);
-    expect(calls).toBe(3);
+    expect(conflicting.calls()).toBe(3);
     const error = await retryOnConflict('Person 7', async () => CONFLICT, { attempts: 2, baseMs: 0 }).catch(
       (e: unknown) => e,
     );
@@ -64,18 +67,11 @@ describe('retryOnConflict', () => {
   });
 
   it('gives up at the deadline even with attempts left', async () => {
-    let calls = 0;
+    const conflicting = alwaysConflicting();
     await expect(
-      retryOnConflict(
-        'Thing',
-        async () => {
-          calls++;
-          return CONFLICT;
-        },
-        { attempts: 1_000, deadline: Date.now() - 1 },
-      ),
+      retryOnConflict('Thing', conflicting.attempt, { attempts: 1_000, deadline: Date.now() - 1 }),
     ).rejects.toBeInstanceOf(Conflict);
-    expect(calls).toBe(1);
+    expect(conflicting.calls()).toBe(1);
   });
 
   it('lets an error of the attempt through at once (no retry)', async () => {

@@ -718,27 +718,28 @@ function rowsOf(
   ctx: FinishContext,
 ): RowValues[] {
   const groupCount = Math.max(state.groups.size, 1);
+  const math = plan.entity.math;
   if (!breakdown) {
     const rowOfGroup = new Int32Array(groupCount);
-    return [computeRows(plan, acc, rowOfGroup, 1, ctx)[0]!];
+    return [computeRows(math, acc, { rowOfGroup, rowCount: 1 }, ctx)[0]!];
   }
   const ranked = rankGroups(acc.volumesOf(state.groups.size), state.groups.values, breakdown);
   if (!ranked) return [];
-  const rows = computeRows(plan, acc, ranked.rowOfGroup, ranked.values.length, ctx);
+  const rows = computeRows(math, acc, { rowOfGroup: ranked.rowOfGroup, rowCount: ranked.values.length }, ctx);
   return ranked.values.map((value, r) => ({ breakdown_value: value, ...rows[r]! }));
 }
 
 type Row = Omit<RowValues, 'breakdown_value'>;
 
-function computeRows(
-  plan: SeriesPlan,
-  acc: Accumulator,
-  rowOfGroup: Int32Array,
-  rowCount: number,
-  ctx: FinishContext,
-): Row[] {
+/** The row each group's events count in (-1: in none), and how many rows there are. */
+interface RowMap {
+  rowOfGroup: Int32Array;
+  rowCount: number;
+}
+
+function computeRows(math: MathType, acc: Accumulator, rowMap: RowMap, ctx: FinishContext): Row[] {
   const B = acc.period.buckets.length;
-  const math = plan.entity.math;
+  const { rowOfGroup, rowCount } = rowMap;
   if (acc.family === 'count' || acc.family === 'stats') {
     const fields = acc.family === 'stats' ? STAT_FIELDS : 1;
     const merged = Array.from({ length: rowCount }, () => {
@@ -780,7 +781,7 @@ function computeRows(
       return { values: Array.from({ length: B }, (_, b) => value(b)), aggregated: value(B) };
     });
   }
-  return entryRows(plan, acc, rowOfGroup, rowCount, ctx);
+  return entryRows(math, acc, rowMap, ctx);
 }
 
 function statOf(math: MathType, cells: Float64Array, at: number): number {
@@ -867,26 +868,20 @@ function select(a: Float64Array, k: number): number {
  * a stamp per ordinal instead of a Set. Property maths sort the numbers themselves, so each bucket's
  * numbers are one contiguous run, reduced where they lie.
  */
-function entryRows(
-  plan: SeriesPlan,
-  acc: Accumulator,
-  rowOfGroup: Int32Array,
-  rowCount: number,
-  ctx: FinishContext,
-): Row[] {
+function entryRows(math: MathType, acc: Accumulator, rowMap: RowMap, ctx: FinishContext): Row[] {
   const slotsPerRow = acc.period.buckets.length + 2;
-  if (acc.family === 'numbers') return numberRows(plan.entity.math, acc, rowOfGroup, rowCount, slotsPerRow, ctx);
-  const cells = new EntryCells(acc, rowOfGroup, slotsPerRow, false);
-  const starts = cells.starts(rowCount);
+  if (acc.family === 'numbers') return numberRows(math, acc, rowMap, slotsPerRow, ctx);
+  const cells = new EntryCells(acc, rowMap.rowOfGroup, slotsPerRow, false);
+  const starts = cells.starts(rowMap.rowCount);
   const order = new Int32Array(starts[starts.length - 1]!);
   cells.scatter(starts, order, null);
   const rows: Row[] = [];
   const distinct = new DistinctCounter();
-  for (let r = 0; r < rowCount; r += 1) {
+  for (let r = 0; r < rowMap.rowCount; r += 1) {
     const base = r * slotsPerRow;
     const range = (fromSlot: number, toSlot: number) =>
       order.subarray(starts[base + fromSlot]!, starts[base + toSlot]!);
-    rows.push(entryRow(plan.entity.math, acc, range, ctx, distinct));
+    rows.push(entryRow(math, acc, range, ctx, distinct));
   }
   return rows;
 }
@@ -895,8 +890,7 @@ function entryRows(
 function numberRows(
   math: MathType,
   acc: Accumulator,
-  rowOfGroup: Int32Array,
-  rowCount: number,
+  { rowOfGroup, rowCount }: RowMap,
   slotsPerRow: number,
   ctx: FinishContext,
 ): Row[] {
