@@ -9,8 +9,17 @@ import { gunzipSync, gzipSync } from 'node:zlib';
  * breaks down or aggregates on.
  *
  * Blobs, before gzip: `time` = n u32 LE offsets from `base` (ms); `dids` and each property column =
- * u32 LE length of a JSON array (the column's dictionary), that JSON, zero padding to 4 bytes, then n
- * u32 LE dictionary indexes (for properties, index + 1; 0 = the event does not have the key).
+ * a dictionary, then n dictionary indexes (for properties, index + 1; 0 = the event does not have
+ * the key). The column starts with a u32 LE word: its low 30 bits are a length, its two high bits flags.
+ * - Dictionary: JSON (flag NUMBERS clear): the word holds the byte length of a JSON array, then that
+ *   JSON; or numbers (flag NUMBERS set), when every value is a decimal m / 10^k with |m| < 2^31 and
+ *   one k <= 6 (prices, durations, counts): the word holds the count, then u32 LE k and count i32 LE m.
+ *   A numeric property of mostly distinct values made JSON.parse the largest cost of a query.
+ * - Indexes, after zero padding to 4 bytes: u32 LE, or u16 LE (flag NARROW set) when the dictionary
+ *   has fewer than 65,535 entries, halving what gunzip writes for most columns.
+ * Segments written before the flags existed have both clear and read as they always did (a JSON
+ * dictionary never reaches 1 GiB). Code from before the flags cannot read flagged segments: roll back
+ * with the compacted days rebuilt (docs/operations.md).
  */
 export interface SegmentRow {
   distinct_id: string;
@@ -46,14 +55,58 @@ export function columnAttribute(key: string): string {
   return Buffer.byteLength(key) <= 200 ? `p:${key}` : `h:${createHash('sha256').update(key).digest('hex')}`;
 }
 
+const NUMBERS = 0x80000000;
+const NARROW = 0x40000000;
+const LENGTH_BITS = 0x3fffffff;
+const MAX_SCALE = 6;
+
+/**
+ * The dictionary as decimals m / 10^k with one k for all (the smallest that fits), if every value is
+ * a number that reads back exactly that way with |m| < 2^31; else undefined (the dictionary stays JSON).
+ */
+function scaledIntegers(values: readonly unknown[]): { scale: number; ints: Int32Array } | undefined {
+  if (values.length === 0 || values.length > LENGTH_BITS) return undefined;
+  for (const v of values) if (typeof v !== 'number') return undefined;
+  const ints = new Int32Array(values.length);
+  next: for (let scale = 0; scale <= MAX_SCALE; scale += 1) {
+    const factor = 10 ** scale;
+    for (let i = 0; i < values.length; i += 1) {
+      const v = values[i] as number;
+      const m = Math.round(v * factor);
+      if (!(Math.abs(m) <= 0x7fffffff) || m / factor !== v) continue next;
+      ints[i] = m;
+    }
+    return { scale, ints };
+  }
+  return undefined;
+}
+
+const bytesOf = (a: ArrayBufferView) => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+
 function dictionaryColumn(dictionary: unknown[], indexes: Uint32Array): Uint8Array {
-  const json = Buffer.from(JSON.stringify(dictionary), 'utf8');
-  const at = align4(4 + json.length);
-  const out = Buffer.alloc(at + indexes.byteLength);
-  out.writeUInt32LE(json.length, 0);
-  json.copy(out, 4);
-  Buffer.from(indexes.buffer, indexes.byteOffset, indexes.byteLength).copy(out, at);
+  const narrow = dictionary.length < 0xffff ? NARROW : 0;
+  const numbers = scaledIntegers(dictionary);
+  const head = numbers
+    ? Buffer.concat([
+        bytesOf(new Uint32Array([(NUMBERS | narrow | numbers.ints.length) >>> 0, numbers.scale])),
+        bytesOf(numbers.ints),
+      ])
+    : jsonDictionary(dictionary, narrow);
+  const at = align4(head.length);
+  const stored = narrow ? Uint16Array.from(indexes) : indexes;
+  const out = Buffer.alloc(at + stored.byteLength);
+  head.copy(out, 0);
+  bytesOf(stored).copy(out, at);
   return gzipSync(out);
+}
+
+function jsonDictionary(dictionary: unknown[], flags: number): Buffer {
+  const json = Buffer.from(JSON.stringify(dictionary), 'utf8');
+  if (json.length > LENGTH_BITS) throw new RangeError('a segment column dictionary must stay under 1 GiB');
+  const out = Buffer.alloc(4 + json.length);
+  out.writeUInt32LE((flags | json.length) >>> 0, 0);
+  json.copy(out, 4);
+  return out;
 }
 
 /**
@@ -71,9 +124,31 @@ function inflate(blob: Uint8Array): Buffer {
 /** One dictionary column (a property's: indexes are value + 1, 0 = absent; or the distinct ids'). */
 export function readDictionaryColumn(blob: Uint8Array, n: number): { dictionary: unknown[]; indexes: Uint32Array } {
   const raw = inflate(blob);
-  const length = raw.readUInt32LE(0);
-  const dictionary = JSON.parse(raw.toString('utf8', 4, 4 + length)) as unknown[];
-  return { dictionary, indexes: words(raw, align4(4 + length), n) };
+  const head = raw.readUInt32LE(0);
+  const length = head & LENGTH_BITS;
+  let dictionary: unknown[];
+  let at: number;
+  if (head & NUMBERS) {
+    const stored = words(raw, 8, length);
+    const ints = new Int32Array(stored.buffer, stored.byteOffset, length);
+    const factor = 10 ** raw.readUInt32LE(4);
+    dictionary = new Array<number>(length);
+    for (let i = 0; i < length; i += 1) dictionary[i] = ints[i]! / factor;
+    at = 8 + 4 * length;
+  } else {
+    dictionary = JSON.parse(raw.toString('utf8', 4, 4 + length)) as unknown[];
+    at = align4(4 + length);
+  }
+  return { dictionary, indexes: head & NARROW ? halfWords(raw, at, n) : words(raw, at, n) };
+}
+
+/** u16 indexes widened to the u32 the engine reads (one typed copy, so its loops see one array type). */
+function halfWords(raw: Buffer, offset: number, n: number): Uint32Array {
+  if (raw.length < offset + 2 * n) throw new Error('truncated segment column');
+  const start = raw.byteOffset + offset;
+  const view =
+    start % 2 === 0 ? new Uint16Array(raw.buffer, start, n) : new Uint16Array(raw.buffer.slice(start, start + 2 * n));
+  return new Uint32Array(view);
 }
 
 /** A u32 view of `n` words at `offset`; gunzip's buffer may be misaligned, then it is copied once. */

@@ -1,6 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { columnAttribute, decodeSegment, encodedSize, encodeSegment, type SegmentRow } from '#shared/segments/codec.ts';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import {
+  columnAttribute,
+  decodeSegment,
+  encodedSize,
+  encodeSegment,
+  readDictionaryColumn,
+  type SegmentRow,
+} from '#shared/segments/codec.ts';
 import { addToTally, emptyTally, fingerprint, sameTally } from '#shared/segments/fingerprint.ts';
 
 const DAY = Date.parse('2024-03-10T00:00:00Z');
@@ -101,6 +109,75 @@ describe('segment codec', () => {
       ['a', { $os: 'iOS' }],
       ['b', { $os: 'Windows' }],
     ]);
+  });
+
+  describe('column forms', () => {
+    const column = (values: unknown[]) =>
+      encodeSegment(
+        values.map((v, i) => ({ distinct_id: 'a', t: DAY + i, properties: v === undefined ? {} : { v } })),
+        DAY,
+      ).columns.get('v')!;
+    const firstWord = (blob: Uint8Array) => gunzipSync(blob).readUInt32LE(0);
+    const NUMBERS = 0x80000000;
+    const NARROW = 0x40000000;
+
+    it('stores decimals as scaled integers (no JSON to parse) and reads back the very same numbers', () => {
+      const prices = Array.from({ length: 5_000 }, (_, i) => ((i % 2 ? -1 : 1) * ((i * 7919) % 50_000)) / 100);
+      const blob = column([...prices, undefined, 3]);
+      expect(firstWord(blob) & NUMBERS).toBeTruthy();
+      const { dictionary, indexes } = readDictionaryColumn(blob, prices.length + 2);
+      expect(Array.from(indexes, (i) => (i === 0 ? undefined : dictionary[i - 1]))).toEqual([...prices, undefined, 3]);
+    });
+
+    it('keeps JSON for values that are not all decimals of at most 6 places under 2^31', () => {
+      for (const values of [[1, '1'], [0.1 + 0.2], [2 ** 31], [1e-7], [1, null]]) {
+        const blob = column(values);
+        expect(firstWord(blob) & NUMBERS, JSON.stringify(values)).toBe(0);
+        const { dictionary, indexes } = readDictionaryColumn(blob, values.length);
+        expect(Array.from(indexes, (i) => dictionary[i - 1])).toEqual(values);
+      }
+    });
+
+    it('reads any numbers as JSON would have stored them (property test)', () => {
+      fc.assert(
+        fc.property(
+          fc.array(fc.oneof(fc.double(), fc.integer(), fc.constantFrom(0.5, -0, 12.34)), { minLength: 1 }),
+          (values) => {
+            const { dictionary, indexes } = readDictionaryColumn(column(values), values.length);
+            const read = Array.from(indexes, (i) => dictionary[i - 1]);
+            expect(read).toEqual(JSON.parse(JSON.stringify(values)));
+          },
+        ),
+        { numRuns: 300 },
+      );
+    });
+
+    it('narrows indexes to 16 bits below 65,535 distinct values and keeps 32 bits above', () => {
+      const few = column(Array.from({ length: 70_000 }, (_, i) => `v${i % 65_534}`));
+      const many = column(Array.from({ length: 70_000 }, (_, i) => `v${i}`));
+      expect(firstWord(few) & NARROW).toBeTruthy();
+      expect(firstWord(many) & NARROW).toBe(0);
+      for (const [blob, distinct] of [
+        [few, 65_534],
+        [many, 70_000],
+      ] as const) {
+        const { dictionary, indexes } = readDictionaryColumn(blob, 70_000);
+        expect(indexes[69_999]).toBe((69_999 % distinct) + 1);
+        expect(dictionary[indexes[69_999]! - 1]).toBe(`v${69_999 % distinct}`);
+      }
+    });
+
+    it('still reads columns written before the flags (JSON dictionary, u32 indexes)', () => {
+      const json = Buffer.from(JSON.stringify(['Chrome', 12.5]));
+      const at = Math.ceil((4 + json.length) / 4) * 4;
+      const raw = Buffer.alloc(at + 12);
+      raw.writeUInt32LE(json.length, 0);
+      json.copy(raw, 4);
+      for (const [i, index] of [2, 0, 1].entries()) raw.writeUInt32LE(index, at + 4 * i);
+      const { dictionary, indexes } = readDictionaryColumn(gzipSync(raw), 3);
+      expect(dictionary).toEqual(['Chrome', 12.5]);
+      expect([...indexes]).toEqual([2, 0, 1]);
+    });
   });
 
   it('names columns after their keys, hashing long ones', () => {

@@ -31,6 +31,7 @@ import { ACTIVE_WINDOW_DAYS, type RowValues, windowDays } from '../math.ts';
 import { buildResponse, type PeriodResult } from '../output.ts';
 import { propertyOf, toNumber } from '../properties.ts';
 import {
+  AGGREGATED_DISPLAYS,
   COUNT_PER_ACTOR_MATHS,
   PROPERTY_MATHS,
   type ActionDefinition,
@@ -543,6 +544,7 @@ export function computeTrendFromColumns(query: TrendQuery, input: ColumnarInput)
       entity: plan.entity,
       rows: rowsOf(plan, plan.accumulators[p]!, breakdown, state, {
         cumulative,
+        aggregate: AGGREGATED_DISPLAYS.has(query.display),
         interval: query.interval,
         tz: ctx.tz,
         personCount: state.persons.size,
@@ -694,6 +696,11 @@ function addStat(cells: Float64Array, at: number, v: number): void {
 
 interface FinishContext {
   cumulative: boolean;
+  /**
+   * Whether rows need their whole-period value: only aggregated displays show it (output.ts). Entry
+   * maths skip it otherwise (NaN), which spares a second pass over every entry (a quantile of all of them).
+   */
+  aggregate: boolean;
   personCount: number;
   interval: TrendQuery['interval'];
   tz: string;
@@ -858,11 +865,16 @@ function select(a: Float64Array, k: number): number {
 /**
  * Rows of the maths computed from per-row entries: entries are ordered by (row, slot) with a counting
  * sort, then each slot (and each row's whole period) is reduced over typed arrays; distinct counts use
- * a stamp per ordinal instead of a Set.
+ * a stamp per ordinal instead of a Set. Property maths sort the numbers themselves, so each bucket's
+ * numbers are one contiguous run, reduced where they lie.
  */
 function entryRows(math: MathType, acc: Accumulator, rowMap: RowMap, ctx: FinishContext): Row[] {
   const slotsPerRow = acc.period.buckets.length + 2;
-  const { starts, order } = sortEntriesByCell(acc, rowMap, slotsPerRow);
+  if (acc.family === 'numbers') return numberRows(math, acc, rowMap, slotsPerRow, ctx);
+  const cells = new EntryCells(acc, rowMap.rowOfGroup, slotsPerRow, false);
+  const starts = cells.starts(rowMap.rowCount);
+  const order = new Int32Array(starts[starts.length - 1]!);
+  cells.scatter(starts, order, null);
   const rows: Row[] = [];
   const distinct = new DistinctCounter();
   for (let r = 0; r < rowMap.rowCount; r += 1) {
@@ -874,31 +886,62 @@ function entryRows(math: MathType, acc: Accumulator, rowMap: RowMap, ctx: Finish
   return rows;
 }
 
-/** Counting sort of the entries by cell (row, slot): `order` lists entry indexes, cell c's at starts[c]..starts[c+1]. */
-function sortEntriesByCell(
+/** Property maths: the entries' numbers (not NaN) sorted by cell, each bucket's statistic over its run in place. */
+function numberRows(
+  math: MathType,
   acc: Accumulator,
   { rowOfGroup, rowCount }: RowMap,
   slotsPerRow: number,
-): { starts: Int32Array; order: Int32Array } {
-  const cellCount = rowCount * slotsPerRow;
-  const count = acc.entries;
-  const { groups, slots } = acc;
-  const starts = new Int32Array(cellCount + 1);
-  const cellOf = new Int32Array(count);
-  for (let k = 0; k < count; k += 1) {
-    const r = rowOfGroup[acc.grouped ? groups[k]! : 0] ?? -1;
-    const cell = r < 0 ? -1 : r * slotsPerRow + slots[k]!;
-    cellOf[k] = cell;
-    if (cell >= 0) starts[cell + 1]! += 1;
+  ctx: FinishContext,
+): Row[] {
+  const cells = new EntryCells(acc, rowOfGroup, slotsPerRow, true);
+  const starts = cells.starts(rowCount);
+  const numbers = new Float64Array(starts[starts.length - 1]!);
+  cells.scatter(starts, numbers, acc.values);
+  const run = (from: number, to: number) => numbers.subarray(starts[from]!, starts[to]!);
+  const B = slotsPerRow - 2;
+  return Array.from({ length: rowCount }, (_, r) => {
+    const base = r * slotsPerRow;
+    const bucketValues = Array.from({ length: B }, (_, b) => statistic(math, run(base + b + 2, base + b + 3)));
+    // After the buckets: their statistics may reorder numbers only within each bucket's run.
+    const aggregated = ctx.aggregate ? statistic(math, run(base + 1, base + slotsPerRow)) : Number.NaN;
+    return { values: bucketValues, aggregated };
+  });
+}
+
+/** A counting sort of an accumulator's entries by cell (row, slot); entries of dropped groups (and NaN numbers, if asked) have none. */
+class EntryCells {
+  constructor(
+    private readonly acc: Accumulator,
+    private readonly rowOfGroup: Int32Array,
+    private readonly slotsPerRow: number,
+    private readonly skipNaN: boolean,
+  ) {}
+  private cellOf(k: number): number {
+    const { acc } = this;
+    if (this.skipNaN && Number.isNaN(acc.values[k]!)) return -1;
+    const r = this.rowOfGroup[acc.grouped ? acc.groups[k]! : 0] ?? -1;
+    return r < 0 ? -1 : r * this.slotsPerRow + acc.slots[k]!;
   }
-  for (let c = 0; c < cellCount; c += 1) starts[c + 1]! += starts[c]!;
-  const order = new Int32Array(starts[cellCount]!);
-  const fill = starts.slice(0, cellCount);
-  for (let k = 0; k < count; k += 1) {
-    const cell = cellOf[k]!;
-    if (cell >= 0) order[fill[cell]!++] = k;
+  /** Where each cell's entries start: cell c's are at starts[c]..starts[c + 1]. */
+  starts(rowCount: number): Int32Array {
+    const cellCount = rowCount * this.slotsPerRow;
+    const starts = new Int32Array(cellCount + 1);
+    for (let k = 0; k < this.acc.entries; k += 1) {
+      const cell = this.cellOf(k);
+      if (cell >= 0) starts[cell + 1]! += 1;
+    }
+    for (let c = 0; c < cellCount; c += 1) starts[c + 1]! += starts[c]!;
+    return starts;
   }
-  return { starts, order };
+  /** Writes every kept entry in cell order into `into`: its value from `source`, or its index without one. */
+  scatter(starts: Int32Array, into: Int32Array | Float64Array, source: Float64Array | null): void {
+    const fill = starts.slice(0, starts.length - 1);
+    for (let k = 0; k < this.acc.entries; k += 1) {
+      const cell = this.cellOf(k);
+      if (cell >= 0) into[fill[cell]!++] = source ? source[k]! : k;
+    }
+  }
 }
 
 /** One row's buckets and whole period from its entries; `range(a, b)` is the row's entries of slots a..b-1. */
@@ -925,32 +968,19 @@ function entryRow(
         ? firstAppearances(range(2, slotsPerRow), acc.slots, values, B, distinct)
         : Array.from({ length: B }, (_, b) => distinct.count(bucket(b), values));
     const aggregated =
-      ACTIVE_WINDOW_DAYS[math] !== undefined ? (bucketValues.at(-1) ?? 0) : distinct.count(inPeriod, values);
+      ACTIVE_WINDOW_DAYS[math] !== undefined
+        ? (bucketValues.at(-1) ?? 0)
+        : ctx.aggregate
+          ? distinct.count(inPeriod, values)
+          : Number.NaN;
     return { values: bucketValues, aggregated };
-  }
-  if (family === 'numbers') {
-    return {
-      values: Array.from({ length: B }, (_, b) => statistic(math, numbersOf(bucket(b), values))),
-      aggregated: statistic(math, numbersOf(inPeriod, values)),
-    };
   }
   // Per-actor counts.
   const kind = math.replace('_count_per_actor', '');
   return {
     values: Array.from({ length: B }, (_, b) => statistic(kind, distinct.perOrdinal(bucket(b), values))),
-    aggregated: statistic(kind, distinct.perOrdinal(inPeriod, values)),
+    aggregated: ctx.aggregate ? statistic(kind, distinct.perOrdinal(inPeriod, values)) : Number.NaN,
   };
-}
-
-/** The entries' values that are numbers. */
-function numbersOf(entries: Int32Array, values: Float64Array): Float64Array {
-  const out = new Float64Array(entries.length);
-  let n = 0;
-  for (let i = 0; i < entries.length; i += 1) {
-    const v = values[entries[i]!]!;
-    if (!Number.isNaN(v)) out[n++] = v;
-  }
-  return out.subarray(0, n);
 }
 
 /** Distinct ordinals (persons, sessions) of a set of entries, with a stamp per ordinal instead of a Set. */
