@@ -281,6 +281,17 @@ export const routes = [
     summary: 'Compute a trend (PostHog legacy insights/trend), JSON body',
   },
   {
+    operationId: 'query_create',
+    method: 'POST',
+    path: '/api/environments/:project_id/query',
+    scope: 'query:read',
+    handler: 'query/create',
+    access: 'read',
+    writesCache: true,
+    rateLimit: 'analytics',
+    summary: "Run a query (PostHog's query API): TrendsQuery, ActorsQuery or EventsQuery",
+  },
+  {
     operationId: 'batch_exports_list',
     method: 'GET',
     path: '/api/organizations/:organization_id/batch_exports',

@@ -36,6 +36,7 @@ const tenancyByOperation = {
   actions_destroy: 'project',
   insights_trend_retrieve: 'project',
   insights_trend: 'project',
+  query_create: 'project',
   batch_exports_list: 'organization',
   batch_exports_create: 'organization',
   batch_exports_retrieve: 'organization',
