@@ -319,6 +319,16 @@ describe('TrendsQuery validation errors point into the query', () => {
       'Must be a valid boolean.',
     ],
     [{ series: Array.from({ length: 51 }, () => pageviews) }, 'query__series', /at most 50 series/],
+    [
+      { series: [{ ...pageviews, properties: { type: 'AND', values: [] } }] },
+      'query__series__0__properties',
+      'Must be a list of property filters.',
+    ],
+    [
+      { series: [pageviews], trendsFilter: { formulaNodes: [{ formula: 'A', custom_name: 'x'.repeat(1001) }] } },
+      'query__trendsFilter__formulaNodes__0__custom_name',
+      'Ensure this field has no more than 1000 characters.',
+    ],
   ])('%j -> 400 on %s', (query, attr, detail) => {
     const error = errorOf(() => validated(query));
     expect(error.attr).toBe(attr);

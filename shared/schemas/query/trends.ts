@@ -15,7 +15,7 @@ const optionalBoolean = v.nullish(v.boolean());
 const optionalNumber = v.nullish(v.number());
 const optionalInteger = v.nullish(v.pipe(v.number(), v.integer()));
 /** Property filters: their contents are validated by the trend engine (its errors are mapped back into the query). */
-const filterList = v.nullish(v.array(v.unknown()));
+const filterList = v.nullish(v.array(v.unknown(), 'Must be a list of property filters.'));
 
 /** What EventsNode and ActionsNode share: the series' maths and filters. */
 const seriesFields = {
@@ -55,7 +55,17 @@ const breakdownEntry = v.looseObject({
   group_type_index: optionalInteger,
 });
 
-const formulaNode = v.looseObject({ formula: v.string(), custom_name: optionalString });
+/** A formula's name is repeated on each of its rows: bounded like the formula itself (shared/trends/formula.ts). */
+export const MAX_FORMULA_NAME_LENGTH = 1_000;
+const formulaNode = v.looseObject({
+  formula: v.string(),
+  custom_name: v.nullish(
+    v.pipe(
+      v.string(),
+      v.maxLength(MAX_FORMULA_NAME_LENGTH, `Ensure this field has no more than ${MAX_FORMULA_NAME_LENGTH} characters.`),
+    ),
+  ),
+});
 
 export const trendsQuery = v.looseObject({
   kind: v.literal('TrendsQuery'),
