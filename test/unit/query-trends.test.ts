@@ -96,6 +96,12 @@ describe('TrendsQuery -> legacy trend request', () => {
     });
   });
 
+  it('takes an action id given as digits, as PostHog does', () => {
+    expect(translate({ series: [{ kind: 'ActionsNode', id: '12' }] }).request.actions).toEqual([
+      { id: 12, type: 'actions', order: 0 },
+    ]);
+  });
+
   it('keeps the series order of the query across events and actions, so formula letters follow it', () => {
     const { request } = translate({
       series: [{ kind: 'ActionsNode', id: 3 }, pageviews, { kind: 'ActionsNode', id: 4 }],
@@ -306,6 +312,8 @@ describe('TrendsQuery validation errors point into the query', () => {
       /Unsupported series kind "DataWarehouseNode".*EventsNode, ActionsNode/,
     ],
     [{}, 'query__series', 'This field is required.'],
+    [{ series: [] }, 'query__series', 'A TrendsQuery needs at least one series.'],
+    [{ series: [{ kind: 'ActionsNode', id: 1.5 }] }, 'query__series__0__id', 'A valid integer is required.'],
     [{ series: [pageviews], properties: 'x' }, 'query__properties', /list of property filters or a property group/],
     [{ series: [pageviews], dateRange: { date_from: 7 } }, 'query__dateRange__date_from', 'Not a valid string.'],
     [
@@ -403,7 +411,6 @@ describe('TrendsQuery validation errors point into the query', () => {
     ],
     [{ series: [pageviews], compareFilter: { compare: true, compare_to: '+1w' } }, 'query__compareFilter__compare_to'],
     [{ series: [pageviews], aggregation_group_type_index: 0 }, 'query__aggregation_group_type_index'],
-    [{ series: [] }, 'query__series'],
   ])('the engine refuses %j: 400 on %s', (query, attr) => {
     expect(engineErrorOf(query).attr).toBe(attr);
   });

@@ -33,9 +33,14 @@ const seriesFields = {
 };
 
 const eventsNode = v.looseObject({ kind: v.literal('EventsNode'), event: optionalString, ...seriesFields });
+/** An action's id: an integer, or its digits as a string (PostHog's model coerces those too). */
+const actionId = v.union(
+  [v.pipe(v.number(), v.integer()), v.pipe(v.string(), v.regex(/^\d{1,15}$/), v.transform(Number))],
+  'A valid integer is required.',
+);
 const actionsNode = v.looseObject({
   kind: v.literal('ActionsNode'),
-  id: v.pipe(v.number(), v.integer()),
+  id: actionId,
   ...seriesFields,
 });
 
@@ -71,6 +76,7 @@ export const trendsQuery = v.looseObject({
   kind: v.literal('TrendsQuery'),
   series: v.pipe(
     v.array(seriesNode),
+    v.minLength(1, 'A TrendsQuery needs at least one series.'),
     v.maxLength(
       MAX_SERIES,
       `A trend may have at most ${MAX_SERIES} series (events and actions together); remove some series.`,
