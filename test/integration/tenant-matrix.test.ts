@@ -155,6 +155,7 @@ function bodyFor(route: KeyRoute): unknown {
     actions_create: { name: 'Hijacked', steps: [{ event: 'x' }] },
     actions_partial_update: { name: 'Hijacked' },
     insights_trend: { events: [{ id: 'signed up' }] },
+    query_create: { query: { kind: 'TrendsQuery', series: [{ kind: 'EventsNode', event: 'signed up' }] } },
     batch_exports_create: {
       name: 'Hijacked',
       interval: 'hour',

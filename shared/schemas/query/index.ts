@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { trendsQuery } from './trends.ts';
 
 /**
  * The query kinds `POST /query` answers, each with its own schema in this folder. Adding a kind: its
@@ -7,7 +8,6 @@ import * as v from 'valibot';
 export const SUPPORTED_QUERY_KINDS = ['TrendsQuery', 'ActorsQuery', 'EventsQuery'] as const;
 export type QueryKind = (typeof SUPPORTED_QUERY_KINDS)[number];
 
-const trendsQuery = v.looseObject({ kind: v.literal('TrendsQuery') });
 const actorsQuery = v.looseObject({ kind: v.literal('ActorsQuery') });
 const eventsQuery = v.looseObject({ kind: v.literal('EventsQuery') });
 
