@@ -198,7 +198,7 @@ export class RouteFunction extends ServiceFunction {
   constructor(scope: Construct, route: Route, props: ServiceFunctionProps & { api: apigwv2.HttpApi }) {
     super(scope, route.operationId, `${route.method} ${route.path}`, routePermissions(route), props);
     const integration = new HttpLambdaIntegration(`${pascal(route.operationId)}Integration`, this.fn);
-    // Capture answers on several paths: one route each, one function.
+    // Capture and every environment-level operation (also under /api/projects) answer on several paths: one route each, one function.
     for (const p of routePaths.filter((x) => x.operationId === route.operationId)) {
       props.api.addRoutes({ path: bracedPath(p.path), methods: [apigwv2.HttpMethod[p.method]], integration });
     }

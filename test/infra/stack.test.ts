@@ -420,6 +420,34 @@ describe('HTTP API', () => {
     }
   });
 
+  it('routes each /api/projects path to the function of its /api/environments route, and lets API Gateway invoke it there', () => {
+    const environmentLevel = (routes as readonly Route[]).filter((r) => r.path.startsWith('/api/environments/'));
+    expect(environmentLevel.length).toBeGreaterThanOrEqual(19);
+    expect(functionBehind('GET /api/projects/{project_id}/persons')).toBe(
+      logicalId(stack, stack.functions.get('persons_list')!),
+    );
+    const permissions = Object.values(resources(template, 'AWS::Lambda::Permission'));
+    for (const r of environmentLevel) {
+      const original = `${r.method} ${bracedPath(r.path)}`;
+      const alias = original.replace('/api/environments/', '/api/projects/');
+      expect(functionBehind(alias), alias).toBe(functionBehind(original));
+      expect(functionBehind(alias), alias).toBe(logicalId(stack, stack.functions.get(r.operationId)!));
+      const invokable = permissions.some(
+        (p) =>
+          p.Properties?.FunctionName?.['Fn::GetAtt']?.[0] === functionBehind(alias) &&
+          JSON.stringify(p.Properties?.SourceArn).includes(
+            bracedPath(r.path).replace('/api/environments/', '/api/projects/'),
+          ),
+      );
+      expect(invokable, `API Gateway may invoke ${r.operationId} at ${alias}`).toBe(true);
+    }
+  });
+
+  it("keeps the API's routes well under the HTTP API quota of 300 routes", () => {
+    // 61 route paths + $default when the project-level aliases were added (docs/query-api.md, Paths).
+    expect(routeResources.length).toBeLessThanOrEqual(100);
+  });
+
   it('sends every unmatched request to the fallback function', () => {
     expect(functionBehind('$default')).toBe(logicalId(stack, stack.functions.get(FALLBACK_FUNCTION)!));
     expect(routeResources).toHaveLength(routePaths.length + 1);
