@@ -463,9 +463,10 @@ export const routePaths: readonly Route[] = (routes as readonly Route[]).flatMap
   ...aliasesOf(r).map((path) => ({ ...r, path })),
 ]);
 
-export const keyRoutes = (routes as readonly Route[]).filter(
-  (r): r is KeyRoute => r.auth === undefined || r.auth === 'personal_api_key',
-);
+const isKeyRoute = (r: Route): r is KeyRoute => r.auth === undefined || r.auth === 'personal_api_key';
+export const keyRoutes = (routes as readonly Route[]).filter(isKeyRoute);
+/** The key routes at every path they answer on, aliases included (the scope and tenant matrices request each). */
+export const keyRoutePaths = routePaths.filter(isKeyRoute);
 
 /** Functions that are not API operations: fed by the table stream or a queue, or run on a schedule. */
 export interface Worker {
