@@ -438,15 +438,35 @@ export const routes = [
 type RouteRow = (typeof routes)[number];
 export type OperationId = RouteRow['operationId'];
 
+const ENVIRONMENT_LEVEL = '/api/environments/:project_id';
+const PROJECT_LEVEL = '/api/projects/:project_id';
+
+/**
+ * PostHog answers every environment-level path under `/api/projects/:project_id` too (one project is
+ * one environment here): said once, as a rule rather than an alias on each row, so a row added under
+ * `/api/environments/:project_id` answers at both. Undefined for any other path.
+ */
+export function projectLevelPath(path: string): string | undefined {
+  if (path !== ENVIRONMENT_LEVEL && !path.startsWith(`${ENVIRONMENT_LEVEL}/`)) return undefined;
+  return PROJECT_LEVEL + path.slice(ENVIRONMENT_LEVEL.length);
+}
+
+/** The paths a route answers on besides its own: its declared aliases and its project-level form. */
+export function aliasesOf(route: Route): string[] {
+  const projectLevel = projectLevelPath(route.path);
+  return [...(route.aliases ?? []), ...(projectLevel ? [projectLevel] : [])];
+}
+
 /** Every (method, path) the API answers, aliases included, each pointing at its route. */
 export const routePaths: readonly Route[] = (routes as readonly Route[]).flatMap((r) => [
   r,
-  ...(r.aliases ?? []).map((path) => ({ ...r, path })),
+  ...aliasesOf(r).map((path) => ({ ...r, path })),
 ]);
 
-export const keyRoutes = (routes as readonly Route[]).filter(
-  (r): r is KeyRoute => r.auth === undefined || r.auth === 'personal_api_key',
-);
+const isKeyRoute = (r: Route): r is KeyRoute => r.auth === undefined || r.auth === 'personal_api_key';
+export const keyRoutes = (routes as readonly Route[]).filter(isKeyRoute);
+/** The key routes at every path they answer on, aliases included (the scope and tenant matrices request each). */
+export const keyRoutePaths = routePaths.filter(isKeyRoute);
 
 /** Functions that are not API operations: fed by the table stream or a queue, or run on a schedule. */
 export interface Worker {

@@ -197,9 +197,14 @@ export class ServiceFunction extends Construct {
 export class RouteFunction extends ServiceFunction {
   constructor(scope: Construct, route: Route, props: ServiceFunctionProps & { api: apigwv2.HttpApi }) {
     super(scope, route.operationId, `${route.method} ${route.path}`, routePermissions(route), props);
-    const integration = new HttpLambdaIntegration(`${pascal(route.operationId)}Integration`, this.fn);
-    // Capture answers on several paths: one route each, one function.
-    for (const p of routePaths.filter((x) => x.operationId === route.operationId)) {
+    // Capture and every environment-level operation (also under /api/projects) answer on several paths: one route each, one function.
+    const paths = routePaths.filter((x) => x.operationId === route.operationId);
+    // Several paths share one invoke permission for this API instead of one per route: each is a stack
+    // resource, and a CloudFormation stack holds at most 500 (docs/query-api.md, Paths).
+    const integration = new HttpLambdaIntegration(`${pascal(route.operationId)}Integration`, this.fn, {
+      scopePermissionToRoute: paths.length === 1,
+    });
+    for (const p of paths) {
       props.api.addRoutes({ path: bracedPath(p.path), methods: [apigwv2.HttpMethod[p.method]], integration });
     }
   }

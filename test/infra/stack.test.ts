@@ -410,6 +410,20 @@ describe('HTTP API', () => {
     return integrations[integrationId]?.Properties?.IntegrationUri['Fn::GetAtt'][0] as string | undefined;
   };
 
+  const apiId = logicalId(stack, stack.api);
+  /** This API's execute-api ARN with `resource` after its id, as `invokePermissions` reads a SourceArn. */
+  const apiArn = (resource: string) => JSON.stringify({ api: apiId, resource });
+  /** The SourceArns of the invoke permissions API Gateway holds on a function. */
+  const invokePermissions = (functionId: string) =>
+    Object.values(resources(template, 'AWS::Lambda::Permission'))
+      .filter((p) => p.Properties?.FunctionName?.['Fn::GetAtt']?.[0] === functionId)
+      .map((p) => {
+        expect(p.Properties?.Principal).toBe('apigateway.amazonaws.com');
+        const parts = p.Properties?.SourceArn['Fn::Join'][1] as any[];
+        const api = parts.find((x) => x?.Ref?.startsWith('HttpApi'))?.Ref;
+        return JSON.stringify({ api, resource: String(parts.at(-1)).replace(/^\//, '') });
+      });
+
   it('routes every route-table row (and alias path) to its own function, with :param as {param}', () => {
     expect(routeKey(routes.find((r) => r.operationId === 'organizations_retrieve')!)).toBe(
       'GET /api/organizations/{id}',
@@ -418,6 +432,34 @@ describe('HTTP API', () => {
     for (const r of routePaths) {
       expect(functionBehind(routeKey(r)), routeKey(r)).toBe(logicalId(stack, stack.functions.get(r.operationId)!));
     }
+  });
+
+  it('routes each /api/projects path to the function of its /api/environments route, and lets API Gateway invoke it there', () => {
+    const environmentLevel = (routes as readonly Route[]).filter((r) => r.path.startsWith('/api/environments/'));
+    expect(environmentLevel.length).toBeGreaterThanOrEqual(19);
+    expect(functionBehind('GET /api/projects/{project_id}/persons')).toBe(
+      logicalId(stack, stack.functions.get('persons_list')!),
+    );
+    for (const r of environmentLevel) {
+      const original = `${r.method} ${bracedPath(r.path)}`;
+      const alias = original.replace('/api/environments/', '/api/projects/');
+      expect(functionBehind(alias), alias).toBe(functionBehind(original));
+      expect(functionBehind(alias), alias).toBe(logicalId(stack, stack.functions.get(r.operationId)!));
+      expect(invokePermissions(functionBehind(alias)!), alias).toEqual([apiArn('*/*/*')]);
+    }
+  });
+
+  it('lets API Gateway invoke a one-path function from its route only, and a several-path function from this API', () => {
+    for (const r of routes as readonly Route[]) {
+      const paths = routePaths.filter((p) => p.operationId === r.operationId);
+      const expected = paths.length === 1 ? [apiArn(`*/*${bracedPath(r.path)}`)] : [apiArn('*/*/*')];
+      expect(invokePermissions(logicalId(stack, stack.functions.get(r.operationId)!)), r.operationId).toEqual(expected);
+    }
+  });
+
+  it("keeps the API's routes well under the HTTP API quota of 300", () => {
+    // 61 route paths + $default when the project-level aliases were added (docs/query-api.md, Paths).
+    expect(routeResources.length).toBeLessThanOrEqual(100);
   });
 
   it('sends every unmatched request to the fallback function', () => {

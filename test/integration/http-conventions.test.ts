@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { keyRoutes, type KeyRoute } from '#functions/routes.ts';
+import { keyRoutePaths, type KeyRoute } from '#functions/routes.ts';
 import { client, eventually, expectErrorShape, newKey, useApi, type Client } from '../support/api.ts';
 
 const api = useApi();
@@ -63,7 +63,7 @@ async function sampleRequest(route: KeyRoute, c: Client, token: string, projectI
 }
 
 describe('paths', () => {
-  it.each(keyRoutes.map((r) => [r.operationId, r] as const))(
+  it.each(keyRoutePaths.map((r) => [`${r.method} ${r.path}`, r] as const))(
     '%s answers with and without a trailing slash',
     async (_, route) => {
       const { key } = await newKey();

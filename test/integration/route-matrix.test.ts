@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { keyRoutes, type KeyRoute as Route } from '#functions/routes.ts';
+import { keyRoutePaths, type KeyRoute as Route } from '#functions/routes.ts';
 import { tenancyOf } from '#shared/http/tenancy.ts';
 import { SCOPE_OBJECTS } from '#shared/auth/scopes.ts';
 import { expectErrorShape, newKey, useApi } from '../support/api.ts';
@@ -23,7 +23,7 @@ const otherScope = (route: Route) => {
   return `${object}:write`;
 };
 
-describe.each(keyRoutes.map((r) => [r.operationId, r] as const))('%s', (_, route) => {
+describe.each(keyRoutePaths.map((r) => [`${r.method} ${r.path}`, r] as const))('%s', (_, route) => {
   it('answers 401 without a key', async () => {
     const { key } = await newKey();
     const org = (await api.as(key).post('/api/organizations', { name: 'Mine' })).body;

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { keyRoutes, type KeyRoute } from '#functions/routes.ts';
+import { keyRoutePaths, type KeyRoute } from '#functions/routes.ts';
 import { revokeApiKey } from '#shared/domain/api-keys.ts';
 import { findUserIdByEmail } from '#shared/db/users.ts';
 import { SCOPE_OBJECTS } from '#shared/auth/scopes.ts';
@@ -9,12 +9,13 @@ import { retryingUnavailable } from '../support/retry.ts';
 import { diffSnapshots, snapshotTenant, type Snapshot, type TenantScope } from '../support/tenant-snapshot.ts';
 
 /**
- * Every row of the route table x every way a caller can be refused: no key, a malformed key, a
- * revoked key, a key without the route's scope, a read-only key on a write route, another
- * organization's key, a key scoped to another project and one scoped to another organization. Each
- * request would succeed for the owner (real resources, valid bodies), so the refusal is the auth
- * rule's and nothing else's; no response carries the victim's data, and the victim's items in the
- * table are unchanged at the end. A row added to the table is covered here without touching this file.
+ * Every row of the route table, at every path it answers on (aliases included), x every way a caller
+ * can be refused: no key, a malformed key, a revoked key, a key without the route's scope, a
+ * read-only key on a write route, another organization's key, a key scoped to another project and one
+ * scoped to another organization. Each request would succeed for the owner (real resources, valid
+ * bodies), so the refusal is the auth rule's and nothing else's; no response carries the victim's
+ * data, and the victim's items in the table are unchanged at the end. A row added to the table is
+ * covered here without touching this file.
  */
 const api = useApi();
 
@@ -199,7 +200,7 @@ function expectRefusal(res: Reply, status: number, code: string, detail: string)
   expect(res.body).toEqual({ type: 'authentication_error', code, detail, attr: null });
 }
 
-describe.each(keyRoutes.map((r) => [`${r.method} ${r.path}`, r] as const))('%s', (_, route) => {
+describe.each(keyRoutePaths.map((r) => [`${r.method} ${r.path}`, r] as const))('%s', (_, route) => {
   const tenancy = tenancyOf(route.path).kind;
 
   if (route.method === 'GET') {
