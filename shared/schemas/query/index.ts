@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { actorsQuery } from './actors.ts';
 
 /**
  * The query kinds `POST /query` answers, each with its own schema in this folder. Adding a kind: its
@@ -8,7 +9,6 @@ export const SUPPORTED_QUERY_KINDS = ['TrendsQuery', 'ActorsQuery', 'EventsQuery
 export type QueryKind = (typeof SUPPORTED_QUERY_KINDS)[number];
 
 const trendsQuery = v.looseObject({ kind: v.literal('TrendsQuery') });
-const actorsQuery = v.looseObject({ kind: v.literal('ActorsQuery') });
 const eventsQuery = v.looseObject({ kind: v.literal('EventsQuery') });
 
 function unsupportedKind(kind: unknown): string {
