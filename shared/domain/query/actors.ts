@@ -324,6 +324,11 @@ function walkOf(context: QueryContext, query: ActorsQuery, order: Order): string
  * created meanwhile; an offset no page ended at is reached by skipping, within the scan limit.
  */
 export const runActorsQuery: QueryRunner<'ActorsQuery'> = async (context, query) => {
+  if (query.source !== undefined && query.source !== null)
+    throw new ValidationError(
+      'ActorsQuery with a source (actors of an insight, e.g. InsightActorsQuery) is not supported: this service answers ActorsQuery over all persons of the project.',
+      'query__source',
+    );
   const select = query.select?.length ? query.select : DEFAULT_SELECT;
   const columns = select.map(columnOf);
   const order = orderOf(query.orderBy);

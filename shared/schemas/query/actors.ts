@@ -9,8 +9,8 @@ const text = (max: number) => v.pipe(v.string(), v.maxLength(max));
 
 /**
  * PostHog's ActorsQuery over persons. Columns, orders and filters are read by the runner
- * (shared/domain/query/actors.ts), which names an unsupported one in its 400; `source` (an actors
- * query over an insight) is refused here. `modifiers`, `tags`, `response` and other keys are ignored.
+ * (shared/domain/query/actors.ts), which names an unsupported one in its 400, and refuses `source`
+ * (an actors query over an insight). `modifiers`, `tags`, `response` and other keys are ignored.
  */
 export const actorsQuery = v.looseObject({
   kind: v.literal('ActorsQuery'),
@@ -43,12 +43,8 @@ export const actorsQuery = v.looseObject({
       v.maxValue(Number.MAX_SAFE_INTEGER, 'A valid integer is required.'),
     ),
   ),
-  source: v.nullish(
-    v.custom<never>(
-      () => false,
-      'ActorsQuery with a source (actors of an insight, e.g. InsightActorsQuery) is not supported: this service answers ActorsQuery over all persons of the project.',
-    ),
-  ),
+  /** An actors query over another query (an insight's actors): refused by the runner. */
+  source: v.nullish(v.unknown()),
 });
 
 export type ActorsQuery = v.InferOutput<typeof actorsQuery>;
