@@ -16,6 +16,7 @@ export const WALK_TTL_SECONDS = 3600;
 /** Persons per index read while filtering or skipping, and reads per request (each up to 1 MB, as the persons list). */
 const READ_SIZE = 500;
 const MAX_READS = 40;
+const MAX_POSITION_CHARS = 100_000;
 
 type Row = { person: PersonRecord; sortKey: string };
 
@@ -93,8 +94,8 @@ const SUPPORTED_COLUMNS =
 
 function columnOf(raw: string, i: number): Column {
   const expr = expressionOf(raw);
-  const named = COLUMNS[expr] ?? COLUMNS[expr.replace(/^person\./, '')];
-  if (named && expr !== 'person.person') return named;
+  const name = [expr, expr.replace(/^person\./, '')].find((n) => Object.hasOwn(COLUMNS, n));
+  if (name !== undefined && expr !== 'person.person') return COLUMNS[name]!;
   const path = propertyPath(expr);
   if (path) return { value: (p) => propertyAt(p, path), type: 'Nullable(String)' };
   throw new ValidationError(
@@ -349,7 +350,8 @@ export const runActorsQuery: QueryRunner<'ActorsQuery'> = async (context, query)
   };
   const page =
     order.kind === 'created_at' ? await indexPage({ ...request, order }) : await valuePage({ ...request, order });
-  if (page.end !== undefined)
+  // A value order's position holds the value: one too large for an item is not kept (that walk's next page is found by offset).
+  if (page.end !== undefined && page.end.length <= MAX_POSITION_CHARS)
     await rememberWalkPosition(context.projectId, walk, offset + limit, page.end, at, WALK_TTL_SECONDS);
   const hasPerson = select.some((c) => expressionOf(c) === 'person');
   return {
