@@ -71,6 +71,15 @@ export const keys = {
   /** A computed trend, by project and a hash of everything it depends on; short TTL. */
   trendCache: (projectId: number, hash: string): ItemKey => ({ pk: `TRENDCACHE#${projectId}#${hash}`, sk: 'CACHE' }),
   trendCachePkPrefix: 'TRENDCACHE#',
+  /**
+   * Where the page at `offset` of one ActorsQuery walk starts (per caller and query, short TTL), so a
+   * walk by offsets resumes from a position, not a count. Under the cache prefix: the query function
+   * may write only there.
+   */
+  actorsWalkPosition: (projectId: number, walk: string, offset: number): ItemKey => ({
+    pk: `TRENDCACHE#${projectId}#ACTORSWALK#${walk}`,
+    sk: `OFFSET#${pad(offset)}`,
+  }),
   /** The earliest event time of a project (for `date_from: all`), lowered by the ingest worker. */
   firstEvent: (projectId: number): ItemKey => ({ pk: `PROJECT#${projectId}`, sk: 'FIRSTEVENT' }),
   /** Person ids are integers counted per project (a global counter would be one hot item). */

@@ -1,5 +1,6 @@
 import type { MembershipRecord } from '../../db/organizations.ts';
 import type { AnyQuery, QueryBody, QueryKind } from '../../schemas/query/index.ts';
+import { runActorsQuery } from './actors.ts';
 import { runTrendsQuery } from './trends.ts';
 
 /** What every kind's runner gets besides its query. */
@@ -21,6 +22,7 @@ export type QueryRunner<K extends QueryKind> = (
 ) => Promise<Record<string, unknown>>;
 
 const runners: { [K in QueryKind]?: QueryRunner<K> } = {
+  ActorsQuery: runActorsQuery,
   TrendsQuery: runTrendsQuery,
 };
 

@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { actorsQuery } from './actors.ts';
 import { trendsQuery } from './trends.ts';
 
 /**
@@ -8,7 +9,6 @@ import { trendsQuery } from './trends.ts';
 export const SUPPORTED_QUERY_KINDS = ['TrendsQuery', 'ActorsQuery', 'EventsQuery'] as const;
 export type QueryKind = (typeof SUPPORTED_QUERY_KINDS)[number];
 
-const actorsQuery = v.looseObject({ kind: v.literal('ActorsQuery') });
 const eventsQuery = v.looseObject({ kind: v.literal('EventsQuery') });
 
 function unsupportedKind(kind: unknown): string {
