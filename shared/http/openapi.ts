@@ -31,6 +31,8 @@ export interface OpenApiRoute {
   aliases?: readonly string[];
   auth?: string;
   scope?: string;
+  /** Further scopes that grant the operation (documented as alternative security requirements). */
+  alsoAccepts?: readonly string[];
   csv?: boolean;
   summary: string;
 }
@@ -255,7 +257,7 @@ const ERROR_RESPONSES: Record<number, [name: string, description: string]> = {
 };
 
 /** Success statuses that do not follow from the method (DELETE answers 204, `*_create` 201, the rest 200). */
-const SUCCESS_STATUS: Record<string, number> = { persons_bulk_delete: 202 };
+const SUCCESS_STATUS: Record<string, number> = { persons_bulk_delete: 202, query_create: 200, query_destroy: 200 };
 
 function successStatus(route: OpenApiRoute): number {
   if (SUCCESS_STATUS[route.operationId]) return SUCCESS_STATUS[route.operationId]!;
@@ -618,7 +620,10 @@ function keyOperation(entry: OpenApiEntry): JsonObject {
       status: successStatus(route),
       ...(list ? { schema: { $ref: '#/components/schemas/Page' } } : {}),
     }),
-    security: [{ personalApiKey: [route.scope!] }, { personalApiKeyQuery: [route.scope!] }],
+    security: [route.scope!, ...(route.alsoAccepts ?? [])].flatMap((s): JsonObject[] => [
+      { personalApiKey: [s] },
+      { personalApiKeyQuery: [s] },
+    ]),
   };
 }
 

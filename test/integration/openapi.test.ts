@@ -245,7 +245,10 @@ describe('the OpenAPI document', () => {
       expect(op.operationId, `${r.method} ${r.path}`).toBe(r.operationId);
       expect(op.summary).toBe(r.summary);
       if (r.auth === 'project_token' || r.auth === 'public') expect(op.security).toEqual([]);
-      else expect(op.security).toEqual([{ personalApiKey: [r.scope] }, { personalApiKeyQuery: [r.scope] }]);
+      else
+        expect(op.security).toEqual(
+          [r.scope, ...(r.alsoAccepts ?? [])].flatMap((s) => [{ personalApiKey: [s] }, { personalApiKeyQuery: [s] }]),
+        );
     }
     const documented = Object.values(doc.paths as Record<string, any>).flatMap((item) =>
       Object.keys(item)
@@ -404,6 +407,8 @@ interface Ctx {
   actionToDelete: string;
   exportId: string;
   exportToDelete: string;
+  /** A query that ran in the background and completed. */
+  queryId: string;
 }
 
 const FUTURE = '2099-01-01T00:00:00Z';
@@ -480,6 +485,15 @@ const examples: Record<string, (c: Ctx) => Example> = {
     query: { refresh: 'true' },
     body: { events: [{ id: 'seen', math: 'dau' }], date_from: '-7d' },
   }),
+  query_create: (c) => ({
+    params: { project_id: c.projectId },
+    body: {
+      query: { kind: 'TrendsQuery', series: [{ kind: 'EventsNode', event: 'seen' }] },
+      refresh: 'force_blocking',
+    },
+  }),
+  query_retrieve: (c) => ({ params: { project_id: c.projectId, id: c.queryId } }),
+  query_destroy: (c) => ({ params: { project_id: c.projectId, id: c.queryId } }),
   batch_exports_list: (c) => ({ params: { organization_id: c.orgId }, query: { limit: '10' } }),
   batch_exports_create: (c) => ({
     params: { organization_id: c.orgId },
@@ -587,6 +601,12 @@ describe('an example request for each operation', () => {
       });
     const action = async () =>
       String((await c.post(`${base}/actions`, { name: 'Seen', steps: [{ event: 'seen' }] })).body.id);
+    const completedQuery = async () => {
+      const query = { kind: 'TrendsQuery', series: [{ kind: 'EventsNode', event: 'seen' }] };
+      const id = (await c.post(`${base}/query`, { query, refresh: 'force_async' })).body.query_status.id as string;
+      await eventually(async () => expect((await c.get(`${base}/query/${id}`)).status).toBe(200), 30_000);
+      return id;
+    };
     const exportId = async () =>
       String(
         (
@@ -611,6 +631,7 @@ describe('an example request for each operation', () => {
       actionToDelete: await action(),
       exportId: await exportId(),
       exportToDelete: await exportId(),
+      queryId: await completedQuery(),
     };
     await personId('oa-bulk');
   }, 60_000);
