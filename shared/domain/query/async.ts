@@ -109,21 +109,13 @@ export async function startBackgroundRun(request: RunRequest): Promise<QueryStat
   return statusView(record);
 }
 
-/**
- * GET /query/:id: the status, with the answer once complete, and PostHog's HTTP status for it: 202
- * running, 200 complete, 400 failed with a message for the user, 500 failed otherwise. A query of
- * another project (or none) is a 404.
- */
-export async function queryStatus(
-  projectId: number,
-  queryId: string,
-): Promise<{ status: 200 | 202 | 400 | 500; body: { query_status: QueryStatusView } }> {
+/** GET /query/:id: the status, with the answer once complete; a query of another project (or none) is a 404. */
+export async function queryStatus(projectId: number, queryId: string): Promise<{ query_status: QueryStatusView }> {
   const now = clockNow();
   const record = await getQueryStatus(projectId, queryId, now);
   if (!record) throw new NotFound();
   const results = record.complete && !record.error ? ((await loadQueryResult(projectId, queryId, now)) ?? null) : null;
-  const status = record.error ? (record.error_message ? 400 : 500) : record.complete ? 200 : 202;
-  return { status, body: { query_status: statusView(record, results) } };
+  return { query_status: statusView(record, results) };
 }
 
 export const CANCELLED_MESSAGE = 'Query cancelled';
