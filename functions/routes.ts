@@ -21,6 +21,12 @@ interface RouteBase {
   csv?: boolean;
   /** A read-only operation that may still write its result cache (IAM: PutItem on cache keys only). */
   writesCache?: boolean;
+  /**
+   * Writes async query items (keys QUERY#, QUERYCACHE#): `status` may only update a query's status
+   * (cancel: UpdateItem on QUERY#), `results` also start queries and store answers (PutItem on QUERY#
+   * and QUERYCACHE#, UpdateItem on QUERY#).
+   */
+  writesQueries?: 'status' | 'results';
   /** Seals batch-export destination secrets (IAM: kms:GenerateDataKey on the export secrets key, never Decrypt). */
   sealsSecrets?: boolean;
   /** Files shipped beside the bundled handler: the static SDK routes serve posthog-js's browser bundles (infra/build.ts copies them). */
@@ -32,6 +38,8 @@ interface RouteBase {
 export interface KeyRoute extends RouteBase {
   auth?: 'personal_api_key';
   scope: Scope;
+  /** Other scopes that grant the operation too (PostHog accepts `insight:read` keys on the query API). */
+  alsoAccepts?: readonly Scope[];
   /** Rate-limit class of the key's requests: `analytics` (240/min, 1200/h) for trends, else `crud` (480/min, 4800/h). */
   rateLimit?: Exclude<RateLimitClass, 'capture'>;
 }
@@ -285,11 +293,38 @@ export const routes = [
     method: 'POST',
     path: '/api/environments/:project_id/query',
     scope: 'query:read',
+    alsoAccepts: ['insight:read'],
     handler: 'query/create',
     access: 'read',
     writesCache: true,
+    writesQueries: 'results',
+    sends: ['query_runs'],
     rateLimit: 'analytics',
     summary: "Run a query (PostHog's query API): TrendsQuery, ActorsQuery or EventsQuery",
+  },
+  {
+    operationId: 'query_retrieve',
+    method: 'GET',
+    path: '/api/environments/:project_id/query/:id',
+    scope: 'query:read',
+    alsoAccepts: ['insight:read'],
+    handler: 'query/retrieve',
+    access: 'read',
+    rateLimit: 'analytics',
+    summary: "An async query's status, with its answer once complete (PostHog's QueryStatus)",
+  },
+  {
+    operationId: 'query_destroy',
+    method: 'DELETE',
+    path: '/api/environments/:project_id/query/:id',
+    // PostHog: every query action is a read of the query scope.
+    scope: 'query:read',
+    alsoAccepts: ['insight:read'],
+    handler: 'query/delete',
+    access: 'read',
+    writesQueries: 'status',
+    rateLimit: 'analytics',
+    summary: 'Cancel an async query: its status says so and its run stores nothing',
   },
   {
     operationId: 'batch_exports_list',
@@ -484,6 +519,9 @@ export interface Worker {
   continuesVia?: QueueName;
   /** Queues it may send to. */
   sends?: readonly QueueName[];
+  /** As for routes: the result caches it may put (TRENDCACHE#), the async query items it may write. */
+  writesCache?: boolean;
+  writesQueries?: 'status' | 'results';
   /** How long one invocation may run (seconds). */
   timeoutSeconds: number;
   /**
@@ -544,6 +582,19 @@ export const workers = [
     sends: ['person_deletions', 'person_bulk_deletes'],
     timeoutSeconds: 300,
     summary: 'Deletes, within seconds, the persons a bulk delete queued because its request ran out of time',
+  },
+  {
+    name: 'run_queries',
+    handler: 'workers/run-queries',
+    trigger: { queue: 'query_runs' },
+    // Reads what queries read; writes only its answers: the query cache, the query's status and result
+    // (and the legacy trend cache, which the trend engine writes).
+    access: 'read',
+    writesCache: true,
+    writesQueries: 'results',
+    timeoutSeconds: 900,
+    summary:
+      'Runs queries started in the background (refresh async, or blocking past the API budget) and stores their answers',
   },
 ] as const satisfies readonly Worker[];
 

@@ -19,6 +19,8 @@ export const ENV = {
   personScanLimit: 'ANALYTICS_PERSON_SCAN_LIMIT',
   /** Milliseconds a bulk delete removes persons inline before queuing the rest (default below); tests set 0 to queue everything. */
   bulkDeleteBudgetMs: 'ANALYTICS_BULK_DELETE_BUDGET_MS',
+  /** Milliseconds a blocking query computes inline before it is handed to the query worker (default below); tests lower it. */
+  queryBlockingBudgetMs: 'ANALYTICS_QUERY_BLOCKING_BUDGET_MS',
   /** KMS key that wraps batch-export destination secrets (CDK sets it); absent -> a local key file under DATA_DIR. */
   exportSecretsKmsKeyId: 'EXPORT_SEALING_KMS_KEY_ID',
   /** Local runtime's data folder (the local key file of export secrets lives there). */
@@ -35,6 +37,12 @@ export const DEFAULT_PERSON_SCAN_LIMIT = 10_000;
 
 /** A bulk delete starts no transaction group inline after this; the rest goes to its queue (shared/domain/persons.ts). */
 export const DEFAULT_BULK_DELETE_BUDGET_MS = 4_000;
+
+/**
+ * A blocking query (POST /query) past this is handed to the query worker and the client told to poll:
+ * with the 2 s the handler keeps back and 1.5 s to hand it over, well inside the API's 10 s.
+ */
+export const DEFAULT_QUERY_BLOCKING_BUDGET_MS = 6_000;
 
 /**
  * Rate-limit classes: `crud` for every personal-key operation unless its route says otherwise,
@@ -97,6 +105,7 @@ export interface Config {
   rateLimits: RateLimits | undefined;
   personScanLimit: number;
   bulkDeleteBudgetMs: number;
+  queryBlockingBudgetMs: number;
   /** Batch export secrets: wrapped by this KMS key, or (undefined) by `localSecretsKeyFile`. */
   exportSecretsKmsKeyId: string | undefined;
   localSecretsKeyFile: string;
@@ -134,6 +143,12 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ENV.bulkDeleteBudgetMs,
       env[ENV.bulkDeleteBudgetMs],
       DEFAULT_BULK_DELETE_BUDGET_MS,
+      0,
+    ),
+    queryBlockingBudgetMs: readPositiveInteger(
+      ENV.queryBlockingBudgetMs,
+      env[ENV.queryBlockingBudgetMs],
+      DEFAULT_QUERY_BLOCKING_BUDGET_MS,
       0,
     ),
     exportSecretsKmsKeyId: env[ENV.exportSecretsKmsKeyId] || undefined,

@@ -5,7 +5,7 @@ import { trendToCsv } from '../csv.ts';
 import { getPersons, personIdsOf } from '../db/persons.ts';
 import { firstEventAt } from '../db/projects.ts';
 import { readRollups } from '../db/rollups.ts';
-import { readTrendCache, writeTrendCache } from '../db/trend-cache.ts';
+import { readTrendCache, writeTrendCache } from '../db/result-cache.ts';
 import { ValidationError } from '../errors.ts';
 import {
   canUseHourlyRollups,

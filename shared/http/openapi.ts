@@ -37,6 +37,8 @@ export interface OpenApiRoute {
   aliasOf?: { operationId: string; path: string };
   auth?: string;
   scope?: string;
+  /** Further scopes that grant the operation (documented as alternative security requirements). */
+  alsoAccepts?: readonly string[];
   csv?: boolean;
   summary: string;
 }
@@ -261,7 +263,7 @@ const ERROR_RESPONSES: Record<number, [name: string, description: string]> = {
 };
 
 /** Success statuses that do not follow from the method (DELETE answers 204, `*_create` 201, the rest 200). */
-const SUCCESS_STATUS: Record<string, number> = { persons_bulk_delete: 202, query_create: 200 };
+const SUCCESS_STATUS: Record<string, number> = { persons_bulk_delete: 202, query_create: 200, query_destroy: 200 };
 
 /** The route-table operation an entry documents (an alias entry's is the original's). */
 const operationOf = (route: OpenApiRoute) => route.aliasOf?.operationId ?? route.operationId;
@@ -635,7 +637,10 @@ function keyOperation(entry: OpenApiEntry): JsonObject {
       status: successStatus(route),
       ...(list ? { schema: { $ref: '#/components/schemas/Page' } } : {}),
     }),
-    security: [{ personalApiKey: [route.scope!] }, { personalApiKeyQuery: [route.scope!] }],
+    security: [route.scope!, ...(route.alsoAccepts ?? [])].flatMap((s): JsonObject[] => [
+      { personalApiKey: [s] },
+      { personalApiKeyQuery: [s] },
+    ]),
   };
 }
 

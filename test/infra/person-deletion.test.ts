@@ -55,8 +55,8 @@ describe('deferred person-event deletion', () => {
     const consume = 'sqs:ReceiveMessage';
     expect(roleActions(dev, 'drain_person_deletions')).toContain(consume);
     for (const name of stack.functions.keys()) {
-      // The bulk-delete worker receives from its own queue only (next describe); the test below checks the deletion queue by resource.
-      if (name === 'drain_person_deletions' || name === 'delete_queued_persons') continue;
+      // The bulk-delete and query workers receive from their own queues only (next describe); the test below checks the deletion queue by resource.
+      if (name === 'drain_person_deletions' || name === 'delete_queued_persons' || name === 'run_queries') continue;
       expect([name, roleActions(dev, name).includes(consume)]).toEqual([name, false]);
     }
     for (const op of ['persons_destroy', 'persons_bulk_delete', 'delete_queued_persons'])

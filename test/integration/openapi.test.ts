@@ -249,7 +249,10 @@ describe('the OpenAPI document', () => {
       if (projectLevel) expect(op.description).toContain(`The same operation as \`${r.operationId}\``);
       expect(op.summary).toBe(r.summary);
       if (r.auth === 'project_token' || r.auth === 'public') expect(op.security).toEqual([]);
-      else expect(op.security).toEqual([{ personalApiKey: [r.scope] }, { personalApiKeyQuery: [r.scope] }]);
+      else
+        expect(op.security).toEqual(
+          [r.scope, ...(r.alsoAccepts ?? [])].flatMap((s) => [{ personalApiKey: [s] }, { personalApiKeyQuery: [s] }]),
+        );
     }
     const documented = Object.values(doc.paths as Record<string, any>).flatMap((item) =>
       Object.keys(item)
@@ -432,6 +435,8 @@ interface Ctx {
   actionToDelete: string;
   exportId: string;
   exportToDelete: string;
+  /** A query that ran in the background and completed. */
+  queryId: string;
 }
 
 const FUTURE = '2099-01-01T00:00:00Z';
@@ -516,8 +521,11 @@ const examples: Record<string, (c: Ctx) => Example> = {
         series: [{ kind: 'EventsNode', event: 'seen', math: 'dau' }],
         dateRange: { date_from: '-7d' },
       },
+      refresh: 'force_blocking',
     },
   }),
+  query_retrieve: (c) => ({ params: { project_id: c.projectId, id: c.queryId } }),
+  query_destroy: (c) => ({ params: { project_id: c.projectId, id: c.queryId } }),
   batch_exports_list: (c) => ({ params: { organization_id: c.orgId }, query: { limit: '10' } }),
   batch_exports_create: (c) => ({
     params: { organization_id: c.orgId },
@@ -625,6 +633,12 @@ describe('an example request for each operation', () => {
       });
     const action = async () =>
       String((await c.post(`${base}/actions`, { name: 'Seen', steps: [{ event: 'seen' }] })).body.id);
+    const completedQuery = async () => {
+      const query = { kind: 'TrendsQuery', series: [{ kind: 'EventsNode', event: 'seen' }] };
+      const id = (await c.post(`${base}/query`, { query, refresh: 'force_async' })).body.query_status.id as string;
+      await eventually(async () => expect((await c.get(`${base}/query/${id}`)).status).toBe(200), 30_000);
+      return id;
+    };
     const exportId = async () =>
       String(
         (
@@ -649,6 +663,7 @@ describe('an example request for each operation', () => {
       actionToDelete: await action(),
       exportId: await exportId(),
       exportToDelete: await exportId(),
+      queryId: await completedQuery(),
     };
     await personId('oa-bulk');
   }, 60_000);

@@ -27,6 +27,7 @@ interface Victim {
   personId: number;
   actionId: number;
   exportId: string;
+  queryId: string;
   /** Strings only the victim's data holds: none may appear in a refused response. */
   secrets: string[];
 }
@@ -92,6 +93,7 @@ beforeAll(async () => {
     personId,
     actionId: action.id,
     exportId: exp.id,
+    queryId: await completedQuery(owner.key, projectId),
     secrets: [SECRET, org.teams[0].api_token],
   };
 
@@ -125,6 +127,19 @@ beforeAll(async () => {
   });
 }, 60_000);
 
+/** The id of a query the owner ran in the background, once complete. */
+async function completedQuery(key: string, projectId: number): Promise<string> {
+  const c = api.as(key);
+  const query = { kind: 'TrendsQuery', series: [{ kind: 'EventsNode', event: 'signed up' }] };
+  const id = (await c.post(`/api/environments/${projectId}/query`, { query, refresh: 'force_async' })).body.query_status
+    .id as string;
+  await eventually(
+    async () => expect((await c.get(`/api/environments/${projectId}/query/${id}`)).status).toBe(200),
+    30_000,
+  );
+  return id;
+}
+
 /** The path of the route naming the victim's real resources. */
 function pathFor(route: KeyRoute): string {
   const segments = route.path.split('/');
@@ -138,6 +153,7 @@ function pathFor(route: KeyRoute): string {
       if (collection === 'persons') return String(victim.personId);
       if (collection === 'actions') return String(victim.actionId);
       if (collection === 'batch_exports') return victim.exportId;
+      if (collection === 'query') return victim.queryId;
       // A resource kind added later: auth and tenancy are decided before any lookup of it.
       return '1';
     })

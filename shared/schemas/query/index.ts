@@ -38,13 +38,24 @@ export const REFRESH_MODES = [
 ] as const;
 export type RefreshMode = (typeof REFRESH_MODES)[number];
 
+/** A query id: ours are uuid7 hex; a client's may be any 1 to 128 letters, digits, `-` and `_` (it is part of a table key). */
+export const QUERY_ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
+export const queryId = v.pipe(
+  v.string(),
+  v.regex(QUERY_ID_PATTERN, 'A query id is 1 to 128 letters, digits, "-" or "_".'),
+);
+
 export const queryBody = v.object({
   query: anyQuery,
   refresh: v.optional(
     v.union([v.picklist(REFRESH_MODES), v.boolean()], `Must be one of ${REFRESH_MODES.join(', ')} (or a boolean).`),
   ),
-  client_query_id: v.optional(v.pipe(v.string(), v.maxLength(200))),
+  /** The query's id (async status, GET/DELETE /query/:id) when given, as PostHog does. */
+  client_query_id: v.optional(queryId),
   /** PostHog's deprecated form of `refresh: "async"`. */
   async: v.optional(v.boolean()),
 });
 export type QueryBody = v.InferOutput<typeof queryBody>;
+
+/** `/query/:id` (GET status, DELETE cancel). */
+export const queryIdParams = v.object({ id: queryId });

@@ -37,6 +37,8 @@ const tenancyByOperation = {
   insights_trend_retrieve: 'project',
   insights_trend: 'project',
   query_create: 'project',
+  query_retrieve: 'project',
+  query_destroy: 'project',
   batch_exports_list: 'organization',
   batch_exports_create: 'organization',
   batch_exports_retrieve: 'organization',
