@@ -1,5 +1,6 @@
 import type { MembershipRecord } from '../../db/organizations.ts';
 import type { AnyQuery, QueryBody, QueryKind } from '../../schemas/query/index.ts';
+import { runEventsQuery } from './events.ts';
 
 /** What every kind's runner gets besides its query. */
 export interface QueryContext {
@@ -19,7 +20,9 @@ export type QueryRunner<K extends QueryKind> = (
   query: Extract<AnyQuery, { kind: K }>,
 ) => Promise<Record<string, unknown>>;
 
-const runners: { [K in QueryKind]?: QueryRunner<K> } = {};
+const runners: { [K in QueryKind]?: QueryRunner<K> } = {
+  EventsQuery: runEventsQuery,
+};
 
 /** `POST /query`: runs the body's query. */
 export async function runQuery(context: QueryContext, body: QueryBody): Promise<Record<string, unknown>> {

@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { eventsQuery } from './events.ts';
 
 /**
  * The query kinds `POST /query` answers, each with its own schema in this folder. Adding a kind: its
@@ -9,7 +10,6 @@ export type QueryKind = (typeof SUPPORTED_QUERY_KINDS)[number];
 
 const trendsQuery = v.looseObject({ kind: v.literal('TrendsQuery') });
 const actorsQuery = v.looseObject({ kind: v.literal('ActorsQuery') });
-const eventsQuery = v.looseObject({ kind: v.literal('EventsQuery') });
 
 function unsupportedKind(kind: unknown): string {
   const named = typeof kind === 'string' ? `Unsupported query kind "${kind.slice(0, 100)}"` : 'The query has no kind';

@@ -1,0 +1,230 @@
+/**
+ * EventsQuery (PostHog's events explorer): rows of events, or count() grouped by the other columns.
+ *
+ * Rows are read from the raw events' day index, newest (or oldest) day first, stopping once the page
+ * (+1 row, for `hasMore`) is full. With an event name each Query walks only that name's part of the
+ * day (the index's sort key starts with the name), so no other name is read; without one every name
+ * of the day is. Compacted day segments do not serve rows: they hold no uuid and only the property
+ * columns a reader names, while `*` needs both. count() reads like a trend (event-segments.ts:
+ * compacted segments where exact, raw events elsewhere, only the columns it needs).
+ */
+import { now as clockNow } from '../../clock.ts';
+import { readDayEventsInOrder, type StoredEvent, utcDays } from '../../db/events.ts';
+import { getPersons, personIdsOf } from '../../db/persons.ts';
+import { firstEventAt } from '../../db/projects.ts';
+import { ValidationError } from '../../errors.ts';
+import type { EventsQuery } from '../../schemas/query/events.ts';
+import { forEachRow } from '../../segments/codec.ts';
+import { dateContext } from '../../trends/dates.ts';
+import { compileGroup, isGroup, parseProperties } from '../../trends/properties.ts';
+import type { PropertyFilter, PropertyGroup, TrendEvent } from '../../trends/types.ts';
+import { readTrendRows } from '../event-segments.ts';
+import { getPerson } from '../../db/persons.ts';
+import { findProject, projectSettings } from '../projects.ts';
+import {
+  checkGroupBy,
+  columnTypes,
+  compareEvents,
+  type CountedEvent,
+  countGroups,
+  type EventsColumn,
+  eventRow,
+  groupRow,
+  isAggregation,
+  MAX_EVENTS_EXAMINED,
+  orderGroups,
+  pageOf,
+  parseLimit,
+  parseOrder,
+  parsePersonId,
+  parseSelect,
+  type PersonCell,
+  refuseUnsupportedFields,
+  resolveWindow,
+} from './events-shape.ts';
+import type { QueryContext } from './index.ts';
+
+/** Days read at once on the rows path (each is 4 shard Queries). */
+const DAYS_AT_ONCE = 2;
+
+function filterKeys(group: PropertyGroup): string[] {
+  return group.values.flatMap((v) => (isGroup(v) ? filterKeys(v) : [(v as PropertyFilter).key]));
+}
+
+function refusePersonFilters(group: PropertyGroup, attr: string): void {
+  group.values.forEach((v, i) => {
+    if (isGroup(v)) refusePersonFilters(v, `${attr}__values__${i}`);
+    else if (v.type === 'person')
+      throw new ValidationError(
+        'Person property filters are not supported in an EventsQuery yet; filter on event properties.',
+        `${attr}__${i}__type`,
+      );
+  });
+}
+
+/** Each distinct id's person column: PostHog's person object, or just the distinct id when it has no person. */
+async function personCells(projectId: number, distinctIds: Iterable<string>): Promise<(id: string) => PersonCell> {
+  const unique = [...new Set(distinctIds)];
+  if (!unique.length) return (distinct_id) => ({ distinct_id });
+  const ids = await personIdsOf(unique.map((distinctId) => ({ projectId, distinctId })));
+  const persons = new Map((await getPersons(projectId, [...new Set(ids.values())])).map((p) => [p.id, p]));
+  return (distinct_id) => {
+    const id = ids.get(`${projectId}#${distinct_id}`);
+    const p = id === undefined ? undefined : persons.get(id);
+    return p ? { uuid: p.uuid, created_at: p.created_at, properties: p.properties, distinct_id } : { distinct_id };
+  };
+}
+
+export async function runEventsQuery(context: QueryContext, query: EventsQuery): Promise<Record<string, unknown>> {
+  const { projectId } = context;
+  refuseUnsupportedFields(query as Record<string, unknown>);
+  const columns = parseSelect(query.select);
+  const aggregated = isAggregation(columns);
+  if (aggregated) checkGroupBy(columns);
+  const order = parseOrder(query.orderBy, aggregated);
+  const { limit, offset } = parseLimit(query.limit, query.offset);
+  const { group } = parseProperties(query.properties, 'query__properties');
+  refusePersonFilters(group, 'query__properties');
+  const personId = parsePersonId(query.personId);
+  const [project, firstAt] = await Promise.all([findProject(context.membership, projectId), firstEventAt(projectId)]);
+  const now = clockNow();
+  const ctx = dateContext(projectSettings(project), now);
+  const window = resolveWindow(query.after, query.before, ctx, firstAt?.getTime());
+  const matches = compileGroup(group, ctx);
+  let onlyDistinctIds: Set<string> | null = null;
+  if (personId !== undefined) {
+    const person = await getPerson(projectId, personId);
+    onlyDistinctIds = new Set(person?.distinct_ids ?? []);
+  }
+  const keep = (e: { event: string; distinct_id: string; t: number; properties: Record<string, unknown> }) =>
+    e.t > window.after &&
+    e.t < window.before &&
+    (onlyDistinctIds === null || onlyDistinctIds.has(e.distinct_id)) &&
+    matches(asTrendEvent(e));
+  const name = query.event || null;
+  const answer = aggregated
+    ? await countedRows(projectId, columns, name, window, keep, order.descending, limit, offset, now, filterKeys(group))
+    : await eventRows(projectId, columns, name, window, keep, order.descending, limit, offset);
+  return {
+    results: answer.results,
+    columns: columns.map((c) => c.label),
+    types: columnTypes(columns),
+    hasMore: answer.hasMore,
+    limit,
+    offset,
+  };
+}
+
+const asTrendEvent = (e: {
+  event: string;
+  distinct_id: string;
+  t: number;
+  properties: Record<string, unknown>;
+}): TrendEvent => ({
+  event: e.event,
+  distinct_id: e.distinct_id,
+  person_id: e.distinct_id,
+  timestamp: e.t,
+  properties: e.properties,
+  person_properties: {},
+});
+
+type Keep = (e: { event: string; distinct_id: string; t: number; properties: Record<string, unknown> }) => boolean;
+
+function tooManyEvents(): ValidationError {
+  return new ValidationError(
+    `This query would read more than ${MAX_EVENTS_EXAMINED.toLocaleString('en-US')} events, the most one EventsQuery reads: give an "event", narrow "after"/"before", or add filters that leave fewer events to skip.`,
+    'query__after',
+  );
+}
+
+/** Rows: day by day in the requested order until offset + limit + 1 events are kept. */
+async function eventRows(
+  projectId: number,
+  columns: EventsColumn[],
+  name: string | null,
+  window: { after: number; before: number },
+  keep: Keep,
+  descending: boolean,
+  limit: number,
+  offset: number,
+): Promise<{ results: unknown[][]; hasMore: boolean }> {
+  const need = offset + limit + 1;
+  const days = utcDays(new Date(window.after), new Date(window.before));
+  if (descending) days.reverse();
+  const from = new Date(window.after);
+  const to = new Date(window.before);
+  const keepStored = (e: StoredEvent) => keep({ ...e, t: Date.parse(e.timestamp) });
+  const found: StoredEvent[] = [];
+  let examined = 0;
+  for (let i = 0; i < days.length && found.length < need; i += DAYS_AT_ONCE) {
+    const want = need - found.length;
+    const batch = days.slice(i, i + DAYS_AT_ONCE);
+    const budget = Math.floor((MAX_EVENTS_EXAMINED - examined) / batch.length);
+    const reads = await Promise.all(
+      batch.map((day) =>
+        readDayEventsInOrder(projectId, day, name, { from, to, newestFirst: descending }, want, keepStored, budget),
+      ),
+    );
+    for (const read of reads) {
+      examined += read.examined;
+      if (!read.complete) throw tooManyEvents();
+      found.push(...read.events.slice(0, need - found.length));
+    }
+  }
+  found.sort(compareEvents(descending));
+  const page = pageOf(found, limit, offset);
+  const person = columns.some((c) => c.kind === 'person')
+    ? await personCells(
+        projectId,
+        page.results.map((e) => e.distinct_id),
+      )
+    : (distinct_id: string) => ({ distinct_id });
+  return { results: page.results.map((e) => eventRow(columns, e, projectId, person)), hasMore: page.hasMore };
+}
+
+/** count() grouped by the other columns, over the window's events read like a trend reads them. */
+async function countedRows(
+  projectId: number,
+  columns: EventsColumn[],
+  name: string | null,
+  window: { after: number; before: number },
+  keep: Keep,
+  descending: boolean,
+  limit: number,
+  offset: number,
+  now: Date,
+  filterProperties: string[],
+): Promise<{ results: unknown[][]; hasMore: boolean }> {
+  const groupProperties = columns.flatMap((c) => (c.kind === 'property' ? [c.key] : []));
+  const projection = {
+    properties: [...new Set([...filterProperties, ...groupProperties])],
+    distinctIds: true,
+  };
+  const { columns: stored } = await readTrendRows(
+    projectId,
+    new Date(window.after),
+    new Date(window.before),
+    name === null ? null : [name],
+    projection,
+    now,
+  );
+  const counted: CountedEvent[] = [];
+  for (const { name: event, segment } of stored.segments)
+    forEachRow(segment, projection, (distinct_id, t, properties) => {
+      const e = { event, distinct_id, t, properties };
+      if (keep(e)) counted.push(e);
+    });
+  for (const row of stored.rows) if (keep(row)) counted.push(row);
+  const groups = orderGroups(countGroups(columns, counted), descending);
+  const page = pageOf(groups, limit, offset);
+  const personColumn = columns.findIndex((c) => c.kind === 'person');
+  const person =
+    personColumn >= 0
+      ? await personCells(
+          projectId,
+          page.results.map((g) => String(g.values[personColumn])),
+        )
+      : (distinct_id: string) => ({ distinct_id });
+  return { results: page.results.map((g) => groupRow(columns, g, person)), hasMore: page.hasMore };
+}
