@@ -269,9 +269,7 @@ export async function readEventsInsertedBetween(projectId: number, start: Date, 
 export interface OrderedDayRead {
   /** The events `keep` accepted, in the requested order. */
   events: StoredEvent[];
-  /** Items read from the table (kept or not). */
-  examined: number;
-  /** False when the read stopped at `budget` before the day was covered. */
+  /** False when the read stopped at the budget before the day was covered. */
   complete: boolean;
 }
 
@@ -280,8 +278,9 @@ export interface OrderedDayRead {
  * an event explorer page. For one name, each shard's Query walks only that name's range of the sort key
  * (`<len>:<name>#<timestamp>#<uuid>`: no other name is read) in the requested direction and stops once
  * it holds `want` events that `keep` accepts, so the day's first `want` kept events are among those
- * returned. For every name (null) the whole day is read (the sort key orders by name first). Stops
- * once `budget` items have been read (then `complete` is false).
+ * returned. For every name (null) the whole day is read (the sort key orders by name first). Every
+ * item read is taken from `budget.items` (shared by reads running side by side); the read stops when
+ * it runs out (then `complete` is false).
  */
 export async function readDayEventsInOrder(
   projectId: number,
@@ -290,19 +289,18 @@ export async function readDayEventsInOrder(
   window: { from: Date; to: Date; newestFirst: boolean },
   want: number,
   keep: (e: StoredEvent) => boolean,
-  budget: number,
+  budget: { items: number },
 ): Promise<OrderedDayRead> {
   const index = TABLE_SCHEMA.indexes.eventsByDay;
   const fromIso = window.from.toISOString();
   const toIso = window.to.toISOString();
-  let examined = 0;
   let complete = true;
   const perShard = await Promise.all(
     Array.from({ length: TABLE_SCHEMA.eventDayShards }, async (_, shard) => {
       const kept: StoredEvent[] = [];
       let ExclusiveStartKey: Record<string, unknown> | undefined;
       do {
-        if (examined >= budget) {
+        if (budget.items <= 0) {
           complete = false;
           break;
         }
@@ -332,15 +330,11 @@ export async function readDayEventsInOrder(
               ScanIndexForward: !window.newestFirst,
               ExclusiveStartKey,
               // One name: a page a little over what is wanted; every name: the whole day, in bounded pages.
-              Limit: Math.min(
-                RANGE_PAGE_ITEMS,
-                Math.max(0, budget - examined),
-                name === null ? RANGE_PAGE_ITEMS : want + 1,
-              ),
+              Limit: Math.min(RANGE_PAGE_ITEMS, budget.items, name === null ? RANGE_PAGE_ITEMS : want + 1),
             }),
           ),
         );
-        examined += out.ScannedCount ?? out.Items?.length ?? 0;
+        budget.items -= out.ScannedCount ?? out.Items?.length ?? 0;
         for (const item of out.Items ?? []) {
           const e = storedEvent(item);
           if (keep(e)) kept.push(e);
@@ -356,5 +350,5 @@ export async function readDayEventsInOrder(
     .sort(
       (a, b) => sign * (a.timestamp === b.timestamp ? (a.uuid < b.uuid ? -1 : 1) : a.timestamp < b.timestamp ? -1 : 1),
     );
-  return { events, examined, complete };
+  return { events, complete };
 }

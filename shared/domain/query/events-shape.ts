@@ -18,8 +18,6 @@ export const MAX_EVENTS_OFFSET = 10_000;
 export const MAX_SELECT_COLUMNS = 50;
 /** The longest time range one EventsQuery reads (`after` to `before`). */
 export const MAX_EVENTS_RANGE_DAYS = 366;
-/** The most events one EventsQuery examines (rows path) before it gives up with a 400. */
-export const MAX_EVENTS_EXAMINED = 20_000;
 
 export const SUPPORTED_SELECT =
   '"*", "uuid", "event", "timestamp", "distinct_id", "person", "properties.<key>" and "count()"';

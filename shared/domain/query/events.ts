@@ -9,8 +9,9 @@
  * compacted segments where exact, raw events elsewhere, only the columns it needs).
  */
 import { now as clockNow } from '../../clock.ts';
+import { config } from '../../config.ts';
 import { readDayEventsInOrder, type StoredEvent, utcDays } from '../../db/events.ts';
-import { getPersons, personIdsOf } from '../../db/persons.ts';
+import { getPerson, getPersons, personIdsOf } from '../../db/persons.ts';
 import { firstEventAt } from '../../db/projects.ts';
 import { ValidationError } from '../../errors.ts';
 import type { EventsQuery } from '../../schemas/query/events.ts';
@@ -19,7 +20,6 @@ import { dateContext } from '../../trends/dates.ts';
 import { compileGroup, isGroup, parseProperties } from '../../trends/properties.ts';
 import type { PropertyFilter, PropertyGroup, TrendEvent } from '../../trends/types.ts';
 import { readTrendRows } from '../event-segments.ts';
-import { getPerson } from '../../db/persons.ts';
 import { findProject, projectSettings } from '../projects.ts';
 import {
   checkGroupBy,
@@ -31,7 +31,6 @@ import {
   eventRow,
   groupRow,
   isAggregation,
-  MAX_EVENTS_EXAMINED,
   orderGroups,
   pageOf,
   parseLimit,
@@ -51,13 +50,14 @@ function filterKeys(group: PropertyGroup): string[] {
   return group.values.flatMap((v) => (isGroup(v) ? filterKeys(v) : [(v as PropertyFilter).key]));
 }
 
-function refusePersonFilters(group: PropertyGroup, attr: string): void {
+/** Person filters need every event's person; refused, on the filter's own path (`query__properties__0__type`). */
+function refusePersonFilters(group: PropertyGroup, itemAttr: (i: number) => string): void {
   group.values.forEach((v, i) => {
-    if (isGroup(v)) refusePersonFilters(v, `${attr}__values__${i}`);
+    if (isGroup(v)) refusePersonFilters(v, (j) => `${itemAttr(i)}__values__${j}`);
     else if (v.type === 'person')
       throw new ValidationError(
         'Person property filters are not supported in an EventsQuery yet; filter on event properties.',
-        `${attr}__${i}__type`,
+        `${itemAttr(i)}__type`,
       );
   });
 }
@@ -84,7 +84,9 @@ export async function runEventsQuery(context: QueryContext, query: EventsQuery):
   const order = parseOrder(query.orderBy, aggregated);
   const { limit, offset } = parseLimit(query.limit, query.offset);
   const { group } = parseProperties(query.properties, 'query__properties');
-  refusePersonFilters(group, 'query__properties');
+  refusePersonFilters(group, (i) =>
+    Array.isArray(query.properties) ? `query__properties__${i}` : `query__properties__values__${i}`,
+  );
   const personId = parsePersonId(query.personId);
   const [project, firstAt] = await Promise.all([findProject(context.membership, projectId), firstEventAt(projectId)]);
   const now = clockNow();
@@ -131,9 +133,9 @@ const asTrendEvent = (e: {
 
 type Keep = (e: { event: string; distinct_id: string; t: number; properties: Record<string, unknown> }) => boolean;
 
-function tooManyEvents(): ValidationError {
+function tooManyEvents(cap: number): ValidationError {
   return new ValidationError(
-    `This query would read more than ${MAX_EVENTS_EXAMINED.toLocaleString('en-US')} events, the most one EventsQuery reads: give an "event", narrow "after"/"before", or add filters that leave fewer events to skip.`,
+    `This query would read more than ${cap.toLocaleString('en-US')} events, the most one EventsQuery reads: give an "event", narrow "after"/"before", or add filters that leave fewer events to skip.`,
     'query__after',
   );
 }
@@ -156,19 +158,18 @@ async function eventRows(
   const to = new Date(window.before);
   const keepStored = (e: StoredEvent) => keep({ ...e, t: Date.parse(e.timestamp) });
   const found: StoredEvent[] = [];
-  let examined = 0;
+  const cap = config().eventsQueryScanLimit;
+  const budget = { items: cap };
   for (let i = 0; i < days.length && found.length < need; i += DAYS_AT_ONCE) {
     const want = need - found.length;
     const batch = days.slice(i, i + DAYS_AT_ONCE);
-    const budget = Math.floor((MAX_EVENTS_EXAMINED - examined) / batch.length);
     const reads = await Promise.all(
       batch.map((day) =>
         readDayEventsInOrder(projectId, day, name, { from, to, newestFirst: descending }, want, keepStored, budget),
       ),
     );
     for (const read of reads) {
-      examined += read.examined;
-      if (!read.complete) throw tooManyEvents();
+      if (!read.complete) throw tooManyEvents(cap);
       found.push(...read.events.slice(0, need - found.length));
     }
   }
