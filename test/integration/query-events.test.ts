@@ -299,6 +299,28 @@ describe('EventsQuery refusals', () => {
     expect(await refused({ personId: 'not-an-id' }, 'query__personId')).toContain('integer');
   });
 
+  it('refuses an answer over 5 MiB, saying its size, and answers the same events with fewer columns', async () => {
+    const other = await newProject(api.as);
+    const big = Array.from({ length: 30 }, (_, i) => ({
+      event: 'big',
+      distinct_id: 'heavy',
+      timestamp: new Date(NOW - (i + 1) * 60_000).toISOString(),
+      properties: { blob: `${i}`.padEnd(200_000, 'x') },
+    }));
+    expect((await api.as().post('/batch', { api_key: other.token, batch: big })).body.accepted).toBe(30);
+    const bigPath = `/api/environments/${other.projectId}/query/`;
+    const whole = await api.as(other.key).post(bigPath, { query: { kind: 'EventsQuery', event: 'big', limit: 30 } });
+    expect(whole.status).toBe(400);
+    expectErrorShape(whole.body);
+    expect(whole.body.attr).toBe('query__limit');
+    expect(whole.body.detail).toMatch(/KiB; at most 5,120 KiB/);
+    const narrow = await api
+      .as(other.key)
+      .post(bigPath, { query: { kind: 'EventsQuery', select: ['uuid'], event: 'big', limit: 30 } });
+    expect(narrow.status).toBe(200);
+    expect(narrow.body.results).toHaveLength(30);
+  });
+
   it('caps the events one request examines, saying the number', async () => {
     // Every name over the whole week: 48 events to examine, over the cap of 40 this file sets.
     const detail = await refused({ select: ['event'], ...WEEK }, 'query__after');

@@ -319,6 +319,18 @@ export function pageOf<T>(rows: readonly T[], limit: number, offset: number): { 
   return { results: rows.slice(offset, offset + limit), hasMore: rows.length > offset + limit };
 }
 
+/** The largest answer returned (as trends: a Lambda answer stops at 6 MB). */
+export const MAX_EVENTS_ANSWER_BYTES = 5 * 1024 * 1024;
+
+/** An answer over the size a function may return is a 400 saying how to make it smaller. */
+export function checkAnswerBytes(bytes: number): void {
+  if (bytes <= MAX_EVENTS_ANSWER_BYTES) return;
+  throw new ValidationError(
+    `This answer would be ${Math.ceil(bytes / 1024).toLocaleString('en-US')} KiB; at most ${(MAX_EVENTS_ANSWER_BYTES / 1024).toLocaleString('en-US')} KiB can be returned. Lower the limit or select fewer columns ("*" carries every property).`,
+    'query__limit',
+  );
+}
+
 /** Fields of an EventsQuery this service does not apply; a query using one is refused rather than answered wrongly. */
 const UNSUPPORTED_FIELDS: Record<string, string> = {
   where: 'HogQL "where" expressions are not supported; use "properties" filters.',

@@ -22,6 +22,7 @@ import type { PropertyFilter, PropertyGroup, TrendEvent } from '../../trends/typ
 import { readTrendRows } from '../event-segments.ts';
 import { findProject, projectSettings } from '../projects.ts';
 import {
+  checkAnswerBytes,
   checkGroupBy,
   columnTypes,
   compareEvents,
@@ -107,7 +108,7 @@ export async function runEventsQuery(context: QueryContext, query: EventsQuery):
   const answer = aggregated
     ? await countedRows(projectId, columns, name, window, keep, order.descending, limit, offset, now, filterKeys(group))
     : await eventRows(projectId, columns, name, window, keep, order.descending, limit, offset);
-  return {
+  const body = {
     results: answer.results,
     columns: columns.map((c) => c.label),
     types: columnTypes(columns),
@@ -115,6 +116,8 @@ export async function runEventsQuery(context: QueryContext, query: EventsQuery):
     limit,
     offset,
   };
+  checkAnswerBytes(Buffer.byteLength(JSON.stringify(body)));
+  return body;
 }
 
 const asTrendEvent = (e: {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  checkAnswerBytes,
   checkGroupBy,
   columnTypes,
   compareEvents,
@@ -205,6 +206,13 @@ describe('EventsQuery fields not applied', () => {
     );
     expect(refused(() => refuseUnsupportedFields({ actionId: 3 })).attr).toBe('query__actionId');
     expect(() => refuseUnsupportedFields({ where: [], filterTestAccounts: false, modifiers: {} })).not.toThrow();
+  });
+
+  it('refuses an answer over 5 MiB, saying its size', () => {
+    expect(() => checkAnswerBytes(5 * 1024 * 1024)).not.toThrow();
+    const e = refused(() => checkAnswerBytes(6 * 1024 * 1024));
+    expect(e.attr).toBe('query__limit');
+    expect(e.message).toContain('6,144 KiB; at most 5,120 KiB');
   });
 
   it('personId is a person id (integer)', () => {
