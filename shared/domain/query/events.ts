@@ -94,20 +94,23 @@ export async function runEventsQuery(context: QueryContext, query: EventsQuery):
   const ctx = dateContext(projectSettings(project), now);
   const window = resolveWindow(query.after, query.before, ctx, firstAt?.getTime());
   const matches = compileGroup(group, ctx);
-  let onlyDistinctIds: Set<string> | null = null;
-  if (personId !== undefined) {
-    const person = await getPerson(projectId, personId);
-    onlyDistinctIds = new Set(person?.distinct_ids ?? []);
-  }
-  const keep = (e: { event: string; distinct_id: string; t: number; properties: Record<string, unknown> }) =>
-    e.t > window.after &&
-    e.t < window.before &&
-    (onlyDistinctIds === null || onlyDistinctIds.has(e.distinct_id)) &&
-    matches(asTrendEvent(e));
-  const name = query.event || null;
-  const answer = aggregated
-    ? await countedRows(projectId, columns, name, window, keep, order.descending, limit, offset, now, filterKeys(group))
-    : await eventRows(projectId, columns, name, window, keep, order.descending, limit, offset);
+  const person = personId === undefined ? undefined : await getPerson(projectId, personId);
+  const onlyDistinctIds = personId === undefined ? null : new Set(person?.distinct_ids ?? []);
+  const plan: Plan = {
+    projectId,
+    columns,
+    name: query.event || null,
+    window,
+    keep: (e) =>
+      e.t > window.after &&
+      e.t < window.before &&
+      (onlyDistinctIds === null || onlyDistinctIds.has(e.distinct_id)) &&
+      matches(asTrendEvent(e)),
+    descending: order.descending,
+    limit,
+    offset,
+  };
+  const answer = aggregated ? await countedRows(plan, now, filterKeys(group)) : await eventRows(plan);
   const body = {
     results: answer.results,
     columns: columns.map((c) => c.label),
@@ -120,12 +123,22 @@ export async function runEventsQuery(context: QueryContext, query: EventsQuery):
   return body;
 }
 
-const asTrendEvent = (e: {
-  event: string;
-  distinct_id: string;
-  t: number;
-  properties: Record<string, unknown>;
-}): TrendEvent => ({
+/** A validated query, ready to read. */
+interface Plan {
+  projectId: number;
+  columns: EventsColumn[];
+  /** null: every event name. */
+  name: string | null;
+  /** Exclusive bounds, epoch ms. */
+  window: { after: number; before: number };
+  /** The window, the property filters and personId. */
+  keep: (e: CountedEvent) => boolean;
+  descending: boolean;
+  limit: number;
+  offset: number;
+}
+
+const asTrendEvent = (e: CountedEvent): TrendEvent => ({
   event: e.event,
   distinct_id: e.distinct_id,
   person_id: e.distinct_id,
@@ -134,8 +147,6 @@ const asTrendEvent = (e: {
   person_properties: {},
 });
 
-type Keep = (e: { event: string; distinct_id: string; t: number; properties: Record<string, unknown> }) => boolean;
-
 function tooManyEvents(cap: number): ValidationError {
   return new ValidationError(
     `This query would read more than ${cap.toLocaleString('en-US')} events, the most one EventsQuery reads: give an "event", narrow "after"/"before", or add filters that leave fewer events to skip.`,
@@ -143,33 +154,27 @@ function tooManyEvents(cap: number): ValidationError {
   );
 }
 
+/** The distinct ids whose person the page shows (none without a person column). */
+const personColumnIds = (columns: EventsColumn[], ids: () => string[]) =>
+  columns.some((c) => c.kind === 'person') ? ids() : [];
+
 /** Rows: day by day in the requested order until offset + limit + 1 events are kept. */
-async function eventRows(
-  projectId: number,
-  columns: EventsColumn[],
-  name: string | null,
-  window: { after: number; before: number },
-  keep: Keep,
-  descending: boolean,
-  limit: number,
-  offset: number,
-): Promise<{ results: unknown[][]; hasMore: boolean }> {
-  const need = offset + limit + 1;
+async function eventRows(plan: Plan): Promise<{ results: unknown[][]; hasMore: boolean }> {
+  const { projectId, columns, name, window, descending } = plan;
+  const need = plan.offset + plan.limit + 1;
   const days = utcDays(new Date(window.after), new Date(window.before));
   if (descending) days.reverse();
-  const from = new Date(window.after);
-  const to = new Date(window.before);
-  const keepStored = (e: StoredEvent) => keep({ ...e, t: Date.parse(e.timestamp) });
+  const range = { from: new Date(window.after), to: new Date(window.before), newestFirst: descending };
+  const keep = (e: StoredEvent) => plan.keep({ ...e, t: Date.parse(e.timestamp) });
   const found: StoredEvent[] = [];
   const cap = config().eventsQueryScanLimit;
   const budget = { items: cap };
   for (let i = 0; i < days.length && found.length < need; i += DAYS_AT_ONCE) {
     const want = need - found.length;
-    const batch = days.slice(i, i + DAYS_AT_ONCE);
     const reads = await Promise.all(
-      batch.map((day) =>
-        readDayEventsInOrder(projectId, day, name, { from, to, newestFirst: descending }, want, keepStored, budget),
-      ),
+      days
+        .slice(i, i + DAYS_AT_ONCE)
+        .map((day) => readDayEventsInOrder(projectId, day, name, range, want, keep, budget)),
     );
     for (const read of reads) {
       if (!read.complete) throw tooManyEvents(cap);
@@ -177,34 +182,23 @@ async function eventRows(
     }
   }
   found.sort(compareEvents(descending));
-  const page = pageOf(found, limit, offset);
-  const person = columns.some((c) => c.kind === 'person')
-    ? await personCells(
-        projectId,
-        page.results.map((e) => e.distinct_id),
-      )
-    : (distinct_id: string) => ({ distinct_id });
+  const page = pageOf(found, plan.limit, plan.offset);
+  const person = await personCells(
+    projectId,
+    personColumnIds(columns, () => page.results.map((e) => e.distinct_id)),
+  );
   return { results: page.results.map((e) => eventRow(columns, e, projectId, person)), hasMore: page.hasMore };
 }
 
 /** count() grouped by the other columns, over the window's events read like a trend reads them. */
 async function countedRows(
-  projectId: number,
-  columns: EventsColumn[],
-  name: string | null,
-  window: { after: number; before: number },
-  keep: Keep,
-  descending: boolean,
-  limit: number,
-  offset: number,
+  plan: Plan,
   now: Date,
   filterProperties: string[],
 ): Promise<{ results: unknown[][]; hasMore: boolean }> {
+  const { projectId, columns, name, window } = plan;
   const groupProperties = columns.flatMap((c) => (c.kind === 'property' ? [c.key] : []));
-  const projection = {
-    properties: [...new Set([...filterProperties, ...groupProperties])],
-    distinctIds: true,
-  };
+  const projection = { properties: [...new Set([...filterProperties, ...groupProperties])], distinctIds: true };
   const { columns: stored } = await readTrendRows(
     projectId,
     new Date(window.after),
@@ -217,18 +211,14 @@ async function countedRows(
   for (const { name: event, segment } of stored.segments)
     forEachRow(segment, projection, (distinct_id, t, properties) => {
       const e = { event, distinct_id, t, properties };
-      if (keep(e)) counted.push(e);
+      if (plan.keep(e)) counted.push(e);
     });
-  for (const row of stored.rows) if (keep(row)) counted.push(row);
-  const groups = orderGroups(countGroups(columns, counted), descending);
-  const page = pageOf(groups, limit, offset);
+  for (const row of stored.rows) if (plan.keep(row)) counted.push(row);
+  const page = pageOf(orderGroups(countGroups(columns, counted), plan.descending), plan.limit, plan.offset);
   const personColumn = columns.findIndex((c) => c.kind === 'person');
-  const person =
-    personColumn >= 0
-      ? await personCells(
-          projectId,
-          page.results.map((g) => String(g.values[personColumn])),
-        )
-      : (distinct_id: string) => ({ distinct_id });
+  const person = await personCells(
+    projectId,
+    personColumnIds(columns, () => page.results.map((g) => String(g.values[personColumn]))),
+  );
   return { results: page.results.map((g) => groupRow(columns, g, person)), hasMore: page.hasMore };
 }
