@@ -329,8 +329,12 @@ export async function readDayEventsInOrder(
               },
               ScanIndexForward: !window.newestFirst,
               ExclusiveStartKey,
-              // One name: a page a little over what is wanted; every name: the whole day, in bounded pages.
-              Limit: Math.min(RANGE_PAGE_ITEMS, budget.items, name === null ? RANGE_PAGE_ITEMS : want + 1),
+              // One name: a first page a little over what is wanted (filters may ask for more); every name: the whole day.
+              Limit: Math.min(
+                RANGE_PAGE_ITEMS,
+                budget.items,
+                name === null || ExclusiveStartKey ? RANGE_PAGE_ITEMS : want + 1,
+              ),
             }),
           ),
         );
