@@ -44,8 +44,11 @@ import {
 } from './events-shape.ts';
 import type { QueryContext } from './index.ts';
 
-/** Days read at once on the rows path (each is 4 shard Queries). */
-const DAYS_AT_ONCE = 2;
+/**
+ * Days read at once on the rows path (each day is 4 shard Queries): one first (a busy day fills the
+ * page alone), then twice as many each round up to this, so sparse days are reached in few round trips.
+ */
+const MAX_DAYS_AT_ONCE = 8;
 
 function filterKeys(group: PropertyGroup): string[] {
   return group.values.flatMap((v) => (isGroup(v) ? filterKeys(v) : [(v as PropertyFilter).key]));
@@ -169,17 +172,17 @@ async function eventRows(plan: Plan): Promise<{ results: unknown[][]; hasMore: b
   const found: StoredEvent[] = [];
   const cap = config().eventsQueryScanLimit;
   const budget = { items: cap };
-  for (let i = 0; i < days.length && found.length < need; i += DAYS_AT_ONCE) {
+  let size = 1;
+  while (days.length && found.length < need) {
     const want = need - found.length;
     const reads = await Promise.all(
-      days
-        .slice(i, i + DAYS_AT_ONCE)
-        .map((day) => readDayEventsInOrder(projectId, day, name, range, want, keep, budget)),
+      days.splice(0, size).map((day) => readDayEventsInOrder(projectId, day, name, range, want, keep, budget)),
     );
     for (const read of reads) {
       if (!read.complete) throw tooManyEvents(cap);
       found.push(...read.events.slice(0, need - found.length));
     }
+    size = Math.min(2 * size, MAX_DAYS_AT_ONCE);
   }
   found.sort(compareEvents(descending));
   const page = pageOf(found, plan.limit, plan.offset);
