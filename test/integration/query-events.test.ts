@@ -149,6 +149,21 @@ describe('EventsQuery rows', () => {
     expect(new Set(regex.results.map((r: string[]) => r[0]))).toEqual(new Set(['Safari']));
   });
 
+  it("filters on person properties (the current properties of each event's person)", async () => {
+    const q = {
+      ...WEEK,
+      event: '$pageview',
+      properties: [{ key: 'email', operator: 'icontains', value: 'USER1@', type: 'person' }],
+    };
+    const expected = batch.filter((e) => e.event === '$pageview' && e.distinct_id === 'user-1').sort(newestFirst);
+    expect(expected.length).toBeGreaterThan(2);
+    const rows = await ok({ ...q, select: ['uuid', 'distinct_id'], limit: 2 });
+    expect(rows.results).toEqual(expected.slice(0, 2).map((e) => [e.uuid, 'user-1']));
+    expect(rows.hasMore).toBe(true);
+    const counted = await ok({ ...q, select: ['distinct_id', 'count()'] });
+    expect(counted.results).toEqual([['user-1', expected.length]]);
+  });
+
   it('defaults to the last 24 hours', async () => {
     const body = await ok({ select: ['uuid'] });
     const expected = batch.filter(inWindow('2024-04-19T12:00:00Z', '2024-04-20T12:00:05Z')).sort(newestFirst);
@@ -295,8 +310,8 @@ describe('EventsQuery refusals', () => {
       await refused({ properties: [{ key: 'x', operator: 'regex', value: '(a)\\1' }] }, 'query__properties__0__value'),
     ).toContain('RE2');
     expect(
-      await refused({ properties: [{ key: 'email', value: 'a', type: 'person' }] }, 'query__properties__0__type'),
-    ).toContain('Person');
+      await refused({ properties: [{ key: 'email', value: 'a', type: 'cohort' }] }, 'query__properties__0__type'),
+    ).toContain('Cohort');
     expect(await refused({ personId: 'not-an-id' }, 'query__personId')).toContain('integer');
   });
 

@@ -18,7 +18,7 @@ import type { EventsQuery } from '../../schemas/query/events.ts';
 import { forEachRow } from '../../segments/codec.ts';
 import { dateContext } from '../../trends/dates.ts';
 import { compileGroup, isGroup, parseProperties } from '../../trends/properties.ts';
-import type { PropertyFilter, PropertyGroup, TrendEvent } from '../../trends/types.ts';
+import type { PropertyGroup, TrendEvent } from '../../trends/types.ts';
 import { readTrendRows } from '../event-segments.ts';
 import { findProject, projectSettings } from '../projects.ts';
 import {
@@ -50,20 +50,14 @@ import type { QueryContext } from './index.ts';
  */
 const MAX_DAYS_AT_ONCE = 8;
 
-function filterKeys(group: PropertyGroup): string[] {
-  return group.values.flatMap((v) => (isGroup(v) ? filterKeys(v) : [(v as PropertyFilter).key]));
+/** The event properties the filters read (the columns a count() decodes). */
+function eventFilterKeys(group: PropertyGroup): string[] {
+  return group.values.flatMap((v) => (isGroup(v) ? eventFilterKeys(v) : v.type === 'person' ? [] : [v.key]));
 }
 
-/** Person filters need every event's person; refused, on the filter's own path (`query__properties__0__type`). */
-function refusePersonFilters(group: PropertyGroup, itemAttr: (i: number) => string): void {
-  group.values.forEach((v, i) => {
-    if (isGroup(v)) refusePersonFilters(v, (j) => `${itemAttr(i)}__values__${j}`);
-    else if (v.type === 'person')
-      throw new ValidationError(
-        'Person property filters are not supported in an EventsQuery yet; filter on event properties.',
-        `${itemAttr(i)}__type`,
-      );
-  });
+/** Whether a filter reads person properties (then every candidate event's person is looked up). */
+function usesPersonProperties(group: PropertyGroup): boolean {
+  return group.values.some((v) => (isGroup(v) ? usesPersonProperties(v) : v.type === 'person'));
 }
 
 /** Each distinct id's person column: PostHog's person object, or just the distinct id when it has no person. */
@@ -88,9 +82,6 @@ export async function runEventsQuery(context: QueryContext, query: EventsQuery):
   const order = parseOrder(query.orderBy, aggregated);
   const { limit, offset } = parseLimit(query.limit, query.offset);
   const { group } = parseProperties(query.properties, 'query__properties');
-  refusePersonFilters(group, (i) =>
-    Array.isArray(query.properties) ? `query__properties__${i}` : `query__properties__values__${i}`,
-  );
   const personId = parsePersonId(query.personId);
   const [project, firstAt] = await Promise.all([findProject(context.membership, projectId), firstEventAt(projectId)]);
   const now = clockNow();
@@ -104,16 +95,15 @@ export async function runEventsQuery(context: QueryContext, query: EventsQuery):
     columns,
     name: query.event || null,
     window,
-    keep: (e) =>
-      e.t > window.after &&
-      e.t < window.before &&
-      (onlyDistinctIds === null || onlyDistinctIds.has(e.distinct_id)) &&
-      matches(asTrendEvent(e)),
+    candidate: (e) =>
+      e.t > window.after && e.t < window.before && (onlyDistinctIds === null || onlyDistinctIds.has(e.distinct_id)),
+    matches: (e, personProperties) => matches(asTrendEvent(e, personProperties)),
+    personFilters: usesPersonProperties(group),
     descending: order.descending,
     limit,
     offset,
   };
-  const answer = aggregated ? await countedRows(plan, now, filterKeys(group)) : await eventRows(plan);
+  const answer = aggregated ? await countedRows(plan, now, eventFilterKeys(group)) : await eventRows(plan);
   const body = {
     results: answer.results,
     columns: columns.map((c) => c.label),
@@ -134,21 +124,40 @@ interface Plan {
   name: string | null;
   /** Exclusive bounds, epoch ms. */
   window: { after: number; before: number };
-  /** The window, the property filters and personId. */
-  keep: (e: CountedEvent) => boolean;
+  /** In the window and of personId's distinct ids. */
+  candidate: (e: CountedEvent) => boolean;
+  /** The property filters, given the event's person's properties ({} unless `personFilters`). */
+  matches: (e: CountedEvent, personProperties: Record<string, unknown>) => boolean;
+  /** The filters read person properties: candidates' persons are looked up before `matches`. */
+  personFilters: boolean;
   descending: boolean;
   limit: number;
   offset: number;
 }
 
-const asTrendEvent = (e: CountedEvent): TrendEvent => ({
+const NO_PROPERTIES: Record<string, unknown> = {};
+
+const asTrendEvent = (e: CountedEvent, personProperties: Record<string, unknown>): TrendEvent => ({
   event: e.event,
   distinct_id: e.distinct_id,
   person_id: e.distinct_id,
   timestamp: e.t,
   properties: e.properties,
-  person_properties: {},
+  person_properties: personProperties,
 });
+
+/** The candidates the filters keep, persons looked up first when the filters read them. */
+async function filtered<E extends CountedEvent>(plan: Plan, candidates: E[]): Promise<E[]> {
+  if (!plan.personFilters) return candidates.filter((e) => plan.matches(e, NO_PROPERTIES));
+  const person = await personCells(
+    plan.projectId,
+    candidates.map((e) => e.distinct_id),
+  );
+  return candidates.filter((e) => {
+    const cell = person(e.distinct_id);
+    return plan.matches(e, 'properties' in cell ? cell.properties : NO_PROPERTIES);
+  });
+}
 
 function tooManyEvents(cap: number): ValidationError {
   return new ValidationError(
@@ -168,19 +177,27 @@ async function eventRows(plan: Plan): Promise<{ results: unknown[][]; hasMore: b
   const days = utcDays(new Date(window.after), new Date(window.before));
   if (descending) days.reverse();
   const range = { from: new Date(window.after), to: new Date(window.before), newestFirst: descending };
-  const keep = (e: StoredEvent) => plan.keep({ ...e, t: Date.parse(e.timestamp) });
+  const asCounted = (e: StoredEvent) => ({ ...e, t: Date.parse(e.timestamp) });
+  // Person filters are applied after the read (they need the persons), so a shard reads its whole day.
+  const keep = plan.personFilters
+    ? (e: StoredEvent) => plan.candidate(asCounted(e))
+    : (e: StoredEvent) => {
+        const c = asCounted(e);
+        return plan.candidate(c) && plan.matches(c, NO_PROPERTIES);
+      };
   const found: StoredEvent[] = [];
   const cap = config().eventsQueryScanLimit;
   const budget = { items: cap };
   let size = 1;
   while (days.length && found.length < need) {
-    const want = need - found.length;
+    const want = plan.personFilters ? Number.POSITIVE_INFINITY : need - found.length;
     const reads = await Promise.all(
       days.splice(0, size).map((day) => readDayEventsInOrder(projectId, day, name, range, want, keep, budget)),
     );
     for (const read of reads) {
       if (!read.complete) throw tooManyEvents(cap);
-      found.push(...read.events.slice(0, need - found.length));
+      const kept = plan.personFilters ? await filtered(plan, read.events.map(asCounted)) : read.events;
+      found.push(...kept.slice(0, need - found.length));
     }
     size = Math.min(2 * size, MAX_DAYS_AT_ONCE);
   }
@@ -210,13 +227,14 @@ async function countedRows(
     projection,
     now,
   );
-  const counted: CountedEvent[] = [];
+  const candidates: CountedEvent[] = [];
   for (const { name: event, segment } of stored.segments)
     forEachRow(segment, projection, (distinct_id, t, properties) => {
       const e = { event, distinct_id, t, properties };
-      if (plan.keep(e)) counted.push(e);
+      if (plan.candidate(e)) candidates.push(e);
     });
-  for (const row of stored.rows) if (plan.keep(row)) counted.push(row);
+  for (const row of stored.rows) if (plan.candidate(row)) candidates.push(row);
+  const counted = await filtered(plan, candidates);
   const page = pageOf(orderGroups(countGroups(columns, counted), plan.descending), plan.limit, plan.offset);
   const personColumn = columns.findIndex((c) => c.kind === 'person');
   const person = await personCells(
