@@ -254,8 +254,8 @@ const ERROR_RESPONSES: Record<number, [name: string, description: string]> = {
   503: ['ServiceUnavailable', 'A dependency is momentarily unavailable: retry after `Retry-After` seconds.'],
 };
 
-/** Success statuses that do not follow from the method (DELETE answers 204, `*_create` 201, the rest 200). */
-const SUCCESS_STATUS: Record<string, number> = { persons_bulk_delete: 202 };
+/** Success statuses that do not follow from the method (DELETE answers 204, `*_create` 201, the rest 200); PostHog's query_create answers 200. */
+const SUCCESS_STATUS: Record<string, number> = { persons_bulk_delete: 202, query_create: 200 };
 
 function successStatus(route: OpenApiRoute): number {
   if (SUCCESS_STATUS[route.operationId]) return SUCCESS_STATUS[route.operationId]!;

@@ -480,6 +480,10 @@ const examples: Record<string, (c: Ctx) => Example> = {
     query: { refresh: 'true' },
     body: { events: [{ id: 'seen', math: 'dau' }], date_from: '-7d' },
   }),
+  query_create: (c) => ({
+    params: { project_id: c.projectId },
+    body: { query: { kind: 'EventsQuery', select: ['*', 'person'], event: 'seen', after: '-7d', limit: 10 } },
+  }),
   batch_exports_list: (c) => ({ params: { organization_id: c.orgId }, query: { limit: '10' } }),
   batch_exports_create: (c) => ({
     params: { organization_id: c.orgId },
