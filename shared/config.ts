@@ -17,6 +17,8 @@ export const ENV = {
   rateLimits: 'ANALYTICS_RATE_LIMITS',
   /** Persons a filtered persons list examines per request (default below); tests lower it. */
   personScanLimit: 'ANALYTICS_PERSON_SCAN_LIMIT',
+  /** Events one EventsQuery examines at most (default below); tests lower it. */
+  eventsQueryScanLimit: 'ANALYTICS_EVENTS_QUERY_SCAN_LIMIT',
   /** Milliseconds a bulk delete removes persons inline before queuing the rest (default below); tests set 0 to queue everything. */
   bulkDeleteBudgetMs: 'ANALYTICS_BULK_DELETE_BUDGET_MS',
   /** Milliseconds a blocking query computes inline before it is handed to the query worker (default below); tests lower it. */
@@ -34,6 +36,9 @@ export const ENV = {
 
 /** A `search` or `properties` persons list reads persons in order and stops after this many per request. */
 export const DEFAULT_PERSON_SCAN_LIMIT = 10_000;
+
+/** An EventsQuery listing events reads at most this many (kept or filtered out) per request, else a 400. */
+export const DEFAULT_EVENTS_QUERY_SCAN_LIMIT = 20_000;
 
 /** A bulk delete starts no transaction group inline after this; the rest goes to its queue (shared/domain/persons.ts). */
 export const DEFAULT_BULK_DELETE_BUDGET_MS = 4_000;
@@ -104,6 +109,7 @@ export interface Config {
   /** Requests allowed per window and class; `undefined` when rate limiting is switched off. */
   rateLimits: RateLimits | undefined;
   personScanLimit: number;
+  eventsQueryScanLimit: number;
   bulkDeleteBudgetMs: number;
   queryBlockingBudgetMs: number;
   /** Batch export secrets: wrapped by this KMS key, or (undefined) by `localSecretsKeyFile`. */
@@ -139,6 +145,11 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ) as Partial<Record<QueueName, string>>,
     rateLimits: readRateLimits(env[ENV.rateLimits]),
     personScanLimit: readPositiveInteger(ENV.personScanLimit, env[ENV.personScanLimit], DEFAULT_PERSON_SCAN_LIMIT),
+    eventsQueryScanLimit: readPositiveInteger(
+      ENV.eventsQueryScanLimit,
+      env[ENV.eventsQueryScanLimit],
+      DEFAULT_EVENTS_QUERY_SCAN_LIMIT,
+    ),
     bulkDeleteBudgetMs: readPositiveInteger(
       ENV.bulkDeleteBudgetMs,
       env[ENV.bulkDeleteBudgetMs],

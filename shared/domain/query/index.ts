@@ -15,6 +15,7 @@ import { logger } from '../../observability.ts';
 import type { QueuedQuery } from '../../queues/query-runs.ts';
 import type { AnyQuery, QueryBody, QueryKind } from '../../schemas/query/index.ts';
 import { runActorsQuery } from './actors.ts';
+import { runEventsQuery } from './events.ts';
 import { runTrendsQuery } from './trends.ts';
 import { findProject, projectSettings } from '../projects.ts';
 import { newQueryId, QUERY_STATUS_TTL_SECONDS, startBackgroundRun, type RunRequest } from './async.ts';
@@ -40,6 +41,7 @@ export type QueryRunner<K extends QueryKind> = (
 
 const runners: { [K in QueryKind]?: QueryRunner<K> } = {
   ActorsQuery: runActorsQuery,
+  EventsQuery: runEventsQuery,
   TrendsQuery: runTrendsQuery,
 };
 

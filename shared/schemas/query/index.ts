@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import { actorsQuery } from './actors.ts';
+import { eventsQuery } from './events.ts';
 import { trendsQuery } from './trends.ts';
 
 /**
@@ -8,8 +9,6 @@ import { trendsQuery } from './trends.ts';
  */
 export const SUPPORTED_QUERY_KINDS = ['TrendsQuery', 'ActorsQuery', 'EventsQuery'] as const;
 export type QueryKind = (typeof SUPPORTED_QUERY_KINDS)[number];
-
-const eventsQuery = v.looseObject({ kind: v.literal('EventsQuery') });
 
 function unsupportedKind(kind: unknown): string {
   const named = typeof kind === 'string' ? `Unsupported query kind "${kind.slice(0, 100)}"` : 'The query has no kind';
