@@ -75,6 +75,8 @@ describe('cache key', () => {
     expect(cacheKeyOf(2, settings, a)).not.toBe(cacheKeyOf(1, settings, a));
     expect(cacheKeyOf(1, { timezone: 'Europe/Paris' }, a)).not.toBe(cacheKeyOf(1, settings, a));
     expect(cacheKeyOf(1, settings, { ...a, interval: 'hour' })).not.toBe(cacheKeyOf(1, settings, a));
+    expect(cacheKeyOf(1, settings, a, 'user-1')).not.toBe(cacheKeyOf(1, settings, a, 'user-2'));
+    expect(cacheKeyOf(1, settings, a, null)).toBe(cacheKeyOf(1, settings, a));
   });
 });
 

@@ -99,7 +99,9 @@ export async function runQuery(context: QueryContext, body: QueryBody): Promise<
   const mode = executionModeOf(body);
   const project = await findProject(membership, projectId);
   const timezone = project.timezone;
-  const cacheKey = cacheKeyOf(projectId, projectSettings(project), body.query);
+  // ActorsQuery pages continue the asking user's walk (actors.ts): their cached copies are that user's.
+  const viewer = body.query.kind === 'ActorsQuery' ? membership.user_id : null;
+  const cacheKey = cacheKeyOf(projectId, projectSettings(project), body.query, viewer);
   const now = clockNow();
   const cached = readsCache(mode) ? await loadCachedAnswer(projectId, cacheKey, now) : undefined;
   const served = (): Answer => ({ ...(cached?.answer as Answer), is_cached: true });

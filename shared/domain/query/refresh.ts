@@ -105,9 +105,10 @@ const CACHE_VERSION = 1;
 
 /**
  * PostHog's `cache_key`: the project, its settings that change answers (timezone, week start,
- * test-account filters) and the validated query (keys in any order), hashed.
+ * test-account filters) and the validated query (keys in any order), hashed. `viewer` scopes the
+ * answer to one user where it depends on who asks (an ActorsQuery page follows that user's walk).
  */
-export function cacheKeyOf(projectId: number, settings: unknown, query: unknown): string {
-  const payload = canonicalJson({ version: CACHE_VERSION, project_id: projectId, settings, query });
+export function cacheKeyOf(projectId: number, settings: unknown, query: unknown, viewer: string | null = null): string {
+  const payload = canonicalJson({ version: CACHE_VERSION, project_id: projectId, settings, query, viewer });
   return `cache_${createHash('sha256').update(payload).digest('hex').slice(0, 32)}`;
 }
