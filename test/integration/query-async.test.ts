@@ -71,7 +71,8 @@ describe('refresh modes and the cache', () => {
       cache_key: expect.stringMatching(/^cache_/),
     });
     expect(Date.parse(first.body.next_allowed_client_refresh) - Date.parse(first.body.last_refresh)).toBe(60_000);
-    expect(first.body.timings).toEqual([{ k: './query', t: expect.any(Number) }]);
+    // The trends runner reports its phases (setup, read, compute, ...) as PostHog's timings.
+    expect(first.body.timings).toContainEqual({ k: expect.any(String), t: expect.any(Number) });
     const again = await ctx.c.post(ctx.path, { query: trends(7), refresh: 'blocking' });
     expect(again.status).toBe(200);
     expect(again.body).toMatchObject({

@@ -44,11 +44,19 @@ describe('refresh decision (PostHog ExecutionMode)', () => {
     expect(STALE_AFTER_MS.default.month).toBe(2 * 24 * 60 * MIN);
   });
 
-  it("takes a TrendsQuery's interval (day by default) and minute for the other kinds", () => {
+  it("takes a TrendsQuery's interval (day by default) and live for the lists", () => {
     expect(intervalOf({ kind: 'TrendsQuery' })).toBe('day');
     expect(intervalOf({ kind: 'TrendsQuery', interval: 'hour' })).toBe('hour');
     expect(intervalOf({ kind: 'TrendsQuery', interval: 'fortnight' })).toBe('day');
-    expect(intervalOf({ kind: 'EventsQuery' })).toBe('minute');
+    expect(intervalOf({ kind: 'EventsQuery' })).toBe('live');
+  });
+
+  it('recomputes a list for blocking requests however fresh its cached copy, and lets lazy_async use it for a minute', () => {
+    expect(decide('blocking', ago(0), now, 'live')).toBe('compute');
+    expect(decide('async', ago(0), now, 'live')).toBe('serve_cached_and_run_async');
+    expect(decide('lazy_async', ago(30_000), now, 'live')).toBe('serve_cached');
+    expect(decide('lazy_async', ago(61_000), now, 'live')).toBe('serve_cached_and_run_async');
+    expect(decide('force_cache', ago(0), now, 'live')).toBe('serve_cached');
   });
 });
 

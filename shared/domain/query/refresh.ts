@@ -18,27 +18,29 @@ export function executionModeOf(body: Pick<QueryBody, 'refresh' | 'async'>): Exe
   return body.refresh;
 }
 
-export type Interval = 'minute' | 'hour' | 'day' | 'week' | 'month';
+/** A trend's interval, or `live`: the lists (ActorsQuery, EventsQuery), which a client reads to see what just happened. */
+export type Interval = 'minute' | 'hour' | 'day' | 'week' | 'month' | 'live';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 
-/** How old a cached answer may be before it is stale (PostHog's staleness thresholds, by the query's interval). */
+/**
+ * How old a cached answer may be before it is stale: PostHog's staleness thresholds by the query's
+ * interval for trends; a list is stale at once for blocking requests (a client polling for a person or
+ * an event it just captured must see it) and served from the cache for a minute only to lazy_async.
+ */
 export const STALE_AFTER_MS: Record<'default' | 'lazy', Record<Interval, number>> = {
-  default: { minute: 5 * MINUTE, hour: HOUR, day: 6 * HOUR, week: DAY, month: 2 * DAY },
-  lazy: { minute: 15 * MINUTE, hour: 2 * HOUR, day: 12 * HOUR, week: DAY, month: 2 * DAY },
+  default: { minute: 5 * MINUTE, hour: HOUR, day: 6 * HOUR, week: DAY, month: 2 * DAY, live: 0 },
+  lazy: { minute: 15 * MINUTE, hour: 2 * HOUR, day: 12 * HOUR, week: DAY, month: 2 * DAY, live: MINUTE },
 };
 
 /** PostHog's `next_allowed_client_refresh`: a minute after the answer was computed. */
 export const CLIENT_REFRESH_AFTER_MS = MINUTE;
 
-/**
- * The interval that sets how long an answer stays fresh: a TrendsQuery's own (day by default), else
- * minute, as PostHog does for queries without a date range.
- */
+/** The interval that sets how long an answer stays fresh: a TrendsQuery's own (day by default), else `live`. */
 export function intervalOf(query: { kind: string; interval?: unknown }): Interval {
-  if (query.kind !== 'TrendsQuery') return 'minute';
+  if (query.kind !== 'TrendsQuery') return 'live';
   const interval = query.interval ?? 'day';
   return typeof interval === 'string' && interval in STALE_AFTER_MS.default ? (interval as Interval) : 'day';
 }
@@ -75,7 +77,7 @@ export function decide(
     return 'compute';
   }
   const age = now.getTime() - cached.lastRefresh.getTime();
-  if (age <= STALE_AFTER_MS.default[interval]) return 'serve_cached';
+  if (age < STALE_AFTER_MS.default[interval]) return 'serve_cached';
   switch (mode) {
     case 'force_cache':
       return 'serve_cached';
