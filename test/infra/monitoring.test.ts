@@ -237,6 +237,16 @@ describe('alarms', () => {
   });
 });
 
+describe('nested stack', () => {
+  it("takes only the HTTP API id from the stage's stack: functions and queues are watched by name", () => {
+    for (const s of [dev!, prod!, paged!]) {
+      const parameters = Object.keys(s.monitoring.toJSON().Parameters ?? {});
+      expect(parameters).toHaveLength(1);
+      expect(passedFor(s, { Ref: parameters[0] })).toEqual({ Ref: logicalId(s.stack, s.stack.api) });
+    }
+  });
+});
+
 describe('custom metrics', () => {
   it('reads exactly the metric names the code emits (shared/observability.ts)', () => {
     expect(Object.values(CUSTOM_METRICS).sort()).toEqual(Object.values(METRIC).sort());
