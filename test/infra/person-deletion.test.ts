@@ -4,7 +4,7 @@ import { QUEUES, type QueueName } from '#shared/queues/settings.ts';
 import { logicalId, resources, roleActions, synthStages } from './synth.ts';
 
 const dev = synthStages('dev').dev!;
-const { stack, template } = dev;
+const { stack, template, monitoring } = dev;
 const drain = () => stack.functions.get('drain_person_deletions')!;
 const queueArn = (name: QueueName, which: 'queue' | 'dlq' = 'queue') => ({
   'Fn::GetAtt': [logicalId(stack, stack.queues.get(name)![which]), 'Arn'],
@@ -40,13 +40,12 @@ describe('deferred person-event deletion', () => {
 
   it('alarms as soon as any queue has a message in its DLQ', () => {
     for (const name of ['person_deletions', 'drain_continuations', 'person_bulk_deletes'] as const) {
-      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      const dlq = resources(template, 'AWS::SQS::Queue')[logicalId(stack, stack.queues.get(name)!.dlq)]!;
+      monitoring.hasResourceProperties('AWS::CloudWatch::Alarm', {
         MetricName: 'ApproximateNumberOfMessagesVisible',
         Threshold: 0,
         ComparisonOperator: 'GreaterThanThreshold',
-        Dimensions: [
-          { Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(stack, stack.queues.get(name)!.dlq), 'QueueName'] } },
-        ],
+        Dimensions: [{ Name: 'QueueName', Value: dlq.Properties!.QueueName }],
       });
     }
   });
