@@ -50,12 +50,13 @@ function physicalNames(s: typeof dev): { type: string; name: unknown }[] {
 describe('stages', () => {
   it("keeps each template well under CloudFormation's 500 resources per stack, with every optional setting too", () => {
     // Before monitoring became a nested stack the one template had 487 (dev) to 490 (full) resources;
-    // after: 378-380 in the stage's stack, 110-111 in the monitoring stack. Under 400 leaves room for
-    // ~10 more routes (about 10 resources each) below the hard limit.
+    // after: 378-380 in the stage's stack, 110-111 in the monitoring stack. The tripwire is 450, 50
+    // below the hard limit: from 380 that is about 7 more routes (about 10 resources each) before this
+    // test asks for the next split (the API functions by feature into nested stacks).
     const count = (template: Template) => Object.keys(template.toJSON().Resources).length;
     for (const [name, stage] of Object.entries({ dev, prod, full })) {
-      expect(count(stage!.template), name).toBeLessThan(400);
-      expect(count(stage!.monitoring), `${name} monitoring`).toBeLessThan(400);
+      expect(count(stage!.template), name).toBeLessThan(450);
+      expect(count(stage!.monitoring), `${name} monitoring`).toBeLessThan(450);
       expect(count(stage!.monitoring), `${name} monitoring`).toBeGreaterThan(100);
     }
   });
