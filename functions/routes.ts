@@ -21,6 +21,12 @@ interface RouteBase {
   csv?: boolean;
   /** A read-only operation that may still write its result cache (IAM: PutItem on cache keys only). */
   writesCache?: boolean;
+  /**
+   * Writes async query items (keys QUERY#, QUERYCACHE#): `status` may only update a query's status
+   * (cancel: UpdateItem on QUERY#), `results` also start queries and store answers (PutItem on QUERY#
+   * and QUERYCACHE#, UpdateItem on QUERY#).
+   */
+  writesQueries?: 'status' | 'results';
   /** Seals batch-export destination secrets (IAM: kms:GenerateDataKey on the export secrets key, never Decrypt). */
   sealsSecrets?: boolean;
   /** Files shipped beside the bundled handler: the static SDK routes serve posthog-js's browser bundles (infra/build.ts copies them). */
@@ -32,6 +38,8 @@ interface RouteBase {
 export interface KeyRoute extends RouteBase {
   auth?: 'personal_api_key';
   scope: Scope;
+  /** Other scopes that grant the operation too (PostHog accepts `insight:read` keys on the query API). */
+  alsoAccepts?: readonly Scope[];
   /** Rate-limit class of the key's requests: `analytics` (240/min, 1200/h) for trends, else `crud` (480/min, 4800/h). */
   rateLimit?: Exclude<RateLimitClass, 'capture'>;
 }
@@ -281,6 +289,44 @@ export const routes = [
     summary: 'Compute a trend (PostHog legacy insights/trend), JSON body',
   },
   {
+    operationId: 'query_create',
+    method: 'POST',
+    path: '/api/environments/:project_id/query',
+    scope: 'query:read',
+    alsoAccepts: ['insight:read'],
+    handler: 'query/create',
+    access: 'read',
+    writesCache: true,
+    writesQueries: 'results',
+    sends: ['query_runs'],
+    rateLimit: 'analytics',
+    summary: "Run a query (PostHog's query API): TrendsQuery, ActorsQuery or EventsQuery",
+  },
+  {
+    operationId: 'query_retrieve',
+    method: 'GET',
+    path: '/api/environments/:project_id/query/:id',
+    scope: 'query:read',
+    alsoAccepts: ['insight:read'],
+    handler: 'query/retrieve',
+    access: 'read',
+    rateLimit: 'analytics',
+    summary: "An async query's status, with its answer once complete (PostHog's QueryStatus)",
+  },
+  {
+    operationId: 'query_destroy',
+    method: 'DELETE',
+    path: '/api/environments/:project_id/query/:id',
+    // PostHog: every query action is a read of the query scope.
+    scope: 'query:read',
+    alsoAccepts: ['insight:read'],
+    handler: 'query/delete',
+    access: 'read',
+    writesQueries: 'status',
+    rateLimit: 'analytics',
+    summary: 'Cancel an async query: its status says so and its run stores nothing',
+  },
+  {
     operationId: 'batch_exports_list',
     method: 'GET',
     path: '/api/organizations/:organization_id/batch_exports',
@@ -427,15 +473,35 @@ export const routes = [
 type RouteRow = (typeof routes)[number];
 export type OperationId = RouteRow['operationId'];
 
+const ENVIRONMENT_LEVEL = '/api/environments/:project_id';
+const PROJECT_LEVEL = '/api/projects/:project_id';
+
+/**
+ * PostHog answers every environment-level path under `/api/projects/:project_id` too (one project is
+ * one environment here): said once, as a rule rather than an alias on each row, so a row added under
+ * `/api/environments/:project_id` answers at both. Undefined for any other path.
+ */
+export function projectLevelPath(path: string): string | undefined {
+  if (path !== ENVIRONMENT_LEVEL && !path.startsWith(`${ENVIRONMENT_LEVEL}/`)) return undefined;
+  return PROJECT_LEVEL + path.slice(ENVIRONMENT_LEVEL.length);
+}
+
+/** The paths a route answers on besides its own: its declared aliases and its project-level form. */
+export function aliasesOf(route: Route): string[] {
+  const projectLevel = projectLevelPath(route.path);
+  return [...(route.aliases ?? []), ...(projectLevel ? [projectLevel] : [])];
+}
+
 /** Every (method, path) the API answers, aliases included, each pointing at its route. */
 export const routePaths: readonly Route[] = (routes as readonly Route[]).flatMap((r) => [
   r,
-  ...(r.aliases ?? []).map((path) => ({ ...r, path })),
+  ...aliasesOf(r).map((path) => ({ ...r, path })),
 ]);
 
-export const keyRoutes = (routes as readonly Route[]).filter(
-  (r): r is KeyRoute => r.auth === undefined || r.auth === 'personal_api_key',
-);
+const isKeyRoute = (r: Route): r is KeyRoute => r.auth === undefined || r.auth === 'personal_api_key';
+export const keyRoutes = (routes as readonly Route[]).filter(isKeyRoute);
+/** The key routes at every path they answer on, aliases included (the scope and tenant matrices request each). */
+export const keyRoutePaths = routePaths.filter(isKeyRoute);
 
 /** Functions that are not API operations: fed by the table stream or a queue, or run on a schedule. */
 export interface Worker {
@@ -453,6 +519,9 @@ export interface Worker {
   continuesVia?: QueueName;
   /** Queues it may send to. */
   sends?: readonly QueueName[];
+  /** As for routes: the result caches it may put (TRENDCACHE#), the async query items it may write. */
+  writesCache?: boolean;
+  writesQueries?: 'status' | 'results';
   /** How long one invocation may run (seconds). */
   timeoutSeconds: number;
   /**
@@ -513,6 +582,19 @@ export const workers = [
     sends: ['person_deletions', 'person_bulk_deletes'],
     timeoutSeconds: 300,
     summary: 'Deletes, within seconds, the persons a bulk delete queued because its request ran out of time',
+  },
+  {
+    name: 'run_queries',
+    handler: 'workers/run-queries',
+    trigger: { queue: 'query_runs' },
+    // Reads what queries read; writes only its answers: the query cache, the query's status and result
+    // (and the legacy trend cache, which the trend engine writes).
+    access: 'read',
+    writesCache: true,
+    writesQueries: 'results',
+    timeoutSeconds: 900,
+    summary:
+      'Runs queries started in the background (refresh async, or blocking past the API budget) and stores their answers',
   },
 ] as const satisfies readonly Worker[];
 

@@ -17,8 +17,12 @@ export const ENV = {
   rateLimits: 'ANALYTICS_RATE_LIMITS',
   /** Persons a filtered persons list examines per request (default below); tests lower it. */
   personScanLimit: 'ANALYTICS_PERSON_SCAN_LIMIT',
+  /** Events one EventsQuery examines at most (default below); tests lower it. */
+  eventsQueryScanLimit: 'ANALYTICS_EVENTS_QUERY_SCAN_LIMIT',
   /** Milliseconds a bulk delete removes persons inline before queuing the rest (default below); tests set 0 to queue everything. */
   bulkDeleteBudgetMs: 'ANALYTICS_BULK_DELETE_BUDGET_MS',
+  /** Milliseconds a blocking query computes inline before it is handed to the query worker (default below); tests lower it. */
+  queryBlockingBudgetMs: 'ANALYTICS_QUERY_BLOCKING_BUDGET_MS',
   /** KMS key that wraps batch-export destination secrets (CDK sets it); absent -> a local key file under DATA_DIR. */
   exportSecretsKmsKeyId: 'EXPORT_SEALING_KMS_KEY_ID',
   /** Local runtime's data folder (the local key file of export secrets lives there). */
@@ -33,8 +37,17 @@ export const ENV = {
 /** A `search` or `properties` persons list reads persons in order and stops after this many per request. */
 export const DEFAULT_PERSON_SCAN_LIMIT = 10_000;
 
+/** An EventsQuery listing events reads at most this many (kept or filtered out) per request, else a 400. */
+export const DEFAULT_EVENTS_QUERY_SCAN_LIMIT = 20_000;
+
 /** A bulk delete starts no transaction group inline after this; the rest goes to its queue (shared/domain/persons.ts). */
 export const DEFAULT_BULK_DELETE_BUDGET_MS = 4_000;
+
+/**
+ * A blocking query (POST /query) past this is handed to the query worker and the client told to poll:
+ * with the 2 s the handler keeps back and 1.5 s to hand it over, well inside the API's 10 s.
+ */
+export const DEFAULT_QUERY_BLOCKING_BUDGET_MS = 6_000;
 
 /**
  * Rate-limit classes: `crud` for every personal-key operation unless its route says otherwise,
@@ -96,7 +109,9 @@ export interface Config {
   /** Requests allowed per window and class; `undefined` when rate limiting is switched off. */
   rateLimits: RateLimits | undefined;
   personScanLimit: number;
+  eventsQueryScanLimit: number;
   bulkDeleteBudgetMs: number;
+  queryBlockingBudgetMs: number;
   /** Batch export secrets: wrapped by this KMS key, or (undefined) by `localSecretsKeyFile`. */
   exportSecretsKmsKeyId: string | undefined;
   localSecretsKeyFile: string;
@@ -130,10 +145,21 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ) as Partial<Record<QueueName, string>>,
     rateLimits: readRateLimits(env[ENV.rateLimits]),
     personScanLimit: readPositiveInteger(ENV.personScanLimit, env[ENV.personScanLimit], DEFAULT_PERSON_SCAN_LIMIT),
+    eventsQueryScanLimit: readPositiveInteger(
+      ENV.eventsQueryScanLimit,
+      env[ENV.eventsQueryScanLimit],
+      DEFAULT_EVENTS_QUERY_SCAN_LIMIT,
+    ),
     bulkDeleteBudgetMs: readPositiveInteger(
       ENV.bulkDeleteBudgetMs,
       env[ENV.bulkDeleteBudgetMs],
       DEFAULT_BULK_DELETE_BUDGET_MS,
+      0,
+    ),
+    queryBlockingBudgetMs: readPositiveInteger(
+      ENV.queryBlockingBudgetMs,
+      env[ENV.queryBlockingBudgetMs],
+      DEFAULT_QUERY_BLOCKING_BUDGET_MS,
       0,
     ),
     exportSecretsKmsKeyId: env[ENV.exportSecretsKmsKeyId] || undefined,

@@ -9,7 +9,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { routes, type Route } from '#functions/routes.ts';
+import { projectLevelPath, routes, type Route } from '#functions/routes.ts';
 import type { Schemas } from '#shared/http/handler.ts';
 import { buildOpenApi, serializeOpenApi, type OpenApiDocument } from '#shared/http/openapi.ts';
 
@@ -19,6 +19,12 @@ export const OPENAPI_FILE = join(ROOT, 'docs', 'openapi.json');
 interface HandlerModule {
   handler?: { route?: unknown; schemas?: Schemas };
 }
+
+/**
+ * The operationId of an environment-level operation at its /api/projects path: PostHog names the two
+ * paths' operations apart too (`persons_list`, `environments_persons_list`).
+ */
+export const projectLevelOperationId = (operationId: string) => `projects_${operationId}`;
 
 /** The document for the current route table and handlers. */
 export async function generateOpenApi(): Promise<OpenApiDocument> {
@@ -35,6 +41,17 @@ export async function generateOpenApi(): Promise<OpenApiDocument> {
         `functions/${route.handler}.ts: its handler was built for another route than ${route.operationId}`,
       );
     entries.push({ route, schemas: handler.schemas });
+    const projectLevel = projectLevelPath(route.path);
+    if (projectLevel)
+      entries.push({
+        route: {
+          ...route,
+          path: projectLevel,
+          operationId: projectLevelOperationId(route.operationId),
+          aliasOf: { operationId: route.operationId, path: route.path },
+        },
+        schemas: handler.schemas,
+      });
   }
   const { version } = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { version: string };
   return buildOpenApi(entries, { title: 'Analytics API', version });

@@ -3,10 +3,8 @@ import { Duration } from 'aws-cdk-lib';
 import type * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
-import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
-import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { StageSettings } from '#infra/stages.ts';
 
@@ -44,7 +42,8 @@ export const DELETION_OVERDUE_SECONDS = (7 * 24 + 4) * 3600;
 export interface DeadLetterQueue {
   /** Short name used in the alarm name: `<prefix>-<name>-dlq-depth`. */
   name: string;
-  queue: sqs.IQueue;
+  /** The queue's physical name (its QueueName dimension). */
+  queueName: string;
   /** What a message in it means, for the alarm description. */
   meaning: string;
   /** Period of the depth check. */
@@ -57,13 +56,15 @@ export interface MonitoringProps {
   prefix: string;
   /** Value of the `service` dimension on custom metrics (POWERTOOLS_SERVICE_NAME of every function). */
   serviceName: string;
-  /** API functions (routes and the fallback), by name. */
-  apiFunctions: ReadonlyMap<string, lambda.IFunction>;
-  /** Stream and scheduled workers, by name. */
-  workerFunctions: ReadonlyMap<string, lambda.IFunction>;
-  ingestWorker: lambda.IFunction;
+  /** API functions (routes and the fallback): name -> physical function name. */
+  apiFunctions: ReadonlyMap<string, string>;
+  /** Stream and scheduled workers: name -> physical function name. */
+  workerFunctions: ReadonlyMap<string, string>;
+  /** Physical name of the ingest worker. */
+  ingestWorker: string;
   apiStage: apigwv2.IHttpStage;
-  deletionQueue: sqs.IQueue;
+  /** Physical name of the person deletion queue. */
+  deletionQueue: string;
   deadLetterQueues: readonly DeadLetterQueue[];
 }
 
@@ -71,7 +72,9 @@ const FIVE_MINUTES = Duration.minutes(5);
 
 /**
  * Alarms (each to the stage's SNS topic) and the stage dashboard. What each alarm means and what to do
- * is in docs/operations.md, under the section its description names.
+ * is in docs/operations.md, under the section its description names. It lives in a nested stack of its
+ * own (AnalyticsStack), so functions and queues are watched by their physical names, which are fixed:
+ * a token would become one more parameter of the nested stack for each of them.
  */
 export class Monitoring extends Construct {
   readonly topic: sns.Topic;
@@ -142,7 +145,7 @@ export class Monitoring extends Construct {
           RUNBOOK.functionErrors,
           `Function ${name} failed ${threshold} or more times in 5 minutes (unhandled errors, timeouts, out of memory). Check its log group for level ERROR, fix or roll back.`,
           {
-            metric: fn.metricErrors({ period: FIVE_MINUTES, statistic: cloudwatch.Stats.SUM }),
+            metric: lambdaMetric(fn, 'Errors', { period: FIVE_MINUTES, statistic: SUM }),
             threshold,
             comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             evaluationPeriods: 1,
@@ -155,7 +158,7 @@ export class Monitoring extends Construct {
           RUNBOOK.functionThrottles,
           `Lambda refused to run ${name} (concurrency exhausted) in the last 5 minutes. Check account concurrency and traffic; raise the limit or find the runaway caller.`,
           {
-            metric: fn.metricThrottles({ period: FIVE_MINUTES, statistic: cloudwatch.Stats.SUM }),
+            metric: lambdaMetric(fn, 'Throttles', { period: FIVE_MINUTES, statistic: SUM }),
             threshold: 1,
             comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             evaluationPeriods: 1,
@@ -217,7 +220,10 @@ export class Monitoring extends Construct {
       RUNBOOK.ingestIteratorAge,
       `The ingest worker is ${Math.round(ms / 1000)} s or more behind the table stream (10 minutes running): persons and trend rollups are stale. Check ingest_events errors and duration; records older than 24 h are dropped to the ingest failures queue.`,
       {
-        metric: ingestWorker.metric('IteratorAge', { period: FIVE_MINUTES, statistic: cloudwatch.Stats.MAXIMUM }),
+        metric: lambdaMetric(ingestWorker, 'IteratorAge', {
+          period: FIVE_MINUTES,
+          statistic: cloudwatch.Stats.MAXIMUM,
+        }),
         threshold: ms,
         comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
         evaluationPeriods: 2,
@@ -237,9 +243,8 @@ export class Monitoring extends Construct {
         runbook,
         `${dlq.meaning} Inspect the messages, fix the cause, then replay or redrive.`,
         {
-          metric: dlq.queue.metricApproximateNumberOfMessagesVisible({
+          metric: queueMetric(dlq.queueName, 'ApproximateNumberOfMessagesVisible', {
             period: dlq.period ?? FIVE_MINUTES,
-            statistic: cloudwatch.Stats.MAXIMUM,
           }),
           threshold: 0,
           comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
@@ -255,10 +260,7 @@ export class Monitoring extends Construct {
       RUNBOOK.deletionOverdue,
       `A person-event deletion request has waited more than ${DELETION_OVERDUE_SECONDS / 3600} h: a Sunday drain passed without handling it, and SQS drops it after 14 days. Run the drain now (see runbook) and find out why the last one did not finish.`,
       {
-        metric: deletionQueue.metricApproximateAgeOfOldestMessage({
-          period: FIVE_MINUTES,
-          statistic: cloudwatch.Stats.MAXIMUM,
-        }),
+        metric: queueMetric(deletionQueue, 'ApproximateAgeOfOldestMessage', { period: FIVE_MINUTES }),
         threshold: DELETION_OVERDUE_SECONDS,
         comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
         evaluationPeriods: 1,
@@ -410,7 +412,7 @@ export class Monitoring extends Construct {
       graph('Ingestion lag (ms)', [
         this.search(CUSTOM_METRICS.ingestionLag, 'p50', 'lag p50'),
         this.search(CUSTOM_METRICS.ingestionLag, 'p99', 'lag p99'),
-        this.props.ingestWorker.metric('IteratorAge', {
+        lambdaMetric(this.props.ingestWorker, 'IteratorAge', {
           statistic: cloudwatch.Stats.MAXIMUM,
           label: 'stream iterator age (max)',
         }),
@@ -422,12 +424,14 @@ export class Monitoring extends Construct {
   private queuesRow(): cloudwatch.IWidget[] {
     const { deletionQueue, deadLetterQueues } = this.props;
     return [
-      graph('Deletion queue', [deletionQueue.metricApproximateNumberOfMessagesVisible({ label: 'waiting requests' })], {
-        right: [deletionQueue.metricApproximateAgeOfOldestMessage({ label: 'oldest (s)' })],
-      }),
+      graph(
+        'Deletion queue',
+        [queueMetric(deletionQueue, 'ApproximateNumberOfMessagesVisible', { label: 'waiting requests' })],
+        { right: [queueMetric(deletionQueue, 'ApproximateAgeOfOldestMessage', { label: 'oldest (s)' })] },
+      ),
       graph(
         'Dead-letter queues (messages)',
-        deadLetterQueues.map((d) => d.queue.metricApproximateNumberOfMessagesVisible({ label: d.name })),
+        deadLetterQueues.map((d) => queueMetric(d.queueName, 'ApproximateNumberOfMessagesVisible', { label: d.name })),
       ),
       graph(
         'Weekly drain',
@@ -448,7 +452,9 @@ export class Monitoring extends Construct {
       ]),
       graph('Batch export rows', [this.search(CUSTOM_METRICS.exportRows, 'Sum', '')]),
       graph('Throttling', [this.search(CUSTOM_METRICS.throttled, 'Sum', 'API 429 (per key)')], {
-        right: this.allFunctions().map(([name, fn]) => fn.metricThrottles({ statistic: SUM, label: `Lambda ${name}` })),
+        right: this.allFunctions().map(([name, fn]) =>
+          lambdaMetric(fn, 'Throttles', { statistic: SUM, label: `Lambda ${name}` }),
+        ),
       }),
     ];
   }
@@ -458,13 +464,13 @@ export class Monitoring extends Construct {
     return [
       graph(
         'Lambda errors by function',
-        allFunctions.map(([name, fn]) => fn.metricErrors({ statistic: SUM, label: name })),
+        allFunctions.map(([name, fn]) => lambdaMetric(fn, 'Errors', { statistic: SUM, label: name })),
         { width: 12 },
       ),
       graph(
         'Lambda duration p99 by function (ms)',
         allFunctions.map(([name, fn]) =>
-          fn.metricDuration({ statistic: cloudwatch.Stats.percentile(99), label: name }),
+          lambdaMetric(fn, 'Duration', { statistic: cloudwatch.Stats.percentile(99), label: name }),
         ),
         { width: 12 },
       ),
@@ -477,6 +483,27 @@ export class Monitoring extends Construct {
 }
 
 const SUM = cloudwatch.Stats.SUM;
+
+/** A metric of a function, by its physical name (what `fn.metricErrors()` and the like read). */
+function lambdaMetric(functionName: string, metricName: string, options: cloudwatch.MetricOptions) {
+  return new cloudwatch.Metric({
+    namespace: 'AWS/Lambda',
+    metricName,
+    dimensionsMap: { FunctionName: functionName },
+    ...options,
+  });
+}
+
+/** A metric of a queue, by its physical name; Maximum unless told, as `queue.metricApproximate…()`. */
+function queueMetric(queueName: string, metricName: string, options: cloudwatch.MetricOptions) {
+  return new cloudwatch.Metric({
+    namespace: 'AWS/SQS',
+    metricName,
+    dimensionsMap: { QueueName: queueName },
+    statistic: cloudwatch.Stats.MAXIMUM,
+    ...options,
+  });
+}
 
 /** A dashboard graph: a third of a row, six high, five-minute points unless `extra` says otherwise. */
 function graph(title: string, left: cloudwatch.IMetric[], extra: Partial<cloudwatch.GraphWidgetProps> = {}) {

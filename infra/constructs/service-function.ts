@@ -41,6 +41,8 @@ export interface Permissions {
   countsRateLimits?: boolean;
   /** PutItem on trend cache items only. */
   writesCache?: boolean;
+  /** Async query items: `status` UpdateItem on QUERY#; `results` also PutItem on QUERY# and QUERYCACHE#. */
+  writesQueries?: 'status' | 'results';
   /** kms:GenerateDataKey on the export secrets key, with an export's encryption context (never Decrypt). */
   sealsSecrets?: boolean;
   /** kms:Decrypt of sealed secrets and sts:AssumeRole into customers' accounts (never this account's roles). */
@@ -54,6 +56,7 @@ export const routePermissions = (r: Route): Permissions => ({
   table: r.access,
   countsRateLimits: r.access !== 'write' && (r.auth === undefined || r.auth === 'personal_api_key'),
   writesCache: r.writesCache,
+  writesQueries: r.writesQueries,
   sealsSecrets: r.sealsSecrets,
   sends: r.sends,
 });
@@ -61,6 +64,8 @@ export const routePermissions = (r: Route): Permissions => ({
 /** The permissions a worker row declares: a run that cannot finish leaves a note on `continuesVia`. */
 export const workerPermissions = (w: Worker): Permissions => ({
   table: w.access,
+  writesCache: w.writesCache,
+  writesQueries: w.writesQueries,
   writesDestinations: w.writesDestinations,
   sends: [...(w.sends ?? []), ...(w.continuesVia ? [w.continuesVia] : [])],
   consumes: w.consumes,
@@ -73,11 +78,11 @@ const EXPORT_SECRETS_CONTEXT = {
 };
 
 /** Item-level access: the action only on items whose partition key starts with `pkPrefix`. */
-const onItemsStartingWith = (action: string, table: StatefulResources['table'], pkPrefix: string) =>
+const onItemsStartingWith = (action: string, table: StatefulResources['table'], ...pkPrefixes: string[]) =>
   new iam.PolicyStatement({
     actions: [action],
     resources: [table.tableArn],
-    conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${pkPrefix}*`] } },
+    conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': pkPrefixes.map((p) => `${p}*`) } },
   });
 
 export interface ServiceFunctionProps {
@@ -148,6 +153,11 @@ export class ServiceFunction extends Construct {
     if (p.table === 'read') table.grantReadData(fn);
     if (p.table === 'write') table.grantReadWriteData(fn);
     if (p.writesCache) fn.addToRolePolicy(onItemsStartingWith('dynamodb:PutItem', table, itemKeys.trendCachePkPrefix));
+    if (p.writesQueries === 'results')
+      fn.addToRolePolicy(
+        onItemsStartingWith('dynamodb:PutItem', table, itemKeys.queryPkPrefix, itemKeys.queryCachePkPrefix),
+      );
+    if (p.writesQueries) fn.addToRolePolicy(onItemsStartingWith('dynamodb:UpdateItem', table, itemKeys.queryPkPrefix));
     if (p.countsRateLimits)
       fn.addToRolePolicy(onItemsStartingWith('dynamodb:UpdateItem', table, itemKeys.rateLimitPkPrefix));
     if (p.sealsSecrets) {
@@ -197,9 +207,14 @@ export class ServiceFunction extends Construct {
 export class RouteFunction extends ServiceFunction {
   constructor(scope: Construct, route: Route, props: ServiceFunctionProps & { api: apigwv2.HttpApi }) {
     super(scope, route.operationId, `${route.method} ${route.path}`, routePermissions(route), props);
-    const integration = new HttpLambdaIntegration(`${pascal(route.operationId)}Integration`, this.fn);
-    // Capture answers on several paths: one route each, one function.
-    for (const p of routePaths.filter((x) => x.operationId === route.operationId)) {
+    // Capture and every environment-level operation (also under /api/projects) answer on several paths: one route each, one function.
+    const paths = routePaths.filter((x) => x.operationId === route.operationId);
+    // Several paths share one invoke permission for this API instead of one per route: each is a stack
+    // resource, and a CloudFormation stack holds at most 500 (docs/query-api.md, Paths).
+    const integration = new HttpLambdaIntegration(`${pascal(route.operationId)}Integration`, this.fn, {
+      scopePermissionToRoute: paths.length === 1,
+    });
+    for (const p of paths) {
       props.api.addRoutes({ path: bracedPath(p.path), methods: [apigwv2.HttpMethod[p.method]], integration });
     }
   }

@@ -1,4 +1,4 @@
-import { Aws, CfnOutput, Duration, Stack, type CfnElement, type StackProps } from 'aws-cdk-lib';
+import { Aws, CfnOutput, Duration, NestedStack, Stack, Token, type CfnElement, type StackProps } from 'aws-cdk-lib';
 import type * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
 import type * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
@@ -39,7 +39,8 @@ export interface AnalyticsStackProps extends StackProps {
  * One stage of the service. What holds data is in StatefulResources; everything else is stateless and
  * can be replaced: one ServiceFunction per route-table row (RouteFunction, WorkerFunction) granted only
  * what its row declares, PublicApi (the HTTP API and CloudFront in front of it), Monitoring's alarms
- * and the outputs.
+ * and the outputs. Monitoring (alarms, dashboard, alarm topic) is a nested stack: with it, the stack
+ * came within a dozen resources of CloudFormation's 500 per stack.
  */
 export class AnalyticsStack extends Stack {
   readonly stage: StageSettings;
@@ -61,6 +62,8 @@ export class AnalyticsStack extends Stack {
   /** Function name (operationId, worker name, or FALLBACK_FUNCTION) -> Lambda. */
   readonly functions = new Map<string, lambda.Function>();
   readonly schedules = new Map<string, events.Rule>();
+  /** The nested stack that holds `monitoring` (its own template, `<id>.nested.template.json`). */
+  readonly monitoringStack: NestedStack;
   readonly monitoring: Monitoring;
 
   constructor(scope: Construct, id: string, props: AnalyticsStackProps) {
@@ -102,7 +105,10 @@ export class AnalyticsStack extends Stack {
     } = publicApi);
 
     this.addFunctions(functionProps);
-    this.monitoring = this.addMonitoring(prefix);
+    this.monitoringStack = new NestedStack(this, 'MonitoringStack', {
+      description: `Alarms, dashboard and alarm topic of ${prefix}`,
+    });
+    this.monitoring = this.addMonitoring(this.monitoringStack, prefix);
     acknowledgeNagFindings(this);
     this.addOutputs(prefix);
   }
@@ -124,30 +130,33 @@ export class AnalyticsStack extends Stack {
     return [
       {
         name: 'ingest-failures',
-        queue: this.ingestFailures,
+        queueName: physicalName(this.ingestFailures),
         meaning:
           'The ingest worker gave up on stream records: persons and rollups are missing those events until they are replayed.',
         period: Duration.minutes(1),
       },
       ...[...this.queues].map(([name, { dlq }]) => ({
         name: name.replaceAll('_', '-'),
-        queue: dlq,
+        queueName: physicalName(dlq),
         meaning: `Messages of ${name} failed ${QUEUES[name].maxReceiveCount} times and sit in its DLQ.`,
       })),
     ];
   }
 
-  private addMonitoring(prefix: string): Monitoring {
+  /** Functions and queues by physical name: the API stage's id is the nested stack's one parameter. */
+  private addMonitoring(scope: NestedStack, prefix: string): Monitoring {
     const workerNames = new Set<string>(workers.map((w) => w.name));
-    return new Monitoring(this, 'Monitoring', {
+    const named = (keep: (name: string) => boolean) =>
+      new Map([...this.functions].filter(([name]) => keep(name)).map(([name, fn]) => [name, physicalName(fn)]));
+    return new Monitoring(scope, 'Monitoring', {
       stage: this.stage,
       prefix,
       serviceName: serviceNameOf(this.stage),
-      apiFunctions: new Map([...this.functions].filter(([name]) => !workerNames.has(name))),
-      workerFunctions: new Map([...this.functions].filter(([name]) => workerNames.has(name))),
-      ingestWorker: this.functions.get('ingest_events')!,
+      apiFunctions: named((name) => !workerNames.has(name)),
+      workerFunctions: named((name) => workerNames.has(name)),
+      ingestWorker: physicalName(this.functions.get('ingest_events')!),
       apiStage: this.apiStage,
-      deletionQueue: this.queues.get('person_deletions')!.queue,
+      deletionQueue: physicalName(this.queues.get('person_deletions')!.queue),
       deadLetterQueues: this.deadLetterQueues(),
     });
   }
@@ -184,4 +193,12 @@ export class AnalyticsStack extends Stack {
   protected override allocateLogicalId(element: CfnElement): string {
     return makeUniqueId(logicalIdPath(this, element));
   }
+}
+
+/** The fixed name a function or queue was given (its FunctionName / QueueName), never a token. */
+function physicalName(resource: lambda.Function | sqs.Queue): string {
+  const cfn = resource.node.defaultChild;
+  const name = cfn instanceof lambda.CfnFunction ? cfn.functionName : (cfn as sqs.CfnQueue).queueName;
+  if (!name || Token.isUnresolved(name)) throw new Error(`${resource.node.path} has no fixed name`);
+  return name;
 }

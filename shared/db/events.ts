@@ -264,3 +264,95 @@ export async function readEventsInsertedBetween(projectId: number, start: Date, 
     a.inserted_at === b.inserted_at ? (a.uuid < b.uuid ? -1 : 1) : a.inserted_at < b.inserted_at ? -1 : 1,
   );
 }
+
+/** What one day's read for an event explorer page returned. */
+export interface OrderedDayRead {
+  /** The events `keep` accepted, in the requested order. */
+  events: StoredEvent[];
+  /** False when the read stopped at the budget before the day was covered. */
+  complete: boolean;
+}
+
+/**
+ * One UTC day's events with from <= timestamp <= to, in time order (newest first or oldest first), for
+ * an event explorer page. For one name, each shard's Query walks only that name's range of the sort key
+ * (`<len>:<name>#<timestamp>#<uuid>`: no other name is read) in the requested direction and stops once
+ * it holds `want` events that `keep` accepts, so the day's first `want` kept events are among those
+ * returned. For every name (null) the whole day is read (the sort key orders by name first). Every
+ * item read is taken from `budget.items` (shared by reads running side by side); the read stops when
+ * it runs out (then `complete` is false).
+ */
+export async function readDayEventsInOrder(
+  projectId: number,
+  day: string,
+  name: string | null,
+  window: { from: Date; to: Date; newestFirst: boolean },
+  want: number,
+  keep: (e: StoredEvent) => boolean,
+  budget: { items: number },
+): Promise<OrderedDayRead> {
+  const index = TABLE_SCHEMA.indexes.eventsByDay;
+  const fromIso = window.from.toISOString();
+  const toIso = window.to.toISOString();
+  let complete = true;
+  const perShard = await Promise.all(
+    Array.from({ length: TABLE_SCHEMA.eventDayShards }, async (_, shard) => {
+      const kept: StoredEvent[] = [];
+      let ExclusiveStartKey: Record<string, unknown> | undefined;
+      do {
+        if (budget.items <= 0) {
+          complete = false;
+          break;
+        }
+        const out = await call(() =>
+          db().send(
+            new QueryCommand({
+              TableName: tableName(),
+              IndexName: index.name,
+              KeyConditionExpression: name === null ? '#p = :p' : '#p = :p AND #s BETWEEN :a AND :b',
+              FilterExpression: '#t BETWEEN :from AND :to',
+              ExpressionAttributeNames: {
+                '#p': index.partitionKey,
+                '#t': 'timestamp',
+                ...(name === null ? {} : { '#s': index.sortKey }),
+              },
+              ExpressionAttributeValues: {
+                ':p': keys.eventsByDay(projectId, day, shard).day_pk,
+                ':from': fromIso,
+                ':to': toIso,
+                ...(name === null
+                  ? {}
+                  : {
+                      ':a': `${keys.eventsByDayPrefix(name)}${fromIso}`,
+                      ':b': `${keys.eventsByDayPrefix(name)}${toIso}\uffff`,
+                    }),
+              },
+              ScanIndexForward: !window.newestFirst,
+              ExclusiveStartKey,
+              // One name: a first page a little over what is wanted (filters may ask for more); every name: the whole day.
+              Limit: Math.min(
+                RANGE_PAGE_ITEMS,
+                budget.items,
+                name === null || ExclusiveStartKey ? RANGE_PAGE_ITEMS : want + 1,
+              ),
+            }),
+          ),
+        );
+        budget.items -= out.ScannedCount ?? out.Items?.length ?? 0;
+        for (const item of out.Items ?? []) {
+          const e = storedEvent(item);
+          if (keep(e)) kept.push(e);
+        }
+        ExclusiveStartKey = name !== null && kept.length >= want ? undefined : out.LastEvaluatedKey;
+      } while (ExclusiveStartKey);
+      return kept;
+    }),
+  );
+  const sign = window.newestFirst ? -1 : 1;
+  const events = perShard
+    .flat()
+    .sort(
+      (a, b) => sign * (a.timestamp === b.timestamp ? (a.uuid < b.uuid ? -1 : 1) : a.timestamp < b.timestamp ? -1 : 1),
+    );
+  return { events, complete };
+}

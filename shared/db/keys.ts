@@ -71,6 +71,27 @@ export const keys = {
   /** A computed trend, by project and a hash of everything it depends on; short TTL. */
   trendCache: (projectId: number, hash: string): ItemKey => ({ pk: `TRENDCACHE#${projectId}#${hash}`, sk: 'CACHE' }),
   trendCachePkPrefix: 'TRENDCACHE#',
+  /**
+   * Where the page at `offset` of one ActorsQuery walk starts (per caller and query, short TTL), so a
+   * walk by offsets resumes from a position, not a count. Under the cache prefix: the query function
+   * may write only there.
+   */
+  actorsWalkPosition: (projectId: number, walk: string, offset: number): ItemKey => ({
+    pk: `TRENDCACHE#${projectId}#ACTORSWALK#${walk}`,
+    sk: `OFFSET#${pad(offset)}`,
+  }),
+  /** A query API answer, by project and its `cache_key` (shared/domain/query/cache-key.ts); chunks beside it (storedChunk). */
+  queryCache: (projectId: number, cacheKey: string): ItemKey => ({
+    pk: `QUERYCACHE#${projectId}#${cacheKey}`,
+    sk: 'CACHE',
+  }),
+  queryCachePkPrefix: 'QUERYCACHE#',
+  /** An async query's status (PostHog's QueryStatus), by project and query id; its result is stored beside it (queryResult). */
+  queryStatus: (projectId: number, queryId: string): ItemKey => ({ pk: `QUERY#${projectId}#${queryId}`, sk: 'STATUS' }),
+  queryResult: (projectId: number, queryId: string): ItemKey => ({ pk: `QUERY#${projectId}#${queryId}`, sk: 'RESULT' }),
+  queryPkPrefix: 'QUERY#',
+  /** Chunk n (>= 1) of a value stored across items (shared/db/result-store.ts); chunk 0 is the item at `head` itself. */
+  storedChunk: (head: ItemKey, n: number): ItemKey => ({ pk: head.pk, sk: `${head.sk}#${String(n).padStart(4, '0')}` }),
   /** The earliest event time of a project (for `date_from: all`), lowered by the ingest worker. */
   firstEvent: (projectId: number): ItemKey => ({ pk: `PROJECT#${projectId}`, sk: 'FIRSTEVENT' }),
   /** Person ids are integers counted per project (a global counter would be one hot item). */

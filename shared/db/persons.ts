@@ -428,8 +428,14 @@ async function queryPersons(
   };
 }
 
-/** One Query of the project's persons on the parent index, newest first. */
-function queryPersonsIndex(projectId: number, limit: number, startKey?: PageKey, projection?: string) {
+/** One Query of the project's persons on the parent index, newest first (or oldest first when `ascending`). */
+function queryPersonsIndex(
+  projectId: number,
+  limit: number,
+  startKey?: PageKey,
+  projection?: string,
+  ascending = false,
+) {
   const index = TABLE_SCHEMA.indexes.byParent;
   return call(() =>
     db().send(
@@ -439,7 +445,7 @@ function queryPersonsIndex(projectId: number, limit: number, startKey?: PageKey,
         KeyConditionExpression: '#p = :p',
         ExpressionAttributeNames: { '#p': index.partitionKey },
         ExpressionAttributeValues: { ':p': keys.personsOfProject(projectId, '', 0).parent_pk },
-        ScanIndexForward: false,
+        ScanIndexForward: ascending,
         Limit: limit,
         ExclusiveStartKey: startKey,
         ...(projection ? { ProjectionExpression: projection } : {}),
@@ -488,6 +494,31 @@ async function skipPersons(projectId: number, count: number): Promise<PageKey | 
     startKey = left > 0 ? out.LastEvaluatedKey : pageKeyOf(items.at(-1)!);
   }
   return startKey;
+}
+
+const SORT_KEY_PATTERN = /^([0-9T:.Z+-]{1,40})#(\d{12,15})$/;
+
+/**
+ * One read of a project's persons in creation order (`created_at`, then id), ascending or descending,
+ * strictly after `after`: a person's sort key (its index `parent_sk`, which never changes), so a read
+ * resumes at the same place whatever was created or deleted since (that person may be gone too).
+ */
+export async function personsInCreationOrder(
+  projectId: number,
+  options: { ascending: boolean; limit: number; after?: string },
+): Promise<{ persons: { person: PersonRecord; sortKey: string }[]; more: boolean }> {
+  let startKey: PageKey | undefined;
+  if (options.after !== undefined) {
+    const parts = SORT_KEY_PATTERN.exec(options.after);
+    if (!parts) throw new Error(`not a person sort key: ${options.after.slice(0, 60)}`);
+    const id = Number(parts[2]);
+    startKey = { ...keys.person(projectId, id), ...keys.personsOfProject(projectId, parts[1]!, id) };
+  }
+  const out = await queryPersonsIndex(projectId, options.limit, startKey, undefined, options.ascending);
+  return {
+    persons: (out.Items ?? []).map((item) => ({ person: personFromItem(item), sortKey: String(item.parent_sk) })),
+    more: out.LastEvaluatedKey !== undefined,
+  };
 }
 
 /** Persons whose e-mail equals this one, ignoring case (the index); the caller compares exactly. */

@@ -19,8 +19,9 @@ export async function authenticate(rawKey: string | undefined, source = 'Authori
   return { user, key };
 }
 
-export function requireScope(caller: Caller, scope: Scope): void {
-  if (!hasScope(caller.key.scopes, scope)) throw new PermissionDenied(`API key missing required scope '${scope}'`);
+export function requireScope(caller: Caller, scope: Scope, alsoAccepted: readonly Scope[] = []): void {
+  if (![scope, ...alsoAccepted].some((s) => hasScope(caller.key.scopes, s)))
+    throw new PermissionDenied(`API key missing required scope '${scope}'`);
 }
 
 /** Org-level endpoints: a key restricted to projects cannot use them (PostHog's rule). */

@@ -1,4 +1,5 @@
 import { now } from '../clock.ts';
+import type { PersonRecord } from '../db/persons.ts';
 import { compileGroup, isGroup, parseProperties, refuseDeepNesting } from '../trends/properties.ts';
 import type { PropertyFilter, PropertyGroup } from '../trends/types.ts';
 
@@ -46,4 +47,24 @@ function personOnly(group: PropertyGroup): PropertyGroup {
     isGroup(v) ? [personOnly(v)] : v.type === 'person' ? [v] : [],
   );
   return { type: group.type, values };
+}
+
+/**
+ * PostHog's ActorsQuery `search` over persons: a case-insensitive substring of the `email` or `name`
+ * property, of the person's id or uuid, or of one of its distinct ids (the persons list's search,
+ * which matches distinct ids only exactly, finds a subset of these).
+ */
+export function personSearch(search: string): (person: PersonRecord) => boolean {
+  const needle = search.toLowerCase();
+  // Objects as JSON: String() of `{"toString": {}}` (a JSON property) would throw.
+  const has = (value: unknown) =>
+    value !== undefined &&
+    value !== null &&
+    (typeof value === 'object' ? JSON.stringify(value) : String(value)).toLowerCase().includes(needle);
+  return (p) =>
+    has(p.properties.email) ||
+    has(p.properties.name) ||
+    has(p.id) ||
+    has(p.uuid) ||
+    p.distinct_ids.some((d) => d.toLowerCase().includes(needle));
 }

@@ -5,7 +5,7 @@ import { trendToCsv } from '../csv.ts';
 import { getPersons, personIdsOf } from '../db/persons.ts';
 import { firstEventAt } from '../db/projects.ts';
 import { readRollups } from '../db/rollups.ts';
-import { readTrendCache, writeTrendCache } from '../db/trend-cache.ts';
+import { readTrendCache, writeTrendCache } from '../db/result-cache.ts';
 import { ValidationError } from '../errors.ts';
 import {
   canUseHourlyRollups,
@@ -61,6 +61,10 @@ class Phases {
       .map(([phase, ms, desc]) => `${phase};dur=${ms.toFixed(1)}${desc === undefined ? '' : `;desc="${desc}"`}`)
       .join(', ');
   }
+  /** As PostHog's query `timings`: `k` the phase, `t` seconds. */
+  list(): { k: string; t: number }[] {
+    return this.spent.map(([phase, ms]) => ({ k: phase, t: ms / 1000 }));
+  }
 }
 
 const hourKey = (d: Date) => d.toISOString().slice(0, 13);
@@ -78,6 +82,70 @@ export async function computeProjectTrend(
   refresh: boolean,
 ): Promise<TrendAnswer> {
   const phases = new Phases();
+  const inputs = await prepareTrend(membership, projectId, raw);
+  const { query, settings, actions, firstAt, now } = inputs;
+  const hash = createHash('sha256').update(JSON.stringify({ query, settings, actions, firstAt })).digest('base64url');
+  phases.mark('setup');
+  if (!refresh) {
+    const cached = await readTrendCache(projectId, hash, now);
+    phases.mark('cache');
+    if (cached) {
+      const body = {
+        ...(cached.body as TrendResponse),
+        is_cached: true,
+        last_refresh: cached.last_refresh,
+        next: null as null,
+      };
+      return { body, csv: () => trendToCsv(body), source: 'cache', timing: phases.header() };
+    }
+  }
+  const { response, source } = await computeFromStore(projectId, inputs, phases);
+  await writeTrendCache(projectId, hash, response, now, TREND_CACHE_SECONDS);
+  phases.mark('store');
+  const body = { ...response, is_cached: false, last_refresh: now.toISOString(), next: null as null };
+  return { body, csv: () => trendToCsv(body), source, timing: phases.header() };
+}
+
+/** A trend computed without the legacy trend cache (the query API keeps its own). */
+export interface ComputedTrend {
+  /** The request as the engine validated it. */
+  query: TrendQuery;
+  /** The requested period, resolved in the project's time zone. */
+  range: DateRange;
+  response: TrendResponse;
+  source: 'rollups' | TrendEventSource;
+  timings: { k: string; t: number }[];
+}
+
+/** The legacy trend request answered from the store, neither reading nor writing the trend cache. */
+export async function answerTrend(
+  membership: MembershipRecord,
+  projectId: number,
+  raw: Record<string, unknown>,
+): Promise<ComputedTrend> {
+  const phases = new Phases();
+  const inputs = await prepareTrend(membership, projectId, raw);
+  phases.mark('setup');
+  const { response, source } = await computeFromStore(projectId, inputs, phases);
+  return { query: inputs.query, range: inputs.range, response, source, timings: phases.list() };
+}
+
+interface TrendInputs {
+  query: TrendQuery;
+  settings: ProjectSettings;
+  actions: ActionDefinition[];
+  firstAt: Date | undefined;
+  now: Date;
+  range: DateRange;
+  read: ReadWindow | null;
+}
+
+/** The validated request with what answering it needs: project settings, actions, the range and the days to read. */
+async function prepareTrend(
+  membership: MembershipRecord,
+  projectId: number,
+  raw: Record<string, unknown>,
+): Promise<TrendInputs> {
   const query = parseTrendRequest(raw);
   const actionIds = query.series.flatMap((s) => (s.type === 'actions' ? [Number(s.id)] : []));
   const [project, actions, firstAt] = await Promise.all([
@@ -97,32 +165,19 @@ export async function computeProjectTrend(
   // event, to now + 23 h (capture stores a later time as now).
   const range = resolveDateRange(query, settings, now, firstAt);
   const read = eventsToRead(query, range, firstAt, new Date(now.getTime() + FUTURE_CUTOFF_MS));
-  const hash = createHash('sha256').update(JSON.stringify({ query, settings, actions, firstAt })).digest('base64url');
-  phases.mark('setup');
-  if (!refresh) {
-    const cached = await readTrendCache(projectId, hash, now);
-    phases.mark('cache');
-    if (cached) {
-      const body = {
-        ...(cached.body as TrendResponse),
-        is_cached: true,
-        last_refresh: cached.last_refresh,
-        next: null as null,
-      };
-      return { body, csv: () => trendToCsv(body), source: 'cache', timing: phases.header() };
-    }
-  }
-  const { response, source } = canUseHourlyRollups(query, settings, now, firstAt)
+  return { query, settings, actions, firstAt, now, range, read };
+}
+
+async function computeFromStore(projectId: number, inputs: TrendInputs, phases: Phases) {
+  const { query, settings, actions, firstAt, now, range, read } = inputs;
+  const computed = canUseHourlyRollups(query, settings, now, firstAt)
     ? {
         response: await fromRollups(projectId, query, read, settings, now, firstAt, phases),
         source: 'rollups' as const,
       }
     : await fromEvents(projectId, query, range, read, settings, actions, now, firstAt, phases);
-  checkResponseBytes(query, Buffer.byteLength(JSON.stringify(response)));
-  await writeTrendCache(projectId, hash, response, now, TREND_CACHE_SECONDS);
-  phases.mark('store');
-  const body = { ...response, is_cached: false, last_refresh: now.toISOString(), next: null as null };
-  return { body, csv: () => trendToCsv(body), source, timing: phases.header() };
+  checkResponseBytes(query, Buffer.byteLength(JSON.stringify(computed.response)));
+  return computed;
 }
 
 const daysRead = (read: ReadWindow | null) => `${read?.days ?? 0} days`;

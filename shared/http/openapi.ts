@@ -29,8 +29,16 @@ export interface OpenApiRoute {
   method: string;
   path: string;
   aliases?: readonly string[];
+  /**
+   * This entry documents another path of the operation `operationId` (at `path`) as an operation of
+   * its own, with an operationId of its own: a `$ref` to the original path item would repeat the
+   * operationId, which must be unique in the document.
+   */
+  aliasOf?: { operationId: string; path: string };
   auth?: string;
   scope?: string;
+  /** Further scopes that grant the operation (documented as alternative security requirements). */
+  alsoAccepts?: readonly string[];
   csv?: boolean;
   summary: string;
 }
@@ -255,12 +263,16 @@ const ERROR_RESPONSES: Record<number, [name: string, description: string]> = {
 };
 
 /** Success statuses that do not follow from the method (DELETE answers 204, `*_create` 201, the rest 200). */
-const SUCCESS_STATUS: Record<string, number> = { persons_bulk_delete: 202 };
+const SUCCESS_STATUS: Record<string, number> = { persons_bulk_delete: 202, query_create: 200, query_destroy: 200 };
+
+/** The route-table operation an entry documents (an alias entry's is the original's). */
+const operationOf = (route: OpenApiRoute) => route.aliasOf?.operationId ?? route.operationId;
 
 function successStatus(route: OpenApiRoute): number {
-  if (SUCCESS_STATUS[route.operationId]) return SUCCESS_STATUS[route.operationId]!;
+  const operationId = operationOf(route);
+  if (SUCCESS_STATUS[operationId]) return SUCCESS_STATUS[operationId]!;
   if (route.method === 'DELETE') return 204;
-  if (route.method === 'POST' && route.operationId.endsWith('_create')) return 201;
+  if (route.method === 'POST' && operationId.endsWith('_create')) return 201;
   return 200;
 }
 
@@ -486,10 +498,11 @@ export const HAND_DOCUMENTED: Record<string, HandDocumented> = {
 
 /** The resource the operation is about: the first literal segment after the tenant (`persons`), else the first one. */
 function tagOf(route: OpenApiRoute): string {
-  const segments = route.path.split('/').filter(Boolean);
+  const path = route.aliasOf?.path ?? route.path;
+  const segments = path.split('/').filter(Boolean);
   if (segments[0] !== 'api') return route.operationId.startsWith('sdk_') ? 'sdk' : 'capture';
   const afterTenant = segments.slice(2).find((s) => !s.startsWith(':'));
-  return tenancyOf(route.path).kind === 'project' && afterTenant ? afterTenant : segments[1]!;
+  return tenancyOf(path).kind === 'project' && afterTenant ? afterTenant : segments[1]!;
 }
 
 /** The tenant segment is checked by the auth step (404 when malformed), not by a valibot schema. */
@@ -600,12 +613,18 @@ function keyOperation(entry: OpenApiEntry): JsonObject {
     500,
     503,
   ];
-  const list = route.method === 'GET' && route.operationId.endsWith('_list');
+  const list = route.method === 'GET' && operationOf(route).endsWith('_list');
+  const description = [
+    ...(route.aliasOf
+      ? [`The same operation as \`${route.aliasOf.operationId}\` (\`${bracedPath(route.aliasOf.path)}\`).`]
+      : []),
+    ...(route.csv ? ['Answers CSV instead of JSON with `format=csv`.'] : []),
+  ].join(' ');
   return {
     operationId: route.operationId,
     summary: route.summary,
     tags: [tagOf(route)],
-    ...(route.csv ? { description: 'Answers CSV instead of JSON with `format=csv`.' } : {}),
+    ...(description ? { description } : {}),
     ...nonEmpty('parameters', parametersOf(entry)),
     ...(body
       ? {
@@ -619,7 +638,10 @@ function keyOperation(entry: OpenApiEntry): JsonObject {
       status: successStatus(route),
       ...(list ? { schema: { $ref: '#/components/schemas/Page' } } : {}),
     }),
-    security: [{ personalApiKey: [route.scope!] }, { personalApiKeyQuery: [route.scope!] }],
+    security: [route.scope!, ...(route.alsoAccepts ?? [])].flatMap((s): JsonObject[] => [
+      { personalApiKey: [s] },
+      { personalApiKeyQuery: [s] },
+    ]),
   };
 }
 
@@ -661,6 +683,7 @@ const DESCRIPTION = [
   'Lists answer `{count, next, previous, results}` with `limit` (default 100) and `offset`; `next`/`previous` are absolute URLs.',
   'Authenticate with a personal API key: `Authorization: Bearer phx_...` (or the `personal_api_key` query parameter). Each operation names the scope it needs.',
   'Capture endpoints take the project token in the payload instead; `/api/schema` is public.',
+  'Every `/api/environments/{project_id}...` path is also served at `/api/projects/{project_id}...`, as PostHog serves both: the same operation, documented again there under its operationId prefixed with `projects_`.',
   'The `sdk` operations answer what posthog-js fetches from its `api_host` besides capture: remote config, (no) feature flags and its own scripts.',
 ].join('\n');
 

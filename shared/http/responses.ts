@@ -5,7 +5,8 @@ export type HttpResponse = APIGatewayProxyStructuredResultV2 & { statusCode: num
 
 /** What a handler returns: a status and a body; the factory serialises it. */
 export interface Reply {
-  status: 200 | 201 | 202 | 204;
+  /** 400 and 500 only for bodies that are not errors (a failed async query's status, as PostHog answers it). */
+  status: 200 | 201 | 202 | 204 | 400 | 500;
   body?: unknown;
   headers?: Record<string, string>;
   /** The body as CSV when the route's CSV is not the generic flattening (trends: a row per series). */

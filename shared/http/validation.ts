@@ -8,7 +8,7 @@ export function toValidationError(issue: v.BaseIssue<unknown>, location: string 
   const path = issue.path?.map((p) => String(p.key)) ?? [];
   const attr = path.length ? path.join('__') : location;
   const custom = !issue.message.startsWith('Invalid ');
-  if (issue.type === 'object' && issue.received === 'undefined' && path.length) {
+  if ((issue.type === 'object' || issue.type === 'loose_object') && issue.received === 'undefined' && path.length) {
     return new ValidationError('This field is required.', attr, 'required');
   }
   if (issue.received === 'null' && issue.kind === 'schema') {

@@ -1,5 +1,5 @@
 /** The service's SQS queues, shared by CDK and the local runtime so both build them alike. */
-export type QueueName = 'person_deletions' | 'drain_continuations' | 'person_bulk_deletes';
+export type QueueName = 'person_deletions' | 'drain_continuations' | 'person_bulk_deletes' | 'query_runs';
 
 export interface QueueSettings {
   /** Environment variable through which functions get the queue's URL. */
@@ -34,5 +34,14 @@ export const QUEUES: Record<QueueName, QueueSettings> = {
     retentionDays: 14,
     visibilityTimeoutSeconds: 1_800,
     maxReceiveCount: 5,
+  },
+  // Queries run in the background (refresh async / force_async, or a blocking query past the API's budget):
+  // the run_queries worker (900 s) picks each up within seconds. A query's status lives an hour (shared/domain/query/),
+  // so a message older than that has no one waiting for it. Visibility 6x the worker's timeout, as above.
+  query_runs: {
+    urlEnv: 'QUERY_RUN_QUEUE_URL',
+    retentionDays: 1,
+    visibilityTimeoutSeconds: 5_400,
+    maxReceiveCount: 3,
   },
 };

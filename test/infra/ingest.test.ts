@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { RAW_EVENT_RECORD_FILTER } from '#shared/db/stream.ts';
 import { logicalId, resources, synthStages } from './synth.ts';
 
-const { stack, template } = synthStages('dev').dev!;
+const { stack, template, monitoring } = synthStages('dev').dev!;
 const worker = () => logicalId(stack, stack.functions.get('ingest_events')!);
 
 describe('ingest worker', () => {
@@ -32,14 +32,14 @@ describe('ingest worker', () => {
       DestinationConfig: { OnFailure: { Destination: queueArn } },
     });
     template.hasResourceProperties('AWS::SQS::Queue', { MessageRetentionPeriod: 14 * 24 * 3600 });
-    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+    const queueName = resources(template, 'AWS::SQS::Queue')[logicalId(stack, stack.ingestFailures)]!.Properties!
+      .QueueName;
+    monitoring.hasResourceProperties('AWS::CloudWatch::Alarm', {
       MetricName: 'ApproximateNumberOfMessagesVisible',
       Namespace: 'AWS/SQS',
       Threshold: 0,
       ComparisonOperator: 'GreaterThanThreshold',
-      Dimensions: [
-        { Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(stack, stack.ingestFailures), 'QueueName'] } },
-      ],
+      Dimensions: [{ Name: 'QueueName', Value: queueName }],
     });
   });
 

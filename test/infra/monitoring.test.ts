@@ -27,16 +27,26 @@ type Alarm = {
   [k: string]: any;
 };
 const alarms = (s: Synthesized) =>
-  Object.values(resources(s.template, 'AWS::CloudWatch::Alarm')).map((a) => a.Properties as Alarm);
+  Object.values(resources(s.monitoring, 'AWS::CloudWatch::Alarm')).map((a) => a.Properties as Alarm);
 const alarmNamed = (s: Synthesized, suffix: string) => {
   const found = alarms(s).filter((a) => a.AlarmName === `analytics-${s.stack.stage.name}-${suffix}`);
   expect(found, suffix).toHaveLength(1);
   return found[0]!;
 };
-const fnRef = (s: Synthesized, name: string) => ({ Ref: logicalId(s.stack, s.stack.functions.get(name)!) });
-const queueName = (s: Synthesized, queue: Parameters<typeof logicalId>[1]) => ({
-  'Fn::GetAtt': [logicalId(s.stack, queue), 'QueueName'],
-});
+// The nested stack watches functions and queues by the names the stage's stack gives them.
+const fnRef = (s: Synthesized, name: string) =>
+  resources(s.template, 'AWS::Lambda::Function')[logicalId(s.stack, s.stack.functions.get(name)!)]!.Properties!
+    .FunctionName as string;
+const queueName = (s: Synthesized, queue: Parameters<typeof logicalId>[1]) =>
+  resources(s.template, 'AWS::SQS::Queue')[logicalId(s.stack, queue)]!.Properties!.QueueName as string;
+/** What the stage's stack passes for a parameter of the monitoring nested stack. */
+const passedFor = (s: Synthesized, ref: unknown) => {
+  const parameter = (ref as { Ref: string }).Ref;
+  const nested = resources(s.template, 'AWS::CloudFormation::Stack')[
+    s.stack.getLogicalId(s.stack.monitoringStack.nestedStackResource!)
+  ]!;
+  return nested.Properties!.Parameters[parameter];
+};
 
 describe('alarms', () => {
   it('watches errors and throttles of every function, workers from their first error', () => {
@@ -69,11 +79,14 @@ describe('alarms', () => {
   it('alarms on the API 5xx rate (5xx / requests, ignoring near-idle periods) and p99 latency of the $default stage', () => {
     for (const s of [dev!, prod!]) {
       const t = stageSettings(s.stack.stage.name).alarms;
+      const rate = alarmNamed(s, 'api-5xx-rate');
+      // The API's id is the nested stack's parameter, which the stage's stack fills with its HTTP API.
+      const apiId = alarmNamed(s, 'api-latency-p99').Dimensions![0]!.Value;
+      expect(passedFor(s, apiId)).toEqual({ Ref: logicalId(s.stack, s.stack.api) });
       const dims = [
-        { Name: 'ApiId', Value: { Ref: logicalId(s.stack, s.stack.api) } },
+        { Name: 'ApiId', Value: apiId },
         { Name: 'Stage', Value: '$default' },
       ];
-      const rate = alarmNamed(s, 'api-5xx-rate');
       expect(rate).toMatchObject({
         Threshold: t.apiServerErrorRatePercent,
         ComparisonOperator: 'GreaterThanThreshold',
@@ -193,7 +206,7 @@ describe('alarms', () => {
 
   it("sends every alarm to the stage's topic, and also to the configured topic and e-mail", () => {
     for (const s of [dev!, paged!]) {
-      const topic = { Ref: logicalId(s.stack, s.stack.monitoring.topic) };
+      const topic = { Ref: logicalId(s.stack.monitoringStack, s.stack.monitoring.topic) };
       const expected = s === paged ? [topic, EXTERNAL_TOPIC] : [topic];
       for (const a of alarms(s)) {
         expect([a.AlarmName, a.AlarmActions]).toEqual([a.AlarmName, expected]);
@@ -201,12 +214,12 @@ describe('alarms', () => {
           expect([a.AlarmName, a.OKActions]).toEqual([a.AlarmName, expected]);
       }
     }
-    paged!.template.hasResourceProperties('AWS::SNS::Subscription', {
+    paged!.monitoring.hasResourceProperties('AWS::SNS::Subscription', {
       Protocol: 'email',
       Endpoint: 'oncall@example.com',
     });
-    expect(Object.keys(resources(dev!.template, 'AWS::SNS::Subscription'))).toEqual([]);
-    dev!.template.hasResourceProperties('AWS::SNS::Topic', { TopicName: 'analytics-dev-alarms' });
+    expect(Object.keys(resources(dev!.monitoring, 'AWS::SNS::Subscription'))).toEqual([]);
+    dev!.monitoring.hasResourceProperties('AWS::SNS::Topic', { TopicName: 'analytics-dev-alarms' });
   });
 
   it('describes every alarm with what to do and a runbook section that exists in docs/operations.md', () => {
@@ -224,6 +237,16 @@ describe('alarms', () => {
   });
 });
 
+describe('nested stack', () => {
+  it("takes only the HTTP API id from the stage's stack: functions and queues are watched by name", () => {
+    for (const s of [dev!, prod!, paged!]) {
+      const parameters = Object.keys(s.monitoring.toJSON().Parameters ?? {});
+      expect(parameters).toHaveLength(1);
+      expect(passedFor(s, { Ref: parameters[0] })).toEqual({ Ref: logicalId(s.stack, s.stack.api) });
+    }
+  });
+});
+
 describe('custom metrics', () => {
   it('reads exactly the metric names the code emits (shared/observability.ts)', () => {
     expect(Object.values(CUSTOM_METRICS).sort()).toEqual(Object.values(METRIC).sort());
@@ -233,7 +256,7 @@ describe('custom metrics', () => {
 describe('dashboard', () => {
   it('has one dashboard per stage covering traffic, errors, latency, capture, ingestion, queues, exports, the drain and throttles', () => {
     for (const s of [dev!, prod!]) {
-      const dashboards = Object.values(resources(s.template, 'AWS::CloudWatch::Dashboard'));
+      const dashboards = Object.values(resources(s.monitoring, 'AWS::CloudWatch::Dashboard'));
       expect(dashboards).toHaveLength(1);
       expect(dashboards[0]!.Properties!.DashboardName).toBe(`analytics-${s.stack.stage.name}`);
       // The body is a JSON string joined with tokens (ids, ARNs); backslashes dropped to compare plain text.

@@ -4,7 +4,7 @@ import { QUEUES, type QueueName } from '#shared/queues/settings.ts';
 import { logicalId, resources, roleActions, synthStages } from './synth.ts';
 
 const dev = synthStages('dev').dev!;
-const { stack, template } = dev;
+const { stack, template, monitoring } = dev;
 const drain = () => stack.functions.get('drain_person_deletions')!;
 const queueArn = (name: QueueName, which: 'queue' | 'dlq' = 'queue') => ({
   'Fn::GetAtt': [logicalId(stack, stack.queues.get(name)![which]), 'Arn'],
@@ -56,13 +56,12 @@ describe('deferred person-event deletion', () => {
 
   it('alarms as soon as any queue has a message in its DLQ', () => {
     for (const name of ['person_deletions', 'drain_continuations', 'person_bulk_deletes'] as const) {
-      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      const dlq = resources(template, 'AWS::SQS::Queue')[logicalId(stack, stack.queues.get(name)!.dlq)]!;
+      monitoring.hasResourceProperties('AWS::CloudWatch::Alarm', {
         MetricName: 'ApproximateNumberOfMessagesVisible',
         Threshold: 0,
         ComparisonOperator: 'GreaterThanThreshold',
-        Dimensions: [
-          { Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(stack, stack.queues.get(name)!.dlq), 'QueueName'] } },
-        ],
+        Dimensions: [{ Name: 'QueueName', Value: dlq.Properties!.QueueName }],
       });
     }
   });
@@ -71,8 +70,8 @@ describe('deferred person-event deletion', () => {
     const consume = 'sqs:ReceiveMessage';
     expect(roleActions(dev, 'drain_person_deletions')).toContain(consume);
     for (const name of stack.functions.keys()) {
-      // The bulk-delete worker receives from its own queue only (next describe); the test below checks the deletion queue by resource.
-      if (name === 'drain_person_deletions' || name === 'delete_queued_persons') continue;
+      // The bulk-delete and query workers receive from their own queues only (next describe); the test below checks the deletion queue by resource.
+      if (name === 'drain_person_deletions' || name === 'delete_queued_persons' || name === 'run_queries') continue;
       expect([name, roleActions(dev, name).includes(consume)]).toEqual([name, false]);
     }
     for (const op of ['persons_destroy', 'persons_bulk_delete', 'delete_queued_persons'])

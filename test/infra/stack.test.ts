@@ -70,9 +70,9 @@ function permissionOf(st: Statement, ownLogGroup: string): string {
     { 'Fn::GetAtt': [tableId, 'Arn'] },
     { 'Fn::Join': ['', [{ 'Fn::GetAtt': [tableId, 'Arn'] }, '/index/*']] },
   ]);
-  const onItems = (prefix: string) =>
+  const onItems = (...prefixes: string[]) =>
     resource === arnOf(stack.table) &&
-    json(st.Condition) === json({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [prefix] } });
+    json(st.Condition) === json({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': prefixes } });
   const allow = st.Effect === 'Allow';
   const withoutCondition = st.Condition === undefined;
   if (
@@ -101,6 +101,9 @@ function permissionOf(st: Statement, ownLogGroup: string): string {
     return 'table:records';
   if (allow && sameSet(actions, ['dynamodb:PutItem']) && onItems('TRENDCACHE#*')) return 'table:put-trend-cache';
   if (allow && sameSet(actions, ['dynamodb:UpdateItem']) && onItems('RATE#*')) return 'table:count-rate-limits';
+  if (allow && sameSet(actions, ['dynamodb:PutItem']) && onItems('QUERY#*', 'QUERYCACHE#*'))
+    return 'table:put-query-items';
+  if (allow && sameSet(actions, ['dynamodb:UpdateItem']) && onItems('QUERY#*')) return 'table:update-query-status';
   if (allow && withoutCondition && sameSet(actions, ['dynamodb:ListStreams']) && resource === '"*"')
     return 'stream:list';
   if (
@@ -126,6 +129,14 @@ function permissionOf(st: Statement, ownLogGroup: string): string {
     return 'sts:deny-own-account-roles';
   return `unexpected: ${json(st)}`;
 }
+
+/** The grants of a row's `writesQueries`. */
+const queryGrants = (w: 'status' | 'results' | undefined) =>
+  w === 'results'
+    ? ['table:put-query-items', 'table:update-query-status']
+    : w === 'status'
+      ? ['table:update-query-status']
+      : [];
 
 /** What the function's role grants, one name per statement, sorted. */
 function permissionsOf(name: string): string[] {
@@ -206,6 +217,7 @@ describe('least privilege', () => {
       const declared = [
         ...tableGrants(r.access),
         ...(r.writesCache ? ['table:put-trend-cache'] : []),
+        ...queryGrants(r.writesQueries),
         // Per-key rate limits (shared/db/rate-limits.ts) count every key-authenticated request: write routes already can.
         ...(keyAuthenticated && r.access !== 'write' ? ['table:count-rate-limits'] : []),
         ...(r.sealsSecrets ? ['kms:seal-export-secrets'] : []),
@@ -226,6 +238,8 @@ describe('least privilege', () => {
         ...('stream' in w.trigger ? ['stream:list', 'stream:read', 'sqs:send:ingest_failures'] : []),
         ...('queue' in w.trigger ? [`sqs:consume:${w.trigger.queue}`] : []),
         ...(w.sends ?? []).map((q) => `sqs:send:${q}`),
+        ...(w.writesCache ? ['table:put-trend-cache'] : []),
+        ...queryGrants(w.writesQueries),
         ...(w.writesDestinations
           ? ['sts:assume-customer-roles', 'sts:deny-own-account-roles', 'kms:open-export-secrets']
           : []),
@@ -258,19 +272,49 @@ describe('least privilege', () => {
     expect(statements.flatMap((st) => [st.Action].flat())).toContain('dynamodb:Query');
   });
 
-  it('lets a read-only operation with a result cache put only cache items', () => {
+  it('lets a read-only operation with a result cache put only cache items (and query items, for the query API)', () => {
     const caching = (routes as readonly Route[]).filter((x) => x.writesCache);
-    expect(caching.map((r) => r.operationId).sort()).toEqual(['insights_trend', 'insights_trend_retrieve']);
+    expect(caching.map((r) => r.operationId).sort()).toEqual([
+      'insights_trend',
+      'insights_trend_retrieve',
+      'query_create',
+    ]);
     for (const r of caching) {
       const puts = statementsOf(logicalId(stack, stack.functions.get(r.operationId)!.role!)).filter((st) =>
         [st.Action].flat().includes('dynamodb:PutItem'),
       );
-      expect(puts).toHaveLength(1);
-      expect(puts[0]).toMatchObject({
-        Action: 'dynamodb:PutItem',
-        Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['TRENDCACHE#*'] } },
-      });
+      expect(puts.map((st) => [st.Action, st.Condition])).toEqual([
+        ['dynamodb:PutItem', { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['TRENDCACHE#*'] } }],
+        ...(r.writesQueries === 'results'
+          ? [
+              [
+                'dynamodb:PutItem',
+                { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['QUERY#*', 'QUERYCACHE#*'] } },
+              ],
+            ]
+          : []),
+      ]);
     }
+  });
+
+  it('lets the query worker read the table, consume its queue and write only caches and query items; cancel only update a status', () => {
+    expect(permissionsOf('run_queries')).toEqual(
+      [
+        ...BASE,
+        ...tableGrants('read'),
+        'sqs:consume:query_runs',
+        'table:put-trend-cache',
+        'table:put-query-items',
+        'table:update-query-status',
+      ].sort(),
+    );
+    expect(permissionsOf('query_destroy')).toEqual(
+      [...BASE, ...tableGrants('read'), 'table:count-rate-limits', 'table:update-query-status'].sort(),
+    );
+    expect(permissionsOf('query_retrieve')).toEqual(
+      [...BASE, ...tableGrants('read'), 'table:count-rate-limits'].sort(),
+    );
+    expect(permissionsOf('query_create')).toContain('sqs:send:query_runs');
   });
 
   it('lets each function write only its own log group, with no managed policy (no AWSLambdaBasicExecutionRole)', () => {
@@ -410,6 +454,20 @@ describe('HTTP API', () => {
     return integrations[integrationId]?.Properties?.IntegrationUri['Fn::GetAtt'][0] as string | undefined;
   };
 
+  const apiId = logicalId(stack, stack.api);
+  /** This API's execute-api ARN with `resource` after its id, as `invokePermissions` reads a SourceArn. */
+  const apiArn = (resource: string) => JSON.stringify({ api: apiId, resource });
+  /** The SourceArns of the invoke permissions API Gateway holds on a function. */
+  const invokePermissions = (functionId: string) =>
+    Object.values(resources(template, 'AWS::Lambda::Permission'))
+      .filter((p) => p.Properties?.FunctionName?.['Fn::GetAtt']?.[0] === functionId)
+      .map((p) => {
+        expect(p.Properties?.Principal).toBe('apigateway.amazonaws.com');
+        const parts = p.Properties?.SourceArn['Fn::Join'][1] as any[];
+        const api = parts.find((x) => x?.Ref?.startsWith('HttpApi'))?.Ref;
+        return JSON.stringify({ api, resource: String(parts.at(-1)).replace(/^\//, '') });
+      });
+
   it('routes every route-table row (and alias path) to its own function, with :param as {param}', () => {
     expect(routeKey(routes.find((r) => r.operationId === 'organizations_retrieve')!)).toBe(
       'GET /api/organizations/{id}',
@@ -418,6 +476,34 @@ describe('HTTP API', () => {
     for (const r of routePaths) {
       expect(functionBehind(routeKey(r)), routeKey(r)).toBe(logicalId(stack, stack.functions.get(r.operationId)!));
     }
+  });
+
+  it('routes each /api/projects path to the function of its /api/environments route, and lets API Gateway invoke it there', () => {
+    const environmentLevel = (routes as readonly Route[]).filter((r) => r.path.startsWith('/api/environments/'));
+    expect(environmentLevel.length).toBeGreaterThanOrEqual(19);
+    expect(functionBehind('GET /api/projects/{project_id}/persons')).toBe(
+      logicalId(stack, stack.functions.get('persons_list')!),
+    );
+    for (const r of environmentLevel) {
+      const original = `${r.method} ${bracedPath(r.path)}`;
+      const alias = original.replace('/api/environments/', '/api/projects/');
+      expect(functionBehind(alias), alias).toBe(functionBehind(original));
+      expect(functionBehind(alias), alias).toBe(logicalId(stack, stack.functions.get(r.operationId)!));
+      expect(invokePermissions(functionBehind(alias)!), alias).toEqual([apiArn('*/*/*')]);
+    }
+  });
+
+  it('lets API Gateway invoke a one-path function from its route only, and a several-path function from this API', () => {
+    for (const r of routes as readonly Route[]) {
+      const paths = routePaths.filter((p) => p.operationId === r.operationId);
+      const expected = paths.length === 1 ? [apiArn(`*/*${bracedPath(r.path)}`)] : [apiArn('*/*/*')];
+      expect(invokePermissions(logicalId(stack, stack.functions.get(r.operationId)!)), r.operationId).toEqual(expected);
+    }
+  });
+
+  it("keeps the API's routes well under the HTTP API quota of 300", () => {
+    // 61 route paths + $default when the project-level aliases were added (docs/query-api.md, Paths).
+    expect(routeResources.length).toBeLessThanOrEqual(100);
   });
 
   it('sends every unmatched request to the fallback function', () => {
@@ -539,7 +625,13 @@ describe('CloudFront in front of the API', () => {
   });
 
   it('publishes where alarms go and where the dashboard is', () => {
-    template.hasOutput('AlarmTopicArn', { Value: { Ref: logicalId(stack, stack.monitoring.topic) } });
+    // The topic is in the monitoring nested stack: its ARN comes out as that stack's output.
+    const nestedId = stack.getLogicalId(stack.monitoringStack.nestedStackResource!);
+    const [output] = Object.entries(
+      dev.monitoring.findOutputs('*', { Value: { Ref: logicalId(stack.monitoringStack, stack.monitoring.topic) } }),
+    );
+    expect(output).toBeDefined();
+    template.hasOutput('AlarmTopicArn', { Value: { 'Fn::GetAtt': [nestedId, `Outputs.${output![0]}`] } });
     template.hasOutput('DashboardUrl', { Value: Match.objectLike({}) });
   });
 });

@@ -1,4 +1,4 @@
-import { App, type CfnElement } from 'aws-cdk-lib';
+import { App, type CfnElement, type Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -10,7 +10,10 @@ const inlineCode = () => lambda.Code.fromInline('export const handler = async ()
 
 export interface Synthesized {
   stack: AnalyticsStack;
+  /** The stage's stack: everything but monitoring. */
   template: Template;
+  /** The monitoring nested stack: alarms, the dashboard, the alarm topic. */
+  monitoring: Template;
 }
 
 /** A stage by name (its settings from infra/stages.ts), or with overrides on top (custom domain, CORS...). */
@@ -30,7 +33,12 @@ export function buildStages(...stages: StageSpec[]): { app: App; stacks: Analyti
 export function synthStages(...stages: StageSpec[]): Record<string, Synthesized> {
   // Build the whole tree first: the first Template.fromStack synthesizes the app, which then freezes.
   const { stacks } = buildStages(...stages);
-  return Object.fromEntries(stacks.map((stack) => [stack.stage.name, { stack, template: Template.fromStack(stack) }]));
+  return Object.fromEntries(
+    stacks.map((stack) => [
+      stack.stage.name,
+      { stack, template: Template.fromStack(stack), monitoring: Template.fromStack(stack.monitoringStack) },
+    ]),
+  );
 }
 
 type Resource = {
@@ -45,7 +53,7 @@ export function resources(template: Template, type: string): Record<string, Reso
 }
 
 /** Logical id of an L2 construct's CloudFormation resource, as references to it appear in the template. */
-export function logicalId(stack: AnalyticsStack, construct: IConstruct): string {
+export function logicalId(stack: Stack, construct: IConstruct): string {
   return stack.getLogicalId(construct.node.defaultChild as CfnElement);
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { keyRoutes, type KeyRoute } from '#functions/routes.ts';
+import { keyRoutePaths, type KeyRoute } from '#functions/routes.ts';
 import { client, eventually, expectErrorShape, newKey, useApi, type Client } from '../support/api.ts';
 import { validBatchExportBody } from '../support/batch-export.ts';
 
@@ -13,6 +13,15 @@ async function sampleRequest(route: KeyRoute, c: Client, token: string, projectI
   if (route.path.includes('/actions/:id')) {
     const action = await c.post(`/api/environments/${projectId}/actions`, { name: 'A', steps: [{ event: 'x' }] });
     personId = action.body.id;
+  } else if (route.path.includes('/query/:id')) {
+    // A query run in the background, complete: its status answers 200 however often it is asked.
+    const query = { kind: 'TrendsQuery', series: [{ kind: 'EventsNode', event: 'x' }] };
+    personId = (await c.post(`/api/environments/${projectId}/query`, { query, refresh: 'force_async' })).body
+      .query_status.id;
+    await eventually(
+      async () => expect((await c.get(`/api/environments/${projectId}/query/${personId}`)).status).toBe(200),
+      30_000,
+    );
   } else if (route.path.includes('/batch_exports/:id')) {
     personId = (await c.post(`/api/organizations/${org.id}/batch_exports`, exportBody)).body.id;
   } else if (route.path.includes('/persons')) {
@@ -39,6 +48,7 @@ async function sampleRequest(route: KeyRoute, c: Client, token: string, projectI
     actions_create: { name: 'Signups', steps: [{ event: 'signed up' }] },
     actions_partial_update: { name: 'Renamed' },
     insights_trend: { events: [{ id: 'x' }] },
+    query_create: { query: { kind: 'TrendsQuery', series: [{ kind: 'EventsNode', event: 'x' }] } },
     batch_exports_create: exportBody,
     batch_exports_partial_update: { name: 'Renamed' },
     batch_exports_backfill: { start_at: '2024-01-01T00:00:00Z', end_at: '2024-01-01T02:00:00Z' },
@@ -51,7 +61,7 @@ async function sampleRequest(route: KeyRoute, c: Client, token: string, projectI
 }
 
 describe('paths', () => {
-  it.each(keyRoutes.map((r) => [r.operationId, r] as const))(
+  it.each(keyRoutePaths.map((r) => [`${r.method} ${r.path}`, r] as const))(
     '%s answers with and without a trailing slash',
     async (_, route) => {
       const { key } = await newKey();

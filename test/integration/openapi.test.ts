@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { routePaths, routes, type Route } from '#functions/routes.ts';
 import { inputJsonSchema, serializeOpenApi } from '#shared/http/openapi.ts';
 import { bracedPath } from '#shared/http/path-template.ts';
-import { generateOpenApi, OPENAPI_FILE } from '#infra/cli/openapi.ts';
+import { generateOpenApi, OPENAPI_FILE, projectLevelOperationId } from '#infra/cli/openapi.ts';
 import { eventually, newProject, useApi } from '../support/api.ts';
 
 const api = useApi();
@@ -238,27 +238,58 @@ describe('the OpenAPI document', () => {
     });
   });
 
-  it('lists every route-table method and path, capture aliases included, with its operationId and scope', () => {
+  it('lists every route-table method and path, aliases included, with its operationId and scope', () => {
     for (const r of routePaths) {
       const op = operationFor(r.method, r.path);
       expect(op, `${r.method} ${r.path}`).toBeDefined();
-      expect(op.operationId, `${r.method} ${r.path}`).toBe(r.operationId);
+      const projectLevel = r.path.startsWith('/api/projects/');
+      expect(op.operationId, `${r.method} ${r.path}`).toBe(
+        projectLevel ? projectLevelOperationId(r.operationId) : r.operationId,
+      );
+      if (projectLevel) expect(op.description).toContain(`The same operation as \`${r.operationId}\``);
       expect(op.summary).toBe(r.summary);
       if (r.auth === 'project_token' || r.auth === 'public') expect(op.security).toEqual([]);
-      else expect(op.security).toEqual([{ personalApiKey: [r.scope] }, { personalApiKeyQuery: [r.scope] }]);
+      else
+        expect(op.security).toEqual(
+          [r.scope, ...(r.alsoAccepts ?? [])].flatMap((s) => [{ personalApiKey: [s] }, { personalApiKeyQuery: [s] }]),
+        );
     }
     const documented = Object.values(doc.paths as Record<string, any>).flatMap((item) =>
       Object.keys(item)
         .filter((k) => k !== '$ref')
         .map(() => 1),
     );
-    expect(documented).toHaveLength(routes.length);
+    const projectLevel = routePaths.filter((r) => r.path.startsWith('/api/projects/'));
+    expect(projectLevel.length).toBeGreaterThan(0);
+    expect(documented).toHaveLength(routes.length + projectLevel.length);
     expect(Object.keys(doc.paths).sort()).toEqual([...new Set(routePaths.map((r) => bracedPath(r.path)))].sort());
     expect(Object.keys(doc.paths).filter((p) => p.length > 1 && p.endsWith('/'))).toEqual([]);
   });
 
+  it('gives every operation an operationId of its own (alias paths included)', () => {
+    const ids = Object.values(doc.paths as Record<string, any>).flatMap((item) =>
+      item.$ref ? [] : Object.values(item).map((op: any) => op.operationId as string),
+    );
+    expect(ids.length).toBeGreaterThan(routes.length);
+    expect(ids.filter((id, i) => ids.indexOf(id) !== i)).toEqual([]);
+  });
+
+  it('documents each /api/projects path as its /api/environments operation, under an operationId of its own', () => {
+    const projectLevel = routePaths.filter((p) => p.path.startsWith('/api/projects/'));
+    expect(projectLevel.length).toBeGreaterThanOrEqual(19);
+    for (const r of projectLevel) {
+      const { operationId, description, ...alias } = operationFor(r.method, r.path);
+      const original = operationFor(r.method, r.path.replace('/api/projects/', '/api/environments/'));
+      expect(operationId).toBe(projectLevelOperationId(original.operationId));
+      const sameAs = `The same operation as \`${original.operationId}\` (\`${bracedPath(r.path.replace('/api/projects/', '/api/environments/'))}\`).`;
+      expect(description).toBe([sameAs, original.description].filter(Boolean).join(' '));
+      const { operationId: _, description: __, ...rest } = original;
+      expect(alias, `${r.method} ${r.path}`).toEqual(rest);
+    }
+  });
+
   it('documents every path parameter, format=csv and text/csv where the route has CSV, and the capture token note', () => {
-    for (const r of routes as readonly Route[]) {
+    for (const r of routePaths) {
       const op = operationFor(r.method, r.path);
       const names = [...r.path.matchAll(/:(\w+)/g)].map((m) => m[1]);
       expect((op.parameters ?? []).filter((p: any) => p.in === 'path').map((p: any) => p.name)).toEqual(names);
@@ -404,6 +435,8 @@ interface Ctx {
   actionToDelete: string;
   exportId: string;
   exportToDelete: string;
+  /** A query that ran in the background and completed. */
+  queryId: string;
 }
 
 const FUTURE = '2099-01-01T00:00:00Z';
@@ -480,6 +513,19 @@ const examples: Record<string, (c: Ctx) => Example> = {
     query: { refresh: 'true' },
     body: { events: [{ id: 'seen', math: 'dau' }], date_from: '-7d' },
   }),
+  query_create: (c) => ({
+    params: { project_id: c.projectId },
+    body: {
+      query: {
+        kind: 'TrendsQuery',
+        series: [{ kind: 'EventsNode', event: 'seen', math: 'dau' }],
+        dateRange: { date_from: '-7d' },
+      },
+      refresh: 'force_blocking',
+    },
+  }),
+  query_retrieve: (c) => ({ params: { project_id: c.projectId, id: c.queryId } }),
+  query_destroy: (c) => ({ params: { project_id: c.projectId, id: c.queryId } }),
   batch_exports_list: (c) => ({ params: { organization_id: c.orgId }, query: { limit: '10' } }),
   batch_exports_create: (c) => ({
     params: { organization_id: c.orgId },
@@ -587,6 +633,12 @@ describe('an example request for each operation', () => {
       });
     const action = async () =>
       String((await c.post(`${base}/actions`, { name: 'Seen', steps: [{ event: 'seen' }] })).body.id);
+    const completedQuery = async () => {
+      const query = { kind: 'TrendsQuery', series: [{ kind: 'EventsNode', event: 'seen' }] };
+      const id = (await c.post(`${base}/query`, { query, refresh: 'force_async' })).body.query_status.id as string;
+      await eventually(async () => expect((await c.get(`${base}/query/${id}`)).status).toBe(200), 30_000);
+      return id;
+    };
     const exportId = async () =>
       String(
         (
@@ -611,6 +663,7 @@ describe('an example request for each operation', () => {
       actionToDelete: await action(),
       exportId: await exportId(),
       exportToDelete: await exportId(),
+      queryId: await completedQuery(),
     };
     await personId('oa-bulk');
   }, 60_000);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { keyRoutes, type KeyRoute as Route } from '#functions/routes.ts';
+import { keyRoutePaths, type KeyRoute as Route } from '#functions/routes.ts';
 import { tenancyOf } from '#shared/http/tenancy.ts';
 import { SCOPE_OBJECTS } from '#shared/auth/scopes.ts';
 import { expectErrorShape, newKey, useApi } from '../support/api.ts';
@@ -18,12 +18,14 @@ function sampleBody(route: Route): unknown {
   return route.method === 'POST' || route.method === 'PATCH' ? { name: 'Matrix' } : undefined;
 }
 
+/** A scope that grants neither the route's scope nor any it also accepts. */
 const otherScope = (route: Route) => {
-  const object = SCOPE_OBJECTS.find((o) => !route.scope.startsWith(`${o}:`))!;
+  const granting = [route.scope, ...(route.alsoAccepts ?? [])];
+  const object = SCOPE_OBJECTS.find((o) => !granting.some((s) => s.startsWith(`${o}:`)))!;
   return `${object}:write`;
 };
 
-describe.each(keyRoutes.map((r) => [r.operationId, r] as const))('%s', (_, route) => {
+describe.each(keyRoutePaths.map((r) => [`${r.method} ${r.path}`, r] as const))('%s', (_, route) => {
   it('answers 401 without a key', async () => {
     const { key } = await newKey();
     const org = (await api.as(key).post('/api/organizations', { name: 'Mine' })).body;
@@ -41,6 +43,17 @@ describe.each(keyRoutes.map((r) => [r.operationId, r] as const))('%s', (_, route
     expect(res.body.detail).toBe(`API key missing required scope '${route.scope}'`);
     expect((await api.as(owner.key).get(`/api/organizations/${org.id}`)).body.name).toBe('Mine');
   });
+
+  for (const accepted of route.alsoAccepts ?? []) {
+    it(`lets a key with only ${accepted} through the scope check`, async () => {
+      const owner = await newKey();
+      const org = (await api.as(owner.key).post('/api/organizations', { name: 'Mine' })).body;
+      const limited = await newKey({ email: owner.email, scopes: [accepted] });
+      const res = await api.as(limited.key).request(route.method, pathFor(route, org), { body: sampleBody(route) });
+      expect(res.status).not.toBe(401);
+      expect(res.status).not.toBe(403);
+    });
+  }
 
   if (tenancyOf(route.path).kind === 'organization' || tenancyOf(route.path).kind === 'project') {
     it("answers 404 for another organization's key and leaks nothing", async () => {

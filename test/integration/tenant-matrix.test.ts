@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { keyRoutes, type KeyRoute } from '#functions/routes.ts';
+import { keyRoutePaths, type KeyRoute } from '#functions/routes.ts';
 import { revokeApiKey } from '#shared/domain/api-keys.ts';
 import { findUserIdByEmail } from '#shared/db/users.ts';
 import { SCOPE_OBJECTS } from '#shared/auth/scopes.ts';
@@ -9,12 +9,13 @@ import { retryingUnavailable } from '../support/retry.ts';
 import { diffSnapshots, snapshotTenant, type Snapshot, type TenantScope } from '../support/tenant-snapshot.ts';
 
 /**
- * Every row of the route table x every way a caller can be refused: no key, a malformed key, a
- * revoked key, a key without the route's scope, a read-only key on a write route, another
- * organization's key, a key scoped to another project and one scoped to another organization. Each
- * request would succeed for the owner (real resources, valid bodies), so the refusal is the auth
- * rule's and nothing else's; no response carries the victim's data, and the victim's items in the
- * table are unchanged at the end. A row added to the table is covered here without touching this file.
+ * Every row of the route table, at every path it answers on (aliases included), x every way a caller
+ * can be refused: no key, a malformed key, a revoked key, a key without the route's scope, a
+ * read-only key on a write route, another organization's key, a key scoped to another project and one
+ * scoped to another organization. Each request would succeed for the owner (real resources, valid
+ * bodies), so the refusal is the auth rule's and nothing else's; no response carries the victim's
+ * data, and the victim's items in the table are unchanged at the end. A row added to the table is
+ * covered here without touching this file.
  */
 const api = useApi();
 
@@ -26,6 +27,7 @@ interface Victim {
   personId: number;
   actionId: number;
   exportId: string;
+  queryId: string;
   /** Strings only the victim's data holds: none may appear in a refused response. */
   secrets: string[];
 }
@@ -91,6 +93,7 @@ beforeAll(async () => {
     personId,
     actionId: action.id,
     exportId: exp.id,
+    queryId: await completedQuery(owner.key, projectId),
     secrets: [SECRET, org.teams[0].api_token],
   };
 
@@ -124,6 +127,19 @@ beforeAll(async () => {
   });
 }, 60_000);
 
+/** The id of a query the owner ran in the background, once complete. */
+async function completedQuery(key: string, projectId: number): Promise<string> {
+  const c = api.as(key);
+  const query = { kind: 'TrendsQuery', series: [{ kind: 'EventsNode', event: 'signed up' }] };
+  const id = (await c.post(`/api/environments/${projectId}/query`, { query, refresh: 'force_async' })).body.query_status
+    .id as string;
+  await eventually(
+    async () => expect((await c.get(`/api/environments/${projectId}/query/${id}`)).status).toBe(200),
+    30_000,
+  );
+  return id;
+}
+
 /** The path of the route naming the victim's real resources. */
 function pathFor(route: KeyRoute): string {
   const segments = route.path.split('/');
@@ -137,6 +153,7 @@ function pathFor(route: KeyRoute): string {
       if (collection === 'persons') return String(victim.personId);
       if (collection === 'actions') return String(victim.actionId);
       if (collection === 'batch_exports') return victim.exportId;
+      if (collection === 'query') return victim.queryId;
       // A resource kind added later: auth and tenancy are decided before any lookup of it.
       return '1';
     })
@@ -155,6 +172,7 @@ function bodyFor(route: KeyRoute): unknown {
     actions_create: { name: 'Hijacked', steps: [{ event: 'x' }] },
     actions_partial_update: { name: 'Hijacked' },
     insights_trend: { events: [{ id: 'signed up' }] },
+    query_create: { query: { kind: 'TrendsQuery', series: [{ kind: 'EventsNode', event: 'signed up' }] } },
     batch_exports_create: {
       name: 'Hijacked',
       interval: 'hour',
@@ -198,7 +216,7 @@ function expectRefusal(res: Reply, status: number, code: string, detail: string)
   expect(res.body).toEqual({ type: 'authentication_error', code, detail, attr: null });
 }
 
-describe.each(keyRoutes.map((r) => [`${r.method} ${r.path}`, r] as const))('%s', (_, route) => {
+describe.each(keyRoutePaths.map((r) => [`${r.method} ${r.path}`, r] as const))('%s', (_, route) => {
   const tenancy = tenancyOf(route.path).kind;
 
   if (route.method === 'GET') {

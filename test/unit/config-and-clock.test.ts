@@ -30,6 +30,12 @@ describe('config', () => {
       expect(() => readConfig({ ANALYTICS_PERSON_SCAN_LIMIT: bad })).toThrow(/positive integer/);
   });
 
+  it('an EventsQuery examines at most 20,000 events unless ANALYTICS_EVENTS_QUERY_SCAN_LIMIT says otherwise', () => {
+    expect(readConfig({}).eventsQueryScanLimit).toBe(20_000);
+    expect(readConfig({ ANALYTICS_EVENTS_QUERY_SCAN_LIMIT: '40' }).eventsQueryScanLimit).toBe(40);
+    expect(() => readConfig({ ANALYTICS_EVENTS_QUERY_SCAN_LIMIT: '0' })).toThrow(/positive integer/);
+  });
+
   it('gives a bulk delete 4 s inline unless ANALYTICS_BULK_DELETE_BUDGET_MS says otherwise (0: queue everything)', () => {
     expect(readConfig({}).bulkDeleteBudgetMs).toBe(4_000);
     expect(readConfig({ ANALYTICS_BULK_DELETE_BUDGET_MS: '0' }).bulkDeleteBudgetMs).toBe(0);

@@ -1,7 +1,16 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { fallbackHandler, keyRoutes, routes, routePaths, workers, type Route } from '#functions/routes.ts';
+import {
+  aliasesOf,
+  fallbackHandler,
+  keyRoutes,
+  projectLevelPath,
+  routes,
+  routePaths,
+  workers,
+  type Route,
+} from '#functions/routes.ts';
 import { tenancyOf } from '#shared/http/tenancy.ts';
 
 const FUNCTIONS = join(import.meta.dirname, '..', '..', 'functions');
@@ -38,8 +47,12 @@ describe('route table', () => {
     for (const r of keyRoutes) {
       if (r.method === 'GET' || r.scope.endsWith(':read'))
         expect([r.operationId, r.access]).toEqual([r.operationId, 'read']);
+      // Cancelling a query is a read of the query scope too, as PostHog has it.
       if (r.method !== 'GET' && r.scope.endsWith(':read'))
-        expect([r.operationId, r.method]).toEqual([r.operationId, 'POST']);
+        expect([r.operationId, r.method]).toEqual([
+          r.operationId,
+          r.operationId === 'query_destroy' ? 'DELETE' : 'POST',
+        ]);
       if (r.scope.endsWith(':write')) expect([r.operationId, r.access]).toEqual([r.operationId, 'write']);
     }
   });
@@ -61,5 +74,35 @@ describe('route table', () => {
     });
     expect(tenancyOf('/api/environments/:project_id/persons')).toEqual({ kind: 'project', param: 'project_id' });
     expect(tenancyOf('/api/organizations')).toEqual({ kind: 'organization-collection' });
+  });
+
+  it('serves every environment-level row under /api/projects too, as the same operation and tenant', () => {
+    const environmentLevel = (routes as readonly Route[]).filter((r) => r.path.startsWith('/api/environments/'));
+    expect(environmentLevel.length).toBeGreaterThanOrEqual(19);
+    for (const r of environmentLevel) {
+      const projectLevel = r.path.replace('/api/environments/', '/api/projects/');
+      const served = routePaths.filter((p) => p.method === r.method && p.path === projectLevel);
+      expect(served, `${r.method} ${projectLevel}`).toEqual([{ ...r, path: projectLevel }]);
+      expect(tenancyOf(projectLevel)).toEqual(tenancyOf(r.path));
+    }
+    // And nothing else gains a project-level path.
+    expect(routePaths.filter((p) => p.path.startsWith('/api/projects/'))).toHaveLength(environmentLevel.length);
+  });
+
+  it('gives a row added later under /api/environments its project-level path without declaring it', () => {
+    const later: Route = {
+      operationId: 'query_status',
+      method: 'GET',
+      path: '/api/environments/:project_id/query/:id',
+      scope: 'query:read',
+      handler: 'query/status',
+      access: 'read',
+      summary: 'A later row',
+    };
+    expect(aliasesOf(later)).toEqual(['/api/projects/:project_id/query/:id']);
+    expect(aliasesOf({ ...later, path: '/capture', aliases: ['/e'] })).toEqual(['/e']);
+    expect(projectLevelPath('/api/environments/:project_id')).toBe('/api/projects/:project_id');
+    expect(projectLevelPath('/api/environments/:project_idx/persons')).toBeUndefined();
+    expect(projectLevelPath('/api/organizations/:id')).toBeUndefined();
   });
 });

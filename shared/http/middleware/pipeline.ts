@@ -22,6 +22,8 @@ export interface PublicRouteInfo {
 
 export interface RouteInfo extends PublicRouteInfo {
   scope: Scope;
+  /** Other scopes that grant the operation too. */
+  alsoAccepts?: readonly Scope[];
   /** Accepts `format=json|csv`. */
   csv?: boolean;
   /** Rate-limit class of the personal key's requests (./rate-limit.ts); `crud` when absent. */

@@ -1,0 +1,44 @@
+import * as v from 'valibot';
+import { MAX_EVENTS_LIMIT, MAX_EVENTS_OFFSET, MAX_SELECT_COLUMNS } from '../../domain/query/events-shape.ts';
+
+const text = (max: number) =>
+  v.pipe(v.string(), v.maxLength(max, `Ensure this field has no more than ${max} characters.`));
+
+/**
+ * PostHog's EventsQuery (posthog/schema.py). Loose: fields this service ignores because they do not
+ * change the result (`response`, `modifiers`, `tags`, ...) pass; the ones that would change it and are
+ * not applied are refused by the runner, naming the field (shared/domain/query/events-shape.ts).
+ */
+export const eventsQuery = v.looseObject({
+  kind: v.literal('EventsQuery'),
+  select: v.optional(
+    v.pipe(
+      v.array(text(1_000)),
+      v.maxLength(MAX_SELECT_COLUMNS, `At most ${MAX_SELECT_COLUMNS} columns may be selected.`),
+    ),
+  ),
+  event: v.optional(v.nullable(text(400))),
+  /** Parsed like a trend's property filters (event properties), in the runner. */
+  properties: v.optional(v.unknown()),
+  after: v.optional(v.nullable(text(100))),
+  before: v.optional(v.nullable(text(100))),
+  orderBy: v.optional(v.pipe(v.array(text(1_000)), v.maxLength(10, 'At most 10 orders.'))),
+  limit: v.optional(
+    v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(1, 'Ensure this value is greater than or equal to 1.'),
+      v.maxValue(MAX_EVENTS_LIMIT, `The limit may be at most ${MAX_EVENTS_LIMIT}.`),
+    ),
+  ),
+  offset: v.optional(
+    v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(0, 'Ensure this value is greater than or equal to 0.'),
+      v.maxValue(MAX_EVENTS_OFFSET, `The offset may be at most ${MAX_EVENTS_OFFSET}.`),
+    ),
+  ),
+  personId: v.optional(v.nullable(v.union([text(100), v.number()]))),
+});
+export type EventsQuery = v.InferOutput<typeof eventsQuery>;

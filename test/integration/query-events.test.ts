@@ -1,0 +1,347 @@
+// Relative dates are resolved against the one clock, frozen for this file; a small scan cap makes the cap testable.
+process.env.ANALYTICS_FIXED_NOW = '2024-04-20T12:00:00Z';
+process.env.ANALYTICS_EVENTS_QUERY_SCAN_LIMIT = '40';
+
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { readRollups } from '#shared/db/rollups.ts';
+import { readEventDay } from '#shared/db/segments.ts';
+import { compactDay } from '#shared/domain/event-segments.ts';
+import { type Client, eventually, expectErrorShape, newProject, useApi } from '../support/api.ts';
+
+/**
+ * EventsQuery over HTTP. Events of three names over four days (2024-04-17..20); the first two days
+ * are compacted into segments, the last two stay raw, so count() reads both paths.
+ */
+const api = useApi();
+const NOW = Date.parse('2024-04-20T12:00:00Z');
+const NAMES = ['$pageview', '$pageview', 'signed up', '$autocapture'];
+const browsers = ['Chrome', 'Safari', 'Firefox'];
+
+const batch = Array.from({ length: 48 }, (_, i) => ({
+  event: NAMES[i % 4]!,
+  distinct_id: `user-${i % 5}`,
+  timestamp: new Date(Date.parse('2024-04-17T00:30:00Z') + i * 97 * 60_000).toISOString(),
+  uuid: `0190f000-0000-7000-8000-${String(i).padStart(12, '0')}`,
+  properties: {
+    $browser: browsers[i % 3]!,
+    amount: i,
+    ...(i === 1 ? { $set: { email: 'user1@example.com' } } : {}),
+  } as Record<string, unknown>,
+}));
+
+let c: Client;
+let projectId: number;
+let path: string;
+
+const query = (q: Record<string, unknown>) => c.post(path, { query: { kind: 'EventsQuery', ...q } });
+const ok = async (q: Record<string, unknown>) => {
+  const reply = await query(q);
+  expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+  return reply.body;
+};
+const refused = async (q: Record<string, unknown>, attr: string) => {
+  const reply = await query(q);
+  expect(reply.status, JSON.stringify(reply.body)).toBe(400);
+  expectErrorShape(reply.body);
+  expect(reply.body.attr).toBe(attr);
+  return reply.body.detail as string;
+};
+
+const t = (iso: string) => Date.parse(iso);
+const inWindow = (after: string, before: string) => (e: (typeof batch)[number]) =>
+  t(e.timestamp) > t(after) && t(e.timestamp) < t(before);
+const newestFirst = (a: { timestamp: string }, b: { timestamp: string }) => t(b.timestamp) - t(a.timestamp);
+const WEEK = { after: '2024-04-13T12:00:00Z', before: '2024-04-20T12:00:05Z' };
+// The frozen clock's capture stores timestamps to the millisecond.
+const iso = (s: string) => new Date(s).toISOString();
+
+beforeAll(async () => {
+  const p = await newProject(api.as);
+  c = api.as(p.key);
+  projectId = p.projectId;
+  path = `/api/environments/${projectId}/query/`;
+  expect((await api.as().post('/batch', { api_key: p.token, batch })).body.accepted).toBe(batch.length);
+  await eventually(async () => {
+    const hours = await readRollups(projectId, null, '2024-04-01T00', '2024-04-30T23');
+    expect([...hours.values()].reduce((a, b) => a + b, 0)).toBe(batch.length);
+  }, 20_000);
+  for (const day of ['2024-04-17', '2024-04-18'])
+    expect((await compactDay(projectId, day, new Date(NOW + 70_000))).complete).toBe(true);
+});
+
+describe('EventsQuery rows', () => {
+  it('answers * for one event name, newest first, as PostHog shapes it', async () => {
+    const body = await ok({ select: ['*'], event: 'signed up', after: '-7d' });
+    const expected = batch.filter((e) => e.event === 'signed up').sort(newestFirst);
+    expect(body.columns).toEqual(['*']);
+    expect(body.types).toHaveLength(1);
+    expect(body.hasMore).toBe(false);
+    expect(body.limit).toBe(100);
+    expect(body.offset).toBe(0);
+    expect(body.results.map((r: any[]) => r[0].uuid)).toEqual(expected.map((e) => e.uuid));
+    const first = body.results[0][0];
+    const source = expected[0]!;
+    expect(first).toMatchObject({
+      uuid: source.uuid,
+      event: 'signed up',
+      distinct_id: source.distinct_id,
+      timestamp: iso(source.timestamp),
+      team_id: projectId,
+      elements_chain: '',
+      person_mode: 'full',
+    });
+    expect(first.properties).toMatchObject({ $browser: source.properties.$browser, amount: source.properties.amount });
+    expect(typeof first.created_at).toBe('string');
+  });
+
+  it('selects columns, oldest first within after/before, with property values as text', async () => {
+    const after = '2024-04-18T06:00:00Z';
+    const before = '2024-04-19T18:00:00Z';
+    const body = await ok({
+      select: ['event', 'timestamp', 'distinct_id', 'properties.amount', 'properties.nope', 'uuid'],
+      event: '$pageview',
+      after,
+      before,
+      orderBy: ['timestamp ASC'],
+    });
+    const expected = batch
+      .filter((e) => e.event === '$pageview' && inWindow(after, before)(e))
+      .sort((a, b) => -newestFirst(a, b));
+    expect(expected.length).toBeGreaterThan(5);
+    expect(body.columns).toEqual(['event', 'timestamp', 'distinct_id', 'properties.amount', 'properties.nope', 'uuid']);
+    expect(body.results).toEqual(
+      expected.map((e) => ['$pageview', iso(e.timestamp), e.distinct_id, String(e.properties.amount), null, e.uuid]),
+    );
+  });
+
+  it('every name when no event is given (still ordered across names)', async () => {
+    const window = { after: '2024-04-19T00:00:00Z', before: '2024-04-19T23:59:59Z' };
+    const body = await ok({ select: ['event', 'timestamp'], ...window });
+    const expected = batch.filter(inWindow(window.after, window.before)).sort(newestFirst);
+    expect(new Set(expected.map((e) => e.event)).size).toBe(3);
+    expect(body.results).toEqual(expected.map((e) => [e.event, iso(e.timestamp)]));
+  });
+
+  it('filters on event properties (list and group forms, RE2 regex)', async () => {
+    const body = await ok({
+      select: ['uuid'],
+      event: '$pageview',
+      ...WEEK,
+      properties: [
+        { key: '$browser', operator: 'exact', value: ['Chrome', 'Firefox'], type: 'event' },
+        { key: 'amount', operator: 'gt', value: 10 },
+      ],
+    });
+    const expected = batch
+      .filter(
+        (e) => e.event === '$pageview' && e.properties.$browser !== 'Safari' && (e.properties.amount as number) > 10,
+      )
+      .sort(newestFirst);
+    expect(expected.length).toBeGreaterThan(3);
+    expect(body.results.map((r: string[]) => r[0])).toEqual(expected.map((e) => e.uuid));
+    const regex = await ok({
+      select: ['properties.$browser'],
+      ...WEEK,
+      event: '$pageview',
+      properties: { type: 'OR', values: [{ key: '$browser', operator: 'regex', value: '^Saf' }] },
+    });
+    expect(new Set(regex.results.map((r: string[]) => r[0]))).toEqual(new Set(['Safari']));
+  });
+
+  it("filters on person properties (the current properties of each event's person)", async () => {
+    const q = {
+      ...WEEK,
+      event: '$pageview',
+      properties: [{ key: 'email', operator: 'icontains', value: 'USER1@', type: 'person' }],
+    };
+    const expected = batch.filter((e) => e.event === '$pageview' && e.distinct_id === 'user-1').sort(newestFirst);
+    expect(expected.length).toBeGreaterThan(2);
+    const rows = await ok({ ...q, select: ['uuid', 'distinct_id'], limit: 2 });
+    expect(rows.results).toEqual(expected.slice(0, 2).map((e) => [e.uuid, 'user-1']));
+    expect(rows.hasMore).toBe(true);
+    const counted = await ok({ ...q, select: ['distinct_id', 'count()'] });
+    expect(counted.results).toEqual([['user-1', expected.length]]);
+  });
+
+  it('defaults to the last 24 hours', async () => {
+    const body = await ok({ select: ['uuid'] });
+    const expected = batch.filter(inWindow('2024-04-19T12:00:00Z', '2024-04-20T12:00:05Z')).sort(newestFirst);
+    expect(expected.length).toBeGreaterThan(0);
+    expect(expected.length).toBeLessThan(batch.length / 3);
+    expect(body.results.map((r: string[]) => r[0])).toEqual(expected.map((e) => e.uuid));
+  });
+
+  it('pages with limit, offset and hasMore, the pages adding up to the whole list', async () => {
+    const all = batch.filter((e) => e.event === '$pageview').sort(newestFirst);
+    const pages: string[] = [];
+    for (let offset = 0; ; offset += 7) {
+      const body = await ok({ select: ['uuid'], event: '$pageview', ...WEEK, limit: 7, offset });
+      expect(body.limit).toBe(7);
+      expect(body.offset).toBe(offset);
+      pages.push(...body.results.map((r: string[]) => r[0]));
+      expect(body.hasMore).toBe(offset + 7 < all.length);
+      if (!body.hasMore) break;
+    }
+    expect(pages).toEqual(all.map((e) => e.uuid));
+  });
+
+  it('person is the person object (or just the distinct id without a person)', async () => {
+    const body = await ok({ select: ['person', 'distinct_id'], event: '$pageview', ...WEEK, limit: 50 });
+    const ofUser1 = body.results.find((r: any[]) => r[1] === 'user-1');
+    expect(ofUser1[0]).toMatchObject({ distinct_id: 'user-1', properties: { email: 'user1@example.com' } });
+    expect(typeof ofUser1[0].uuid).toBe('string');
+    expect(typeof ofUser1[0].created_at).toBe('string');
+  });
+
+  it('personId keeps the events of that person’s distinct ids', async () => {
+    const persons = await c.get(`/api/environments/${projectId}/persons/?distinct_id=user-2`);
+    const id = persons.body.results[0].id;
+    const body = await ok({ select: ['distinct_id'], ...WEEK, event: 'signed up', personId: String(id) });
+    expect(body.results.length).toBe(batch.filter((e) => e.event === 'signed up' && e.distinct_id === 'user-2').length);
+    expect(new Set(body.results.map((r: string[]) => r[0]))).toEqual(new Set(['user-2']));
+  });
+});
+
+describe('EventsQuery count()', () => {
+  it('count() alone, and grouped by event, over compacted and raw days', async () => {
+    const day17 = await readEventDay(projectId, '2024-04-17', '$pageview', null);
+    const day19 = await readEventDay(projectId, '2024-04-19', '$pageview', null);
+    expect([day17.segments.size, day19.segments.size]).toEqual([1, 0]);
+    expect((await ok({ select: ['count()'], ...WEEK })).results).toEqual([[batch.length]]);
+    const body = await ok({ select: ['event', 'count()'], ...WEEK });
+    expect(body.columns).toEqual(['event', 'count()']);
+    expect(body.results).toEqual([
+      ['$pageview', 24],
+      ['$autocapture', 12],
+      ['signed up', 12],
+    ]);
+  });
+
+  it('groups by a property with a filter, count() ASC, and pages', async () => {
+    const q = {
+      select: ['properties.$browser', 'count()'],
+      event: '$pageview',
+      ...WEEK,
+      properties: [{ key: 'amount', operator: 'lt', value: 30 }],
+      orderBy: ['count() ASC'],
+    };
+    const tally = new Map<string, number>();
+    for (const e of batch)
+      if (e.event === '$pageview' && (e.properties.amount as number) < 30)
+        tally.set(String(e.properties.$browser), (tally.get(String(e.properties.$browser)) ?? 0) + 1);
+    const body = await ok(q);
+    expect(Object.fromEntries(body.results)).toEqual(Object.fromEntries(tally));
+    const counts = body.results.map((r: [string, number]) => r[1]);
+    expect(counts).toEqual([...counts].sort((a, b) => a - b));
+    const first = await ok({ ...q, limit: 1 });
+    expect(first.results).toEqual([body.results[0]]);
+    expect(first.hasMore).toBe(true);
+  });
+
+  it('groups by person', async () => {
+    const body = await ok({ select: ['person', 'count()'], event: 'signed up', ...WEEK });
+    const user = body.results.find((r: any[]) => r[0].distinct_id === 'user-1');
+    expect(user?.[1]).toBe(batch.filter((e) => e.event === 'signed up' && e.distinct_id === 'user-1').length);
+  });
+});
+
+describe('EventsQuery reads only the named event', () => {
+  interface Seen {
+    names: Set<string>;
+    items: number;
+  }
+  let restore: (() => void) | undefined;
+  afterEach(() => restore?.());
+
+  /** Every event, day counter and segment item DynamoDB hands back while `run` runs, by event name. */
+  async function itemsRead(run: () => Promise<unknown>): Promise<Seen> {
+    const seen: Seen = { names: new Set(), items: 0 };
+    const original = DynamoDBDocumentClient.prototype.send;
+    const spy = vi.spyOn(DynamoDBDocumentClient.prototype, 'send').mockImplementation(async function (
+      this: DynamoDBDocumentClient,
+      ...args: any[]
+    ) {
+      const out: any = await (original as any).apply(this, args);
+      const items = [...(out?.Items ?? []), ...Object.values(out?.Responses ?? {}).flat()] as Record<string, unknown>[];
+      for (const item of items)
+        if (['Event', 'EventSegment', 'DayCount'].includes(String(item.entity))) {
+          seen.items += 1;
+          seen.names.add(String(item.event));
+        }
+      return out;
+    });
+    restore = () => spy.mockRestore();
+    await run();
+    spy.mockRestore();
+    return seen;
+  }
+
+  it('a week of one name reads no item of another name (rows and count())', async () => {
+    const rows = await itemsRead(() => ok({ select: ['*'], event: 'signed up', ...WEEK, limit: 3 }));
+    expect(rows.names).toEqual(new Set(['signed up']));
+    // A page of 3 (+1 for hasMore) stops reading before the week's 12 events of the name.
+    expect(rows.items).toBeGreaterThanOrEqual(4);
+    expect(rows.items).toBeLessThan(batch.filter((e) => e.event === 'signed up').length);
+    const counted = await itemsRead(() => ok({ select: ['count()'], event: 'signed up', ...WEEK }));
+    expect(counted.names).toEqual(new Set(['signed up']));
+    // Not vacuous: without a name every name is read.
+    const every = await itemsRead(() =>
+      ok({ select: ['event'], after: '2024-04-19T00:00:00Z', before: '2024-04-19T23:59:59Z' }),
+    );
+    expect(every.names).toEqual(new Set(['$pageview', 'signed up', '$autocapture']));
+  });
+});
+
+describe('EventsQuery refusals', () => {
+  it('names what is supported, with attr into the query', async () => {
+    expect(await refused({ select: ['event', 'toDate(timestamp)'] }, 'query__select__1')).toContain('properties.<key>');
+    expect(await refused({ orderBy: ['event DESC'] }, 'query__orderBy__0')).toContain('timestamp ASC');
+    expect(await refused({ limit: 10_001 }, 'query__limit')).toContain('10000');
+    expect(await refused({ limit: 0 }, 'query__limit')).toContain('1');
+    expect(await refused({ where: ["event = 'x'"] }, 'query__where')).toContain('where');
+    expect(await refused({ fixedProperties: [{ key: 'a', value: 1 }] }, 'query__fixedProperties')).toContain(
+      'fixedProperties',
+    );
+    expect(await refused({ after: '-400d' }, 'query__after')).toContain('366');
+    expect(await refused({ before: 'tomorrow-ish' }, 'query__before')).toContain('not a date');
+    expect(await refused({ select: ['*', 'count()'] }, 'query__select__0')).toContain('count()');
+    expect(
+      await refused({ properties: [{ key: 'x', operator: 'regex', value: '(a)\\1' }] }, 'query__properties__0__value'),
+    ).toContain('RE2');
+    expect(
+      await refused({ properties: [{ key: 'email', value: 'a', type: 'cohort' }] }, 'query__properties__0__type'),
+    ).toContain('Cohort');
+    expect(await refused({ personId: 'not-an-id' }, 'query__personId')).toContain('integer');
+  });
+
+  it('refuses an answer over 5 MiB, saying its size, and answers the same events with fewer columns', async () => {
+    const other = await newProject(api.as);
+    const big = Array.from({ length: 30 }, (_, i) => ({
+      event: 'big',
+      distinct_id: 'heavy',
+      timestamp: new Date(NOW - (i + 1) * 60_000).toISOString(),
+      properties: { blob: `${i}`.padEnd(200_000, 'x') },
+    }));
+    expect((await api.as().post('/batch', { api_key: other.token, batch: big })).body.accepted).toBe(30);
+    const bigPath = `/api/environments/${other.projectId}/query/`;
+    const whole = await api.as(other.key).post(bigPath, { query: { kind: 'EventsQuery', event: 'big', limit: 30 } });
+    expect(whole.status).toBe(400);
+    expectErrorShape(whole.body);
+    expect(whole.body.attr).toBe('query__limit');
+    expect(whole.body.detail).toMatch(/KiB; at most 5,120 KiB/);
+    const narrow = await api
+      .as(other.key)
+      .post(bigPath, { query: { kind: 'EventsQuery', select: ['uuid'], event: 'big', limit: 30 } });
+    expect(narrow.status).toBe(200);
+    expect(narrow.body.results).toHaveLength(30);
+  });
+
+  it('caps the events one request examines, saying the number', async () => {
+    // Every name over the whole week: 48 events to examine, over the cap of 40 this file sets.
+    const detail = await refused({ select: ['event'], ...WEEK }, 'query__after');
+    expect(detail).toContain('more than 40 events');
+    // The same week of one name is well inside it.
+    expect((await ok({ select: ['event'], event: 'signed up', ...WEEK })).results).toHaveLength(12);
+  });
+});
