@@ -173,6 +173,39 @@ export function utcDays(from: Date, to: Date): string[] {
   return days;
 }
 
+/** One shard of a day in eventsByDay, events timed in [fromIso, toIso], of one name (the sort key's prefix) or all. */
+function dayShardRange(
+  projectId: number,
+  day: string,
+  shard: number,
+  name: string | null,
+  fromIso: string,
+  toIso: string,
+) {
+  const index = TABLE_SCHEMA.indexes.eventsByDay;
+  return {
+    IndexName: index.name,
+    KeyConditionExpression: name === null ? '#p = :p' : '#p = :p AND #s BETWEEN :a AND :b',
+    FilterExpression: '#t BETWEEN :from AND :to',
+    ExpressionAttributeNames: {
+      '#p': index.partitionKey,
+      '#t': 'timestamp',
+      ...(name === null ? {} : { '#s': index.sortKey }),
+    },
+    ExpressionAttributeValues: {
+      ':p': keys.eventsByDay(projectId, day, shard).day_pk,
+      ':from': fromIso,
+      ':to': toIso,
+      ...(name === null
+        ? {}
+        : {
+            ':a': `${keys.eventsByDayPrefix(name)}${fromIso}`,
+            ':b': `${keys.eventsByDayPrefix(name)}${toIso}\uffff`,
+          }),
+    },
+  };
+}
+
 /**
  * A project's events with from <= timestamp <= to, of the given names (null: every event), read from
  * the eventsByDay partitions the range covers: one Query per (UTC day, shard[, name]), in parallel.
@@ -194,7 +227,6 @@ export async function readEventsOnDays(
   to: Date,
   names: string[] | null,
 ): Promise<StoredEvent[]> {
-  const index = TABLE_SCHEMA.indexes.eventsByDay;
   const fromIso = from.toISOString();
   const toIso = to.toISOString();
   const queries = days.flatMap((day) =>
@@ -205,25 +237,7 @@ export async function readEventsOnDays(
   const found: StoredEvent[] = [];
   await inParallel(queries, RANGE_QUERIES_IN_FLIGHT, async ({ day, shard, name }) => {
     const items = await queryItems({
-      IndexName: index.name,
-      KeyConditionExpression: name === null ? '#p = :p' : '#p = :p AND #s BETWEEN :a AND :b',
-      FilterExpression: '#t BETWEEN :from AND :to',
-      ExpressionAttributeNames: {
-        '#p': index.partitionKey,
-        '#t': 'timestamp',
-        ...(name === null ? {} : { '#s': index.sortKey }),
-      },
-      ExpressionAttributeValues: {
-        ':p': keys.eventsByDay(projectId, day, shard).day_pk,
-        ':from': fromIso,
-        ':to': toIso,
-        ...(name === null
-          ? {}
-          : {
-              ':a': `${keys.eventsByDayPrefix(name)}${fromIso}`,
-              ':b': `${keys.eventsByDayPrefix(name)}${toIso}\uffff`,
-            }),
-      },
+      ...dayShardRange(projectId, day, shard, name, fromIso, toIso),
       // Bounded pages: each request stays well inside the API's SDK timeout even on a slow table.
       Limit: RANGE_PAGE_ITEMS,
     });
@@ -291,7 +305,6 @@ export async function readDayEventsInOrder(
   keep: (e: StoredEvent) => boolean,
   budget: { items: number },
 ): Promise<OrderedDayRead> {
-  const index = TABLE_SCHEMA.indexes.eventsByDay;
   const fromIso = window.from.toISOString();
   const toIso = window.to.toISOString();
   let complete = true;
@@ -308,25 +321,7 @@ export async function readDayEventsInOrder(
           db().send(
             new QueryCommand({
               TableName: tableName(),
-              IndexName: index.name,
-              KeyConditionExpression: name === null ? '#p = :p' : '#p = :p AND #s BETWEEN :a AND :b',
-              FilterExpression: '#t BETWEEN :from AND :to',
-              ExpressionAttributeNames: {
-                '#p': index.partitionKey,
-                '#t': 'timestamp',
-                ...(name === null ? {} : { '#s': index.sortKey }),
-              },
-              ExpressionAttributeValues: {
-                ':p': keys.eventsByDay(projectId, day, shard).day_pk,
-                ':from': fromIso,
-                ':to': toIso,
-                ...(name === null
-                  ? {}
-                  : {
-                      ':a': `${keys.eventsByDayPrefix(name)}${fromIso}`,
-                      ':b': `${keys.eventsByDayPrefix(name)}${toIso}\uffff`,
-                    }),
-              },
+              ...dayShardRange(projectId, day, shard, name, fromIso, toIso),
               ScanIndexForward: !window.newestFirst,
               ExclusiveStartKey,
               // One name: a first page a little over what is wanted (filters may ask for more); every name: the whole day.
