@@ -228,6 +228,18 @@ describe('TrendsQuery errors', () => {
     expect(res.body).toMatchObject({ type: 'validation_error', attr });
   });
 
+  it.each([
+    [{ kind: 'HogQLQuery', query: 'select 1' }, 'Unsupported query kind "HogQLQuery"'],
+    [{ kind: 'FunnelsQuery', series: [pageviews] }, 'Unsupported query kind "FunnelsQuery"'],
+    [{ series: [pageviews] }, 'The query has no kind'],
+  ])('refuses a query of another kind, naming the supported ones: %j', async (q, named) => {
+    const res = await c.post(`/api/environments/${projectId}/query/`, { query: q });
+    expect(res.status).toBe(400);
+    expectErrorShape(res.body);
+    expect(res.body).toMatchObject({ type: 'validation_error', attr: 'query__kind' });
+    expect(res.body.detail).toBe(`${named}: this service answers TrendsQuery, ActorsQuery, EventsQuery.`);
+  });
+
   it('answers another organization project with 404', async () => {
     const other = await newProject(api.as);
     const res = await api
