@@ -34,6 +34,7 @@ import { actionDefinitions } from './actions.ts';
 import { readTrendRows, type TrendEventSource } from './event-segments.ts';
 import { findProject, projectSettings } from './projects.ts';
 import type { MembershipRecord } from '../db/organizations.ts';
+import type { ProjectRecord } from '../db/projects.ts';
 
 /** How long a computed trend is served from the cache (PostHog caches insights too; `refresh=true` bypasses). */
 export const TREND_CACHE_SECONDS = 60;
@@ -82,7 +83,7 @@ export async function computeProjectTrend(
   refresh: boolean,
 ): Promise<TrendAnswer> {
   const phases = new Phases();
-  const inputs = await prepareTrend(membership, projectId, raw);
+  const inputs = await prepareTrend(() => findProject(membership, projectId), projectId, raw);
   const { query, settings, actions, firstAt, now } = inputs;
   const hash = createHash('sha256').update(JSON.stringify({ query, settings, actions, firstAt })).digest('base64url');
   phases.mark('setup');
@@ -117,14 +118,11 @@ export interface ComputedTrend {
   timings: { k: string; t: number }[];
 }
 
-/** The legacy trend request answered from the store, neither reading nor writing the trend cache. */
-export async function answerTrend(
-  membership: MembershipRecord,
-  projectId: number,
-  raw: Record<string, unknown>,
-): Promise<ComputedTrend> {
+/** The legacy trend request on a project the caller has read, answered from the store, neither reading nor writing the trend cache. */
+export async function answerTrend(project: ProjectRecord, raw: Record<string, unknown>): Promise<ComputedTrend> {
   const phases = new Phases();
-  const inputs = await prepareTrend(membership, projectId, raw);
+  const projectId = project.id;
+  const inputs = await prepareTrend(async () => project, projectId, raw);
   phases.mark('setup');
   const { response, source } = await computeFromStore(projectId, inputs, phases);
   return { query: inputs.query, range: inputs.range, response, source, timings: phases.list() };
@@ -140,16 +138,19 @@ interface TrendInputs {
   read: ReadWindow | null;
 }
 
-/** The validated request with what answering it needs: project settings, actions, the range and the days to read. */
+/**
+ * The validated request with what answering it needs: project settings, actions, the range and the
+ * days to read. `loadProject` runs beside the other reads (or returns a project already read).
+ */
 async function prepareTrend(
-  membership: MembershipRecord,
+  loadProject: () => Promise<ProjectRecord>,
   projectId: number,
   raw: Record<string, unknown>,
 ): Promise<TrendInputs> {
   const query = parseTrendRequest(raw);
   const actionIds = query.series.flatMap((s) => (s.type === 'actions' ? [Number(s.id)] : []));
   const [project, actions, firstAt] = await Promise.all([
-    findProject(membership, projectId),
+    loadProject(),
     actionDefinitions(projectId, actionIds),
     firstEventAt(projectId),
   ]);

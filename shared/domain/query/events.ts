@@ -20,7 +20,7 @@ import { dateContext } from '../../trends/dates.ts';
 import { compileGroup, isGroup, parseProperties } from '../../trends/properties.ts';
 import type { PropertyGroup, TrendEvent } from '../../trends/types.ts';
 import { readTrendRows } from '../event-segments.ts';
-import { findProject, projectSettings } from '../projects.ts';
+import { projectSettings } from '../projects.ts';
 import {
   checkAnswerBytes,
   checkGroupBy,
@@ -42,7 +42,7 @@ import {
   refuseUnsupportedFields,
   resolveWindow,
 } from './events-shape.ts';
-import type { QueryContext } from './index.ts';
+import type { RunContext } from './index.ts';
 
 /**
  * Days read at once on the rows path (each day is 4 shard Queries): one first (a busy day fills the
@@ -73,7 +73,7 @@ async function personCells(projectId: number, distinctIds: Iterable<string>): Pr
   };
 }
 
-export async function runEventsQuery(context: QueryContext, query: EventsQuery): Promise<Record<string, unknown>> {
+export async function runEventsQuery(context: RunContext, query: EventsQuery): Promise<Record<string, unknown>> {
   const { projectId } = context;
   refuseUnsupportedFields(query as Record<string, unknown>);
   const columns = parseSelect(query.select);
@@ -83,9 +83,9 @@ export async function runEventsQuery(context: QueryContext, query: EventsQuery):
   const { limit, offset } = parseLimit(query.limit, query.offset);
   const { group } = parseProperties(query.properties, 'query__properties');
   const personId = parsePersonId(query.personId);
-  const [project, firstAt] = await Promise.all([findProject(context.membership, projectId), firstEventAt(projectId)]);
+  const firstAt = await firstEventAt(projectId);
   const now = clockNow();
-  const ctx = dateContext(projectSettings(project), now);
+  const ctx = dateContext(projectSettings(context.project), now);
   const window = resolveWindow(query.after, query.before, ctx, firstAt?.getTime());
   const matches = compileGroup(group, ctx);
   const person = personId === undefined ? undefined : await getPerson(projectId, personId);

@@ -1,6 +1,7 @@
 import { now as clockNow } from '../../clock.ts';
 import { config } from '../../config.ts';
 import type { MembershipRecord } from '../../db/organizations.ts';
+import type { ProjectRecord } from '../../db/projects.ts';
 import {
   claimQueryRun,
   finishQueryRun,
@@ -21,12 +22,17 @@ import { findProject, projectSettings } from '../projects.ts';
 import { newQueryId, QUERY_STATUS_TTL_SECONDS, startBackgroundRun, type RunRequest } from './async.ts';
 import { CLIENT_REFRESH_AFTER_MS, cacheKeyOf, decide, executionModeOf, intervalOf, readsCache } from './refresh.ts';
 
-/** What every kind's runner gets besides its query. */
+/** Who asks about which project, and by when. */
 export interface QueryContext {
   membership: MembershipRecord;
   projectId: number;
   /** When the answer is due (epoch ms); a runner that cannot finish by then stops (see refresh modes). */
   deadline: number;
+}
+
+/** What every kind's runner gets besides its query: the context and the project, read once by the envelope or the worker. */
+export interface RunContext extends QueryContext {
+  project: ProjectRecord;
 }
 
 /**
@@ -35,7 +41,7 @@ export interface QueryContext {
  * every kind shares (`is_cached`, `last_refresh`, `cache_key`, `query_status`, ...) is added here.
  */
 export type QueryRunner<K extends QueryKind> = (
-  context: QueryContext,
+  context: RunContext,
   query: Extract<AnyQuery, { kind: K }>,
 ) => Promise<Record<string, unknown>>;
 
@@ -126,7 +132,7 @@ export async function runQuery(context: QueryContext, body: QueryBody): Promise<
     case 'run_async':
       return { query_status: await startBackgroundRun(run) };
     case 'compute':
-      return computeOrHandOver(context, body.query, run);
+      return computeOrHandOver({ ...context, project }, body.query, run);
   }
 }
 
@@ -135,7 +141,7 @@ export async function runQuery(context: QueryContext, body: QueryBody): Promise<
  * configured blocking budget if sooner); a run not finished by then is left to the query worker. A run
  * failing after the safe point is handed over too: the worker's run reports its error.
  */
-async function computeOrHandOver(context: QueryContext, query: AnyQuery, run: RunRequest): Promise<Answer> {
+async function computeOrHandOver(context: RunContext, query: AnyQuery, run: RunRequest): Promise<Answer> {
   const started = Date.now();
   const safePoint = Math.min(context.deadline - HANDOVER_MS, started + config().queryBlockingBudgetMs);
   let timer: NodeJS.Timeout | undefined;
@@ -183,7 +189,8 @@ export async function runQueuedQuery(message: QueuedQuery, deadline: number, rec
   let body: Answer;
   try {
     const query = record.query as AnyQuery;
-    body = await runnerFor(query.kind)({ membership: record.membership, projectId, deadline }, query);
+    const project = await findProject(record.membership, projectId);
+    body = await runnerFor(query.kind)({ membership: record.membership, projectId, deadline, project }, query);
   } catch (error) {
     if (error instanceof ServiceUnavailable && receiveCount <= MAX_TRANSIENT_RETRIES) throw error;
     const exposed = error instanceof ServiceError && error.status < 500;
