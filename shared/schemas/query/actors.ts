@@ -1,11 +1,10 @@
 import * as v from 'valibot';
+import { integerIn, text } from './fields.ts';
 
 /** Rows a page may hold: PostHog's default is 100; its ceiling (50,000) would not fit one function's answer. */
 export const ACTORS_DEFAULT_LIMIT = 100;
 export const ACTORS_MAX_LIMIT = 1000;
 export const ACTORS_MAX_COLUMNS = 50;
-
-const text = (max: number) => v.pipe(v.string(), v.maxLength(max));
 
 /**
  * PostHog's ActorsQuery over persons. Columns, orders and filters are read by the runner
@@ -25,24 +24,13 @@ export const actorsQuery = v.looseObject({
   fixedProperties: v.nullish(v.unknown()),
   orderBy: v.nullish(v.pipe(v.array(text(400)), v.maxLength(1, 'Order by at most one column.'))),
   limit: v.nullish(
-    v.pipe(
-      v.number('A valid integer is required.'),
-      v.integer('A valid integer is required.'),
-      v.minValue(1, 'Ensure this value is greater than or equal to 1.'),
-      v.maxValue(
-        ACTORS_MAX_LIMIT,
-        `Ensure this value is less than or equal to ${ACTORS_MAX_LIMIT} (the most rows one page may hold).`,
-      ),
+    integerIn(
+      1,
+      ACTORS_MAX_LIMIT,
+      `Ensure this value is less than or equal to ${ACTORS_MAX_LIMIT} (the most rows one page may hold).`,
     ),
   ),
-  offset: v.nullish(
-    v.pipe(
-      v.number('A valid integer is required.'),
-      v.integer('A valid integer is required.'),
-      v.minValue(0, 'Ensure this value is greater than or equal to 0.'),
-      v.maxValue(Number.MAX_SAFE_INTEGER, 'A valid integer is required.'),
-    ),
-  ),
+  offset: v.nullish(integerIn(0, Number.MAX_SAFE_INTEGER, 'A valid integer is required.')),
   /** An actors query over another query (an insight's actors): refused by the runner. */
   source: v.nullish(v.unknown()),
 });

@@ -1,8 +1,6 @@
 import * as v from 'valibot';
 import { MAX_EVENTS_LIMIT, MAX_EVENTS_OFFSET, MAX_SELECT_COLUMNS } from '../../domain/query/events-shape.ts';
-
-const text = (max: number) =>
-  v.pipe(v.string(), v.maxLength(max, `Ensure this field has no more than ${max} characters.`));
+import { integerIn, text } from './fields.ts';
 
 /**
  * PostHog's EventsQuery (posthog/schema.py). Loose: fields this service ignores because they do not
@@ -23,22 +21,8 @@ export const eventsQuery = v.looseObject({
   after: v.optional(v.nullable(text(100))),
   before: v.optional(v.nullable(text(100))),
   orderBy: v.optional(v.pipe(v.array(text(1_000)), v.maxLength(10, 'At most 10 orders.'))),
-  limit: v.optional(
-    v.pipe(
-      v.number(),
-      v.integer(),
-      v.minValue(1, 'Ensure this value is greater than or equal to 1.'),
-      v.maxValue(MAX_EVENTS_LIMIT, `The limit may be at most ${MAX_EVENTS_LIMIT}.`),
-    ),
-  ),
-  offset: v.optional(
-    v.pipe(
-      v.number(),
-      v.integer(),
-      v.minValue(0, 'Ensure this value is greater than or equal to 0.'),
-      v.maxValue(MAX_EVENTS_OFFSET, `The offset may be at most ${MAX_EVENTS_OFFSET}.`),
-    ),
-  ),
+  limit: v.optional(integerIn(1, MAX_EVENTS_LIMIT, `The limit may be at most ${MAX_EVENTS_LIMIT}.`)),
+  offset: v.optional(integerIn(0, MAX_EVENTS_OFFSET, `The offset may be at most ${MAX_EVENTS_OFFSET}.`)),
   personId: v.optional(v.nullable(v.union([text(100), v.number()]))),
 });
 export type EventsQuery = v.InferOutput<typeof eventsQuery>;
