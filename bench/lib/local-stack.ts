@@ -63,7 +63,8 @@ function installExitHooks(): void {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function startChildStack(): Promise<ChildStack> {
+/** `scheduler: false` keeps the stack's scheduled workers from firing on their own (a benchmark runs them when it means to). */
+export async function startChildStack(options: { scheduler?: boolean } = {}): Promise<ChildStack> {
   installExitHooks();
   const dataDir = await mkdtemp(join(tmpdir(), 'analytics-bench-'));
   const port = await freePort();
@@ -78,6 +79,7 @@ export async function startChildStack(): Promise<ChildStack> {
       DATA_DIR: dataDir,
       PORT: String(port),
       ANALYTICS_RATE_LIMITS: process.env.ANALYTICS_RATE_LIMITS ?? '{"enabled":false}',
+      ...(options.scheduler === false ? { LOCAL_SCHEDULER: 'off' } : {}),
     },
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -31,6 +31,8 @@ export async function startLocalStack(options: {
   dataDir?: string;
   port?: number;
   tableName?: string;
+  /** Fire the scheduled workers (compaction, export runs, ...) on their schedules; off for benchmarks that run them by hand. */
+  scheduler?: boolean;
 }): Promise<LocalStack> {
   const tableName = options.tableName ?? LOCAL_TABLE_NAME;
   const dynamodb = await startDynamoDbLocal({ dataDir: options.dataDir && join(options.dataDir, 'dynamodb') });
@@ -59,7 +61,7 @@ export async function startLocalStack(options: {
       checkpointFile: options.dataDir && join(options.dataDir, 'stream-checkpoints.json'),
     });
     started.push(streamPoller);
-    started.push(startScheduler());
+    if (options.scheduler !== false) started.push(startScheduler());
     started.push(startQueuePollers(sqs.endpoint, queues));
     const api = await startApiServer({ port: options.port });
     started.push({ stop: api.close });

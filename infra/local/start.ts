@@ -1,6 +1,7 @@
 /**
  * `npm start`: the whole service locally, no AWS account, no Docker.
- * DATA_DIR (default .data) keeps DynamoDB and S3 data across restarts; PORT (default 8000) is the API port.
+ * DATA_DIR (default .data) keeps DynamoDB and S3 data across restarts; PORT (default 8000) is the API port;
+ * LOCAL_SCHEDULER=off leaves the scheduled workers to `npm run cron`.
  */
 import { join } from 'node:path';
 import { findChromium } from './chromium.ts';
@@ -11,7 +12,8 @@ import { startLocalStack } from './stack.ts';
 async function main(): Promise<void> {
   const dir = dataDir();
   const port = Number(process.env.PORT || 8000);
-  const stack = await startLocalStack({ dataDir: dir, port });
+  // LOCAL_SCHEDULER=off: scheduled workers run only when asked (`npm run cron -- <name>`); benchmarks use it.
+  const stack = await startLocalStack({ dataDir: dir, port, scheduler: process.env.LOCAL_SCHEDULER !== 'off' });
   const dev = await ensureDevAccess(await readLocalJson(dir));
   const info: LocalStackInfo = {
     base_url: stack.api.baseUrl,
