@@ -72,7 +72,8 @@ const OTHER_VALUE = '$$_posthog_breakdown_other_$$';
 const NONE = '(none)';
 
 const RATIO_ROLLUPS_TARGET = 1.5;
-const RATIO_DUCKDB_TARGET = 10;
+/** Issue 14: end to end at 100k compacted events, at most 3x DuckDB in memory. */
+const RATIO_DUCKDB_TARGET = 3;
 const END_TO_END_TARGET_MS = 2_000;
 
 // ---------------------------------------------------------------------------------------------
@@ -273,20 +274,24 @@ async function readAllDayCounts(
   nowMs: number,
 ): Promise<Map<string, string>> {
   const out = new Map<string, string>();
-  for (let t = nowMs - SPAN - DAY; t <= nowMs + DAY; t += DAY) {
-    const day = new Date(t).toISOString().slice(0, 10);
-    const page = await client.send(
-      new QueryCommand({
-        TableName: tableName,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: marshall({ ':pk': keys.eventDayPartition(projectId, day).pk }),
-      }),
-    );
-    for (const raw of page.Items ?? []) {
-      const item = unmarshall(raw);
-      if (item.entity === 'DayCount' && Number(item.count))
-        out.set(`${String(item.event)}|${day}`, `${Number(item.count)}:${Number(item.xsum)}`);
-    }
+  for (const month of monthsOf(nowMs)) {
+    let ExclusiveStartKey: Record<string, any> | undefined;
+    do {
+      const page = await client.send(
+        new QueryCommand({
+          TableName: tableName,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: marshall({ ':pk': keys.dayCountPartition(projectId, month).pk }),
+          ExclusiveStartKey,
+        }),
+      );
+      for (const raw of page.Items ?? []) {
+        const item = unmarshall(raw);
+        if (item.entity === 'DayCount' && Number(item.count))
+          out.set(`${String(item.event)}|${String(item.sk).slice(-10)}`, `${Number(item.count)}:${Number(item.xsum)}`);
+      }
+      ExclusiveStartKey = page.LastEvaluatedKey;
+    } while (ExclusiveStartKey);
   }
   return out;
 }
@@ -383,7 +388,14 @@ async function trend(
   stack: ChildStack,
   projectId: number,
   body: unknown,
-): Promise<{ ms: number; source: string | null; timing: Map<string, number>; results: TrendResult[] }> {
+): Promise<{
+  ms: number;
+  source: string | null;
+  timing: Map<string, number>;
+  /** The read phase's description: days read, and how many segments the serving container had in memory. */
+  readDesc: string;
+  results: TrendResult[];
+}> {
   const started = performance.now();
   const res = await fetch(`${stack.info.base_url}/api/environments/${projectId}/insights/trend/?refresh=true`, {
     method: 'POST',
@@ -400,7 +412,8 @@ async function trend(
       return m ? [[m[1]!, Number(m[2])] as const] : [];
     }),
   );
-  return { ms, source: res.headers.get('x-trend-source'), timing, results: json.result ?? [] };
+  const readDesc = /(?:^|,)\s*read;dur=[\d.]+;desc="([^"]*)"/.exec(res.headers.get('server-timing') ?? '')?.[1] ?? '';
+  return { ms, source: res.headers.get('x-trend-source'), timing, readDesc, results: json.result ?? [] };
 }
 
 const loadNow = () => `load average (1 min) ${fixed(loadavg()[0] ?? 0, 2)}`;
@@ -578,7 +591,7 @@ export const trendsBenchmark: Benchmark = {
     const warmupRollups = 5;
     const errors: string[] = [];
     const rows: SummaryRow[] = [];
-    const stack = await startChildStack();
+    const stack = await startChildStack({ scheduler: false });
     const client = localDynamo(stack.info.dynamodb_endpoint);
     const tableName = stack.info.table_name;
     try {
@@ -850,11 +863,18 @@ export const trendsBenchmark: Benchmark = {
       const apiMs: number[] = [];
       const phaseMs = new Map<string, number[]>();
       let apiResults: TrendResult[] = [];
+      let firstAfterCompaction: Awaited<ReturnType<typeof trend>> | undefined;
+      let lastReadDesc = '';
       for (let i = -1; i < rawRequests; i += 1) {
         const r = await trend(stack, rawProject, filteredBody);
         if (r.source !== 'segments')
           errors.push(`filtered breakdown trend: X-Trend-Source ${r.source}, expected segments`);
-        if (i < 0) continue;
+        if (i < 0) {
+          // The first read of the compacted days: the stack's process has none of their segments in memory yet.
+          firstAfterCompaction = r;
+          continue;
+        }
+        lastReadDesc = r.readDesc;
         apiMs.push(r.ms);
         for (const [phase, ms] of r.timing) phaseMs.set(phase, [...(phaseMs.get(phase) ?? []), ms]);
         apiResults = r.results;
@@ -862,6 +882,9 @@ export const trendsBenchmark: Benchmark = {
       const phaseNote = [...phaseMs].map(([phase, ms]) => `${phase} ${fixed(percentile(ms, 50), 1)}`).join(', ');
       console.log(
         `  server-side p50 per phase (Server-Timing), ms: ${phaseNote}; the rest is HTTP, routing, auth and JSON`,
+      );
+      console.log(
+        `  first request after compaction (segments not yet in the process's memory): ${fixed(firstAfterCompaction?.ms ?? NaN)} ms, read ${fixed(firstAfterCompaction?.timing.get('read') ?? NaN, 1)} ms ("${firstAfterCompaction?.readDesc}"); measured requests read "${lastReadDesc}"`,
       );
       if (rawPathResults.length && JSON.stringify(rawPathResults) !== JSON.stringify(apiResults))
         errors.push('the trend from segments differs from the same trend from raw events');
@@ -994,7 +1017,7 @@ export const trendsBenchmark: Benchmark = {
             ],
           ],
         )}\nfor reference, the same eventsByDay Queries from the bench process (${floors[0]?.items} $pageview items, unfiltered by browser): median of 3 ${fixed(floorP50)} ms` +
-          `\nDuckDB load of ${rawCount} events (appender): ${fixed(duck.ms)} ms; ratio API p50 / DuckDB p50 = ${fixed(ratio, 0)} (target <= ${RATIO_DUCKDB_TARGET}); API end to end p50 ${fixed(apiP50)} ms (target <= ${END_TO_END_TARGET_MS} ms)`,
+          `\nDuckDB load of ${rawCount} events (appender): ${fixed(duck.ms)} ms; ratio API p50 / DuckDB p50 = ${fixed(ratio, 1)} (target <= ${RATIO_DUCKDB_TARGET}); API end to end p50 ${fixed(apiP50)} ms (target <= ${END_TO_END_TARGET_MS} ms)`,
       );
       rows.push(
         {
@@ -1003,6 +1026,13 @@ export const trendsBenchmark: Benchmark = {
           value: `${fixed(apiP50)} / ${fixed(apiP99)} ms`,
           target: `p50 <= ${END_TO_END_TARGET_MS} ms`,
           status: apiP50 <= END_TO_END_TARGET_MS ? 'pass' : 'OVER TARGET',
+        },
+        {
+          benchmark: 'trends',
+          metric: '  first request after compaction (no segment in memory yet)',
+          value: `${fixed(firstAfterCompaction?.ms ?? NaN)} ms (read ${fixed(firstAfterCompaction?.timing.get('read') ?? NaN, 1)} ms)`,
+          target: '-',
+          status: 'info',
         },
         {
           benchmark: 'trends',
@@ -1042,7 +1072,7 @@ export const trendsBenchmark: Benchmark = {
         {
           benchmark: 'trends',
           metric: 'API p50 / DuckDB p50',
-          value: fixed(ratio, 0),
+          value: fixed(ratio, 1),
           target: `<= ${RATIO_DUCKDB_TARGET}`,
           status: ratio <= RATIO_DUCKDB_TARGET ? 'pass' : 'OVER TARGET',
         },

@@ -21,6 +21,8 @@ export const ENV = {
   eventsQueryScanLimit: 'ANALYTICS_EVENTS_QUERY_SCAN_LIMIT',
   /** Milliseconds a bulk delete removes persons inline before queuing the rest (default below); tests set 0 to queue everything. */
   bulkDeleteBudgetMs: 'ANALYTICS_BULK_DELETE_BUDGET_MS',
+  /** Megabytes of compacted segment columns a warm container keeps between trend queries (default below); 0 keeps none. */
+  segmentCacheMb: 'ANALYTICS_SEGMENT_CACHE_MB',
   /** Milliseconds a blocking query computes inline before it is handed to the query worker (default below); tests lower it. */
   queryBlockingBudgetMs: 'ANALYTICS_QUERY_BLOCKING_BUDGET_MS',
   /** KMS key that wraps batch-export destination secrets (CDK sets it); absent -> a local key file under DATA_DIR. */
@@ -39,6 +41,12 @@ export const DEFAULT_PERSON_SCAN_LIMIT = 10_000;
 
 /** An EventsQuery listing events reads at most this many (kept or filtered out) per request, else a 400. */
 export const DEFAULT_EVENTS_QUERY_SCAN_LIMIT = 20_000;
+
+/**
+ * Compressed segment columns kept per container (shared/db/segment-cache.ts): about a month of 100k
+ * events a day of one project's usual columns, a fraction of the 512-1,024 MB the functions have.
+ */
+export const DEFAULT_SEGMENT_CACHE_MB = 64;
 
 /** A bulk delete starts no transaction group inline after this; the rest goes to its queue (shared/domain/persons.ts). */
 export const DEFAULT_BULK_DELETE_BUDGET_MS = 4_000;
@@ -112,6 +120,7 @@ export interface Config {
   eventsQueryScanLimit: number;
   bulkDeleteBudgetMs: number;
   queryBlockingBudgetMs: number;
+  segmentCacheMb: number;
   /** Batch export secrets: wrapped by this KMS key, or (undefined) by `localSecretsKeyFile`. */
   exportSecretsKmsKeyId: string | undefined;
   localSecretsKeyFile: string;
@@ -162,6 +171,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
       DEFAULT_QUERY_BLOCKING_BUDGET_MS,
       0,
     ),
+    segmentCacheMb: readPositiveInteger(ENV.segmentCacheMb, env[ENV.segmentCacheMb], DEFAULT_SEGMENT_CACHE_MB, 0),
     exportSecretsKmsKeyId: env[ENV.exportSecretsKmsKeyId] || undefined,
     localSecretsKeyFile: resolve(env[ENV.dataDir] || '.data', 'export-secrets.key'),
     allowLoopbackExportEndpoints: runtime === 'local' && env[ENV.allowLoopbackExportEndpoints] === 'true',

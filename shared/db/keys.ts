@@ -151,15 +151,26 @@ export const keys = {
   rateLimitPkPrefix: 'RATE#',
 
   /**
-   * One UTC day of a project's events in compact form, one partition: per event name a day counter
-   * (count and fingerprint sum, kept by the ingest worker) and the segments the compactor builds, plus
-   * the day's compaction marker. A trend reads one day of one name with one Query (`begins_with` the name).
+   * One UTC day of a project's events in compact form, one partition: per event name the segments the
+   * compactor builds, plus the day's compaction marker. A trend reads one day of one name with one
+   * Query (`begins_with` the name) or BatchGetItem (chunk keys).
    */
   eventDayPartition: (projectId: number, day: string) => ({ pk: `EVDAY#${projectId}#${day}` }),
   eventDayPrefix: (event: string) => `${eventNameKey(event)}#`,
+  /**
+   * The day counters of a project's UTC month, one partition: per (event name, day) the count and
+   * fingerprint sum the ingest worker keeps, and the id of the day's newest segment build. Sorted by
+   * name then day, so one Query reads a name's counters over a range of days.
+   */
+  dayCountPartition: (projectId: number, month: string) => ({ pk: `EVCOUNT#${projectId}#${month}` }),
   dayCount: (projectId: number, day: string, event: string): ItemKey => ({
-    pk: `EVDAY#${projectId}#${day}`,
-    sk: `${eventNameKey(event)}#COUNT`,
+    pk: `EVCOUNT#${projectId}#${day.slice(0, 7)}`,
+    sk: `${eventNameKey(event)}#${day}`,
+  }),
+  /** Sort-key bounds of one name's counters from day `from` to day `to` (inclusive) of one month partition. */
+  dayCountRange: (event: string, from: string, to: string) => ({
+    from: `${eventNameKey(event)}#${from}`,
+    to: `${eventNameKey(event)}#${to}`,
   }),
   /** One chunk of a (day, name) segment; readers use chunks only when all carry chunk 0's build id. */
   daySegment: (projectId: number, day: string, event: string, chunk: number): ItemKey => ({

@@ -3,8 +3,10 @@ import { columnAttribute, type EncodedSegment, type FetchedSegment, type Project
 import type { Tally } from '../segments/fingerprint.ts';
 import { batchDelete, batchGet, batchPut, inParallel } from './batch.ts';
 import { call, db, conditional, tableName } from './client.ts';
-import { keys } from './keys.ts';
-import { dueKeys, queryAll } from './query.ts';
+import { keys, type ItemKey } from './keys.ts';
+import { SegmentCache, type CachedBuild } from './segment-cache.ts';
+import { config } from '../config.ts';
+import { dueKeys, queryAll, queryItems } from './query.ts';
 
 /** One complete build of a (day, event name) segment: its chunks in order and what they hold. */
 export interface SegmentBuild {
@@ -15,6 +17,8 @@ export interface SegmentBuild {
   tally: Tally;
   /** The chunks, with the columns that were read (a column a chunk lacks is undefined). */
   chunks: FetchedSegment[];
+  /** Served from this container's memory (the day counter names it as the newest build). */
+  cached?: true;
 }
 
 const META = ['pk', 'sk', 'entity', 'event', 'count', 'xsum', 'build', 'chunk', 'chunks', 'through', 'n', 'base'];
@@ -40,15 +44,23 @@ function projectionOf(projection: Projection | null): { expression: string; name
   return { expression: Object.keys(names).join(', '), names };
 }
 
-/** Counters and complete segments from a day's items (a segment's chunks must all carry chunk 0's build). */
-function assemble(items: Record<string, unknown>[], projection: Projection | null): EventDay {
-  const counts = new Map<string, Tally>();
+/** A (day, event name)'s counter as the ingest worker keeps it, with the newest build the compactor wrote. */
+export interface DayCounter {
+  tally: Tally;
+  /** The newest complete build's id (absent before the first compaction, or on counters from before the field). */
+  build?: string;
+}
+
+/** The complete segments among a day's items (a segment's chunks must all carry chunk 0's build). */
+function assembleSegments(
+  items: Record<string, unknown>[],
+  projection: Projection | null,
+): Pick<EventDay, 'segments' | 'segmentChunks'> {
   const chunksByName = new Map<string, Record<string, unknown>[]>();
   const segmentChunks = new Map<string, number[]>();
   for (const item of items) {
-    const name = String(item.event);
-    if (item.entity === 'DayCount') counts.set(name, { count: Number(item.count ?? 0), xsum: Number(item.xsum ?? 0) });
     if (item.entity !== 'EventSegment') continue;
+    const name = String(item.event);
     const chunks = chunksByName.get(name) ?? [];
     chunks[Number(item.chunk)] = item;
     chunksByName.set(name, chunks);
@@ -76,30 +88,163 @@ function assemble(items: Record<string, unknown>[], projection: Projection | nul
       })),
     });
   }
-  return { counts, segments, segmentChunks };
+  return { segments, segmentChunks };
+}
+
+/** The segment builds this container has read, kept for later queries (shared/db/segment-cache.ts). */
+let containerCache: SegmentCache | undefined;
+const segmentCache = () => (containerCache ??= new SegmentCache(config().segmentCacheMb * 1024 * 1024));
+
+const dayOfPk = (pk: unknown) => String(pk).slice(String(pk).lastIndexOf('#') + 1);
+const monthsOf = (days: readonly string[]) => [...new Set(days.map((day) => day.slice(0, 7)))];
+
+/**
+ * The day counters of these days, of one name (a range Query per month) or of every name (the whole
+ * month partitions), by day then name.
+ */
+export async function readDayCounters(
+  projectId: number,
+  days: readonly string[],
+  event: string | null,
+): Promise<Map<string, Map<string, DayCounter>>> {
+  const wanted = new Set(days);
+  const byDay = new Map<string, Map<string, DayCounter>>(days.map((day) => [day, new Map()]));
+  const pages = await Promise.all(
+    monthsOf(days).map((month) => {
+      const { pk } = keys.dayCountPartition(projectId, month);
+      if (event === null) return queryAll(pk, '');
+      const inMonth = days.filter((day) => day.startsWith(month)).sort();
+      const range = keys.dayCountRange(event, inMonth[0]!, inMonth.at(-1)!);
+      return queryItems({
+        KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+        ExpressionAttributeValues: { ':pk': pk, ':from': range.from, ':to': range.to },
+      });
+    }),
+  );
+  for (const item of pages.flat()) {
+    const day = String(item.sk).slice(-10);
+    if (item.entity !== 'DayCount' || !wanted.has(day)) continue;
+    byDay.get(day)!.set(String(item.event), {
+      tally: { count: Number(item.count ?? 0), xsum: Number(item.xsum ?? 0) },
+      ...(typeof item.build === 'string' ? { build: item.build } : {}),
+    });
+  }
+  return byDay;
+}
+
+const countsOf = (counters: Map<string, DayCounter> | undefined) =>
+  new Map([...(counters ?? [])].map(([name, c]) => [name, c.tally]));
+
+/** The newest build of (day, name) if this container keeps it with the columns asked for. */
+function keptBuild(
+  projectId: number,
+  day: string,
+  event: string,
+  counter: DayCounter | undefined,
+  attributes: readonly string[],
+): CachedBuild | undefined {
+  const kept = counter?.build === undefined ? undefined : segmentCache().get(projectId, day, event, attributes);
+  return kept?.build === counter?.build ? kept : undefined;
+}
+
+/** What a kept build must hold for this projection: the times, the distinct ids if asked, each property column. */
+const keptAttributes = (projection: Projection): string[] => [
+  't',
+  ...(projection.distinctIds ? ['d'] : []),
+  ...projection.properties.map(columnAttribute),
+];
+
+/** A day from its counters, the segment items read and the kept builds; the builds read whole are kept for later. */
+function dayOf(
+  projectId: number,
+  day: string,
+  counters: Map<string, DayCounter> | undefined,
+  items: Record<string, unknown>[],
+  projection: Projection,
+  kept: Map<string, CachedBuild>,
+): EventDay {
+  const { segments, segmentChunks } = assembleSegments(items, projection);
+  for (const segment of segments.values())
+    segmentCache().put(projectId, day, { ...segment, attributes: new Set(keptAttributes(projection)) });
+  for (const [event, build] of kept) {
+    segments.set(event, { ...build, cached: true });
+    segmentChunks.set(
+      event,
+      build.chunks.map((_, i) => i),
+    );
+  }
+  return { counts: countsOf(counters), segments, segmentChunks };
+}
+
+/** Chunk 0 items just read: the keys of the chunks after them. */
+const laterChunks = (projectId: number, heads: Record<string, unknown>[]): ItemKey[] =>
+  heads.flatMap((head) =>
+    head.entity === 'EventSegment' && Number(head.chunk) === 0
+      ? Array.from({ length: Number(head.chunks) - 1 }, (_, i) =>
+          keys.daySegment(projectId, dayOfPk(head.pk), String(head.event), i + 1),
+        )
+      : [],
+  );
+
+/**
+ * Chunks by key, then the chunks after each chunk 0 among them (a second round when a build has more
+ * than one chunk).
+ */
+async function readChunks(
+  projectId: number,
+  first: ItemKey[],
+  expression: ReturnType<typeof projectionOf>,
+): Promise<Record<string, unknown>[]> {
+  if (!first.length) return [];
+  const heads = await batchGet(first, expression, 16);
+  const more = laterChunks(projectId, heads);
+  return more.length ? [...heads, ...(await batchGet(more, expression, 16))] : heads;
 }
 
 /**
- * One Query: the day's counters and segments of one name (or, `event` null, of every name). Only the
- * projected columns are transferred; `projection` null reads counters and segment metadata only.
+ * One day's counters and segments, of one name (or, `event` null, of every name). Only the projected
+ * columns are transferred; `projection` null reads counters and segment metadata only. The day's
+ * partition is not read when this container keeps every newest build the counters name.
  */
 export async function readEventDay(
   projectId: number,
   day: string,
   event: string | null,
   projection: Projection | null,
+  counters?: Map<string, DayCounter>,
 ): Promise<EventDay> {
-  const items = await queryAll(
-    keys.eventDayPartition(projectId, day).pk,
-    event === null ? '' : keys.eventDayPrefix(event),
-    { projection: projectionOf(projection) },
-  );
-  return assemble(items, projection);
+  const { pk } = keys.eventDayPartition(projectId, day);
+  const prefix = event === null ? '' : keys.eventDayPrefix(event);
+  const readPartition = (p: Projection | null) => queryAll(pk, prefix, { projection: projectionOf(p) });
+  if (!projection) {
+    const [items, read] = await Promise.all([readPartition(null), readDayCounters(projectId, [day], event)]);
+    return { counts: countsOf(read.get(day)), ...assembleSegments(items, null) };
+  }
+  const dayCounters = counters ?? (await readDayCounters(projectId, [day], event)).get(day) ?? new Map();
+  const attributes = keptAttributes(projection);
+  const kept = new Map<string, CachedBuild>();
+  const missing: string[] = [];
+  for (const [name, counter] of dayCounters) {
+    if (event !== null && name !== event) continue;
+    const build = keptBuild(projectId, day, name, counter, attributes);
+    if (build) kept.set(name, build);
+    else missing.push(name);
+  }
+  const items = !kept.size
+    ? await readPartition(projection)
+    : await readChunks(
+        projectId,
+        missing.map((name) => keys.daySegment(projectId, day, name, 0)),
+        projectionOf(projection),
+      );
+  return dayOf(projectId, day, dayCounters, items, projection, kept);
 }
 
 /**
- * One name's counters and segments on many days: one BatchGetItem round for every day's counter and
- * first chunk (100 keys a call, in parallel), and a second only for days whose segment has more chunks.
+ * One name's counters and segments on many days: a Query of the counters per month, beside one round
+ * of BatchGetItem (100 keys a call, in parallel) for chunk 0 of every day whose newest build this
+ * container does not keep; a second round only for builds of more than one chunk, and for days whose
+ * kept build turns out superseded.
  */
 export async function readEventDays(
   projectId: number,
@@ -108,23 +253,64 @@ export async function readEventDays(
   projection: Projection,
 ): Promise<Map<string, EventDay>> {
   const expression = projectionOf(projection);
-  const first = await batchGet(
-    days.flatMap((day) => [keys.dayCount(projectId, day, event), keys.daySegment(projectId, day, event, 0)]),
-    expression,
-    16,
-  );
-  const more = first.flatMap((item) => {
-    if (item.entity !== 'EventSegment' || Number(item.chunks) <= 1) return [];
-    const day = String(item.pk).slice(String(item.pk).lastIndexOf('#') + 1);
-    return Array.from({ length: Number(item.chunks) - 1 }, (_, i) => keys.daySegment(projectId, day, event, i + 1));
-  });
-  const items = more.length ? [...first, ...(await batchGet(more, expression, 16))] : first;
-  const byDay = new Map<string, Record<string, unknown>[]>(
-    days.map((day) => [keys.eventDayPartition(projectId, day).pk, []]),
-  );
-  for (const item of items) byDay.get(String(item.pk))?.push(item);
+  const attributes = keptAttributes(projection);
+  // Kept builds are checked against the counters once these are read: until then, any kept build is a candidate.
+  const candidates = new Set(days.filter((day) => segmentCache().get(projectId, day, event, attributes)));
+  const [counters, cold] = await Promise.all([
+    readDayCounters(projectId, days, event),
+    readChunks(
+      projectId,
+      days.filter((day) => !candidates.has(day)).map((day) => keys.daySegment(projectId, day, event, 0)),
+      expression,
+    ),
+  ]);
+  const kept = new Map<string, CachedBuild>();
+  for (const day of candidates) {
+    const build = keptBuild(projectId, day, event, counters.get(day)?.get(event), attributes);
+    if (build) kept.set(day, build);
+  }
+  const superseded = [...candidates].filter((day) => !kept.has(day));
+  const items = [
+    ...cold,
+    ...(await readChunks(
+      projectId,
+      superseded.map((day) => keys.daySegment(projectId, day, event, 0)),
+      expression,
+    )),
+  ];
+  const byDay = new Map<string, Record<string, unknown>[]>(days.map((day) => [day, []]));
+  for (const item of items) byDay.get(dayOfPk(item.pk))?.push(item);
   return new Map(
-    days.map((day) => [day, assemble(byDay.get(keys.eventDayPartition(projectId, day).pk) ?? [], projection)]),
+    days.map((day) => {
+      const build = kept.get(day);
+      return [
+        day,
+        dayOf(
+          projectId,
+          day,
+          counters.get(day),
+          byDay.get(day) ?? [],
+          projection,
+          build ? new Map([[event, build]]) : new Map(),
+        ),
+      ];
+    }),
+  );
+}
+
+/** Notes a build as the newest of its (day, name) on the day counter, for readers that keep builds in memory. */
+export async function recordNewestBuild(projectId: number, day: string, event: string, build: string): Promise<void> {
+  await conditional(() =>
+    db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.dayCount(projectId, day, event),
+        UpdateExpression: 'SET #b = :b',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeNames: { '#b': 'build' },
+        ExpressionAttributeValues: { ':b': build },
+      }),
+    ),
   );
 }
 

@@ -22,8 +22,10 @@ import {
   getCompactionMarker,
   leaseCompaction,
   putSegmentBuild,
+  readDayCounters,
   readEventDay,
   readEventDays,
+  recordNewestBuild,
   releaseCompaction,
   rescheduleCompaction,
   touchCompactionMarkers,
@@ -128,6 +130,7 @@ export async function compactDay(
     const chunks = encodeChunks(rows, base, options.chunkBytes ?? CHUNK_BYTES);
     chunkCounts.set(event, chunks.length);
     await putSegmentBuild(projectId, day, { event, build, through, tally, chunks });
+    await recordNewestBuild(projectId, day, event, build);
   }
   // Chunks past a name's new chunk count (or of a name with no events left) belong to older builds.
   const after = await readEventDay(projectId, day, null, null);
@@ -188,19 +191,21 @@ const isFresh = (part: Part, name: string) =>
 
 export type TrendEventSource = 'segments' | 'events' | 'segments+events';
 
-/** One name: a BatchGetItem round over all days; every name: one Query per day. */
+/** One name: its counters by month and a BatchGetItem round over the days; every name: the counters by month, then one Query per day. */
 async function readParts(
   projectId: number,
   days: string[],
   names: string[] | null,
   projection: Projection,
 ): Promise<Part[]> {
-  if (!names)
+  if (!names) {
+    const counters = await readDayCounters(projectId, days, null);
     return inParallel(days, PARTS_IN_FLIGHT, async (day) => ({
       day,
       name: null,
-      data: await readEventDay(projectId, day, null, projection),
+      data: await readEventDay(projectId, day, null, projection, counters.get(day)),
     }));
+  }
   const perName = await Promise.all(
     names.map(async (name) =>
       [...(await readEventDays(projectId, days, name, projection))].map(([day, data]) => ({ day, name, data })),
@@ -268,25 +273,27 @@ function addStoredEvent(columns: StoredColumns, e: StoredEvent): void {
     columns.rows.push({ event: e.event, distinct_id: e.distinct_id, t, properties: e.properties });
 }
 
-/** The segment chunks (and top-up rows) of every part not read raw; returns how many segments. */
+/** The segment chunks (and top-up rows) of every part not read raw; returns how many segments, and how many of them were in memory. */
 function addCompactedParts(
   columns: StoredColumns,
   parts: Part[],
   raw: Set<Part>,
   extra: Map<Part, StoredEvent[]>,
-): number {
+): { compacted: number; kept: number } {
   let compacted = 0;
+  let kept = 0;
   for (const p of parts) {
     if (raw.has(p)) continue;
     for (const n of namesOf(p)) {
       const segment: SegmentBuild | undefined = p.data.segments.get(n);
       if (!segment) continue;
       compacted += 1;
+      if (segment.cached) kept += 1;
       for (const chunk of segment.chunks) columns.segments.push({ name: n, segment: chunk });
     }
     for (const e of extra.get(p) ?? []) addStoredEvent(columns, e);
   }
-  return compacted;
+  return { compacted, kept };
 }
 
 /** Raw days, grouped by name so every Query shares one bounded pool; returns how many events. */
@@ -311,7 +318,8 @@ async function addRawParts(
 /**
  * Events with from <= time <= to of the given names (null: all), for trends: each UTC day of the range
  * from its segments when they (plus what was ingested since) match the day counters, else from the
- * day's raw partitions. Says which it used. Segment chunks are handed over still encoded (the trend
+ * day's raw partitions. Says which it used, and how many segments this container had in memory
+ * (shared/db/segment-cache.ts). Segment chunks are handed over still encoded (the trend
  * engine decodes them one at a time, only the projected columns); raw and top-up events as rows.
  */
 export async function readTrendRows(
@@ -321,14 +329,14 @@ export async function readTrendRows(
   names: string[] | null,
   projection: Projection,
   now: Date,
-): Promise<{ columns: StoredColumns; source: TrendEventSource }> {
+): Promise<{ columns: StoredColumns; source: TrendEventSource; segments: { read: number; kept: number } }> {
   const parts = await readParts(projectId, utcDays(from, to), names, projection);
   const { raw, extra } = await planParts(projectId, parts, now);
   const columns: StoredColumns = { segments: [], rows: [], from: from.getTime(), to: to.getTime(), projection };
-  const compacted = addCompactedParts(columns, parts, raw, extra);
+  const { compacted, kept } = addCompactedParts(columns, parts, raw, extra);
   const rawEvents = await addRawParts(columns, projectId, raw, from, to);
   // Where the events came from (a raw read of an empty day contributes nothing).
   const source: TrendEventSource =
     rawEvents === 0 ? 'segments' : compacted === 0 && extra.size === 0 ? 'events' : 'segments+events';
-  return { columns, source };
+  return { columns, source, segments: { read: compacted, kept } };
 }

@@ -218,11 +218,19 @@ async function fromEvents(
 ) {
   const persons = needsPersons(query, settings, actions);
   const projection = { properties: eventPropertiesUsed(query, settings, actions), distinctIds: persons };
-  const { columns, source } =
+  const { columns, source, segments } =
     read && range.buckets.length
       ? await readTrendRows(projectId, read.from, read.to, needsEventNames(query, actions), projection, now)
-      : { columns: { segments: [], rows: [], from: 0, to: -1, projection }, source: 'events' as const };
-  phases.mark('read', daysRead(read && range.buckets.length ? read : null));
+      : {
+          columns: { segments: [], rows: [], from: 0, to: -1, projection },
+          source: 'events' as const,
+          segments: { read: 0, kept: 0 },
+        };
+  // The desc names the days read, and how many of their segments this container had in memory.
+  phases.mark(
+    'read',
+    `${daysRead(read && range.buckets.length ? read : null)}; ${segments.kept} of ${segments.read} segments in memory`,
+  );
   const join = persons ? await personJoin(projectId, distinctIdsOf(columns)) : distinctIdsOnly;
   phases.mark('persons');
   const response = computeTrendFromColumns(query, {

@@ -2,8 +2,8 @@
 process.env.ANALYTICS_FIXED_NOW = '2024-04-20T12:00:00Z';
 
 import { randomUUID } from 'node:crypto';
-import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { DeleteCommand, DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { db, tableName } from '#shared/db/client.ts';
 import { eventItem, putEventItems } from '#shared/db/events.ts';
 import { keys } from '#shared/db/keys.ts';
@@ -91,10 +91,56 @@ const QUERIES: Record<string, unknown>[] = [
   },
 ];
 
-async function answers(t: Twin): Promise<{ sources: (string | null)[]; results: unknown[] }> {
+async function answers(t: Twin): Promise<{ sources: (string | null)[]; results: unknown[]; timing: string[] }> {
   const replies = await Promise.all(QUERIES.map((q) => t.c.post(t.path, q)));
   for (const r of replies) expect(r.status).toBe(200);
-  return { sources: replies.map((r) => r.headers.get('x-trend-source')), results: replies.map((r) => r.body.result) };
+  return {
+    sources: replies.map((r) => r.headers.get('x-trend-source')),
+    results: replies.map((r) => r.body.result),
+    timing: replies.map((r) => r.headers.get('server-timing') ?? ''),
+  };
+}
+
+/** What DynamoDB hands back while `run` runs: day counters, segment chunks, the bytes of their columns and the days those came from. */
+async function segmentBytesRead<T extends { timing?: string[] }>(
+  run: () => Promise<T>,
+): Promise<{
+  result: T;
+  chunks: number;
+  counters: number;
+  columnBytes: number;
+  columnDays: Set<string>;
+  timing: string[];
+}> {
+  let chunks = 0;
+  let counters = 0;
+  let columnBytes = 0;
+  const columnDays = new Set<string>();
+  const original = DynamoDBDocumentClient.prototype.send;
+  const spy = vi.spyOn(DynamoDBDocumentClient.prototype, 'send').mockImplementation(async function (
+    this: DynamoDBDocumentClient,
+    ...args: unknown[]
+  ) {
+    const out = (await (original as (...a: unknown[]) => Promise<unknown>).apply(this, args)) as {
+      Items?: Record<string, unknown>[];
+      Responses?: Record<string, Record<string, unknown>[]>;
+    };
+    for (const item of [...(out?.Items ?? []), ...Object.values(out?.Responses ?? {}).flat()]) {
+      if (item.entity === 'DayCount') counters += 1;
+      if (item.entity !== 'EventSegment') continue;
+      chunks += 1;
+      const bytes = Object.values(item).reduce<number>((n, v) => n + (v instanceof Uint8Array ? v.byteLength : 0), 0);
+      columnBytes += bytes;
+      if (bytes) columnDays.add(String(item.pk).slice(-10));
+    }
+    return out;
+  });
+  try {
+    const result = await run();
+    return { result, chunks, counters, columnBytes, columnDays, timing: result.timing ?? [] };
+  } finally {
+    spy.mockRestore();
+  }
 }
 
 describe('trends from compacted segments', () => {
@@ -143,6 +189,26 @@ describe('trends from compacted segments', () => {
     expect(after.results).toEqual(before.results);
     // Not vacuous: the breakdown has rows with counts.
     expect((after.results[0] as { count: number }[]).reduce((n, r) => n + r.count, 0)).toBeGreaterThan(5);
+  });
+
+  it('a warm container transfers compacted columns once: later trends read the day counters only, a rebuilt day again', async () => {
+    // The answers above read every compacted day with its columns, and this process kept them.
+    const warm = await segmentBytesRead(() => answers(compacted));
+    const reference = await answers(raw);
+    expect(warm.result.results).toEqual(reference.results);
+    expect(warm.result.sources).toEqual(['segments', 'segments', 'segments', 'segments']);
+    expect(warm.counters).toBeGreaterThan(0);
+    expect(warm.chunks).toBe(0);
+    expect(warm.timing[0]).toMatch(/desc="\d+ days; (\d+) of \1 segments in memory"/);
+
+    await compactDay(compacted.projectId, '2024-04-18', new Date(NOW + 75_000));
+    const rebuilt = await segmentBytesRead(() => answers(compacted));
+    expect(rebuilt.result.results).toEqual(reference.results);
+    expect(rebuilt.columnDays).toEqual(new Set(['2024-04-18']));
+    expect(rebuilt.columnBytes).toBeGreaterThan(0);
+    expect(rebuilt.timing[0]).toMatch(/desc="\d+ days; (\d+) of (\d+) segments in memory"/);
+    const [, inMemory, read] = /(\d+) of (\d+) segments in memory/.exec(rebuilt.timing[0]!)!;
+    expect(Number(inMemory)).toBe(Number(read) - 1);
   });
 
   it('a recompaction replaces the previous build, and a build split in chunks reads the same', async () => {
