@@ -167,6 +167,8 @@ export const keys = {
     pk: `EVCOUNT#${projectId}#${day.slice(0, 7)}`,
     sk: `${eventNameKey(event)}#${day}`,
   }),
+  /** Where a day counter lived before counters moved to month partitions (read only by the migration). */
+  legacyDayCount: { pkPrefix: 'EVDAY#', skSuffix: '#COUNT' },
   /** Sort-key bounds of one name's counters from day `from` to day `to` (inclusive) of one month partition. */
   dayCountRange: (event: string, from: string, to: string) => ({
     from: `${eventNameKey(event)}#${from}`,

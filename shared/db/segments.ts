@@ -1,8 +1,9 @@
-import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { columnAttribute, type EncodedSegment, type FetchedSegment, type Projection } from '../segments/codec.ts';
 import type { Tally } from '../segments/fingerprint.ts';
 import { batchDelete, batchGet, batchPut, inParallel } from './batch.ts';
-import { call, db, conditional, tableName } from './client.ts';
+import { call, db, conditional, tableName, transact, type TransactItem } from './client.ts';
+import { CONFLICT, retryOnConflict } from '../retry.ts';
 import { keys, type ItemKey } from './keys.ts';
 import { SegmentCache, type CachedBuild } from './segment-cache.ts';
 import { config } from '../config.ts';
@@ -470,4 +471,70 @@ export async function rescheduleCompaction(marker: CompactionMarker, at: string)
       }),
     ),
   );
+}
+
+/**
+ * Moves the day counters kept before November 2026 (in the day's partition, `<name>#COUNT`) to their
+ * month partition: each one added to the new counter and deleted in one transaction, so a run can be
+ * repeated or interrupted, and events counted meanwhile (the ingest worker writes only the new key)
+ * are kept. Scans the table; returns how many counters moved.
+ */
+export async function moveLegacyDayCounters(): Promise<number> {
+  const legacy = keys.legacyDayCount;
+  let moved = 0;
+  let ExclusiveStartKey: Record<string, unknown> | undefined;
+  do {
+    const page = await call(() =>
+      db().send(
+        new ScanCommand({
+          TableName: tableName(),
+          FilterExpression: 'entity = :e AND begins_with(pk, :p)',
+          ExpressionAttributeValues: { ':e': 'DayCount', ':p': legacy.pkPrefix },
+          ExclusiveStartKey,
+        }),
+      ),
+    );
+    for (const item of page.Items ?? []) {
+      if (!String(item.sk).endsWith(legacy.skSuffix)) continue;
+      const committed = await retryOnConflict(
+        'Moving a day counter',
+        async () => {
+          const outcome = await transact(moveCounter(item));
+          return outcome.committed || ('conflict' in outcome ? CONFLICT : false);
+        },
+        { attempts: 8 },
+      );
+      if (committed) moved += 1;
+    }
+    ExclusiveStartKey = page.LastEvaluatedKey;
+  } while (ExclusiveStartKey);
+  return moved;
+}
+
+/** Adds a legacy counter to its month-partition counter and deletes it, in one transaction. */
+function moveCounter(item: Record<string, unknown>): TransactItem[] {
+  const [, project, day] = String(item.pk).split('#');
+  return [
+    {
+      Update: {
+        TableName: tableName(),
+        Key: keys.dayCount(Number(project), String(day), String(item.event)),
+        UpdateExpression: 'ADD #c :c, xsum :x SET entity = :e, #n = :n',
+        ExpressionAttributeNames: { '#c': 'count', '#n': 'event' },
+        ExpressionAttributeValues: {
+          ':c': Number(item.count ?? 0),
+          ':x': Number(item.xsum ?? 0),
+          ':e': 'DayCount',
+          ':n': item.event,
+        },
+      },
+    },
+    {
+      Delete: {
+        TableName: tableName(),
+        Key: { pk: item.pk, sk: item.sk },
+        ConditionExpression: 'attribute_exists(pk)',
+      },
+    },
+  ];
 }
