@@ -98,6 +98,8 @@ const segmentCache = () => (containerCache ??= new SegmentCache(config().segment
 
 const dayOfPk = (pk: unknown) => String(pk).slice(String(pk).lastIndexOf('#') + 1);
 const monthsOf = (days: readonly string[]) => [...new Set(days.map((day) => day.slice(0, 7)))];
+/** Month partitions of counters read at once (a 3,700-day range spans ~120). */
+const MONTHS_IN_FLIGHT = 16;
 
 /**
  * The day counters of these days, of one name (a range Query per month) or of every name (the whole
@@ -110,18 +112,16 @@ export async function readDayCounters(
 ): Promise<Map<string, Map<string, DayCounter>>> {
   const wanted = new Set(days);
   const byDay = new Map<string, Map<string, DayCounter>>(days.map((day) => [day, new Map()]));
-  const pages = await Promise.all(
-    monthsOf(days).map((month) => {
-      const { pk } = keys.dayCountPartition(projectId, month);
-      if (event === null) return queryAll(pk, '');
-      const inMonth = days.filter((day) => day.startsWith(month)).sort();
-      const range = keys.dayCountRange(event, inMonth[0]!, inMonth.at(-1)!);
-      return queryItems({
-        KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
-        ExpressionAttributeValues: { ':pk': pk, ':from': range.from, ':to': range.to },
-      });
-    }),
-  );
+  const pages = await inParallel(monthsOf(days), MONTHS_IN_FLIGHT, (month) => {
+    const { pk } = keys.dayCountPartition(projectId, month);
+    if (event === null) return queryAll(pk, '');
+    const inMonth = days.filter((day) => day.startsWith(month)).sort();
+    const range = keys.dayCountRange(event, inMonth[0]!, inMonth.at(-1)!);
+    return queryItems({
+      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+      ExpressionAttributeValues: { ':pk': pk, ':from': range.from, ':to': range.to },
+    });
+  });
   for (const item of pages.flat()) {
     const day = String(item.sk).slice(-10);
     if (item.entity !== 'DayCount' || !wanted.has(day)) continue;
