@@ -11,9 +11,21 @@ export interface Caller {
   key: ApiKeyRecord;
 }
 
-export async function authenticate(rawKey: string | undefined, source = 'Authorization header'): Promise<Caller> {
+/** What the tenant checks need of a caller: the key's restrictions and the owner's id (known before the user is read). */
+export type KeyHolder = Pick<Caller, 'key'> & { user: Pick<UserRecord, 'id'> };
+
+/**
+ * The caller of a personal API key, or 401. `onKey` runs once the key is found, before its owner is
+ * read, so that lookups needing only the key (the tenant's) can run beside that read.
+ */
+export async function authenticate(
+  rawKey: string | undefined,
+  source = 'Authorization header',
+  onKey?: (holder: KeyHolder) => void,
+): Promise<Caller> {
   if (!rawKey) throw new NotAuthenticated();
   const key = await getApiKey(secureValue(rawKey));
+  if (key) onKey?.({ key, user: { id: key.user_id } });
   const user = key && (await getUser(key.user_id));
   if (!key || !user) throw new NotAuthenticated(`Personal API key found in request ${source} is invalid.`);
   return { user, key };
@@ -25,13 +37,13 @@ export function requireScope(caller: Caller, scope: Scope, alsoAccepted: readonl
 }
 
 /** Org-level endpoints: a key restricted to projects cannot use them (PostHog's rule). */
-export function requireOrganizationLevelKey(caller: Caller): void {
+export function requireOrganizationLevelKey(caller: KeyHolder): void {
   if (caller.key.scoped_teams?.length) {
     throw new PermissionDenied('API keys with scoped projects are only supported on project-based endpoints.');
   }
 }
 
-export function keyAllowsOrganization(caller: Caller, orgId: string): boolean {
+export function keyAllowsOrganization(caller: KeyHolder, orgId: string): boolean {
   const scoped = caller.key.scoped_organizations;
   return !scoped?.length || scoped.includes(orgId);
 }
@@ -40,7 +52,7 @@ export function keyAllowsOrganization(caller: Caller, orgId: string): boolean {
  * The caller's membership of an organization named in a path. Another tenant's organization (or one
  * that does not exist, or a malformed id) is a 404 - never a 403, so ids of others leak nothing.
  */
-export async function organizationMembership(caller: Caller, orgId: string): Promise<MembershipRecord> {
+export async function organizationMembership(caller: KeyHolder, orgId: string): Promise<MembershipRecord> {
   if (!UUID_PATTERN.test(orgId)) throw new NotFound();
   if (!keyAllowsOrganization(caller, orgId)) {
     throw new PermissionDenied(`API key does not have access to the requested organization: ID ${orgId}.`);
@@ -59,7 +71,7 @@ export interface ProjectAccess {
  * The caller's access to a project named in a path: the key's project and organization
  * restrictions (403, PostHog's wording), then membership of the owning organization (404 otherwise).
  */
-export async function projectAccess(caller: Caller, rawProjectId: string): Promise<ProjectAccess> {
+export async function projectAccess(caller: KeyHolder, rawProjectId: string): Promise<ProjectAccess> {
   if (!/^\d{1,15}$/.test(rawProjectId)) throw new NotFound();
   const projectId = Number(rawProjectId);
   const scopedTeams = caller.key.scoped_teams;

@@ -22,7 +22,7 @@ import type {
 } from './middleware/pipeline.ts';
 import { countRequest, enforceRateLimit } from './middleware/rate-limit.ts';
 import { scope } from './middleware/scope.ts';
-import { tenancy } from './middleware/tenancy.ts';
+import { tenancy, tenantResolver } from './middleware/tenancy.ts';
 import { validation } from './middleware/validation.ts';
 import { httpResponse, publicBaseUrl, queryParameters, type HttpResponse, type Reply } from './responses.ts';
 import type { TenancyKind } from './tenancy.ts';
@@ -102,7 +102,7 @@ export function apiHandler<R extends RouteInfo, S extends Schemas>(
     .use([
       completion(route),
       ...(schemas.body ? [jsonBody] : []),
-      authentication(),
+      authentication(undefined, tenantResolver(route)),
       countRequest(route),
       scope(route),
       tenancy(route),

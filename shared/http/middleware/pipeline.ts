@@ -72,6 +72,8 @@ export type PipelineState = {
   rateLimit?: Promise<RateLimitVerdict>;
   /** enforceRateLimit: X-RateLimit-* sent with whatever the response turns out to be (completion adds them). */
   rateLimitHeaders?: Record<string, string>;
+  /** authentication: the tenant's lookups, started once the key was found (the tenancy middleware awaits them). */
+  tenantLookup?: Promise<Tenant>;
   /** tenancy */
   tenant?: Tenant;
   /** validation */

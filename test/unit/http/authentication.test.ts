@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { NotAuthenticated } from '#shared/errors.ts';
+import { NotAuthenticated, NotFound } from '#shared/errors.ts';
 import { authentication } from '#shared/http/middleware/authentication.ts';
 import { fakeCaller, fakeRequest, thrownBy } from './fake-request.ts';
 
@@ -40,5 +40,36 @@ describe('authentication middleware', () => {
       expect(error).toBeInstanceOf(NotAuthenticated);
       expect(request.internal.caller).toBeUndefined();
     }
+  });
+
+  it('starts the tenant lookup with the key, before the owner is read, and never leaves its refusal unhandled', async () => {
+    const order: string[] = [];
+    const caller = fakeCaller();
+    const lookup = async (
+      key: string | undefined,
+      _source?: string,
+      onKey?: (holder: Pick<typeof caller, 'key'> & { user: { id: string } }) => void,
+    ) => {
+      if (key !== 'phx_good') throw new NotAuthenticated();
+      order.push('key found');
+      onKey?.({ key: caller.key, user: { id: caller.key.user_id } });
+      order.push('owner read');
+      return caller;
+    };
+    const holders: unknown[] = [];
+    const tenantOf = async (holder: unknown) => {
+      holders.push(holder);
+      order.push('tenant lookup started');
+      throw new NotFound();
+    };
+    const request = fakeRequest({ headers: { authorization: 'Bearer phx_good' } });
+    expect(await thrownBy(authentication(lookup, tenantOf), request)).toBeUndefined();
+    expect(order).toEqual(['key found', 'tenant lookup started', 'owner read']);
+    expect(holders).toEqual([{ key: caller.key, user: { id: 'user-1' } }]);
+    await expect(request.internal.tenantLookup).rejects.toBeInstanceOf(NotFound);
+
+    const refused = fakeRequest({ headers: { authorization: 'Bearer phx_bad' } });
+    expect(await thrownBy(authentication(lookup, tenantOf), refused)).toBeInstanceOf(NotAuthenticated);
+    expect(refused.internal.tenantLookup).toBeUndefined();
   });
 });

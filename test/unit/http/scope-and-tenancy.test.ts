@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { Caller } from '#shared/domain/access.ts';
+import type { KeyHolder } from '#shared/domain/access.ts';
 import { NotFound, PermissionDenied } from '#shared/errors.ts';
 import { scope } from '#shared/http/middleware/scope.ts';
-import { tenancy, type TenantLookups } from '#shared/http/middleware/tenancy.ts';
+import { tenancy, tenantResolver, type TenantLookups } from '#shared/http/middleware/tenancy.ts';
 import { fakeCaller, fakeRequest, membership, thrownBy } from './fake-request.ts';
 
 const ORG = '0190a7a0-0000-7000-8000-0000000000aa';
@@ -12,12 +12,12 @@ function lookups(): TenantLookups & { asked: string[] } {
   const asked: string[] = [];
   return {
     asked,
-    organizationMembership: async (_caller: Caller, orgId: string) => {
+    organizationMembership: async (_caller: KeyHolder, orgId: string) => {
       asked.push(`organization ${orgId}`);
       if (orgId.toLowerCase() !== ORG) throw new NotFound();
       return membership(ORG);
     },
-    projectAccess: async (_caller: Caller, rawProjectId: string) => {
+    projectAccess: async (_caller: KeyHolder, rawProjectId: string) => {
       asked.push(`project ${rawProjectId}`);
       if (rawProjectId !== '7') throw new NotFound();
       return { projectId: 7, membership: membership(ORG) };
@@ -90,6 +90,23 @@ describe('tenancy middleware', () => {
     await tenancy(route('/api/organizations'), found).before?.(request);
     expect(request.internal.tenant).toEqual({ kind: 'none' });
     expect(found.asked).toEqual([]);
+  });
+
+  it('uses the lookup authentication started with the key, and surfaces its refusal here, not before', async () => {
+    const found = lookups();
+    const resolve = tenantResolver(route('/api/environments/:project_id'), found);
+    const started = fakeRequest({ pathParameters: { project_id: '7' } }, { caller: fakeCaller() });
+    started.internal.tenantLookup = resolve(fakeCaller(), started.event);
+    const other = lookups();
+    await tenancy(route('/api/environments/:project_id'), other).before?.(started);
+    expect(started.internal.tenant).toEqual({ kind: 'project', projectId: 7, membership: membership(ORG) });
+    expect([found.asked, other.asked]).toEqual([['project 7'], []]);
+
+    const refused = fakeRequest({ pathParameters: { project_id: '8' } }, { caller: fakeCaller() });
+    refused.internal.tenantLookup = resolve(fakeCaller(), refused.event);
+    refused.internal.tenantLookup.catch(() => undefined);
+    expect(await thrownBy(tenancy(route('/api/environments/:project_id'), other), refused)).toBeInstanceOf(NotFound);
+    expect(refused.internal.tenant).toBeUndefined();
   });
 
   it('needs the caller that authentication sets', async () => {
