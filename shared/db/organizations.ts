@@ -245,6 +245,28 @@ export async function findProjectById(projectId: number): Promise<ProjectPointer
     : undefined;
 }
 
+/**
+ * The organizations of projects this container has seen, by table and project. A project's
+ * organization never changes (no operation moves a project, and ids are never reused), so remembering
+ * it is exact; a project whose organization was deleted is still refused by the membership read that
+ * access checks make every time. Bounded: the oldest entry goes past the cap.
+ */
+const knownOrganizations = new Map<string, string>();
+const KNOWN_ORGANIZATIONS_CAP = 10_000;
+
+/** The organization a project belongs to (findProjectById, remembered per container). */
+export async function organizationOfProject(projectId: number): Promise<string | undefined> {
+  const id = `${tableName()}\u0000${projectId}`;
+  const known = knownOrganizations.get(id);
+  if (known) return known;
+  const pointer = await findProjectById(projectId);
+  if (!pointer) return undefined;
+  if (knownOrganizations.size >= KNOWN_ORGANIZATIONS_CAP)
+    knownOrganizations.delete(knownOrganizations.keys().next().value!);
+  knownOrganizations.set(id, pointer.organization_id);
+  return pointer.organization_id;
+}
+
 /** Public project token (phc_) -> project (one GetItem; capture authenticates with it). */
 export async function findProjectByToken(token: string): Promise<ProjectPointer | undefined> {
   const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.projectToken(token) })));

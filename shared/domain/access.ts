@@ -1,7 +1,7 @@
 import { hasScope, type Scope } from '../auth/scopes.ts';
 import { secureValue } from '../auth/api-keys.ts';
 import { getApiKey, getUser, type ApiKeyRecord, type UserRecord } from '../db/users.ts';
-import { findProjectById, getMembership, type MembershipRecord } from '../db/organizations.ts';
+import { getMembership, organizationOfProject, type MembershipRecord } from '../db/organizations.ts';
 import { NotAuthenticated, NotFound, PermissionDenied } from '../errors.ts';
 import { UUID_PATTERN } from '../ids.ts';
 
@@ -78,14 +78,12 @@ export async function projectAccess(caller: KeyHolder, rawProjectId: string): Pr
   if (scopedTeams?.length && !scopedTeams.includes(projectId)) {
     throw new PermissionDenied(`API key does not have access to the requested project: ID ${projectId}.`);
   }
-  const pointer = await findProjectById(projectId);
-  if (!pointer) throw new NotFound();
-  if (!keyAllowsOrganization(caller, pointer.organization_id)) {
-    throw new PermissionDenied(
-      `API key does not have access to the requested organization: ID ${pointer.organization_id}.`,
-    );
+  const organizationId = await organizationOfProject(projectId);
+  if (!organizationId) throw new NotFound();
+  if (!keyAllowsOrganization(caller, organizationId)) {
+    throw new PermissionDenied(`API key does not have access to the requested organization: ID ${organizationId}.`);
   }
-  const membership = await getMembership(caller.user.id, pointer.organization_id);
+  const membership = await getMembership(caller.user.id, organizationId);
   if (!membership) throw new NotFound();
   return { projectId, membership };
 }

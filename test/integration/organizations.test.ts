@@ -246,8 +246,12 @@ describe('organization delete', () => {
     const byAdmin = await api.as(admin.key).delete(`/api/organizations/${created.body.id}/`);
     expect(byAdmin.status).toBe(403);
 
+    // A project route of the organization answered once (the container now knows the project's organization).
+    const projectPath = `/api/environments/${created.body.teams[0].id}/persons/`;
+    expect((await o.c.get(projectPath)).status).toBe(200);
     const res = await o.c.delete(`/api/organizations/${created.body.id}/`);
     expect(res.status).toBe(204);
+    expect((await o.c.get(projectPath)).status).toBe(404);
     expect(res.text).toBe('');
     expect((await o.c.get(`/api/organizations/${created.body.id}`)).status).toBe(404);
     expect((await api.as(admin.key).get(`/api/organizations/${created.body.id}`)).status).toBe(404);
