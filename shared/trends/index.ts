@@ -5,6 +5,7 @@ export {
   resolveDateRange,
   eventsNeeded,
   eventsToRead,
+  eventsReadAhead,
   needsEventNames,
   needsPersons,
   eventPropertiesUsed,
