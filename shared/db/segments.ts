@@ -252,17 +252,13 @@ export async function readEventDays(
   days: readonly string[],
   event: string,
   projection: Projection,
-  countersReadAhead?: Promise<Map<string, Map<string, DayCounter>>>,
 ): Promise<Map<string, EventDay>> {
   const expression = projectionOf(projection);
   const attributes = keptAttributes(projection);
   // Kept builds are checked against the counters once these are read: until then, any kept build is a candidate.
   const candidates = new Set(days.filter((day) => segmentCache().get(projectId, day, event, attributes)));
   const [counters, cold] = await Promise.all([
-    // Counters read ahead serve if they cover every day; else this read's own.
-    (countersReadAhead ?? Promise.resolve(undefined)).then((ahead) =>
-      ahead && days.every((day) => ahead.has(day)) ? ahead : readDayCounters(projectId, days, event),
-    ),
+    readDayCounters(projectId, days, event),
     readChunks(
       projectId,
       days.filter((day) => !candidates.has(day)).map((day) => keys.daySegment(projectId, day, event, 0)),

@@ -29,7 +29,6 @@ import {
   releaseCompaction,
   rescheduleCompaction,
   touchCompactionMarkers,
-  type DayCounter,
   type EventDay,
   type SegmentBuild,
 } from '../db/segments.ts';
@@ -192,30 +191,12 @@ const isFresh = (part: Part, name: string) =>
 
 export type TrendEventSource = 'segments' | 'events' | 'segments+events';
 
-/** Day counters of some names over a window, started before the trend knows its exact days (readTrendRows takes them). */
-export type CountersReadAhead = Map<string, Promise<Map<string, Map<string, DayCounter>>>>;
-
-/** Starts reading each name's day counters over the window; a failed read is left to the reader, which reads again. */
-export function readCountersAhead(
-  projectId: number,
-  window: { names: string[]; from: Date; to: Date },
-): CountersReadAhead {
-  const days = utcDays(window.from, window.to);
-  return new Map(
-    window.names.map((name) => {
-      const read = readDayCounters(projectId, days, name).catch(() => new Map<string, Map<string, DayCounter>>());
-      return [name, read];
-    }),
-  );
-}
-
 /** One name: its counters by month and a BatchGetItem round over the days; every name: the counters by month, then one Query per day. */
 async function readParts(
   projectId: number,
   days: string[],
   names: string[] | null,
   projection: Projection,
-  ahead?: CountersReadAhead,
 ): Promise<Part[]> {
   if (!names) {
     const counters = await readDayCounters(projectId, days, null);
@@ -227,11 +208,7 @@ async function readParts(
   }
   const perName = await Promise.all(
     names.map(async (name) =>
-      [...(await readEventDays(projectId, days, name, projection, ahead?.get(name)))].map(([day, data]) => ({
-        day,
-        name,
-        data,
-      })),
+      [...(await readEventDays(projectId, days, name, projection))].map(([day, data]) => ({ day, name, data })),
     ),
   );
   return perName.flat();
@@ -352,9 +329,8 @@ export async function readTrendRows(
   names: string[] | null,
   projection: Projection,
   now: Date,
-  ahead?: CountersReadAhead,
 ): Promise<{ columns: StoredColumns; source: TrendEventSource; segments: { read: number; kept: number } }> {
-  const parts = await readParts(projectId, utcDays(from, to), names, projection, ahead);
+  const parts = await readParts(projectId, utcDays(from, to), names, projection);
   const { raw, extra } = await planParts(projectId, parts, now);
   const columns: StoredColumns = { segments: [], rows: [], from: from.getTime(), to: to.getTime(), projection };
   const { compacted, kept } = addCompactedParts(columns, parts, raw, extra);

@@ -10,7 +10,6 @@ import { ValidationError } from '../errors.ts';
 import {
   canUseHourlyRollups,
   computeTrendFromHourly,
-  eventsReadAhead,
   eventsToRead,
   needsEventNames,
   needsPersons,
@@ -32,7 +31,7 @@ import {
   type PersonJoin,
 } from '../trends/columnar/index.ts';
 import { actionDefinitions } from './actions.ts';
-import { readCountersAhead, readTrendRows, type CountersReadAhead, type TrendEventSource } from './event-segments.ts';
+import { readTrendRows, type TrendEventSource } from './event-segments.ts';
 import { findProject, projectSettings } from './projects.ts';
 import type { MembershipRecord } from '../db/organizations.ts';
 import type { ProjectRecord } from '../db/projects.ts';
@@ -137,8 +136,6 @@ interface TrendInputs {
   now: Date;
   range: DateRange;
   read: ReadWindow | null;
-  /** Day counters whose read started with the request (storage reads its own where they fall short). */
-  ahead: CountersReadAhead | undefined;
 }
 
 /**
@@ -151,10 +148,6 @@ async function prepareTrend(
   raw: Record<string, unknown>,
 ): Promise<TrendInputs> {
   const query = parseTrendRequest(raw);
-  const now = clockNow();
-  // A query that certainly reads events starts reading its day counters now, beside the project's reads.
-  const readAhead = eventsReadAhead(query, now);
-  const ahead = readAhead && readCountersAhead(projectId, readAhead);
   const actionIds = query.series.flatMap((s) => (s.type === 'actions' ? [Number(s.id)] : []));
   const [project, actions, firstAt] = await Promise.all([
     loadProject(),
@@ -167,22 +160,23 @@ async function prepareTrend(
     }
   }
   const settings = projectSettings(project);
+  const now = clockNow();
   // The caps (shared/trends/limits.ts) before anything is read: the response's size on the requested
   // range, the days read once the range is clamped to the stored events: from the project's first
   // event, to now + 23 h (capture stores a later time as now).
   const range = resolveDateRange(query, settings, now, firstAt);
   const read = eventsToRead(query, range, firstAt, new Date(now.getTime() + FUTURE_CUTOFF_MS));
-  return { query, settings, actions, firstAt, now, range, read, ahead };
+  return { query, settings, actions, firstAt, now, range, read };
 }
 
 async function computeFromStore(projectId: number, inputs: TrendInputs, phases: Phases) {
-  const { query, settings, actions, firstAt, now, range, read, ahead } = inputs;
+  const { query, settings, actions, firstAt, now, range, read } = inputs;
   const computed = canUseHourlyRollups(query, settings, now, firstAt)
     ? {
         response: await fromRollups(projectId, query, read, settings, now, firstAt, phases),
         source: 'rollups' as const,
       }
-    : await fromEvents(projectId, query, range, read, settings, actions, now, firstAt, phases, ahead);
+    : await fromEvents(projectId, query, range, read, settings, actions, now, firstAt, phases);
   checkResponseBytes(query, Buffer.byteLength(JSON.stringify(computed.response)));
   return computed;
 }
@@ -221,13 +215,12 @@ async function fromEvents(
   now: Date,
   firstAt: Date | undefined,
   phases: Phases,
-  ahead: CountersReadAhead | undefined,
 ) {
   const persons = needsPersons(query, settings, actions);
   const projection = { properties: eventPropertiesUsed(query, settings, actions), distinctIds: persons };
   const { columns, source, segments } =
     read && range.buckets.length
-      ? await readTrendRows(projectId, read.from, read.to, needsEventNames(query, actions), projection, now, ahead)
+      ? await readTrendRows(projectId, read.from, read.to, needsEventNames(query, actions), projection, now)
       : {
           columns: { segments: [], rows: [], from: 0, to: -1, projection },
           source: 'events' as const,

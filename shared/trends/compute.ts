@@ -22,7 +22,7 @@ import {
   tooManyBuckets,
 } from './limits.ts';
 import { windowDays } from './math.ts';
-import { hasFilters, parseFilter } from './properties.ts';
+import { parseFilter } from './properties.ts';
 import { isValidTimeZone } from './tz.ts';
 import {
   ACTIVE_USER_MATHS,
@@ -111,40 +111,6 @@ export function eventsToRead(
     clampToEvents(eventsNeeded({ ...query, compare: false, compare_to: null }, range), firstEventAt, latestEventAt),
   );
   return read;
-}
-
-const DAY_MS = 86_400_000;
-/** Wider than any time zone's offset (±14 h) plus a week start that differs by up to six days. */
-const SETTINGS_MARGIN_MS = 8 * DAY_MS;
-/** A window longer than this is not read ahead (the real one may be far shorter: `all` clamped to the first event). */
-const MAX_AHEAD_MS = 70 * DAY_MS;
-const UTC_SETTINGS: ProjectSettings = { timezone: 'UTC', week_start_day: 0, test_account_filters: [] };
-
-/**
- * For a trend that reads events whatever the project's settings (a breakdown, a property filter, a
- * math other than total) of named events only: the names and a window of time that contains what it
- * will read whatever the project's time zone and week start, so that storage can start reading day
- * counters before the project is read. Undefined otherwise. A hint only: a reader checks the window
- * covers the days it needs, and reads them itself when not.
- */
-export function eventsReadAhead(query: TrendQuery, now: Date): { names: string[]; from: Date; to: Date } | undefined {
-  const names = query.series.flatMap((s) => (s.type === 'events' && s.id !== null ? [String(s.id)] : []));
-  if (names.length !== query.series.length) return undefined;
-  const readsEvents =
-    query.breakdown ||
-    hasFilters(query.properties) ||
-    query.series.some((s) => s.math !== 'total' || hasFilters(s.properties));
-  // `all` starts at the project's first event, which is read beside the project.
-  if (!readsEvents || query.date_from === 'all') return undefined;
-  let needed: { from: Date; to: Date };
-  try {
-    needed = eventsNeeded(query, resolveDateRange(query, UTC_SETTINGS, now));
-  } catch {
-    return undefined;
-  }
-  const from = needed.from.getTime() - SETTINGS_MARGIN_MS;
-  const to = needed.to.getTime() + SETTINGS_MARGIN_MS;
-  return to - from > MAX_AHEAD_MS ? undefined : { names: [...new Set(names)], from: new Date(from), to: new Date(to) };
 }
 
 export function indexActions(query: TrendQuery, actions: ActionDefinition[]): Map<number, ActionDefinition> {

@@ -5,7 +5,6 @@ export {
   resolveDateRange,
   eventsNeeded,
   eventsToRead,
-  eventsReadAhead,
   needsEventNames,
   needsPersons,
   eventPropertiesUsed,
