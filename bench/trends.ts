@@ -266,6 +266,25 @@ function compactionMarkerItems(projectId: number, days: Iterable<string>, dueAt:
   }));
 }
 
+/** Every item of one partition, unmarshalled, page after page (the bench reads the stack's table directly). */
+async function partitionItems(client: DynamoDBClient, tableName: string, pk: string): Promise<Record<string, any>[]> {
+  const items: Record<string, any>[] = [];
+  let ExclusiveStartKey: Record<string, any> | undefined;
+  do {
+    const page = await client.send(
+      new QueryCommand({
+        TableName: tableName,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: marshall({ ':pk': pk }),
+        ExclusiveStartKey,
+      }),
+    );
+    items.push(...(page.Items ?? []).map((raw) => unmarshall(raw)));
+    ExclusiveStartKey = page.LastEvaluatedKey;
+  } while (ExclusiveStartKey);
+  return items;
+}
+
 /** Every day counter of a project over the window, as `name|day -> count:xsum`. */
 async function readAllDayCounts(
   client: DynamoDBClient,
@@ -274,25 +293,10 @@ async function readAllDayCounts(
   nowMs: number,
 ): Promise<Map<string, string>> {
   const out = new Map<string, string>();
-  for (const month of monthsOf(nowMs)) {
-    let ExclusiveStartKey: Record<string, any> | undefined;
-    do {
-      const page = await client.send(
-        new QueryCommand({
-          TableName: tableName,
-          KeyConditionExpression: 'pk = :pk',
-          ExpressionAttributeValues: marshall({ ':pk': keys.dayCountPartition(projectId, month).pk }),
-          ExclusiveStartKey,
-        }),
-      );
-      for (const raw of page.Items ?? []) {
-        const item = unmarshall(raw);
-        if (item.entity === 'DayCount' && Number(item.count))
-          out.set(`${String(item.event)}|${String(item.sk).slice(-10)}`, `${Number(item.count)}:${Number(item.xsum)}`);
-      }
-      ExclusiveStartKey = page.LastEvaluatedKey;
-    } while (ExclusiveStartKey);
-  }
+  for (const month of monthsOf(nowMs))
+    for (const item of await partitionItems(client, tableName, keys.dayCountPartition(projectId, month).pk))
+      if (item.entity === 'DayCount' && Number(item.count))
+        out.set(`${String(item.event)}|${String(item.sk).slice(-10)}`, `${Number(item.count)}:${Number(item.xsum)}`);
   return out;
 }
 
@@ -329,27 +333,10 @@ async function readAllRollups(
   months: string[],
 ): Promise<Map<string, number>> {
   const out = new Map<string, number>();
-  for (const name of names) {
-    for (const month of months) {
-      const { pk } = keys.rollup(projectId, name, `${month}-01T00`);
-      let ExclusiveStartKey: Record<string, any> | undefined;
-      do {
-        const page = await client.send(
-          new QueryCommand({
-            TableName: tableName,
-            KeyConditionExpression: 'pk = :pk',
-            ExpressionAttributeValues: marshall({ ':pk': pk }),
-            ExclusiveStartKey,
-          }),
-        );
-        for (const raw of page.Items ?? []) {
-          const item = unmarshall(raw);
-          if (Number(item.count)) out.set(`${name ?? '*'}|${String(item.sk)}`, Number(item.count));
-        }
-        ExclusiveStartKey = page.LastEvaluatedKey;
-      } while (ExclusiveStartKey);
-    }
-  }
+  for (const name of names)
+    for (const month of months)
+      for (const item of await partitionItems(client, tableName, keys.rollup(projectId, name, `${month}-01T00`).pk))
+        if (Number(item.count)) out.set(`${name ?? '*'}|${String(item.sk)}`, Number(item.count));
   return out;
 }
 

@@ -256,7 +256,12 @@ export async function readEventDays(
   const expression = projectionOf(projection);
   const attributes = keptAttributes(projection);
   // Kept builds are checked against the counters once these are read: until then, any kept build is a candidate.
-  const candidates = new Set(days.filter((day) => segmentCache().get(projectId, day, event, attributes)));
+  const candidates = new Map(
+    days.flatMap((day) => {
+      const build = segmentCache().get(projectId, day, event, attributes);
+      return build ? [[day, build] as const] : [];
+    }),
+  );
   const [counters, cold] = await Promise.all([
     readDayCounters(projectId, days, event),
     readChunks(
@@ -265,12 +270,8 @@ export async function readEventDays(
       expression,
     ),
   ]);
-  const kept = new Map<string, CachedBuild>();
-  for (const day of candidates) {
-    const build = keptBuild(projectId, day, event, counters.get(day)?.get(event), attributes);
-    if (build) kept.set(day, build);
-  }
-  const superseded = [...candidates].filter((day) => !kept.has(day));
+  const kept = new Map([...candidates].filter(([day, build]) => counters.get(day)?.get(event)?.build === build.build));
+  const superseded = [...candidates.keys()].filter((day) => !kept.has(day));
   const items = [
     ...cold,
     ...(await readChunks(

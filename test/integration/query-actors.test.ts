@@ -122,21 +122,7 @@ describe('ActorsQuery over persons', () => {
   });
 
   it('selects scalar columns, properties with or without person., nested keys and labelled columns', async () => {
-    const body = await ok(ctx, {
-      select: [
-        'id',
-        'created_at',
-        'distinct_ids',
-        'is_identified',
-        'properties.email',
-        'person.properties.plan',
-        'properties.address.city',
-        'properties.`no such key`',
-        'person_display_name -- Person',
-      ],
-      search: 'ada',
-    });
-    expect(body.columns).toEqual([
+    const columns = [
       'id',
       'created_at',
       'distinct_ids',
@@ -146,7 +132,9 @@ describe('ActorsQuery over persons', () => {
       'properties.address.city',
       'properties.`no such key`',
       'person_display_name -- Person',
-    ]);
+    ];
+    const body = await ok(ctx, { select: columns, search: 'ada' });
+    expect(body.columns).toEqual(columns);
     expect(body.types).toHaveLength(9);
     expect(body.missing_actors_count).toBeNull();
     expect(body.results).toEqual([
