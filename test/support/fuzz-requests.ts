@@ -158,6 +158,11 @@ const SPECIAL_STRINGS = [
   '2024-13-45T25:61:61Z',
   '-1d',
   '-100000000y',
+  // Relative and absolute dates whose instant is not finite or out of range (issue 21, item 5).
+  '-999999y',
+  '+999999d',
+  '9999999-01-01',
+  '-1e309h',
   'all',
   '0000-00-00',
   '2024-01-01',
@@ -324,8 +329,54 @@ function setAt(root: unknown, path: (string | number)[], value: unknown): unknow
 const PLACEHOLDER = '\u0001__FUZZ_PLACEHOLDER__\u0001';
 
 /** A body: the route's valid body with 1-3 values replaced (or keys added), something random, or broken bytes. */
+/** The query API's kinds, each a valid body the fuzz then mutates: one of them is drawn per request. */
+function queryBodies(t: FuzzTargets): Record<string, unknown>[] {
+  return [
+    {
+      query: {
+        kind: 'TrendsQuery',
+        series: [{ kind: 'EventsNode', event: '$pageview', math: 'dau' }],
+        dateRange: { date_from: '-7d' },
+        interval: 'day',
+        breakdownFilter: { breakdown: '$browser', breakdown_type: 'event' },
+        properties: [{ key: 'hostile', value: '^(a+)+$', operator: 'regex', type: 'event' }],
+        filterTestAccounts: true,
+      },
+      refresh: 'blocking',
+    },
+    {
+      query: {
+        kind: 'ActorsQuery',
+        select: ['id', 'properties.email', 'distinct_ids'],
+        orderBy: ['properties.email DESC'],
+        search: t.distinctIds[0],
+        limit: 10,
+      },
+      refresh: 'force_cache',
+    },
+    {
+      query: {
+        kind: 'EventsQuery',
+        select: ['*', 'event', 'timestamp', 'count()'],
+        after: '-30d',
+        before: 'now',
+        orderBy: ['timestamp DESC'],
+        properties: [{ key: 'hostile', value: '^(a+)+$', operator: 'regex', type: 'event' }],
+        limit: 50,
+      },
+      refresh: 'force_async',
+      client_query_id: 'fuzz-query',
+    },
+  ];
+}
+
 function bodyArbitrary(route: Route, t: FuzzTargets): fc.Arbitrary<{ text?: string; note: string }> {
-  const base = baseBody(route, t) ?? {};
+  if (route.operationId === 'query_create')
+    return fc.constantFrom(...queryBodies(t)).chain((base) => mutatedBodies(base));
+  return mutatedBodies(baseBody(route, t) ?? {});
+}
+
+function mutatedBodies(base: Record<string, unknown>): fc.Arbitrary<{ text?: string; note: string }> {
   const paths = pathsOf(base);
   const mutated = fc
     .array(
@@ -435,6 +486,8 @@ const BAD_QUERY_VALUES = [
   'month',
   '-1d',
   '-100000y',
+  '-999999y',
+  '9999999-01-01',
   'all',
   'dStart',
   '[{"id":"x"}]',
