@@ -38,7 +38,10 @@ interface RouteBase {
 export interface KeyRoute extends RouteBase {
   auth?: 'personal_api_key';
   scope: Scope;
-  /** Other scopes that grant the operation too (PostHog accepts `insight:read` keys on the query API). */
+  /**
+   * Other scopes that grant the operation too (PostHog accepts `insight:read` keys on the query API; the
+   * query's kind then decides: shared/domain/query/kinds.ts).
+   */
   alsoAccepts?: readonly Scope[];
   /** Rate-limit class of the key's requests: `analytics` (240/min, 1200/h) for trends, else `crud` (480/min, 4800/h). */
   rateLimit?: Exclude<RateLimitClass, 'capture'>;

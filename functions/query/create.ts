@@ -8,8 +8,8 @@ import { route } from '../routes.ts';
 export const handler = apiHandler(
   route('query_create'),
   { body: queryBody },
-  async ({ body, membership, projectId, deadline }) => {
-    const answer = await runQuery({ membership, projectId, deadline }, body);
+  async ({ body, caller, membership, projectId, deadline }) => {
+    const answer = await runQuery({ membership, projectId, deadline }, body, caller);
     const pending = (answer.query_status as { complete?: boolean } | null | undefined)?.complete === false;
     return pending ? accepted(answer) : ok(answer);
   },

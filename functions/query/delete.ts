@@ -4,6 +4,8 @@ import { cancelQuery } from '#shared/domain/query/async.ts';
 import { queryIdParams } from '#shared/schemas/query/index.ts';
 import { route } from '../routes.ts';
 
-export const handler = apiHandler(route('query_destroy'), { params: queryIdParams }, async ({ params, projectId }) =>
-  ok(await cancelQuery(projectId, params.id)),
+export const handler = apiHandler(
+  route('query_destroy'),
+  { params: queryIdParams },
+  async ({ params, projectId, caller }) => ok(await cancelQuery(projectId, params.id, caller)),
 );

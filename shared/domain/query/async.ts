@@ -12,6 +12,8 @@ import { NotFound } from '../../errors.ts';
 import { uuidv7 } from '../../ids.ts';
 import { queueQueryRun } from '../../queues/query-runs.ts';
 import type { MembershipRecord } from '../../db/organizations.ts';
+import type { Caller } from '../access.ts';
+import { requireQueryKindScope } from './kinds.ts';
 
 /**
  * A query's status (and its answer, once complete) is kept this long after it started or finished:
@@ -109,11 +111,22 @@ export async function startBackgroundRun(request: RunRequest): Promise<QueryStat
   return statusView(record);
 }
 
-/** GET /query/:id: the status, with the answer once complete; a query of another project (or none) is a 404. */
-export async function queryStatus(projectId: number, queryId: string): Promise<{ query_status: QueryStatusView }> {
-  const now = clockNow();
+/** A query of this project that the key may see: of another project (or none) a 404, of a kind the key may not run a 403. */
+async function visibleQuery(projectId: number, queryId: string, caller: Caller, now: Date): Promise<QueryStatusRecord> {
   const record = await getQueryStatus(projectId, queryId, now);
   if (!record) throw new NotFound();
+  requireQueryKindScope(caller, record.query.kind);
+  return record;
+}
+
+/** GET /query/:id: the status, with the answer once complete. */
+export async function queryStatus(
+  projectId: number,
+  queryId: string,
+  caller: Caller,
+): Promise<{ query_status: QueryStatusView }> {
+  const now = clockNow();
+  const record = await visibleQuery(projectId, queryId, caller, now);
   const results = record.complete && !record.error ? ((await loadQueryResult(projectId, queryId, now)) ?? null) : null;
   return { query_status: statusView(record, results) };
 }
@@ -121,10 +134,12 @@ export async function queryStatus(projectId: number, queryId: string): Promise<{
 export const CANCELLED_MESSAGE = 'Query cancelled';
 
 /** DELETE /query/:id: a running query is marked cancelled (the worker leaves it so); a finished one stays as it is. */
-export async function cancelQuery(projectId: number, queryId: string): Promise<{ message: string }> {
+export async function cancelQuery(projectId: number, queryId: string, caller: Caller): Promise<{ message: string }> {
+  const record = await visibleQuery(projectId, queryId, caller, clockNow());
+  if (record.complete) return { message: record.cancelled ? CANCELLED_MESSAGE : 'Query already complete' };
   const at = clockNow().toISOString();
   if (await cancelQueryRun(projectId, queryId, at, CANCELLED_MESSAGE)) return { message: CANCELLED_MESSAGE };
-  const record = await getQueryStatus(projectId, queryId, clockNow());
-  if (!record) throw new NotFound();
-  return { message: record.cancelled ? CANCELLED_MESSAGE : 'Query already complete' };
+  const after = await getQueryStatus(projectId, queryId, clockNow());
+  if (!after) throw new NotFound();
+  return { message: after.cancelled ? CANCELLED_MESSAGE : 'Query already complete' };
 }

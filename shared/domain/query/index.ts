@@ -15,7 +15,9 @@ import { ServiceError, ServiceUnavailable } from '../../errors.ts';
 import { logger } from '../../observability.ts';
 import type { QueuedQuery } from '../../queues/query-runs.ts';
 import type { AnyQuery, QueryBody, QueryKind } from '../../schemas/query/index.ts';
+import type { Caller } from '../access.ts';
 import { runActorsQuery } from './actors.ts';
+import { requireQueryKindScope } from './kinds.ts';
 import { runEventsQuery } from './events.ts';
 import { runTrendsQuery } from './trends.ts';
 import { findProject, projectSettings } from '../projects.ts';
@@ -100,7 +102,8 @@ async function cacheAnswer(projectId: number, answer: Answer, computedAt: Date):
  * answers 202 then, as PostHog does). A blocking computation still running at the function's safe
  * point is handed to the query worker and answered like an async one.
  */
-export async function runQuery(context: QueryContext, body: QueryBody): Promise<Answer> {
+export async function runQuery(context: QueryContext, body: QueryBody, caller: Caller): Promise<Answer> {
+  requireQueryKindScope(caller, body.query.kind);
   const { membership, projectId } = context;
   const mode = executionModeOf(body);
   const project = await findProject(membership, projectId);
