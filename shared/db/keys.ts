@@ -94,6 +94,8 @@ export const keys = {
   storedChunk: (head: ItemKey, n: number): ItemKey => ({ pk: head.pk, sk: `${head.sk}#${String(n).padStart(4, '0')}` }),
   /** The earliest event time of a project (for `date_from: all`), lowered by the ingest worker. */
   firstEvent: (projectId: number): ItemKey => ({ pk: `PROJECT#${projectId}`, sk: 'FIRSTEVENT' }),
+  /** The generation of a project's cached answers: part of every cache key, bumped when data is deleted or redefined. */
+  answersGeneration: (projectId: number): ItemKey => ({ pk: `PROJECT#${projectId}`, sk: 'ANSWERS' }),
   /** Person ids are integers counted per project (a global counter would be one hot item). */
   personCounter: (projectId: number) => `person#${projectId}`,
 

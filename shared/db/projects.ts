@@ -57,6 +57,34 @@ export async function updateProjectSettings(
   return record<ProjectRecord>(out?.Attributes);
 }
 
+/**
+ * The generation of the project's cached answers (0 before the first bump). It is part of every cache
+ * key (query answers, legacy trends), so a bump makes every earlier answer unreachable at once.
+ */
+export async function answersGeneration(projectId: number): Promise<number> {
+  const out = await call(() =>
+    db().send(new GetCommand({ TableName: tableName(), Key: keys.answersGeneration(projectId), ConsistentRead: true })),
+  );
+  return Number(out.Item?.generation ?? 0);
+}
+
+/**
+ * Retires every cached answer of the project: called once persons or events are deleted, split or
+ * edited, or an action changes, so that no answer computed before is served again.
+ */
+export async function bumpAnswersGeneration(projectId: number): Promise<void> {
+  await call(() =>
+    db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.answersGeneration(projectId),
+        UpdateExpression: 'ADD generation :one SET entity = :e',
+        ExpressionAttributeValues: { ':one': 1, ':e': 'AnswersGeneration' },
+      }),
+    ),
+  );
+}
+
 /** When the project's first event happened (undefined before any). */
 export async function firstEventAt(projectId: number): Promise<Date | undefined> {
   const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.firstEvent(projectId) })));

@@ -25,6 +25,8 @@ export interface QueryStatusRecord {
   query: Record<string, unknown>;
   membership: MembershipRecord;
   cache_key: string;
+  /** The project's answers generation when the query started (absent on statuses stored before it existed: 0). */
+  generation?: number;
   timezone: string;
 }
 

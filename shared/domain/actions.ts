@@ -1,4 +1,5 @@
 import { nowIso } from '../clock.ts';
+import { bumpAnswersGeneration } from '../db/projects.ts';
 import {
   deleteAction as removeAction,
   getAction,
@@ -80,11 +81,13 @@ export async function updateAction(projectId: number, actionId: number, input: A
     updated_at: nowIso(),
   };
   if (!(await putAction(next, true))) throw new NotFound();
+  await bumpAnswersGeneration(projectId);
   return actionResponse(next);
 }
 
 export async function deleteAction(projectId: number, actionId: number): Promise<void> {
   if (!(await removeAction(projectId, actionId))) throw new NotFound();
+  await bumpAnswersGeneration(projectId);
 }
 
 export async function listActions(projectId: number, page: { limit: number; offset: number }) {

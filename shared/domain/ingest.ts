@@ -3,7 +3,7 @@ import { applyCountMoves, countedBuckets, markerId, type Bucket } from '../db/ro
 import type { EventChange } from '../db/stream.ts';
 import { now } from '../clock.ts';
 import { logger, METRIC, metrics, MetricUnit } from '../observability.ts';
-import { noteEventTime } from '../db/projects.ts';
+import { bumpAnswersGeneration, noteEventTime } from '../db/projects.ts';
 import { markChangedDays } from './event-segments.ts';
 import { applyEventsToPersons } from './person-ingest.ts';
 import { CONFLICT, retryOnConflict } from '../retry.ts';
@@ -31,6 +31,7 @@ export async function ingestEventChanges(changes: EventChange[]): Promise<string
     await noteFirstEvents(changes.slice(0, firstFailure));
     // After counting (see compactDay): a compaction racing this batch either sees the new counts or this touch.
     await markChangedDays(changedDays(changes.slice(0, firstFailure)), now());
+    await retireAnswersOfDeletions(changes.slice(0, firstFailure));
   } catch (error) {
     logger.error('rollup update failed', { error: (error as Error).message });
     firstFailure = 0;
@@ -61,6 +62,15 @@ async function noteFirstEvents(changes: EventChange[]): Promise<void> {
     if (!current || c.after.timestamp < current) earliest.set(c.after.project_id, c.after.timestamp);
   }
   await Promise.all([...earliest].map(([projectId, timestamp]) => noteEventTime(projectId, timestamp)));
+}
+
+/**
+ * Once deleted events are uncounted, answers cached meanwhile may still count them (a trend read the
+ * rollups before this batch moved them): one bump per project with deletions retires them.
+ */
+async function retireAnswersOfDeletions(changes: EventChange[]): Promise<void> {
+  const projects = new Set(changes.flatMap((c) => (c.before && !c.after ? [c.before.project_id] : [])));
+  await Promise.all([...projects].map(bumpAnswersGeneration));
 }
 
 /** The UTC days whose counted events a batch changes (the old image's day too: an event can leave one). */

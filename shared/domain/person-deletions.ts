@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import { deleteEventsOfDistinctId } from '../db/events.ts';
+import { bumpAnswersGeneration } from '../db/projects.ts';
 import { inParallel } from '../db/batch.ts';
 import { parseQueuedMessage } from '../json.ts';
 import { logger, METRIC, metrics, MetricUnit } from '../observability.ts';
@@ -61,6 +62,8 @@ export async function drainPersonDeletions(deps: DrainDeps): Promise<DrainSummar
         let deleted = 0;
         for (const distinctId of request.distinct_ids)
           deleted += await deleteEventsOfDistinctId(request.project_id, distinctId, request.requested_at);
+        // Before the message goes: a failed bump is retried with it. (Counts move later, in the ingest worker, which bumps again.)
+        if (deleted > 0) await bumpAnswersGeneration(request.project_id);
         await deps.acknowledge(m.receiptHandle);
         summary.processed += 1;
         summary.eventsDeleted += deleted;

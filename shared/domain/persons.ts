@@ -2,6 +2,7 @@ import * as v from 'valibot';
 import { nowIso } from '../clock.ts';
 import { config } from '../config.ts';
 import { inParallel } from '../db/batch.ts';
+import { bumpAnswersGeneration } from '../db/projects.ts';
 import {
   deletePersonRecord,
   deletePersonRecords,
@@ -300,9 +301,9 @@ async function editProperties(
           after: properties,
         },
       ]);
-      if (await savePersonEdit(next, apiChange(caller, next, set, unset, changed), record))
-        return { ...next, version: next.version + 1 };
-      return CONFLICT;
+      if (!(await savePersonEdit(next, apiChange(caller, next, set, unset, changed), record))) return CONFLICT;
+      await bumpAnswersGeneration(projectId);
+      return { ...next, version: next.version + 1 };
     },
     { deadline },
   );
@@ -382,6 +383,7 @@ export async function deletePerson(
       gaveUp: () => new Conflict(`Person ${personId} kept changing during the delete; retry it.`),
     },
   );
+  await bumpAnswersGeneration(projectId);
 }
 
 export const BULK_DELETE_LIMIT = 1000;
@@ -468,6 +470,7 @@ async function removeInGroups(
       }
     }
   }
+  if (removed.size) await bumpAnswersGeneration(projectId);
   return { removed, left };
 }
 
@@ -603,6 +606,7 @@ export async function splitPerson(caller: Caller, projectId: number, personId: n
       const others = person.distinct_ids.filter((d) => d !== main);
       if (!others.length) return { success: true };
       let ok = true;
+      let committed = false;
       for (let i = 0; i < others.length && ok; i += SPLIT_CHUNK) {
         const chunk = others.slice(i, i + SPLIT_CHUNK);
         const remaining = person.distinct_ids.filter((d) => !chunk.includes(d));
@@ -626,8 +630,11 @@ export async function splitPerson(caller: Caller, projectId: number, personId: n
             ])
           : undefined;
         ok = await splitPersonRecord(person, remaining, fresh, record);
+        committed ||= ok;
         person = { ...person, distinct_ids: remaining, version: person.version + 1 };
       }
+      // Also when a later chunk conflicts: the earlier ones are committed.
+      if (committed) await bumpAnswersGeneration(projectId);
       return ok ? { success: true } : CONFLICT;
     },
     {

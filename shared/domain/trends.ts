@@ -3,7 +3,7 @@ import { FUTURE_CUTOFF_MS } from '../capture/timestamps.ts';
 import { now as clockNow } from '../clock.ts';
 import { trendToCsv } from '../csv.ts';
 import { getPersons, personIdsOf } from '../db/persons.ts';
-import { firstEventAt } from '../db/projects.ts';
+import { answersGeneration, firstEventAt } from '../db/projects.ts';
 import { readRollups } from '../db/rollups.ts';
 import { readTrendCache, writeTrendCache } from '../db/result-cache.ts';
 import { ValidationError } from '../errors.ts';
@@ -83,9 +83,14 @@ export async function computeProjectTrend(
   refresh: boolean,
 ): Promise<TrendAnswer> {
   const phases = new Phases();
-  const inputs = await prepareTrend(() => findProject(membership, projectId), projectId, raw);
+  const [inputs, generation] = await Promise.all([
+    prepareTrend(() => findProject(membership, projectId), projectId, raw),
+    answersGeneration(projectId),
+  ]);
   const { query, settings, actions, firstAt, now } = inputs;
-  const hash = createHash('sha256').update(JSON.stringify({ query, settings, actions, firstAt })).digest('base64url');
+  const hash = createHash('sha256')
+    .update(JSON.stringify({ query, settings, actions, firstAt, generation }))
+    .digest('base64url');
   phases.mark('setup');
   if (!refresh) {
     const cached = await readTrendCache(projectId, hash, now);

@@ -87,6 +87,24 @@ describe('deferred deletion of a person’s events', () => {
     expect(await total(s.projectId)).toBe(2);
   });
 
+  it("retires every cached answer that counted the person's events once the drain deletes them", async () => {
+    const s = await setup();
+    expect((await s.c.delete(`${s.base}${s.a.id}/?delete_events=true`)).status).toBe(204);
+    // Cached after the person went but before the drain: the events (user-a's) are still there.
+    const query = (refresh: string) =>
+      s.c.post(`/api/environments/${s.projectId}/query/`, {
+        query: { kind: 'EventsQuery', select: ['uuid', 'distinct_id'], after: '2024-01-31', before: '2024-02-04' },
+        refresh,
+      });
+    expect((await query('force_blocking')).text).toContain('user-a');
+    expect((await query('force_cache')).body.is_cached).toBe(true);
+
+    expect(await drain()).toMatchObject({ processed: 1, eventsDeleted: 3 });
+    const after = await query('force_cache');
+    expect(after.body.results).toBeUndefined();
+    expect((await query('blocking')).text).not.toContain('user-a');
+  });
+
   it('queues nothing without delete_events=true', async () => {
     const s = await setup();
     expect((await s.c.delete(`${s.base}${s.b.id}/?delete_events=false`)).status).toBe(204);

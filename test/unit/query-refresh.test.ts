@@ -74,17 +74,20 @@ describe('refresh values', () => {
 });
 
 describe('cache key', () => {
-  it('is the same for the same query whatever its key order, and differs by project, settings and query', () => {
+  it('is the same for the same query whatever its key order, and differs by project, settings, generation and query', () => {
     const a = { kind: 'TrendsQuery', series: [{ kind: 'EventsNode', event: 'x' }], interval: 'day' };
     const b = { interval: 'day', series: [{ event: 'x', kind: 'EventsNode' }], kind: 'TrendsQuery' };
-    const settings = { timezone: 'UTC' };
-    expect(cacheKeyOf(1, settings, a)).toBe(cacheKeyOf(1, settings, b));
-    expect(cacheKeyOf(1, settings, a)).toMatch(/^cache_[0-9a-f]{32}$/);
-    expect(cacheKeyOf(2, settings, a)).not.toBe(cacheKeyOf(1, settings, a));
-    expect(cacheKeyOf(1, { timezone: 'Europe/Paris' }, a)).not.toBe(cacheKeyOf(1, settings, a));
-    expect(cacheKeyOf(1, settings, { ...a, interval: 'hour' })).not.toBe(cacheKeyOf(1, settings, a));
-    expect(cacheKeyOf(1, settings, a, 'user-1')).not.toBe(cacheKeyOf(1, settings, a, 'user-2'));
-    expect(cacheKeyOf(1, settings, a, null)).toBe(cacheKeyOf(1, settings, a));
+    const base = { projectId: 1, settings: { timezone: 'UTC' }, generation: 0, query: a };
+    const key = (changes: Partial<typeof base> & { viewer?: string | null } = {}) =>
+      cacheKeyOf({ ...base, ...changes });
+    expect(key({ query: b })).toBe(key());
+    expect(key()).toMatch(/^cache_[0-9a-f]{32}$/);
+    expect(key({ projectId: 2 })).not.toBe(key());
+    expect(key({ settings: { timezone: 'Europe/Paris' } })).not.toBe(key());
+    expect(key({ generation: 1 })).not.toBe(key());
+    expect(key({ query: { ...a, interval: 'hour' } })).not.toBe(key());
+    expect(key({ viewer: 'user-1' })).not.toBe(key({ viewer: 'user-2' }));
+    expect(key({ viewer: null })).toBe(key());
   });
 });
 

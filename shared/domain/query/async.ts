@@ -12,6 +12,7 @@ import { NotFound } from '../../errors.ts';
 import { uuidv7 } from '../../ids.ts';
 import { queueQueryRun } from '../../queues/query-runs.ts';
 import type { MembershipRecord } from '../../db/organizations.ts';
+import { answersGeneration } from '../../db/projects.ts';
 import type { Caller } from '../access.ts';
 import { requireQueryKindScope } from './kinds.ts';
 
@@ -72,6 +73,8 @@ export interface RunRequest {
   queryId: string;
   query: Record<string, unknown>;
   cacheKey: string;
+  /** The project's answers generation the run started in: a later bump withholds its result. */
+  generation: number;
   timezone: string;
 }
 
@@ -92,6 +95,7 @@ export async function startBackgroundRun(request: RunRequest): Promise<QueryStat
     query: request.query,
     membership: request.membership,
     cache_key: request.cacheKey,
+    generation: request.generation,
     timezone: request.timezone,
   };
   await putQueryStatus(record, QUERY_STATUS_TTL_SECONDS);
@@ -119,14 +123,26 @@ async function visibleQuery(projectId: number, queryId: string, caller: Caller, 
   return record;
 }
 
-/** GET /query/:id: the status, with the answer once complete. */
+export const RETIRED_MESSAGE =
+  'Persons, events or actions this query read were deleted or changed since it started: run the query again.';
+
+/**
+ * GET /query/:id: the status, with the answer once complete. An answer computed before the project's
+ * answers generation moved on (a person deleted, say) is withheld: it may hold what was deleted.
+ */
 export async function queryStatus(
   projectId: number,
   queryId: string,
   caller: Caller,
 ): Promise<{ query_status: QueryStatusView }> {
   const now = clockNow();
-  const record = await visibleQuery(projectId, queryId, caller, now);
+  const [record, generation] = await Promise.all([
+    visibleQuery(projectId, queryId, caller, now),
+    answersGeneration(projectId),
+  ]);
+  if (record.complete && !record.error && (record.generation ?? 0) !== generation) {
+    return { query_status: statusView({ ...record, error: true, error_message: RETIRED_MESSAGE }) };
+  }
   const results = record.complete && !record.error ? ((await loadQueryResult(projectId, queryId, now)) ?? null) : null;
   return { query_status: statusView(record, results) };
 }

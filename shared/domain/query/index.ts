@@ -1,7 +1,7 @@
 import { now as clockNow } from '../../clock.ts';
 import { config } from '../../config.ts';
 import type { MembershipRecord } from '../../db/organizations.ts';
-import type { ProjectRecord } from '../../db/projects.ts';
+import { answersGeneration, type ProjectRecord } from '../../db/projects.ts';
 import {
   claimQueryRun,
   finishQueryRun,
@@ -106,11 +106,12 @@ export async function runQuery(context: QueryContext, body: QueryBody, caller: C
   requireQueryKindScope(caller, body.query.kind);
   const { membership, projectId } = context;
   const mode = executionModeOf(body);
-  const project = await findProject(membership, projectId);
+  const [project, generation] = await Promise.all([findProject(membership, projectId), answersGeneration(projectId)]);
   const timezone = project.timezone;
   // ActorsQuery pages continue the asking user's walk (actors.ts): their cached copies are that user's.
   const viewer = body.query.kind === 'ActorsQuery' ? membership.user_id : null;
-  const cacheKey = cacheKeyOf(projectId, projectSettings(project), body.query, viewer);
+  const settings = projectSettings(project);
+  const cacheKey = cacheKeyOf({ projectId, settings, generation, query: body.query, viewer });
   const now = clockNow();
   const cached = readsCache(mode) ? await loadCachedAnswer(projectId, cacheKey, now) : undefined;
   const served = (): Answer => ({ ...(cached?.answer as Answer), is_cached: true });
@@ -121,6 +122,7 @@ export async function runQuery(context: QueryContext, body: QueryBody, caller: C
     queryId: body.client_query_id ?? newQueryId(),
     query: body.query as Record<string, unknown>,
     cacheKey,
+    generation,
     timezone,
   };
   switch (decision) {

@@ -105,12 +105,21 @@ export function canonicalJson(value: unknown): string {
 /** Bumped when the shape of stored answers changes, so old entries are never served. */
 const CACHE_VERSION = 1;
 
-/**
- * PostHog's `cache_key`: the project, its settings that change answers (timezone, week start,
- * test-account filters) and the validated query (keys in any order), hashed. `viewer` scopes the
- * answer to one user where it depends on who asks (an ActorsQuery page follows that user's walk).
- */
-export function cacheKeyOf(projectId: number, settings: unknown, query: unknown, viewer: string | null = null): string {
-  const payload = canonicalJson({ version: CACHE_VERSION, project_id: projectId, settings, query, viewer });
+/** What a cached answer depends on. */
+export interface CacheKeyParts {
+  projectId: number;
+  /** The project's settings that change answers (timezone, week start, test-account filters). */
+  settings: unknown;
+  /** The project's answers generation: bumped when persons, events or actions are deleted or changed. */
+  generation: number;
+  /** The validated query (keys in any order). */
+  query: unknown;
+  /** Scopes the answer to one user where it depends on who asks (an ActorsQuery page follows that user's walk). */
+  viewer?: string | null;
+}
+
+/** PostHog's `cache_key`: what the answer depends on, hashed. */
+export function cacheKeyOf({ projectId, settings, generation, query, viewer = null }: CacheKeyParts): string {
+  const payload = canonicalJson({ version: CACHE_VERSION, project_id: projectId, settings, generation, query, viewer });
   return `cache_${createHash('sha256').update(payload).digest('hex').slice(0, 32)}`;
 }
