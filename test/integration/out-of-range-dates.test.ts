@@ -66,6 +66,21 @@ describe('dates out of range', () => {
     expect(detail).toContain('0001-01-01 and 9999-12-31');
   });
 
+  it('a date property filter with "-999999y" is a 400 on its value (EventsQuery and legacy trends), not a filter matching nothing', async () => {
+    const { c, projectId } = await project();
+    const filter = { key: 'signed_up_at', operator: 'is_date_after', value: '-999999y', type: 'event' };
+    await refused(
+      c.post(`/api/environments/${projectId}/query/`, {
+        query: { kind: 'EventsQuery', select: ['event'], properties: [filter] },
+      }),
+      'query__properties__0__value',
+    );
+    await refused(
+      c.post(`/api/environments/${projectId}/insights/trend/`, { events: [{ id: '$pageview' }], properties: [filter] }),
+      'properties__0__value',
+    );
+  });
+
   it.each(['2024-02-30T00:00:00Z', '0000-01-01T00:00:00Z', '99999-01-01T00:00:00Z'])(
     'persons properties_timeline: from / to %s is a 400 on that field',
     async (date) => {
