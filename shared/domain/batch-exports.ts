@@ -26,7 +26,7 @@ import { firstWindowEnd, floorBoundary, intervalMs, windowCount, type ExportInte
 import { uuidv7 } from '../ids.ts';
 import { CONFLICT, retryOnConflict } from '../retry.ts';
 import { parseProperties } from '../trends/properties.ts';
-import { expandBackfill } from './export-runs.ts';
+import { BACKFILL_REQUEST_PAGE, expandBackfill } from './export-runs.ts';
 import { logger } from '../observability.ts';
 import type { MembershipRecord } from '../db/organizations.ts';
 
@@ -484,7 +484,7 @@ export async function backfillExport(
   // is done). The first page is written now, so a short backfill's runs are there at once; if it
   // cannot be, the scheduler writes it like the rest.
   try {
-    await expandBackfill(record, backfill, now);
+    await expandBackfill(record, backfill, now, BACKFILL_REQUEST_PAGE);
     await log(
       record.id,
       'INFO',

@@ -18,6 +18,7 @@ import { queryAll } from '#shared/db/query.ts';
 import { MAX_PENDING_BACKFILL_RUNS } from '#shared/domain/batch-exports.ts';
 import {
   BACKFILL_PAGE,
+  BACKFILL_REQUEST_PAGE,
   executeRun,
   RUN_LEASE_MS,
   RUNS_PER_ORGANIZATION_PER_TICK,
@@ -566,7 +567,7 @@ describe('backfill requests', () => {
   // 34 days of five-minute windows ending at 10:30: the issue's 9,792.
   const BIG = ['2024-03-28T10:30:00Z', '2024-05-01T10:30:00Z'] as const;
 
-  it('answers a 9,792-window backfill at once with one page of runs; each tick writes the next page', async () => {
+  it('answers a 9,792-window backfill at once with its first 100 runs; each tick writes the next 500', async () => {
     const s = await endedExport('Big');
     const started = performance.now();
     const res = await s.backfill(...BIG);
@@ -574,18 +575,18 @@ describe('backfill requests', () => {
     expect(performance.now() - started).toBeLessThan(5000);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ runs: 9792, backfill_id: expect.any(String) });
-    expect(BACKFILL_PAGE).toBe(500);
-    expect(await runWindows(s.exportId)).toHaveLength(500);
+    expect([BACKFILL_REQUEST_PAGE, BACKFILL_PAGE]).toEqual([100, 500]);
+    expect(await runWindows(s.exportId)).toHaveLength(100);
     await runScheduler(new Date('2024-05-01T10:33:00Z'), noPut);
     const windows = await runWindows(s.exportId);
-    expect(windows).toHaveLength(1000);
-    expect(new Set(windows).size).toBe(1000);
-    expect(windows.sort().at(-1)).toBe(new Date(Date.parse(BIG[0]) + 999 * 300_000).toISOString());
+    expect(windows).toHaveLength(600);
+    expect(new Set(windows).size).toBe(600);
+    expect(windows.sort().at(-1)).toBe(new Date(Date.parse(BIG[0]) + 599 * 300_000).toISOString());
   }, 60_000);
 
   it('writes every window of a backfill exactly once across its pages, then leaves the scheduler', async () => {
     const s = await endedExport('Paged');
-    // 1,234 windows: the request's page, two ticks' pages (500, 234), then nothing left to write.
+    // 1,234 windows: the request writes 100, three ticks 500, 500 and 134; then nothing is left to write.
     const res = await s.backfill('2024-04-27T03:40:00Z', '2024-05-01T10:30:00Z');
     expect(res.body.runs).toBe(1234);
     for (const at of ['2024-05-01T10:33:00Z', '2024-05-01T10:38:00Z', '2024-05-01T10:43:00Z'])
@@ -636,7 +637,7 @@ describe('backfill requests', () => {
         /at most 10000 backfill runs pending; this one has 9792 and this backfill adds 288\./,
       ),
     });
-    expect(await runWindows(s.exportId)).toHaveLength(500);
+    expect(await runWindows(s.exportId)).toHaveLength(100);
     // What still fits is queued.
     expect((await s.backfill('2024-03-27T00:00:00Z', '2024-03-27T17:20:00Z')).body.runs).toBe(208);
   }, 60_000);
