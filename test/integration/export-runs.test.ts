@@ -5,9 +5,9 @@ import { gunzipSync } from 'node:zlib';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { afterEach, describe, expect, inject, it } from 'vitest';
+import { afterEach, describe, expect, inject, it, vi } from 'vitest';
 import { batchPut } from '#shared/db/batch.ts';
 import { db, tableName } from '#shared/db/client.ts';
 import { keys } from '#shared/db/keys.ts';
@@ -622,6 +622,42 @@ describe('backfill requests', () => {
     ]);
     const logs = (await s.c.get(`${s.base}${s.exportId}/logs/`)).body.results.map((l: any) => l.message);
     expect(logs.filter((m: string) => m.startsWith('Backfill '))).toHaveLength(1);
+  });
+
+  it('answers 200, not 5xx, once the backfill is stored, even when writing its first runs and log fails; a tick writes them', async () => {
+    const s = await endedExport('Throttled');
+    const original = DynamoDBDocumentClient.prototype.send;
+    // DynamoDB throttles every write of runs and logs: the backfill item itself is stored.
+    const spy = vi.spyOn(DynamoDBDocumentClient.prototype, 'send').mockImplementation(async function (
+      this: DynamoDBDocumentClient,
+      ...args: any[]
+    ) {
+      const command = args[0];
+      const name = command?.constructor?.name;
+      if (name === 'BatchWriteCommand' || (name === 'PutCommand' && command.input?.Item?.entity === 'ExportLog'))
+        throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), {
+          name: 'ThrottlingException',
+          $metadata: {},
+        });
+      return (original as any).apply(this, args);
+    });
+    let first: Awaited<ReturnType<typeof s.backfill>>;
+    try {
+      first = await s.backfill('2024-05-01T10:00:00Z', '2024-05-01T10:15:00Z');
+    } finally {
+      spy.mockRestore();
+    }
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    expect(first.body.runs).toBe(3);
+    expect(await runWindows(s.exportId)).toEqual([]);
+    // The client's retry finds the same backfill; the scheduler writes its runs.
+    expect((await s.backfill('2024-05-01T10:00:00Z', '2024-05-01T10:15:00Z')).body).toEqual(first.body);
+    await runScheduler(new Date('2024-05-01T10:33:00Z'), noPut);
+    expect((await runWindows(s.exportId)).sort()).toEqual([
+      '2024-05-01T10:00:00.000Z',
+      '2024-05-01T10:05:00.000Z',
+      '2024-05-01T10:10:00.000Z',
+    ]);
   });
 
   it('refuses a backfill that would pass the pending cap with 400 stating the cap, and queues nothing for it', async () => {
