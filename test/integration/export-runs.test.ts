@@ -660,6 +660,31 @@ describe('backfill requests', () => {
     ]);
   });
 
+  it('frees its places under the cap as its runs settle, Completed or Failed; then the same range queues again', async () => {
+    const s = await endedExport('Settles');
+    const range = ['2024-05-01T10:00:00Z', '2024-05-01T10:10:00Z'] as const;
+    const first = (await s.backfill(...range)).body;
+    const ledger = async () =>
+      (
+        await db().send(
+          new GetCommand({ TableName: tableName(), Key: keys.exportBackfillLedger(s.exportId), ConsistentRead: true }),
+        )
+      ).Item?.pending_runs;
+    expect(await ledger()).toBe(2);
+    // One window's upload fails three times (Failed), the other completes.
+    const flaky = async (cfg: Record<string, unknown>, key: string, body: Buffer, type: string) => {
+      if (key.includes('T10:05:00.000Z-')) throw new Error('destination down');
+      await put(cfg, key, body, type);
+    };
+    for (const at of ['2024-05-01T10:33:00Z', '2024-05-01T10:35:00Z', '2024-05-01T10:38:00Z'])
+      await runScheduler(new Date(at), flaky);
+    expect((await runsOf(s.c, s.base, s.exportId)).map((r) => r.status).sort()).toEqual(['Completed', 'Failed']);
+    expect(await ledger()).toBe(0);
+    const again = (await s.backfill(...range)).body;
+    expect(again.backfill_id).not.toBe(first.backfill_id);
+    expect(await ledger()).toBe(2);
+  });
+
   it('refuses a backfill that would pass the pending cap with 400 stating the cap, and queues nothing for it', async () => {
     const s = await endedExport('Capped');
     expect((await s.backfill(...BIG)).status).toBe(200);
