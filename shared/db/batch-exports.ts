@@ -2,7 +2,7 @@ import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/l
 import { nowIso } from '../clock.ts';
 import { batchDelete, batchGet, batchPut } from './batch.ts';
 import { dueKeys, queryAll, queryIndex } from './query.ts';
-import { call, db, conditional, tableName } from './client.ts';
+import { call, db, conditional, tableName, transact } from './client.ts';
 import { keys } from './keys.ts';
 import { TABLE_SCHEMA } from './table-schema.ts';
 import type { SealedSecrets } from '../exports/secrets.ts';
@@ -53,6 +53,28 @@ export interface RunRecord {
   backfill_id: string | null;
   /** While Running: by when the attempt's invocation has surely ended; the run is due again from then (absent on older items). */
   lease_until?: string | null;
+  /** The range of the backfill that queued it (its item's key), so settling the run counts it there. */
+  backfill_range?: string | null;
+}
+
+/**
+ * One backfill request: its windows become runs in pages (the request writes the first, the
+ * scheduler the rest), so a request for 10,000 windows answers as fast as one for a few.
+ */
+export interface BackfillRecord {
+  id: string;
+  batch_export: string;
+  organization_id: string;
+  start_at: string;
+  end_at: string;
+  /** `<start_at>#<end_at>`: the item's key. */
+  range: string;
+  total_runs: number;
+  /** Start of the next window to turn into a run; null once every window has its run. */
+  next_window_start: string | null;
+  /** Runs that reached Completed or Failed: the backfill is pending until this reaches total_runs. */
+  settled_runs: number;
+  created_at: string;
 }
 
 export interface LogRecord {
@@ -106,6 +128,127 @@ function runItem(r: RunRecord) {
 function runFromItem(item: Record<string, unknown>): RunRecord {
   const { pk: _pk, sk: _sk, due_pk: _dp, due_sk: _ds, entity: _e, ...rest } = item;
   return rest as unknown as RunRecord;
+}
+
+function backfillItem(b: BackfillRecord) {
+  return {
+    ...keys.exportBackfill(b.batch_export, b.range),
+    ...(b.next_window_start !== null ? keys.backfillDue(b.created_at, b.batch_export, b.id) : {}),
+    entity: 'ExportBackfill',
+    ...b,
+  };
+}
+
+function backfillFromItem(item: Record<string, unknown>): BackfillRecord {
+  const { pk: _pk, sk: _sk, due_pk: _dp, due_sk: _ds, entity: _e, ...rest } = item;
+  return rest as unknown as BackfillRecord;
+}
+
+export async function getBackfill(exportId: string, range: string): Promise<BackfillRecord | undefined> {
+  const out = await call(() =>
+    db().send(
+      new GetCommand({ TableName: tableName(), Key: keys.exportBackfill(exportId, range), ConsistentRead: true }),
+    ),
+  );
+  return out.Item ? backfillFromItem(out.Item) : undefined;
+}
+
+/**
+ * Stores a backfill and adds its runs to the export's pending count, in one transaction: 'exists' when
+ * the same range is still pending (a settled one is replaced), 'full' when the count would pass `cap`.
+ */
+export async function createBackfill(
+  b: BackfillRecord,
+  cap: number,
+): Promise<'created' | 'exists' | 'full' | 'conflict'> {
+  const outcome = await transact([
+    {
+      name: 'backfill',
+      Put: {
+        TableName: tableName(),
+        Item: backfillItem(b),
+        ConditionExpression: 'attribute_not_exists(pk) OR settled_runs >= total_runs',
+      },
+    },
+    {
+      name: 'ledger',
+      Update: {
+        TableName: tableName(),
+        Key: keys.exportBackfillLedger(b.batch_export),
+        UpdateExpression: 'SET entity = :e ADD pending_runs :n',
+        ConditionExpression: 'attribute_not_exists(pending_runs) OR pending_runs <= :room',
+        ExpressionAttributeValues: { ':e': 'ExportBackfills', ':n': b.total_runs, ':room': cap - b.total_runs },
+      },
+    },
+  ]);
+  if (outcome.committed) return 'created';
+  if ('conflict' in outcome) return 'conflict';
+  return outcome.failed.includes('backfill') ? 'exists' : 'full';
+}
+
+/** The export's backfill runs not yet settled. */
+export async function pendingBackfillRuns(exportId: string): Promise<number> {
+  const out = await call(() =>
+    db().send(
+      new GetCommand({ TableName: tableName(), Key: keys.exportBackfillLedger(exportId), ConsistentRead: true }),
+    ),
+  );
+  return Number(out.Item?.pending_runs ?? 0);
+}
+
+/**
+ * Moves a backfill's cursor past the page whose runs were just written, if no one moved it since it
+ * was read (an overlapping tick); its due entry goes once every window has its run.
+ */
+export async function advanceBackfill(b: BackfillRecord, next: string | null): Promise<boolean> {
+  return (
+    (await conditional(() =>
+      db().send(
+        new UpdateCommand({
+          TableName: tableName(),
+          Key: keys.exportBackfill(b.batch_export, b.range),
+          UpdateExpression: `SET next_window_start = :next${next === null ? ' REMOVE due_pk, due_sk' : ''}`,
+          ConditionExpression: 'id = :id AND next_window_start = :seen',
+          ExpressionAttributeValues: { ':id': b.id, ':seen': b.next_window_start, ':next': next },
+        }),
+      ),
+    )) !== undefined
+  );
+}
+
+/** Counts a settled run on its backfill and frees its place under the cap, both or neither; false on a lost race. */
+export async function settleBackfillRun(r: RunRecord): Promise<'settled' | 'gone' | 'conflict'> {
+  if (!r.backfill_id || !r.backfill_range) return 'gone';
+  const outcome = await transact([
+    {
+      name: 'backfill',
+      Update: {
+        TableName: tableName(),
+        Key: keys.exportBackfill(r.batch_export, r.backfill_range),
+        UpdateExpression: 'ADD settled_runs :one',
+        ConditionExpression: 'id = :id',
+        ExpressionAttributeValues: { ':id': r.backfill_id, ':one': 1 },
+      },
+    },
+    {
+      name: 'ledger',
+      Update: {
+        TableName: tableName(),
+        Key: keys.exportBackfillLedger(r.batch_export),
+        UpdateExpression: 'ADD pending_runs :minus',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeValues: { ':minus': -1 },
+      },
+    },
+  ]);
+  if (outcome.committed) return 'settled';
+  return 'conflict' in outcome ? 'conflict' : 'gone';
+}
+
+/** Backfills with windows still to turn into runs, oldest request first. */
+export async function dueBackfills(now: Date, limit: number): Promise<BackfillRecord[]> {
+  const keysDue = await dueKeys(keys.backfillDue('', '', '').due_pk, now, limit);
+  return (await batchGet(keysDue)).map(backfillFromItem).filter((b) => b.next_window_start !== null);
 }
 
 /** Writes the export if it is new (`expectedVersion` undefined) or still at the version read. */

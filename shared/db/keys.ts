@@ -60,6 +60,15 @@ export const keys = {
     sk: `LOG#${timestamp}#${id}`,
   }),
   exportLogPrefix: 'LOG#',
+  /** A backfill by its window range (`<start_at>#<end_at>`): the same range twice finds the same item. */
+  exportBackfill: (exportId: string, range: string): ItemKey => ({ pk: `EXPORT#${exportId}`, sk: `BACKFILL#${range}` }),
+  /** The export's count of backfill runs not yet settled, which the pending cap is checked against. */
+  exportBackfillLedger: (exportId: string): ItemKey => ({ pk: `EXPORT#${exportId}`, sk: 'BACKFILLS' }),
+  /** dueByTime entry of a backfill with windows not yet turned into runs (oldest request first). */
+  backfillDue: (at: string, exportId: string, backfillId: string) => ({
+    due_pk: 'DUE#BACKFILL',
+    due_sk: `${at}#${exportId}#${backfillId}`,
+  }),
   /** dueByTime entries: an export whose next window closes at `at`, or a run to execute at `at` (one partition per organization). */
   exportDue: (at: string, exportId: string) => ({ due_pk: 'DUE#EXPORT', due_sk: `${at}#${exportId}` }),
   runDue: (orgId: string, at: string, runId: string) => ({ due_pk: `DUE#RUN#${orgId}`, due_sk: `${at}#${runId}` }),

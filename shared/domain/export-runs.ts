@@ -1,17 +1,22 @@
 import { now as clockNow } from '../clock.ts';
 import { inParallel } from '../db/batch.ts';
 import {
+  advanceBackfill,
   claimRun,
   claimWindow,
   deleteExport,
+  dueBackfills,
   dueExports,
   dueOrganizations,
   dueRunsOf,
   getExport,
   saveExport,
   saveRun,
+  saveRuns,
+  settleBackfillRun,
   settleOrganizationQueue,
   writeLog,
+  type BackfillRecord,
   type ExportRecord,
   type LogRecord,
   type RunRecord,
@@ -23,9 +28,9 @@ import { openDestination } from './export-destinations.ts';
 import { getPersons, personIdsOf, personsPage, type PersonRecord, type PersonsPosition } from '../db/persons.ts';
 import { encodeRows, objectKey, type Compression, type FileFormat } from '../exports/files.ts';
 import { EVENT_COLUMNS, parseExportQuery } from '../exports/hogql.ts';
-import { intervalMs, type ExportInterval } from '../exports/intervals.ts';
+import { intervalMs, windowsBetween, type ExportInterval } from '../exports/intervals.ts';
 import { uuidv7 } from '../ids.ts';
-import { conflictIfFalse, retryOnConflict } from '../retry.ts';
+import { CONFLICT, conflictIfFalse, retryOnConflict } from '../retry.ts';
 import { logger, METRIC, metrics, MetricUnit } from '../observability.ts';
 import { compileGroup, parseProperties } from '../trends/properties.ts';
 
@@ -55,6 +60,16 @@ export const RUNS_PER_ORGANIZATION_PER_TICK = 50;
  */
 export const RUN_LEASE_MS = (900 + 60) * 1000;
 const ORGANIZATIONS_IN_FLIGHT = 4;
+/**
+ * Windows a backfill turns into runs at a time. Each tick writes a page of 500 of each due backfill:
+ * ten times what it executes per organization, so writing never holds the runs back. The request
+ * writes only the first 100 (a short backfill's runs are there at once; 500 took 1.5-3 s on
+ * DynamoDB Local), so it answers in the same time whatever its window count.
+ */
+export const BACKFILL_PAGE = 500;
+export const BACKFILL_REQUEST_PAGE = 100;
+/** Backfills a tick expands (oldest request first); the rest wait a tick. */
+const BACKFILLS_PER_TICK = 50;
 /**
  * A run reads its window in slices (5 minutes, longer for windows over 4 hours so there are at most
  * 48), several at once, rather than as one Query chain per hour shard: a busy hour is then many short
@@ -101,6 +116,11 @@ export async function runScheduler(
 ): Promise<SchedulerSummary> {
   const summary: SchedulerSummary = { runsCreated: 0, runsExecuted: 0, completed: 0, failed: 0 };
   for (const e of await dueExports(now)) summary.runsCreated += await scheduleWindows(e, now);
+  // At most 50 pages of 500 writes: seconds of a 900-second tick, so no time check is needed here.
+  for (const b of await dueBackfills(now, BACKFILLS_PER_TICK)) {
+    const e = await getExport(b.organization_id, b.batch_export);
+    if (e) summary.runsCreated += await expandBackfill(e, b, now);
+  }
   const organizations = await dueOrganizations(now);
   const queues = await inParallel(organizations, ORGANIZATIONS_IN_FLIGHT, async (orgId) =>
     (await dueRunsOf(orgId, now, RUNS_PER_ORGANIZATION_PER_TICK)).sort((a, b) =>
@@ -163,6 +183,52 @@ async function scheduleWindows(e: ExportRecord, now: Date): Promise<number> {
   // Another tick may have moved it meanwhile: then its claims already covered these windows.
   await saveExport({ ...e, next_window_end: new Date(end).toISOString(), version: e.version + 1 }, e.version);
   return created;
+}
+
+/**
+ * Turns the backfill's next page of windows into runs, then moves its cursor past them. Runs are
+ * written first: a crash in between writes the page again on the next tick (a window's file is
+ * overwritten in place), where the other order could lose the page.
+ */
+export async function expandBackfill(
+  e: ExportRecord,
+  b: BackfillRecord,
+  now: Date,
+  page = BACKFILL_PAGE,
+): Promise<number> {
+  if (b.next_window_start === null) return 0;
+  const interval = e.interval as ExportInterval;
+  const from = Date.parse(b.next_window_start);
+  const to = Math.min(Date.parse(b.end_at), from + page * intervalMs(interval));
+  const windows = windowsBetween(new Date(from), new Date(to), interval);
+  const last = windows.at(-1);
+  const next = last && last.end.getTime() < Date.parse(b.end_at) ? last.end.toISOString() : null;
+  await saveRuns(
+    windows.map((w) => ({
+      ...newRun(e, w.start.toISOString(), w.end.toISOString(), now, b.id),
+      backfill_range: b.range,
+    })),
+  );
+  await advanceBackfill(b, next);
+  return windows.length;
+}
+
+/**
+ * A backfill run reached Completed or Failed: its place under the pending cap is freed. Never throws
+ * (the run's outcome is already saved); a count that cannot be written keeps the place taken rather
+ * than risk freeing it twice.
+ */
+async function settleBackfill(run: RunRecord): Promise<void> {
+  if (!run.backfill_id || !run.backfill_range) return;
+  try {
+    await retryOnConflict(
+      'the backfill ledger',
+      async () => ((await settleBackfillRun(run)) === 'conflict' ? CONFLICT : true),
+      { attempts: 5 },
+    );
+  } catch (error) {
+    logger.warn('backfill run not counted as settled', { run_id: run.id, error: describeError(error) });
+  }
 }
 
 export function newRun(e: ExportRecord, start: string, end: string, now: Date, backfillId: string | null): RunRecord {
@@ -269,6 +335,7 @@ async function completeRun(e: ExportRecord, running: RunRecord, uploaded: Upload
     last_updated_at: finished,
     latest_error: null,
   });
+  await settleBackfill(running);
   metrics.addMetric(METRIC.exportRows, MetricUnit.Count, records);
   await log(
     e.id,
@@ -320,6 +387,7 @@ async function fail(e: ExportRecord, run: RunRecord, error: unknown, now: Date):
     finished_at: at,
     next_attempt_at: null,
   });
+  await settleBackfill(run);
   await log(e.id, 'ERROR', `Run failed after ${MAX_ATTEMPTS} attempts: ${message}`, run.id);
   let pausedNow = 0;
   await changeExport(e, (x) => {

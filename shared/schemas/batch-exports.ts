@@ -1,12 +1,9 @@
 import * as v from 'valibot';
 import { INTERVALS } from '../exports/intervals.ts';
 import { pageQuery } from '../http/pagination.ts';
+import { awareTimestamp as timestamp } from './timestamps.ts';
 
-/** ISO 8601 with a time zone (PostHog refuses naive datetimes). */
-const awareTimestamp = v.pipe(
-  v.string(),
-  v.isoTimestamp('Enter a valid ISO 8601 date-time with a time zone, e.g. 2024-05-01T00:00:00Z.'),
-);
+const awareTimestamp = timestamp('Enter a valid ISO 8601 date-time with a time zone, e.g. 2024-05-01T00:00:00Z.');
 
 const fields = {
   name: v.pipe(v.string(), v.trim(), v.minLength(1), v.maxLength(255)),

@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { pageQuery } from '../http/pagination.ts';
 import { queryInteger } from '../http/validation.ts';
+import { awareTimestamp } from './timestamps.ts';
 
 const NOT_A_PERSON_ID =
   'The ID provided does not look like a personID. If you are using a distinctId, please use /persons?distinct_id=X instead.';
@@ -51,7 +52,11 @@ export const activityQuery = v.object({
   page: v.optional(queryInteger(1), '1'),
 });
 
-const isoTime = v.pipe(v.string(), v.isoTimestamp('Must be an ISO 8601 timestamp with a time zone.'));
+/** Compared with the stored UTC timestamps as text, so it is made one of them first. */
+const isoTime = v.pipe(
+  awareTimestamp('Must be an ISO 8601 timestamp with a time zone.'),
+  v.transform((s) => new Date(s).toISOString()),
+);
 export const timelineQuery = v.object({ from: v.optional(isoTime), to: v.optional(isoTime) });
 
 export const bulkDeleteBody = v.pipe(

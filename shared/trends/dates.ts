@@ -35,22 +35,50 @@ export type DateExpression =
     };
 
 const RELATIVE = /^-?(\d+)?([hdwmqy])(Start|End)?$/;
+
+/**
+ * The instants a date may resolve to: years 0001 to 9999, the ones ISO 8601 writes in four digits
+ * (so every answer, cache key and store can hold them). Outside them JavaScript's dates become NaN
+ * (past 275,760 years) or years no comparison means anything for.
+ */
+export const MIN_INSTANT = Date.parse('0001-01-01T00:00:00.000Z');
+export const MAX_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');
+export const instantInRange = (t: number): boolean => Number.isFinite(t) && t >= MIN_INSTANT && t <= MAX_INSTANT;
+export const OUT_OF_RANGE_HINT = 'dates must fall between 0001-01-01 and 9999-12-31';
+
+/** The most of each unit a relative date may move back: 10,000 years, so no resolution can overflow to NaN. */
+const MAX_RELATIVE_N: Record<RelativeUnit, number> = {
+  h: 10_000 * 8_766,
+  d: 10_000 * 366,
+  w: 10_000 * 53,
+  m: 10_000 * 12,
+  q: 10_000 * 5,
+  y: 10_000,
+};
+
+/** `-N<unit>` as written, whatever N (so a caller can say how far back is too far); null if not relative. */
+export function relativeParts(input: string): { n: number; unit: RelativeUnit } | null {
+  const rel = RELATIVE.exec(input.trim());
+  return rel ? { n: rel[1] === undefined ? 0 : Number(rel[1]), unit: rel[2] as RelativeUnit } : null;
+}
 const ABSOLUTE =
   /^(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
 
-/** null when the string is not a date PostHog would accept. */
+/**
+ * null when the string is not a date PostHog would accept, or a relative date reaching back further
+ * than any instant (MAX_RELATIVE_N): every expression returned resolves to a finite instant.
+ */
 export function parseDateExpression(input: string): DateExpression | null {
   const s = input.trim();
   if (s === 'all') return { kind: 'all' };
   const rel = RELATIVE.exec(s);
-  // Without N there is no delta (PostHog only adds one `if match.group("number")`): dStart is today.
-  if (rel)
-    return {
-      kind: 'relative',
-      n: rel[1] === undefined ? 0 : Number(rel[1]),
-      unit: rel[2] as RelativeUnit,
-      position: (rel[3] as 'Start' | 'End' | undefined) ?? null,
-    };
+  if (rel) {
+    // Without N there is no delta (PostHog only adds one `if match.group("number")`): dStart is today.
+    const n = rel[1] === undefined ? 0 : Number(rel[1]);
+    const unit = rel[2] as RelativeUnit;
+    if (n > MAX_RELATIVE_N[unit]) return null;
+    return { kind: 'relative', n, unit, position: (rel[3] as 'Start' | 'End' | undefined) ?? null };
+  }
   const abs = ABSOLUTE.exec(s);
   if (!abs) return null;
   const date = { year: Number(abs[1]), month: Number(abs[2]), day: Number(abs[3]) };

@@ -5,7 +5,7 @@
  */
 import { textOf, ValidationError } from '#shared/errors.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/json.ts';
-import { parseDateExpression } from './dates.ts';
+import { parseDateExpression, relativeParts } from './dates.ts';
 import { parseFormula } from './formula.ts';
 import { checkBreakdownLimit, checkEarliestYear, checkRelativeReach, checkSeriesCount, MAX_SERIES } from './limits.ts';
 import { parseProperties } from './properties.ts';
@@ -229,16 +229,26 @@ function parseDate(raw: unknown, attr: 'date_from' | 'date_to', allowAll: boolea
   const value = optionalString(raw, attr);
   if (value === null) return null;
   const expr = parseDateExpression(value);
-  if (!expr || (expr.kind === 'all' && !allowAll)) throw new ValidationError(`"${value}" is not a valid date.`, attr);
+  if (!expr) reachOrInvalid(value, attr);
+  if (expr.kind === 'all' && !allowAll) throw new ValidationError(`"${value}" is not a valid date.`, attr);
   if (expr.kind === 'relative') checkRelativeReach(value, expr.n, expr.unit, attr);
   if (expr.kind === 'absolute') checkEarliestYear(value, expr.date.year, attr);
   return value.trim();
+}
+
+/** A relative date too far back for any instant is refused as reaching too far; anything else as not a date. */
+function reachOrInvalid(value: string, attr: string): never {
+  const rel = relativeParts(value);
+  if (rel) checkRelativeReach(value, rel.n, rel.unit, attr);
+  throw new ValidationError(`"${value}" is not a valid date.`, attr);
 }
 
 function parseCompareTo(raw: unknown): string | null {
   const value = optionalString(raw, 'compare_to');
   if (value === null) return null;
   const expr = parseDateExpression(value);
+  const rel = relativeParts(value);
+  if (!expr && rel) checkRelativeReach(value, rel.n, rel.unit, 'compare_to');
   if (expr?.kind !== 'relative' || expr.position !== null || expr.n < 1 || !value.trim().startsWith('-')) {
     throw new ValidationError(`"${value}" is not a relative date like -1w or -1y.`, 'compare_to');
   }

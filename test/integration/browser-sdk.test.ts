@@ -1,13 +1,14 @@
 /**
  * The unmodified posthog-js, loaded by PostHog's official snippet from this service's /static/array.js,
- * in a real Chromium on a page of another origin. Chromium comes from Debian (`apt-get install chromium`,
- * which .ci/run does); without it this test fails with the install command, never skips.
+ * in a real Chromium on a page of another origin. Chromium comes from Debian: the first run installs it
+ * (ensureChromium, as root or with passwordless sudo); where it cannot, this test fails with the install
+ * command, never skips.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHROMIUM_INSTALL_HINT, findChromium } from '../../infra/local/chromium.ts';
+import { ensureChromium } from '../../infra/local/chromium.ts';
 import { eventually, newProject, useApi } from '../support/api.ts';
 
 const api = useApi();
@@ -49,12 +50,9 @@ async function startSite(page: () => string): Promise<{ server: Server; origin: 
 describe('posthog-js in Chromium against this service', () => {
   let browser: Browser | undefined;
 
+  // Ten minutes: on a fresh machine this hook installs Chromium (apt-get) before launching it.
   beforeAll(async () => {
-    const executablePath = findChromium();
-    if (!executablePath)
-      throw new Error(
-        `Chromium not found (${process.env.CHROMIUM_PATH || '/usr/bin/chromium'}).\n${CHROMIUM_INSTALL_HINT}`,
-      );
+    const executablePath = await ensureChromium();
     // AutomationControlled off: navigator.webdriver stays false, as in a person's browser. The user agent
     // is set for the whole browser too: the context's override is gone by the time `pagehide` runs on
     // navigation, and posthog-js would then drop $pageleave as a bot's ("HeadlessChrome").
@@ -62,7 +60,7 @@ describe('posthog-js in Chromium against this service', () => {
       executablePath,
       args: ['--disable-blink-features=AutomationControlled', `--user-agent=${DESKTOP_CHROME_UA}`],
     });
-  });
+  }, 600_000);
 
   afterAll(async () => {
     await browser?.close();

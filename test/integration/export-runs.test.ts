@@ -5,18 +5,27 @@ import { gunzipSync } from 'node:zlib';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { afterEach, describe, expect, inject, it } from 'vitest';
+import { afterEach, describe, expect, inject, it, vi } from 'vitest';
 import { batchPut } from '#shared/db/batch.ts';
 import { db, tableName } from '#shared/db/client.ts';
 import { keys } from '#shared/db/keys.ts';
 import { getOrganizationWithProjects, removeOrganization } from '#shared/db/organizations.ts';
 import { eventItem } from '#shared/db/events.ts';
 import { dueOrganizations, dueRunsOf, settleOrganizationQueue } from '#shared/db/batch-exports.ts';
-import { executeRun, RUN_LEASE_MS, RUNS_PER_ORGANIZATION_PER_TICK, runScheduler } from '#shared/domain/export-runs.ts';
+import { queryAll } from '#shared/db/query.ts';
+import { MAX_PENDING_BACKFILL_RUNS } from '#shared/domain/batch-exports.ts';
+import {
+  BACKFILL_PAGE,
+  BACKFILL_REQUEST_PAGE,
+  executeRun,
+  RUN_LEASE_MS,
+  RUNS_PER_ORGANIZATION_PER_TICK,
+  runScheduler,
+} from '#shared/domain/export-runs.ts';
 import { putObject, type S3Destination } from '#shared/exports/s3.ts';
-import { eventually, newProject, useApi, type Client } from '../support/api.ts';
+import { eventually, expectErrorShape, newProject, useApi, type Client } from '../support/api.ts';
 
 const api = useApi();
 const endpoint = inject('s3Endpoint');
@@ -544,4 +553,153 @@ describe('an organization that is deleted', () => {
     expect(await partition(keys.batchExportsOfOrganization(s.org.id).pk)).toEqual([]);
     expect(await partition(keys.batchExportPartition(s.exportId).pk)).toEqual([]);
   });
+});
+
+describe('backfill requests', () => {
+  /** Each run's window start, as stored (all of the export's runs, whatever their status). */
+  const runWindows = async (exportId: string) =>
+    (
+      await queryAll(keys.batchExportPartition(exportId).pk, keys.exportRunPrefix, {
+        projection: { expression: '#s', names: { '#s': 'data_interval_start' } },
+      })
+    ).map((i) => String(i.data_interval_start));
+  const noPut = async () => {};
+  // 34 days of five-minute windows ending at 10:30: the issue's 9,792.
+  const BIG = ['2024-03-28T10:30:00Z', '2024-05-01T10:30:00Z'] as const;
+
+  it('answers a 9,792-window backfill at once with its first 100 runs; each tick writes the next 500', async () => {
+    const s = await endedExport('Big');
+    const started = performance.now();
+    const res = await s.backfill(...BIG);
+    // Before: 500 after 10 s, with all 9,792 runs written (a client's retry queued them twice).
+    expect(performance.now() - started).toBeLessThan(5000);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ runs: 9792, backfill_id: expect.any(String) });
+    expect([BACKFILL_REQUEST_PAGE, BACKFILL_PAGE]).toEqual([100, 500]);
+    expect(await runWindows(s.exportId)).toHaveLength(100);
+    await runScheduler(new Date('2024-05-01T10:33:00Z'), noPut);
+    const windows = await runWindows(s.exportId);
+    expect(windows).toHaveLength(600);
+    expect(new Set(windows).size).toBe(600);
+    expect(windows.sort().at(-1)).toBe(new Date(Date.parse(BIG[0]) + 599 * 300_000).toISOString());
+  }, 60_000);
+
+  it('writes every window of a backfill exactly once across its pages, then leaves the scheduler', async () => {
+    const s = await endedExport('Paged');
+    // 1,234 windows: the request writes 100, three ticks 500, 500 and 134; then nothing is left to write.
+    const res = await s.backfill('2024-04-27T03:40:00Z', '2024-05-01T10:30:00Z');
+    expect(res.body.runs).toBe(1234);
+    for (const at of ['2024-05-01T10:33:00Z', '2024-05-01T10:38:00Z', '2024-05-01T10:43:00Z'])
+      await runScheduler(new Date(at), noPut);
+    const expected = Array.from({ length: 1234 }, (_, i) =>
+      new Date(Date.parse('2024-04-27T03:40:00Z') + i * 300_000).toISOString(),
+    );
+    expect((await runWindows(s.exportId)).sort()).toEqual(expected);
+    const range = '2024-04-27T03:40:00.000Z#2024-05-01T10:30:00.000Z';
+    const item = (
+      await db().send(
+        new GetCommand({ TableName: tableName(), Key: keys.exportBackfill(s.exportId, range), ConsistentRead: true }),
+      )
+    ).Item;
+    expect(item).toMatchObject({ id: res.body.backfill_id, total_runs: 1234, next_window_start: null });
+    expect(item?.due_pk).toBeUndefined();
+  }, 90_000);
+
+  it('answers the same range again, or twice at once, with the same backfill and queues its runs once', async () => {
+    const s = await endedExport('Repeated');
+    const [a, b] = await Promise.all([
+      s.backfill('2024-05-01T10:00:00Z', '2024-05-01T10:15:00Z'),
+      s.backfill('2024-05-01T10:00:00Z', '2024-05-01T10:15:00.000Z'),
+    ]);
+    const c = await s.backfill('2024-05-01T10:00:00Z', '2024-05-01T10:15:00Z');
+    expect([a.status, b.status, c.status]).toEqual([200, 200, 200]);
+    expect(b.body).toEqual(a.body);
+    expect(c.body).toEqual(a.body);
+    expect((await runWindows(s.exportId)).sort()).toEqual([
+      '2024-05-01T10:00:00.000Z',
+      '2024-05-01T10:05:00.000Z',
+      '2024-05-01T10:10:00.000Z',
+    ]);
+    const logs = (await s.c.get(`${s.base}${s.exportId}/logs/`)).body.results.map((l: any) => l.message);
+    expect(logs.filter((m: string) => m.startsWith('Backfill '))).toHaveLength(1);
+  });
+
+  it('answers 200, not 5xx, once the backfill is stored, even when writing its first runs and log fails; a tick writes them', async () => {
+    const s = await endedExport('Throttled');
+    const original = DynamoDBDocumentClient.prototype.send;
+    // DynamoDB throttles every write of runs and logs: the backfill item itself is stored.
+    const spy = vi.spyOn(DynamoDBDocumentClient.prototype, 'send').mockImplementation(async function (
+      this: DynamoDBDocumentClient,
+      ...args: any[]
+    ) {
+      const command = args[0];
+      const name = command?.constructor?.name;
+      if (name === 'BatchWriteCommand' || (name === 'PutCommand' && command.input?.Item?.entity === 'ExportLog'))
+        throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), {
+          name: 'ThrottlingException',
+          $metadata: {},
+        });
+      return (original as any).apply(this, args);
+    });
+    let first: Awaited<ReturnType<typeof s.backfill>>;
+    try {
+      first = await s.backfill('2024-05-01T10:00:00Z', '2024-05-01T10:15:00Z');
+    } finally {
+      spy.mockRestore();
+    }
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    expect(first.body.runs).toBe(3);
+    expect(await runWindows(s.exportId)).toEqual([]);
+    // The client's retry finds the same backfill; the scheduler writes its runs.
+    expect((await s.backfill('2024-05-01T10:00:00Z', '2024-05-01T10:15:00Z')).body).toEqual(first.body);
+    await runScheduler(new Date('2024-05-01T10:33:00Z'), noPut);
+    expect((await runWindows(s.exportId)).sort()).toEqual([
+      '2024-05-01T10:00:00.000Z',
+      '2024-05-01T10:05:00.000Z',
+      '2024-05-01T10:10:00.000Z',
+    ]);
+  });
+
+  it('frees its places under the cap as its runs settle, Completed or Failed; then the same range queues again', async () => {
+    const s = await endedExport('Settles');
+    const range = ['2024-05-01T10:00:00Z', '2024-05-01T10:10:00Z'] as const;
+    const first = (await s.backfill(...range)).body;
+    const ledger = async () =>
+      (
+        await db().send(
+          new GetCommand({ TableName: tableName(), Key: keys.exportBackfillLedger(s.exportId), ConsistentRead: true }),
+        )
+      ).Item?.pending_runs;
+    expect(await ledger()).toBe(2);
+    // One window's upload fails three times (Failed), the other completes.
+    const flaky = async (cfg: Record<string, unknown>, key: string, body: Buffer, type: string) => {
+      if (key.includes('T10:05:00.000Z-')) throw new Error('destination down');
+      await put(cfg, key, body, type);
+    };
+    for (const at of ['2024-05-01T10:33:00Z', '2024-05-01T10:35:00Z', '2024-05-01T10:38:00Z'])
+      await runScheduler(new Date(at), flaky);
+    expect((await runsOf(s.c, s.base, s.exportId)).map((r) => r.status).sort()).toEqual(['Completed', 'Failed']);
+    expect(await ledger()).toBe(0);
+    const again = (await s.backfill(...range)).body;
+    expect(again.backfill_id).not.toBe(first.backfill_id);
+    expect(await ledger()).toBe(2);
+  });
+
+  it('refuses a backfill that would pass the pending cap with 400 stating the cap, and queues nothing for it', async () => {
+    const s = await endedExport('Capped');
+    expect((await s.backfill(...BIG)).status).toBe(200);
+    const res = await s.backfill('2024-03-27T00:00:00Z', '2024-03-28T00:00:00Z');
+    expect(res.status).toBe(400);
+    expectErrorShape(res.body);
+    expect(MAX_PENDING_BACKFILL_RUNS).toBe(10_000);
+    expect(res.body).toMatchObject({
+      attr: 'start_at',
+      detail: expect.stringMatching(
+        /at most 10000 backfill runs pending; this one has 9792 and this backfill adds 288\./,
+      ),
+    });
+    expect(await runWindows(s.exportId)).toHaveLength(100);
+    // What still fits is queued.
+    expect((await s.backfill('2024-03-27T00:00:00Z', '2024-03-27T17:20:00Z')).body.runs).toBe(208);
+  }, 60_000);
 });

@@ -3,7 +3,13 @@
  * `after` / `before` and `limit` mean, and how events become result rows or group-by counts. No I/O.
  */
 import { textOf, ValidationError } from '../../errors.ts';
-import { type DateContext, parseDateExpression, resolveExpression } from '../../trends/dates.ts';
+import {
+  type DateContext,
+  instantInRange,
+  OUT_OF_RANGE_HINT,
+  parseDateExpression,
+  resolveExpression,
+} from '../../trends/dates.ts';
 import { propertyOf, propertyText } from '../../trends/properties.ts';
 import { endOfLocalDay, endOfLocalHour, startOfLocalDay, startOfLocalHour } from '../../trends/tz.ts';
 
@@ -124,6 +130,9 @@ export function resolveWindow(
         `"${raw.slice(0, 100)}" is not a date: use an ISO date or date-time, or a relative date like -24h, -7d, -30M.`,
         attr,
       );
+    // `-999999y` is NaN here, which no comparison below would refuse.
+    if (!instantInRange(t))
+      throw new ValidationError(`"${raw.slice(0, 100)}" is out of range: ${OUT_OF_RANGE_HINT}.`, attr);
     return t;
   };
   const end = before ? bound(before, 'query__before') : ctx.now + 5_000;

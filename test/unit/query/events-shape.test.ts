@@ -107,6 +107,16 @@ describe('EventsQuery after / before', () => {
     expect(wide.message).toContain(String(MAX_EVENTS_RANGE_DAYS));
     expect(refused(() => resolveWindow(undefined, 'soon', ctx, undefined)).attr).toBe('query__before');
   });
+
+  it('refuses a bound that resolves to NaN or outside years 0001-9999, naming it (the 366-day check cannot see NaN)', () => {
+    expect(parseInstant('-999999y', ctx)).toBeNaN();
+    for (const raw of ['-999999y', '-9999999999999999s', '-99999999999999999999d']) {
+      const after = refused(() => resolveWindow(raw, undefined, ctx, undefined));
+      expect(after.attr).toBe('query__after');
+      expect(after.message).toContain('0001-01-01 and 9999-12-31');
+      expect(refused(() => resolveWindow(raw, raw, ctx, undefined)).attr).toBe('query__before');
+    }
+  });
 });
 
 describe('EventsQuery rows', () => {

@@ -1,4 +1,12 @@
 import { describe, expect, it } from 'vitest';
+import {
+  instantInRange,
+  MAX_INSTANT,
+  MIN_INSTANT,
+  parseDateExpression,
+  relativeParts,
+  resolveExpression,
+} from '#shared/trends/dates.ts';
 import { eventsNeeded, needsEventNames, parseTrendRequest, resolveDateRange } from '#shared/trends/index.ts';
 import { ev, expectValidation, iso, project, trend } from './helpers.ts';
 
@@ -471,5 +479,42 @@ describe('what storage must read', () => {
       ),
     ).toBeNull();
     expectValidation(() => needsEventNames(parseTrendRequest({ actions: [{ id: 9 }] }), actions), 'actions__0__id');
+  });
+});
+
+describe('dates that resolve to no instant', () => {
+  const ctx = { tz: 'Pacific/Kiritimati', now: Date.parse('2026-11-26T12:00:00Z'), weekStartDay: 0 as const };
+
+  it('refuses a relative date reaching back past any instant, so none resolves to NaN', () => {
+    for (const raw of ['-999999y', '-1000000m', '-99999999999999999999d', '-1e309h', '+999999d', '9999999-01-01'])
+      expect(parseDateExpression(raw), raw).toBeNull();
+    // As written, for the caller's "reaches back more than ..." message.
+    expect(relativeParts('-999999y')).toEqual({ n: 999999, unit: 'y' });
+  });
+
+  it('resolves every relative date it accepts, at the longest reach of each unit and position, to a finite instant', () => {
+    const longest = ['-10000y', '-120000m', '-50000q', '-530000w', '-3660000d', '-87660000h'];
+    for (const raw of longest.flatMap((r) => [r, `${r}Start`, `${r}End`])) {
+      const expr = parseDateExpression(raw);
+      expect(expr, raw).not.toBeNull();
+      expect(Number.isFinite(resolveExpression(expr!, ctx, undefined).t), raw).toBe(true);
+    }
+    expect(parseDateExpression('-10001y')).toBeNull();
+  });
+
+  it('bounds instants to years 0001-9999', () => {
+    expect(instantInRange(MIN_INSTANT) && instantInRange(MAX_INSTANT)).toBe(true);
+    expect(instantInRange(MIN_INSTANT - 1) || instantInRange(MAX_INSTANT + 1) || instantInRange(Number.NaN)).toBe(
+      false,
+    );
+  });
+
+  it.each([
+    [{ date_from: '-999999y' }, 'date_from'],
+    [{ date_from: '-7d', date_to: '-999999y' }, 'date_to'],
+    [{ date_from: '-7d', compare: true, compare_to: '-999999y' }, 'compare_to'],
+  ])('a trend with %j is refused as reaching back more than 100 years, on %s', (request, attr) => {
+    const err = expectValidation(() => parseTrendRequest({ events: [{ id: 'e' }], ...request }), attr);
+    expect(err.message).toContain('100 years');
   });
 });
