@@ -7,6 +7,7 @@ import {
   finishQueryRun,
   getQueryStatus,
   loadCachedAnswer,
+  type QueryStatusRecord,
   storeCachedAnswer,
   storeQueryResult,
 } from '../../db/query-store.ts';
@@ -19,7 +20,14 @@ import { runActorsQuery } from './actors.ts';
 import { runEventsQuery } from './events.ts';
 import { runTrendsQuery } from './trends.ts';
 import { findProject, projectSettings } from '../projects.ts';
-import { newQueryId, QUERY_STATUS_TTL_SECONDS, startBackgroundRun, type RunRequest } from './async.ts';
+import {
+  newQueryId,
+  QUERY_STATUS_TTL_SECONDS,
+  releaseRunOf,
+  startBackgroundRun,
+  type RunRequest,
+} from './async.ts';
+import { type Checkpoint, checkpointOf, OutOfTime, RunAbandoned, watchAbandonment } from './checkpoint.ts';
 import { CLIENT_REFRESH_AFTER_MS, cacheKeyOf, decide, executionModeOf, intervalOf, readsCache } from './refresh.ts';
 
 /** Who asks about which project, and by when. */
@@ -30,9 +38,13 @@ export interface QueryContext {
   deadline: number;
 }
 
-/** What every kind's runner gets besides its query: the context and the project, read once by the envelope or the worker. */
+/**
+ * What every kind's runner gets besides its query: the context and the project, read once by the
+ * envelope or the worker, and the checkpoint its loops call (checkpoint.ts).
+ */
 export interface RunContext extends QueryContext {
   project: ProjectRecord;
+  check: Checkpoint;
 }
 
 /**
@@ -141,14 +153,20 @@ export async function runQuery(context: QueryContext, body: QueryBody): Promise<
  * configured blocking budget if sooner); a run not finished by then is left to the query worker. A run
  * failing after the safe point is handed over too: the worker's run reports its error.
  */
-async function computeOrHandOver(context: RunContext, query: AnyQuery, run: RunRequest): Promise<Answer> {
+async function computeOrHandOver(context: Omit<RunContext, 'check'>, query: AnyQuery, run: RunRequest): Promise<Answer> {
   const started = Date.now();
   const safePoint = Math.min(context.deadline - HANDOVER_MS, started + config().queryBlockingBudgetMs);
   let timer: NodeJS.Timeout | undefined;
+  // Once handed over the worker computes it: this container stops at the run's next checkpoint.
+  const handedOver = new AbortController();
   const late = new Promise<'late'>((resolve) => {
-    timer = setTimeout(() => resolve('late'), Math.max(0, safePoint - Date.now()));
+    timer = setTimeout(() => {
+      handedOver.abort('handed over');
+      resolve('late');
+    }, Math.max(0, safePoint - Date.now()));
   });
-  const running = runnerFor(query.kind)({ ...context, deadline: safePoint }, query);
+  const check = checkpointOf(safePoint, handedOver.signal);
+  const running = runnerFor(query.kind)({ ...context, deadline: safePoint, check }, query);
   running.catch(() => {}); // an abandoned run's failure is nobody's answer
   const outcome = await Promise.race([running.then((body) => ({ body })), late])
     .catch((error: unknown) => {
@@ -156,7 +174,10 @@ async function computeOrHandOver(context: RunContext, query: AnyQuery, run: RunR
       throw error;
     })
     .finally(() => clearTimeout(timer));
-  if (outcome === 'late') return { cache_key: run.cacheKey, query_status: await startBackgroundRun(run) };
+  if (outcome === 'late') {
+    handedOver.abort('handed over');
+    return { cache_key: run.cacheKey, query_status: await startBackgroundRun(run) };
+  }
   const computedAt = clockNow();
   const answer = freshAnswer(outcome.body, run.cacheKey, run.timezone, computedAt, Date.now() - started);
   await cacheAnswer(context.projectId, answer, computedAt);
@@ -177,21 +198,52 @@ export async function runQueuedQuery(message: QueuedQuery, deadline: number, rec
   const record = await getQueryStatus(projectId, queryId, clockNow());
   if (!record || record.run_id !== runId || record.complete) return;
   if (!(await claimQueryRun(projectId, queryId, runId, clockNow().toISOString()))) return;
-  const finish = (error: boolean, error_message: string | null) =>
-    finishQueryRun(
+  // A cancel (or a later run of the same id) is seen within a second: the run stops at its next checkpoint.
+  const watch = watchAbandonment(async () => {
+    const now = await getQueryStatus(projectId, queryId, clockNow());
+    return !now || now.run_id !== runId || now.cancelled;
+  });
+  try {
+    await runClaimed(record, { deadline, signal: watch.signal }, receiveCount);
+  } finally {
+    watch.stop();
+  }
+}
+
+async function runClaimed(
+  record: QueryStatusRecord,
+  limits: { deadline: number; signal: AbortSignal },
+  receiveCount: number,
+): Promise<void> {
+  const { team_id: projectId, id: queryId, run_id: runId } = record;
+  const finish = async (error: boolean, error_message: string | null) => {
+    await finishQueryRun(
       projectId,
       queryId,
       runId,
       { error, error_message, end_time: clockNow().toISOString() },
       QUERY_STATUS_TTL_SECONDS,
     );
+    await releaseRunOf(record);
+  };
   const started = Date.now();
   let body: Answer;
   try {
     const query = record.query as AnyQuery;
     const project = await findProject(record.membership, projectId);
-    body = await runnerFor(query.kind)({ membership: record.membership, projectId, deadline, project }, query);
+    const check = checkpointOf(limits.deadline, limits.signal);
+    const context = { membership: record.membership, projectId, deadline: limits.deadline, project, check };
+    body = await runnerFor(query.kind)(context, query);
   } catch (error) {
+    if (error instanceof RunAbandoned) {
+      logger.info('query run stopped: cancelled or replaced', { query_id: queryId });
+      await releaseRunOf(record);
+      return;
+    }
+    if (error instanceof OutOfTime) {
+      await finish(true, 'The query ran out of time; narrow it (date range, filters) and run it again.');
+      return;
+    }
     if (error instanceof ServiceUnavailable && receiveCount <= MAX_TRANSIENT_RETRIES) throw error;
     const exposed = error instanceof ServiceError && error.status < 500;
     if (!exposed) logger.error('query failed', { query_id: queryId, error: (error as Error).message });
