@@ -71,6 +71,18 @@ export function startScheduler(
   };
 }
 
+/** Each queue a worker receives from: messages per invocation, and how many invocations may run at once (one poller each). */
+export function queueSources(
+  rows: readonly Worker[] = workers,
+): { worker: string; queue: QueueName; batchSize: number; pollers: number }[] {
+  return rows.flatMap((w) => [
+    ...('queue' in w.trigger
+      ? [{ worker: w.name, queue: w.trigger.queue, batchSize: w.batchSize ?? 10, pollers: maxFromQueue(w) }]
+      : []),
+    ...(w.continuesVia ? [{ worker: w.name, queue: w.continuesVia, batchSize: 1, pollers: 1 }] : []),
+  ]);
+}
+
 /**
  * Lambda's SQS event sources: a worker's `trigger.queue` (batches of its row's `batchSize`, 10 by
  * default; the messages the worker reports in `batchItemFailures`, or all of them when it fails, stay
@@ -85,13 +97,7 @@ export function startQueuePollers(endpoint: string, urls: Partial<Record<QueueNa
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
   });
   let stopped = false;
-  const sources = (workers as readonly Worker[]).flatMap((w) => [
-    ...('queue' in w.trigger
-      ? [{ worker: w.name, queue: w.trigger.queue, batchSize: w.batchSize ?? 10, pollers: maxFromQueue(w) }]
-      : []),
-    ...(w.continuesVia ? [{ worker: w.name, queue: w.continuesVia, batchSize: 1, pollers: 1 }] : []),
-  ]);
-  const loops = sources.flatMap(({ worker, queue, batchSize, pollers }) => {
+  const loops = queueSources().flatMap(({ worker, queue, batchSize, pollers }) => {
     const url = urls[queue];
     if (!url) return [];
     return Array.from({ length: pollers }, () =>

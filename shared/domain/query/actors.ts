@@ -164,7 +164,7 @@ export function valueKey(value: unknown, sortKey: string): ValueKey {
 const compareText = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
 
 /** Rows in a value order: (value, sort key) in the order's direction, nulls last. */
-function compareKeys(order: { ascending: boolean }, a: ValueKey, b: ValueKey): number {
+export function compareKeys(order: { ascending: boolean }, a: ValueKey, b: ValueKey): number {
   if (a.missing !== b.missing) return a.missing ? 1 : -1;
   let c = 0;
   if (!a.missing) c = a.rank !== b.rank ? a.rank - b.rank : a.rank === 0 ? a.number - b.number : compareText(a.text, b.text);
