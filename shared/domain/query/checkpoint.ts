@@ -52,3 +52,29 @@ export function watchAbandonment(
   timer.unref?.();
   return { signal: controller.signal, stop: () => clearInterval(timer) };
 }
+
+/**
+ * Runs `compute` until `safePoint` (epoch ms): its value, or `late` when it has not finished by then
+ * or failed after it (the caller hands the query to the worker). Once late, its checkpoint aborts, so
+ * the computation stops at its next check instead of running on unread in this container.
+ */
+export async function untilSafePoint<T>(
+  compute: (check: Checkpoint) => Promise<T>,
+  safePoint: number,
+): Promise<{ value: T } | 'late'> {
+  const handedOver = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), Math.max(0, safePoint - Date.now()));
+  });
+  const running = compute(checkpointOf(safePoint, handedOver.signal));
+  running.catch(() => {}); // an abandoned run's failure is nobody's answer
+  const outcome = await Promise.race([running.then((value) => ({ value })), late])
+    .catch((error: unknown) => {
+      if (Date.now() >= safePoint) return 'late' as const;
+      throw error;
+    })
+    .finally(() => clearTimeout(timer));
+  if (outcome === 'late') handedOver.abort('handed over');
+  return outcome;
+}

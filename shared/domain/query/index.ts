@@ -27,7 +27,14 @@ import {
   startBackgroundRun,
   type RunRequest,
 } from './async.ts';
-import { type Checkpoint, checkpointOf, OutOfTime, RunAbandoned, watchAbandonment } from './checkpoint.ts';
+import {
+  type Checkpoint,
+  checkpointOf,
+  OutOfTime,
+  RunAbandoned,
+  untilSafePoint,
+  watchAbandonment,
+} from './checkpoint.ts';
 import { CLIENT_REFRESH_AFTER_MS, cacheKeyOf, decide, executionModeOf, intervalOf, readsCache } from './refresh.ts';
 
 /** Who asks about which project, and by when. */
@@ -156,30 +163,13 @@ export async function runQuery(context: QueryContext, body: QueryBody): Promise<
 async function computeOrHandOver(context: Omit<RunContext, 'check'>, query: AnyQuery, run: RunRequest): Promise<Answer> {
   const started = Date.now();
   const safePoint = Math.min(context.deadline - HANDOVER_MS, started + config().queryBlockingBudgetMs);
-  let timer: NodeJS.Timeout | undefined;
-  // Once handed over the worker computes it: this container stops at the run's next checkpoint.
-  const handedOver = new AbortController();
-  const late = new Promise<'late'>((resolve) => {
-    timer = setTimeout(() => {
-      handedOver.abort('handed over');
-      resolve('late');
-    }, Math.max(0, safePoint - Date.now()));
-  });
-  const check = checkpointOf(safePoint, handedOver.signal);
-  const running = runnerFor(query.kind)({ ...context, deadline: safePoint, check }, query);
-  running.catch(() => {}); // an abandoned run's failure is nobody's answer
-  const outcome = await Promise.race([running.then((body) => ({ body })), late])
-    .catch((error: unknown) => {
-      if (Date.now() >= safePoint) return 'late' as const;
-      throw error;
-    })
-    .finally(() => clearTimeout(timer));
-  if (outcome === 'late') {
-    handedOver.abort('handed over');
-    return { cache_key: run.cacheKey, query_status: await startBackgroundRun(run) };
-  }
+  const outcome = await untilSafePoint(
+    (check) => runnerFor(query.kind)({ ...context, deadline: safePoint, check }, query),
+    safePoint,
+  );
+  if (outcome === 'late') return { cache_key: run.cacheKey, query_status: await startBackgroundRun(run) };
   const computedAt = clockNow();
-  const answer = freshAnswer(outcome.body, run.cacheKey, run.timezone, computedAt, Date.now() - started);
+  const answer = freshAnswer(outcome.value, run.cacheKey, run.timezone, computedAt, Date.now() - started);
   await cacheAnswer(context.projectId, answer, computedAt);
   return answer;
 }

@@ -1,7 +1,13 @@
 import { describe, expect, it, vi } from 'vitest';
 import { queueSources } from '../../../infra/local/workers.ts';
 import { compareKeys, type ValueKey, valueKey } from '#shared/domain/query/actors.ts';
-import { checkpointOf, OutOfTime, RunAbandoned, watchAbandonment } from '#shared/domain/query/checkpoint.ts';
+import {
+  checkpointOf,
+  OutOfTime,
+  RunAbandoned,
+  untilSafePoint,
+  watchAbandonment,
+} from '#shared/domain/query/checkpoint.ts';
 import { sortByKey } from '#shared/domain/query/sort.ts';
 
 describe('sortByKey (ActorsQuery value orders)', () => {
@@ -77,6 +83,40 @@ describe('run checkpoints', () => {
     } finally {
       vi.useRealTimers();
     }
+  });
+});
+
+describe('a blocking run handed to the worker', () => {
+  const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+  it('stops computing in this container once handed over (its next checkpoint throws)', async () => {
+    let steps = 0;
+    let stoppedBy: unknown;
+    // A computation that would run for ever: it only yields and checks.
+    const compute = async (check: () => void) => {
+      try {
+        for (;;) {
+          check();
+          steps += 1;
+          await tick();
+        }
+      } catch (error) {
+        stoppedBy = error;
+        throw error;
+      }
+    };
+    const outcome = await untilSafePoint(compute, Date.now() + 50);
+    expect(outcome).toBe('late');
+    await tick();
+    await tick();
+    const atHandOver = steps;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(steps).toBe(atHandOver);
+    expect(stoppedBy).toBeInstanceOf(Error);
+  });
+
+  it('answers the value of a computation finished before the safe point', async () => {
+    expect(await untilSafePoint(async () => 42, Date.now() + 1_000)).toEqual({ value: 42 });
   });
 });
 
