@@ -30,6 +30,8 @@ export interface QueryStatusRecord {
   slot?: number;
   /** How many times a worker claimed this run (more than 1 only when SQS redelivered it). */
   claims?: number;
+  /** When the worker stopped computing this run after it was cancelled (its checkpoint saw the cancel). */
+  stopped_at?: string;
 }
 
 const statusKey = keys.queryStatus;
@@ -163,6 +165,21 @@ export async function cancelQueryRun(
   );
   const item = out?.Attributes;
   return item && { run_id: String(item.run_id), cache_key: String(item.cache_key), slot: item.slot as number | undefined };
+}
+
+/** Notes when the worker stopped run `runId` after its cancel (nothing when the id was since reused). */
+export async function noteRunStopped(projectId: number, queryId: string, runId: string, at: string): Promise<void> {
+  await conditional(() =>
+    db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: statusKey(projectId, queryId),
+        UpdateExpression: 'SET stopped_at = :at',
+        ConditionExpression: 'run_id = :run',
+        ExpressionAttributeValues: { ':at': at, ':run': runId },
+      }),
+    ),
+  );
 }
 
 /** The run in flight for one question (keys.queryRunning): whose status to answer a request that joins it. */

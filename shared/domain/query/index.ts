@@ -7,6 +7,7 @@ import {
   finishQueryRun,
   getQueryStatus,
   loadCachedAnswer,
+  noteRunStopped,
   type QueryStatusRecord,
   storeCachedAnswer,
   storeQueryResult,
@@ -227,6 +228,7 @@ async function runClaimed(
   } catch (error) {
     if (error instanceof RunAbandoned) {
       logger.info('query run stopped: cancelled or replaced', { query_id: queryId });
+      await noteRunStopped(projectId, queryId, runId, clockNow().toISOString());
       await releaseRunOf(record);
       return;
     }

@@ -1,0 +1,112 @@
+// Many requests at once from one key: the per-key rate limits are another test's subject.
+process.env.ANALYTICS_RATE_LIMITS = '{"enabled":false}';
+
+import { describe, expect, it } from 'vitest';
+import { getQueryStatus } from '#shared/db/query-store.ts';
+import { insertMembership, MembershipLevel } from '#shared/db/organizations.ts';
+import { findUserIdByEmail } from '#shared/db/users.ts';
+import { QUERY_RUNS_PER_PROJECT } from '#shared/domain/query/async.ts';
+import { eventually, expectErrorShape, newKey, newProject, useApi, type Client } from '../support/api.ts';
+
+const api = useApi();
+
+const day = (daysAgo: number) => new Date(Date.now() - daysAgo * 86_400_000).toISOString();
+
+/** count() over `days` days: reading that many days takes DynamoDB Local seconds, so runs stay in flight a while. */
+const countOver = (days: number) => ({ kind: 'EventsQuery', select: ['count()'], after: `-${days}d` });
+
+async function projectWithEvents() {
+  const p = await newProject(api.as);
+  const batch = Array.from({ length: 30 }, (_, i) => ({
+    event: 'viewed',
+    distinct_id: `u${i}`,
+    timestamp: day(1 + i * 6),
+  }));
+  expect((await api.as().post('/batch', { api_key: p.token, batch })).body.accepted).toBe(30);
+  return { ...p, c: api.as(p.key), path: `/api/environments/${p.projectId}/query/` };
+}
+
+const completed = (c: Client, path: string, id: string, timeoutMs = 90_000) =>
+  eventually(async () => {
+    const res = await c.get(`${path}${id}/`);
+    expect(res.body.query_status.complete).toBe(true);
+    return res;
+  }, timeoutMs);
+
+/** The most runs whose [pickup, end] overlap at one instant. */
+function mostAtOnce(runs: { pickup_time: string | null; end_time: string | null }[]): number {
+  const edges = runs
+    .filter((r) => r.pickup_time && r.end_time)
+    .flatMap((r) => [
+      { t: Date.parse(r.pickup_time!), d: 1 },
+      { t: Date.parse(r.end_time!), d: -1 },
+    ])
+    .sort((a, b) => a.t - b.t || a.d - b.d);
+  let now = 0;
+  let most = 0;
+  for (const e of edges) {
+    now += e.d;
+    most = Math.max(most, now);
+  }
+  return most;
+}
+
+describe('bounded background work', () => {
+  it('joins 60 identical async queries into one run, caps distinct ones at 3 running (429 + Retry-After), and another organization still gets its answers', async () => {
+    const a = await projectWithEvents();
+    const b = await projectWithEvents();
+
+    // 60 identical force_async requests: one id, one run.
+    const identical = await Promise.all(
+      Array.from({ length: 60 }, () => a.c.post(a.path, { query: countOver(90), refresh: 'force_async' })),
+    );
+    expect(identical.map((r) => r.status)).toEqual(Array(60).fill(202));
+    const ids = new Set(identical.map((r) => r.body.query_status.id));
+    expect(ids.size).toBe(1);
+    const sharedId = [...ids][0]!;
+
+    // 60 distinct ones while it runs: the project's other slots, then 429s.
+    const distinct = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => a.c.post(a.path, { query: countOver(10 + i), refresh: 'force_async' })),
+    );
+    // Meanwhile another organization's queries: a background one and a blocking one.
+    const other = await b.c.post(b.path, { query: countOver(5), refresh: 'force_async' });
+    expect(other.status).toBe(202);
+    const blocking = await b.c.post(b.path, { query: countOver(3) });
+    expect(blocking.status).toBe(200);
+    expect(blocking.body.results).toEqual([[1]]);
+
+    const accepted = distinct.filter((r) => r.status === 202);
+    const throttled = distinct.filter((r) => r.status === 429);
+    expect(accepted.length + throttled.length).toBe(60);
+    // A slot freed during the burst may be taken again; most are refused.
+    expect(accepted.length).toBeGreaterThanOrEqual(1);
+    expect(throttled.length).toBeGreaterThanOrEqual(45);
+    for (const r of throttled) {
+      expectErrorShape(r.body);
+      expect(r.body).toMatchObject({ type: 'throttled_error', code: 'throttled', attr: null });
+      expect(r.body.detail).toContain(`${QUERY_RUNS_PER_PROJECT} queries running`);
+      expect(r.headers.get('retry-after')).toBe('5');
+    }
+
+    // The other organization's query completes normally (its run does not wait for this project's).
+    const otherDone = await completed(b.c, b.path, other.body.query_status.id, 60_000);
+    expect(otherDone.status).toBe(200);
+    expect(otherDone.body.query_status.results.results).toEqual([[1]]);
+
+    // Every run ends; the worker ran the shared one once; never more than 3 of the project's ran at once.
+    const sharedDone = await completed(a.c, a.path, sharedId);
+    expect(sharedDone.status).toBe(200);
+    expect((await getQueryStatus(a.projectId, sharedId, new Date()))?.claims).toBe(1);
+    const runs = await Promise.all(
+      [sharedId, ...accepted.map((r) => r.body.query_status.id as string)].map(async (id) => {
+        await completed(a.c, a.path, id);
+        return (await getQueryStatus(a.projectId, id, new Date()))!;
+      }),
+    );
+    expect(mostAtOnce(runs)).toBeLessThanOrEqual(QUERY_RUNS_PER_PROJECT);
+    // Their slots are released: a new question starts at once.
+    const after = await a.c.post(a.path, { query: countOver(2), refresh: 'force_async' });
+    expect(after.status).toBe(202);
+  }, 240_000);
+});
