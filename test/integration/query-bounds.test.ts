@@ -109,4 +109,74 @@ describe('bounded background work', () => {
     const after = await a.c.post(a.path, { query: countOver(2), refresh: 'force_async' });
     expect(after.status).toBe(202);
   }, 240_000);
+
+  it('stops a cancelled run within a second or so of the cancel: it neither finishes nor caches its answer', async () => {
+    const a = await projectWithEvents();
+    const query = countOver(180);
+    const started = await a.c.post(a.path, { query, refresh: 'force_async' });
+    expect(started.status).toBe(202);
+    const id = started.body.query_status.id as string;
+    await eventually(async () => expect((await getQueryStatus(a.projectId, id, new Date()))?.pickup_time).toBeTruthy(), 60_000);
+    expect((await a.c.delete(`${a.path}${id}/`)).body).toEqual({ message: 'Query cancelled' });
+    const cancelledAt = Date.now();
+    const stopped = await eventually(async () => {
+      const record = await getQueryStatus(a.projectId, id, new Date());
+      expect(record?.stopped_at).toBeTruthy();
+      return record!;
+    }, 30_000);
+    // Generous: the worker asks every second and the run checks before each day it reads.
+    expect(Date.parse(stopped.stopped_at!) - cancelledAt).toBeLessThan(5_000);
+    expect(stopped).toMatchObject({ cancelled: true, error_message: 'Query cancelled' });
+    // Nothing computed was cached: force_cache misses.
+    const cached = await a.c.post(a.path, { query, refresh: 'force_cache' });
+    expect(cached.body.results).toBeUndefined();
+    // Its slot is free again: the same question starts a new run.
+    const again = await a.c.post(a.path, { query, refresh: 'force_async' });
+    expect(again.status).toBe(202);
+    expect(again.body.query_status.id).not.toBe(id);
+    await a.c.delete(`${a.path}${again.body.query_status.id}/`);
+  }, 120_000);
+});
+
+describe('client_query_id', () => {
+  it("belongs to its creator: another member's reuse is a 409 naming the field, the creator's own reuse replaces it", async () => {
+    const a = await projectWithEvents();
+    // A second member of the same organization, with a key of their own.
+    const member = await newKey();
+    await insertMembership({
+      user_id: (await findUserIdByEmail(member.email))!,
+      organization_id: a.org.id,
+      level: MembershipLevel.member,
+      joined_at: new Date().toISOString(),
+    });
+    const m = api.as(member.key);
+    const id = `mine-${Date.now()}`;
+    const first = await a.c.post(a.path, { query: countOver(3), refresh: 'force_async', client_query_id: id });
+    expect(first.status).toBe(202);
+    expect(first.body.query_status.id).toBe(id);
+
+    const taken = await m.post(a.path, { query: countOver(4), refresh: 'force_async', client_query_id: id });
+    expect(taken.status).toBe(409);
+    expectErrorShape(taken.body);
+    expect(taken.body).toMatchObject({ type: 'invalid_request', code: 'conflict', attr: 'client_query_id' });
+    // The same with a blocking query handed over, or a question already running: still the creator's id.
+    const joined = await m.post(a.path, { query: countOver(3), refresh: 'force_async', client_query_id: id });
+    expect(joined.status).toBe(409);
+
+    // The creator's answer is still theirs.
+    const mine = await completed(a.c, a.path, id);
+    expect(mine.body.query_status.results.results).toEqual([[1]]);
+    expect((await getQueryStatus(a.projectId, id, new Date()))?.query).toEqual(countOver(3));
+
+    // The creator may reuse it: it now answers the new question.
+    const reused = await a.c.post(a.path, { query: countOver(8), refresh: 'force_async', client_query_id: id });
+    expect(reused.status).toBe(202);
+    expect(reused.body.query_status.id).toBe(id);
+    const replaced = await completed(a.c, a.path, id);
+    expect(replaced.body.query_status.results.results).toEqual([[2]]);
+
+    // The member's own ids work as before.
+    const theirs = await m.post(a.path, { query: countOver(4), refresh: 'force_async', client_query_id: `${id}-b` });
+    expect(theirs.status).toBe(202);
+  }, 120_000);
 });
