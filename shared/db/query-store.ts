@@ -164,7 +164,9 @@ export async function cancelQueryRun(
     ),
   );
   const item = out?.Attributes;
-  return item && { run_id: String(item.run_id), cache_key: String(item.cache_key), slot: item.slot as number | undefined };
+  return (
+    item && { run_id: String(item.run_id), cache_key: String(item.cache_key), slot: item.slot as number | undefined }
+  );
 }
 
 /** Notes when the worker stopped run `runId` after its cancel (nothing when the id was since reused). */

@@ -116,7 +116,10 @@ describe('bounded background work', () => {
     const started = await a.c.post(a.path, { query, refresh: 'force_async' });
     expect(started.status).toBe(202);
     const id = started.body.query_status.id as string;
-    await eventually(async () => expect((await getQueryStatus(a.projectId, id, new Date()))?.pickup_time).toBeTruthy(), 60_000);
+    await eventually(
+      async () => expect((await getQueryStatus(a.projectId, id, new Date()))?.pickup_time).toBeTruthy(),
+      60_000,
+    );
     expect((await a.c.delete(`${a.path}${id}/`)).body).toEqual({ message: 'Query cancelled' });
     const cancelledAt = Date.now();
     const stopped = await eventually(async () => {

@@ -167,7 +167,8 @@ const compareText = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
 export function compareKeys(order: { ascending: boolean }, a: ValueKey, b: ValueKey): number {
   if (a.missing !== b.missing) return a.missing ? 1 : -1;
   let c = 0;
-  if (!a.missing) c = a.rank !== b.rank ? a.rank - b.rank : a.rank === 0 ? a.number - b.number : compareText(a.text, b.text);
+  if (!a.missing)
+    c = a.rank !== b.rank ? a.rank - b.rank : a.rank === 0 ? a.number - b.number : compareText(a.text, b.text);
   if (c === 0) c = compareText(a.sortKey, b.sortKey);
   return order.ascending ? c : -c;
 }

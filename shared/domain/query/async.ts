@@ -175,7 +175,8 @@ export async function startBackgroundRun(request: RunRequest): Promise<QueryStat
     await release();
     throw clientIdTaken();
   }
-  if (previous && !previous.complete) await releaseRun(projectId, previous.run_id, { cacheKey: previous.cache_key, slot: previous.slot });
+  if (previous && !previous.complete)
+    await releaseRun(projectId, previous.run_id, { cacheKey: previous.cache_key, slot: previous.slot });
   try {
     await queueQueryRun({ project_id: projectId, query_id: record.id, run_id: record.run_id });
   } catch (error) {

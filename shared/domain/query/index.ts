@@ -21,13 +21,7 @@ import { runActorsQuery } from './actors.ts';
 import { runEventsQuery } from './events.ts';
 import { runTrendsQuery } from './trends.ts';
 import { findProject, projectSettings } from '../projects.ts';
-import {
-  newQueryId,
-  QUERY_STATUS_TTL_SECONDS,
-  releaseRunOf,
-  startBackgroundRun,
-  type RunRequest,
-} from './async.ts';
+import { newQueryId, QUERY_STATUS_TTL_SECONDS, releaseRunOf, startBackgroundRun, type RunRequest } from './async.ts';
 import {
   type Checkpoint,
   checkpointOf,
@@ -161,7 +155,11 @@ export async function runQuery(context: QueryContext, body: QueryBody): Promise<
  * configured blocking budget if sooner); a run not finished by then is left to the query worker. A run
  * failing after the safe point is handed over too: the worker's run reports its error.
  */
-async function computeOrHandOver(context: Omit<RunContext, 'check'>, query: AnyQuery, run: RunRequest): Promise<Answer> {
+async function computeOrHandOver(
+  context: Omit<RunContext, 'check'>,
+  query: AnyQuery,
+  run: RunRequest,
+): Promise<Answer> {
   const started = Date.now();
   const safePoint = Math.min(context.deadline - HANDOVER_MS, started + config().queryBlockingBudgetMs);
   const outcome = await untilSafePoint(

@@ -14,7 +14,12 @@ describe('sortByKey (ActorsQuery value orders)', () => {
   it('computes each row key once, however many comparisons the sort makes', () => {
     const rows = Array.from({ length: 4_000 }, (_, i) => ({ id: i, value: { nested: `v${(i * 7919) % 4_000}` } }));
     const keyOf = vi.fn((row: (typeof rows)[number]) => valueKey(row.value, String(row.id)));
-    const sorted = sortByKey(rows, keyOf, (a, b) => (a.text < b.text ? -1 : a.text > b.text ? 1 : 0), () => {});
+    const sorted = sortByKey(
+      rows,
+      keyOf,
+      (a, b) => (a.text < b.text ? -1 : a.text > b.text ? 1 : 0),
+      () => {},
+    );
     expect(keyOf).toHaveBeenCalledTimes(rows.length);
     expect(sorted.map((r) => r.key.text)).toEqual([...sorted.map((r) => r.key.text)].sort());
   });
@@ -22,7 +27,12 @@ describe('sortByKey (ActorsQuery value orders)', () => {
   it('calls the checkpoint while decorating and sorting, and stops when it throws', () => {
     const rows = Array.from({ length: 10_000 }, (_, i) => i);
     const check = vi.fn();
-    sortByKey(rows, (i) => -i, (a, b) => a - b, check);
+    sortByKey(
+      rows,
+      (i) => -i,
+      (a, b) => a - b,
+      check,
+    );
     // Decorating alone checks ceil(10,000 / 1,024) = 10 times; sorting adds more.
     expect(check.mock.calls.length).toBeGreaterThan(10);
     let calls = 0;
@@ -30,13 +40,25 @@ describe('sortByKey (ActorsQuery value orders)', () => {
       calls += 1;
       if (calls > 3) throw new OutOfTime();
     };
-    expect(() => sortByKey(rows, (i) => -i, (a, b) => a - b, stop)).toThrow(OutOfTime);
+    expect(() =>
+      sortByKey(
+        rows,
+        (i) => -i,
+        (a, b) => a - b,
+        stop,
+      ),
+    ).toThrow(OutOfTime);
   });
 
   it('orders like ClickHouse: numbers, then strings, then other values as JSON; null and missing last', () => {
     const values = [null, { a: 1 }, 'b', 2, undefined, 'a', 1, [1]];
     const compare = (a: ValueKey, b: ValueKey) => compareKeys({ ascending: true }, a, b);
-    const sorted = sortByKey(values, (v) => valueKey(v, ''), compare, () => {}).map((r) => r.item);
+    const sorted = sortByKey(
+      values,
+      (v) => valueKey(v, ''),
+      compare,
+      () => {},
+    ).map((r) => r.item);
     expect(sorted.slice(0, 6)).toEqual([1, 2, 'a', 'b', [1], { a: 1 }]);
     expect(sorted.slice(6)).toEqual([null, undefined]);
   });
