@@ -13,7 +13,7 @@ import {
   storeQueryResult,
 } from '../../db/query-store.ts';
 import { MAX_STORED_BYTES } from '../../db/result-cache.ts';
-import { ServiceError, ServiceUnavailable } from '../../errors.ts';
+import { ServiceError, ServiceUnavailable, Throttled } from '../../errors.ts';
 import { logger } from '../../observability.ts';
 import type { QueuedQuery } from '../../queues/query-runs.ts';
 import type { AnyQuery, QueryBody, QueryKind } from '../../schemas/query/index.ts';
@@ -21,7 +21,14 @@ import { runActorsQuery } from './actors.ts';
 import { runEventsQuery } from './events.ts';
 import { runTrendsQuery } from './trends.ts';
 import { findProject, projectSettings } from '../projects.ts';
-import { newQueryId, QUERY_STATUS_TTL_SECONDS, releaseRunOf, startBackgroundRun, type RunRequest } from './async.ts';
+import {
+  newQueryId,
+  QUERY_STATUS_TTL_SECONDS,
+  type QueryStatusView,
+  releaseRunOf,
+  startBackgroundRun,
+  type RunRequest,
+} from './async.ts';
 import {
   type Checkpoint,
   checkpointOf,
@@ -138,7 +145,7 @@ export async function runQuery(context: QueryContext, body: QueryBody): Promise<
     case 'serve_cached':
       return served();
     case 'serve_cached_and_run_async':
-      return { ...served(), query_status: await startBackgroundRun(run) };
+      return { ...served(), query_status: await refreshUnlessFull(run) };
     case 'cache_miss':
       return { cache_key: cacheKey, query_status: null };
     case 'cache_miss_and_run_async':
@@ -147,6 +154,19 @@ export async function runQuery(context: QueryContext, body: QueryBody): Promise<
       return { query_status: await startBackgroundRun(run) };
     case 'compute':
       return computeOrHandOver({ ...context, project }, body.query, run);
+  }
+}
+
+/**
+ * The background refresh of a stale answer that is served anyway: skipped (no `query_status`) when the
+ * project already runs all the queries it may, since the client has an answer to show.
+ */
+async function refreshUnlessFull(run: RunRequest): Promise<QueryStatusView | null> {
+  try {
+    return await startBackgroundRun(run);
+  } catch (error) {
+    if (error instanceof Throttled) return null;
+    throw error;
   }
 }
 
