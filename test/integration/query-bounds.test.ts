@@ -141,6 +141,28 @@ describe('bounded background work', () => {
   }, 120_000);
 });
 
+describe('a project whose run slots are full', () => {
+  it('still serves a stale cached answer to refresh async (without a background refresh), and refuses a cache miss with a 429', async () => {
+    const a = await projectWithEvents();
+    const fresh = await a.c.post(a.path, { query: countOver(2) });
+    expect(fresh.status).toBe(200);
+    const slow = await Promise.all(
+      [181, 182, 183].map((days) => a.c.post(a.path, { query: countOver(days), refresh: 'force_async' })),
+    );
+    expect(slow.map((r) => r.status)).toEqual([202, 202, 202]);
+    // A list's cached answer is stale at once for async: served, and its refresh skipped while the slots are full.
+    const stale = await a.c.post(a.path, { query: countOver(2), refresh: 'async' });
+    expect(stale.status).toBe(200);
+    expect(stale.body).toMatchObject({ is_cached: true, results: [[1]], query_status: null });
+    const miss = await a.c.post(a.path, { query: countOver(4), refresh: 'async' });
+    expect(miss.status).toBe(429);
+    expect(miss.headers.get('retry-after')).toBe('5');
+    for (const r of slow) await a.c.delete(`${a.path}${r.body.query_status.id}/`);
+    // Cancelling released the slots at once.
+    expect((await a.c.post(a.path, { query: countOver(4), refresh: 'async' })).status).toBe(202);
+  }, 120_000);
+});
+
 describe('client_query_id', () => {
   it("belongs to its creator: another member's reuse is a 409 naming the field, the creator's own reuse replaces it", async () => {
     const a = await projectWithEvents();
