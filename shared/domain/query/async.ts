@@ -73,6 +73,8 @@ export interface RunRequest {
   membership: MembershipRecord;
   projectId: number;
   queryId: string;
+  /** The id is the body's client_query_id (it may name a status already kept), not a new one. */
+  clientQueryId: boolean;
   query: Record<string, unknown>;
   cacheKey: string;
   timezone: string;
@@ -139,7 +141,8 @@ export async function startBackgroundRun(request: RunRequest): Promise<QueryStat
   const { projectId, cacheKey } = request;
   const now = clockNow();
   const nowSeconds = Math.floor(now.getTime() / 1000);
-  const previous = await getQueryStatus(projectId, request.queryId, now);
+  // A generated id is new; only a client's id may name a status already kept (its owner's, or another user's).
+  const previous = request.clientQueryId ? await getQueryStatus(projectId, request.queryId, now) : undefined;
   if (previous && previous.membership.user_id !== request.membership.user_id) throw clientIdTaken();
   const record = pendingRecord(request, randomUUID(), now.toISOString());
   const marker = { query_id: record.id, run_id: record.run_id, start_time: record.start_time };

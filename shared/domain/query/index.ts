@@ -137,6 +137,7 @@ export async function runQuery(context: QueryContext, body: QueryBody): Promise<
     membership,
     projectId,
     queryId: body.client_query_id ?? newQueryId(),
+    clientQueryId: body.client_query_id !== undefined,
     query: body.query as Record<string, unknown>,
     cacheKey,
     timezone,
