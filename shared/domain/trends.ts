@@ -201,9 +201,10 @@ async function fromRollups(
 ) {
   const hourly = read
     ? await Promise.all(
-        query.series.map((s) =>
-          readRollups(projectId, s.id === null ? null : String(s.id), hourKey(read.from), hourKey(read.to)),
-        ),
+        query.series.map((s) => {
+          check();
+          return readRollups(projectId, s.id === null ? null : String(s.id), hourKey(read.from), hourKey(read.to));
+        }),
       )
     : query.series.map(() => new Map<string, number>());
   phases.mark('read', daysRead(read));

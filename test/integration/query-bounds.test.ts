@@ -3,7 +3,11 @@ process.env.ANALYTICS_RATE_LIMITS = '{"enabled":false}';
 
 import { describe, expect, it } from 'vitest';
 import { getQueryStatus } from '#shared/db/query-store.ts';
-import { insertMembership, MembershipLevel } from '#shared/db/organizations.ts';
+import { getMembership, insertMembership, MembershipLevel } from '#shared/db/organizations.ts';
+import { findProject } from '#shared/domain/projects.ts';
+import { OutOfTime } from '#shared/domain/query/checkpoint.ts';
+import { runnerFor } from '#shared/domain/query/index.ts';
+import type { QueryKind } from '#shared/schemas/query/index.ts';
 import { findUserIdByEmail } from '#shared/db/users.ts';
 import { QUERY_RUNS_PER_PROJECT } from '#shared/domain/query/async.ts';
 import { eventually, expectErrorShape, newKey, newProject, useApi, type Client } from '../support/api.ts';
@@ -139,6 +143,56 @@ describe('bounded background work', () => {
     expect(again.body.query_status.id).not.toBe(id);
     await a.c.delete(`${a.path}${again.body.query_status.id}/`);
   }, 120_000);
+});
+
+describe('every runner checks its checkpoint while reading and computing', () => {
+  const kinds: [string, Record<string, unknown>][] = [
+    [
+      'TrendsQuery',
+      { kind: 'TrendsQuery', series: [{ kind: 'EventsNode', event: 'viewed' }], dateRange: { date_from: '-30d' } },
+    ],
+    [
+      'TrendsQuery with a breakdown (read from events, computed batch by batch)',
+      {
+        kind: 'TrendsQuery',
+        series: [{ kind: 'EventsNode', event: 'viewed' }],
+        dateRange: { date_from: '-30d' },
+        breakdownFilter: { breakdown: '$browser', breakdown_type: 'event' },
+      },
+    ],
+    ['EventsQuery rows', { kind: 'EventsQuery', select: ['*'], after: '-30d' }],
+    ['EventsQuery count()', countOver(30)],
+    ['ActorsQuery in a value order', { kind: 'ActorsQuery', select: ['id'], orderBy: ['properties.email ASC'] }],
+  ];
+
+  it.each(kinds)('%s: calls it in its loops, and stops when it throws', async (_kind, query) => {
+    const a = await projectWithEvents();
+    // The persons of those events (the ActorsQuery's rows) are made by the stream worker.
+    await eventually(
+      async () => expect((await a.c.get(`/api/environments/${a.projectId}/persons/`)).body.results).toHaveLength(30),
+      30_000,
+    );
+    const membership = (await getMembership((await findUserIdByEmail(a.email))!, a.org.id))!;
+    const project = await findProject(membership, a.projectId);
+    const run = (check: () => void) =>
+      runnerFor(query.kind as QueryKind)(
+        { membership, projectId: a.projectId, deadline: Date.now() + 60_000, project, check },
+        query as never,
+      );
+    let calls = 0;
+    await run(() => {
+      calls += 1;
+    });
+    expect(calls).toBeGreaterThanOrEqual(2);
+    // Past its deadline from the second check on: the runner stops with the checkpoint's error.
+    let seen = 0;
+    await expect(
+      run(() => {
+        seen += 1;
+        if (seen >= 2) throw new OutOfTime();
+      }),
+    ).rejects.toBeInstanceOf(OutOfTime);
+  });
 });
 
 describe('a project whose run slots are full', () => {

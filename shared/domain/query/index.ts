@@ -72,7 +72,7 @@ const runners: { [K in QueryKind]?: QueryRunner<K> } = {
   TrendsQuery: runTrendsQuery,
 };
 
-function runnerFor(kind: QueryKind): QueryRunner<QueryKind> {
+export function runnerFor(kind: QueryKind): QueryRunner<QueryKind> {
   const runner = runners[kind] as QueryRunner<QueryKind> | undefined;
   if (!runner) throw new Error(`no runner for ${kind}`);
   return runner;
