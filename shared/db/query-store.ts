@@ -1,4 +1,5 @@
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { batchGet } from './batch.ts';
 import { call, conditional, db, tableName } from './client.ts';
 import { type ItemKey, keys } from './keys.ts';
 import type { MembershipRecord } from './organizations.ts';
@@ -263,20 +264,34 @@ export async function releaseRun(
 }
 
 /**
- * Takes one of the project's `slots` run slots for run `runId` until `expiresAt` (epoch seconds):
- * its number, or undefined when every slot is held by a live run. Tried from a random slot on, so
- * concurrent starts mostly try different items.
+ * The project's run slots (of `slots`) free now: released, expired or never taken. Read eventually
+ * consistently in one BatchGetItem: a refusal costs no write, and takeRunSlot's condition decides.
+ */
+export async function freeRunSlots(projectId: number, slots: number, nowSeconds: number): Promise<number[]> {
+  const all = Array.from({ length: slots }, (_, n) => n);
+  const held = new Set(
+    (await batchGet(all.map((n) => keys.querySlot(projectId, n))))
+      .filter((item) => Number(item.expires_at) > nowSeconds)
+      .map((item) => String(item.pk)),
+  );
+  return all.filter((n) => !held.has(keys.querySlot(projectId, n).pk));
+}
+
+/**
+ * Takes one of the `candidates` slots of the project for run `runId` until `expiresAt` (epoch
+ * seconds): its number, or undefined when each was taken by a live run meanwhile. Tried from a random
+ * one on, so concurrent starts mostly try different items.
  */
 export async function takeRunSlot(
   projectId: number,
-  slots: number,
+  candidates: readonly number[],
   runId: string,
   expiresAt: number,
   nowSeconds: number,
 ): Promise<number | undefined> {
-  const first = Math.floor(Math.random() * slots);
-  for (let i = 0; i < slots; i += 1) {
-    const slot = (first + i) % slots;
+  const first = Math.floor(Math.random() * candidates.length);
+  for (let i = 0; i < candidates.length; i += 1) {
+    const slot = candidates[(first + i) % candidates.length]!;
     const out = await conditional(() =>
       db().send(
         new UpdateCommand({

@@ -4,6 +4,7 @@ import {
   cancelQueryRun,
   finishQueryRun,
   getQueryStatus,
+  freeRunSlots,
   getRunning,
   loadQueryResult,
   markRunning,
@@ -146,30 +147,29 @@ export async function startBackgroundRun(request: RunRequest): Promise<QueryStat
   if (previous && previous.membership.user_id !== request.membership.user_id) throw clientIdTaken();
   const record = pendingRecord(request, randomUUID(), now.toISOString());
   const marker = { query_id: record.id, run_id: record.run_id, start_time: record.start_time };
+  // Reads first: joining a run, or being refused for want of a slot, writes nothing.
   const joined = await retryOnConflict(
     'The running query',
     async () => {
-      if (await markRunning(projectId, cacheKey, marker, nowSeconds + RUN_HOLD_SECONDS, nowSeconds)) return null;
       const running = await getRunning(projectId, cacheKey, now);
-      if (!running) return CONFLICT; // released meanwhile: mark it ours
-      const status = await getQueryStatus(projectId, running.query_id, now);
-      if (!status) return statusView({ ...record, id: running.query_id, start_time: running.start_time });
-      if (status.run_id === running.run_id) return statusView(status);
-      // Its id was reused for another question: that mark no longer stands for a run of this one.
-      await releaseRun(projectId, running.run_id, { cacheKey });
-      return CONFLICT;
+      if (running) {
+        const status = await getQueryStatus(projectId, running.query_id, now);
+        if (!status) return statusView({ ...record, id: running.query_id, start_time: running.start_time });
+        if (status.run_id === running.run_id) return statusView(status);
+        // Its id was reused for another question: that mark no longer stands for a run of this one.
+        await releaseRun(projectId, running.run_id, { cacheKey });
+        return CONFLICT;
+      }
+      const free = await freeRunSlots(projectId, QUERY_RUNS_PER_PROJECT, nowSeconds);
+      if (!free.length) throw tooManyRuns();
+      if (!(await markRunning(projectId, cacheKey, marker, nowSeconds + RUN_HOLD_SECONDS, nowSeconds))) return CONFLICT; // marked meanwhile by an identical request: join it
+      return { free };
     },
     { attempts: 3, baseMs: 0 },
   );
-  if (joined) return joined;
+  if ('id' in joined) return joined;
   const release = () => releaseRun(projectId, record.run_id, { cacheKey, slot: record.slot });
-  record.slot = await takeRunSlot(
-    projectId,
-    QUERY_RUNS_PER_PROJECT,
-    record.run_id,
-    nowSeconds + RUN_HOLD_SECONDS,
-    nowSeconds,
-  );
+  record.slot = await takeRunSlot(projectId, joined.free, record.run_id, nowSeconds + RUN_HOLD_SECONDS, nowSeconds);
   if (record.slot === undefined) {
     await release();
     throw tooManyRuns();
