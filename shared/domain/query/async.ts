@@ -162,8 +162,9 @@ export async function startBackgroundRun(request: RunRequest): Promise<QueryStat
       }
       const free = await freeRunSlots(projectId, QUERY_RUNS_PER_PROJECT, nowSeconds);
       if (!free.length) throw tooManyRuns();
-      if (!(await markRunning(projectId, cacheKey, marker, nowSeconds + RUN_HOLD_SECONDS, nowSeconds))) return CONFLICT; // marked meanwhile by an identical request: join it
-      return { free };
+      const marked = await markRunning(projectId, cacheKey, marker, nowSeconds + RUN_HOLD_SECONDS, nowSeconds);
+      // Marked meanwhile by an identical request: read it again, and join it.
+      return marked ? { free } : CONFLICT;
     },
     { attempts: 3, baseMs: 0 },
   );
