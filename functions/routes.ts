@@ -527,6 +527,14 @@ export interface Worker {
   writesQueries?: 'status' | 'results';
   /** How long one invocation may run (seconds). */
   timeoutSeconds: number;
+  /** A queue trigger's messages per invocation (default 10). */
+  batchSize?: number;
+  /**
+   * Executions reserved for the worker (so it never takes the API functions' share of the account's
+   * concurrency) and the most its queue trigger runs at once (at most `reserved`, so the queue waits
+   * rather than being throttled).
+   */
+  concurrency?: { reserved: number; maxFromQueue: number };
   /**
    * Writes to customer-configured destinations (S3 buckets named in batch export configs) with their
    * own credentials: opens their sealed keys (kms:Decrypt) or assumes their role (sts:AssumeRole).
@@ -596,6 +604,10 @@ export const workers = [
     writesCache: true,
     writesQueries: 'results',
     timeoutSeconds: 900,
+    // One query per invocation: a query that runs out of memory fails only itself, not other tenants' of its batch.
+    batchSize: 1,
+    // A project holds at most 3 runs (shared/domain/query/async.ts): several projects' queries run at once.
+    concurrency: { reserved: 10, maxFromQueue: 10 },
     summary:
       'Runs queries started in the background (refresh async, or blocking past the API budget) and stores their answers',
   },

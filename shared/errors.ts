@@ -99,8 +99,8 @@ export class UnsupportedMediaType extends ServiceError {
 export class Throttled extends ServiceError {
   readonly status = 429;
   readonly type = 'throttled_error';
-  constructor(retryAfterSeconds: number) {
-    super('throttled', `Request was throttled. Expected available in ${retryAfterSeconds} seconds.`);
+  constructor(retryAfterSeconds: number, detail?: string) {
+    super('throttled', detail ?? `Request was throttled. Expected available in ${retryAfterSeconds} seconds.`);
     this.headers['Retry-After'] = String(retryAfterSeconds);
   }
 }

@@ -19,7 +19,9 @@ class MalformedQueuedQuery extends Error {}
 /**
  * Queries started in the background (refresh async / force_async, or a blocking query past the API's
  * budget): each runs with the invocation's time as its deadline and ends in its status (answer or
- * error). The batch's queries run side by side. A message that fails transiently is reported, so SQS retries only it; a malformed one is dropped.
+ * error). Its row gives it one message per invocation (a query that exhausts the container fails only
+ * itself); a larger batch would run side by side. A message that fails transiently is reported, so
+ * SQS retries only it; a malformed one is dropped.
  */
 export const handler = workerHandler('run_queries', async (event: SQSEvent, context): Promise<SQSBatchResponse> => {
   const deadline = Date.now() + context.getRemainingTimeInMillis() - STORE_MARGIN_MS;

@@ -106,7 +106,7 @@ export class ServiceFunction extends Construct {
     name: string,
     description: string,
     permissions: Permissions,
-    props: ServiceFunctionProps & { timeoutSeconds?: number },
+    props: ServiceFunctionProps & { timeoutSeconds?: number; reservedConcurrency?: number },
   ) {
     super(scope, pascal(name));
     this.logicalIdPrefix = this.node.id;
@@ -135,6 +135,7 @@ export class ServiceFunction extends Construct {
       code: props.code(name),
       memorySize: stage.lambdaMemoryMb,
       timeout: Duration.seconds(props.timeoutSeconds ?? API_TIMEOUT_SECONDS),
+      reservedConcurrentExecutions: props.reservedConcurrency,
       role,
       logGroup,
       tracing: lambda.Tracing.ACTIVE,
@@ -228,6 +229,7 @@ export class WorkerFunction extends ServiceFunction {
     super(scope, worker.name, worker.summary, workerPermissions(worker), {
       ...props,
       timeoutSeconds: worker.timeoutSeconds,
+      reservedConcurrency: worker.concurrency?.reserved,
     });
     const { stage, stateful } = props;
     if (worker.continuesVia) {
@@ -246,7 +248,11 @@ export class WorkerFunction extends ServiceFunction {
     if ('queue' in worker.trigger) {
       // Messages arrive in batches; the worker reports the ones that failed, so SQS retries only those.
       this.fn.addEventSource(
-        new SqsEventSource(stateful.queue(worker.trigger.queue), { batchSize: 10, reportBatchItemFailures: true }),
+        new SqsEventSource(stateful.queue(worker.trigger.queue), {
+          batchSize: worker.batchSize ?? 10,
+          reportBatchItemFailures: true,
+          maxConcurrency: worker.concurrency?.maxFromQueue,
+        }),
       );
       return;
     }

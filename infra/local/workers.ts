@@ -1,11 +1,14 @@
 import type { Context } from 'aws-lambda';
-import { workers } from '#functions/routes.ts';
+import { type Worker, workers } from '#functions/routes.ts';
 import { invokeWithTimeout } from './lambda-context.ts';
 import { nextRun } from './schedule.ts';
 import { ReceiveMessageCommand, DeleteMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { QueueName } from '#shared/queues/settings.ts';
 
 type Handler = (event: unknown, context: Context) => Promise<unknown>;
+
+/** Invocations of a worker its queue may run at once (Lambda's event source maxConcurrency): one poller each. */
+const maxFromQueue = (w: Worker) => w.concurrency?.maxFromQueue ?? 1;
 
 export async function loadWorker(name: string): Promise<Handler> {
   const worker = workers.find((w) => w.name === name);
@@ -68,10 +71,24 @@ export function startScheduler(
   };
 }
 
+/** Each queue a worker receives from: messages per invocation, and how many invocations may run at once (one poller each). */
+export function queueSources(
+  rows: readonly Worker[] = workers,
+): { worker: string; queue: QueueName; batchSize: number; pollers: number }[] {
+  return rows.flatMap((w) => [
+    ...('queue' in w.trigger
+      ? [{ worker: w.name, queue: w.trigger.queue, batchSize: w.batchSize ?? 10, pollers: maxFromQueue(w) }]
+      : []),
+    ...(w.continuesVia ? [{ worker: w.name, queue: w.continuesVia, batchSize: 1, pollers: 1 }] : []),
+  ]);
+}
+
 /**
- * Lambda's SQS event sources: a worker's `trigger.queue` (batches of up to 10; the messages the worker
- * reports in `batchItemFailures`, or all of them when it fails, stay for SQS to hand out again after
- * their visibility timeout, the others are deleted) and its continuation queue (one note at a time).
+ * Lambda's SQS event sources: a worker's `trigger.queue` (batches of its row's `batchSize`, 10 by
+ * default; the messages the worker reports in `batchItemFailures`, or all of them when it fails, stay
+ * for SQS to hand out again after their visibility timeout, the others are deleted), polled by as many
+ * loops as its row's `concurrency.maxFromQueue` (one by default), and its continuation queue (one note
+ * at a time).
  */
 export function startQueuePollers(endpoint: string, urls: Partial<Record<QueueName, string>>): Stoppable {
   const sqs = new SQSClient({
@@ -80,14 +97,10 @@ export function startQueuePollers(endpoint: string, urls: Partial<Record<QueueNa
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
   });
   let stopped = false;
-  const sources = workers.flatMap((w) => [
-    ...('queue' in w.trigger ? [{ worker: w.name, queue: w.trigger.queue, batchSize: 10 }] : []),
-    ...('continuesVia' in w ? [{ worker: w.name, queue: w.continuesVia, batchSize: 1 }] : []),
-  ]);
-  const loops = sources.flatMap(({ worker, queue, batchSize }) => {
+  const loops = queueSources().flatMap(({ worker, queue, batchSize, pollers }) => {
     const url = urls[queue];
     if (!url) return [];
-    return [
+    return Array.from({ length: pollers }, () =>
       (async () => {
         while (!stopped) {
           const out = await sqs
@@ -127,7 +140,7 @@ export function startQueuePollers(endpoint: string, urls: Partial<Record<QueueNa
           }
         }
       })(),
-    ];
+    );
   });
   return {
     stop: async () => {

@@ -226,6 +226,8 @@ export async function readEventsOnDays(
   from: Date,
   to: Date,
   names: string[] | null,
+  /** Called before each partition is read: throws to stop the read (a query's deadline or cancellation). */
+  check: () => void = () => {},
 ): Promise<StoredEvent[]> {
   const fromIso = from.toISOString();
   const toIso = to.toISOString();
@@ -236,6 +238,7 @@ export async function readEventsOnDays(
   );
   const found: StoredEvent[] = [];
   await inParallel(queries, RANGE_QUERIES_IN_FLIGHT, async ({ day, shard, name }) => {
+    check();
     const items = await queryItems({
       ...dayShardRange(projectId, day, shard, name, fromIso, toIso),
       // Bounded pages: each request stays well inside the API's SDK timeout even on a slow table.

@@ -99,6 +99,16 @@ export const keys = {
   queryStatus: (projectId: number, queryId: string): ItemKey => ({ pk: `QUERY#${projectId}#${queryId}`, sk: 'STATUS' }),
   queryResult: (projectId: number, queryId: string): ItemKey => ({ pk: `QUERY#${projectId}#${queryId}`, sk: 'RESULT' }),
   queryPkPrefix: 'QUERY#',
+  /**
+   * The background run in flight for one question of a project (its `cache_key`), so a repeated
+   * request joins it; free once released or expired. Under QUERY#: the query functions may write it.
+   */
+  queryRunning: (projectId: number, cacheKey: string): ItemKey => ({
+    pk: `QUERY#${projectId}#RUNNING#${cacheKey}`,
+    sk: 'RUNNING',
+  }),
+  /** One of a project's background-run slots (shared/domain/query/async.ts caps them); free once released or expired. */
+  querySlot: (projectId: number, slot: number): ItemKey => ({ pk: `QUERY#${projectId}#SLOT#${slot}`, sk: 'SLOT' }),
   /** Chunk n (>= 1) of a value stored across items (shared/db/result-store.ts); chunk 0 is the item at `head` itself. */
   storedChunk: (head: ItemKey, n: number): ItemKey => ({ pk: head.pk, sk: `${head.sk}#${String(n).padStart(4, '0')}` }),
   /** The earliest event time of a project (for `date_from: all`), lowered by the ingest worker. */

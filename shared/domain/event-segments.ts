@@ -197,19 +197,20 @@ async function readParts(
   days: string[],
   names: string[] | null,
   projection: Projection,
+  check: () => void,
 ): Promise<Part[]> {
   if (!names) {
     const counters = await readDayCounters(projectId, days, null);
-    return inParallel(days, PARTS_IN_FLIGHT, async (day) => ({
-      day,
-      name: null,
-      data: await readEventDay(projectId, day, null, projection, counters.get(day)),
-    }));
+    return inParallel(days, PARTS_IN_FLIGHT, async (day) => {
+      check();
+      return { day, name: null, data: await readEventDay(projectId, day, null, projection, counters.get(day)) };
+    });
   }
   const perName = await Promise.all(
-    names.map(async (name) =>
-      [...(await readEventDays(projectId, days, name, projection))].map(([day, data]) => ({ day, name, data })),
-    ),
+    names.map(async (name) => {
+      check();
+      return [...(await readEventDays(projectId, days, name, projection))].map(([day, data]) => ({ day, name, data }));
+    }),
   );
   return perName.flat();
 }
@@ -303,12 +304,13 @@ async function addRawParts(
   raw: Set<Part>,
   from: Date,
   to: Date,
+  check: () => void,
 ): Promise<number> {
   let rawEvents = 0;
   const rawDays = new Map<string | null, string[]>();
   for (const p of raw) rawDays.set(p.name, [...(rawDays.get(p.name) ?? []), p.day]);
   for (const [name, onDays] of rawDays) {
-    const found = await readEventsOnDays(projectId, onDays, from, to, name === null ? null : [name]);
+    const found = await readEventsOnDays(projectId, onDays, from, to, name === null ? null : [name], check);
     rawEvents += found.length;
     for (const e of found) addStoredEvent(columns, e);
   }
@@ -329,12 +331,16 @@ export async function readTrendRows(
   names: string[] | null,
   projection: Projection,
   now: Date,
+  /** Called between reads (each day or partition): throws to stop (a query's deadline or cancellation). */
+  check: () => void = () => {},
 ): Promise<{ columns: StoredColumns; source: TrendEventSource; segments: { read: number; kept: number } }> {
-  const parts = await readParts(projectId, utcDays(from, to), names, projection);
+  const parts = await readParts(projectId, utcDays(from, to), names, projection, check);
+  check();
   const { raw, extra } = await planParts(projectId, parts, now);
+  check();
   const columns: StoredColumns = { segments: [], rows: [], from: from.getTime(), to: to.getTime(), projection };
   const { compacted, kept } = addCompactedParts(columns, parts, raw, extra);
-  const rawEvents = await addRawParts(columns, projectId, raw, from, to);
+  const rawEvents = await addRawParts(columns, projectId, raw, from, to, check);
   // Where the events came from (a raw read of an empty day contributes nothing).
   const source: TrendEventSource =
     rawEvents === 0 ? 'segments' : compacted === 0 && extra.size === 0 ? 'events' : 'segments+events';

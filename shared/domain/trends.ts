@@ -24,6 +24,7 @@ import {
 } from '../trends/index.ts';
 import { checkResponseBytes, type ReadWindow } from '../trends/limits.ts';
 import {
+  type ColumnSource,
   computeTrendFromColumns,
   distinctIdsOf,
   distinctIdsOnly,
@@ -124,12 +125,17 @@ export interface ComputedTrend {
 }
 
 /** The legacy trend request on a project the caller has read, answered from the store, neither reading nor writing the trend cache. */
-export async function answerTrend(project: ProjectRecord, raw: Record<string, unknown>): Promise<ComputedTrend> {
+export async function answerTrend(
+  project: ProjectRecord,
+  raw: Record<string, unknown>,
+  /** Called between reads and before each batch the engine computes: throws to stop (deadline, cancellation). */
+  check: () => void = () => {},
+): Promise<ComputedTrend> {
   const phases = new Phases();
   const projectId = project.id;
   const inputs = await prepareTrend(async () => project, projectId, raw);
   phases.mark('setup');
-  const { response, source } = await computeFromStore(projectId, inputs, phases);
+  const { response, source } = await computeFromStore(projectId, inputs, phases, check);
   return { query: inputs.query, range: inputs.range, response, source, timings: phases.list() };
 }
 
@@ -174,14 +180,14 @@ async function prepareTrend(
   return { query, settings, actions, firstAt, now, range, read };
 }
 
-async function computeFromStore(projectId: number, inputs: TrendInputs, phases: Phases) {
+async function computeFromStore(projectId: number, inputs: TrendInputs, phases: Phases, check = () => {}) {
   const { query, settings, actions, firstAt, now, range, read } = inputs;
   const computed = canUseHourlyRollups(query, settings, now, firstAt)
     ? {
-        response: await fromRollups(projectId, query, read, settings, now, firstAt, phases),
+        response: await fromRollups(projectId, query, read, settings, now, firstAt, phases, check),
         source: 'rollups' as const,
       }
-    : await fromEvents(projectId, query, range, read, settings, actions, now, firstAt, phases);
+    : await fromEvents(projectId, query, range, read, settings, actions, now, firstAt, phases, check);
   checkResponseBytes(query, Buffer.byteLength(JSON.stringify(computed.response)));
   return computed;
 }
@@ -196,15 +202,18 @@ async function fromRollups(
   now: Date,
   firstAt: Date | undefined,
   phases: Phases,
+  check: () => void,
 ) {
   const hourly = read
     ? await Promise.all(
-        query.series.map((s) =>
-          readRollups(projectId, s.id === null ? null : String(s.id), hourKey(read.from), hourKey(read.to)),
-        ),
+        query.series.map((s) => {
+          check();
+          return readRollups(projectId, s.id === null ? null : String(s.id), hourKey(read.from), hourKey(read.to));
+        }),
       )
     : query.series.map(() => new Map<string, number>());
   phases.mark('read', daysRead(read));
+  check();
   const response = computeTrendFromHourly(query, { hourly, project: settings, now, firstEventAt: firstAt });
   phases.mark('compute');
   return response;
@@ -220,12 +229,13 @@ async function fromEvents(
   now: Date,
   firstAt: Date | undefined,
   phases: Phases,
+  check: () => void,
 ) {
   const persons = needsPersons(query, settings, actions);
   const projection = { properties: eventPropertiesUsed(query, settings, actions), distinctIds: persons };
   const { columns, source, segments } =
     read && range.buckets.length
-      ? await readTrendRows(projectId, read.from, read.to, needsEventNames(query, actions), projection, now)
+      ? await readTrendRows(projectId, read.from, read.to, needsEventNames(query, actions), projection, now, check)
       : {
           columns: { segments: [], rows: [], from: 0, to: -1, projection },
           source: 'events' as const,
@@ -238,8 +248,9 @@ async function fromEvents(
   );
   const join = persons ? await personJoin(projectId, distinctIdsOf(columns)) : distinctIdsOnly;
   phases.mark('persons');
+  check();
   const response = computeTrendFromColumns(query, {
-    source: storedSource(columns, join),
+    source: checkedSource(storedSource(columns, join), check),
     project: settings,
     actions,
     now,
@@ -247,6 +258,19 @@ async function fromEvents(
   });
   phases.mark('compute');
   return { response, source };
+}
+
+/** The source with `check` called before each batch (a segment chunk or a day of rows) the engine computes. */
+function checkedSource(source: ColumnSource, check: () => void): ColumnSource {
+  return {
+    from: source.from,
+    to: source.to,
+    forEachBatch: (visit) =>
+      source.forEachBatch((batch) => {
+        check();
+        visit(batch);
+      }),
+  };
 }
 
 /** Each distinct id's person (merged distinct ids share one) and that person's current properties; an unknown one stands for itself. */

@@ -317,6 +317,26 @@ describe('least privilege', () => {
     expect(permissionsOf('query_create')).toContain('sqs:send:query_runs');
   });
 
+  it('isolates the query worker: reserved concurrency, a maximum on its queue trigger, one message per invocation', () => {
+    const worker = stack.functions.get('run_queries')!;
+    const fn = resources(template, 'AWS::Lambda::Function')[logicalId(stack, worker)]!.Properties!;
+    expect(fn.ReservedConcurrentExecutions).toBe(10);
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      EventSourceArn: { 'Fn::GetAtt': [logicalId(stack, stack.queues.get('query_runs')!.queue), 'Arn'] },
+      FunctionName: { Ref: logicalId(stack, worker) },
+      BatchSize: 1,
+      ScalingConfig: { MaximumConcurrency: 10 },
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+    // The API functions keep the rest of the account's concurrency: none of them reserves any.
+    for (const r of routes)
+      expect(
+        resources(template, 'AWS::Lambda::Function')[logicalId(stack, stack.functions.get(r.operationId)!)]!.Properties!
+          .ReservedConcurrentExecutions,
+        r.operationId,
+      ).toBeUndefined();
+  });
+
   it('lets each function write only its own log group, with no managed policy (no AWSLambdaBasicExecutionRole)', () => {
     const logGroups = resources(template, 'AWS::Logs::LogGroup');
     for (const [name, fn] of stack.functions) {

@@ -3,11 +3,13 @@ import { now } from '../../clock.ts';
 import { config } from '../../config.ts';
 import { rememberWalkPosition, walkPosition } from '../../db/actors-walks.ts';
 import { personsInCreationOrder, type PersonRecord } from '../../db/persons.ts';
-import { ServiceUnavailable, ValidationError } from '../../errors.ts';
+import { ValidationError } from '../../errors.ts';
 import { ACTORS_DEFAULT_LIMIT, type ActorsQuery } from '../../schemas/query/actors.ts';
 import { personFilterFromQuery, personSearch } from '../person-filters.ts';
 import { personResponse } from '../persons.ts';
+import type { Checkpoint } from './checkpoint.ts';
 import type { QueryContext, QueryRunner } from './index.ts';
+import { sortByKey } from './sort.ts';
 
 /** PostHog's columns when `select` is absent (its PersonStrategy). */
 const DEFAULT_SELECT = ['person', 'id', 'person.$delete'];
@@ -135,22 +137,39 @@ function orderOf(orderBy: string[] | null | undefined): Order {
   );
 }
 
-/** Values in memory: numbers, then strings, then anything else (as JSON); null and missing last either way, as ClickHouse. */
-function compareValues(a: unknown, b: unknown): number {
-  const rank = (v: unknown) => (typeof v === 'number' ? 0 : typeof v === 'string' ? 1 : 2);
-  if (rank(a) !== rank(b)) return rank(a) - rank(b);
-  if (typeof a === 'number' && typeof b === 'number') return a - b;
-  const [x, y] = typeof a === 'string' ? [a, b as string] : [JSON.stringify(a), JSON.stringify(b)];
-  return x < y ? -1 : x > y ? 1 : 0;
+/**
+ * A row's place in a value order, computed once per row: null and missing last either way (as
+ * ClickHouse), then numbers, then strings, then anything else (as JSON, stringified here once).
+ */
+export interface ValueKey {
+  missing: boolean;
+  rank: number;
+  number: number;
+  text: string;
+  sortKey: string;
 }
 
+export function valueKey(value: unknown, sortKey: string): ValueKey {
+  const missing = value === null || value === undefined;
+  const rank = typeof value === 'number' ? 0 : typeof value === 'string' ? 1 : 2;
+  return {
+    missing,
+    rank,
+    number: rank === 0 ? (value as number) : 0,
+    text: missing || rank === 0 ? '' : rank === 1 ? (value as string) : JSON.stringify(value),
+    sortKey,
+  };
+}
+
+const compareText = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
+
 /** Rows in a value order: (value, sort key) in the order's direction, nulls last. */
-function compareRows(order: { ascending: boolean }, a: { value: unknown; sortKey: string }, b: typeof a): number {
-  const aNull = a.value === null || a.value === undefined;
-  const bNull = b.value === null || b.value === undefined;
-  if (aNull !== bNull) return aNull ? 1 : -1;
-  const byValue = aNull ? 0 : compareValues(a.value, b.value);
-  const c = byValue !== 0 ? byValue : a.sortKey < b.sortKey ? -1 : a.sortKey > b.sortKey ? 1 : 0;
+export function compareKeys(order: { ascending: boolean }, a: ValueKey, b: ValueKey): number {
+  if (a.missing !== b.missing) return a.missing ? 1 : -1;
+  let c = 0;
+  if (!a.missing)
+    c = a.rank !== b.rank ? a.rank - b.rank : a.rank === 0 ? a.number - b.number : compareText(a.text, b.text);
+  if (c === 0) c = compareText(a.sortKey, b.sortKey);
   return order.ascending ? c : -c;
 }
 
@@ -189,7 +208,7 @@ interface PageRequest {
   skip: number;
   /** Where the page starts (exclusive): the previous page's end, remembered for this walk. */
   after?: string;
-  deadline: number;
+  check: Checkpoint;
   query: ActorsQuery;
 }
 
@@ -201,13 +220,6 @@ interface Page {
 }
 
 const scanLimit = () => config().personScanLimit;
-
-function checkDeadline(deadline: number) {
-  if (Date.now() >= deadline)
-    throw new ServiceUnavailable(
-      'The query ran out of time reading persons; retry it (or run it with refresh "async").',
-    );
-}
 
 /**
  * A page in the index's order, read from its position on: the rows and one more (to know whether
@@ -222,7 +234,7 @@ async function indexPage(r: PageRequest & { order: { kind: 'created_at' } }): Pr
   let reads = 0;
   let exhausted = false;
   while (rows.length <= r.limit && examined < budget && reads < MAX_READS) {
-    checkDeadline(r.deadline);
+    r.check();
     const wanted = r.matches ? READ_SIZE : r.skip - skipped + r.limit + 1 - rows.length;
     const out = await personsInCreationOrder(r.projectId, {
       ascending: r.order.ascending,
@@ -251,13 +263,13 @@ async function indexPage(r: PageRequest & { order: { kind: 'created_at' } }): Pr
 
 /** A page in a value's order: every person of the project read and sorted (at most `scanLimit` of them). */
 async function valuePage(r: PageRequest & { order: Extract<Order, { kind: 'value' }> }): Promise<Page> {
-  const all: (Row & { value: unknown })[] = [];
+  const all: Row[] = [];
   let after: string | undefined;
   let reads = 0;
   let examined = 0;
   for (;;) {
     if (reads >= MAX_READS || examined > scanLimit()) throw overBudget(r, false);
-    checkDeadline(r.deadline);
+    r.check();
     const out = await personsInCreationOrder(r.projectId, {
       ascending: true,
       limit: Math.min(READ_SIZE, scanLimit() + 1 - examined),
@@ -267,20 +279,25 @@ async function valuePage(r: PageRequest & { order: Extract<Order, { kind: 'value
     for (const row of out.persons) {
       examined += 1;
       after = row.sortKey;
-      if (!r.matches || r.matches(row.person)) all.push({ ...row, value: r.order.value(row.person) ?? null });
+      if (!r.matches || r.matches(row.person)) all.push(row);
     }
     if (!out.more) break;
   }
-  const sorted = all.sort((a, b) => compareRows(r.order, a, b));
+  const keyOf = (row: Row) => valueKey(r.order.value(row.person) ?? null, row.sortKey);
+  const sorted = sortByKey(all, keyOf, (a, b) => compareKeys(r.order, a, b), r.check);
   const from = r.after === undefined ? undefined : (JSON.parse(r.after) as { value: unknown; sortKey: string });
-  const rest = from ? sorted.filter((row) => compareRows(r.order, row, from) > 0) : sorted.slice(r.skip);
+  const fromKey = from && valueKey(from.value ?? null, from.sortKey);
+  const rest = fromKey ? sorted.filter((row) => compareKeys(r.order, row.key, fromKey) > 0) : sorted.slice(r.skip);
   const page = rest.slice(0, r.limit);
   const last = page.at(-1);
   const hasMore = rest.length > r.limit;
   return {
-    rows: page,
+    rows: page.map((row) => row.item),
     hasMore,
-    end: hasMore && last ? JSON.stringify({ value: last.value, sortKey: last.sortKey }) : undefined,
+    end:
+      hasMore && last
+        ? JSON.stringify({ value: r.order.value(last.item.person) ?? null, sortKey: last.item.sortKey })
+        : undefined,
   };
 }
 
@@ -345,7 +362,7 @@ export const runActorsQuery: QueryRunner<'ActorsQuery'> = async (context, query)
     limit,
     skip: after === undefined ? offset : 0,
     after,
-    deadline: context.deadline,
+    check: context.check,
     query,
   };
   const page =

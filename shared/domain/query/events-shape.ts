@@ -254,9 +254,17 @@ export interface CountGroup {
 }
 
 /** count() with the other columns as the group-by. */
-export function countGroups(columns: readonly EventsColumn[], events: Iterable<CountedEvent>): CountGroup[] {
+export function countGroups(
+  columns: readonly EventsColumn[],
+  events: Iterable<CountedEvent>,
+  /** Called every 512 events: throws to stop (the run's deadline or cancellation). */
+  check: () => void = () => {},
+): CountGroup[] {
   const groups = new Map<string, CountGroup>();
+  let seen = 0;
   for (const e of events) {
+    seen += 1;
+    if (seen % 512 === 0) check();
     const values = columns.map((c) => {
       switch (c.kind) {
         case 'event':

@@ -42,6 +42,7 @@ import {
   refuseUnsupportedFields,
   resolveWindow,
 } from './events-shape.ts';
+import type { Checkpoint } from './checkpoint.ts';
 import type { RunContext } from './index.ts';
 
 /**
@@ -102,6 +103,7 @@ export async function runEventsQuery(context: RunContext, query: EventsQuery): P
     descending: order.descending,
     limit,
     offset,
+    check: context.check,
   };
   const answer = aggregated ? await countedRows(plan, now, eventFilterKeys(group)) : await eventRows(plan);
   const body = {
@@ -133,6 +135,21 @@ interface Plan {
   descending: boolean;
   limit: number;
   offset: number;
+  /** The run's checkpoint, called in every loop over events (checkpoint.ts). */
+  check: Checkpoint;
+}
+
+/** Events handled between two checkpoints in per-event loops: a check costs a clock read, an event far less. */
+const CHECK_EVERY = 512;
+
+/** `test` with the plan's checkpoint called every CHECK_EVERY events. */
+function checking<E>(check: Checkpoint, test: (e: E) => boolean): (e: E) => boolean {
+  let seen = 0;
+  return (e) => {
+    seen += 1;
+    if (seen % CHECK_EVERY === 0) check();
+    return test(e);
+  };
 }
 
 const NO_PROPERTIES: Record<string, unknown> = {};
@@ -148,15 +165,18 @@ const asTrendEvent = (e: CountedEvent, personProperties: Record<string, unknown>
 
 /** The candidates the filters keep, persons looked up first when the filters read them. */
 async function filtered<E extends CountedEvent>(plan: Plan, candidates: E[]): Promise<E[]> {
-  if (!plan.personFilters) return candidates.filter((e) => plan.matches(e, NO_PROPERTIES));
+  if (!plan.personFilters) return candidates.filter(checking(plan.check, (e: E) => plan.matches(e, NO_PROPERTIES)));
   const person = await personCells(
     plan.projectId,
     candidates.map((e) => e.distinct_id),
   );
-  return candidates.filter((e) => {
-    const cell = person(e.distinct_id);
-    return plan.matches(e, 'properties' in cell ? cell.properties : NO_PROPERTIES);
-  });
+  plan.check();
+  return candidates.filter(
+    checking(plan.check, (e: E) => {
+      const cell = person(e.distinct_id);
+      return plan.matches(e, 'properties' in cell ? cell.properties : NO_PROPERTIES);
+    }),
+  );
 }
 
 function tooManyEvents(cap: number): ValidationError {
@@ -179,17 +199,22 @@ async function eventRows(plan: Plan): Promise<{ results: unknown[][]; hasMore: b
   const range = { from: new Date(window.after), to: new Date(window.before), newestFirst: descending };
   const asCounted = (e: StoredEvent) => ({ ...e, t: Date.parse(e.timestamp) });
   // Person filters are applied after the read (they need the persons), so a shard reads its whole day.
-  const keep = plan.personFilters
-    ? (e: StoredEvent) => plan.candidate(asCounted(e))
-    : (e: StoredEvent) => {
-        const c = asCounted(e);
-        return plan.candidate(c) && plan.matches(c, NO_PROPERTIES);
-      };
+  // Called on every event read: the reads' checkpoint.
+  const keep = checking(
+    plan.check,
+    plan.personFilters
+      ? (e: StoredEvent) => plan.candidate(asCounted(e))
+      : (e: StoredEvent) => {
+          const c = asCounted(e);
+          return plan.candidate(c) && plan.matches(c, NO_PROPERTIES);
+        },
+  );
   const found: StoredEvent[] = [];
   const cap = config().eventsQueryScanLimit;
   const budget = { items: cap };
   let size = 1;
   while (days.length && found.length < need) {
+    plan.check();
     const want = plan.personFilters ? Number.POSITIVE_INFINITY : need - found.length;
     const reads = await Promise.all(
       days.splice(0, size).map((day) => readDayEventsInOrder(projectId, day, name, range, want, keep, budget)),
@@ -201,6 +226,7 @@ async function eventRows(plan: Plan): Promise<{ results: unknown[][]; hasMore: b
     }
     size = Math.min(2 * size, MAX_DAYS_AT_ONCE);
   }
+  plan.check();
   found.sort(compareEvents(descending));
   const page = pageOf(found, plan.limit, plan.offset);
   const person = await personCells(
@@ -226,16 +252,22 @@ async function countedRows(
     name === null ? null : [name],
     projection,
     now,
+    plan.check,
   );
   const candidates: CountedEvent[] = [];
-  for (const { name: event, segment } of stored.segments)
+  const candidate = checking(plan.check, plan.candidate);
+  for (const { name: event, segment } of stored.segments) {
+    plan.check();
     forEachRow(segment, projection, (distinct_id, t, properties) => {
       const e = { event, distinct_id, t, properties };
-      if (plan.candidate(e)) candidates.push(e);
+      if (candidate(e)) candidates.push(e);
     });
-  for (const row of stored.rows) if (plan.candidate(row)) candidates.push(row);
+  }
+  for (const row of stored.rows) if (candidate(row)) candidates.push(row);
   const counted = await filtered(plan, candidates);
-  const page = pageOf(orderGroups(countGroups(columns, counted), plan.descending), plan.limit, plan.offset);
+  const groups = countGroups(columns, counted, plan.check);
+  plan.check();
+  const page = pageOf(orderGroups(groups, plan.descending), plan.limit, plan.offset);
   const personColumn = columns.findIndex((c) => c.kind === 'person');
   const person = await personCells(
     projectId,

@@ -7,11 +7,13 @@ import {
   finishQueryRun,
   getQueryStatus,
   loadCachedAnswer,
+  noteRunStopped,
+  type QueryStatusRecord,
   storeCachedAnswer,
   storeQueryResult,
 } from '../../db/query-store.ts';
 import { MAX_STORED_BYTES } from '../../db/result-cache.ts';
-import { ServiceError, ServiceUnavailable } from '../../errors.ts';
+import { ServiceError, ServiceUnavailable, Throttled } from '../../errors.ts';
 import { logger } from '../../observability.ts';
 import type { QueuedQuery } from '../../queues/query-runs.ts';
 import type { AnyQuery, QueryBody, QueryKind } from '../../schemas/query/index.ts';
@@ -21,7 +23,22 @@ import { requireQueryKindScope } from './kinds.ts';
 import { runEventsQuery } from './events.ts';
 import { runTrendsQuery } from './trends.ts';
 import { findProject, projectSettings } from '../projects.ts';
-import { newQueryId, QUERY_STATUS_TTL_SECONDS, startBackgroundRun, type RunRequest } from './async.ts';
+import {
+  newQueryId,
+  QUERY_STATUS_TTL_SECONDS,
+  type QueryStatusView,
+  releaseRunOf,
+  startBackgroundRun,
+  type RunRequest,
+} from './async.ts';
+import {
+  type Checkpoint,
+  checkpointOf,
+  OutOfTime,
+  RunAbandoned,
+  untilSafePoint,
+  watchAbandonment,
+} from './checkpoint.ts';
 import { CLIENT_REFRESH_AFTER_MS, cacheKeyOf, decide, executionModeOf, intervalOf, readsCache } from './refresh.ts';
 
 /** Who asks about which project, and by when. */
@@ -32,9 +49,13 @@ export interface QueryContext {
   deadline: number;
 }
 
-/** What every kind's runner gets besides its query: the context and the project, read once by the envelope or the worker. */
+/**
+ * What every kind's runner gets besides its query: the context and the project, read once by the
+ * envelope or the worker, and the checkpoint its loops call (checkpoint.ts).
+ */
 export interface RunContext extends QueryContext {
   project: ProjectRecord;
+  check: Checkpoint;
 }
 
 /**
@@ -53,7 +74,7 @@ const runners: { [K in QueryKind]?: QueryRunner<K> } = {
   TrendsQuery: runTrendsQuery,
 };
 
-function runnerFor(kind: QueryKind): QueryRunner<QueryKind> {
+export function runnerFor(kind: QueryKind): QueryRunner<QueryKind> {
   const runner = runners[kind] as QueryRunner<QueryKind> | undefined;
   if (!runner) throw new Error(`no runner for ${kind}`);
   return runner;
@@ -120,6 +141,7 @@ export async function runQuery(context: QueryContext, body: QueryBody, caller: C
     membership,
     projectId,
     queryId: body.client_query_id ?? newQueryId(),
+    clientQueryId: body.client_query_id !== undefined,
     query: body.query as Record<string, unknown>,
     cacheKey,
     generation,
@@ -129,7 +151,7 @@ export async function runQuery(context: QueryContext, body: QueryBody, caller: C
     case 'serve_cached':
       return served();
     case 'serve_cached_and_run_async':
-      return { ...served(), query_status: await startBackgroundRun(run) };
+      return { ...served(), query_status: await refreshUnlessFull(run) };
     case 'cache_miss':
       return { cache_key: cacheKey, query_status: null };
     case 'cache_miss_and_run_async':
@@ -142,28 +164,37 @@ export async function runQuery(context: QueryContext, body: QueryBody, caller: C
 }
 
 /**
+ * The background refresh of a stale answer that is served anyway: skipped (no `query_status`) when the
+ * project already runs all the queries it may, since the client has an answer to show.
+ */
+async function refreshUnlessFull(run: RunRequest): Promise<QueryStatusView | null> {
+  try {
+    return await startBackgroundRun(run);
+  } catch (error) {
+    if (error instanceof Throttled) return null;
+    throw error;
+  }
+}
+
+/**
  * Runs the query inline until the safe point (the function's deadline less the hand-over time, or the
  * configured blocking budget if sooner); a run not finished by then is left to the query worker. A run
  * failing after the safe point is handed over too: the worker's run reports its error.
  */
-async function computeOrHandOver(context: RunContext, query: AnyQuery, run: RunRequest): Promise<Answer> {
+async function computeOrHandOver(
+  context: Omit<RunContext, 'check'>,
+  query: AnyQuery,
+  run: RunRequest,
+): Promise<Answer> {
   const started = Date.now();
   const safePoint = Math.min(context.deadline - HANDOVER_MS, started + config().queryBlockingBudgetMs);
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<'late'>((resolve) => {
-    timer = setTimeout(() => resolve('late'), Math.max(0, safePoint - Date.now()));
-  });
-  const running = runnerFor(query.kind)({ ...context, deadline: safePoint }, query);
-  running.catch(() => {}); // an abandoned run's failure is nobody's answer
-  const outcome = await Promise.race([running.then((body) => ({ body })), late])
-    .catch((error: unknown) => {
-      if (Date.now() >= safePoint) return 'late' as const;
-      throw error;
-    })
-    .finally(() => clearTimeout(timer));
+  const outcome = await untilSafePoint(
+    (check) => runnerFor(query.kind)({ ...context, deadline: safePoint, check }, query),
+    safePoint,
+  );
   if (outcome === 'late') return { cache_key: run.cacheKey, query_status: await startBackgroundRun(run) };
   const computedAt = clockNow();
-  const answer = freshAnswer(outcome.body, run.cacheKey, run.timezone, computedAt, Date.now() - started);
+  const answer = freshAnswer(outcome.value, run.cacheKey, run.timezone, computedAt, Date.now() - started);
   await cacheAnswer(context.projectId, answer, computedAt);
   return answer;
 }
@@ -182,21 +213,53 @@ export async function runQueuedQuery(message: QueuedQuery, deadline: number, rec
   const record = await getQueryStatus(projectId, queryId, clockNow());
   if (!record || record.run_id !== runId || record.complete) return;
   if (!(await claimQueryRun(projectId, queryId, runId, clockNow().toISOString()))) return;
-  const finish = (error: boolean, error_message: string | null) =>
-    finishQueryRun(
+  // A cancel (or a later run of the same id) is seen within a second: the run stops at its next checkpoint.
+  const watch = watchAbandonment(async () => {
+    const now = await getQueryStatus(projectId, queryId, clockNow());
+    return !now || now.run_id !== runId || now.cancelled;
+  });
+  try {
+    await runClaimed(record, { deadline, signal: watch.signal }, receiveCount);
+  } finally {
+    watch.stop();
+  }
+}
+
+async function runClaimed(
+  record: QueryStatusRecord,
+  limits: { deadline: number; signal: AbortSignal },
+  receiveCount: number,
+): Promise<void> {
+  const { team_id: projectId, id: queryId, run_id: runId } = record;
+  const finish = async (error: boolean, error_message: string | null) => {
+    await finishQueryRun(
       projectId,
       queryId,
       runId,
       { error, error_message, end_time: clockNow().toISOString() },
       QUERY_STATUS_TTL_SECONDS,
     );
+    await releaseRunOf(record);
+  };
   const started = Date.now();
   let body: Answer;
   try {
     const query = record.query as AnyQuery;
     const project = await findProject(record.membership, projectId);
-    body = await runnerFor(query.kind)({ membership: record.membership, projectId, deadline, project }, query);
+    const check = checkpointOf(limits.deadline, limits.signal);
+    const context = { membership: record.membership, projectId, deadline: limits.deadline, project, check };
+    body = await runnerFor(query.kind)(context, query);
   } catch (error) {
+    if (error instanceof RunAbandoned) {
+      logger.info('query run stopped: cancelled or replaced', { query_id: queryId });
+      await noteRunStopped(projectId, queryId, runId, clockNow().toISOString());
+      await releaseRunOf(record);
+      return;
+    }
+    if (error instanceof OutOfTime) {
+      await finish(true, 'The query ran out of time; narrow it (date range, filters) and run it again.');
+      return;
+    }
     if (error instanceof ServiceUnavailable && receiveCount <= MAX_TRANSIENT_RETRIES) throw error;
     const exposed = error instanceof ServiceError && error.status < 500;
     if (!exposed) logger.error('query failed', { query_id: queryId, error: (error as Error).message });

@@ -18,7 +18,7 @@ export const runTrendsQuery: QueryRunner<'TrendsQuery'> = async (context, query)
   // Computed with the Other row, so `hasMore` can tell that values were left out; the row is dropped after.
   const request = { ...translation.request, breakdown_hide_other_aggregation: false };
   try {
-    const computed = await answerTrend(context.project, request);
+    const computed = await answerTrend(context.project, request, context.check);
     const body = trendsQueryResponse(query, translation, computed);
     checkResponseBytes(computed.query, Buffer.byteLength(JSON.stringify(body)));
     return body;
