@@ -46,13 +46,22 @@ const ttlOf = (iso: string, seconds: number) => Math.floor(Date.parse(iso) / 100
  * Starts (or restarts, for a client_query_id sent again by its creator) a query's status; it lives
  * `ttlSeconds`. False, and nothing written, when a live status of that id belongs to another user.
  */
+/**
+ * The query is kept as JSON text: its unvalidated parts (a filter's `properties`, say) may hold what a
+ * DynamoDB map cannot (numbers beyond its range such as 1e300, empty keys, deep nesting), and they are
+ * the client's, so they must never turn into our 500.
+ */
+function withQueryText({ query, ...rest }: QueryStatusRecord) {
+  return { ...rest, query_json: JSON.stringify(query) };
+}
+
 export async function putQueryStatus(record: QueryStatusRecord, ttlSeconds: number): Promise<boolean> {
   const out = await conditional(() =>
     db().send(
       new PutCommand({
         TableName: tableName(),
         Item: {
-          ...record,
+          ...withQueryText(record),
           ...statusKey(record.team_id, record.id),
           entity: 'QueryStatus',
           expires_at: ttlOf(record.start_time, ttlSeconds),
@@ -79,8 +88,10 @@ export async function getQueryStatus(
   );
   const item = out.Item;
   if (!item || Number(item.expires_at) * 1000 <= now.getTime()) return undefined;
-  const { pk: _pk, sk: _sk, entity: _e, expires_at: _x, ...record } = item;
-  return record as QueryStatusRecord;
+  const { pk: _pk, sk: _sk, entity: _e, expires_at: _x, query_json, ...record } = item;
+  // Statuses stored before the query was kept as text (they live an hour) hold it as a map.
+  const query = typeof query_json === 'string' ? JSON.parse(query_json) : record.query;
+  return { ...record, query } as QueryStatusRecord;
 }
 
 /** The worker takes run `runId` of the query: false when it was cancelled, finished or replaced by a later run. */
