@@ -409,6 +409,8 @@ export const routes = [
     auth: 'project_token',
     handler: 'capture/capture',
     access: 'write',
+    // A batch too large to store within the function's budget is staged there for store_capture_batches.
+    sends: ['capture_batches'],
     summary: 'Capture events (PostHog SDK ingestion), authenticated by the project token',
   },
   // posthog-js in a browser: what the SDK fetches from its api_host besides capture (README, "posthog-js").
@@ -595,6 +597,14 @@ export const workers = [
     timeoutSeconds: 900,
     summary:
       'Runs queries started in the background (refresh async, or blocking past the API budget) and stores their answers',
+  },
+  {
+    name: 'store_capture_batches',
+    handler: 'workers/store-capture-batches',
+    trigger: { queue: 'capture_batches' },
+    access: 'write',
+    timeoutSeconds: 300,
+    summary: 'Stores, within seconds, the events of capture batches too large to store within their request',
   },
 ] as const satisfies readonly Worker[];
 

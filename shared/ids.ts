@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { now } from './clock.ts';
 
 let lastMs = -1;
@@ -25,6 +25,18 @@ export function uuidv7(): string {
   bytes.writeUIntBE(ms, 0, 6);
   bytes[6] = 0x70 | (sequence >> 8);
   bytes[7] = sequence & 0xff;
+  bytes[8] = 0x80 | (bytes[8]! & 0x3f);
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/**
+ * RFC 9562 UUID v8 (the "custom" version) from a SHA-256 of `parts`: the same parts give the same id,
+ * which is what makes a resent capture request map onto the events it already stored.
+ */
+export function uuidFromParts(...parts: (string | number)[]): string {
+  const bytes = createHash('sha256').update(parts.join('\u0000')).digest().subarray(0, 16);
+  bytes[6] = 0x80 | (bytes[6]! & 0x0f);
   bytes[8] = 0x80 | (bytes[8]! & 0x3f);
   const hex = bytes.toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;

@@ -5,9 +5,10 @@
  * (posthog-js, posthog-node, posthog-python, ...) can send here unchanged.
  * No I/O: the handler looks the token up and stores what `normalizeEvents` accepted.
  */
+import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import { NotAuthenticated, ParseError, PayloadTooLarge, ValidationError } from '../errors.ts';
-import { UUID_PATTERN } from '../ids.ts';
+import { UUID_PATTERN, uuidFromParts } from '../ids.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '../json.ts';
 import { parseClientTime, resolveEventTimestamp, sentAtFromQuery } from './timestamps.ts';
 
@@ -44,6 +45,11 @@ export interface DecodedPayload {
   encodings: Encoding[];
   /** UTF-8 size of the JSON text once every layer was undone. */
   bytes: number;
+  /**
+   * SHA-256 (hex) of that JSON text: the same events resent in another encoding (re-gzipped, form or
+   * base64) have the same digest, so their derived uuids (NormalizeOptions.retryKey) match.
+   */
+  digest: string;
 }
 
 type CompressionHint = 'gzip' | 'base64' | 'lz64' | undefined;
@@ -63,7 +69,7 @@ export function decodeCaptureRequest(input: CaptureRequestInput): DecodedPayload
   text = unwrapText(text, hint, encodings);
   const bytes = Buffer.byteLength(text);
   assertWithinLimit(bytes);
-  return { payload: parseJson(text), encodings, bytes };
+  return { payload: parseJson(text), encodings, bytes, digest: createHash('sha256').update(text).digest('hex') };
 }
 
 function assertWithinLimit(bytes: number): void {
@@ -398,7 +404,15 @@ export interface NormalizeOptions {
   now: Date;
   /** Request-level `sent_at` (ExtractedRequest.sentAt); an event's own `sent_at` wins over it. */
   sentAt?: string;
+  /** The uuid of an event sent without one and without any client time (a random v7: PostHog's behaviour). */
   newUuid: () => string;
+  /**
+   * Identifies the request's content (token, DecodedPayload.digest, the query's send time). An event sent
+   * without a uuid but with a client time (timestamp, offset or sent_at, as every PostHog SDK sends)
+   * gets the uuid of (retryKey, its index in the request): a client resending the same body after a
+   * lost answer or a 5xx stores nothing twice, while two identical events of one body stay two events.
+   */
+  retryKey?: string;
 }
 
 export interface NormalizedEvents {
@@ -416,7 +430,7 @@ export function normalizeEvents(events: readonly RawEvent[], opts: NormalizeOpti
   const accepted: CapturedEvent[] = [];
   const rejected: RejectedEvent[] = [];
   events.forEach((raw, index) => {
-    const result = normalizeEvent(raw, requestSentAt, opts);
+    const result = normalizeEvent(raw, index, requestSentAt, opts);
     if (typeof result === 'string') {
       rejected.push({ index, reason: result });
       return;
@@ -439,6 +453,7 @@ function assertEventSize(event: CapturedEvent, index: number): void {
 /** The event, or the reason it is rejected. */
 function normalizeEvent(
   raw: RawEvent,
+  index: number,
   requestSentAt: Date | undefined,
   opts: NormalizeOptions,
 ): CapturedEvent | string {
@@ -449,7 +464,11 @@ function normalizeEvent(
   const props: JsonObject = isObject(raw.properties) ? raw.properties : {};
   const distinctId = distinctIdOf(raw, props);
   if (distinctId === undefined) return 'event submitted without a distinct_id';
-  const uuid = uuidOf(raw.uuid, opts.newUuid);
+  const uuid = uuidOf(raw.uuid, () =>
+    opts.retryKey !== undefined && hasClientTime(raw, requestSentAt)
+      ? uuidFromParts(opts.retryKey, index)
+      : opts.newUuid(),
+  );
   if (uuid === undefined) return 'invalid uuid';
   const properties = mergeRootPersonUpdates(raw, props);
   if (typeof properties === 'string') return properties;
@@ -499,6 +518,16 @@ function uuidOf(value: unknown, newUuid: () => string): string | undefined {
     return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
   }
   return undefined;
+}
+
+/**
+ * Whether the client said when the event happened. Without any such time the event's time is when it
+ * arrived, so an identical body sent later is a new event (a heartbeat without a timestamp), not a
+ * retry: only events with a client time get uuids derived from the request.
+ */
+function hasClientTime(raw: JsonObject, requestSentAt: Date | undefined): boolean {
+  const given = (v: unknown) => v !== undefined && v !== null && v !== '';
+  return given(raw.timestamp) || given(raw.offset) || given(raw.sent_at) || requestSentAt !== undefined;
 }
 
 /**

@@ -123,6 +123,8 @@ export interface PublicRequest {
   headers: Record<string, string | undefined>;
   query: Record<string, string>;
   url: URL;
+  /** When the handler must have answered (epoch ms), as ApiRequest.deadline. */
+  deadline: number;
 }
 
 export interface PublicHandlerOptions {
@@ -142,7 +144,7 @@ export function publicHandler(
   fn: (request: PublicRequest) => Promise<Reply>,
   options: PublicHandlerOptions = {},
 ) {
-  const respond = async (event: HttpEvent): Promise<HttpResponse> =>
+  const respond = async (event: HttpEvent, context: Context): Promise<HttpResponse> =>
     httpResponse(
       await fn({
         params: event.pathParameters ?? {},
@@ -150,6 +152,7 @@ export function publicHandler(
         headers: event.headers ?? {},
         query: queryParameters(event),
         url: requestUrl(event),
+        deadline: answerBy(context),
       }),
     );
   const middyHandler = middy<HttpEvent, HttpResponse, Error, Context, PipelineState>()
