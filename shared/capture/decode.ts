@@ -31,6 +31,8 @@ export const MAX_EVENT_NAME_LENGTH = 200;
 
 export interface CaptureRequestInput {
   body: Buffer;
+  /** The most the body, and what any decoding step inflates it to, may hold: MAX_REQUEST_BYTES unless said. */
+  maxBytes?: number;
   contentType?: string;
   contentEncoding?: string;
   query: Record<string, string>;
@@ -54,10 +56,17 @@ export interface DecodedPayload {
 
 type CompressionHint = 'gzip' | 'base64' | 'lz64' | undefined;
 
+/** The layers undone so far, and the size no layer may inflate past. */
+interface Decoding {
+  encodings: Encoding[];
+  limit: number;
+}
+
 export function decodeCaptureRequest(input: CaptureRequestInput): DecodedPayload {
-  assertWithinLimit(input.body.length);
-  const encodings: Encoding[] = [];
-  let text = bytesToText(rawPayload(input), encodings);
+  const decoding: Decoding = { encodings: [], limit: input.maxBytes ?? MAX_REQUEST_BYTES };
+  const { encodings } = decoding;
+  assertWithinLimit(input.body.length, decoding.limit);
+  let text = bytesToText(rawPayload(input), decoding);
   let hint = compressionHint(input.query.compression) ?? compressionHint(input.contentEncoding);
   if (isForm(input.contentType, text)) {
     const form = readForm(text);
@@ -66,19 +75,19 @@ export function decodeCaptureRequest(input: CaptureRequestInput): DecodedPayload
     // PostHog reads the form's own `compression` field before the query's.
     hint = compressionHint(form.compression) ?? hint;
   }
-  text = unwrapText(text, hint, encodings);
+  text = unwrapText(text, hint, decoding);
   const bytes = Buffer.byteLength(text);
-  assertWithinLimit(bytes);
+  assertWithinLimit(bytes, decoding.limit);
   return { payload: parseJson(text), encodings, bytes, digest: createHash('sha256').update(text).digest('hex') };
 }
 
-function assertWithinLimit(bytes: number): void {
-  if (bytes > MAX_REQUEST_BYTES) {
-    throw new PayloadTooLarge(
-      `request payload is ${bytes} bytes once decoded; the limit is ${MAX_REQUEST_BYTES} bytes (20 MiB)`,
-    );
+function assertWithinLimit(bytes: number, limit: number): void {
+  if (bytes > limit) {
+    throw new PayloadTooLarge(`request payload is ${bytes} bytes once decoded; the limit is ${limit} bytes (${mib(limit)})`);
   }
 }
+
+const mib = (bytes: number) => `${bytes / (1024 * 1024)} MiB`;
 
 /** Legacy GET capture (and some beacons) carry the payload in `?data=`; a body wins when both exist. */
 function rawPayload({ body, query }: CaptureRequestInput): Buffer {
@@ -108,10 +117,10 @@ function compressionHint(value: string | null | undefined): CompressionHint {
  * text/plain with only `?compression=gzip-js`, and a body labelled gzip but lacking 1f 8b cannot be
  * gzip (a proxy may have inflated it already), so it is read as it is.
  */
-function bytesToText(bytes: Buffer, encodings: Encoding[]): string {
+function bytesToText(bytes: Buffer, decoding: Decoding): string {
   if (isGzip(bytes)) {
-    encodings.push('gzip');
-    return utf8(gunzip(bytes));
+    decoding.encodings.push('gzip');
+    return utf8(gunzip(bytes, decoding.limit));
   }
   return utf8(bytes);
 }
@@ -120,13 +129,13 @@ function isGzip(bytes: Uint8Array): boolean {
   return bytes.length >= 2 && bytes[0] === 0x1f && bytes[1] === 0x8b;
 }
 
-function gunzip(bytes: Buffer): Buffer {
+function gunzip(bytes: Buffer, limit: number): Buffer {
   try {
     // maxOutputLength stops a zip bomb before it is inflated in memory.
-    return gunzipSync(bytes, { maxOutputLength: MAX_REQUEST_BYTES });
+    return gunzipSync(bytes, { maxOutputLength: limit });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
-      throw new PayloadTooLarge(`request payload inflates beyond ${MAX_REQUEST_BYTES} bytes (20 MiB)`);
+      throw new PayloadTooLarge(`request payload inflates beyond ${limit} bytes (${mib(limit)})`);
     }
     throw new ParseError(`failed to decode request: invalid gzip data (${(err as Error).message})`);
   }
@@ -165,20 +174,20 @@ function looksLikeJson(text: string): boolean {
   return first === '{' || first === '[';
 }
 
-function unwrapText(text: string, hint: CompressionHint, encodings: Encoding[]): string {
+function unwrapText(text: string, hint: CompressionHint, decoding: Decoding): string {
   if (hint === 'lz64' && !looksLikeJson(text)) {
-    encodings.push('lz64');
-    return lzDecompressFromBase64(restorePluses(text));
+    decoding.encodings.push('lz64');
+    return lzDecompressFromBase64(restorePluses(text), decoding.limit);
   }
-  if (hint === 'base64' && !looksLikeJson(text)) return fromBase64(text, encodings);
+  if (hint === 'base64' && !looksLikeJson(text)) return fromBase64(text, decoding);
   // No (usable) hint: PostHog decodes a payload that is entirely base64 optimistically. Keep the
   // decoded form only if it turns out to be JSON or gzip, so plain text errors stay readable.
   const clean = restorePluses(text).replace(/\s+/g, '');
   if (!looksLikeJson(text) && BASE64_TEXT.test(clean)) {
     const decoded = Buffer.from(clean, 'base64');
     if (isGzip(decoded) || looksLikeJson(decoded.subarray(0, 64).toString('latin1'))) {
-      encodings.push('base64');
-      return bytesToText(decoded, encodings);
+      decoding.encodings.push('base64');
+      return bytesToText(decoded, decoding);
     }
   }
   return text;
@@ -191,12 +200,12 @@ function restorePluses(text: string): string {
   return text.replace(/ /g, '+');
 }
 
-function fromBase64(text: string, encodings: Encoding[]): string {
+function fromBase64(text: string, decoding: Decoding): string {
   const clean = restorePluses(text).replace(/\s+/g, '');
   if (!BASE64_TEXT.test(clean))
     throw new ParseError('failed to decode request: compression=base64 but the payload is not base64');
-  encodings.push('base64');
-  return bytesToText(Buffer.from(clean, 'base64'), encodings);
+  decoding.encodings.push('base64');
+  return bytesToText(Buffer.from(clean, 'base64'), decoding);
 }
 
 function parseJson(text: string): unknown {
