@@ -83,7 +83,9 @@ export function decodeCaptureRequest(input: CaptureRequestInput): DecodedPayload
 
 function assertWithinLimit(bytes: number, limit: number): void {
   if (bytes > limit) {
-    throw new PayloadTooLarge(`request payload is ${bytes} bytes once decoded; the limit is ${limit} bytes (${mib(limit)})`);
+    throw new PayloadTooLarge(
+      `request payload is ${bytes} bytes once decoded; the limit is ${limit} bytes (${mib(limit)})`,
+    );
   }
 }
 

@@ -131,10 +131,7 @@ async function storeBefore(
   if (existing === PAST_DEADLINE) return { accepted: 0, deduplicated: 0, rest: events };
   const fresh = events.filter((v) => !existing.has(v.stored.uuid));
   for (let i = 0; i < fresh.length; i += INLINE_STEP) {
-    const written = await settledBefore(
-      storeEvents(fresh.slice(i, i + INLINE_STEP).map((v) => v.encoded)),
-      stopAt,
-    );
+    const written = await settledBefore(storeEvents(fresh.slice(i, i + INLINE_STEP).map((v) => v.encoded)), stopAt);
     if (written === PAST_DEADLINE) return { accepted: i, deduplicated: existing.size, rest: fresh.slice(i) };
   }
   return { accepted: fresh.length, deduplicated: existing.size, rest: [] };
@@ -156,7 +153,9 @@ async function stage(projectId: number, events: UniqueEvent[]): Promise<number> 
  * (a redelivered message, or events the request stored after all, are skipped), counted as capture
  * counts its own.
  */
-export async function storeStagedEvents(message: CaptureBatchMessage): Promise<{ accepted: number; deduplicated: number }> {
+export async function storeStagedEvents(
+  message: CaptureBatchMessage,
+): Promise<{ accepted: number; deduplicated: number }> {
   const existing = await existingEventUuids(
     message.project_id,
     message.events.map((e) => e.uuid),

@@ -1,5 +1,10 @@
 /** The service's SQS queues, shared by CDK and the local runtime so both build them alike. */
-export type QueueName = 'person_deletions' | 'drain_continuations' | 'person_bulk_deletes' | 'query_runs' | 'capture_batches';
+export type QueueName =
+  | 'person_deletions'
+  | 'drain_continuations'
+  | 'person_bulk_deletes'
+  | 'query_runs'
+  | 'capture_batches';
 
 export interface QueueSettings {
   /** Environment variable through which functions get the queue's URL. */

@@ -13,11 +13,7 @@ import {
   TOKEN_FOUND_TTL_MS,
   TOKEN_UNKNOWN_TTL_MS,
 } from '#shared/domain/project-tokens.ts';
-import {
-  MAX_CAPTURE_MESSAGE_BYTES,
-  packCaptureBatches,
-  unpackCaptureBatch,
-} from '#shared/queues/capture-batches.ts';
+import { MAX_CAPTURE_MESSAGE_BYTES, packCaptureBatches, unpackCaptureBatch } from '#shared/queues/capture-batches.ts';
 import { sqs } from '#shared/queues/client.ts';
 
 const TOKEN = 'phc_unit_staging';

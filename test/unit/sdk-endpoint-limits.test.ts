@@ -1,6 +1,6 @@
 import { gzipSync } from 'node:zlib';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import type { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { handler as decide } from '#functions/sdk/decide.ts';
 import { handler as flags } from '#functions/sdk/flags.ts';
@@ -39,7 +39,8 @@ async function call(handler: Handler, event: APIGatewayProxyEventV2) {
   return { status: res.statusCode, body: JSON.parse(String(res.body)) };
 }
 
-const bigJson = (token: string) => JSON.stringify({ token, distinct_id: 'd', person_properties: { x: 'y'.repeat(2 * MIB) } });
+const bigJson = (token: string) =>
+  JSON.stringify({ token, distinct_id: 'd', person_properties: { x: 'y'.repeat(2 * MIB) } });
 
 describe('SDK endpoints: body size and token before any work', () => {
   let reads: ReturnType<typeof vi.spyOn>;
