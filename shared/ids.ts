@@ -30,12 +30,24 @@ export function uuidv7(): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
+const requestHashes = new Map<string, Buffer>();
+
 /**
- * RFC 9562 UUID v8 (the "custom" version) from a SHA-256 of `parts`: the same parts give the same id,
- * which is what makes a resent capture request map onto the events it already stored.
+ * RFC 9562 UUID v8 (the "custom" version): 74 bits of SHA-256(`key`), then `index` in the last 48
+ * bits. The same key and index give the same id, which is what makes a resent capture request map
+ * onto the events it already stored; the index keeps a request's events apart without hashing each
+ * one (60,000 events, one hash). The last key's hash is kept: a request asks for it once per event.
  */
-export function uuidFromParts(...parts: (string | number)[]): string {
-  const bytes = createHash('sha256').update(parts.join('\u0000')).digest().subarray(0, 16);
+export function uuidOfIndex(key: string, index: number): string {
+  let hash = requestHashes.get(key);
+  if (!hash) {
+    hash = createHash('sha256').update(key).digest();
+    requestHashes.clear();
+    requestHashes.set(key, hash);
+  }
+  const bytes = Buffer.alloc(16);
+  hash.copy(bytes, 0, 0, 10);
+  bytes.writeUIntBE(index, 10, 6);
   bytes[6] = 0x80 | (bytes[6]! & 0x0f);
   bytes[8] = 0x80 | (bytes[8]! & 0x3f);
   const hex = bytes.toString('hex');

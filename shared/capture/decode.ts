@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import { NotAuthenticated, ParseError, PayloadTooLarge, ValidationError } from '../errors.ts';
-import { UUID_PATTERN, uuidFromParts } from '../ids.ts';
+import { UUID_PATTERN, uuidOfIndex } from '../ids.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '../json.ts';
 import { parseClientTime, resolveEventTimestamp, sentAtFromQuery } from './timestamps.ts';
 
@@ -429,6 +429,8 @@ export interface NormalizeOptions {
 export interface NormalizedEvents {
   accepted: CapturedEvent[];
   rejected: RejectedEvent[];
+  /** UTF-8 bytes of each accepted event as JSON (sizes[i] is accepted[i]'s), measured for the 1 MiB check anyway. */
+  sizes: number[];
 }
 
 /**
@@ -440,25 +442,27 @@ export function normalizeEvents(events: readonly RawEvent[], opts: NormalizeOpti
   const requestSentAt = parseClientTime(opts.sentAt) ?? undefined;
   const accepted: CapturedEvent[] = [];
   const rejected: RejectedEvent[] = [];
+  const sizes: number[] = [];
   events.forEach((raw, index) => {
     const result = normalizeEvent(raw, index, requestSentAt, opts);
     if (typeof result === 'string') {
       rejected.push({ index, reason: result });
       return;
     }
-    assertEventSize(result, index);
+    sizes.push(assertEventSize(result, index));
     accepted.push(result);
   });
-  return { accepted, rejected };
+  return { accepted, rejected, sizes };
 }
 
-function assertEventSize(event: CapturedEvent, index: number): void {
+function assertEventSize(event: CapturedEvent, index: number): number {
   const size = Buffer.byteLength(JSON.stringify(event));
   if (size > MAX_EVENT_BYTES) {
     throw new PayloadTooLarge(
       `maximum event size exceeded: event ${index} is ${size} bytes, the limit is ${MAX_EVENT_BYTES} bytes (1 MiB)`,
     );
   }
+  return size;
 }
 
 /** The event, or the reason it is rejected. */
@@ -477,7 +481,7 @@ function normalizeEvent(
   if (distinctId === undefined) return 'event submitted without a distinct_id';
   const uuid = uuidOf(raw.uuid, () =>
     opts.retryKey !== undefined && hasClientTime(raw, requestSentAt)
-      ? uuidFromParts(opts.retryKey, index)
+      ? uuidOfIndex(opts.retryKey, index)
       : opts.newUuid(),
   );
   if (uuid === undefined) return 'invalid uuid';
@@ -486,7 +490,8 @@ function normalizeEvent(
   const sentAt = eventSentAt(raw, props, requestSentAt);
   const time = resolveEventTimestamp({ timestamp: raw.timestamp, offset: raw.offset, sentAt, now: opts.now });
   if (!time.ok) return time.reason;
-  const nameChars = [...raw.event];
+  // A string of at most N UTF-16 units has at most N code points: only a longer one is split to count them.
+  const nameChars = raw.event.length > MAX_EVENT_NAME_LENGTH ? [...raw.event] : [];
   return {
     uuid,
     event: nameChars.length > MAX_EVENT_NAME_LENGTH ? nameChars.slice(0, MAX_EVENT_NAME_LENGTH).join('') : raw.event,
@@ -507,6 +512,7 @@ function distinctIdOf(raw: JsonObject, props: JsonObject): string | undefined {
     if (candidate === undefined || candidate === null) continue;
     const text = typeof candidate === 'string' ? candidate : JSON.stringify(candidate);
     if (text === '') continue;
+    if (text.length <= MAX_DISTINCT_ID_LENGTH) return text;
     const chars = [...text];
     return chars.length > MAX_DISTINCT_ID_LENGTH ? chars.slice(0, MAX_DISTINCT_ID_LENGTH).join('') : text;
   }

@@ -8,6 +8,7 @@ import {
 } from '../capture/decode.ts';
 import { now } from '../clock.ts';
 import {
+  ALWAYS_STORABLE_BYTES,
   encodeEvent,
   EventTooLarge,
   existingEventUuids,
@@ -76,10 +77,19 @@ export async function captureEvents(input: CaptureInput): Promise<CaptureResult>
 
   const receivedAt = now();
   const retryKey = [token, digest, input.query.sent_at ?? input.query._ ?? ''].join('\u0000');
-  const { accepted, rejected } = normalizeEvents(events, { now: receivedAt, sentAt, newUuid: uuidv7, retryKey });
+  const { accepted, rejected, sizes } = normalizeEvents(events, { now: receivedAt, sentAt, newUuid: uuidv7, retryKey });
   const rejectedIndexes = new Set(rejected.map((r) => r.index));
   const indexes = events.map((_, i) => i).filter((i) => !rejectedIndexes.has(i));
-  const { unique, deduplicated } = encodeUnique(accepted, indexes, rejected, projectId, receivedAt);
+  // Encoding each event for the table is needed to store it here, or to refuse one too large to store at all.
+  const storeHere = accepted.length <= INLINE_EVENT_LIMIT;
+  const { unique, deduplicated } = encodeUnique(
+    accepted,
+    indexes,
+    rejected,
+    projectId,
+    receivedAt,
+    (i) => storeHere || sizes[i]! > ALWAYS_STORABLE_BYTES,
+  );
 
   if (unique.size === 0 && deduplicated === 0 && rejected.length) {
     await limited;
@@ -88,7 +98,7 @@ export async function captureEvents(input: CaptureInput): Promise<CaptureResult>
   }
 
   const all = [...unique.values()];
-  const inline = all.length <= INLINE_EVENT_LIMIT ? all : [];
+  const inline = storeHere ? all : [];
   await limited;
   await noteFirstEvent(
     projectId,
@@ -131,7 +141,8 @@ async function storeBefore(
   if (existing === PAST_DEADLINE) return { accepted: 0, deduplicated: 0, rest: events };
   const fresh = events.filter((v) => !existing.has(v.stored.uuid));
   for (let i = 0; i < fresh.length; i += INLINE_STEP) {
-    const written = await settledBefore(storeEvents(fresh.slice(i, i + INLINE_STEP).map((v) => v.encoded)), stopAt);
+    const step = fresh.slice(i, i + INLINE_STEP).map((v) => v.encoded ?? encodeEvent(v.stored));
+    const written = await settledBefore(storeEvents(step), stopAt);
     if (written === PAST_DEADLINE) return { accepted: i, deduplicated: existing.size, rest: fresh.slice(i) };
   }
   return { accepted: fresh.length, deduplicated: existing.size, rest: [] };
@@ -188,7 +199,8 @@ export function toStoredEvent(e: CapturedEvent, projectId: number, insertedAt: s
 interface UniqueEvent {
   index: number;
   stored: StoredEvent;
-  encoded: EncodedEvent;
+  /** Encoded when stored here, or when it might be too large to store (the worker encodes the rest). */
+  encoded?: EncodedEvent;
 }
 
 /**
@@ -201,6 +213,7 @@ function encodeUnique(
   rejected: RejectedEvent[],
   projectId: number,
   receivedAt: Date,
+  encodeNow: (i: number) => boolean,
 ): { unique: Map<string, UniqueEvent>; deduplicated: number } {
   const unique = new Map<string, UniqueEvent>();
   let deduplicated = 0;
@@ -212,7 +225,7 @@ function encodeUnique(
     }
     try {
       const stored = toStoredEvent(e, projectId, insertedAt);
-      unique.set(e.uuid, { index: indexes[i]!, stored, encoded: encodeEvent(stored) });
+      unique.set(e.uuid, { index: indexes[i]!, stored, ...(encodeNow(i) ? { encoded: encodeEvent(stored) } : {}) });
     } catch (error) {
       if (!(error instanceof EventTooLarge)) throw error;
       rejected.push({ index: indexes[i]!, reason: 'event too large to store' });

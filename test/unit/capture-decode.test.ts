@@ -350,6 +350,7 @@ describe('normalizeEvents', () => {
         },
       ],
       rejected: [],
+      sizes: [expect.any(Number)],
     });
   });
 
