@@ -23,7 +23,7 @@ import { packCaptureBatches, queueCaptureBatches, type CaptureBatchMessage } fro
 import { PAST_DEADLINE, settledBefore } from '../retry.ts';
 import { projectOfToken } from './project-tokens.ts';
 import { uuidv7 } from '../ids.ts';
-import { emitWithDimensions, METRIC, MetricUnit } from '../observability.ts';
+import { emitWithDimensions, logger, METRIC, MetricUnit } from '../observability.ts';
 
 export interface CaptureResult {
   status: 1;
@@ -122,8 +122,8 @@ export async function captureEvents(input: CaptureInput): Promise<CaptureResult>
 
 /**
  * Stores the events not stored yet, a step at a time, until `stopAt`: what is not known to be written
- * by then is returned as `rest` (a step still in flight too: its writes are idempotent, and the worker
- * skips whichever of them land).
+ * by then, or what a failed step left, is returned as `rest` (a step still in flight too: its writes
+ * are idempotent, and the worker skips whichever of them land).
  */
 async function storeBefore(
   projectId: number,
@@ -142,8 +142,19 @@ async function storeBefore(
   const fresh = events.filter((v) => !existing.has(v.stored.uuid));
   for (let i = 0; i < fresh.length; i += INLINE_STEP) {
     const step = fresh.slice(i, i + INLINE_STEP).map((v) => v.encoded ?? encodeEvent(v.stored));
-    const written = await settledBefore(storeEvents(step), stopAt);
-    if (written === PAST_DEADLINE) return { accepted: i, deduplicated: existing.size, rest: fresh.slice(i) };
+    // A failed step (throttling past the SDK's retries) is staged with the rest rather than answered 503
+    // after earlier steps were stored: the worker's longer timeouts and SQS's retries take it from there.
+    const written = await settledBefore(
+      storeEvents(step).then(
+        () => true,
+        (error: unknown) => {
+          logger.warn('capture store step failed; staging the rest', { error: (error as Error).message });
+          return false;
+        },
+      ),
+      stopAt,
+    );
+    if (written !== true) return { accepted: i, deduplicated: existing.size, rest: fresh.slice(i) };
   }
   return { accepted: fresh.length, deduplicated: existing.size, rest: [] };
 }

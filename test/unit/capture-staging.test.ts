@@ -48,8 +48,11 @@ function batchBody(count: number): Buffer {
   );
 }
 
-/** A fake table and queue: the token names project 7; BatchWriteItem calls after `fastWrites` never answer. */
-function fakeAws(fastWrites: number) {
+/**
+ * A fake table and queue: the token names project 7; BatchWriteItem calls after `fastWrites` never
+ * answer, or fail when `fail` is set.
+ */
+function fakeAws(fastWrites: number, fail = false) {
   let writes = 0;
   const written: string[] = [];
   const sent: string[] = [];
@@ -58,7 +61,10 @@ function fakeAws(fastWrites: number) {
     if (command instanceof BatchGetCommand) return { Responses: {} };
     if (command instanceof BatchWriteCommand) {
       writes += 1;
-      if (writes > fastWrites) return new Promise(() => undefined);
+      if (writes > fastWrites) {
+        if (fail) throw Object.assign(new Error('throttled'), { name: 'ProvisionedThroughputExceededException' });
+        return new Promise(() => undefined);
+      }
       for (const r of Object.values(command.input.RequestItems!)[0]!) written.push(String(r.PutRequest!.Item!.uuid));
       return {};
     }
@@ -95,6 +101,14 @@ describe('capture: staging and deadlines', () => {
     const queued = queuedUuids(sent);
     expect(queued).toHaveLength(150);
     expect(queued.filter((u) => written.includes(u))).toEqual([]);
+  });
+
+  it('stages the rest when a write fails after earlier steps were stored, rather than answering 503', async () => {
+    const { written, sent } = fakeAws(4, true);
+    const result = await captureEvents({ body: batchBody(250), query: {}, deadline: Date.now() + 8_000 });
+    expect(result).toMatchObject({ status: 1, accepted: 100, queued: 150 });
+    expect(written).toHaveLength(100);
+    expect(queuedUuids(sent)).toHaveLength(150);
   });
 });
 
