@@ -233,7 +233,9 @@ async function untilStoredAndCounted(
   }
 }
 
-async function queueDrained(stack: ChildStack): Promise<void> {
+/** Waits until the capture_batches queue is empty (every staged message stored), at most `timeoutMs`; false past it. */
+async function queueDrained(stack: ChildStack, timeoutMs: number): Promise<boolean> {
+  const started = performance.now();
   const sqs = new SQSClient({
     endpoint: stack.info.sqs_endpoint,
     region: 'us-east-1',
@@ -251,7 +253,8 @@ async function queueDrained(stack: ChildStack): Promise<void> {
         Number(Attributes?.ApproximateNumberOfMessages) + Number(Attributes?.ApproximateNumberOfMessagesNotVisible) ===
         0
       )
-        return;
+        return true;
+      if (performance.now() - started > timeoutMs) return false;
       await new Promise((r) => setTimeout(r, 250));
     }
   } finally {
@@ -294,6 +297,7 @@ async function largeBatches(
       const body = largeBody(stack.info.project_token, count, name);
       const answersMs: number[] = [];
       let progress: Awaited<ReturnType<typeof untilStoredAndCounted>> = { counted: 0 };
+      let drained = false;
       for (let run = 0; run < runs; run += 1) {
         const sent = performance.now();
         const res = await fetch(`${stack.info.base_url}/batch/`, {
@@ -306,7 +310,9 @@ async function largeBatches(
         if (res.status !== 200) errors.push(`large batch ${count} run ${run}: HTTP ${res.status}`);
         if (run === 0 && res.status !== 200) break; // nothing to count: the error is reported
         if (run === 0) progress = await untilStoredAndCounted(client, stack, name, count, sent, countTimeoutMs);
-        await queueDrained(stack);
+        // Each send on a stack whose worker has caught up, when it does within the wait; else (a slow
+        // DynamoDB Local) the next send is measured beside the worker, and the resend check is skipped.
+        drained = await queueDrained(stack, countTimeoutMs);
         const after =
           run === 0
             ? `; all stored after ${progress.storedMs === undefined ? '-' : fixed(progress.storedMs / 1000, 1)} s, ${
@@ -320,8 +326,9 @@ async function largeBatches(
         );
       }
       // Resends must store nothing: the table still holds exactly one item per event.
-      const stored = await storedEvents(client, stack, name);
+      const stored = drained ? await storedEvents(client, stack, name) : count;
       if (stored !== count) errors.push(`large batch ${count}: ${stored} stored after ${runs} sends`);
+      if (!drained) console.log(`  (${count}: the worker had not caught up; resends not checked for doubles)`);
       figures.push({ count, mb: Buffer.byteLength(body) / 1e6, answersMs, ...progress });
     }
   } finally {
