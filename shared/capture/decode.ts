@@ -184,8 +184,10 @@ function unwrapText(text: string, hint: CompressionHint, decoding: Decoding): st
   if (hint === 'base64' && !looksLikeJson(text)) return fromBase64(text, decoding);
   // No (usable) hint: PostHog decodes a payload that is entirely base64 optimistically. Keep the
   // decoded form only if it turns out to be JSON or gzip, so plain text errors stay readable.
+  if (looksLikeJson(text)) return text;
+  // Only a payload that is not JSON is copied to strip it (20 MB of JSON was copied twice here for nothing).
   const clean = restorePluses(text).replace(/\s+/g, '');
-  if (!looksLikeJson(text) && BASE64_TEXT.test(clean)) {
+  if (BASE64_TEXT.test(clean)) {
     const decoded = Buffer.from(clean, 'base64');
     if (isGzip(decoded) || looksLikeJson(decoded.subarray(0, 64).toString('latin1'))) {
       decoding.encodings.push('base64');
