@@ -18,7 +18,7 @@ import {
 } from '../db/events.ts';
 import { noteEventTime } from '../db/projects.ts';
 import { limitRequest } from '../db/rate-limits.ts';
-import { NotAuthenticated, ValidationError } from '../errors.ts';
+import { NotAuthenticated, ServiceUnavailable, ValidationError } from '../errors.ts';
 import { packCaptureBatches, queueCaptureBatches, type CaptureBatchMessage } from '../queues/capture-batches.ts';
 import { PAST_DEADLINE, settledBefore } from '../retry.ts';
 import { projectOfToken } from './project-tokens.ts';
@@ -97,6 +97,13 @@ export async function captureEvents(input: CaptureInput): Promise<CaptureResult>
     throw firstRejection(rejected, events.length);
   }
 
+  // Validating a 20 MB body on a starved machine can take most of the budget: then nothing is stored or
+  // staged, and the 503 is true (a resend is safe), instead of staging after the function timed out (a 500
+  // for a batch that was stored after all, which is what a client must never see).
+  if (Date.now() > input.deadline)
+    throw new ServiceUnavailable(
+      'The batch took too long to validate; nothing was stored. Retry it, or send smaller batches.',
+    );
   const all = [...unique.values()];
   const inline = storeHere ? all : [];
   await limited;

@@ -112,6 +112,19 @@ describe('capture: staging and deadlines', () => {
   });
 });
 
+describe('capture: a request out of time', () => {
+  beforeEach(() => forgetTokenLookups());
+  afterEach(() => vi.restoreAllMocks());
+
+  it('answers 503 and stores and stages nothing when validating took past the deadline', async () => {
+    const { written, sent } = fakeAws(Infinity);
+    await expect(
+      captureEvents({ body: batchBody(INLINE_EVENT_LIMIT + 1), query: {}, deadline: Date.now() - 1 }),
+    ).rejects.toMatchObject({ status: 503 });
+    expect([written, sent]).toEqual([[], []]);
+  });
+});
+
 describe('capture: uuids of events sent without one', () => {
   const opts = { now: new Date('2024-05-01T10:00:05Z'), newUuid: () => 'random' };
   const event = { event: 'e', distinct_id: 'd', timestamp: '2024-05-01T10:00:00Z' };
