@@ -412,6 +412,8 @@ export const routes = [
     auth: 'project_token',
     handler: 'capture/capture',
     access: 'write',
+    // A batch too large to store within the function's budget is staged there for store_capture_batches.
+    sends: ['capture_batches'],
     summary: 'Capture events (PostHog SDK ingestion), authenticated by the project token',
   },
   // posthog-js in a browser: what the SDK fetches from its api_host besides capture (README, "posthog-js").
@@ -610,6 +612,14 @@ export const workers = [
     concurrency: { reserved: 10, maxFromQueue: 10 },
     summary:
       'Runs queries started in the background (refresh async, or blocking past the API budget) and stores their answers',
+  },
+  {
+    name: 'store_capture_batches',
+    handler: 'workers/store-capture-batches',
+    trigger: { queue: 'capture_batches' },
+    access: 'write',
+    timeoutSeconds: 300,
+    summary: 'Stores, within seconds, the events of capture batches too large to store within their request',
   },
 ] as const satisfies readonly Worker[];
 

@@ -45,6 +45,25 @@ export async function retryOnConflict<T>(
 /** `false` (a conditional write that did not happen) read as a conflict. */
 export const conflictIfFalse = (written: boolean): true | Conflicted => (written ? true : CONFLICT);
 
+export const PAST_DEADLINE: unique symbol = Symbol('past deadline');
+
+/**
+ * `work`'s result, or PAST_DEADLINE once `deadline` (epoch ms) passes first. The work is not
+ * cancelled (it may still complete): callers use this only for work that is safe to finish late or
+ * to do again, such as idempotent writes whose remainder they hand to a worker.
+ */
+export async function settledBefore<T>(work: Promise<T>, deadline: number): Promise<T | typeof PAST_DEADLINE> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<typeof PAST_DEADLINE>((resolve) => {
+    timer = setTimeout(() => resolve(PAST_DEADLINE), Math.max(0, deadline - Date.now()));
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }

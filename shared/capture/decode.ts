@@ -5,9 +5,10 @@
  * (posthog-js, posthog-node, posthog-python, ...) can send here unchanged.
  * No I/O: the handler looks the token up and stores what `normalizeEvents` accepted.
  */
+import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import { NotAuthenticated, ParseError, PayloadTooLarge, ValidationError } from '../errors.ts';
-import { UUID_PATTERN } from '../ids.ts';
+import { UUID_PATTERN, uuidOfIndex } from '../ids.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '../json.ts';
 import { parseClientTime, resolveEventTimestamp, sentAtFromQuery } from './timestamps.ts';
 
@@ -30,6 +31,8 @@ export const MAX_EVENT_NAME_LENGTH = 200;
 
 export interface CaptureRequestInput {
   body: Buffer;
+  /** The most the body, and what any decoding step inflates it to, may hold: MAX_REQUEST_BYTES unless said. */
+  maxBytes?: number;
   contentType?: string;
   contentEncoding?: string;
   query: Record<string, string>;
@@ -44,14 +47,26 @@ export interface DecodedPayload {
   encodings: Encoding[];
   /** UTF-8 size of the JSON text once every layer was undone. */
   bytes: number;
+  /**
+   * SHA-256 (hex) of that JSON text: the same events resent in another encoding (re-gzipped, form or
+   * base64) have the same digest, so their derived uuids (NormalizeOptions.retryKey) match.
+   */
+  digest: string;
 }
 
 type CompressionHint = 'gzip' | 'base64' | 'lz64' | undefined;
 
+/** The layers undone so far, and the size no layer may inflate past. */
+interface Decoding {
+  encodings: Encoding[];
+  limit: number;
+}
+
 export function decodeCaptureRequest(input: CaptureRequestInput): DecodedPayload {
-  assertWithinLimit(input.body.length);
-  const encodings: Encoding[] = [];
-  let text = bytesToText(rawPayload(input), encodings);
+  const decoding: Decoding = { encodings: [], limit: input.maxBytes ?? MAX_REQUEST_BYTES };
+  const { encodings } = decoding;
+  assertWithinLimit(input.body.length, decoding.limit);
+  let text = bytesToText(rawPayload(input), decoding);
   let hint = compressionHint(input.query.compression) ?? compressionHint(input.contentEncoding);
   if (isForm(input.contentType, text)) {
     const form = readForm(text);
@@ -60,19 +75,21 @@ export function decodeCaptureRequest(input: CaptureRequestInput): DecodedPayload
     // PostHog reads the form's own `compression` field before the query's.
     hint = compressionHint(form.compression) ?? hint;
   }
-  text = unwrapText(text, hint, encodings);
+  text = unwrapText(text, hint, decoding);
   const bytes = Buffer.byteLength(text);
-  assertWithinLimit(bytes);
-  return { payload: parseJson(text), encodings, bytes };
+  assertWithinLimit(bytes, decoding.limit);
+  return { payload: parseJson(text), encodings, bytes, digest: createHash('sha256').update(text).digest('hex') };
 }
 
-function assertWithinLimit(bytes: number): void {
-  if (bytes > MAX_REQUEST_BYTES) {
+function assertWithinLimit(bytes: number, limit: number): void {
+  if (bytes > limit) {
     throw new PayloadTooLarge(
-      `request payload is ${bytes} bytes once decoded; the limit is ${MAX_REQUEST_BYTES} bytes (20 MiB)`,
+      `request payload is ${bytes} bytes once decoded; the limit is ${limit} bytes (${mib(limit)})`,
     );
   }
 }
+
+const mib = (bytes: number) => `${bytes / (1024 * 1024)} MiB`;
 
 /** Legacy GET capture (and some beacons) carry the payload in `?data=`; a body wins when both exist. */
 function rawPayload({ body, query }: CaptureRequestInput): Buffer {
@@ -102,10 +119,10 @@ function compressionHint(value: string | null | undefined): CompressionHint {
  * text/plain with only `?compression=gzip-js`, and a body labelled gzip but lacking 1f 8b cannot be
  * gzip (a proxy may have inflated it already), so it is read as it is.
  */
-function bytesToText(bytes: Buffer, encodings: Encoding[]): string {
+function bytesToText(bytes: Buffer, decoding: Decoding): string {
   if (isGzip(bytes)) {
-    encodings.push('gzip');
-    return utf8(gunzip(bytes));
+    decoding.encodings.push('gzip');
+    return utf8(gunzip(bytes, decoding.limit));
   }
   return utf8(bytes);
 }
@@ -114,13 +131,13 @@ function isGzip(bytes: Uint8Array): boolean {
   return bytes.length >= 2 && bytes[0] === 0x1f && bytes[1] === 0x8b;
 }
 
-function gunzip(bytes: Buffer): Buffer {
+function gunzip(bytes: Buffer, limit: number): Buffer {
   try {
     // maxOutputLength stops a zip bomb before it is inflated in memory.
-    return gunzipSync(bytes, { maxOutputLength: MAX_REQUEST_BYTES });
+    return gunzipSync(bytes, { maxOutputLength: limit });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
-      throw new PayloadTooLarge(`request payload inflates beyond ${MAX_REQUEST_BYTES} bytes (20 MiB)`);
+      throw new PayloadTooLarge(`request payload inflates beyond ${limit} bytes (${mib(limit)})`);
     }
     throw new ParseError(`failed to decode request: invalid gzip data (${(err as Error).message})`);
   }
@@ -159,20 +176,22 @@ function looksLikeJson(text: string): boolean {
   return first === '{' || first === '[';
 }
 
-function unwrapText(text: string, hint: CompressionHint, encodings: Encoding[]): string {
+function unwrapText(text: string, hint: CompressionHint, decoding: Decoding): string {
   if (hint === 'lz64' && !looksLikeJson(text)) {
-    encodings.push('lz64');
-    return lzDecompressFromBase64(restorePluses(text));
+    decoding.encodings.push('lz64');
+    return lzDecompressFromBase64(restorePluses(text), decoding.limit);
   }
-  if (hint === 'base64' && !looksLikeJson(text)) return fromBase64(text, encodings);
+  if (hint === 'base64' && !looksLikeJson(text)) return fromBase64(text, decoding);
   // No (usable) hint: PostHog decodes a payload that is entirely base64 optimistically. Keep the
   // decoded form only if it turns out to be JSON or gzip, so plain text errors stay readable.
+  if (looksLikeJson(text)) return text;
+  // Only a payload that is not JSON is copied to strip it (20 MB of JSON was copied twice here for nothing).
   const clean = restorePluses(text).replace(/\s+/g, '');
-  if (!looksLikeJson(text) && BASE64_TEXT.test(clean)) {
+  if (BASE64_TEXT.test(clean)) {
     const decoded = Buffer.from(clean, 'base64');
     if (isGzip(decoded) || looksLikeJson(decoded.subarray(0, 64).toString('latin1'))) {
-      encodings.push('base64');
-      return bytesToText(decoded, encodings);
+      decoding.encodings.push('base64');
+      return bytesToText(decoded, decoding);
     }
   }
   return text;
@@ -185,12 +204,12 @@ function restorePluses(text: string): string {
   return text.replace(/ /g, '+');
 }
 
-function fromBase64(text: string, encodings: Encoding[]): string {
+function fromBase64(text: string, decoding: Decoding): string {
   const clean = restorePluses(text).replace(/\s+/g, '');
   if (!BASE64_TEXT.test(clean))
     throw new ParseError('failed to decode request: compression=base64 but the payload is not base64');
-  encodings.push('base64');
-  return bytesToText(Buffer.from(clean, 'base64'), encodings);
+  decoding.encodings.push('base64');
+  return bytesToText(Buffer.from(clean, 'base64'), decoding);
 }
 
 function parseJson(text: string): unknown {
@@ -398,12 +417,22 @@ export interface NormalizeOptions {
   now: Date;
   /** Request-level `sent_at` (ExtractedRequest.sentAt); an event's own `sent_at` wins over it. */
   sentAt?: string;
+  /** The uuid of an event sent without one and without any client time (a random v7: PostHog's behaviour). */
   newUuid: () => string;
+  /**
+   * Identifies the request's content (token, DecodedPayload.digest, the query's send time). An event sent
+   * without a uuid but with a client time (timestamp, offset or sent_at, as every PostHog SDK sends)
+   * gets the uuid of (retryKey, its index in the request): a client resending the same body after a
+   * lost answer or a 5xx stores nothing twice, while two identical events of one body stay two events.
+   */
+  retryKey?: string;
 }
 
 export interface NormalizedEvents {
   accepted: CapturedEvent[];
   rejected: RejectedEvent[];
+  /** UTF-8 bytes of each accepted event as JSON (sizes[i] is accepted[i]'s), measured for the 1 MiB check anyway. */
+  sizes: number[];
 }
 
 /**
@@ -415,30 +444,33 @@ export function normalizeEvents(events: readonly RawEvent[], opts: NormalizeOpti
   const requestSentAt = parseClientTime(opts.sentAt) ?? undefined;
   const accepted: CapturedEvent[] = [];
   const rejected: RejectedEvent[] = [];
+  const sizes: number[] = [];
   events.forEach((raw, index) => {
-    const result = normalizeEvent(raw, requestSentAt, opts);
+    const result = normalizeEvent(raw, index, requestSentAt, opts);
     if (typeof result === 'string') {
       rejected.push({ index, reason: result });
       return;
     }
-    assertEventSize(result, index);
+    sizes.push(assertEventSize(result, index));
     accepted.push(result);
   });
-  return { accepted, rejected };
+  return { accepted, rejected, sizes };
 }
 
-function assertEventSize(event: CapturedEvent, index: number): void {
+function assertEventSize(event: CapturedEvent, index: number): number {
   const size = Buffer.byteLength(JSON.stringify(event));
   if (size > MAX_EVENT_BYTES) {
     throw new PayloadTooLarge(
       `maximum event size exceeded: event ${index} is ${size} bytes, the limit is ${MAX_EVENT_BYTES} bytes (1 MiB)`,
     );
   }
+  return size;
 }
 
 /** The event, or the reason it is rejected. */
 function normalizeEvent(
   raw: RawEvent,
+  index: number,
   requestSentAt: Date | undefined,
   opts: NormalizeOptions,
 ): CapturedEvent | string {
@@ -449,14 +481,19 @@ function normalizeEvent(
   const props: JsonObject = isObject(raw.properties) ? raw.properties : {};
   const distinctId = distinctIdOf(raw, props);
   if (distinctId === undefined) return 'event submitted without a distinct_id';
-  const uuid = uuidOf(raw.uuid, opts.newUuid);
+  const uuid = uuidOf(raw.uuid, () =>
+    opts.retryKey !== undefined && hasClientTime(raw, requestSentAt)
+      ? uuidOfIndex(opts.retryKey, index)
+      : opts.newUuid(),
+  );
   if (uuid === undefined) return 'invalid uuid';
   const properties = mergeRootPersonUpdates(raw, props);
   if (typeof properties === 'string') return properties;
   const sentAt = eventSentAt(raw, props, requestSentAt);
   const time = resolveEventTimestamp({ timestamp: raw.timestamp, offset: raw.offset, sentAt, now: opts.now });
   if (!time.ok) return time.reason;
-  const nameChars = [...raw.event];
+  // A string of at most N UTF-16 units has at most N code points: only a longer one is split to count them.
+  const nameChars = raw.event.length > MAX_EVENT_NAME_LENGTH ? [...raw.event] : [];
   return {
     uuid,
     event: nameChars.length > MAX_EVENT_NAME_LENGTH ? nameChars.slice(0, MAX_EVENT_NAME_LENGTH).join('') : raw.event,
@@ -477,6 +514,7 @@ function distinctIdOf(raw: JsonObject, props: JsonObject): string | undefined {
     if (candidate === undefined || candidate === null) continue;
     const text = typeof candidate === 'string' ? candidate : JSON.stringify(candidate);
     if (text === '') continue;
+    if (text.length <= MAX_DISTINCT_ID_LENGTH) return text;
     const chars = [...text];
     return chars.length > MAX_DISTINCT_ID_LENGTH ? chars.slice(0, MAX_DISTINCT_ID_LENGTH).join('') : text;
   }
@@ -499,6 +537,16 @@ function uuidOf(value: unknown, newUuid: () => string): string | undefined {
     return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
   }
   return undefined;
+}
+
+/**
+ * Whether the client said when the event happened. Without any such time the event's time is when it
+ * arrived, so an identical body sent later is a new event (a heartbeat without a timestamp), not a
+ * retry: only events with a client time get uuids derived from the request.
+ */
+function hasClientTime(raw: JsonObject, requestSentAt: Date | undefined): boolean {
+  const given = (v: unknown) => v !== undefined && v !== null && v !== '';
+  return given(raw.timestamp) || given(raw.offset) || given(raw.sent_at) || requestSentAt !== undefined;
 }
 
 /**

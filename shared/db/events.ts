@@ -23,6 +23,12 @@ export interface StoredEvent {
 const INLINE_LIMIT = 64 * 1024;
 const STORED_LIMIT = 380 * 1024;
 
+/**
+ * An event whose JSON is at most this many bytes always fits: its properties are smaller still, and
+ * gzip adds at most a few hundred bytes to what it cannot compress. Capture encodes only larger ones early.
+ */
+export const ALWAYS_STORABLE_BYTES = STORED_LIMIT - 4 * 1024;
+
 export class EventTooLarge extends Error {
   override name = 'EventTooLarge';
 }

@@ -267,9 +267,15 @@ export async function organizationOfProject(projectId: number): Promise<string |
   return pointer.organization_id;
 }
 
-/** Public project token (phc_) -> project (one GetItem; capture authenticates with it). */
+/**
+ * Public project token (phc_) -> project (one GetItem; capture and the SDK endpoints authenticate with
+ * it). Consistent: callers remember a miss for a while (shared/domain/project-tokens.ts), so a read
+ * racing a project's creation must not miss it.
+ */
 export async function findProjectByToken(token: string): Promise<ProjectPointer | undefined> {
-  const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.projectToken(token) })));
+  const out = await call(() =>
+    db().send(new GetCommand({ TableName: tableName(), Key: keys.projectToken(token), ConsistentRead: true })),
+  );
   return out.Item
     ? { project_id: Number(out.Item.project_id), organization_id: String(out.Item.organization_id) }
     : undefined;

@@ -8,6 +8,7 @@ import {
 } from '../capture/decode.ts';
 import { now } from '../clock.ts';
 import {
+  ALWAYS_STORABLE_BYTES,
   encodeEvent,
   EventTooLarge,
   existingEventUuids,
@@ -15,12 +16,14 @@ import {
   type EncodedEvent,
   type StoredEvent,
 } from '../db/events.ts';
-import { findProjectByToken } from '../db/organizations.ts';
 import { noteEventTime } from '../db/projects.ts';
 import { limitRequest } from '../db/rate-limits.ts';
-import { NotAuthenticated, ValidationError } from '../errors.ts';
+import { NotAuthenticated, ServiceUnavailable, ValidationError } from '../errors.ts';
+import { packCaptureBatches, queueCaptureBatches, type CaptureBatchMessage } from '../queues/capture-batches.ts';
+import { PAST_DEADLINE, settledBefore } from '../retry.ts';
+import { projectOfToken } from './project-tokens.ts';
 import { uuidv7 } from '../ids.ts';
-import { emitWithDimensions, METRIC, MetricUnit } from '../observability.ts';
+import { emitWithDimensions, logger, METRIC, MetricUnit } from '../observability.ts';
 
 export interface CaptureResult {
   status: 1;
@@ -30,25 +33,63 @@ export interface CaptureResult {
   deduplicated: number;
   rejected: number;
   errors: RejectedEvent[];
+  /**
+   * Events staged for the store_capture_batches worker rather than stored by the request (a batch too
+   * large to store within the function's budget, or the rest of one when the deadline neared): durable
+   * once this answer is sent, stored within seconds, a uuid already stored skipped there. Absent when 0.
+   */
+  queued?: number;
+}
+
+export interface CaptureInput extends CaptureRequestInput {
+  /** When the request must have answered (epoch ms): storing stops there and the rest is staged. */
+  deadline: number;
 }
 
 /**
- * PostHog's capture: decode whatever the SDK sent, authenticate by the project token, validate each
- * event, then store the new ones. Storing is idempotent per uuid: a resent batch changes nothing.
+ * A request stores at most this many events itself: ~1 s of writes on DynamoDB Local, ~0.1 s on
+ * DynamoDB. PostHog's SDKs send 20-100 events a batch, so they get answers with exact counts; a
+ * larger batch is validated here and staged for the worker, so a 20 MB body answers in seconds.
  */
-export async function captureEvents(input: CaptureRequestInput): Promise<CaptureResult> {
-  const { payload } = decodeCaptureRequest(input);
+export const INLINE_EVENT_LIMIT = 500;
+
+/** Events written per step of the inline store; the deadline is checked between steps. */
+const INLINE_STEP = 100;
+
+/** Time kept before the deadline to stage what is left and answer. */
+const STAGE_MARGIN_MS = 1_500;
+
+/**
+ * PostHog's capture: decode whatever the SDK sent, authenticate by the project token, validate each
+ * event, then store the new ones, or stage them for the store_capture_batches worker. Storing is
+ * idempotent per uuid, and events sent without a uuid get one derived from the request's content
+ * (NormalizeOptions.retryKey): a resent batch changes nothing. The answer is never a 5xx once an event
+ * is stored, unless staging the rest fails (SQS unreachable), which a resend then completes without doubles.
+ */
+export async function captureEvents(input: CaptureInput): Promise<CaptureResult> {
+  const { payload, digest } = decodeCaptureRequest(input);
   const { token, sentAt, events } = extractEvents(payload, input.query);
-  const project = await findProjectByToken(token);
+  const project = await projectOfToken(token);
   if (!project)
     throw new NotAuthenticated('Project API key invalid. You can find your project API key in your project settings.');
-  const limited = startRateLimit(project.project_id);
+  const projectId = project.project_id;
+  const limited = startRateLimit(projectId);
 
   const receivedAt = now();
-  const { accepted, rejected } = normalizeEvents(events, { now: receivedAt, sentAt, newUuid: uuidv7 });
+  const retryKey = [token, digest, input.query.sent_at ?? input.query._ ?? ''].join('\u0000');
+  const { accepted, rejected, sizes } = normalizeEvents(events, { now: receivedAt, sentAt, newUuid: uuidv7, retryKey });
   const rejectedIndexes = new Set(rejected.map((r) => r.index));
   const indexes = events.map((_, i) => i).filter((i) => !rejectedIndexes.has(i));
-  const { unique, deduplicated } = encodeUnique(accepted, indexes, rejected, project.project_id, receivedAt);
+  // Encoding each event for the table is needed to store it here, or to refuse one too large to store at all.
+  const storeHere = accepted.length <= INLINE_EVENT_LIMIT;
+  const { unique, deduplicated } = encodeUnique(
+    accepted,
+    indexes,
+    rejected,
+    projectId,
+    receivedAt,
+    (i) => storeHere || sizes[i]! > ALWAYS_STORABLE_BYTES,
+  );
 
   if (unique.size === 0 && deduplicated === 0 && rejected.length) {
     await limited;
@@ -56,23 +97,103 @@ export async function captureEvents(input: CaptureRequestInput): Promise<Capture
     throw firstRejection(rejected, events.length);
   }
 
-  const [, existing] = await Promise.all([limited, existingEventUuids(project.project_id, [...unique.keys()])]);
-  const fresh = [...unique.entries()].filter(([uuid]) => !existing.has(uuid)).map(([, v]) => v);
+  // Validating a 20 MB body on a starved machine can take most of the budget: then nothing is stored or
+  // staged, and the 503 is true (a resend is safe), instead of staging after the function timed out (a 500
+  // for a batch that was stored after all, which is what a client must never see).
+  if (Date.now() > input.deadline)
+    throw new ServiceUnavailable(
+      'The batch took too long to validate; nothing was stored. Retry it, or send smaller batches.',
+    );
+  const all = [...unique.values()];
+  const inline = storeHere ? all : [];
+  await limited;
   await noteFirstEvent(
-    project.project_id,
-    fresh.map((v) => v.timestamp),
+    projectId,
+    all.map((v) => v.stored.timestamp),
   );
-  await storeEvents(fresh.map((v) => v.encoded));
+  const stored = await storeBefore(projectId, inline, input.deadline - STAGE_MARGIN_MS);
+  const rest = inline === all ? stored.rest : all;
+  const queued = rest.length ? await stage(projectId, rest) : 0;
   rejected.sort((a, b) => a.index - b.index);
   const result: CaptureResult = {
     status: 1,
-    accepted: fresh.length,
-    deduplicated: deduplicated + existing.size,
+    accepted: stored.accepted,
+    deduplicated: deduplicated + stored.deduplicated,
     rejected: rejected.length,
     errors: rejected,
+    ...(queued ? { queued } : {}),
   };
   countOutcomes(result);
   return result;
+}
+
+/**
+ * Stores the events not stored yet, a step at a time, until `stopAt`: what is not known to be written
+ * by then, or what a failed step left, is returned as `rest` (a step still in flight too: its writes
+ * are idempotent, and the worker skips whichever of them land).
+ */
+async function storeBefore(
+  projectId: number,
+  events: UniqueEvent[],
+  stopAt: number,
+): Promise<{ accepted: number; deduplicated: number; rest: UniqueEvent[] }> {
+  if (events.length === 0) return { accepted: 0, deduplicated: 0, rest: [] };
+  const existing = await settledBefore(
+    existingEventUuids(
+      projectId,
+      events.map((v) => v.stored.uuid),
+    ),
+    stopAt,
+  );
+  if (existing === PAST_DEADLINE) return { accepted: 0, deduplicated: 0, rest: events };
+  const fresh = events.filter((v) => !existing.has(v.stored.uuid));
+  for (let i = 0; i < fresh.length; i += INLINE_STEP) {
+    const step = fresh.slice(i, i + INLINE_STEP).map((v) => v.encoded ?? encodeEvent(v.stored));
+    // A failed step (throttling past the SDK's retries) is staged with the rest rather than answered 503
+    // after earlier steps were stored: the worker's longer timeouts and SQS's retries take it from there.
+    const written = await settledBefore(
+      storeEvents(step).then(
+        () => true,
+        (error: unknown) => {
+          logger.warn('capture store step failed; staging the rest', { error: (error as Error).message });
+          return false;
+        },
+      ),
+      stopAt,
+    );
+    if (written !== true) return { accepted: i, deduplicated: existing.size, rest: fresh.slice(i) };
+  }
+  return { accepted: fresh.length, deduplicated: existing.size, rest: [] };
+}
+
+/** Stages events for the store_capture_batches worker; one too large for a message is stored here instead. */
+async function stage(projectId: number, events: UniqueEvent[]): Promise<number> {
+  const { messages, alone } = packCaptureBatches(
+    projectId,
+    events.map((v) => v.stored),
+  );
+  await queueCaptureBatches(messages);
+  if (alone.length) await storeEvents(alone.map((e) => encodeEvent(e)));
+  return events.length;
+}
+
+/**
+ * The store_capture_batches worker's part: stores a staged message's events that are not stored yet
+ * (a redelivered message, or events the request stored after all, are skipped), counted as capture
+ * counts its own.
+ */
+export async function storeStagedEvents(
+  message: CaptureBatchMessage,
+): Promise<{ accepted: number; deduplicated: number }> {
+  const existing = await existingEventUuids(
+    message.project_id,
+    message.events.map((e) => e.uuid),
+  );
+  const fresh = message.events.filter((e) => !existing.has(e.uuid));
+  await storeEvents(fresh.map((e) => encodeEvent(e)));
+  const counts = { accepted: fresh.length, deduplicated: existing.size, rejected: 0 };
+  countOutcomes(counts);
+  return counts;
 }
 
 /**
@@ -95,8 +216,9 @@ export function toStoredEvent(e: CapturedEvent, projectId: number, insertedAt: s
 
 interface UniqueEvent {
   index: number;
-  timestamp: string;
-  encoded: EncodedEvent;
+  stored: StoredEvent;
+  /** Encoded when stored here, or when it might be too large to store (the worker encodes the rest). */
+  encoded?: EncodedEvent;
 }
 
 /**
@@ -109,6 +231,7 @@ function encodeUnique(
   rejected: RejectedEvent[],
   projectId: number,
   receivedAt: Date,
+  encodeNow: (i: number) => boolean,
 ): { unique: Map<string, UniqueEvent>; deduplicated: number } {
   const unique = new Map<string, UniqueEvent>();
   let deduplicated = 0;
@@ -119,8 +242,8 @@ function encodeUnique(
       return;
     }
     try {
-      const encoded = encodeEvent(toStoredEvent(e, projectId, insertedAt));
-      unique.set(e.uuid, { index: indexes[i]!, timestamp: e.timestamp, encoded });
+      const stored = toStoredEvent(e, projectId, insertedAt);
+      unique.set(e.uuid, { index: indexes[i]!, stored, ...(encodeNow(i) ? { encoded: encodeEvent(stored) } : {}) });
     } catch (error) {
       if (!(error instanceof EventTooLarge)) throw error;
       rejected.push({ index: indexes[i]!, reason: 'event too large to store' });

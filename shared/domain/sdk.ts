@@ -8,18 +8,25 @@
 import { decodeCaptureRequest, type CaptureRequestInput } from '../capture/decode.ts';
 import { now } from '../clock.ts';
 import { getProject, type ProjectRecord } from '../db/projects.ts';
-import { findProjectByToken } from '../db/organizations.ts';
 import { NotAuthenticated, NotFound, ValidationError } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
+import { projectOfToken as projectOfPointer } from './project-tokens.ts';
 
 /** Capture's own limit on tokens: a longer one cannot name a project. */
 const MAX_TOKEN_LENGTH = 200;
 
+/**
+ * A flags body is a token, a distinct id and a few person properties: 1 MiB, as every JSON route,
+ * compressed or not (the handler refuses a larger body before this; decoding refuses one that inflates past it).
+ */
+const MAX_FLAGS_BODY_BYTES = 1024 * 1024;
+
 const INVALID_TOKEN = 'Project API key invalid. You can find your project API key in your project settings.';
 
+/** Checked before anything is read; an unknown token then costs one cached lookup (shared/domain/project-tokens.ts). */
 async function projectOfToken(token: string): Promise<ProjectRecord | undefined> {
   if (token === '' || token.length > MAX_TOKEN_LENGTH || token.startsWith('phx_')) return undefined;
-  const pointer = await findProjectByToken(token);
+  const pointer = await projectOfPointer(token);
   return pointer ? getProject(pointer.organization_id, pointer.project_id) : undefined;
 }
 
@@ -82,7 +89,7 @@ export async function remoteConfigScript(token: string): Promise<string> {
 /** The project token of a flags request: in the body (any encoding capture accepts), else the query. */
 function flagsToken(input: CaptureRequestInput): string {
   const hasPayload = input.body.length > 0 || input.query.data !== undefined;
-  const payload = hasPayload ? decodeCaptureRequest(input).payload : {};
+  const payload = hasPayload ? decodeCaptureRequest({ ...input, maxBytes: MAX_FLAGS_BODY_BYTES }).payload : {};
   if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) {
     throw new ValidationError('request body must be a JSON object', null, 'invalid_payload');
   }

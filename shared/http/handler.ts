@@ -5,12 +5,13 @@ import type { Context } from 'aws-lambda';
 import type * as v from 'valibot';
 import type { Caller } from '../domain/access.ts';
 import type { MembershipRecord } from '../db/organizations.ts';
+import { PayloadTooLarge } from '../errors.ts';
 import { logger, metrics } from '../observability.ts';
 import { authentication } from './middleware/authentication.ts';
 import { completion } from './middleware/completion.ts';
 import { cors } from './middleware/cors.ts';
 import { handedOff, handoff } from './middleware/handoff.ts';
-import { jsonBody } from './middleware/json-body.ts';
+import { jsonBody, MAX_BODY_BYTES } from './middleware/json-body.ts';
 import type {
   AnySchema,
   HandlerContext,
@@ -123,6 +124,8 @@ export interface PublicRequest {
   headers: Record<string, string | undefined>;
   query: Record<string, string>;
   url: URL;
+  /** When the handler must have answered (epoch ms), as ApiRequest.deadline. */
+  deadline: number;
 }
 
 export interface PublicHandlerOptions {
@@ -131,27 +134,44 @@ export interface PublicHandlerOptions {
    * cookies). `any`: `Access-Control-Allow-Origin: *`, for cacheable answers that are the same for every site.
    */
   cors?: 'origin' | 'any';
+  /**
+   * The largest body the route takes (default 1 MiB, as every JSON route): anything larger is a 413
+   * before the body is decoded or the handler runs. Capture takes PostHog's 20 MiB.
+   */
+  maxBodyBytes?: number;
+}
+
+/** The body's size in bytes without decoding it (API Gateway hands binary bodies over as base64). */
+function bodyBytes(event: HttpEvent): number {
+  const body = event.body ?? '';
+  if (!event.isBase64Encoded) return Buffer.byteLength(body);
+  const padding = body.endsWith('==') ? 2 : body.endsWith('=') ? 1 : 0;
+  return Math.floor((body.length * 3) / 4) - padding;
 }
 
 /**
  * The factory for public endpoints authenticated by a token inside the payload (capture): logger
- * context -> CORS -> completion -> handler, with no JSON parser and no personal-key auth.
+ * context -> CORS -> completion -> body size -> handler, with no JSON parser and no personal-key auth.
  */
 export function publicHandler(
   route: PublicRouteInfo,
   fn: (request: PublicRequest) => Promise<Reply>,
   options: PublicHandlerOptions = {},
 ) {
-  const respond = async (event: HttpEvent): Promise<HttpResponse> =>
-    httpResponse(
+  const maxBodyBytes = options.maxBodyBytes ?? MAX_BODY_BYTES;
+  const respond = async (event: HttpEvent, context: Context): Promise<HttpResponse> => {
+    if (bodyBytes(event) > maxBodyBytes) throw new PayloadTooLarge(`Request body exceeds ${maxBodyBytes} bytes.`);
+    return httpResponse(
       await fn({
         params: event.pathParameters ?? {},
         body: Buffer.from(event.body ?? '', event.isBase64Encoded ? 'base64' : 'utf8'),
         headers: event.headers ?? {},
         query: queryParameters(event),
         url: requestUrl(event),
+        deadline: answerBy(context),
       }),
     );
+  };
   const middyHandler = middy<HttpEvent, HttpResponse, Error, Context, PipelineState>()
     .use(injectLambdaContext(logger, { resetKeys: true }))
     .use(logMetrics(metrics))

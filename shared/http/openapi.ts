@@ -436,6 +436,11 @@ export const HAND_DOCUMENTED: Record<string, HandDocumented> = {
           type: 'array',
           items: { type: 'object', properties: { index: { type: 'integer' }, reason: { type: 'string' } } },
         },
+        queued: {
+          type: 'integer',
+          description:
+            'Events staged for storage by a worker (a batch over 500 events, or the rest of one near its deadline): durable, stored within seconds, a uuid already stored skipped. Absent when 0.',
+        },
       },
     },
     errors: [400, 401, 413, 429, 500, 503],

@@ -1,5 +1,10 @@
 /** The service's SQS queues, shared by CDK and the local runtime so both build them alike. */
-export type QueueName = 'person_deletions' | 'drain_continuations' | 'person_bulk_deletes' | 'query_runs';
+export type QueueName =
+  | 'person_deletions'
+  | 'drain_continuations'
+  | 'person_bulk_deletes'
+  | 'query_runs'
+  | 'capture_batches';
 
 export interface QueueSettings {
   /** Environment variable through which functions get the queue's URL. */
@@ -43,5 +48,15 @@ export const QUEUES: Record<QueueName, QueueSettings> = {
     retentionDays: 1,
     visibilityTimeoutSeconds: 5_400,
     maxReceiveCount: 3,
+  },
+  // Captured events a request staged instead of storing them itself (a batch too large to store within the
+  // API's budget): the only copy of events a client was told were accepted, so kept for SQS's maximum, and
+  // retried 5 times before the DLQ. The store_capture_batches worker (300 s) stores each within seconds;
+  // visibility 6x its timeout, as above.
+  capture_batches: {
+    urlEnv: 'CAPTURE_BATCH_QUEUE_URL',
+    retentionDays: 14,
+    visibilityTimeoutSeconds: 1_800,
+    maxReceiveCount: 5,
   },
 };

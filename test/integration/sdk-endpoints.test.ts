@@ -162,6 +162,22 @@ describe('feature flags (/flags, /decide)', () => {
       expect(res.headers.get('access-control-allow-origin')).toBe(ORIGIN);
     }
   });
+
+  it('answers 413 in the error shape, with CORS, to a 2 MiB body (plain, or gzip inflating past 1 MiB), whatever its token', async () => {
+    const { token } = await newProject(api.as);
+    const big = JSON.stringify({ token, distinct_id: 'd', person_properties: { pad: 'x'.repeat(2 * 1024 * 1024) } });
+    for (const path of ['/flags/?v=2', '/decide/?v=3']) {
+      for (const [body, headers] of [
+        [big, { 'content-type': 'application/json' }],
+        [gzipSync(big), { 'content-type': 'text/plain' }],
+      ] as const) {
+        const res = await browser('POST', path, { body, headers });
+        expect([path, res.status, res.body.code]).toEqual([path, 413, 'payload_too_large']);
+        expectErrorShape(res.body);
+        expect(res.headers.get('access-control-allow-origin')).toBe(ORIGIN);
+      }
+    }
+  });
 });
 
 describe('preflight', () => {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import {
@@ -35,7 +36,25 @@ describe('decodeCaptureRequest', () => {
       payload: EVENT,
       encodings: [],
       bytes: EVENT_JSON.length,
+      digest: createHash('sha256').update(EVENT_JSON).digest('hex'),
     });
+  });
+
+  it('gives the same digest to the same JSON in any encoding (a resend through another transport)', () => {
+    const plain = decode(EVENT_JSON).digest;
+    expect(decode(gzipSync(EVENT_JSON)).digest).toBe(plain);
+    expect(decode(`data=${Buffer.from(EVENT_JSON).toString('base64')}&compression=base64`).digest).toBe(plain);
+    expect(decode(EVENT_JSON.replace('}', ',"x":1}')).digest).not.toBe(plain);
+  });
+
+  it('bounds the body and what it inflates to by maxBytes when a route takes less (the SDK endpoints: 1 MiB)', () => {
+    const big = JSON.stringify({ token: 't', pad: 'x'.repeat(1024 * 1024) });
+    expect(thrown(() => decode(big, { maxBytes: 1024 * 1024 }))).toMatchObject({ status: 413 });
+    expect(thrown(() => decode(gzipSync(big), { maxBytes: 1024 * 1024 }))).toMatchObject({
+      status: 413,
+      detail: 'request payload inflates beyond 1048576 bytes (1 MiB)',
+    });
+    expect(decode(big).bytes).toBe(big.length);
   });
 
   it('gunzips a body sent with Content-Encoding: gzip (posthog-node)', () => {
@@ -84,7 +103,7 @@ describe('decodeCaptureRequest', () => {
 
   it('reads urlencoded data= holding plain JSON', () => {
     const out = decode(`data=${encodeURIComponent(EVENT_JSON)}`, { contentType: 'application/x-www-form-urlencoded' });
-    expect(out).toEqual({ payload: EVENT, encodings: ['form'], bytes: EVENT_JSON.length });
+    expect(out).toMatchObject({ payload: EVENT, encodings: ['form'], bytes: EVENT_JSON.length });
   });
 
   it('treats a body starting with data= as a form even without the form content type', () => {
@@ -331,6 +350,7 @@ describe('normalizeEvents', () => {
         },
       ],
       rejected: [],
+      sizes: [expect.any(Number)],
     });
   });
 
