@@ -619,6 +619,8 @@ export const workers = [
     trigger: { queue: 'capture_batches' },
     access: 'write',
     timeoutSeconds: 300,
+    // A flood of large batches waits in its queue; it can never take the concurrency the API functions share.
+    concurrency: { reserved: 5, maxFromQueue: 5 },
     summary: 'Stores, within seconds, the events of capture batches too large to store within their request',
   },
 ] as const satisfies readonly Worker[];

@@ -328,6 +328,15 @@ describe('least privilege', () => {
       ScalingConfig: { MaximumConcurrency: 10 },
       FunctionResponseTypes: ['ReportBatchItemFailures'],
     });
+    // The capture batch worker too: a flood of large batches waits in its queue.
+    const staging = stack.functions.get('store_capture_batches')!;
+    expect(
+      resources(template, 'AWS::Lambda::Function')[logicalId(stack, staging)]!.Properties!.ReservedConcurrentExecutions,
+    ).toBe(5);
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: logicalId(stack, staging) },
+      ScalingConfig: { MaximumConcurrency: 5 },
+    });
     // The API functions keep the rest of the account's concurrency: none of them reserves any.
     for (const r of routes)
       expect(
