@@ -1,7 +1,7 @@
 import middy from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
-import type { Context } from 'aws-lambda';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { runAs } from '../invocation.ts';
 import { logger, metrics } from '../observability.ts';
 
@@ -30,4 +30,25 @@ export function workerHandler<E, R>(
     })
     .handler(fn);
   return (event, context) => runAs('worker', () => handler(event, context));
+}
+
+/**
+ * A queue worker's batch, one record after another: a record whose work throws is logged and reported
+ * as failed, so SQS retries only it (and moves it to its DLQ after the queue's receives).
+ */
+export async function eachRecord(
+  event: SQSEvent,
+  what: string,
+  work: (record: SQSRecord) => Promise<void>,
+): Promise<SQSBatchResponse> {
+  const batchItemFailures: SQSBatchResponse['batchItemFailures'] = [];
+  for (const record of event.Records) {
+    try {
+      await work(record);
+    } catch (error) {
+      logger.error(`${what} failed; SQS retries it`, { message_id: record.messageId, error: (error as Error).message });
+      batchItemFailures.push({ itemIdentifier: record.messageId });
+    }
+  }
+  return { batchItemFailures };
 }
