@@ -34,6 +34,8 @@ export interface ColumnBatch {
   /** Row i was done by `actors[actorIndexes[i]]` (every row `actors[0]` when null). */
   actors: readonly Actor[];
   actorIndexes: Uint32Array | null;
+  /** The distinct id of each actor entry (HogQL's `distinct_id`); null when storage did not read distinct ids. */
+  distinctIds: readonly string[] | null;
   /** Only the keys the query uses; a key missing here is absent on every row. Segment columns are decoded on first use. */
   columns: { get(key: string): DictionaryColumn | undefined };
 }
@@ -83,6 +85,7 @@ export function batchOfSegment(
     nameIndexes: null,
     actors: dids ? dids.dictionary.map(join) : [join('')],
     actorIndexes: dids?.indexes ?? null,
+    distinctIds: dids?.dictionary ?? null,
     columns: {
       get(key) {
         if (!decoded.has(key)) {
@@ -163,6 +166,7 @@ export function batchOfRows(rows: readonly EventRow[], keys: readonly string[], 
     nameIndexes: names.indexes,
     actors: dids.dictionary.map(join),
     actorIndexes: dids.indexes,
+    distinctIds: dids.dictionary,
     columns: encodeColumns(n, (i) => rows[order[i]!]!.properties, keys),
   };
 }
@@ -175,7 +179,7 @@ function parseTimestamp(ts: string | number): number {
 
 /**
  * A caller's events (each with its own person and person properties) as one batch; events without a
- * valid time are left out. An actor is a (person, person properties) pair as the events carry them.
+ * valid time are left out. An actor is a (distinct id, person, person properties) triple as the events carry them.
  */
 export function batchOfEvents(events: readonly TrendEvent[], keys: readonly string[]): ColumnBatch {
   const valid = events.filter((e) => Number.isFinite(parseTimestamp(e.timestamp)));
@@ -186,15 +190,20 @@ export function batchOfEvents(events: readonly TrendEvent[], keys: readonly stri
   const names = encodeKeys(n, (i) => at(i).event);
   const actorIds = new Map<string, Map<object, number>>();
   const actors: Actor[] = [];
+  const distinctIds: string[] = [];
   const actorIndexes = new Uint32Array(n);
   for (let i = 0; i < n; i += 1) {
     const e = at(i);
     const person = e.person_id || e.distinct_id;
     const properties = e.person_properties ?? NO_PROPERTIES;
-    let byProperties = actorIds.get(person);
-    if (!byProperties) actorIds.set(person, (byProperties = new Map()));
+    const id = `${person}\u0000${e.distinct_id}`;
+    let byProperties = actorIds.get(id);
+    if (!byProperties) actorIds.set(id, (byProperties = new Map()));
     let a = byProperties.get(properties);
-    if (a === undefined) byProperties.set(properties, (a = actors.push({ person, properties }) - 1));
+    if (a === undefined) {
+      byProperties.set(properties, (a = actors.push({ person, properties }) - 1));
+      distinctIds.push(e.distinct_id);
+    }
     actorIndexes[i] = a;
   }
   return {
@@ -205,6 +214,7 @@ export function batchOfEvents(events: readonly TrendEvent[], keys: readonly stri
     nameIndexes: names.indexes,
     actors,
     actorIndexes,
+    distinctIds,
     columns: encodeColumns(n, (i) => at(i).properties, keys),
   };
 }

@@ -8,6 +8,7 @@ import type { DateContext } from '../dates.ts';
 import { isGroup, propertyOf, valueTest } from '../properties.ts';
 import type { PropertyFilter, PropertyGroup } from '../types.ts';
 import type { ColumnBatch } from './batch.ts';
+import { type ColumnExpr, passes, valuesOf } from './expressions.ts';
 
 /** Rows of a batch that pass: every row (true), none (false), or row i when mask[i] is 1. */
 export type Mask = Uint8Array | boolean;
@@ -16,6 +17,8 @@ export type MaskNode =
   | { kind: 'const'; value: boolean }
   | { kind: 'name'; name: string }
   | { kind: 'property'; person: boolean; key: string; test: (value: unknown) => boolean; memo: Map<unknown, boolean> }
+  /** A HogQL boolean expression (`{"type": "hogql", "key": ...}`): evaluated per dictionary entry or distinct tuple (expressions.ts). */
+  | { kind: 'hogql'; expr: ColumnExpr }
   | { kind: 'and' | 'or'; parts: MaskNode[] };
 
 export const ALL: MaskNode = { kind: 'const', value: true };
@@ -86,6 +89,10 @@ export function evaluate(node: MaskNode, batch: ColumnBatch): Mask {
       );
     case 'property':
       return propertyMask(node, batch);
+    case 'hogql': {
+      const { table, indexes } = valuesOf(node.expr, batch);
+      return spread(Uint8Array.from(table, (v) => (passes(v) ? 1 : 0)), indexes, batch.n);
+    }
     case 'and': {
       let acc: Uint8Array | null = null;
       for (const part of node.parts) {

@@ -1,0 +1,221 @@
+/**
+ * HogQL expressions over a batch's columns (shared/trends/columnar/expressions.ts): how often the
+ * evaluator runs (once per dictionary entry, per distinct tuple, per row for `timestamp`) and what
+ * each field reads. The evaluator here is a small stub over hand-built ASTs, counting its calls.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Expr } from '#shared/hogql/ast.ts';
+import { HogDateTime, type HogValue } from '#shared/hogql/values.ts';
+import { batchOfEvents, batchOfRows, distinctIdsOnly } from '#shared/trends/columnar/batch.ts';
+import {
+  columnExpr,
+  EXPR_MEMO_LIMIT,
+  type FieldReader,
+  jsonField,
+  rowReaderOf,
+  unavailableField,
+  valuesOf,
+} from '#shared/trends/columnar/expressions.ts';
+import { evaluate } from '#shared/trends/columnar/masks.ts';
+import type { TrendEvent } from '#shared/trends/types.ts';
+
+const field = (...chain: string[]): Expr => ({ kind: 'field', chain });
+const str = (value: string): Expr => ({ kind: 'constant', value });
+const call = (name: string, ...args: Expr[]): Expr => ({ kind: 'call', name, args });
+
+/** A stub of the library's compileScalar: fields, constants, concat, ilike, toHour; counts its runs. */
+function stub(expr: Expr): { run: (read: FieldReader) => HogValue; calls: () => number; fields: string[][] } {
+  let calls = 0;
+  const fields: string[][] = [];
+  const walk = (e: Expr): ((read: FieldReader) => HogValue) => {
+    switch (e.kind) {
+      case 'constant':
+        return () => e.value;
+      case 'field':
+        fields.push(e.chain);
+        return (read) => read(e.chain);
+      case 'compare': {
+        const l = walk(e.left);
+        const r = walk(e.right);
+        if (e.op === 'eq') return (read) => l(read) === r(read);
+        return (read) => {
+          const v = l(read);
+          const pattern = String(r(read)).toLowerCase().replaceAll('%', '');
+          return typeof v === 'string' ? v.toLowerCase().includes(pattern) : null;
+        };
+      }
+      case 'call': {
+        const args = e.args.map(walk);
+        if (e.name === 'concat') return (read) => args.map((a) => String(a(read) ?? '')).join('');
+        if (e.name === 'toHour')
+          return (read) => {
+            const t = args[0]!(read) as HogDateTime;
+            return new Date(t.ms).getUTCHours();
+          };
+        throw new Error(`stub: ${e.name}`);
+      }
+      default:
+        throw new Error(`stub: ${e.kind}`);
+    }
+  };
+  const f = walk(expr);
+  return {
+    run: (read) => {
+      calls += 1;
+      return f(read);
+    },
+    calls: () => calls,
+    fields,
+  };
+}
+
+const T0 = Date.parse('2024-03-01T00:00:00Z');
+const PERSON_PROPERTIES = [{ plan: 'free' }, { plan: 'pro' }, { plan: 'pro' }];
+const event = (i: number, properties: Record<string, unknown>, extra: Partial<TrendEvent> = {}): TrendEvent => ({
+  event: i % 2 ? 'signup' : '$pageview',
+  distinct_id: `d${i % 3}`,
+  person_id: `p${i % 3}`,
+  timestamp: T0 + i * 3_600_000,
+  properties,
+  person_properties: PERSON_PROPERTIES[i % 3]!,
+  ...extra,
+});
+
+const rowsOf = (column: { table: HogValue[]; indexes: Uint32Array | null }, n: number) =>
+  Array.from({ length: n }, (_, i) => column.table[column.indexes ? column.indexes[i]! : 0]);
+
+describe('HogQL expressions over columns', () => {
+  it('one property column: evaluated once per dictionary entry, and not again for a value an earlier batch had', () => {
+    const oses = ['Mac', 'Windows', 'Mac', undefined, 'Linux', 'Mac', 'Windows', 'Mac'];
+    const events = oses.map((os, i) => event(i, os === undefined ? {} : { $os: os }));
+    const s = stub(call('concat', str('os: '), field('properties', '$os')));
+    const expr = columnExpr(s.run, s.fields, 'UTC');
+    const batch = batchOfEvents(events, ['$os']);
+    const values = valuesOf(expr, batch);
+    expect(rowsOf(values, batch.n)).toEqual(oses.map((os) => `os: ${os ?? ''}`));
+    // Mac, Windows, Linux and the missing entry.
+    expect(s.calls()).toBe(4);
+    valuesOf(expr, batchOfEvents(events.slice(0, 3), ['$os']));
+    expect(s.calls()).toBe(4);
+  });
+
+  it('several columns: once per distinct tuple of their dictionary indexes', () => {
+    const pairs = [
+      ['Mac', 'Chrome'],
+      ['Mac', 'Safari'],
+      ['Mac', 'Chrome'],
+      ['Windows', 'Chrome'],
+      ['Mac', 'Chrome'],
+      ['Windows', 'Chrome'],
+    ];
+    const events = pairs.map(([os, browser], i) => event(i, { $os: os, $browser: browser }));
+    const s = stub(call('concat', field('properties', '$os'), str(' '), field('properties', '$browser')));
+    const values = valuesOf(columnExpr(s.run, s.fields, 'UTC'), batchOfEvents(events, ['$os', '$browser']));
+    expect(rowsOf(values, events.length)).toEqual(pairs.map(([os, browser]) => `${os} ${browser}`));
+    expect(s.calls()).toBe(3);
+  });
+
+  it('past the memo limit every tuple is still right (evaluated per row)', () => {
+    const n = EXPR_MEMO_LIMIT + 500;
+    const rows = Array.from({ length: n }, (_, i) => ({
+      event: 'e',
+      distinct_id: 'd',
+      t: T0 + i,
+      properties: { a: i, b: i % 7 },
+    }));
+    const s = stub(call('concat', field('properties', 'a'), str('-'), field('properties', 'b')));
+    const values = valuesOf(columnExpr(s.run, s.fields, 'UTC'), batchOfRows(rows, ['a', 'b'], distinctIdsOnly));
+    const out = rowsOf(values, n);
+    expect(out[0]).toBe('0-0');
+    expect(out[n - 1]).toBe(`${n - 1}-${(n - 1) % 7}`);
+    expect(out.every((v, i) => v === `${i}-${i % 7}`)).toBe(true);
+  });
+
+  it('timestamp: per row, a DateTime in the project time zone', () => {
+    const events = [0, 1, 5, 30].map((h) => event(h, {}));
+    const s = stub(call('toHour', field('timestamp')));
+    const seen: HogValue[] = [];
+    const expr = columnExpr(
+      (read) => {
+        seen.push(read(['timestamp']));
+        return s.run(read);
+      },
+      s.fields,
+      'Europe/Paris',
+    );
+    const values = valuesOf(expr, batchOfEvents(events, []));
+    expect(rowsOf(values, 4)).toEqual([0, 1, 5, 6]);
+    expect(s.calls()).toBe(4);
+    expect(seen[0]).toEqual(new HogDateTime(T0, 'Europe/Paris'));
+  });
+
+  it('event name, person, distinct id and person properties: once per name or actor', () => {
+    const events = Array.from({ length: 9 }, (_, i) => event(i, {}));
+    const batch = batchOfEvents(events, []);
+    const read = (chain: string[]) => {
+      const s = stub(field(...chain));
+      const values = rowsOf(valuesOf(columnExpr(s.run, s.fields, 'UTC'), batch), batch.n);
+      return { values, calls: s.calls() };
+    };
+    expect(read(['event'])).toEqual({ values: events.map((e) => e.event), calls: 2 });
+    expect(read(['person_id'])).toEqual({ values: events.map((e) => e.person_id), calls: 3 });
+    expect(read(['distinct_id']).values).toEqual(events.map((e) => e.distinct_id));
+    expect(read(['person', 'properties', 'plan']).values).toEqual(events.map((e) => e.person_properties.plan));
+    expect(read(['person', 'properties', 'nope']).values).toEqual(events.map(() => null));
+  });
+
+  it('nested properties, JSON text for objects, missing as null; elements_chain is a string', () => {
+    const events = [
+      event(0, { $a: { b: 'x', c: { d: 1 } }, list: [10, 20, 30], $elements_chain: 'a:nth-child="1"' }),
+      event(1, { $a: 'plain', list: 'nope' }),
+      event(2, {}),
+    ];
+    const batch = batchOfEvents(events, ['$a', 'list', '$elements_chain']);
+    const read = (...chain: string[]) => {
+      const s = stub(field(...chain));
+      return rowsOf(valuesOf(columnExpr(s.run, s.fields, 'UTC'), batch), batch.n);
+    };
+    expect(read('properties', '$a', 'b')).toEqual(['x', null, null]);
+    expect(read('properties', '$a', 'c')).toEqual(['{"d":1}', null, null]);
+    expect(read('properties', '$a')).toEqual(['{"b":"x","c":{"d":1}}', 'plain', null]);
+    expect(read('properties', 'list', '1')).toEqual([10, null, null]);
+    expect(read('properties', 'list', '-1')).toEqual([30, null, null]);
+    expect(read('elements_chain')).toEqual(['a:nth-child="1"', '', '']);
+    expect(jsonField(true, [])).toBe(true);
+    expect(jsonField([1, 'a'], [])).toBe('[1,"a"]');
+  });
+
+  it('a hogql mask node passes rows whose value is true or a non-zero number', () => {
+    const urls = ['https://x.com/pricing', 'https://x.com/', undefined, 'https://x.com/PRICING?a=1'];
+    const events = urls.map((u, i) => event(i, u === undefined ? {} : { $current_url: u }));
+    const s = stub({
+      kind: 'compare',
+      op: 'ilike',
+      left: field('properties', '$current_url'),
+      right: str('%/pricing%'),
+    });
+    const mask = evaluate({ kind: 'hogql', expr: columnExpr(s.run, s.fields, 'UTC') }, batchOfEvents(events, ['$current_url']));
+    expect(Array.from(mask as Uint8Array)).toEqual([1, 0, 0, 1]);
+  });
+
+  it('a row reader moves over rows for aggregates, reading each field of the row', () => {
+    const events = [event(0, { price: 5 }), event(1, { price: '7' }), event(2, {})];
+    const expr = columnExpr(() => null, [['properties', 'price'], ['timestamp'], ['event']], 'UTC');
+    const reader = rowReaderOf(expr, batchOfEvents(events, ['price']));
+    const seen = [0, 1, 2].map((i) => {
+      reader.at(i);
+      return [reader.read(['properties', 'price']), (reader.read(['timestamp']) as HogDateTime).ms, reader.read(['event'])];
+    });
+    expect(seen).toEqual([
+      [5, T0, '$pageview'],
+      ['7', T0 + 3_600_000, 'signup'],
+      [null, T0 + 7_200_000, '$pageview'],
+    ]);
+  });
+
+  it('names the fields trends have no column for', () => {
+    expect(unavailableField([['properties', 'x'], ['uuid']])).toBe('uuid');
+    expect(unavailableField([['person', 'created_at']])).toBe('person.created_at');
+    expect(unavailableField([['event'], ['person', 'properties', 'a', 'b'], ['$session_id']])).toBeNull();
+  });
+});
