@@ -43,6 +43,7 @@ import {
   type TrendResponse,
 } from '../types.ts';
 import type { ColumnBatch, ColumnSource } from './batch.ts';
+import { bucketOf } from './buckets.ts';
 import { andNode, evaluate, groupNode, type Mask, type MaskNode } from './masks.ts';
 import { rankGroups } from './rank.ts';
 
@@ -670,18 +671,6 @@ function fold(
       if (family === 'window') acc.times[k] = t;
     }
   }
-}
-
-/** The last bucket starting at or before t (t at or after the first start). */
-function bucketOf(starts: number[], t: number): number {
-  let lo = 0;
-  let hi = starts.length - 1;
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >> 1;
-    if (starts[mid]! <= t) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
 }
 
 function addStat(cells: Float64Array, at: number, v: number): void {

@@ -16,6 +16,7 @@ import {
   unavailableField,
   valuesOf,
 } from '#shared/trends/columnar/expressions.ts';
+import { AggregateCells, trendNumber } from '#shared/trends/columnar/hogql-math.ts';
 import { evaluate } from '#shared/trends/columnar/masks.ts';
 import type { TrendEvent } from '#shared/trends/types.ts';
 
@@ -217,5 +218,58 @@ describe('HogQL expressions over columns', () => {
     expect(unavailableField([['properties', 'x'], ['uuid']])).toBe('uuid');
     expect(unavailableField([['person', 'created_at']])).toBe('person.created_at');
     expect(unavailableField([['event'], ['person', 'properties', 'a', 'b'], ['$session_id']])).toBeNull();
+  });
+});
+
+describe('math hogql cells', () => {
+  /** A stub of compileAggregate's factory: avg of toFloat(properties.price), null without numbers. */
+  const avgPrice = () => {
+    let sum = 0;
+    let count = 0;
+    return {
+      add(read: FieldReader) {
+        const n = Number(read(['properties', 'price']));
+        if (read(['properties', 'price']) !== null && Number.isFinite(n)) {
+          sum += n;
+          count += 1;
+        }
+      },
+      result: (): HogValue => (count ? sum / count : null),
+    };
+  };
+  const HOUR = 3_600_000;
+  const period = { kind: 'current' as const, from: T0, to: T0 + 3 * HOUR - 1, buckets: [T0, T0 + HOUR, T0 + 2 * HOUR] };
+  const prices = [4, '6', 'x', 10, undefined, 3];
+  // Rows at hours 0, 0.5, 1, 1.5, 2, 2.5: two per bucket; groups by event name (even rows $pageview).
+  const events = prices.map((price, i) =>
+    event(i, price === undefined ? {} : { price }, { timestamp: T0 + (i * HOUR) / 2 }),
+  );
+  const batch = batchOfEvents(events, ['price']);
+  const expr = columnExpr(() => null, [['properties', 'price']], 'UTC');
+
+  it('one accumulator per (row, bucket); an empty or non-numeric cell is 0', () => {
+    const cells = new AggregateCells(avgPrice, expr, period, Int32Array.of(0), 1, false);
+    cells.fold(batch, true, null, -Infinity, Infinity);
+    expect(cells.rows()).toEqual([{ values: [5, 10, 3], aggregated: Number.NaN }]);
+  });
+
+  it('rows of groups; groups mapped to no row are left out; the whole period on aggregated displays; masks and bounds apply', () => {
+    const groups = { table: Int32Array.of(0, 1), indexes: batch.nameIndexes! };
+    const byRow = new AggregateCells(avgPrice, expr, period, Int32Array.of(1, -1), 2, true);
+    byRow.fold(batch, true, groups, -Infinity, Infinity);
+    // $pageview rows (0, 2, 4): 4, 'x', missing.
+    expect(byRow.rows()).toEqual([
+      { values: [0, 0, 0], aggregated: 0 },
+      { values: [0, 0, 0], aggregated: 4 },
+    ]);
+    const masked = new AggregateCells(avgPrice, expr, period, Int32Array.of(0), 1, true);
+    masked.fold(batch, Uint8Array.of(0, 1, 1, 1, 1, 1), null, -Infinity, T0 + 2 * HOUR);
+    expect(masked.rows()[0]!.aggregated).toBe(8);
+  });
+
+  it('trend values of cell results', () => {
+    expect([2.5, true, false, '3', 'x', '', null, Number.NaN, Infinity].map(trendNumber)).toEqual([
+      2.5, 1, 0, 3, 0, 0, 0, 0, 0,
+    ]);
   });
 });
