@@ -7,7 +7,13 @@
  *   (a) filtered + breakdown count: $pageview, $browser in 3 values, breakdown $os, by day;
  *   (b) dau with a person-property filter (plan = pro);
  *   (c) p90 of a numeric property (amount) by day;
- *   (d) a formula of two series ($pageview, signed up) with compare.
+ *   (d) a formula of two series ($pageview, signed up) with compare;
+ *   (e) (a) with a HogQL breakdown, `concat(properties.$os, ' ', properties.$browser)` (one evaluation
+ *       per distinct (os, browser) tuple of a chunk), against (a)'s plain breakdown;
+ *   (f) (a) with its filter as a HogQL expression (`properties.$browser IN (...)`): same answer as (a);
+ *   (g) a HogQL filter `properties.$current_url ILIKE '%/pricing%'` against (g0), the same filter as a
+ *       plain `icontains` property filter: same answer.
+ * (e), (f), (g) must stay within HOGQL_RATIO of their plain twin.
  * Each query reads what the trend function would (event names, projected columns, persons when used)
  * and is timed from the encoded segments to the response: decode + compute. Beside it: the row engine
  * it replaced (test/support/row-engine: segments decoded into event objects, then computed) up to 1M
@@ -61,6 +67,8 @@ const TARGET_10M_HEAP_MB = 512;
 const TARGET_HEAP_PER_M_MB = 32;
 const TARGET_FLAT = 12;
 const TARGET_DUCKDB_RATIO = 2;
+/** A HogQL breakdown or filter against the same query written with plain properties (issue 22). */
+const TARGET_HOGQL_RATIO = 1.5;
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -70,6 +78,8 @@ interface Query {
   title: string;
   request: Record<string, unknown>;
   duckSql?: (from: number, to: number) => string;
+  /** The plain-property query this HogQL one is measured against; `sameAnswer`: both must answer alike. */
+  plain?: { id: string; sameAnswer: boolean };
 }
 
 const lit = (t: number) => `TIMESTAMP '${new Date(t).toISOString().replace('T', ' ').replace('Z', '')}'`;
@@ -120,6 +130,50 @@ export const QUERIES: Query[] = [
     },
     duckSql: (from, to) =>
       `SELECT strftime(ts, '%Y-%m-%d') AS day, count(*) FILTER (WHERE event = '$pageview') AS a, count(*) FILTER (WHERE event = 'signed up') AS b FROM events WHERE event IN ('$pageview', 'signed up') AND ts BETWEEN ${lit(from - DAYS * DAY)} AND ${lit(to)} GROUP BY ALL`,
+  },
+  {
+    id: 'e',
+    title: 'HogQL breakdown concat($os, $browser)',
+    request: {
+      events: [{ id: '$pageview' }],
+      properties: [{ key: '$browser', value: FILTER_BROWSERS }],
+      breakdown: "concat(properties.$os, ' ', properties.$browser)",
+      breakdown_type: 'hogql',
+      date_from: '-30d',
+    },
+    plain: { id: 'a', sameAnswer: false },
+  },
+  {
+    id: 'f',
+    title: 'HogQL filter $browser IN (...)',
+    request: {
+      events: [{ id: '$pageview' }],
+      properties: [
+        { type: 'hogql', key: `properties.$browser IN (${FILTER_BROWSERS.map((b) => `'${b}'`).join(', ')})` },
+      ],
+      breakdown: '$os',
+      date_from: '-30d',
+    },
+    plain: { id: 'a', sameAnswer: true },
+  },
+  {
+    id: 'g0',
+    title: 'plain filter $current_url icontains',
+    request: {
+      events: [{ id: '$pageview' }],
+      properties: [{ key: '$current_url', operator: 'icontains', value: '/pricing' }],
+      date_from: '-30d',
+    },
+  },
+  {
+    id: 'g',
+    title: "HogQL filter $current_url ILIKE '%/pricing%'",
+    request: {
+      events: [{ id: '$pageview' }],
+      properties: [{ type: 'hogql', key: "properties.$current_url ILIKE '%/pricing%'" }],
+      date_from: '-30d',
+    },
+    plain: { id: 'g0', sameAnswer: true },
   },
 ];
 
@@ -381,6 +435,7 @@ export const engineBenchmark: Benchmark = {
     const errors: string[] = [];
     const lines: string[][] = [];
     const columnarMs = new Map<string, number>();
+    const answers = new Map<string, TrendResponse>();
     for (const n of sizes()) {
       const seed = 42;
       const data = generate(n, seed);
@@ -398,6 +453,7 @@ export const engineBenchmark: Benchmark = {
         const sampled = runColumnar(data, q.request, true);
         const col = { ...repeat(runs, () => runColumnar(data, q.request, false)), heapMb: sampled.heapMb };
         columnarMs.set(`${q.id}:${n}`, col.ms);
+        answers.set(q.id, col.response);
         let rowFig = '-';
         let rowHeap = '-';
         if (n <= ROWS_UP_TO) {
@@ -452,6 +508,19 @@ export const engineBenchmark: Benchmark = {
             target: `<= ${TARGET_HEAP_PER_M_MB} MB`,
             status: perM <= TARGET_HEAP_PER_M_MB ? 'pass' : 'OVER TARGET',
           });
+        if (q.plain) {
+          const plainMs = columnarMs.get(`${q.plain.id}:${n}`)!;
+          const vsPlain = col.ms / plainMs;
+          if (q.plain.sameAnswer && !sameAnswer(col.response, answers.get(q.plain.id)!))
+            errors.push(`(${q.id}) at ${label(n)}: answers differently from (${q.plain.id})`);
+          rows.push({
+            benchmark: 'engine',
+            metric: `(${q.id}) ${label(n)}: HogQL / plain (${q.plain.id})`,
+            value: `${fixed(vsPlain, 2)} (${fixed(col.ms, 1)} / ${fixed(plainMs, 1)} ms)`,
+            target: n >= 1_000_000 ? `<= ${TARGET_HOGQL_RATIO}` : '-',
+            status: n >= 1_000_000 ? (vsPlain <= TARGET_HOGQL_RATIO ? 'pass' : 'OVER TARGET') : 'info',
+          });
+        }
         if (!Number.isNaN(ratio))
           rows.push({
             benchmark: 'engine',
