@@ -1,0 +1,56 @@
+/**
+ * HogQL fields of one event object, read the plain way (the reference the columnar engine's
+ * expressions.ts is checked against): every field looked up on the event each time it is read.
+ */
+import type { FieldReader } from '#shared/trends/columnar/expressions.ts';
+import { HogDateTime, type HogValue } from '#shared/hogql/values.ts';
+import type { TrendEvent } from '#shared/trends/types.ts';
+
+function parseTimestamp(ts: string | number): number {
+  if (typeof ts === 'number') return ts;
+  return Date.parse(/(Z|[+-]\d{2}:?\d{2})$/i.test(ts) || !ts.includes('T') ? ts : `${ts}Z`);
+}
+
+/** A JSON value at a path: objects by key, arrays by 1-based integer (negative from the end); objects and arrays as JSON text. */
+function jsonAt(root: Record<string, unknown> | undefined, path: readonly string[]): HogValue {
+  let v: unknown = root;
+  for (const step of path) {
+    if (Array.isArray(v)) {
+      if (!/^-?\d+$/.test(step)) return null;
+      const i = Number(step);
+      v = i === 0 ? undefined : v.at(i > 0 ? i - 1 : i);
+    } else if (v !== null && typeof v === 'object' && Object.hasOwn(v, step)) v = (v as Record<string, unknown>)[step];
+    else return null;
+    if (v === undefined) return null;
+  }
+  if (v === null || v === undefined) return null;
+  if (typeof v === 'number') return Number.isFinite(v) ? v : null;
+  if (typeof v === 'string' || typeof v === 'boolean') return v;
+  return JSON.stringify(v);
+}
+
+export function eventReader(e: TrendEvent, timezone: string): FieldReader {
+  return (chain) => {
+    const [head, ...rest] = chain;
+    if (head === 'properties') return jsonAt(e.properties, rest);
+    if (head === 'person' && rest[0] === 'properties') return jsonAt(e.person_properties, rest.slice(1));
+    if (head === 'person' && rest[0] === 'id' && rest.length === 1) return e.person_id || e.distinct_id;
+    if (rest.length) return null;
+    switch (head) {
+      case 'event':
+        return e.event;
+      case 'distinct_id':
+        return e.distinct_id;
+      case 'person_id':
+        return e.person_id || e.distinct_id;
+      case 'timestamp':
+        return new HogDateTime(parseTimestamp(e.timestamp), timezone);
+      case '$session_id':
+        return jsonAt(e.properties, ['$session_id']);
+      case 'elements_chain':
+        return jsonAt(e.properties, ['$elements_chain']) ?? '';
+      default:
+        return null;
+    }
+  };
+}
