@@ -269,6 +269,9 @@ export function valuesOf(expr: ColumnExpr, batch: ColumnBatch): ValueColumn {
   return tupleValues(fields, run);
 }
 
+/** Tuple keys up to this many get a dense slot table (4 MB) instead of a hash map. */
+const DENSE_TUPLES = 1 << 20;
+
 /** Several dimensions: one evaluation per distinct tuple of their entries, the tuple's key a mixed-radix number. */
 function tupleValues(fields: BatchFields, run: () => HogValue): ValueColumn {
   const { dims, at, batch } = fields;
@@ -277,25 +280,33 @@ function tupleValues(fields: BatchFields, run: () => HogValue): ValueColumn {
   for (const d of dims) radix *= d.size;
   // Beyond exact doubles (several huge dictionaries) the key would collide: evaluate per row instead.
   const exact = radix <= Number.MAX_SAFE_INTEGER;
+  const dense = radix <= DENSE_TUPLES ? new Int32Array(radix).fill(-1) : null;
   const memo = new Map<number, number>();
   const table: HogValue[] = [];
   const indexes = new Uint32Array(n);
+  const columns = dims.map((d) => d.indexes);
+  const sizes = dims.map((d) => d.size);
+  const last = dims.length - 1;
   for (let i = 0; i < n; i += 1) {
     let key = 0;
-    for (let d = dims.length - 1; d >= 0; d -= 1) {
-      const entry = dims[d]!.indexes?.[i] ?? 0;
-      at[d] = entry;
-      key = key * dims[d]!.size + entry;
-    }
-    if (exact) {
+    for (let d = last; d >= 0; d -= 1) key = key * sizes[d]! + (columns[d]?.[i] ?? 0);
+    if (dense !== null) {
+      const found = dense[key]!;
+      if (found >= 0) {
+        indexes[i] = found;
+        continue;
+      }
+    } else if (exact) {
       const found = memo.get(key);
       if (found !== undefined) {
         indexes[i] = found;
         continue;
       }
     }
+    for (let d = 0; d <= last; d += 1) at[d] = columns[d]?.[i] ?? 0;
     const slot = table.push(run()) - 1;
-    if (exact && memo.size < EXPR_MEMO_LIMIT) memo.set(key, slot);
+    if (dense !== null) dense[key] = slot;
+    else if (exact && memo.size < EXPR_MEMO_LIMIT) memo.set(key, slot);
     indexes[i] = slot;
   }
   return { table, indexes };
