@@ -31,7 +31,7 @@ import { Conflict, NotFound, ValidationError } from '../errors.ts';
 import { UUID_PATTERN, uuidv7 } from '../ids.ts';
 import { parseQueuedMessage } from '../json.ts';
 import type { Caller } from './access.ts';
-import { CONFLICT, conflictIfFalse, retryOnConflict } from '../retry.ts';
+import { TRANSIENT, conflictIfFalse, retryTransient } from '../retry.ts';
 import { applyPersonUpdates } from './person-properties.ts';
 
 const NAME_PROPERTIES = ['email', 'Email', '$email', 'name', 'Name', 'username', 'Username', 'UserName'];
@@ -285,7 +285,7 @@ async function editProperties(
   kind: 'updated' | 'property_deleted',
   deadline?: number,
 ): Promise<PersonRecord> {
-  return retryOnConflict(
+  return retryTransient(
     `Person ${personId}`,
     async () => {
       const person = await findPerson(projectId, personId);
@@ -301,7 +301,7 @@ async function editProperties(
           after: properties,
         },
       ]);
-      if (!(await savePersonEdit(next, apiChange(caller, next, set, unset, changed), record))) return CONFLICT;
+      if (!(await savePersonEdit(next, apiChange(caller, next, set, unset, changed), record))) return TRANSIENT;
       await bumpAnswersGeneration(projectId);
       return { ...next, version: next.version + 1 };
     },
@@ -359,7 +359,7 @@ export async function deletePerson(
   queue: QueueDeletion,
   read?: PersonRecord,
 ): Promise<void> {
-  await retryOnConflict(
+  await retryTransient(
     `Person ${personId}`,
     async (attempt) => {
       const person = attempt === 0 && read ? read : await findPerson(projectId, personId);
@@ -595,7 +595,7 @@ const SPLIT_CHUNK = 30;
  * properties; every other id gets a new person with no properties.
  */
 export async function splitPerson(caller: Caller, projectId: number, personId: number, mainDistinctId?: string) {
-  return retryOnConflict(
+  return retryTransient(
     `Person ${personId}`,
     async () => {
       let person = await findPerson(projectId, personId);
@@ -635,7 +635,7 @@ export async function splitPerson(caller: Caller, projectId: number, personId: n
       }
       // Also when a later chunk conflicts: the earlier ones are committed.
       if (committed) await bumpAnswersGeneration(projectId);
-      return ok ? { success: true } : CONFLICT;
+      return ok ? { success: true } : TRANSIENT;
     },
     {
       attempts: EDIT_ATTEMPTS,
