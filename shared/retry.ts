@@ -54,7 +54,7 @@ export const conflictIfFalse = (written: boolean): true | Transient => (written 
  * The former names, kept only for shared/domain/query/async.ts, which another branch of issue 22 is
  * rewriting: the lead renames its two uses and deletes these aliases when merging.
  */
-export const CONFLICT = TRANSIENT;
+export const CONFLICT: Transient = TRANSIENT;
 export const retryOnConflict = retryTransient;
 
 export const PAST_DEADLINE: unique symbol = Symbol('past deadline');

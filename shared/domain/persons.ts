@@ -31,6 +31,8 @@ import { Conflict, NotFound, ValidationError } from '../errors.ts';
 import { UUID_PATTERN, uuidv7 } from '../ids.ts';
 import { parseQueuedMessage } from '../json.ts';
 import type { Caller } from './access.ts';
+import type { QueuedBulkDelete } from '../queues/person-bulk-deletes.ts';
+import type { DeletionRequest } from '../queues/person-deletions.ts';
 import { TRANSIENT, conflictIfFalse, retryTransient } from '../retry.ts';
 import { applyPersonUpdates } from './person-properties.ts';
 
@@ -334,15 +336,6 @@ export async function deletePersonProperty(
 // Delete
 // ---------------------------------------------------------------------------------------------
 
-export interface DeletionRequest {
-  project_id: number;
-  person_id: number;
-  person_uuid: string;
-  distinct_ids: string[];
-  requested_at: string;
-  requested_by: string;
-}
-
 /** How a deletion of a person's events is queued (SQS in the service; injected so this module stays SDK-free). */
 export type QueueDeletion = (request: DeletionRequest) => Promise<void>;
 
@@ -472,14 +465,6 @@ async function removeInGroups(
   }
   if (removed.size) await bumpAnswersGeneration(projectId);
   return { removed, left };
-}
-
-/** Persons a bulk delete left for its worker: one project's, by person id, with who asked (for the activity log). */
-export interface QueuedBulkDelete {
-  project_id: number;
-  requested_by: { first_name: string; email: string };
-  delete_events: boolean;
-  person_ids: number[];
 }
 
 /** How a bulk delete's rest is queued (SQS in the service; injected so this module stays SDK-free). */
