@@ -38,7 +38,8 @@ export interface Import {
 export function importsOf(file: string): Import[] {
   const text = readFileSync(join(ROOT, file), 'utf8');
   return [...text.matchAll(STATIC_IMPORT)].map(([, spec = '']) => {
-    if (spec.startsWith('.')) return { target: normalize(join(dirname(file), spec)).replaceAll('\\', '/'), external: false };
+    if (spec.startsWith('.'))
+      return { target: normalize(join(dirname(file), spec)).replaceAll('\\', '/'), external: false };
     const alias = ALIASES.find(([from]) => spec.startsWith(from));
     if (alias) return { target: alias[1] + spec.slice(alias[0].length), external: false };
     return { target: spec, external: true };
