@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { importCycles, importGraph, importsOf, tsFiles } from '../support/import-graph.ts';
+import { importCycles, importGraph, importsOf, ROOT, tsFiles } from '../support/import-graph.ts';
 
 /**
  * The layer table of docs/architecture.md ("Layout: by layer") as data: which files each layer holds
@@ -164,6 +166,27 @@ describe('layers (docs/architecture.md, "Layout: by layer")', () => {
     );
     expect(intoInfra).toEqual([]);
     expect(layerOf('infra/openapi/document.ts')).toBe('tooling');
+  });
+
+  it('bundles no build tool into a Lambda: shared/ and functions/ import no devDependency (the OpenAPI generator lives in infra/)', () => {
+    const { dependencies, devDependencies } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+      devDependencies: Record<string, string>;
+    };
+    const packageOf = (spec: string) =>
+      spec
+        .split('/')
+        .slice(0, spec.startsWith('@') ? 2 : 1)
+        .join('/');
+    const buildOnly = (spec: string) => packageOf(spec) in devDependencies && !(packageOf(spec) in dependencies);
+    const runtime = FILES.filter((file) => !file.startsWith('infra/'));
+    const found = runtime.flatMap((file) =>
+      importsOf(file).flatMap(({ target, external }) =>
+        external && buildOnly(target) ? [`${file} -> ${target}`] : [],
+      ),
+    );
+    expect(found).toEqual([]);
+    expect(buildOnly('@valibot/to-json-schema')).toBe(true);
   });
 
   it('classifies by the most specific path and refuses what the table refuses (the checker itself)', () => {
