@@ -23,8 +23,8 @@ export interface Comment {
   end: number;
 }
 
-/** Longest first, so `!~*` wins over `!~` and `<=` over `<`. */
-const OPERATORS = [
+/** Matched longest first, so `!~*` wins over `!~` and `<=` over `<`. */
+const OPERATORS = new Set([
   '!~*',
   '=~*',
   '!=',
@@ -54,7 +54,7 @@ const OPERATORS = [
   '?',
   ':',
   '~',
-];
+]);
 
 /** HogQL's whitespace: the Unicode White_Space set, plus the byte-order mark. */
 const WHITESPACE = new Set([
@@ -225,7 +225,7 @@ export function tokenize(text: string, limits: Limits, attr: string): { tokens: 
       tokens.push({ type: 'ident', value: text.slice(start, i), quoted: false, start, end: i });
       continue;
     }
-    const op = OPERATORS.find((o) => text.startsWith(o, i));
+    const op = [text.slice(i, i + 3), two, c].find((o) => OPERATORS.has(o));
     if (op === undefined) {
       const ch = String.fromCodePoint(text.codePointAt(i) ?? 0);
       fail(`unexpected character ${describe(ch)} at position ${start}.`);

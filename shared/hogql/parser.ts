@@ -218,8 +218,11 @@ class Parser {
           const index = this.expression(BP.alias);
           this.expectOp(']');
           if (left.kind === 'field' && index.kind === 'constant' && typeof index.value === 'string') {
+            // The field node is this parse's own, so the path grows in place (linear, not quadratic).
             this.count();
-            return { kind: 'field', chain: [...left.chain, index.value], span: this.span(start) };
+            left.chain.push(index.value);
+            left.span = this.span(start);
+            return left;
           }
           return this.make({ kind: 'call', name: 'arrayElement', args: [left, index], span: this.span(start) });
         }
@@ -331,7 +334,9 @@ class Parser {
       );
     }
     this.count();
-    return { kind: 'field', chain: [...left.chain, name.value], span: [left.span?.[0] ?? dot.start, name.end] };
+    left.chain.push(name.value);
+    left.span = [left.span?.[0] ?? dot.start, name.end];
+    return left;
   }
 
   private prefix(): Expr {
@@ -434,7 +439,10 @@ class Parser {
    * `(` has been read, and for a tuple its first item too.
    */
   private list(close: string, items: Expr[], what: 'Array' | 'Tuple'): Expr[] {
-    if (items.length > 0) this.expectOp(',');
+    if (items.length > 0) {
+      const comma = this.next();
+      if (!this.isOp(comma, ',')) this.fail(comma, `"," or "${close}"`);
+    }
     for (;;) {
       if (this.isOp(this.peek(), close) && (items.length > 0 || what === 'Array')) break;
       if (items.length >= this.limits.maxItems) throw tooManyItems(what, this.limits, this.attr);
@@ -496,6 +504,7 @@ class Parser {
 
   /** `CASE [x] WHEN c THEN r ... [ELSE e] END` is `multiIf(c, r, ..., e)`; without ELSE, e is null. */
   private caseExpr(start: number): Expr {
+    if (this.isKeyword(this.peek(), 'end')) this.fail(this.peek(), 'WHEN');
     const subject = this.isKeyword(this.peek(), 'when') ? undefined : this.expression(BP.alias);
     const args: Expr[] = [];
     while (this.isKeyword(this.peek(), 'when')) {
