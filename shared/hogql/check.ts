@@ -102,7 +102,7 @@ export function checkExpr(expr: Expr, options: CheckOptions, attr: string): void
             : ' is not a field';
           fail(`HogQL: "${name}"${at(e)}${hint}. Fields: ${fieldList(scope)}.`);
         }
-        if (aggregated && inside === null) {
+        if (aggregated && inside === null && options.aggregates !== 'forbidden') {
           fail(
             `HogQL: field "${printHogQL(e)}"${at(e)} must be inside an aggregate function: an expression with aggregates reads fields only through them.`,
           );
