@@ -49,27 +49,30 @@ export function fieldsOf(expr: Expr): string[][] {
 }
 
 export interface Needs {
-  /** Event columns read (`event`, `timestamp`, `person.created_at` as `person.created_at`, ...). */
+  /** Columns read, dotted (`event`, `timestamp`, `person.created_at`; on persons `id`, `created_at`). */
   columns: string[];
-  /** Top-level event property keys (`properties.$a.b` needs `$a`; `$session_id` needs `$session_id`). */
-  eventProperties: string[];
-  /** Top-level person property keys. */
+  /**
+   * Top-level keys under `properties.`: the row's own properties (the event's in the events scope,
+   * the person's in the persons scope). `properties.$a.b` needs `$a`; `$session_id` needs `$session_id`.
+   */
+  properties: string[];
+  /** Top-level keys under `person.properties.` (events scope). */
   personProperties: string[];
 }
 
 /** What a row must carry for the expression: the projection an engine reads before evaluating. */
 export function needsOf(expr: Expr): Needs {
   const columns = new Set<string>();
-  const eventProperties = new Set<string>();
+  const properties = new Set<string>();
   const personProperties = new Set<string>();
   for (const chain of fieldsOf(expr)) {
     const [head, second, third] = chain;
-    if (head === 'properties' && second !== undefined) eventProperties.add(second);
-    else if (head === '$session_id' && chain.length === 1) eventProperties.add('$session_id');
+    if (head === 'properties' && second !== undefined) properties.add(second);
+    else if (head === '$session_id' && chain.length === 1) properties.add('$session_id');
     else if (head === 'person' && second === 'properties' && third !== undefined) personProperties.add(third);
     else columns.add(chain.join('.'));
   }
-  return { columns: [...columns], eventProperties: [...eventProperties], personProperties: [...personProperties] };
+  return { columns: [...columns], properties: [...properties], personProperties: [...personProperties] };
 }
 
 /** Whether the expression calls an aggregate anywhere. */

@@ -7,7 +7,7 @@ import { checkLength, depthExceeded, LIMITS, type Limits, nodesExceeded, tooMany
 /**
  * A hand-written Pratt parser for HogQL's expression syntax. Precedences follow PostHog's HogQLParser
  * grammar (tightest first): `x[i]` / `a.b`, unary `-`, `* / %`, `+ - ||`, comparisons (`= != < LIKE IN
- * =~ BETWEEN ...`), `??`, `IS [NOT] NULL`, `NOT`, `AND`, `OR`, `? :`, `AS`. One deliberate difference:
+ * =~ BETWEEN ...`), `IS [NOT] NULL`, `??`, `NOT`, `AND`, `OR`, `? :`, `AS`. One deliberate difference:
  * a `BETWEEN`'s bounds stop at `AND`, so `x BETWEEN 1 AND 2 AND y` is `(x BETWEEN 1 AND 2) AND y`
  * (PostHog's grammar notes its own reading of this as a bug).
  *
@@ -22,8 +22,8 @@ const BP = {
   or: 3,
   and: 4,
   not: 5,
-  isNull: 6,
-  nullish: 7,
+  nullish: 6,
+  isNull: 7,
   compare: 8,
   additive: 9,
   multiplicative: 10,

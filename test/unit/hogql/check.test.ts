@@ -204,7 +204,7 @@ describe('analysis helpers', () => {
     ]);
     expect(needsOf(e)).toEqual({
       columns: ['event'],
-      eventProperties: ['$os', '$a', '$session_id'],
+      properties: ['$os', '$a', '$session_id'],
       personProperties: ['email'],
     });
   });
