@@ -205,7 +205,6 @@ export function tokenize(text: string, limits: Limits, attr: string): { tokens: 
     }
     if (c === '`' || c === '"') {
       const value = readQuoted(c, 'quoted identifier');
-      if (value === '') fail(`empty quoted identifier at position ${start}.`);
       tokens.push({ type: 'ident', value, quoted: true, start, end: i });
       continue;
     }

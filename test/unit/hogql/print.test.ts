@@ -46,6 +46,8 @@ describe('printHogQL', () => {
     ['(x = 1) = (y = 2)', 'x = 1 = (y = 2)'],
     ['(a AS b) + 1', '(a AS b) + 1'],
     ["x AS 'my label'", 'x AS `my label`'],
+    ["x AS ''", 'x AS ``'],
+    ['`a``b`(properties.`c\\`d`)', '`a\\`b`(properties.`c\\`d`)'],
     ['(1,)', '(1,)'],
     ['1e21', '1e+21'],
     ['1e999', 'inf'],
