@@ -84,10 +84,6 @@ class Parser {
     return (this.tokens[this.tokens.length - 2] as Token | undefined)?.end ?? 0;
   }
 
-  skip(): void {
-    this.next();
-  }
-
   peek(offset = 0): Token {
     return this.tokens[Math.min(this.pos + offset, this.tokens.length - 1)] as Token;
   }
@@ -611,7 +607,7 @@ export function parseOrderExpr(text: unknown, attr: string, limits: Limits = LIM
   const tok = parser.peek();
   if (parser.isKeyword(tok, 'desc') || parser.isKeyword(tok, 'descending')) direction = 'DESC';
   if (direction === 'DESC' || parser.isKeyword(tok, 'asc') || parser.isKeyword(tok, 'ascending')) {
-    parser.skip();
+    parser.next();
   }
   finish(parser, expr, limits, attr);
   return { expr, direction };
