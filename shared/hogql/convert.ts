@@ -3,10 +3,20 @@
  * conversions, with one addition for properties (docs/hogql-semantics.md): a property keeps its
  * JSON type, and a string meets a number by being read as one when the whole string is a number.
  */
+import { nestedDeeperThan } from '#shared/json.ts';
 import { fromLocal, toLocal } from '#shared/trends/tz.ts';
 import { HogDate, HogDateTime, HogTuple, type HogValue } from './values.ts';
 
 const DAY_MS = 86_400_000;
+/** DateTime64's range in ClickHouse (1900-01-01 to 2299-12-31): instants outside it are NULL. */
+export const MIN_INSTANT = Date.UTC(1900, 0, 1);
+export const MAX_INSTANT = Date.UTC(2300, 0, 1) - 1;
+
+export const inRange = (ms: number): boolean => ms >= MIN_INSTANT && ms <= MAX_INSTANT;
+export const dateTimeOrNull = (ms: number, tz: string): HogDateTime | null =>
+  inRange(ms) ? new HogDateTime(ms, tz) : null;
+export const dateOrNull = (days: number): HogDate | null =>
+  Number.isInteger(days) && inRange(days * DAY_MS) ? new HogDate(days) : null;
 const NUMERIC = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 const INTEGER = /^[+-]?\d+$/;
 /** Longest text read as a number or a date: longer strings are neither, whatever they hold. */
@@ -126,7 +136,7 @@ export function asArray(v: HogValue): readonly HogValue[] | null {
   if (typeof v === 'string' && v.startsWith('[')) {
     try {
       const parsed: unknown = JSON.parse(v);
-      if (Array.isArray(parsed)) return parsed.map(fromJson);
+      if (Array.isArray(parsed) && !nestedDeeperThan(parsed)) return parsed.map(fromJson);
     } catch {
       return null;
     }
@@ -145,7 +155,7 @@ const DATE_TIME_RE =
   /^(\d{4})-(\d{1,2})-(\d{1,2})[T ](\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
 
 function validYmd(y: number, m: number, d: number): boolean {
-  if (m < 1 || m > 12 || d < 1) return false;
+  if (y < 1900 || y > 2299 || m < 1 || m > 12 || d < 1) return false;
   return d <= new Date(Date.UTC(y, m, 0)).getUTCDate();
 }
 
@@ -198,7 +208,7 @@ export function parseDateTime(s: string, tz: string): number | null {
 
 /** A value as an instant in ms for date functions: DateTime, Date (midnight in `tz`), date text, else null. */
 export function toInstant(v: HogValue, tz: string): number | null {
-  if (v instanceof HogDateTime) return v.ms;
+  if (v instanceof HogDateTime) return inRange(v.ms) ? v.ms : null;
   if (v instanceof HogDate) {
     const { year, month, day } = dateParts(v);
     return fromLocal({ year, month, day }, tz);

@@ -3,7 +3,17 @@
  * docs/hogql-semantics.md), IN, LIKE, arithmetic and three-valued boolean logic.
  */
 import { ValidationError } from '#shared/errors.ts';
-import { dateParts, isDateLike, parseDate, parseDateTime, parseNumber, toNum, truth } from './convert.ts';
+import {
+  dateOrNull,
+  dateParts,
+  dateTimeOrNull,
+  isDateLike,
+  parseDate,
+  parseDateTime,
+  parseNumber,
+  toNum,
+  truth,
+} from './convert.ts';
 import { HogDate, HogDateTime, HogTuple, type HogValue } from './values.ts';
 import { fromLocal } from '#shared/trends/tz.ts';
 
@@ -23,7 +33,7 @@ function boolOfText(s: string): boolean | null {
 }
 
 function dateMidnight(d: HogDate, tz: string): number {
-  return fromLocal(dateParts(d), tz);
+  return Number.isFinite(d.days) ? fromLocal(dateParts(d), tz) : Number.NaN;
 }
 
 function compareDateLike(a: HogDate | HogDateTime, b: HogValue, tz: string): number {
@@ -245,10 +255,10 @@ const isInt = (n: number) => Number.isInteger(n);
 
 export function plus(a: HogValue, b: HogValue): HogValue {
   if (a === null || b === null) return null;
-  if (a instanceof HogDateTime && typeof b === 'number') return new HogDateTime(a.ms + b * 1000, a.timezone);
-  if (b instanceof HogDateTime && typeof a === 'number') return new HogDateTime(b.ms + a * 1000, b.timezone);
-  if (a instanceof HogDate && typeof b === 'number') return new HogDate(a.days + Math.trunc(b));
-  if (b instanceof HogDate && typeof a === 'number') return new HogDate(b.days + Math.trunc(a));
+  if (a instanceof HogDateTime && typeof b === 'number') return dateTimeOrNull(a.ms + b * 1000, a.timezone);
+  if (b instanceof HogDateTime && typeof a === 'number') return dateTimeOrNull(b.ms + a * 1000, b.timezone);
+  if (a instanceof HogDate && typeof b === 'number') return dateOrNull(a.days + Math.trunc(b));
+  if (b instanceof HogDate && typeof a === 'number') return dateOrNull(b.days + Math.trunc(a));
   if (isDateLike(a) || isDateLike(b)) return null;
   const x = toNum(a);
   const y = toNum(b);
@@ -257,8 +267,8 @@ export function plus(a: HogValue, b: HogValue): HogValue {
 
 export function minus(a: HogValue, b: HogValue): HogValue {
   if (a === null || b === null) return null;
-  if (a instanceof HogDateTime && typeof b === 'number') return new HogDateTime(a.ms - b * 1000, a.timezone);
-  if (a instanceof HogDate && typeof b === 'number') return new HogDate(a.days - Math.trunc(b));
+  if (a instanceof HogDateTime && typeof b === 'number') return dateTimeOrNull(a.ms - b * 1000, a.timezone);
+  if (a instanceof HogDate && typeof b === 'number') return dateOrNull(a.days - Math.trunc(b));
   if (isDateLike(a) || isDateLike(b)) return null;
   const x = toNum(a);
   const y = toNum(b);

@@ -1,6 +1,16 @@
 /** Type conversions as HogQL maps them (toInt is toInt64OrNull, toFloat toFloat64OrNull, toDate toDateOrNull...). */
 import { isValidTimeZone, localDateOf } from '#shared/trends/tz.ts';
-import { dateOf, parseDate, parseDateTime, parseInteger, parseNumber, toText } from '../convert.ts';
+import {
+  dateOf,
+  dateOrNull,
+  dateTimeOrNull,
+  inRange,
+  parseDate,
+  parseDateTime,
+  parseInteger,
+  parseNumber,
+  toText,
+} from '../convert.ts';
 import { HogDate, HogDateTime, type HogValue } from '../values.ts';
 import { type ScalarFunction, type Site, scalar } from './types.ts';
 
@@ -37,13 +47,15 @@ export function zoneArg(v: HogValue, site: Site): string {
 export function toDate(v: HogValue, site: Site): HogValue {
   if (v instanceof HogDate) return v;
   if (v instanceof HogDateTime) {
+    if (!inRange(v.ms)) return null;
     const { year, month, day } = localDateOf(v.ms, v.timezone);
     return dateOf(year, month, day);
   }
   if (typeof v === 'string') return parseDate(v);
   if (typeof v === 'number') {
     if (!Number.isFinite(v)) return null;
-    if (v < 65_536) return new HogDate(Math.trunc(v));
+    if (v < 65_536) return dateOrNull(Math.trunc(v));
+    if (!inRange(Math.trunc(v) * 1000)) return null;
     const { year, month, day } = localDateOf(Math.trunc(v) * 1000, site.ctx.timezone);
     return dateOf(year, month, day);
   }
@@ -52,7 +64,7 @@ export function toDate(v: HogValue, site: Site): HogValue {
 
 /** toDateTime (parseDateTime64BestEffortOrNull for text): shown in the project zone, or the zone given. */
 export function toDateTime(v: HogValue, tz: string): HogValue {
-  if (v instanceof HogDateTime) return new HogDateTime(v.ms, tz);
+  if (v instanceof HogDateTime) return dateTimeOrNull(v.ms, tz);
   if (v instanceof HogDate) {
     const ms = parseDateTime(toText(v), tz);
     return ms === null ? null : new HogDateTime(ms, tz);
@@ -61,7 +73,7 @@ export function toDateTime(v: HogValue, tz: string): HogValue {
     const ms = parseDateTime(v, tz);
     return ms === null ? null : new HogDateTime(ms, tz);
   }
-  if (typeof v === 'number') return Number.isFinite(v) ? new HogDateTime(Math.trunc(v) * 1000, tz) : null;
+  if (typeof v === 'number') return Number.isFinite(v) ? dateTimeOrNull(Math.trunc(v) * 1000, tz) : null;
   return null;
 }
 

@@ -14,7 +14,7 @@ import {
   wallClock,
   weekday,
 } from '#shared/trends/tz.ts';
-import { dateOf, dateParts, parseDateTime, toNum, toText } from '../convert.ts';
+import { dateOf, dateOrNull, dateParts, dateTimeOrNull, inRange, parseDateTime, toNum, toText } from '../convert.ts';
 import { HogDate, HogDateTime, type HogValue } from '../values.ts';
 import { zoneArg } from './conversion.ts';
 import { type ScalarFunction, type Site, scalar } from './types.ts';
@@ -31,10 +31,12 @@ interface Moment extends LocalDateTime {
 function momentOf(v: HogValue, site: Site, tzArg?: HogValue): Moment | null {
   const tzOverride = tzArg === undefined || tzArg === null ? null : zoneArg(tzArg, site);
   if (v instanceof HogDateTime) {
+    if (!inRange(v.ms)) return null;
     const tz = tzOverride ?? v.timezone;
     return { ...toLocal(v.ms, tz), at: v.ms, tz, date: false };
   }
   if (v instanceof HogDate) {
+    if (!dateOrNull(v.days)) return null;
     const tz = tzOverride ?? site.ctx.timezone;
     const p = dateParts(v);
     return { ...p, hour: 0, minute: 0, second: 0, ms: 0, at: fromLocal(p, tz), tz, date: true };
@@ -118,6 +120,8 @@ function relative(m: Moment, unit: string): number {
 
 function add(m: Moment, unit: string, n: number, source: HogValue): HogValue {
   if (!Number.isFinite(n)) return null;
+  // Beyond 500 years every result is out of range: NULL without calendar arithmetic on huge numbers.
+  if (Math.abs(n) > 200_000_000) return null;
   const k = Math.trunc(n);
   const local = { year: m.year, month: m.month, day: m.day };
   const wallTime = { hour: m.hour, minute: m.minute, second: m.second, ms: m.ms };
@@ -128,7 +132,7 @@ function add(m: Moment, unit: string, n: number, source: HogValue): HogValue {
     case 'minute':
     case 'hour': {
       const step = unit === 'second' ? 1000 : unit === 'minute' ? 60_000 : 3_600_000;
-      return new HogDateTime(m.at + k * step, m.tz);
+      return dateTimeOrNull(m.at + k * step, m.tz);
     }
     case 'day':
       target = addDays(local, k);
@@ -145,8 +149,9 @@ function add(m: Moment, unit: string, n: number, source: HogValue): HogValue {
     default:
       target = addMonths(local, 12 * k);
   }
+  if (!(target.year >= 1900 && target.year <= 2299)) return null;
   if (isDate) return dateOf(target.year, target.month, target.day);
-  return new HogDateTime(fromLocal({ ...target, ...wallTime }, m.tz), m.tz);
+  return dateTimeOrNull(fromLocal({ ...target, ...wallTime }, m.tz), m.tz);
 }
 
 function truncate(m: Moment, unit: string): HogValue {
@@ -401,6 +406,6 @@ export const DATES: ScalarFunction[] = [
   ),
   scalar('fromUnixTimestamp', 1, 1, ([v], site) => {
     const n = toNum(v ?? null);
-    return n === null || !Number.isFinite(n) ? null : new HogDateTime(Math.trunc(n) * 1000, site.ctx.timezone);
+    return n === null || !Number.isFinite(n) ? null : dateTimeOrNull(Math.trunc(n) * 1000, site.ctx.timezone);
   }),
 ];

@@ -4,26 +4,23 @@
  * value of another type gives the type's default ('' / 0 / false), as ClickHouse does.
  * JSONExtractRaw gives the value's JSON re-serialised compactly (ClickHouse keeps the source spacing).
  */
+import { nestedDeeperThan } from '#shared/json.ts';
 import { toNum, toText } from '../convert.ts';
 import type { HogValue } from '../values.ts';
 import { type ScalarFunction, type Site, scalar } from './types.ts';
 
 const MISSING = Symbol('missing');
 
+/** Short texts repeat (the same property value on many rows): parsed once per call site. */
 function parse(site: Site, text: string): unknown {
-  // The same property text is parsed once per call site when it repeats (the columnar engine calls per distinct value).
-  return site.memo(`json:${text}`, () => {
-    try {
-      return JSON.parse(text) as unknown;
-    } catch {
-      return MISSING;
-    }
-  });
+  return site.memo(`json:${text}`, () => parseUncached(text));
 }
 
+/** JSON nested deeper than the service's JSON depth cap reads as invalid (re-serialising it would exhaust the stack). */
 function parseUncached(text: string): unknown {
   try {
-    return JSON.parse(text) as unknown;
+    const value = JSON.parse(text) as unknown;
+    return nestedDeeperThan(value) ? MISSING : value;
   } catch {
     return MISSING;
   }

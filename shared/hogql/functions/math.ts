@@ -34,7 +34,9 @@ function scaled(site: Site, args: HogValue[], f: (x: number) => number): HogValu
   if (d === 0) return f(x);
   const p = 10 ** Math.abs(d);
   // Scaling by 10^d in decimal text avoids binary artefacts (round(2.675, 2) is 2.68 in ClickHouse's printed result too).
-  return d > 0 ? f(Number(`${x}e${d}`)) / p : f(x / p) * p;
+  if (d < 0) return f(x / p) * p;
+  const text = String(x);
+  return text.includes('e') ? f(x * p) / p : f(Number(`${text}e${d}`)) / p;
 }
 
 const pick = (want: number) => (args: HogValue[], site: Site) => {

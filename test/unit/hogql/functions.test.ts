@@ -130,7 +130,7 @@ describe('strings', () => {
     expect(fn('length', [1, 2, 3])).toBe(3);
     expect(fn('length', null)).toBeNull();
   });
-  it('concat (CH doc: concat(\'Hello, \', \'World!\')); NULL makes NULL; numbers as text', () => {
+  it("concat (CH doc: concat('Hello, ', 'World!')); NULL makes NULL; numbers as text", () => {
     expect(fn('concat', 'Hello, ', 'World!')).toBe('Hello, World!');
     expect(fn('concat', 'a', null)).toBeNull();
     expect(fn('concat', 'v', 2)).toBe('v2');
@@ -239,7 +239,7 @@ describe('URL functions', () => {
     expect(fn('cutQueryString', 'http://example.com/a?page=1#frag')).toBe('http://example.com/a#frag');
     expect(fn('cutQueryString', 'http://example.com/a')).toBe('http://example.com/a');
   });
-  it('extractURLParameter: the first value, undecoded; \'\' when absent', () => {
+  it("extractURLParameter: the first value, undecoded; '' when absent", () => {
     expect(fn('extractURLParameter', 'http://example.com/?page=1&lr=213', 'page')).toBe('1');
     expect(fn('extractURLParameter', 'http://example.com/?page=1&lr=213', 'lr')).toBe('213');
     expect(fn('extractURLParameter', 'http://example.com/?q=a%20b', 'q')).toBe('a%20b');
@@ -297,7 +297,7 @@ describe('math', () => {
     expect(fn('exp', 0)).toBe(1);
     expect(fn('abs', null)).toBeNull();
   });
-  it('round: banker\'s rounding on floats (CH doc: round(0.5) = 0, round(1.5) = 2), digits (CH doc: round(4.1267, 2) = 4.13, round(467, -2) = 500)', () => {
+  it("round: banker's rounding on floats (CH doc: round(0.5) = 0, round(1.5) = 2), digits (CH doc: round(4.1267, 2) = 4.13, round(467, -2) = 500)", () => {
     expect(fn('round', 0.5)).toBe(0);
     expect(fn('round', 1.5)).toBe(2);
     expect(fn('round', 2.5)).toBe(2);
@@ -324,7 +324,7 @@ describe('math', () => {
     expect(fn('intDiv', -7, 2)).toBe(-3);
     expect(failure(() => fn('intDiv', 1, 0)).detail).toContain('intDiv');
   });
-  it('modulo takes the dividend\'s sign (CH doc positiveModulo: modulo(-1, 10) = -1)', () => {
+  it("modulo takes the dividend's sign (CH doc positiveModulo: modulo(-1, 10) = -1)", () => {
     expect(fn('modulo', -1, 10)).toBe(-1);
     expect(fn('modulo', 7, 3)).toBe(1);
     expect(fn('modulo', 7.5, 2)).toBe(1.5);
@@ -353,7 +353,7 @@ describe('dates', () => {
     expect(text(fn('toStartOfQuarter', toDT('2023-03-31 23:00:00')))).toBe('d:2023-01-01');
     expect(text(fn('toStartOfYear', t))).toBe('d:2023-01-01');
   });
-  it('truncation happens in the DateTime\'s zone', () => {
+  it("truncation happens in the DateTime's zone", () => {
     const ny = call('toTimeZone', toDT('2024-01-01 02:00:00'), 'America/New_York');
     expect(text(fn('toStartOfDay', ny))).toBe('dt:2023-12-31T05:00:00.000Z@America/New_York');
     expect(fn('toHour', ny)).toBe(21);
@@ -399,7 +399,7 @@ describe('dates', () => {
     expect(fn('formatDateTime', t, '%a %b %e, %I %p %%')).toBe('Fri Apr 21, 10 AM %');
     expect(failure(() => fn('formatDateTime', t, '%Ö')).detail).toContain('formatDateTime');
   });
-  it("toTimeZone (CH doc: 2019-01-01 00:00 UTC is 05:00 in Asia/Yekaterinburg); unknown zone is a 400", () => {
+  it('toTimeZone (CH doc: 2019-01-01 00:00 UTC is 05:00 in Asia/Yekaterinburg); unknown zone is a 400', () => {
     const y = call('toTimeZone', call('toDateTime', '2019-01-01 00:00:00', 'UTC'), 'Asia/Yekaterinburg');
     expect(fn('toHour', y)).toBe(5);
     expect(failure(() => fn('toTimeZone', t, 'Mars/Olympus')).detail).toContain('time zone');
@@ -458,7 +458,8 @@ describe('output caps', () => {
 
 describe('the catalog', () => {
   it('lists every function the issue names, with arities', () => {
-    const required = `toString toInt toFloat toDate toDateTime toUUID toBool if multiIf coalesce ifNull nullIf isNull isNotNull
+    const required =
+      `toString toInt toFloat toDate toDateTime toUUID toBool if multiIf coalesce ifNull nullIf isNull isNotNull
       lower upper length concat substring trim trimLeft trimRight replaceAll replaceOne replaceRegexpAll replaceRegexpOne
       splitByChar splitByString startsWith endsWith position like ilike match extract leftPad rightPad reverse empty notEmpty
       domain path protocol cutQueryString extractURLParameter topLevelDomain JSONExtractString JSONExtractInt JSONExtractFloat
@@ -467,7 +468,9 @@ describe('the catalog', () => {
       toDayOfWeek toHour toMinute dateDiff dateAdd dateSub dateTrunc formatDateTime toTimeZone toUnixTimestamp
       fromUnixTimestamp has indexOf arrayElement`.split(/\s+/);
     for (const name of required) expect(CATALOG.scalar(name), name).toBeDefined();
-    for (const name of 'count countIf sum sumIf avg avgIf min max uniq uniqExact any median quantile argMax argMin'.split(' '))
+    for (const name of 'count countIf sum sumIf avg avgIf min max uniq uniqExact any median quantile argMax argMin'.split(
+      ' ',
+    ))
       expect(CATALOG.aggregate(name), name).toBeDefined();
     expect(CATALOG.aggregate('quantile')).toMatchObject({ minArgs: 1, maxArgs: 1, minParams: 1, maxParams: 1 });
     expect(CATALOG.scalar('substring')).toMatchObject({ minArgs: 2, maxArgs: 3 });
@@ -480,9 +483,27 @@ describe('the catalog', () => {
     expect(CATALOG.scalar('TOString')).toBeUndefined();
     expect(CATALOG.scalar('jsonextractstring')).toBeUndefined();
   });
-  it('an unknown function or a wrong arity is a 400 with the caller\'s attr', () => {
+  it("an unknown function or a wrong arity is a 400 with the caller's attr", () => {
     expect(failure(() => fn('noSuchFunction', 1)).detail).toContain('noSuchFunction');
     expect(failure(() => fn('lower', 'a', 'b')).detail).toContain('"lower" takes 1 argument');
     expect(failure(() => fn('TOString', 1)).attr).toBe(ATTR);
+  });
+});
+
+describe('hostile inputs', () => {
+  it('JSON nested past the depth cap reads as invalid instead of exhausting the stack', () => {
+    const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+    expect(ev(call('JSONExtractRaw', prop('j')), { 'properties.j': deep })).toBe('');
+    expect(ev(call('has', prop('j'), 1), { 'properties.j': deep })).toBeNull();
+  });
+  it("dates outside 1900-2299 are NULL, as outside ClickHouse DateTime64's range", () => {
+    expect(fn('fromUnixTimestamp', 1e300)).toBeNull();
+    expect(fn('toDate', '0050-01-01')).toBeNull();
+    expect(fn('dateAdd', 'day', 1e12, call('toDate', '2024-01-01'))).toBeNull();
+    expect(fn('toHour', call('dateAdd', 'year', 500, call('toDateTime', '2024-01-01 00:00:00')))).toBeNull();
+  });
+  it('round of a number printed with an exponent', () => {
+    expect(fn('round', 1e300, 2)).toBe(1e300);
+    expect(fn('round', 1.5e-7, 7)).toBe(2e-7);
   });
 });
