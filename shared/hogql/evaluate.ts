@@ -203,7 +203,16 @@ class Compiler {
         const site = this.site(op);
         const ci = op === 'ilike' || op === 'notILike';
         const negated = op === 'notLike' || op === 'notILike';
-        if (r.constant && r.constant.value !== null) likeOf(site, toText(r.constant.value), ci);
+        if (r.constant && r.constant.value !== null && !l.constant) {
+          const matches = likeOf(site, toText(r.constant.value), ci);
+          const left = l.fn;
+          return {
+            fn: (read) => {
+              const a = left(read);
+              return a === null ? null : matches(toText(a)) !== negated;
+            },
+          };
+        }
         return this.fold([l, r], ([a, b]) =>
           a == null || b == null ? null : likeOf(site, toText(b), ci)(toText(a)) !== negated,
         );
@@ -213,7 +222,16 @@ class Compiler {
         const ci = op === 'iRegex' || op === 'notIRegex';
         const negated = op === 'notRegex' || op === 'notIRegex';
         const patternOf = (p: HogValue) => (ci ? `(?i)${toText(p)}` : toText(p));
-        if (r.constant && r.constant.value !== null) regexOf(site, patternOf(r.constant.value));
+        if (r.constant && r.constant.value !== null && !l.constant) {
+          const regex = regexOf(site, patternOf(r.constant.value));
+          const left = l.fn;
+          return {
+            fn: (read) => {
+              const a = left(read);
+              return a === null ? null : regex.test(toText(a)) !== negated;
+            },
+          };
+        }
         return this.fold([l, r], ([a, b]) =>
           a == null || b == null ? null : regexOf(site, patternOf(b)).test(toText(a)) !== negated,
         );

@@ -7,7 +7,6 @@ import { CATALOG } from '#shared/hogql/functions/index.ts';
 import { HogDate, HogDateTime, type HogValue } from '#shared/hogql/values.ts';
 import { ATTR, call, ctx, ev, failure, fn, prop } from './evaluate-helpers.ts';
 
-const dt = (iso: string, tz = 'UTC') => new HogDateTime(Date.parse(iso), tz);
 const text = (v: HogValue) => {
   if (v instanceof HogDateTime) return `dt:${new Date(v.ms).toISOString()}@${v.timezone}`;
   if (v instanceof HogDate) return `d:${new Date(v.days * 86_400_000).toISOString().slice(0, 10)}`;
