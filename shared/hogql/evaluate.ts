@@ -109,7 +109,7 @@ class Compiler {
         return this.fold([l, r], ([a, b]) => op(a ?? null, b ?? null));
       }
       case 'compare':
-        return this.comparison(e.op, this.compile(e.left), this.compile(e.right));
+        return this.nullSafe(e.op, this.compile(e.left), this.compile(e.right));
       case 'between': {
         const tz = this.ctx.timezone;
         const negated = e.negated;
@@ -172,6 +172,53 @@ class Compiler {
           if (t === null) sawNull = true;
         }
         return sawNull ? null : !decisive;
+      },
+    };
+  }
+
+  /**
+   * A comparison operator as PostHog prints it for ClickHouse: never NULL. `x = NULL` is isNull(x),
+   * `x != NULL` isNotNull(x); when a side is NULL, `=`/LIKE/ILIKE are true only if both are NULL,
+   * `!=`/NOT LIKE/NOT ILIKE true unless both are, and every other operator is false. (The
+   * function forms, `equals(x, y)`, keep ClickHouse's NULL result.)
+   */
+  nullSafe(op: CompareOp, l: Node, r: Node): Node {
+    const positive = op === 'eq' || op === 'like' || op === 'ilike';
+    const negative = op === 'notEq' || op === 'notLike' || op === 'notILike';
+    if (positive || negative) {
+      const nullSide = r.constant?.value === null ? l : l.constant?.value === null ? r : null;
+      if (nullSide) return this.fold([nullSide], ([v]) => (v === null) === positive);
+    }
+    const inner = this.comparison(op, l, r);
+    if (inner.constant) {
+      const v = inner.constant.value;
+      if (v !== null) return inner;
+      // Both sides constant: decided by which are NULL, as below.
+      const a = l.constant?.value ?? null;
+      const b = r.constant?.value ?? null;
+      return constant(positive ? a === null && b === null : negative ? a !== null || b !== null : false);
+    }
+    const f = inner.fn;
+    const lf = l.fn;
+    const rf = r.fn;
+    if (positive)
+      return {
+        fn: (read) => {
+          const v = f(read);
+          return v !== null ? v : lf(read) === null && rf(read) === null;
+        },
+      };
+    if (negative)
+      return {
+        fn: (read) => {
+          const v = f(read);
+          return v !== null ? v : lf(read) !== null || rf(read) !== null;
+        },
+      };
+    return {
+      fn: (read) => {
+        const v = f(read);
+        return v === null ? false : v;
       },
     };
   }

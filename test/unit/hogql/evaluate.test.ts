@@ -63,11 +63,31 @@ describe('comparison and the property type rule', () => {
     expect(ev(cmp('eq', ts, 'not a date'), row, berlin)).toBe(false);
     expect(ev(cmp('gt', call('toDate', ts), '2023-12-31'), row, berlin)).toBe(true);
   });
-  it('NULL compared with anything is NULL, including NULL = NULL', () => {
-    expect(ev(cmp('eq', null, null))).toBeNull();
-    expect(ev(cmp('eq', x, 1))).toBeNull();
-    expect(ev(cmp('notEq', x, 1))).toBeNull();
-    expect(ev(cmp('lt', 1, x))).toBeNull();
+  it('operators never give NULL, as PostHog prints them (ifNull(equals(x, c), 0), ifNull(notEquals(x, c), 1), ifNull(less(...), 0))', () => {
+    expect(ev(cmp('eq', x, 1))).toBe(false);
+    expect(ev(cmp('notEq', x, 1))).toBe(true);
+    expect(ev(cmp('lt', 1, x))).toBe(false);
+    expect(ev(cmp('gtEq', x, 1))).toBe(false);
+    expect(ev(not(cmp('eq', x, 'a')))).toBe(true);
+    expect(ev(cmp('eq', null, null))).toBe(true);
+  });
+  it('x = NULL is isNull(x), x != NULL isNotNull(x) (PostHog: eq_null_becomes_is_null)', () => {
+    expect(ev(cmp('eq', x, null))).toBe(true);
+    expect(ev(cmp('eq', x, null), withX(0))).toBe(false);
+    expect(ev(cmp('notEq', x, null), withX(0))).toBe(true);
+    expect(ev(cmp('eq', null, x))).toBe(true);
+  });
+  it('two nullable sides: = is true when both are NULL, != when only one is', () => {
+    const y = prop('y');
+    expect(ev(cmp('eq', x, y))).toBe(true);
+    expect(ev(cmp('eq', x, y), withX(1))).toBe(false);
+    expect(ev(cmp('notEq', x, y))).toBe(false);
+    expect(ev(cmp('notEq', x, y), withX(1))).toBe(true);
+  });
+  it("the function forms keep ClickHouse's NULL: equals(NULL, 1), less(1, NULL) are NULL", () => {
+    expect(ev(call('equals', x, 1))).toBeNull();
+    expect(ev(call('less', 1, x))).toBeNull();
+    expect(ev(call('notEquals', x, 1))).toBeNull();
   });
   it('IS NULL is a comparison with null in the AST, read as isNull by the parser; isNull works on missing fields', () => {
     expect(ev(call('isNull', x))).toBe(true);
@@ -119,11 +139,13 @@ describe('LIKE', () => {
     expect(like('a😀b', 'a_b')).toBe(true);
     expect(like('😀', '_')).toBe(true);
   });
-  it('ILIKE ignores case; NOT LIKE / NOT ILIKE negate; NULL stays NULL', () => {
+  it('ILIKE ignores case; NOT LIKE / NOT ILIKE negate; a NULL text is not like (PostHog: ifNull(like, 0)), and is not-like', () => {
     expect(ev(cmp('ilike', 'https://X.com/PRICING', '%/pricing%'))).toBe(true);
     expect(ev(cmp('notLike', 'abc', 'a%'))).toBe(false);
     expect(ev(cmp('notILike', 'ABC', 'x%'))).toBe(true);
-    expect(ev(cmp('like', x, 'a%'))).toBeNull();
+    expect(ev(cmp('like', x, 'a%'))).toBe(false);
+    expect(ev(cmp('notLike', x, 'a%'))).toBe(true);
+    expect(ev(call('like', x, 'a%'))).toBeNull();
   });
   it('regex characters in a LIKE pattern are literal', () => {
     expect(like('a.c', 'a.c')).toBe(true);
@@ -144,7 +166,8 @@ describe('regex operators', () => {
     expect(ev(cmp('notRegex', 'Chrome', '^Fire'))).toBe(true);
     expect(ev(cmp('iRegex', 'CHROME', '^chrome'))).toBe(true);
     expect(ev(cmp('notIRegex', 'CHROME', '^chrome'))).toBe(false);
-    expect(ev(cmp('regex', x, 'a'))).toBeNull();
+    expect(ev(cmp('regex', x, 'a'))).toBe(false);
+    expect(ev(cmp('notRegex', x, 'a'))).toBe(false);
   });
   it('a bad or oversized constant pattern is a 400 when compiling, before any row', () => {
     failure(() => compileScalar(cmp('regex', x, '(a'), ctx, ATTR));

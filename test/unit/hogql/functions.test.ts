@@ -506,3 +506,13 @@ describe('hostile inputs', () => {
     expect(fn('round', 1.5e-7, 7)).toBe(2e-7);
   });
 });
+
+describe('linear time', () => {
+  it('trim of a long run of spaces before a character is linear', () => {
+    const text = `${' '.repeat(200_000)}x${' '.repeat(200_000)}`;
+    const started = Date.now();
+    expect(fn('trimRight', text)).toBe(`${' '.repeat(200_000)}x`);
+    expect(fn('trim', text)).toBe('x');
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+});
