@@ -175,9 +175,10 @@ export const STRINGS: ScalarFunction[] = [
     },
     ci,
   ),
+  // PostHog prints each argument as ifNull(toString(arg), ''): a NULL part is '' (so `a || b` never vanishes).
   scalar(
     'concat',
-    1,
+    2,
     Number.POSITIVE_INFINITY,
     (args, site) => {
       let out = '';
@@ -187,7 +188,7 @@ export const STRINGS: ScalarFunction[] = [
       }
       return out;
     },
-    ci,
+    { ...ci, nullable: false },
   ),
   scalar(
     'substring',

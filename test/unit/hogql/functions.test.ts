@@ -129,9 +129,10 @@ describe('strings', () => {
     expect(fn('length', [1, 2, 3])).toBe(3);
     expect(fn('length', null)).toBeNull();
   });
-  it("concat (CH doc: concat('Hello, ', 'World!')); NULL makes NULL; numbers as text", () => {
+  it("concat (CH doc: concat('Hello, ', 'World!')); a NULL part is '' as PostHog prints it (ifNull(toString(x), '')); numbers as text", () => {
     expect(fn('concat', 'Hello, ', 'World!')).toBe('Hello, World!');
-    expect(fn('concat', 'a', null)).toBeNull();
+    expect(fn('concat', 'a', null)).toBe('a');
+    expect(ev(call('concat', prop('os'), ' ', prop('browser')), { 'properties.os': 'Mac' })).toBe('Mac ');
     expect(fn('concat', 'v', 2)).toBe('v2');
   });
   it("substring (CH doc: substring('database', 5) = 'base', substring('database', 5, 1) = 'b')", () => {
