@@ -291,6 +291,12 @@ describe('aggregates', () => {
     expect(aggregate(call('countIf', cmp('eq', field('event'), 'odd')), rows)).toBe(5);
     expect(aggregate(call('COUNT'), rows)).toBe(10);
   });
+  it('countIf(x, cond) counts rows passing cond where x is not NULL; uniqIf', () => {
+    const data = [withX(1), withX(null), withX(2), withX(2)];
+    expect(aggregate(call('countIf', x, cmp('notEq', x, 1)), data)).toBe(2);
+    expect(aggregate(call('uniqIf', x, cmp('notEq', x, 1)), data)).toBe(1);
+    expect(aggregate(call('avgIf', x, cmp('gt', x, 100)), data)).toBeNaN();
+  });
   it('sum, sumIf, avg, avgIf', () => {
     expect(aggregate(call('sum', v), rows)).toBe(55);
     expect(aggregate(call('sumIf', v, cmp('gt', v, 5)), rows)).toBe(40);

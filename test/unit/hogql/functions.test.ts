@@ -297,6 +297,13 @@ describe('math', () => {
     expect(fn('exp', 0)).toBe(1);
     expect(fn('abs', null)).toBeNull();
   });
+  it('pow, log, exp: more values; non-numeric text is NULL', () => {
+    expect(fn('pow', 2, -1)).toBe(0.5);
+    expect(fn('log', 1)).toBe(0);
+    expect(fn('exp', 1)).toBeCloseTo(Math.E);
+    expect(fn('pow', 'x', 2)).toBeNull();
+    expect(fn('abs', '-3')).toBe(3);
+  });
   it("round: banker's rounding on floats (CH doc: round(0.5) = 0, round(1.5) = 2), digits (CH doc: round(4.1267, 2) = 4.13, round(467, -2) = 500)", () => {
     expect(fn('round', 0.5)).toBe(0);
     expect(fn('round', 1.5)).toBe(2);
@@ -334,6 +341,11 @@ describe('math', () => {
 
 describe('dates', () => {
   const t = toDT('2023-04-21 10:20:30');
+  it('now() is shown in the project zone', () => {
+    const v = ev(call('now'), {}, { ...ctx, timezone: 'Asia/Tokyo' });
+    expect(text(v)).toBe('dt:2024-01-15T12:34:56.000Z@Asia/Tokyo');
+    expect(ev(call('toHour', call('now')), {}, { ...ctx, timezone: 'Asia/Tokyo' })).toBe(21);
+  });
   it('now and today come from the context clock', () => {
     expect(text(fn('now'))).toBe('dt:2024-01-15T12:34:56.000Z@UTC');
     expect(text(fn('today'))).toBe('d:2024-01-15');
