@@ -7,7 +7,7 @@
 import { ValidationError } from '#shared/errors.ts';
 import type { CompareOp, Expr } from './ast.ts';
 import { toText, truth } from './convert.ts';
-import { COUNT_DISTINCT, findAggregate, findScalar, Site } from './functions/index.ts';
+import { CATALOG, COUNT_DISTINCT, findAggregate, findScalar, Site } from './functions/index.ts';
 import type { Accumulator, AggregateFunction, ScalarFunction } from './functions/types.ts';
 import { likeOf, regexOf } from './functions/strings.ts';
 import {
@@ -55,6 +55,7 @@ class Compiler {
     readonly attr: string,
     /** Whether aggregates are allowed at this level (false inside an aggregate's arguments and in compileScalar). */
     private aggregates: boolean,
+    private insideAggregate = false,
   ) {}
 
   fail(detail: string): never {
@@ -293,7 +294,7 @@ class Compiler {
     if (aggregate) return this.aggregateCall(e, aggregate);
     const f = findScalar(e.name);
     if (!f)
-      this.fail(`Unsupported function "${e.name.slice(0, 100)}". Supported functions: see docs/hogql-semantics.md.`);
+      this.fail(`Unsupported function "${e.name.slice(0, 100)}". Supported functions: ${CATALOG.names().join(', ')}.`);
     if (e.params?.length) this.fail(`Function "${f.name}" takes no parameters.`);
     this.arity(f.name, e.args.length, f.minArgs, f.maxArgs);
     return this.scalarCall(
@@ -375,7 +376,9 @@ class Compiler {
   aggregateCall(e: Extract<Expr, { kind: 'call' }>, f: AggregateFunction): Node {
     if (!this.aggregates)
       this.fail(
-        `Aggregate function "${e.name.slice(0, 100)}" is not allowed here${this.slots.length || this.insideAggregate ? ' (aggregates cannot nest)' : ''}.`,
+        this.insideAggregate
+          ? `Aggregate function "${e.name.slice(0, 100)}" cannot be nested inside another aggregate.`
+          : `Aggregate function "${e.name.slice(0, 100)}" is not allowed here: this expression is evaluated per row.`,
       );
     this.arity(f.name, e.args.length, f.minArgs, f.maxArgs);
     const params = (e.params ?? []).map((p) => {
@@ -383,9 +386,14 @@ class Compiler {
       if (!n.constant) this.fail(`The parameters of "${f.name}" must be constants.`);
       return n.constant.value;
     });
-    this.arity(`${f.name} (parameters)`, params.length, f.minParams ?? 0, f.maxParams ?? 0);
-    const inner = new Compiler(this.ctx, this.attr, false);
-    inner.insideAggregate = true;
+    const [minParams, maxParams] = [f.minParams ?? 0, f.maxParams ?? 0];
+    if (params.length < minParams || params.length > maxParams)
+      this.fail(
+        maxParams === 0
+          ? `Aggregate "${f.name}" takes no parameters.`
+          : `Aggregate "${f.name}" takes ${minParams} parameter${minParams === 1 ? '' : 's'}, as in ${f.name}(0.9)(x); found ${params.length}.`,
+      );
+    const inner = new Compiler(this.ctx, this.attr, false, true);
     const args = e.args.map((a) => inner.compile(a).fn);
     const site = this.site(f.name);
     // Build one accumulator now so a bad parameter (quantile(2)) fails before any row.
@@ -394,8 +402,6 @@ class Compiler {
     this.slots.push({ fn: f, params, args, site });
     return { fn: () => this.current[index] ?? null };
   }
-
-  insideAggregate = false;
 }
 
 /** A plain expression as a function of a row. Aggregates here are a 400. */
