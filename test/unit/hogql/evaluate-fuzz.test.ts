@@ -196,3 +196,42 @@ describe('random expressions never fail with anything but a ValidationError', ()
     );
   });
 });
+
+describe('IN over a long constant list', () => {
+  it('gives the same answers as comparing with each member', () => {
+    const member = fc.oneof(
+      fc.constantFrom('a', 'b', '1', '2.0', ' 3 ', 'nan', 'true', '', null),
+      fc.constantFrom(1, 2, 3, 0, -0, Number.NaN),
+      fc.string({ maxLength: 2 }),
+      fc.integer({ min: -3, max: 3 }),
+    );
+    const left = fc.oneof(member, fc.boolean(), fc.constant(new HogDate(1)));
+    fc.assert(
+      fc.property(fc.array(member, { minLength: 8, maxLength: 20 }), left, (items, v) => {
+        const list: Expr = { kind: 'tuple', items: items.map((value) => ({ kind: 'constant', value })) };
+        const expected = items.some(
+          (item) =>
+            v !== null &&
+            item !== null &&
+            compileScalar(
+              {
+                kind: 'compare',
+                op: 'eq',
+                left: { kind: 'constant', value: v as Constant },
+                right: { kind: 'constant', value: item },
+              },
+              ctx,
+              ATTR,
+            )(() => null) === true,
+        );
+        const got = compileScalar(
+          { kind: 'compare', op: 'in', left: { kind: 'field', chain: ['x'] }, right: list },
+          ctx,
+          ATTR,
+        )(() => v as HogValue);
+        expect(got).toBe(expected);
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+});
