@@ -12,27 +12,13 @@ import { DATES } from './dates.ts';
 import { JSON_FUNCTIONS } from './json.ts';
 import { MATH } from './math.ts';
 import { STRINGS } from './strings.ts';
+import type { FunctionCatalog, FunctionSignature } from '../check.ts';
 import type { AggregateFunction, ScalarFunction } from './types.ts';
 import { URLS } from './url.ts';
 
 export type { Accumulator, AggregateFunction, ScalarFunction } from './types.ts';
 export { MAX_ARRAY_OUTPUT, MAX_STRING_OUTPUT, Site } from './types.ts';
 export { COUNT_DISTINCT };
-
-export interface FunctionSignature {
-  name: string;
-  minArgs: number;
-  maxArgs: number;
-  minParams?: number;
-  maxParams?: number;
-}
-
-export interface FunctionCatalog {
-  scalar(name: string): FunctionSignature | undefined;
-  aggregate(name: string): FunctionSignature | undefined;
-  /** Every supported name, for the 400 that lists them. */
-  names(): string[];
-}
 
 export const SCALAR_FUNCTIONS: readonly ScalarFunction[] = [
   ...CONVERSION,
