@@ -8,13 +8,15 @@
  * The evaluator itself is the HogQL library's (compileScalar / compileAggregate): this file only
  * decides how often it runs and what each field reads.
  */
-import type { HogValue } from '#shared/hogql/values.ts';
-import { HogDateTime } from '#shared/hogql/values.ts';
+import type { Expr } from '#shared/hogql/ast.ts';
+import { toText, truth } from '#shared/hogql/convert.ts';
+import { compileScalar, type FieldReader } from '#shared/hogql/evaluate.ts';
+import { fieldsOf } from '#shared/hogql/index.ts';
+import { type EvalContext, HogDateTime, type HogValue } from '#shared/hogql/values.ts';
 import { breakdownText } from '../breakdown.ts';
 import type { ColumnBatch } from './batch.ts';
 
-/** Reads one field of the current row: the chain of a `field` node (the evaluator's FieldReader). */
-export type FieldReader = (chain: readonly string[]) => HogValue;
+export type { FieldReader };
 
 /** Distinct tuples (or primitive dictionary values, across batches) whose result an expression remembers. */
 export const EXPR_MEMO_LIMIT = 65_536;
@@ -94,6 +96,11 @@ export interface ColumnExpr {
 }
 
 const chainKey = (chain: readonly string[]) => chain.join('\u0000');
+
+/** A plain (non-aggregate) expression compiled for the columnar engine. */
+export function compileColumnExpr(expr: Expr, ctx: EvalContext, attr: string): ColumnExpr {
+  return columnExpr(compileScalar(expr, ctx, attr), fieldsOf(expr), ctx.timezone);
+}
 
 /** `fields`: every field chain the expression reads (the library's fieldsOf). */
 export function columnExpr(
@@ -327,20 +334,15 @@ export function rowReaderOf(expr: ColumnExpr, batch: ColumnBatch): { read: Field
   };
 }
 
-/**
- * Whether a value lets a row through a filter, as ClickHouse's WHERE reads it: true and non-zero
- * numbers pass; false, 0, null and anything else (strings, dates, arrays) do not.
- */
-export function passes(v: HogValue): boolean {
-  return v === true || (typeof v === 'number' && v !== 0 && !Number.isNaN(v));
-}
+/** Whether a value lets a row through a filter: the library's condition truth (WHERE), NULL failing. */
+export const passes = (v: HogValue): boolean => truth(v) === true;
 
 /**
  * A HogQL value as a breakdown value (the breakdown values rule of shared/trends/README.md): strings
  * as they are, numbers via String, booleans `true`/`false`, null and `''` → None; dates, arrays and
- * tuples as ClickHouse's toString prints them.
+ * tuples as HogQL's toString prints them.
  */
-export function breakdownOf(v: HogValue, text: (v: HogValue) => string): string {
+export function breakdownOf(v: HogValue): string {
   if (v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') return breakdownText(v);
-  return breakdownText(text(v));
+  return breakdownText(toText(v));
 }

@@ -2,7 +2,7 @@
  * HogQL fields of one event object, read the plain way (the reference the columnar engine's
  * expressions.ts is checked against): every field looked up on the event each time it is read.
  */
-import type { FieldReader } from '#shared/trends/columnar/expressions.ts';
+import type { FieldReader } from '#shared/hogql/index.ts';
 import { HogDateTime, type HogValue } from '#shared/hogql/values.ts';
 import type { TrendEvent } from '#shared/trends/types.ts';
 
