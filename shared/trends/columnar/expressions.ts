@@ -209,7 +209,9 @@ class BatchFields {
     const d = dimOf(`p:${route.key}`, (column?.dictionary.length ?? 0) + 1, column?.indexes ?? null);
     const { path, missing } = route;
     const dictionary = column?.dictionary ?? [];
-    return cached(d, dictionary.length + 1, (e) => (e === 0 ? missing : (jsonField(dictionary[e - 1], path) ?? missing)));
+    return cached(d, dictionary.length + 1, (e) =>
+      e === 0 ? missing : (jsonField(dictionary[e - 1], path) ?? missing),
+    );
   }
 }
 

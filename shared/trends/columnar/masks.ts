@@ -91,7 +91,11 @@ export function evaluate(node: MaskNode, batch: ColumnBatch): Mask {
       return propertyMask(node, batch);
     case 'hogql': {
       const { table, indexes } = valuesOf(node.expr, batch);
-      return spread(Uint8Array.from(table, (v) => (passes(v) ? 1 : 0)), indexes, batch.n);
+      return spread(
+        Uint8Array.from(table, (v) => (passes(v) ? 1 : 0)),
+        indexes,
+        batch.n,
+      );
     }
     case 'and': {
       let acc: Uint8Array | null = null;

@@ -7,8 +7,11 @@ import { describe, expect, it } from 'vitest';
 import type { Expr } from '#shared/hogql/ast.ts';
 import { HogDateTime, type HogValue } from '#shared/hogql/values.ts';
 import { batchOfEvents, batchOfRows, distinctIdsOnly } from '#shared/trends/columnar/batch.ts';
+import { compileAggregate, fieldsOf } from '#shared/hogql/index.ts';
 import {
+  breakdownOf,
   columnExpr,
+  compileColumnExpr,
   EXPR_MEMO_LIMIT,
   type FieldReader,
   jsonField,
@@ -18,6 +21,7 @@ import {
 } from '#shared/trends/columnar/expressions.ts';
 import { AggregateCells, trendNumber } from '#shared/trends/columnar/hogql-math.ts';
 import { evaluate } from '#shared/trends/columnar/masks.ts';
+import { parseTrendExpr } from '#shared/trends/hogql.ts';
 import type { TrendEvent } from '#shared/trends/types.ts';
 
 const field = (...chain: string[]): Expr => ({ kind: 'field', chain });
@@ -195,7 +199,10 @@ describe('HogQL expressions over columns', () => {
       left: field('properties', '$current_url'),
       right: str('%/pricing%'),
     });
-    const mask = evaluate({ kind: 'hogql', expr: columnExpr(s.run, s.fields, 'UTC') }, batchOfEvents(events, ['$current_url']));
+    const mask = evaluate(
+      { kind: 'hogql', expr: columnExpr(s.run, s.fields, 'UTC') },
+      batchOfEvents(events, ['$current_url']),
+    );
     expect(Array.from(mask as Uint8Array)).toEqual([1, 0, 0, 1]);
   });
 
@@ -205,7 +212,11 @@ describe('HogQL expressions over columns', () => {
     const reader = rowReaderOf(expr, batchOfEvents(events, ['price']));
     const seen = [0, 1, 2].map((i) => {
       reader.at(i);
-      return [reader.read(['properties', 'price']), (reader.read(['timestamp']) as HogDateTime).ms, reader.read(['event'])];
+      return [
+        reader.read(['properties', 'price']),
+        (reader.read(['timestamp']) as HogDateTime).ms,
+        reader.read(['event']),
+      ];
     });
     expect(seen).toEqual([
       [5, T0, '$pageview'],
@@ -271,5 +282,61 @@ describe('math hogql cells', () => {
     expect([2.5, true, false, '3', 'x', '', null, Number.NaN, Infinity].map(trendNumber)).toEqual([
       2.5, 1, 0, 3, 0, 0, 0, 0, 0,
     ]);
+  });
+});
+
+describe('the issue examples through the HogQL library', () => {
+  const ctx = { timezone: 'UTC', now: new Date(T0) };
+  const events = [
+    event(0, { $os: 'Mac', $browser: 'Chrome', $current_url: 'https://x.com/pricing', price: '10' }),
+    event(1, { $os: 'Mac', $browser: 'Safari', $current_url: 'https://x.com/', price: 5 }),
+    event(2, { $os: 'Windows', $current_url: 'https://x.com/Pricing/a', price: 'n/a' }),
+    event(3, { $browser: 'Chrome' }),
+  ];
+  const batch = batchOfEvents(events, ['$os', '$browser', '$current_url', 'price']);
+
+  it("concat(properties.$os, ' ', properties.$browser) as breakdown values (a NULL part is '')", () => {
+    const expr = compileColumnExpr(
+      parseTrendExpr("concat(properties.$os, ' ', properties.$browser)", 'breakdown', 'value'),
+      ctx,
+      'breakdown',
+    );
+    expect(rowsOf(valuesOf(expr, batch), batch.n).map(breakdownOf)).toEqual([
+      'Mac Chrome',
+      'Mac Safari',
+      'Windows ',
+      ' Chrome',
+    ]);
+  });
+
+  it("properties.$current_url ILIKE '%/pricing%' as a mask", () => {
+    const expr = compileColumnExpr(
+      parseTrendExpr("properties.$current_url ILIKE '%/pricing%'", 'properties__0__key', 'value'),
+      ctx,
+      'properties__0__key',
+    );
+    expect(Array.from(evaluate({ kind: 'hogql', expr }, batch) as Uint8Array)).toEqual([1, 0, 1, 0]);
+  });
+
+  it('avg(toFloat(properties.price)) per bucket', () => {
+    const ast = parseTrendExpr('avg(toFloat(properties.price))', 'events__0__math_hogql', 'aggregate');
+    const period = { kind: 'current' as const, from: T0, to: T0 + 4 * 3_600_000 - 1, buckets: [T0, T0 + 7_200_000] };
+    const cells = new AggregateCells(
+      compileAggregate(ast, ctx, 'events__0__math_hogql'),
+      columnExpr(() => null, fieldsOf(ast), 'UTC'),
+      period,
+      Int32Array.of(0),
+      1,
+      false,
+    );
+    cells.fold(batch, true, null, -Infinity, Infinity);
+    // Bucket 0: 10 and 5; bucket 1: 'n/a' (NULL, skipped by avg) and no price: avg of nothing is nan → 0.
+    expect(cells.rows()[0]!.values).toEqual([7.5, 0]);
+  });
+
+  it('fields trends cannot read are a 400 naming the caller field', () => {
+    expect(() => parseTrendExpr('uuid', 'breakdown', 'value')).toThrow(/uuid is not available in trends/);
+    expect(() => parseTrendExpr('sum(1)', 'breakdown', 'value')).toThrow(/not allowed here/);
+    expect(() => parseTrendExpr('properties.x', 'events__0__math_hogql', 'aggregate')).toThrow(/must aggregate/);
   });
 });
