@@ -105,8 +105,8 @@ const LEGACY_ATTRS: ModelAttrs = {
 export function parseTrendRequest(raw: Record<string, unknown>): TrendsModel {
   if (!isObject(raw)) throw new ValidationError('Expected an object.', null);
   rejectGroups(raw);
-  const actions = entityList(raw.actions, 'actions');
   const events = entityList(raw.events, 'events');
+  const actions = entityList(raw.actions, 'actions');
   if (!events.length && !actions.length)
     throw new ValidationError('At least one of events or actions is required.', 'events', 'required');
   checkSeriesCount(events.length, actions.length);
@@ -114,26 +114,33 @@ export function parseTrendRequest(raw: Record<string, unknown>): TrendsModel {
   const display = parseDisplay(raw.display, 'display');
   const formula = optionalString(raw.formula, 'formula')?.trim() || null;
   const compareTo = parseCompareTo(raw.compare_to, 'compare_to');
+  const explicitDate = booleanValue(raw.explicit_date, 'explicit_date');
+  // Checked in the order the fields were always checked: a request with several faults names the same one.
+  const properties = parseProperties(jsonValue(raw.properties, 'properties'), 'properties').group;
+  const filterTestAccounts = booleanValue(raw.filter_test_accounts, 'filter_test_accounts');
+  const dateRange = {
+    date_from: parseDate(raw.date_from, 'date_from', true),
+    date_to: parseDate(raw.date_to, 'date_to', false),
+    explicitDate,
+  };
+  const interval = parseInterval(raw.interval, 'interval');
+  const breakdownFilter = breakdownModel(
+    {
+      type: raw.breakdown_type,
+      breakdown: raw.breakdown,
+      limit: raw.breakdown_limit,
+      hideOther: raw.breakdown_hide_other_aggregation,
+    },
+    display,
+    LEGACY_BREAKDOWN_ATTRS,
+  );
   return {
     series,
-    dateRange: {
-      date_from: parseDate(raw.date_from, 'date_from', true),
-      date_to: parseDate(raw.date_to, 'date_to', false),
-      explicitDate: booleanValue(raw.explicit_date, 'explicit_date'),
-    },
-    interval: parseInterval(raw.interval, 'interval'),
-    properties: parseProperties(jsonValue(raw.properties, 'properties'), 'properties').group,
-    filterTestAccounts: booleanValue(raw.filter_test_accounts, 'filter_test_accounts'),
-    breakdownFilter: breakdownModel(
-      {
-        type: raw.breakdown_type,
-        breakdown: raw.breakdown,
-        limit: raw.breakdown_limit,
-        hideOther: raw.breakdown_hide_other_aggregation,
-      },
-      display,
-      LEGACY_BREAKDOWN_ATTRS,
-    ),
+    dateRange,
+    interval,
+    properties,
+    filterTestAccounts,
+    breakdownFilter,
     // `compare_to` without `compare` still asks for a comparison (the newer compareFilter sends both).
     compareFilter: { compare: booleanValue(raw.compare, 'compare') || compareTo !== null, compare_to: compareTo },
     trendsFilter: { display, formula },
