@@ -22,7 +22,7 @@ import {
   tooManyBuckets,
 } from './limits.ts';
 import { windowDays } from './math.ts';
-import type { SeriesModel, TrendsModel } from './model.ts';
+import type { ActionsSeries, TrendsModel } from './model.ts';
 import { parseFilter } from './properties.ts';
 import { isValidTimeZone } from './tz.ts';
 import {
@@ -119,10 +119,9 @@ export function indexActions(query: TrendsModel, actions: ActionDefinition[]): M
   return byId;
 }
 
-export const unknownAction = (series: SeriesModel) =>
-  new ValidationError(`Action ${seriesIdText(series)} does not exist.`, series.idAttr, 'does_not_exist');
-
-const seriesIdText = (series: SeriesModel) => (series.kind === 'ActionsNode' ? String(series.id) : series.event);
+/** An action series whose action the project does not have, named as its front end names it. */
+export const unknownAction = (series: ActionsSeries) =>
+  new ValidationError(`Action ${series.id} does not exist.`, series.idAttr, 'does_not_exist');
 
 /** An action series' definition (indexActions has checked that each exists). */
 export const actionOf = (byId: ReadonlyMap<number, ActionDefinition>, id: number) => byId.get(id)!;
