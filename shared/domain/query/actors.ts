@@ -8,7 +8,7 @@ import { ACTORS_DEFAULT_LIMIT, type ActorsQuery } from '../../schemas/query/acto
 import { personFilterFromQuery, personSearch } from '../person-filters.ts';
 import { personResponse } from '../persons.ts';
 import type { Checkpoint } from './checkpoint.ts';
-import type { QueryContext, QueryRunner } from './index.ts';
+import type { QueryContext, QueryRunner } from './runner.ts';
 import { sortByKey } from './sort.ts';
 
 /** PostHog's columns when `select` is absent (its PersonStrategy). */

@@ -43,7 +43,7 @@ import {
   resolveWindow,
 } from './events-shape.ts';
 import type { Checkpoint } from './checkpoint.ts';
-import type { RunContext } from './index.ts';
+import type { RunContext } from './runner.ts';
 
 /**
  * Days read at once on the rows path (each day is 4 shard Queries): one first (a busy day fills the
