@@ -21,15 +21,19 @@ import {
   type ReadWindow,
   tooManyBuckets,
 } from './limits.ts';
+import { fieldsOf } from '#shared/hogql/index.ts';
+import { propertyKeysOf, readsActors } from './hogql.ts';
 import { windowDays } from './math.ts';
 import type { ActionsSeries, TrendsModel } from './model.ts';
-import { parseFilter } from './properties.ts';
+import { type FilterOptions, HOGQL, parseFilter } from './properties.ts';
 import { isValidTimeZone } from './tz.ts';
 import {
   ACTIVE_USER_MATHS,
   COUNT_PER_ACTOR_MATHS,
   type ActionDefinition,
   type DateRange,
+  type HogQLPropertyFilter,
+  isHogQLFilter,
   type ProjectSettings,
   type PropertyFilter,
   type PropertyGroup,
@@ -150,18 +154,41 @@ export function needsEventNames(query: TrendsModel, actions: ActionDefinition[])
 
 const PERSON_MATHS: ReadonlySet<SeriesMath> = new Set<SeriesMath>([...ACTIVE_USER_MATHS, ...COUNT_PER_ACTOR_MATHS]);
 
+type Filter = PropertyFilter | HogQLPropertyFilter;
+
+/** The fields a trend's HogQL expressions read: hogql filters of a group, the breakdown's, each math_hogql. */
+const filterFields = (v: Filter): string[][] => (isHogQLFilter(v) ? fieldsOf(v.expr) : []);
+const groupFields = (g: PropertyGroup): string[][] =>
+  g.values.flatMap((v) => ('values' in v ? groupFields(v) : filterFields(v)));
+function expressionFields(query: TrendsModel, testAccounts: Filter[]): string[][] {
+  const fields = [...groupFields(query.properties), ...testAccounts.flatMap(filterFields)];
+  if (query.breakdownFilter?.expr) fields.push(...fieldsOf(query.breakdownFilter.expr));
+  for (const s of query.series) {
+    fields.push(...groupFields(s.properties));
+    if (s.math_hogql) fields.push(...fieldsOf(s.math_hogql));
+  }
+  return fields;
+}
+
+/** The test-account filters in use (parsed: their expressions read fields too). */
+const appliedTestAccounts = (query: TrendsModel, project: ProjectSettings): Filter[] =>
+  query.filterTestAccounts ? testAccountFilters(query, project) : [];
+
 const groupUsesPersons = (g: PropertyGroup): boolean =>
   g.values.some((v) => ('values' in v ? groupUsesPersons(v) : v.type === 'person'));
-const filtersUsePersons = (filters: PropertyFilter[] | undefined) => (filters ?? []).some((f) => f.type === 'person');
+const filtersUsePersons = (filters: Filter[] | undefined) => (filters ?? []).some((f) => f.type === 'person');
 
 /**
  * Whether the answer depends on who the events' persons are (merged distinct ids, person properties):
  * person maths, person filters anywhere (request, series, action steps, test-account filters in use),
- * person property maths, person breakdowns. When it does not, storage skips resolving persons.
+ * person property maths, person breakdowns, expressions reading `person_id`, `distinct_id` or
+ * `person.properties`. When it does not, storage skips resolving persons.
  */
 export function needsPersons(query: TrendsModel, project: ProjectSettings, actions: ActionDefinition[]): boolean {
   if (query.breakdownFilter?.source === 'person' || groupUsesPersons(query.properties)) return true;
-  if (query.filterTestAccounts && filtersUsePersons(project.test_account_filters)) return true;
+  const testAccounts = appliedTestAccounts(query, project);
+  if (filtersUsePersons(testAccounts)) return true;
+  if (readsActors(expressionFields(query, testAccounts))) return true;
   const byId = indexActions(query, actions);
   return query.series.some(
     (s) =>
@@ -174,13 +201,14 @@ export function needsPersons(query: TrendsModel, project: ProjectSettings, actio
 
 const eventKeysOf = (g: PropertyGroup): string[] =>
   g.values.flatMap((v) => ('values' in v ? eventKeysOf(v) : v.type === 'person' || v.type === 'hogql' ? [] : [v.key]));
-const eventFilterKeys = (filters: PropertyFilter[] | undefined) =>
-  (filters ?? []).flatMap((f) => (f.type === 'person' ? [] : [f.key]));
+const eventFilterKeys = (filters: Filter[] | undefined) =>
+  (filters ?? []).flatMap((f) => (f.type === 'person' || isHogQLFilter(f) ? [] : [f.key]));
 
 /**
  * Every event property the answer can depend on: filter keys (request, series, action steps, applied
- * test-account filters), the event breakdown, event property maths, and `$session_id` for session
- * maths and breakdowns. Storage may hand over events with only these properties.
+ * test-account filters), the event breakdown, event property maths, `$session_id` for session
+ * maths and breakdowns, and the properties HogQL expressions read (`properties.$a.b` reads `$a`).
+ * Storage may hand over events with only these properties.
  */
 export function eventPropertiesUsed(
   query: TrendsModel,
@@ -188,7 +216,9 @@ export function eventPropertiesUsed(
   actions: ActionDefinition[],
 ): string[] {
   const used = new Set<string>(eventKeysOf(query.properties));
-  if (query.filterTestAccounts) for (const k of eventFilterKeys(project.test_account_filters)) used.add(k);
+  const testAccounts = appliedTestAccounts(query, project);
+  for (const k of eventFilterKeys(testAccounts)) used.add(k);
+  for (const k of propertyKeysOf(expressionFields(query, testAccounts))) used.add(k);
   const breakdown = query.breakdownFilter;
   if (breakdown?.source === 'event') used.add(breakdown.property);
   if (breakdown?.source === 'session') used.add('$session_id');
@@ -204,16 +234,23 @@ export function eventPropertiesUsed(
 }
 
 /** Filters stored with the project or an action are validated like request filters (400 on what we cannot evaluate). */
-export function parseStoredFilters(filters: PropertyFilter[] | undefined, attr: string): PropertyFilter[] {
-  return (filters ?? []).map((f, i) => parseFilter(f as unknown as Record<string, unknown>, `${attr}__${i}`));
+export function parseStoredFilters(
+  filters: PropertyFilter[] | undefined,
+  attr: string,
+  options: FilterOptions = {},
+): (PropertyFilter | HogQLPropertyFilter)[] {
+  return (filters ?? []).map((f, i) => parseFilter(f as unknown as Record<string, unknown>, `${attr}__${i}`, options));
 }
 
 /** The project's test-account filters, their errors named as the model's front end names them (ModelAttrs.testAccounts). */
-export function testAccountFilters(query: TrendsModel, project: ProjectSettings): PropertyFilter[] {
+export function testAccountFilters(
+  query: TrendsModel,
+  project: ProjectSettings,
+): (PropertyFilter | HogQLPropertyFilter)[] {
   const { attr, each } = query.attrs.testAccounts;
-  if (each) return parseStoredFilters(project.test_account_filters, attr);
+  if (each) return parseStoredFilters(project.test_account_filters, attr, HOGQL);
   try {
-    return parseStoredFilters(project.test_account_filters, attr);
+    return parseStoredFilters(project.test_account_filters, attr, HOGQL);
   } catch (error) {
     // The query's field is the switch: the filters themselves are the project's.
     if (error instanceof ValidationError) throw new ValidationError(error.detail, attr, error.code);

@@ -4,8 +4,65 @@
  * caller's field. The columnar engine evaluates them (columnar/expressions.ts, columnar/hogql-math.ts).
  */
 import { ValidationError } from '#shared/errors.ts';
-import { CATALOG, type Expr, fieldsOf, parseExpr } from '#shared/hogql/index.ts';
-import { unavailableField } from './columnar/expressions.ts';
+import { CATALOG, type Expr, fieldsOf, type HogValue, parseExpr } from '#shared/hogql/index.ts';
+
+/**
+ * Where a field is read from. `null`: a field this engine has no column for (uuid, person.created_at):
+ * the caller refuses those with a 400 before running (unavailableField).
+ */
+export type Route =
+  | { dim: 'event' }
+  | { dim: 'time' }
+  | { dim: 'actor'; read: 'person' | 'distinct_id' | 'properties'; key: string; path: readonly string[] }
+  | { dim: 'property'; key: string; path: readonly string[]; missing: HogValue };
+
+export function routeOf(chain: readonly string[]): Route | null {
+  const [head, ...rest] = chain;
+  if (rest.length === 0) {
+    switch (head) {
+      case 'event':
+        return { dim: 'event' };
+      case 'timestamp':
+        return { dim: 'time' };
+      case 'distinct_id':
+        return { dim: 'actor', read: 'distinct_id', key: '', path: [] };
+      case 'person_id':
+        return { dim: 'actor', read: 'person', key: '', path: [] };
+      case '$session_id':
+        return { dim: 'property', key: '$session_id', path: [], missing: null };
+      // Captured as the `$elements_chain` property; a String column in PostHog ('' when absent).
+      case 'elements_chain':
+        return { dim: 'property', key: '$elements_chain', path: [], missing: '' };
+    }
+    return null;
+  }
+  if (head === 'properties') return { dim: 'property', key: rest[0]!, path: rest.slice(1), missing: null };
+  if (head === 'person' && rest[0] === 'id' && rest.length === 1)
+    return { dim: 'actor', read: 'person', key: '', path: [] };
+  if (head === 'person' && rest[0] === 'properties' && rest.length >= 2)
+    return { dim: 'actor', read: 'properties', key: rest[1]!, path: rest.slice(2) };
+  return null;
+}
+
+/** The field of `chains` the trend engine cannot read (no such column in events storage), or null. */
+export function unavailableField(chains: readonly (readonly string[])[]): string | null {
+  const missing = chains.find((c) => routeOf(c) === null);
+  return missing ? missing.join('.') : null;
+}
+
+/** The dimensions an expression reads, as event property keys (for storage's projection). */
+export function propertyKeysOf(fields: readonly (readonly string[])[]): string[] {
+  const keys = new Set<string>();
+  for (const chain of fields) {
+    const route = routeOf(chain);
+    if (route?.dim === 'property') keys.add(route.key);
+  }
+  return [...keys];
+}
+
+/** Whether an expression reads who did the event (persons must be resolved: distinct ids joined, properties read). */
+export const readsActors = (fields: readonly (readonly string[])[]): boolean =>
+  fields.some((chain) => routeOf(chain)?.dim === 'actor');
 
 /**
  * A trend's expression: a plain one (breakdowns, filters) or an aggregate per bucket (math_hogql).

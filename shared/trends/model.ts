@@ -40,7 +40,8 @@ export interface ActionsSeries extends SeriesCommon {
 
 export type SeriesModel = EventsSeries | ActionsSeries;
 
-export type BreakdownSource = 'event' | 'person' | 'session';
+/** `hogql`: an expression (`expr`) other than a plain property read, evaluated by the columnar engine. */
+export type BreakdownSource = 'event' | 'person' | 'session' | 'hogql';
 
 export interface BreakdownModel {
   breakdown_type: 'event' | 'person' | 'session' | 'hogql';
@@ -52,10 +53,13 @@ export interface BreakdownModel {
   source: BreakdownSource;
   property: string;
   /**
-   * A hogql breakdown's expression, for the expression engine. Null today: the front ends accept only
-   * `properties.<key>` / `person.properties.<key>` and read those as `source`/`property`.
+   * A hogql breakdown's expression (source `hogql`). Null for every other breakdown, and for a hogql
+   * one that only reads a property (`properties.<key>`, `person.properties.<key>`): that is read as
+   * `source`/`property`, like an event or person breakdown.
    */
   expr: Expr | null;
+  /** The caller's name of the breakdown (`breakdown`, `query__breakdownFilter__breakdown`): errors while evaluating `expr` name it. */
+  attr?: string;
 }
 
 /** The caller's names of the fields the engine's later checks can refuse. */

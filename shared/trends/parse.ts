@@ -7,18 +7,20 @@
  */
 import { textOf, ValidationError } from '#shared/errors.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/json.ts';
+import { type Expr, unalias } from '#shared/hogql/index.ts';
 import { parseDateExpression, relativeParts } from './dates.ts';
 import { parseFormula } from './formula.ts';
+import { parseTrendExpr } from './hogql.ts';
 import { checkBreakdownLimit, checkEarliestYear, checkRelativeReach, checkSeriesCount, MAX_SERIES } from './limits.ts';
 import type { BreakdownModel, ModelAttrs, SeriesModel, TrendsModel } from './model.ts';
-import { parseProperties } from './properties.ts';
+import { HOGQL, parseProperties } from './properties.ts';
 import {
   COUNT_PER_ACTOR_MATHS,
   PROPERTY_MATHS,
   UNBROKEN_DISPLAYS,
   type Display,
   type Interval,
-  type MathType,
+  type SeriesMath,
   type PropertyGroup,
 } from './types.ts';
 
@@ -30,10 +32,10 @@ const KNOWN_MATHS = new Set<string>([
   'unique_session',
   ...PROPERTY_MATHS,
   ...COUNT_PER_ACTOR_MATHS,
+  'hogql',
 ]);
 const UNSUPPORTED_MATHS: Record<string, string> = {
   unique_group: 'Math "unique_group" needs groups, which are not supported yet.',
-  hogql: 'Math "hogql" is not supported.',
   first_time_for_user: 'Math "first_time_for_user" is not supported.',
   first_matching_event_for_user: 'Math "first_matching_event_for_user" is not supported.',
 };
@@ -116,7 +118,7 @@ export function parseTrendRequest(raw: Record<string, unknown>): TrendsModel {
   const compareTo = parseCompareTo(raw.compare_to, 'compare_to');
   const explicitDate = booleanValue(raw.explicit_date, 'explicit_date');
   // Checked in the order the fields were always checked: a request with several faults names the same one.
-  const properties = parseProperties(jsonValue(raw.properties, 'properties'), 'properties').group;
+  const properties = parseProperties(jsonValue(raw.properties, 'properties'), 'properties', HOGQL).group;
   const filterTestAccounts = booleanValue(raw.filter_test_accounts, 'filter_test_accounts');
   const dateRange = {
     date_from: parseDate(raw.date_from, 'date_from', true),
@@ -173,7 +175,7 @@ function parseEntity(raw: unknown, list: 'events' | 'actions', index: number): O
   const idAttr = `${attr}__id`;
   const series = seriesModel(
     raw,
-    () => parseProperties(jsonValue(raw.properties, `${attr}__properties`), `${attr}__properties`),
+    () => parseProperties(jsonValue(raw.properties, `${attr}__properties`), `${attr}__properties`, HOGQL),
     () => (list === 'events' ? { event: eventId(raw.id, idAttr) } : { id: actionId(raw.id, idAttr) }),
     { attr, idAttr, list, index },
   );
@@ -192,6 +194,7 @@ export function seriesModel(
     math?: unknown;
     math_property?: unknown;
     math_property_type?: unknown;
+    math_hogql?: unknown;
   },
   parseFilters: () => { group: PropertyGroup; echo: unknown[] },
   parseTarget: () => { event: string | null } | { id: number },
@@ -199,6 +202,7 @@ export function seriesModel(
 ): SeriesModel {
   const { attr } = where;
   const math = parseMath(raw.math, `${attr}__math`);
+  const mathHogql = math === 'hogql' ? parseMathHogql(raw.math_hogql, `${attr}__math_hogql`) : null;
   const mathProperty = optionalString(raw.math_property, `${attr}__math_property`);
   if ((PROPERTY_MATHS as readonly string[]).includes(math) && !mathProperty) {
     throw new ValidationError(`Math "${math}" needs a math_property.`, `${attr}__math_property`, 'required');
@@ -211,7 +215,7 @@ export function seriesModel(
     math,
     math_property: mathProperty,
     math_property_type: parseMathPropertyType(raw.math_property_type, `${attr}__math_property_type`),
-    math_hogql: null,
+    math_hogql: mathHogql,
     properties: properties.group,
     attr,
     idAttr: where.idAttr,
@@ -234,13 +238,19 @@ function actionId(raw: unknown, attr: string): number {
   return id;
 }
 
-function parseMath(raw: unknown, attr: string): MathType {
+/** `math: "hogql"`: an aggregate expression computed per bucket (`avg(toFloat(properties.price))`). */
+function parseMathHogql(raw: unknown, attr: string): Expr {
+  if (blank(raw)) throw new ValidationError('Math "hogql" needs a math_hogql expression.', attr, 'required');
+  return parseTrendExpr(raw, attr, 'aggregate');
+}
+
+function parseMath(raw: unknown, attr: string): SeriesMath {
   if (blank(raw)) return 'total';
   const math = textOf(raw);
   // Own keys only: `constructor` or `isPrototypeOf` are not entries of the table (they are Object.prototype's).
   if (Object.hasOwn(UNSUPPORTED_MATHS, math)) throw new ValidationError(UNSUPPORTED_MATHS[math]!, attr);
   if (!KNOWN_MATHS.has(math)) throw new ValidationError(`"${math}" is not a valid choice.`, attr, 'invalid_choice');
-  return math as MathType;
+  return math as SeriesMath;
 }
 
 function parseMathPropertyType(raw: unknown, attr: string): SeriesModel['math_property_type'] {
@@ -363,31 +373,36 @@ function parseBreakdown(
   const common = {
     breakdown_limit: limit,
     breakdown_hide_other_aggregation: booleanValue(raw.hideOther, attrs.breakdown_hide_other_aggregation),
-    expr: null,
   };
   const breakdown = breakdownKey(raw.breakdown, attrs.breakdown);
   if (breakdown === null) {
     // The UI sends WorldMap with a country breakdown; without one we add it, as the map needs it.
     if (display !== 'WorldMap') return null;
     const country = '$geoip_country_code';
-    return { breakdown_type: 'event', breakdown: country, source: 'event', property: country, ...common };
+    return { breakdown_type: 'event', breakdown: country, source: 'event', property: country, expr: null, ...common };
   }
-  return { ...breakdownTarget(type, breakdown, attrs.breakdown), breakdown, ...common };
+  const target = breakdownTarget(type, breakdown, attrs.breakdown);
+  return { ...target, breakdown, ...(target.expr ? { attr: attrs.breakdown } : {}), ...common };
 }
 
-/** Where a breakdown's value is read: a session breakdown is its duration, a hogql one a property read. */
+/** Where a breakdown's value is read: a session breakdown is its duration, a hogql one its expression. */
 function breakdownTarget(
   type: string,
   breakdown: string,
   attr: string,
-): Pick<BreakdownModel, 'breakdown_type' | 'source' | 'property'> {
+): Pick<BreakdownModel, 'breakdown_type' | 'source' | 'property' | 'expr'> {
   if (type === 'session') {
     if (breakdown !== '$session_duration')
       throw new ValidationError('Session breakdowns support $session_duration only.', attr);
-    return { breakdown_type: 'session', source: 'session', property: breakdown };
+    return { breakdown_type: 'session', source: 'session', property: breakdown, expr: null };
   }
-  if (type === 'hogql') return { breakdown_type: 'hogql', ...hogqlProperty(breakdown, attr) };
-  return { breakdown_type: type as 'event' | 'person', source: type as 'event' | 'person', property: breakdown };
+  if (type === 'hogql') return { breakdown_type: 'hogql', ...hogqlBreakdown(breakdown, attr) };
+  return {
+    breakdown_type: type as 'event' | 'person',
+    source: type as 'event' | 'person',
+    property: breakdown,
+    expr: null,
+  };
 }
 
 function breakdownKey(raw: unknown, attr: string): string | null {
@@ -403,17 +418,21 @@ function breakdownKey(raw: unknown, attr: string): string | null {
   throw new ValidationError('Not a valid string.', attr);
 }
 
-/** HogQL breakdowns limited to a property read: `properties.$browser`, `person.properties.email`, `properties['a b']`. */
-function hogqlProperty(expression: string, attr: string): { source: 'event' | 'person'; property: string } {
-  const m =
-    /^\s*(person\.)?properties\.([A-Za-z_$][\w$]*)\s*$/.exec(expression) ??
-    /^\s*(person\.)?properties\[\s*'([^']*)'\s*\]\s*$/.exec(expression) ??
-    /^\s*(person\.)?properties\[\s*"([^"]*)"\s*\]\s*$/.exec(expression) ??
-    /^\s*(person\.)?properties\.`([^`]+)`\s*$/.exec(expression);
-  if (!m?.[2])
-    throw new ValidationError(
-      'Only properties.<key> and person.properties.<key> HogQL breakdowns are supported.',
-      attr,
-    );
-  return { source: m[1] ? 'person' : 'event', property: m[2] };
+/**
+ * A HogQL breakdown: any expression over an event (PostHog's `breakdown_type: "hogql"`). One that only
+ * reads a top-level property is that property's breakdown (the same values, read without evaluating).
+ */
+function hogqlBreakdown(expression: string, attr: string): Pick<BreakdownModel, 'source' | 'property' | 'expr'> {
+  const expr = parseTrendExpr(expression, attr, 'value');
+  const plain = unalias(expr);
+  if (plain.kind === 'field' && plain.chain.length === 2 && plain.chain[0] === 'properties')
+    return { source: 'event', property: plain.chain[1]!, expr: null };
+  if (
+    plain.kind === 'field' &&
+    plain.chain.length === 3 &&
+    plain.chain[0] === 'person' &&
+    plain.chain[1] === 'properties'
+  )
+    return { source: 'person', property: plain.chain[2]!, expr: null };
+  return { source: 'hogql', property: expression, expr };
 }

@@ -6,8 +6,15 @@ import { RE2JS } from 're2js';
 import { textOf, ValidationError } from '#shared/errors.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/json.ts';
 import { type DateContext, parseDateExpression, resolveExpression } from './dates.ts';
+import { parseTrendExpr } from './hogql.ts';
 import { endOfLocalDay, fromLocal } from './tz.ts';
-import { isHogQLFilter, type PropertyFilter, type PropertyGroup, type TrendEvent } from './types.ts';
+import {
+  type HogQLPropertyFilter,
+  isHogQLFilter,
+  type PropertyFilter,
+  type PropertyGroup,
+  type TrendEvent,
+} from './types.ts';
 
 export const OPERATORS = [
   'exact',
@@ -46,11 +53,19 @@ const UNSUPPORTED_TYPES: Record<string, string> = {
   hogql: 'HogQL filters are not supported.',
 };
 
+/** Where filters are read: `hogql` when the reader evaluates `{"type": "hogql", "key": <expression>}` filters (trends). */
+export interface FilterOptions {
+  hogql?: boolean;
+}
+
+/** Trends evaluate `type: "hogql"` filters (request, series and test-account filters; a project stores the latter). */
+export const HOGQL: FilterOptions = { hogql: true };
+
 export const EMPTY_GROUP: PropertyGroup = { type: 'AND', values: [] };
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-export function isGroup(v: PropertyFilter | PropertyGroup): v is PropertyGroup {
+export function isGroup(v: PropertyFilter | HogQLPropertyFilter | PropertyGroup): v is PropertyGroup {
   return Array.isArray((v as PropertyGroup).values) && !('key' in v);
 }
 
@@ -59,7 +74,11 @@ export function isGroup(v: PropertyFilter | PropertyGroup): v is PropertyGroup {
  * dict form `{"$browser": "Chrome", "$current_url__icontains": "x"}`, or any of these as a JSON
  * string (GET). Returns the normalized group and the form to echo back.
  */
-export function parseProperties(raw: unknown, attr: string): { group: PropertyGroup; echo: unknown[] } {
+export function parseProperties(
+  raw: unknown,
+  attr: string,
+  options: FilterOptions = {},
+): { group: PropertyGroup; echo: unknown[] } {
   let value = raw;
   if (value === undefined || value === null || value === '') return { group: EMPTY_GROUP, echo: [] };
   if (typeof value === 'string') {
@@ -71,12 +90,12 @@ export function parseProperties(raw: unknown, attr: string): { group: PropertyGr
   }
   refuseDeepNesting(value, attr);
   if (Array.isArray(value)) {
-    const values = value.map((item, i) => parseItem(item, `${attr}__${i}`));
-    return { group: { type: 'AND', values }, echo: values };
+    const values = value.map((item, i) => parseItem(item, `${attr}__${i}`, options));
+    return { group: { type: 'AND', values }, echo: values.map(echoOf) };
   }
   if (isObject(value) && Array.isArray(value.values)) {
-    const group = parseGroup(value, attr);
-    return { group, echo: [group] };
+    const group = parseGroup(value, attr, options);
+    return { group, echo: [echoOf(group)] };
   }
   if (isObject(value)) {
     const values = Object.entries(value).map(([k, v]) => legacyDictFilter(k, v, `${attr}__${k}`));
@@ -100,23 +119,51 @@ function legacyDictFilter(key: string, value: unknown, attr: string): PropertyFi
   return parseFilter(filter, attr);
 }
 
-function parseItem(item: unknown, attr: string): PropertyFilter | PropertyGroup {
+type Item = PropertyFilter | HogQLPropertyFilter | PropertyGroup;
+
+function parseItem(item: unknown, attr: string, options: FilterOptions): Item {
   if (!isObject(item)) throw new ValidationError('Each property filter must be an object.', attr);
-  return Array.isArray(item.values) && item.key === undefined ? parseGroup(item, attr) : parseFilter(item, attr);
+  return Array.isArray(item.values) && item.key === undefined
+    ? parseGroup(item, attr, options)
+    : parseFilter(item, attr, options);
 }
 
-function parseGroup(raw: Record<string, unknown>, attr: string): PropertyGroup {
+function parseGroup(raw: Record<string, unknown>, attr: string, options: FilterOptions): PropertyGroup {
   const type = raw.type === undefined ? 'AND' : textOf(raw.type).toUpperCase();
   if (type !== 'AND' && type !== 'OR')
     throw new ValidationError(`"${textOf(raw.type)}" is not a valid choice.`, `${attr}__type`);
-  const values = (raw.values as unknown[]).map((item, i) => parseItem(item, `${attr}__values__${i}`));
+  const values = (raw.values as unknown[]).map((item, i) => parseItem(item, `${attr}__values__${i}`, options));
   return { type, values };
 }
 
-export function parseFilter(raw: Record<string, unknown>, attr: string): PropertyFilter {
+/** Filters as echoed back: a hogql filter as sent (`{key, type: "hogql", value: null}`), without its parsed expression. */
+export function echoOf<T extends Item>(item: T): T | PropertyFilter {
+  if (isGroup(item)) return { ...item, values: item.values.map(echoOf) };
+  return isHogQLFilter(item) ? { key: item.key, type: 'hogql', value: null } : item;
+}
+
+export function parseFilter(raw: Record<string, unknown>, attr: string): PropertyFilter;
+export function parseFilter(
+  raw: Record<string, unknown>,
+  attr: string,
+  options: FilterOptions,
+): PropertyFilter | HogQLPropertyFilter;
+export function parseFilter(
+  raw: Record<string, unknown>,
+  attr: string,
+  options: FilterOptions = {},
+): PropertyFilter | HogQLPropertyFilter {
   if (typeof raw.key !== 'string' || raw.key === '')
     throw new ValidationError('This field is required.', `${attr}__key`, 'required');
   const type = raw.type === undefined || raw.type === null ? 'event' : textOf(raw.type);
+  // PostHog's HogQLPropertyFilter: the key is a boolean expression; value and operator are not read.
+  if (type === 'hogql' && options.hogql)
+    return {
+      type: 'hogql',
+      key: raw.key,
+      expr: parseTrendExpr(raw.key, `${attr}__key`, 'value'),
+      attr: `${attr}__key`,
+    };
   if (Object.hasOwn(UNSUPPORTED_TYPES, type)) throw new ValidationError(UNSUPPORTED_TYPES[type]!, `${attr}__type`);
   if (type !== 'event' && type !== 'person')
     throw new ValidationError(`"${type}" is not a valid choice.`, `${attr}__type`);

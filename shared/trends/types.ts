@@ -28,13 +28,16 @@ export interface PropertyFilter {
 }
 
 /**
- * PostHog's `{"type": "hogql", "key": "<boolean expression>"}` filter, its expression parsed: typed
- * for the expression engine; the front ends refuse it today, so no group the engine reads holds one.
+ * PostHog's `{"type": "hogql", "key": "<boolean expression>"}` filter, its expression parsed. Trends
+ * take it in the request's, series' and test-account filters (properties.ts HOGQL); the columnar
+ * engine evaluates it per dictionary entry or distinct tuple (columnar/masks.ts).
  */
 export interface HogQLPropertyFilter {
   type: 'hogql';
   key: string;
   expr: Expr;
+  /** The caller's name of `key` (`properties__0__key`): errors while evaluating the expression name it. */
+  attr?: string;
 }
 
 export interface PropertyGroup {

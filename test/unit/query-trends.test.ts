@@ -19,7 +19,12 @@ const modelOf = (query: Record<string, unknown>) => trendsModelOf(validated(quer
 /** The question the engine answers, without the names its errors give the caller's fields (they differ by front end by design). */
 function question(model: TrendsModel) {
   const { attrs: _, ...rest } = model;
-  return { ...rest, series: model.series.map(({ attr: _a, idAttr: _i, ...series }) => series) };
+  const breakdown = model.breakdownFilter && { ...model.breakdownFilter, attr: undefined };
+  return {
+    ...rest,
+    breakdownFilter: breakdown,
+    series: model.series.map(({ attr: _a, idAttr: _i, ...series }) => series),
+  };
 }
 
 /** The model of the legacy request, as a question. */

@@ -17,7 +17,7 @@ import {
   parseInterval,
   seriesModel,
 } from '../../trends/parse.ts';
-import { parseProperties } from '../../trends/properties.ts';
+import { HOGQL, parseProperties } from '../../trends/properties.ts';
 import { COUNT_PER_ACTOR_MATHS, type Display, PROPERTY_MATHS } from '../../trends/types.ts';
 
 const Q = 'query';
@@ -66,7 +66,7 @@ export function trendsModelOf(query: TrendsQuery): TrendsModel {
       explicitDate: dateRange?.explicitDate === true,
     },
     interval: parseInterval(query.interval, `${Q}__interval`),
-    properties: parseProperties(query.properties, `${Q}__properties`).group,
+    properties: parseProperties(query.properties, `${Q}__properties`, HOGQL).group,
     filterTestAccounts: query.filterTestAccounts === true,
     breakdownFilter: breakdownOf(query, display),
     // PostHog compares only when `compare` is true: `compare_to` alone is no comparison.
@@ -94,8 +94,8 @@ function seriesOf(node: TrendsSeriesNode, index: number, lists: { events: number
     index: lists[list]++,
   } as const;
   const filters = () => {
-    const own = parseProperties(node.properties ?? [], `${attr}__properties`);
-    const fixed = parseProperties(node.fixedProperties ?? [], `${attr}__fixedProperties`);
+    const own = parseProperties(node.properties ?? [], `${attr}__properties`, HOGQL);
+    const fixed = parseProperties(node.fixedProperties ?? [], `${attr}__fixedProperties`, HOGQL);
     return {
       group: { type: 'AND' as const, values: [...own.group.values, ...fixed.group.values] },
       echo: [...own.echo, ...fixed.echo],

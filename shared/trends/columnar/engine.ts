@@ -16,6 +16,7 @@
  * cells or entries, never a sum of rows).
  */
 import { textOf } from '#shared/errors.ts';
+import { compileAggregate, type EvalContext, fieldsOf } from '#shared/hogql/index.ts';
 import { breakdownText } from '../breakdown.ts';
 import {
   actionOf,
@@ -45,8 +46,10 @@ import {
 } from '../types.ts';
 import type { ColumnBatch, ColumnSource } from './batch.ts';
 import { bucketOf } from './buckets.ts';
+import { breakdownOf, type ColumnExpr, columnExpr, compileColumnExpr, evalContextOf, valuesOf } from './expressions.ts';
+import { type Aggregate, AggregateCells } from './hogql-math.ts';
 import { andNode, evaluate, groupNode, type Mask, type MaskNode } from './masks.ts';
-import { rankGroups } from './rank.ts';
+import { type Ranking, rankGroups } from './rank.ts';
 
 export interface ColumnarInput {
   source: ColumnSource;
@@ -95,7 +98,8 @@ class Ordinals {
 // ---------------------------------------------------------------------------------------------
 // What each series aggregates
 
-type Family = 'count' | 'stats' | 'distinct' | 'window' | 'numbers' | 'per_actor';
+/** `hogql`: math_hogql, counted like `count` for the ranking, its values from AggregateCells (hogql-math.ts). */
+type Family = 'count' | 'stats' | 'distinct' | 'window' | 'numbers' | 'per_actor' | 'hogql';
 type Operand = 'none' | 'person' | 'session' | 'number';
 
 const isPropertyMath = (m: SeriesMath) => (PROPERTY_MATHS as readonly string[]).includes(m);
@@ -104,6 +108,7 @@ const isPerActorMath = (m: SeriesMath) => (COUNT_PER_ACTOR_MATHS as readonly str
 function familyOf(entity: SeriesModel, interval: Interval): Family {
   const m = entity.math;
   if (m === 'total') return 'count';
+  if (m === 'hogql') return 'hogql';
   if (m === 'sum' || m === 'avg' || m === 'min' || m === 'max') return 'stats';
   if (isPropertyMath(m)) return 'numbers';
   if (isPerActorMath(m)) return 'per_actor';
@@ -113,7 +118,7 @@ function familyOf(entity: SeriesModel, interval: Interval): Family {
 }
 
 function operandOf(entity: SeriesModel, family: Family): Operand {
-  if (family === 'count') return 'none';
+  if (family === 'count' || family === 'hogql') return 'none';
   if (family === 'stats' || family === 'numbers') return 'number';
   return entity.math === 'unique_session' ? 'session' : 'person';
 }
@@ -377,6 +382,13 @@ class BatchLookups {
   groups(spec: BreakdownModel): RowLookup<Int32Array> {
     return this.memo('groups', () => {
       const { batch, state } = this;
+      if (state.breakdownExpr !== null) {
+        const { table, indexes } = valuesOf(state.breakdownExpr, batch);
+        return {
+          table: Int32Array.from(table, (v) => state.groups.of(breakdownOf(v))),
+          indexes: indexes ?? this.shared(),
+        };
+      }
       if (spec.source === 'person')
         return this.byActor(
           Int32Array.from(batch.actors, (a) => state.groups.of(breakdownText(propertyOf(a.properties, spec.property)))),
@@ -411,6 +423,8 @@ class QueryState {
   readonly sessions = new Ordinals();
   readonly groups = new Ordinals();
   durations: Map<string, number> | null = null;
+  /** A hogql breakdown's expression, compiled once per query (its memo spans batches). */
+  breakdownExpr: ColumnExpr | null = null;
 }
 
 interface SeriesPlan {
@@ -420,6 +434,8 @@ interface SeriesPlan {
   operand: Operand;
   /** Per period. */
   accumulators: Accumulator[];
+  /** math_hogql: per period, the ranking its rows follow (null: no rows) and the rows' accumulators. */
+  hogql: { make: () => Aggregate; expr: ColumnExpr; rows: HogQLRows[] } | null;
 }
 
 /** Each series' rows: its event/action and filters, the global filters and the applied test-account filters. */
@@ -495,7 +511,11 @@ export function computeTrendFromColumns(query: TrendsModel, input: ColumnarInput
   const nodes = seriesNodes(query, input.project, actions, ctx);
   const state = new QueryState();
   const breakdown = query.breakdownFilter;
+  const evalCtx = evalContextOf(ctx);
+  if (breakdown?.expr) state.breakdownExpr = compileColumnExpr(breakdown.expr, evalCtx, breakdown.attr ?? 'breakdown');
   if (breakdown?.source === 'session') state.durations = sessionDurations(input.source);
+  const { display } = query.trendsFilter;
+  const aggregate = AGGREGATED_DISPLAYS.has(display);
   // Dense (group × bucket) cells share a budget; past it an accumulator keeps only the cells that occur.
   const denseLimit = Math.floor((input.denseCells ?? DENSE_CELLS) / Math.max(1, query.series.length * periods.length));
   const plans: SeriesPlan[] = query.series.map((entity, i) => {
@@ -506,6 +526,7 @@ export function computeTrendFromColumns(query: TrendsModel, input: ColumnarInput
       family,
       operand: operandOf(entity, family),
       accumulators: periods.map((p) => new Accumulator(family, p, denseLimit, breakdown !== null)),
+      hogql: family === 'hogql' ? hogqlPlan(entity, evalCtx) : null,
     };
   });
   // Rows outside the source's window are not the query's events (storage may hand over whole days).
@@ -514,6 +535,11 @@ export function computeTrendFromColumns(query: TrendsModel, input: ColumnarInput
     lo: Math.max(readFrom(query, period, ctx.tz), input.source.from),
   }));
   const last = input.source.to;
+  // Without a breakdown math_hogql has one row, known before any event: its cells fold in the one pass.
+  const hogqlPlans = plans.filter((plan) => plan.hogql !== null);
+  if (!breakdown)
+    for (const plan of hogqlPlans)
+      plan.hogql!.rows = periods.map((period) => hogqlRows(plan, period, 'one', aggregate));
 
   input.source.forEachBatch((batch) => {
     const lookups = new BatchLookups(batch, state);
@@ -532,26 +558,85 @@ export function computeTrendFromColumns(query: TrendsModel, input: ColumnarInput
               : null;
       windows.forEach(({ period, lo }, p) => {
         fold(plan.accumulators[p]!, batch, mask, groups, Math.max(state.groups.size, 1), operand, lo, last, period);
+        if (!breakdown && plan.hogql) plan.hogql.rows[p]!.cells.fold(batch, mask, null, lo, last);
       });
     }
   });
 
-  const { display } = query.trendsFilter;
+  // With a breakdown, math_hogql's rows are the ranked values (known once every batch is seen): a
+  // second pass folds each row's events into its cells, so Other is one accumulator over its events.
+  if (breakdown && hogqlPlans.length) {
+    for (const plan of hogqlPlans)
+      plan.hogql!.rows = periods.map((period, p) => {
+        const ranking = rankGroups(plan.accumulators[p]!.volumesOf(state.groups.size), state.groups.values, breakdown);
+        return hogqlRows(plan, period, ranking, aggregate);
+      });
+    input.source.forEachBatch((batch) => {
+      const lookups = new BatchLookups(batch, state);
+      for (const plan of hogqlPlans) {
+        const mask = evaluate(plan.match, batch);
+        if (mask === false) continue;
+        const groups = lookups.groups(breakdown);
+        windows.forEach(({ lo }, p) => {
+          plan.hogql!.rows[p]!.cells.fold(batch, mask, groups, lo, last);
+        });
+      }
+    });
+  }
+
   const cumulative = display === 'ActionsLineGraphCumulative';
   const results: PeriodResult[] = periods.map((period, p) => ({
     period,
     series: plans.map((plan) => ({
       entity: plan.entity,
-      rows: rowsOf(plan, plan.accumulators[p]!, breakdown, state, {
-        cumulative,
-        aggregate: AGGREGATED_DISPLAYS.has(display),
-        interval: query.interval,
-        tz: ctx.tz,
-        personCount: state.persons.size,
-      }),
+      rows: plan.hogql
+        ? hogqlResult(plan.hogql.rows[p]!)
+        : rowsOf(plan, plan.accumulators[p]!, breakdown, state, {
+            cumulative,
+            aggregate,
+            interval: query.interval,
+            tz: ctx.tz,
+            personCount: state.persons.size,
+          }),
     })),
   }));
   return buildResponse({ query, timezone: ctx.tz, actions }, results);
+}
+
+/** math_hogql compiled once per query: the aggregate's accumulator factory, and the fields it reads. */
+function hogqlPlan(entity: SeriesModel, ctx: EvalContext): NonNullable<SeriesPlan['hogql']> {
+  const attr = `${entity.attr}__math_hogql`;
+  const expr = entity.math_hogql!;
+  return {
+    make: compileAggregate(expr, ctx, attr),
+    expr: columnExpr(() => null, fieldsOf(expr), ctx.timezone),
+    rows: [],
+  };
+}
+
+interface HogQLRows {
+  /** 'one': no breakdown, one row; null: a breakdown without events in the period, no rows. */
+  ranking: Ranking | null | 'one';
+  cells: AggregateCells;
+}
+
+/** The cells of math_hogql's rows in one period: one row without a breakdown, else one per ranked value. */
+function hogqlRows(plan: SeriesPlan, period: Period, ranking: HogQLRows['ranking'], aggregate: boolean): HogQLRows {
+  const { make, expr } = plan.hogql!;
+  const [rowOfGroup, rowCount] =
+    ranking === 'one'
+      ? [Int32Array.of(0), 1]
+      : ranking
+        ? [ranking.rowOfGroup, ranking.values.length]
+        : [new Int32Array(0), 0];
+  return { ranking, cells: new AggregateCells(make, expr, period, rowOfGroup, rowCount, aggregate) };
+}
+
+function hogqlResult({ ranking, cells }: HogQLRows): RowValues[] {
+  const rows = cells.rows();
+  return ranking === 'one' || ranking === null
+    ? rows
+    : ranking.values.map((value, r) => ({ breakdown_value: value, ...rows[r]! }));
 }
 
 /** Folds one batch's matching rows of [lo, period.to] (and up to `last`) into a series' accumulator for one period. */
@@ -578,7 +663,7 @@ function fold(
   const rowMask = typeof mask === 'boolean' ? null : mask;
   const family = acc.family;
   acc.fitGroups(groupCount);
-  if (family !== 'count' && family !== 'stats') acc.fitEntries(n);
+  if (family !== 'count' && family !== 'stats' && family !== 'hogql') acc.fitEntries(n);
   const dedup = family === 'distinct' || family === 'window';
   const { recentOrdinal, recentCell, volumes, volumeTable, cells, sparse, width } = acc;
   const slotsPerGroup = B + 1;
@@ -610,6 +695,8 @@ function fold(
         volumeTable!.cells[at]! += 1;
       }
     }
+    // math_hogql: only the volumes here (for the ranking); its accumulators are AggregateCells.
+    if (family === 'hogql') continue;
     if (!(t >= bucketStart && t < bucketEnd)) {
       bucket = t > to || !B || t < starts[0]! ? -1 : bucketOf(starts, t);
       bucketStart = bucket < 0 ? Infinity : starts[bucket]!;

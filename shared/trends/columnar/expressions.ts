@@ -14,56 +14,14 @@ import { compileScalar, type FieldReader } from '#shared/hogql/evaluate.ts';
 import { fieldsOf } from '#shared/hogql/index.ts';
 import { type EvalContext, HogDateTime, type HogValue } from '#shared/hogql/values.ts';
 import { breakdownText } from '../breakdown.ts';
+import type { DateContext } from '../dates.ts';
+import { type Route, routeOf } from '../hogql.ts';
 import type { ColumnBatch } from './batch.ts';
 
 export type { FieldReader };
 
 /** Distinct tuples (or primitive dictionary values, across batches) whose result an expression remembers. */
 export const EXPR_MEMO_LIMIT = 65_536;
-
-/**
- * Where a field is read from. `null`: a field this engine has no column for (uuid, person.created_at):
- * the caller refuses those with a 400 before running (unavailableField).
- */
-type Route =
-  | { dim: 'event' }
-  | { dim: 'time' }
-  | { dim: 'actor'; read: 'person' | 'distinct_id' | 'properties'; key: string; path: readonly string[] }
-  | { dim: 'property'; key: string; path: readonly string[]; missing: HogValue };
-
-function routeOf(chain: readonly string[]): Route | null {
-  const [head, ...rest] = chain;
-  if (rest.length === 0) {
-    switch (head) {
-      case 'event':
-        return { dim: 'event' };
-      case 'timestamp':
-        return { dim: 'time' };
-      case 'distinct_id':
-        return { dim: 'actor', read: 'distinct_id', key: '', path: [] };
-      case 'person_id':
-        return { dim: 'actor', read: 'person', key: '', path: [] };
-      case '$session_id':
-        return { dim: 'property', key: '$session_id', path: [], missing: null };
-      // Captured as the `$elements_chain` property; a String column in PostHog ('' when absent).
-      case 'elements_chain':
-        return { dim: 'property', key: '$elements_chain', path: [], missing: '' };
-    }
-    return null;
-  }
-  if (head === 'properties') return { dim: 'property', key: rest[0]!, path: rest.slice(1), missing: null };
-  if (head === 'person' && rest[0] === 'id' && rest.length === 1)
-    return { dim: 'actor', read: 'person', key: '', path: [] };
-  if (head === 'person' && rest[0] === 'properties' && rest.length >= 2)
-    return { dim: 'actor', read: 'properties', key: rest[1]!, path: rest.slice(2) };
-  return null;
-}
-
-/** The field of `chains` the trend engine cannot read (no such column in events storage), or null. */
-export function unavailableField(chains: readonly (readonly string[])[]): string | null {
-  const missing = chains.find((c) => routeOf(c) === null);
-  return missing ? missing.join('.') : null;
-}
 
 /**
  * A JSON value as HogQL reads it: strings, numbers, booleans and null as they are; objects and
@@ -97,6 +55,9 @@ export interface ColumnExpr {
 
 const chainKey = (chain: readonly string[]) => chain.join('\u0000');
 
+/** What an expression may read besides its row: the project's time zone and the request's clock. */
+export const evalContextOf = (ctx: DateContext): EvalContext => ({ timezone: ctx.tz, now: new Date(ctx.now) });
+
 /** A plain (non-aggregate) expression compiled for the columnar engine. */
 export function compileColumnExpr(expr: Expr, ctx: EvalContext, attr: string): ColumnExpr {
   return columnExpr(compileScalar(expr, ctx, attr), fieldsOf(expr), ctx.timezone);
@@ -115,20 +76,6 @@ export function columnExpr(
   }
   return { run, routes, timezone, memo: new Map() };
 }
-
-/** The dimensions an expression reads, as event property keys (for storage's projection). */
-export function propertyKeysOf(fields: readonly (readonly string[])[]): string[] {
-  const keys = new Set<string>();
-  for (const chain of fields) {
-    const route = routeOf(chain);
-    if (route?.dim === 'property') keys.add(route.key);
-  }
-  return [...keys];
-}
-
-/** Whether an expression reads who did the event (persons must be resolved: distinct ids joined, properties read). */
-export const readsActors = (fields: readonly (readonly string[])[]): boolean =>
-  fields.some((chain) => routeOf(chain)?.dim === 'actor');
 
 // ---------------------------------------------------------------------------------------------
 // One batch

@@ -2,13 +2,15 @@
  * Filters over columns: each property filter is answered once per distinct dictionary value of its
  * column (or once per actor for person properties), then spread over the rows as a byte mask by
  * index lookup; AND/OR groups combine masks. The per-value test is the row engine's own
- * (properties.ts valueTest, RE2 regexes included), so both agree by construction.
+ * (properties.ts valueTest, RE2 regexes included), so both agree by construction. A HogQL filter is
+ * evaluated once per dictionary entry of the one column it reads, or per distinct tuple of several
+ * (expressions.ts), then spread the same way.
  */
 import type { DateContext } from '../dates.ts';
-import { hogqlNotEvaluated, isGroup, propertyOf, valueTest } from '../properties.ts';
+import { isGroup, propertyOf, valueTest } from '../properties.ts';
 import { isHogQLFilter, type PropertyFilter, type PropertyGroup } from '../types.ts';
 import type { ColumnBatch } from './batch.ts';
-import { type ColumnExpr, passes, valuesOf } from './expressions.ts';
+import { type ColumnExpr, compileColumnExpr, evalContextOf, passes, valuesOf } from './expressions.ts';
 
 /** Rows of a batch that pass: every row (true), none (false), or row i when mask[i] is 1. */
 export type Mask = Uint8Array | boolean;
@@ -31,8 +33,13 @@ export function filterNode(f: PropertyFilter, ctx: DateContext): MaskNode {
 }
 
 export function groupNode(group: PropertyGroup, ctx: DateContext): MaskNode {
-  const parts = group.values.map((v) =>
-    isGroup(v) ? groupNode(v, ctx) : isHogQLFilter(v) ? hogqlNotEvaluated() : filterNode(v, ctx),
+  const parts = group.values.map(
+    (v): MaskNode =>
+      isGroup(v)
+        ? groupNode(v, ctx)
+        : isHogQLFilter(v)
+          ? { kind: 'hogql', expr: compileColumnExpr(v.expr, evalContextOf(ctx), v.attr ?? 'properties') }
+          : filterNode(v, ctx),
   );
   if (!parts.length) return ALL;
   return { kind: group.type === 'OR' ? 'or' : 'and', parts };

@@ -4,6 +4,8 @@
  * "None" row.
  */
 import { textOf } from '#shared/errors.ts';
+import type { DateContext } from '#shared/trends/dates.ts';
+import { rowBreakdown } from './hogql.ts';
 import { computeRow, lowerIndex, type RowContext, type RowValues, type TimedEvent } from './math.ts';
 import { propertyOf } from '#shared/trends/properties.ts';
 import {
@@ -39,8 +41,9 @@ export type BreakdownReader = (e: TrendEvent) => string;
  * first and last event of the event's `$session_id` among all the events handed over (PostHog's
  * sessions table: dateDiff('second', min, max)).
  */
-export function breakdownReader(spec: BreakdownModel, all: TimedEvent[]): BreakdownReader {
+export function breakdownReader(spec: BreakdownModel, all: TimedEvent[], ctx: DateContext): BreakdownReader {
   const key = spec.property;
+  if (spec.expr) return rowBreakdown(spec.expr, ctx);
   if (spec.source === 'person') return (e) => breakdownText(propertyOf(e.person_properties, key));
   if (spec.source === 'event') return (e) => breakdownText(propertyOf(e.properties, key));
   const durations = sessionDurations(all);

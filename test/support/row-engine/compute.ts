@@ -6,7 +6,7 @@
 import { indexActions, periodsFor, projectContext, readFrom, resolveDateRange } from '#shared/trends/compute.ts';
 import type { DateContext, Period } from '#shared/trends/dates.ts';
 import { buildResponse, type PeriodResult } from '#shared/trends/output.ts';
-import { compileFilters, compileGroup, type EventPredicate, parseFilter } from '#shared/trends/properties.ts';
+import { type EventPredicate, HOGQL, parseFilter } from '#shared/trends/properties.ts';
 import type { SeriesModel, TrendsModel } from '#shared/trends/model.ts';
 import type {
   ActionDefinition,
@@ -16,11 +16,19 @@ import type {
   TrendResponse,
 } from '#shared/trends/types.ts';
 import { breakdownReader, breakdownRows } from './breakdown.ts';
+import { rowGroup } from './hogql.ts';
 import { computeRow, lowerIndex, type RowValues, type TimedEvent } from './math.ts';
 
-function storedFilters(filters: PropertyFilter[] | undefined, attr: string, ctx: DateContext): EventPredicate {
-  const parsed = (filters ?? []).map((f, i) => parseFilter(f as unknown as Record<string, unknown>, `${attr}__${i}`));
-  return compileFilters(parsed, ctx);
+function storedFilters(
+  filters: PropertyFilter[] | undefined,
+  attr: string,
+  ctx: DateContext,
+  options = {},
+): EventPredicate {
+  const parsed = (filters ?? []).map((f, i) =>
+    parseFilter(f as unknown as Record<string, unknown>, `${attr}__${i}`, options),
+  );
+  return rowGroup({ type: 'AND', values: parsed }, ctx);
 }
 
 function seriesMatcher(
@@ -28,7 +36,7 @@ function seriesMatcher(
   actions: ReadonlyMap<number, ActionDefinition>,
   ctx: DateContext,
 ): EventPredicate {
-  const own = compileGroup(entity.properties, ctx);
+  const own = rowGroup(entity.properties, ctx);
   if (entity.kind === 'EventsNode') {
     const name = entity.event;
     return name === null ? own : (e) => e.event === name && own(e);
@@ -64,9 +72,9 @@ function eventsPerSeries(
   actions: ReadonlyMap<number, ActionDefinition>,
   ctx: DateContext,
 ): TimedEvent[][] {
-  const global = compileGroup(query.properties, ctx);
+  const global = rowGroup(query.properties, ctx);
   const testAccounts = query.filterTestAccounts
-    ? storedFilters(project.test_account_filters, query.attrs.testAccounts.attr, ctx)
+    ? storedFilters(project.test_account_filters, query.attrs.testAccounts.attr, ctx, HOGQL)
     : () => true;
   return query.series.map((entity) => {
     const matches = seriesMatcher(entity, actions, ctx);
@@ -90,7 +98,7 @@ export function computeTrendByRows(
   const all = timedEvents(input.events);
   const perSeries = eventsPerSeries(query, all, input.project, actions, ctx);
   const breakdown = query.breakdownFilter;
-  const read = breakdown ? breakdownReader(breakdown, all) : null;
+  const read = breakdown ? breakdownReader(breakdown, all, ctx) : null;
   const rowsOf = (entity: SeriesModel, events: TimedEvent[], period: Period): RowValues[] => {
     const relevant = events.slice(
       lowerIndex(events, readFrom(query, period, ctx.tz)),

@@ -13,6 +13,7 @@ import {
   type TrendEvent,
 } from '#shared/trends/types.ts';
 import type { SeriesModel } from '#shared/trends/model.ts';
+import { rowAggregate } from './hogql.ts';
 
 /** An event with its timestamp parsed once. Lists of these are kept sorted by `t`. */
 export interface TimedEvent {
@@ -119,8 +120,9 @@ function sessionOf(e: TrendEvent): string | null {
 }
 
 /** The aggregate of a math over a set of events (the windowed maths use it per window). */
-export function aggregator(entity: SeriesModel): Aggregate {
+export function aggregator(entity: SeriesModel, ctx: DateContext): Aggregate {
   const math = entity.math;
+  if (math === 'hogql') return rowAggregate(entity.math_hogql!, ctx);
   if (math === 'total') return (events) => events.length;
   if (math === 'dau' || math === 'weekly_active' || math === 'monthly_active')
     return (events) => distinct(events, personOf);
@@ -171,7 +173,7 @@ export function computeRow(
     const values = activePersonsPerBucket(events, period, days, ctx.date.tz);
     return { values, aggregated: values.at(-1) ?? 0 };
   }
-  const aggregate = aggregator(entity);
+  const aggregate = aggregator(entity, ctx.date);
   const inRange = events.slice(lowerIndex(events, period.from), lowerIndex(events, period.to + 1));
   const perBucket: TimedEvent[][] = period.buckets.map(() => []);
   for (const ev of inRange) perBucket[bucketIndex(ev.t, period)]?.push(ev);

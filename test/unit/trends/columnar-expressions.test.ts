@@ -16,12 +16,11 @@ import {
   type FieldReader,
   jsonField,
   rowReaderOf,
-  unavailableField,
   valuesOf,
 } from '#shared/trends/columnar/expressions.ts';
 import { AggregateCells, trendNumber } from '#shared/trends/columnar/hogql-math.ts';
 import { evaluate } from '#shared/trends/columnar/masks.ts';
-import { parseTrendExpr } from '#shared/trends/hogql.ts';
+import { parseTrendExpr, unavailableField } from '#shared/trends/hogql.ts';
 import type { TrendEvent } from '#shared/trends/types.ts';
 
 const field = (...chain: string[]): Expr => ({ kind: 'field', chain });
@@ -87,7 +86,7 @@ const event = (i: number, properties: Record<string, unknown>, extra: Partial<Tr
 });
 
 const rowsOf = (column: { table: HogValue[]; indexes: Uint32Array | null }, n: number) =>
-  Array.from({ length: n }, (_, i) => column.table[column.indexes ? column.indexes[i]! : 0]);
+  Array.from({ length: n }, (_, i) => column.table[column.indexes ? column.indexes[i]! : 0]!);
 
 describe('HogQL expressions over columns', () => {
   it('one property column: evaluated once per dictionary entry, and not again for a value an earlier batch had', () => {

@@ -68,7 +68,8 @@ describe('options', () => {
   });
 
   it('refuses breakdowns it cannot evaluate', () => {
-    expectValidation(() => parse({ breakdown: 'upper(properties.x)', breakdown_type: 'hogql' }), 'breakdown');
+    expectValidation(() => parse({ breakdown: 'nope(properties.x)', breakdown_type: 'hogql' }), 'breakdown');
+    expectValidation(() => parse({ breakdown: 'uuid', breakdown_type: 'hogql' }), 'breakdown');
     expectValidation(() => parse({ breakdown: '$session_id', breakdown_type: 'session' }), 'breakdown');
     expectValidation(() => parse({ breakdown: '["a","b"]' }), 'breakdown');
     expectValidation(() => parse({ breakdown: 'x', breakdown_limit: 0 }), 'breakdown_limit');
