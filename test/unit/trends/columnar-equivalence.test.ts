@@ -80,7 +80,90 @@ const personsArb = fc.record({
   }),
 });
 
+// ---------------------------------------------------------------------------------------------
+// Random HogQL expressions over the events above (strings, numbers, booleans, several columns,
+// timestamp), each evaluated by the columnar engine per dictionary entry / tuple / row and by the row
+// engine per event. Functions that fail on a row's value are left out: the columnar engine evaluates
+// every dictionary entry, including rows no series keeps, so a failure would differ by design.
+
+const letrec = fc.letrec((tie) => ({
+  str: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    fc.constantFrom(
+      'properties.$browser',
+      'properties.$os',
+      'event',
+      'distinct_id',
+      'person_id',
+      'person.properties.plan',
+      'properties.$session_id',
+      "'Chrome'",
+      "''",
+    ),
+    tie('str').map((s) => `lower(${s})`),
+    tie('str').map((s) => `upper(${s})`),
+    fc.tuple(tie('str'), tie('str')).map(([a, b]) => `concat(${a}, ' ', ${b})`),
+    tie('num').map((n) => `toString(${n})`),
+    tie('str').map((s) => `coalesce(${s}, 'none')`),
+    fc.tuple(tie('bool'), tie('str'), tie('str')).map(([c, a, b]) => `if(${c}, ${a}, ${b})`),
+    tie('str').map((s) => `substring(${s}, 1, 3)`),
+    tie('str').map((s) => `replaceAll(${s}, 'o', '0')`),
+  ),
+  num: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    fc.constantFrom(
+      'properties.amount',
+      'toFloat(properties.amount)',
+      'person.properties.age',
+      'toHour(timestamp)',
+      'toDayOfWeek(timestamp)',
+      'toDayOfMonth(timestamp)',
+      '1',
+      '2.5',
+    ),
+    tie('str').map((s) => `length(${s})`),
+    fc.tuple(tie('num'), tie('num')).map(([a, b]) => `(${a} + ${b})`),
+    tie('num').map((n) => `(${n} * 2)`),
+    tie('num').map((n) => `round(toFloat(${n}), 1)`),
+    fc.tuple(tie('num'), tie('num')).map(([a, b]) => `greatest(${a}, ${b})`),
+  ),
+  bool: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    tie('str').map((s) => `${s} = 'Chrome'`),
+    tie('str').map((s) => `${s} ILIKE '%fi%'`),
+    tie('str').map((s) => `${s} IN ('Mac', 'Linux', 'pro')`),
+    tie('str').map((s) => `${s} IS NULL`),
+    tie('str').map((s) => `${s} IS NOT NULL`),
+    tie('str').map((s) => `${s} =~ '^[CS]'`),
+    tie('num').map((n) => `${n} > 2`),
+    tie('num').map((n) => `${n} <= 3.5`),
+    fc.constantFrom("event = 'signup'", 'toHour(timestamp) >= 9', "properties.$browser != ''"),
+    fc.tuple(tie('bool'), tie('bool')).map(([a, b]) => `(${a} AND ${b})`),
+    fc.tuple(tie('bool'), tie('bool')).map(([a, b]) => `(${a} OR ${b})`),
+    tie('bool').map((b) => `NOT (${b})`),
+  ),
+}));
+
+const hogqlValue = fc.oneof(letrec.str, letrec.num, letrec.bool);
+const hogqlBoolean = letrec.bool;
+const hogqlAggregate = fc.oneof(
+  fc.constant('count()'),
+  letrec.num.map((n) => `sum(toFloat(${n}))`),
+  letrec.num.map((n) => `avg(toFloat(${n}))`),
+  letrec.num.map((n) => `max(toFloat(${n}))`),
+  letrec.num.map((n) => `min(toFloat(${n})) - 1`),
+  letrec.num.map((n) => `median(toFloat(${n}))`),
+  letrec.num.map((n) => `quantile(0.9)(toFloat(${n}))`),
+  letrec.str.map((s) => `uniq(${s})`),
+  fc.constant('count(DISTINCT person_id)'),
+  letrec.bool.map((b) => `countIf(${b})`),
+  fc.tuple(letrec.num, letrec.bool).map(([n, b]) => `sumIf(toFloat(${n}), ${b})`),
+  letrec.num.map((n) => `round(avg(toFloat(${n})), 2)`),
+  letrec.num.map((n) => `sum(toFloat(${n})) / count()`),
+);
+
 const filterArb = fc.oneof(
+  { weight: 2, arbitrary: hogqlBoolean.map((key) => ({ type: 'hogql', key })) },
   fc.record({
     key: fc.constantFrom('$browser', '$os', 'amount'),
     value: fc.constantFrom<unknown>('Chrome', ['Chrome', 'Safari'], 1, 'true', 'Mac'),
@@ -139,6 +222,8 @@ const groupArb = fc.oneof(
 
 const MATHS = [
   'total',
+  'hogql',
+  'hogql',
   'dau',
   'weekly_active',
   'monthly_active',
@@ -163,12 +248,15 @@ const seriesArb = fc.record({
   id: fc.constantFrom<string | null>('$pageview', 'signup', 'click', null),
   math: fc.constantFrom(...MATHS),
   personMath: fc.boolean(),
+  mathHogql: hogqlAggregate,
   properties: groupArb,
 });
 
 const queryArb = fc.record({
   series: fc.array(seriesArb, { minLength: 1, maxLength: 3 }),
-  action: fc.option(fc.record({ math: fc.constantFrom(...MATHS), properties: groupArb }), { nil: undefined }),
+  action: fc.option(fc.record({ math: fc.constantFrom(...MATHS), mathHogql: hogqlAggregate, properties: groupArb }), {
+    nil: undefined,
+  }),
   properties: groupArb,
   range: fc.constantFrom<Record<string, unknown>>(
     { date_from: '-7d' },
@@ -182,15 +270,27 @@ const queryArb = fc.record({
     { date_from: '2024-02-25', date_to: '2024-03-12', interval: 'day' },
     { date_from: '-2w', interval: 'day' },
   ),
-  breakdown: fc.constantFrom<Record<string, unknown> | undefined>(
-    undefined,
-    { breakdown: '$browser' },
-    { breakdown: '$os', breakdown_limit: 2 },
-    { breakdown: '$browser', breakdown_limit: 1, breakdown_hide_other_aggregation: true },
-    { breakdown: 'plan', breakdown_type: 'person' },
-    { breakdown: '$session_duration', breakdown_type: 'session' },
-    { breakdown: 'amount', breakdown_limit: 3 },
-  ),
+  breakdown: fc
+    .constantFrom<Record<string, unknown> | undefined>(
+      undefined,
+      { breakdown: '$browser' },
+      { breakdown: '$os', breakdown_limit: 2 },
+      { breakdown: '$browser', breakdown_limit: 1, breakdown_hide_other_aggregation: true },
+      { breakdown: 'plan', breakdown_type: 'person' },
+      { breakdown: '$session_duration', breakdown_type: 'session' },
+      { breakdown: 'amount', breakdown_limit: 3 },
+    )
+    .chain((plain) =>
+      fc.oneof(
+        { weight: 3, arbitrary: fc.constant(plain) },
+        {
+          weight: 2,
+          arbitrary: fc
+            .tuple(hogqlValue, fc.constantFrom(undefined, 2, 4))
+            .map(([breakdown, limit]) => ({ breakdown, breakdown_type: 'hogql', breakdown_limit: limit })),
+        },
+      ),
+    ),
   compare: fc.boolean(),
   display: fc.constantFrom(
     'ActionsLineGraph',
@@ -236,6 +336,7 @@ function request(q: Infer<typeof queryArb>): Record<string, unknown> {
     id: s.id,
     order,
     math: s.math,
+    ...(s.math === 'hogql' ? { math_hogql: s.mathHogql } : {}),
     ...(['sum', 'avg', 'min', 'max', 'median', 'p75', 'p90', 'p95', 'p99'].includes(s.math)
       ? {
           math_property: s.personMath ? 'age' : 'amount',
@@ -250,6 +351,7 @@ function request(q: Infer<typeof queryArb>): Record<string, unknown> {
           id: 1,
           order: events.length,
           math: q.action.math,
+          ...(q.action.math === 'hogql' ? { math_hogql: q.action.mathHogql } : {}),
           ...(['sum', 'avg', 'min', 'max', 'median', 'p75', 'p90', 'p95', 'p99'].includes(q.action.math)
             ? { math_property: 'amount' }
             : {}),
@@ -315,7 +417,7 @@ function expectSame(actual: unknown, expected: unknown, path = '$'): void {
 }
 
 describe('the columnar engine answers like the row engine', () => {
-  it('on random events, filters, breakdowns, maths, intervals, time zones, compare and formulas', () => {
+  it('on random events, filters, breakdowns, maths, HogQL expressions, intervals, time zones, compare and formulas', () => {
     fc.assert(
       fc.property(
         fc.array(eventArb, { maxLength: 80 }),
@@ -323,7 +425,8 @@ describe('the columnar engine answers like the row engine', () => {
         queryArb,
         fc.constantFrom(...TIMEZONES),
         fc.constantFrom<0 | 1>(0, 1),
-        (raw, persons, q, timezone, weekStart) => {
+        fc.option(hogqlBoolean, { nil: undefined }),
+        (raw, persons, q, timezone, weekStart, hogqlTestAccounts) => {
           const events = buildEvents(raw, persons);
           const project: ProjectSettings = {
             timezone,
@@ -331,6 +434,7 @@ describe('the columnar engine answers like the row engine', () => {
             test_account_filters: [
               { key: '$os', value: 'Linux', operator: 'is_not' },
               { key: 'plan', value: 'free', operator: 'is_not', type: 'person' },
+              ...(hogqlTestAccounts === undefined ? [] : [{ type: 'hogql', key: hogqlTestAccounts }]),
             ] as ProjectSettings['test_account_filters'],
           };
           const req = request(q);
