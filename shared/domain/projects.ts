@@ -1,7 +1,7 @@
 import { nowIso } from '../clock.ts';
 import { getProject, updateProjectSettings, type ProjectChanges, type ProjectRecord } from '../db/projects.ts';
 import { NotFound, ValidationError } from '../errors.ts';
-import { parseProperties } from '../trends/properties.ts';
+import { HOGQL, parseProperties } from '../trends/properties.ts';
 import type { ProjectSettings, PropertyFilter } from '../trends/types.ts';
 import type { MembershipRecord } from '../db/organizations.ts';
 
@@ -65,8 +65,8 @@ export async function updateProject(membership: MembershipRecord, projectId: num
   }
   if (input.week_start_day !== undefined) changes.week_start_day = input.week_start_day;
   if (input.test_account_filters !== undefined) {
-    // The same grammar the trend engine applies them with; a list is ANDed.
-    changes.test_account_filters = parseProperties(input.test_account_filters, 'test_account_filters').echo;
+    // The same grammar the trend engine applies them with (hogql filters included); a list is ANDed.
+    changes.test_account_filters = parseProperties(input.test_account_filters, 'test_account_filters', HOGQL).echo;
   }
   if (input.autocapture_opt_out !== undefined) changes.autocapture_opt_out = input.autocapture_opt_out;
   const updated = await updateProjectSettings(membership.organization_id, projectId, changes);

@@ -8,6 +8,7 @@ import { bucketDay, bucketLabel, type Period } from './dates.ts';
 import { evaluateFormula } from './formula.ts';
 import type { RowValues } from './math.ts';
 import { type SeriesModel, seriesId, type TrendsModel } from './model.ts';
+import { echoGroup } from './properties.ts';
 import { isoLocal } from './tz.ts';
 import {
   AGGREGATED_DISPLAYS,
@@ -80,7 +81,7 @@ function filterEcho(ctx: OutputContext, period: Period): TrendFilterEcho {
     insight: 'TRENDS',
     events: listed('events'),
     actions: listed('actions'),
-    properties: query.properties,
+    properties: echoGroup(query.properties),
     filter_test_accounts: query.filterTestAccounts,
     date_from: isoLocal(period.from, ctx.timezone),
     date_to: isoLocal(period.to, ctx.timezone),

@@ -137,10 +137,12 @@ function parseGroup(raw: Record<string, unknown>, attr: string, options: FilterO
 }
 
 /** Filters as echoed back: a hogql filter as sent (`{key, type: "hogql", value: null}`), without its parsed expression. */
-export function echoOf<T extends Item>(item: T): T | PropertyFilter {
-  if (isGroup(item)) return { ...item, values: item.values.map(echoOf) };
+export function echoOf(item: Item): PropertyFilter | PropertyGroup {
+  if (isGroup(item)) return echoGroup(item);
   return isHogQLFilter(item) ? { key: item.key, type: 'hogql', value: null } : item;
 }
+
+export const echoGroup = (group: PropertyGroup): PropertyGroup => ({ ...group, values: group.values.map(echoOf) });
 
 export function parseFilter(raw: Record<string, unknown>, attr: string): PropertyFilter;
 export function parseFilter(

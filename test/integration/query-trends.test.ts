@@ -248,3 +248,103 @@ describe('TrendsQuery errors', () => {
     expect(res.status).toBe(404);
   });
 });
+
+describe('TrendsQuery with HogQL expressions (issue 22)', () => {
+  const HOGQL_BATCH = [
+    ev('$pageview', 'a', '2024-03-10T09:00:00Z', {
+      $os: 'Mac',
+      $browser: 'Chrome',
+      $current_url: 'https://x.com/pricing',
+      price: 10,
+    }),
+    ev('$pageview', 'b', '2024-03-10T10:00:00Z', {
+      $os: 'Mac',
+      $browser: 'Safari',
+      $current_url: 'https://x.com/docs',
+      price: '20',
+    }),
+    ev('$pageview', 'c', '2024-03-11T09:00:00Z', {
+      $os: 'Windows',
+      $browser: 'Chrome',
+      $current_url: 'https://x.com/Pricing?plan=pro',
+      price: 'n/a',
+    }),
+    ev('$pageview', 'a', '2024-03-11T11:00:00Z', {
+      $os: 'Mac',
+      $browser: 'Chrome',
+      $current_url: 'https://x.com/blog',
+      price: 40,
+    }),
+    ev('$pageview', 'b', '2024-03-12T08:00:00Z', { $browser: 'Firefox', $current_url: 'https://x.com/pricing/team' }),
+  ];
+  let hc: Client;
+  let hogqlProject: number;
+  beforeAll(async () => {
+    const p = await newProject(api.as);
+    hc = api.as(p.key);
+    hogqlProject = p.projectId;
+    expect((await api.as().post('/batch', { api_key: p.token, batch: HOGQL_BATCH })).body.accepted).toBe(
+      HOGQL_BATCH.length,
+    );
+    await eventually(async () => {
+      const stored = await readRollups(hogqlProject, null, '2024-01-01T00', '2024-12-31T23');
+      expect([...stored.values()].reduce((a, b) => a + b, 0)).toBe(HOGQL_BATCH.length);
+    });
+  });
+  const trends = (q: Record<string, unknown>) =>
+    hc.post(`/api/environments/${hogqlProject}/query/`, {
+      query: { kind: 'TrendsQuery', dateRange: { date_from: '2024-03-10', date_to: '2024-03-12' }, ...q },
+    });
+  const breakdown = "concat(properties.$os, ' ', properties.$browser)";
+
+  it('breaks down by a HogQL expression (breakdown, or a one-entry breakdowns of type hogql)', async () => {
+    const expected = [
+      ['Mac Chrome', [1, 1, 0]],
+      [' Firefox', [0, 0, 1]],
+      ['Mac Safari', [1, 0, 0]],
+      ['Windows Chrome', [0, 1, 0]],
+    ];
+    const res = await trends({ series: [pageviews], breakdownFilter: { breakdown, breakdown_type: 'hogql' } });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.results.map((r: any) => [r.breakdown_value, r.data])).toEqual(expected);
+    const entries = await trends({
+      series: [pageviews],
+      breakdownFilter: { breakdowns: [{ type: 'hogql', property: breakdown }] },
+    });
+    expect(entries.status, JSON.stringify(entries.body)).toBe(200);
+    expect(entries.body.results.map((r: any) => [r.breakdown_value, r.data])).toEqual(expected);
+  });
+
+  it("filters with a hogql property filter (query and series properties): ILIKE '%/pricing%'", async () => {
+    const pricing = { type: 'hogql', key: "properties.$current_url ILIKE '%/pricing%'" };
+    const global = await trends({ series: [pageviews], properties: [pricing] });
+    expect(global.status, JSON.stringify(global.body)).toBe(200);
+    expect(global.body.results[0].data).toEqual([1, 1, 1]);
+    const series = await trends({ series: [{ ...pageviews, properties: [pricing] }] });
+    expect(series.body.results[0].count).toBe(3);
+  });
+
+  it('computes math hogql avg(toFloat(properties.price)) per bucket', async () => {
+    const res = await trends({
+      series: [{ ...pageviews, math: 'hogql', math_hogql: 'avg(toFloat(properties.price))' }],
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    // 10th: (10 + 20) / 2; 11th: 'n/a' is NULL, so 40; 12th: no price, 0.
+    expect(res.body.results[0].data).toEqual([15, 40, 0]);
+  });
+
+  it.each([
+    [{ breakdownFilter: { breakdown: 'nope(1)', breakdown_type: 'hogql' } }, 'query__breakdownFilter__breakdown'],
+    [
+      { breakdownFilter: { breakdowns: [{ type: 'hogql', property: 'sum(1)' }] } },
+      'query__breakdownFilter__breakdowns__0__property',
+    ],
+    [{ properties: [{ type: 'hogql', key: "properties.x ILIKE '" }] }, 'query__properties__0__key'],
+    [{ series: [{ ...pageviews, math: 'hogql', math_hogql: 'properties.price' }] }, 'query__series__0__math_hogql'],
+  ])('refuses %j: 400 on %s', async (q, attr) => {
+    const res = await trends({ series: [pageviews], ...q });
+    expect(res.status).toBe(400);
+    expectErrorShape(res.body);
+    expect(res.body).toMatchObject({ type: 'validation_error', attr });
+  });
+});

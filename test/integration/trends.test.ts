@@ -331,3 +331,125 @@ describe('trend in a project timezone across DST', () => {
     expect(raw.body.result[0].data).toEqual([2, 2, 1]);
   });
 });
+
+describe('HogQL expressions in a trend (issue 22)', () => {
+  let ctx: Ctx;
+  beforeAll(async () => {
+    ctx = await projectWithEvents([
+      ev('$pageview', 'a', '2024-03-10T09:00:00Z', {
+        $os: 'Mac',
+        $browser: 'Chrome',
+        $current_url: 'https://x.com/pricing',
+        price: 10,
+      }),
+      ev('$pageview', 'b', '2024-03-10T10:00:00Z', {
+        $os: 'Mac',
+        $browser: 'Safari',
+        $current_url: 'https://x.com/docs',
+        price: '20',
+      }),
+      ev('$pageview', 'c', '2024-03-11T09:00:00Z', {
+        $os: 'Windows',
+        $browser: 'Chrome',
+        $current_url: 'https://x.com/Pricing?plan=pro',
+        price: 'n/a',
+      }),
+      ev('$pageview', 'a', '2024-03-11T11:00:00Z', {
+        $os: 'Mac',
+        $browser: 'Chrome',
+        $current_url: 'https://x.com/blog',
+        price: 40,
+      }),
+      ev('$pageview', 'b', '2024-03-12T08:00:00Z', { $browser: 'Firefox', $current_url: 'https://x.com/pricing/team' }),
+      ev('purchase', 'a', '2024-03-12T09:00:00Z', { price: 99, $current_url: 'https://x.com/pricing' }),
+    ]);
+  });
+  const days = { date_from: '2024-03-10', date_to: '2024-03-12' };
+
+  it("breaks down by concat(properties.$os, ' ', properties.$browser): a missing $os is ''", async () => {
+    const breakdown = "concat(properties.$os, ' ', properties.$browser)";
+    const res = await ctx.c.post(ctx.path, {
+      events: [{ id: '$pageview' }],
+      breakdown,
+      breakdown_type: 'hogql',
+      ...days,
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    // Mac Chrome on the 10th and 11th; the rest once each, ties by label (' Firefox' sorts first).
+    expect(res.body.result.map((r: any) => [r.breakdown_value, r.data])).toEqual([
+      ['Mac Chrome', [1, 1, 0]],
+      [' Firefox', [0, 0, 1]],
+      ['Mac Safari', [1, 0, 0]],
+      ['Windows Chrome', [0, 1, 0]],
+    ]);
+    expect(res.body.result[0].filter).toMatchObject({ breakdown, breakdown_type: 'hogql' });
+  });
+
+  it("filters with properties.$current_url ILIKE '%/pricing%' (request, series and test-account filters)", async () => {
+    const pricing = { type: 'hogql', key: "properties.$current_url ILIKE '%/pricing%'" };
+    const global = await ctx.c.post(ctx.path, { events: [{ id: '$pageview' }], properties: [pricing], ...days });
+    expect(global.status, JSON.stringify(global.body)).toBe(200);
+    // /pricing on the 10th, /Pricing?plan=pro on the 11th (case-insensitive), /pricing/team on the 12th.
+    expect(global.body.result[0].data).toEqual([1, 1, 1]);
+    expect(global.body.result[0].filter.properties).toEqual({ type: 'AND', values: [{ ...pricing, value: null }] });
+    const series = await ctx.c.post(ctx.path, {
+      events: [
+        { id: '$pageview', properties: [pricing] },
+        { id: 'purchase', properties: [pricing] },
+      ],
+      ...days,
+    });
+    expect(series.body.result.map((r: any) => r.count)).toEqual([3, 1]);
+    const patched = await ctx.c.patch(`/api/environments/${ctx.projectId}/`, {
+      test_account_filters: [{ type: 'hogql', key: "properties.$browser != 'Safari'" }],
+    });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    const internal = await ctx.c.post(ctx.path, {
+      events: [{ id: '$pageview' }],
+      filter_test_accounts: true,
+      ...days,
+    });
+    expect(internal.status, JSON.stringify(internal.body)).toBe(200);
+    // b's Safari view on the 10th is an internal user's.
+    expect(internal.body.result[0].data).toEqual([1, 2, 1]);
+  });
+
+  it('computes math hogql avg(toFloat(properties.price)) per bucket, also broken down', async () => {
+    const series = [{ id: '$pageview', math: 'hogql', math_hogql: 'avg(toFloat(properties.price))' }];
+    const res = await ctx.c.post(ctx.path, { events: series, ...days });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    // 10th: (10 + 20) / 2; 11th: 'n/a' is NULL, so 40; 12th: no price, avg of nothing is 0.
+    expect(res.body.result[0].data).toEqual([15, 40, 0]);
+    expect(res.body.result[0].action).toMatchObject({ math: 'hogql' });
+    const byOs = await ctx.c.post(ctx.path, {
+      events: series,
+      breakdown: 'properties.$os',
+      breakdown_type: 'hogql',
+      display: 'ActionsTable',
+      ...days,
+    });
+    expect(byOs.body.result.map((r: any) => [r.breakdown_value, r.aggregated_value])).toEqual([
+      ['Mac', (10 + 20 + 40) / 3],
+      ['$$_posthog_breakdown_null_$$', 0],
+      ['Windows', 0],
+    ]);
+  });
+
+  it.each([
+    [{ breakdown: 'nope(properties.$os)', breakdown_type: 'hogql' }, 'breakdown', /Unsupported function "nope"/],
+    [{ breakdown: 'uuid', breakdown_type: 'hogql' }, 'breakdown', /uuid is not available in trends/],
+    [{ properties: [{ type: 'hogql', key: 'properties.$os =' }] }, 'properties__0__key', /./],
+    [
+      { events: [{ id: '$pageview', math: 'hogql', math_hogql: 'toFloat(properties.price)' }] },
+      'events__0__math_hogql',
+      /must aggregate/,
+    ],
+    [{ events: [{ id: '$pageview', math: 'hogql' }] }, 'events__0__math_hogql', /needs a math_hogql/],
+  ])('refuses %j with a 400 on %s', async (body, attr, detail) => {
+    const res = await ctx.c.post(ctx.path, { events: [{ id: '$pageview' }], ...days, ...body });
+    expect(res.status).toBe(400);
+    expectErrorShape(res.body);
+    expect(res.body.attr).toBe(attr);
+    expect(res.body.detail).toMatch(detail);
+  });
+});
