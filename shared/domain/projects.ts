@@ -1,7 +1,8 @@
 import { nowIso } from '../clock.ts';
 import { getProject, updateProjectSettings, type ProjectChanges, type ProjectRecord } from '../db/projects.ts';
 import { NotFound, ValidationError } from '../errors.ts';
-import { HOGQL, parseProperties } from '../trends/properties.ts';
+import { HOGQL } from '../trends/hogql.ts';
+import { parseProperties } from '../trends/properties.ts';
 import type { ProjectSettings, PropertyFilter } from '../trends/types.ts';
 import type { MembershipRecord } from '../db/organizations.ts';
 

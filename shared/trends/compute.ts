@@ -22,10 +22,10 @@ import {
   tooManyBuckets,
 } from './limits.ts';
 import { fieldsOf } from '#shared/hogql/index.ts';
-import { propertyKeysOf, readsActors } from './hogql.ts';
+import { HOGQL, propertyKeysOf, readsActors } from './hogql.ts';
 import { windowDays } from './math.ts';
 import type { ActionsSeries, TrendsModel } from './model.ts';
-import { type FilterOptions, HOGQL, parseFilter } from './properties.ts';
+import { type FilterOptions, parseFilter } from './properties.ts';
 import { isValidTimeZone } from './tz.ts';
 import {
   ACTIVE_USER_MATHS,

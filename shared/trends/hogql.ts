@@ -5,6 +5,7 @@
  */
 import { ValidationError } from '#shared/errors.ts';
 import { CATALOG, type Expr, fieldsOf, type HogValue, parseExpr } from '#shared/hogql/index.ts';
+import type { FilterOptions } from './properties.ts';
 
 /**
  * Where a field is read from. `null`: a field this engine has no column for (uuid, person.created_at):
@@ -82,3 +83,6 @@ export function parseTrendExpr(text: unknown, attr: string, kind: 'value' | 'agg
     );
   return expr;
 }
+
+/** Trends evaluate `type: "hogql"` filters (request, series and test-account filters; a project stores the latter). */
+export const HOGQL: FilterOptions = { hogql: (text, attr) => parseTrendExpr(text, attr, 'value') };

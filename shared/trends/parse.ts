@@ -10,10 +10,10 @@ import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/json.ts';
 import { type Expr, unalias } from '#shared/hogql/index.ts';
 import { parseDateExpression, relativeParts } from './dates.ts';
 import { parseFormula } from './formula.ts';
-import { parseTrendExpr } from './hogql.ts';
+import { HOGQL, parseTrendExpr } from './hogql.ts';
 import { checkBreakdownLimit, checkEarliestYear, checkRelativeReach, checkSeriesCount, MAX_SERIES } from './limits.ts';
 import type { BreakdownModel, ModelAttrs, SeriesModel, TrendsModel } from './model.ts';
-import { HOGQL, parseProperties } from './properties.ts';
+import { parseProperties } from './properties.ts';
 import {
   COUNT_PER_ACTOR_MATHS,
   PROPERTY_MATHS,

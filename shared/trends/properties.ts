@@ -4,9 +4,9 @@
  */
 import { RE2JS } from 're2js';
 import { textOf, ValidationError } from '#shared/errors.ts';
+import type { Expr } from '#shared/hogql/ast.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/json.ts';
 import { type DateContext, parseDateExpression, resolveExpression } from './dates.ts';
-import { parseTrendExpr } from './hogql.ts';
 import { endOfLocalDay, fromLocal } from './tz.ts';
 import {
   type HogQLPropertyFilter,
@@ -55,11 +55,13 @@ const UNSUPPORTED_TYPES: Record<string, string> = {
 
 /** Where filters are read: `hogql` when the reader evaluates `{"type": "hogql", "key": <expression>}` filters (trends). */
 export interface FilterOptions {
-  hogql?: boolean;
+  /**
+   * Parses a `{"type": "hogql", "key": <expression>}` filter's expression (trends: hogql.ts HOGQL);
+   * without it such filters are a 400. Passed in, so this file does not import the HogQL library,
+   * which imports compileRegex from here.
+   */
+  hogql?: (text: string, attr: string) => Expr;
 }
-
-/** Trends evaluate `type: "hogql"` filters (request, series and test-account filters; a project stores the latter). */
-export const HOGQL: FilterOptions = { hogql: true };
 
 export const EMPTY_GROUP: PropertyGroup = { type: 'AND', values: [] };
 
@@ -163,7 +165,7 @@ export function parseFilter(
     return {
       type: 'hogql',
       key: raw.key,
-      expr: parseTrendExpr(raw.key, `${attr}__key`, 'value'),
+      expr: options.hogql(raw.key, `${attr}__key`),
       attr: `${attr}__key`,
     };
   if (Object.hasOwn(UNSUPPORTED_TYPES, type)) throw new ValidationError(UNSUPPORTED_TYPES[type]!, `${attr}__type`);

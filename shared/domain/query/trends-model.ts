@@ -17,7 +17,8 @@ import {
   parseInterval,
   seriesModel,
 } from '../../trends/parse.ts';
-import { HOGQL, parseProperties } from '../../trends/properties.ts';
+import { HOGQL } from '../../trends/hogql.ts';
+import { parseProperties } from '../../trends/properties.ts';
 import { COUNT_PER_ACTOR_MATHS, type Display, PROPERTY_MATHS } from '../../trends/types.ts';
 
 const Q = 'query';

@@ -6,7 +6,8 @@
 import { indexActions, periodsFor, projectContext, readFrom, resolveDateRange } from '#shared/trends/compute.ts';
 import type { DateContext, Period } from '#shared/trends/dates.ts';
 import { buildResponse, type PeriodResult } from '#shared/trends/output.ts';
-import { type EventPredicate, HOGQL, parseFilter } from '#shared/trends/properties.ts';
+import { HOGQL } from '#shared/trends/hogql.ts';
+import { type EventPredicate, parseFilter } from '#shared/trends/properties.ts';
 import type { SeriesModel, TrendsModel } from '#shared/trends/model.ts';
 import type {
   ActionDefinition,
