@@ -350,6 +350,9 @@ function repeat(runs: number, once: () => Measured): Measured {
 }
 
 const sameAnswer = (a: TrendResponse, b: TrendResponse) => JSON.stringify(a) === JSON.stringify(b);
+/** The numbers of an answer, without the echo of the request (a HogQL filter and its plain twin are echoed as sent). */
+const numbersOf = (r: TrendResponse) =>
+  JSON.stringify(r.result.map((s) => [s.breakdown_value, s.data, s.count, s.aggregated_value]));
 
 // ---------------------------------------------------------------------------------------------
 // DuckDB, when installed
@@ -511,7 +514,7 @@ export const engineBenchmark: Benchmark = {
         if (q.plain) {
           const plainMs = columnarMs.get(`${q.plain.id}:${n}`)!;
           const vsPlain = col.ms / plainMs;
-          if (q.plain.sameAnswer && !sameAnswer(col.response, answers.get(q.plain.id)!))
+          if (q.plain.sameAnswer && numbersOf(col.response) !== numbersOf(answers.get(q.plain.id)!))
             errors.push(`(${q.id}) at ${label(n)}: answers differently from (${q.plain.id})`);
           rows.push({
             benchmark: 'engine',

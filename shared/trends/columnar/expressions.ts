@@ -225,44 +225,79 @@ export function valuesOf(expr: ColumnExpr, batch: ColumnBatch): ValueColumn {
   return tupleValues(fields, run);
 }
 
-/** Tuple keys up to this many get a dense slot table (4 MB) instead of a hash map. */
-const DENSE_TUPLES = 1 << 20;
+/** Tuple keys up to this many are the table's index themselves (a table of that many entries, most of them unused). */
+const DENSE_TUPLES = 1 << 16;
 
-/** Several dimensions: one evaluation per distinct tuple of their entries, the tuple's key a mixed-radix number. */
+/**
+ * Several dimensions: one evaluation per distinct tuple of their entries. A tuple's key is a
+ * mixed-radix number of its entries; when the keys are few, a row's key is its index into the table
+ * (one pass of integer arithmetic over the rows, then one evaluation per key that occurs), else a
+ * hash memo maps keys to table slots.
+ */
 function tupleValues(fields: BatchFields, run: () => HogValue): ValueColumn {
-  const { dims, at, batch } = fields;
-  const n = batch.n;
+  const { dims } = fields;
   let radix = 1;
   for (const d of dims) radix *= d.size;
+  return radix <= DENSE_TUPLES ? denseTuples(fields, run, radix) : hashedTuples(fields, run, radix);
+}
+
+function denseTuples(fields: BatchFields, run: () => HogValue, radix: number): ValueColumn {
+  const { dims, at, batch } = fields;
+  const n = batch.n;
+  const indexes = new Uint32Array(n);
+  const seen = new Uint8Array(radix);
+  if (dims.length === 2) {
+    // The common case (two columns): one multiply-add per row.
+    const a = dims[0]!.indexes;
+    const b = dims[1]!.indexes;
+    const size = dims[0]!.size;
+    for (let i = 0; i < n; i += 1) {
+      const key = (b === null ? 0 : b[i]!) * size + (a === null ? 0 : a[i]!);
+      indexes[i] = key;
+      seen[key] = 1;
+    }
+  } else {
+    for (let i = 0; i < n; i += 1) {
+      let key = 0;
+      for (let d = dims.length - 1; d >= 0; d -= 1) key = key * dims[d]!.size + (dims[d]!.indexes?.[i] ?? 0);
+      indexes[i] = key;
+      seen[key] = 1;
+    }
+  }
+  const table = new Array<HogValue>(radix).fill(null);
+  for (let key = 0; key < radix; key += 1) {
+    if (seen[key] === 0) continue;
+    let rest = key;
+    for (let d = 0; d < dims.length; d += 1) {
+      at[d] = rest % dims[d]!.size;
+      rest = Math.floor(rest / dims[d]!.size);
+    }
+    table[key] = run();
+  }
+  return { table, indexes };
+}
+
+function hashedTuples(fields: BatchFields, run: () => HogValue, radix: number): ValueColumn {
+  const { dims, at, batch } = fields;
+  const n = batch.n;
   // Beyond exact doubles (several huge dictionaries) the key would collide: evaluate per row instead.
   const exact = radix <= Number.MAX_SAFE_INTEGER;
-  const dense = radix <= DENSE_TUPLES ? new Int32Array(radix).fill(-1) : null;
   const memo = new Map<number, number>();
   const table: HogValue[] = [];
   const indexes = new Uint32Array(n);
-  const columns = dims.map((d) => d.indexes);
-  const sizes = dims.map((d) => d.size);
-  const last = dims.length - 1;
   for (let i = 0; i < n; i += 1) {
     let key = 0;
-    for (let d = last; d >= 0; d -= 1) key = key * sizes[d]! + (columns[d]?.[i] ?? 0);
-    if (dense !== null) {
-      const found = dense[key]!;
-      if (found >= 0) {
-        indexes[i] = found;
-        continue;
-      }
-    } else if (exact) {
+    for (let d = dims.length - 1; d >= 0; d -= 1) key = key * dims[d]!.size + (dims[d]!.indexes?.[i] ?? 0);
+    if (exact) {
       const found = memo.get(key);
       if (found !== undefined) {
         indexes[i] = found;
         continue;
       }
     }
-    for (let d = 0; d <= last; d += 1) at[d] = columns[d]?.[i] ?? 0;
+    for (let d = 0; d < dims.length; d += 1) at[d] = dims[d]!.indexes?.[i] ?? 0;
     const slot = table.push(run()) - 1;
-    if (dense !== null) dense[key] = slot;
-    else if (exact && memo.size < EXPR_MEMO_LIMIT) memo.set(key, slot);
+    if (exact && memo.size < EXPR_MEMO_LIMIT) memo.set(key, slot);
     indexes[i] = slot;
   }
   return { table, indexes };
