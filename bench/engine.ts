@@ -2,7 +2,7 @@
  * `npm run bench -- engine`: the trend engine in-process (no DynamoDB), on compacted day segments of
  * the trends benchmark's synthetic events (bench/trends.ts generator: 30 days, 2,000 distinct ids,
  * segments per (UTC day, event name) in chunks of 50k events, persons with a `plan` property).
- * Four queries, each at BENCH_ENGINE_SIZES events (default 100k and 1M; add 10M with
+ * Eight queries, each at BENCH_ENGINE_SIZES events (default 100k and 1M; add 10M with
  * `BENCH_ENGINE_SIZES=100000,1000000,10000000`):
  *   (a) filtered + breakdown count: $pageview, $browser in 3 values, breakdown $os, by day;
  *   (b) dau with a person-property filter (plan = pro);

@@ -92,6 +92,15 @@ describe('which trends need persons', () => {
     ['a person breakdown', { ...pageviews(), breakdown: 'plan', breakdown_type: 'person' }],
     ['a hogql person breakdown', { ...pageviews(), breakdown: 'person.properties.plan', breakdown_type: 'hogql' }],
     ['an action step with a person filter', { actions: [{ id: 1 }], ...base }],
+    [
+      'a hogql filter on a person property',
+      pageviews({ properties: [{ type: 'hogql', key: "person.properties.plan = 'pro'" }] }),
+    ],
+    [
+      'a hogql breakdown over person_id',
+      { ...pageviews(), breakdown: "concat('person ', person_id)", breakdown_type: 'hogql' },
+    ],
+    ['math hogql counting distinct persons', pageviews({ math: 'hogql', math_hogql: 'count(DISTINCT person_id)' })],
   ])('%s: needs persons, and the answer changes without them', (_name, request) => {
     const query = parseTrendRequest(request);
     expect(needsPersons(query, project(), ACTIONS)).toBe(true);
@@ -171,6 +180,28 @@ describe('which event properties a trend uses', () => {
       project(),
     ],
     ['action with event filters', { actions: [{ id: 2 }], ...base }, project()],
+    [
+      'a hogql filter over two properties',
+      pageviews({
+        properties: [{ type: 'hogql', key: "properties.$browser = 'Chrome' AND toFloat(properties.amount) > 4" }],
+      }),
+      project(),
+    ],
+    [
+      'a hogql breakdown over two properties',
+      {
+        ...pageviews(),
+        breakdown: "concat(properties.$browser, '-', toString(properties.amount))",
+        breakdown_type: 'hogql',
+      },
+      project(),
+    ],
+    ['math hogql', pageviews({ math: 'hogql', math_hogql: 'sum(toFloat(properties.amount))' }), project()],
+    [
+      'a hogql test-account filter',
+      { ...pageviews(), filter_test_accounts: true },
+      project('UTC', 0, [{ type: 'hogql', key: "properties.$browser != 'Safari'" }] as never),
+    ],
     ['event test-account filters', { ...pageviews(), filter_test_accounts: true }, eventTestFilters],
     ['dau with a filter', pageviews({ math: 'dau', properties: [{ key: '$browser', value: 'Chrome' }] }), project()],
     [
@@ -218,5 +249,19 @@ describe('which event properties a trend uses', () => {
       breakdown: '$browser',
     });
     expect(eventPropertiesUsed(q, project(), [])).toEqual(['$browser', '$os', 'amount']);
+  });
+
+  it('lists the columns HogQL expressions read: nested properties by their top-level key, $session_id, elements_chain', () => {
+    const q = parseTrendRequest({
+      ...pageviews({
+        math: 'hogql',
+        math_hogql: 'avg(toFloat(properties.price.amount))',
+        properties: [{ type: 'hogql', key: "elements_chain != '' OR $session_id IS NOT NULL" }],
+      }),
+      breakdown: 'concat(properties.$os, person.properties.plan)',
+      breakdown_type: 'hogql',
+    });
+    expect(eventPropertiesUsed(q, project(), [])).toEqual(['$elements_chain', '$os', '$session_id', 'price']);
+    expect(needsPersons(q, project(), [])).toBe(true);
   });
 });
