@@ -1,0 +1,288 @@
+/**
+ * What EventsQuery and ActorsQuery share of HogQL (shared/hogql/): parsing a column, a filter or an
+ * order with the caller's attr, the fields each query may read, turning values into JSON cells and
+ * ClickHouse type names, ordering values as ClickHouse does, and keeping the top rows of an order in
+ * bounded memory. No I/O.
+ */
+import { ValidationError } from '../../errors.ts';
+import type { Expr } from '../../hogql/ast.ts';
+import { fieldsOf, hasAggregate, parseExpr, parseOrderExpr, parseSelectColumn } from '../../hogql/index.ts';
+import { HogDate, HogDateTime, HogTuple, type HogValue } from '../../hogql/values.ts';
+import { isoLocal } from '../../trends/tz.ts';
+
+/** A field path a query can read, or a sentence saying why not (then a 400 on the expression's attr). */
+export type FieldRule = (chain: readonly string[]) => string | undefined;
+
+/** The fields of an event row (PostHog's events table, as this service stores events). */
+export const EVENT_FIELDS =
+  'event, timestamp, distinct_id, uuid, person_id, $session_id, elements_chain, properties.<key>, person.properties.<key>, person.created_at';
+
+export const eventFieldRule: FieldRule = (chain) => {
+  const [head, second] = chain;
+  if (head === 'properties' && chain.length > 1) return undefined;
+  if (
+    chain.length === 1 &&
+    ['event', 'timestamp', 'distinct_id', 'uuid', 'person_id', '$session_id', 'elements_chain'].includes(head!)
+  )
+    return undefined;
+  if (head === 'person' && second === 'properties' && chain.length > 2) return undefined;
+  if (head === 'person' && chain.length === 2 && (second === 'created_at' || second === 'id')) return undefined;
+  return `Unknown field "${chain.join('.').slice(0, 100)}": an EventsQuery reads ${EVENT_FIELDS}.`;
+};
+
+/** Every field an expression reads, checked against the query's fields (400 on the first one it lacks). */
+export function checkFields(expr: Expr, rule: FieldRule, attr: string): string[][] {
+  const fields = fieldsOf(expr).map((chain) => [...chain]);
+  for (const chain of fields) {
+    const refusal = rule(chain);
+    if (refusal) throw new ValidationError(refusal, attr);
+  }
+  return fields;
+}
+
+/** PostHog labels a column with a trailing comment (`person_display_name -- Person`): the text before it. */
+export const expressionOf = (raw: string) => raw.split('--')[0]!.trim();
+
+/** A select entry: its expression (an `AS` alias taken off), and the alias when it has one. */
+export interface ParsedColumn {
+  expr: Expr;
+  alias?: string;
+  aggregate: boolean;
+  fields: string[][];
+}
+
+export function parseColumn(raw: string, rule: FieldRule, attr: string): ParsedColumn {
+  let expr = parseSelectColumn(raw, attr);
+  let alias: string | undefined;
+  while (expr.kind === 'alias') {
+    // A `-- label` comment is a display label, not a name the answer's columns take (PostHog keeps the text as sent).
+    if (alias === undefined && !isCommentLabel(raw, expr.alias)) alias = expr.alias;
+    expr = expr.expr;
+  }
+  return { expr, alias, aggregate: hasAggregate(expr), fields: checkFields(expr, rule, attr) };
+}
+
+/** Whether the alias is only the trailing `-- label` of the text (no `AS` before it gave a name). */
+function isCommentLabel(raw: string, alias: string): boolean {
+  const at = raw.lastIndexOf('--');
+  return at >= 0 && raw.slice(at + 2).trim() === alias && !/\sAS\s/i.test(raw.slice(0, at));
+}
+
+/** A boolean expression (an entry of `where`). */
+export function parseCondition(raw: string, rule: FieldRule, attr: string): ParsedColumn {
+  const expr = parseExpr(raw, attr);
+  return { expr, aggregate: hasAggregate(expr), fields: checkFields(expr, rule, attr) };
+}
+
+/** An `orderBy` entry: an expression and its direction (ASC unless said). */
+export interface OrderTerm {
+  expr: Expr;
+  descending: boolean;
+  aggregate: boolean;
+  fields: string[][];
+}
+
+export function parseOrderTerm(raw: string, rule: FieldRule, attr: string): OrderTerm {
+  const order = parseOrderExpr(raw, attr);
+  let expr = order.expr;
+  while (expr.kind === 'alias') expr = expr.expr;
+  return {
+    expr,
+    descending: order.direction === 'DESC',
+    aggregate: hasAggregate(expr),
+    fields: checkFields(expr, rule, attr),
+  };
+}
+
+/** A field node reading exactly `chain`. */
+export const isField = (expr: Expr, ...chain: string[]) =>
+  expr.kind === 'field' && expr.chain.length === chain.length && chain.every((c, i) => expr.chain[i] === c);
+
+/** A WHERE / HAVING result keeps the row when it is true or a non-zero number (ClickHouse's UInt8 filter); null drops it. */
+export const truthy = (v: HogValue) => v === true || (typeof v === 'number' && v !== 0 && !Number.isNaN(v));
+
+/** A property value (JSON) as HogQL reads it: scalars as they are, objects and arrays as their JSON text. */
+export function jsonValue(v: unknown): HogValue {
+  if (v === undefined || v === null) return null;
+  if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') return v;
+  return JSON.stringify(v) ?? null;
+}
+
+/** `properties.a.b...`: the value at the key path (a nested key of an object value), null when absent. */
+export function propertyPathValue(properties: Record<string, unknown> | undefined, path: readonly string[]): HogValue {
+  let value: unknown = properties;
+  for (const key of path) {
+    if (typeof value === 'string' && value.startsWith('{')) {
+      try {
+        value = JSON.parse(value);
+      } catch {
+        return null;
+      }
+    }
+    if (!value || typeof value !== 'object' || Array.isArray(value) || !Object.hasOwn(value, key)) return null;
+    value = (value as Record<string, unknown>)[key];
+  }
+  return jsonValue(value);
+}
+
+const pad = (n: number, width = 2) => String(n).padStart(width, '0');
+
+/**
+ * A value as a JSON cell of an answer: DateTime as ISO 8601 in its time zone (as PostHog's answers
+ * give them), Date as `YYYY-MM-DD`, tuples as arrays, NaN and infinities as null (JSON has neither).
+ */
+export function cellOf(v: HogValue): unknown {
+  if (v === null || typeof v === 'string' || typeof v === 'boolean') return v;
+  if (typeof v === 'number') return Number.isFinite(v) ? v : null;
+  if (v instanceof HogDateTime) return Number.isFinite(v.ms) ? isoLocal(v.ms, v.timezone) : null;
+  if (v instanceof HogDate) {
+    const d = new Date(v.days * 86_400_000);
+    return `${pad(d.getUTCFullYear(), 4)}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}`;
+  }
+  if (v instanceof HogTuple) return v.items.map(cellOf);
+  return (v as readonly HogValue[]).map(cellOf);
+}
+
+/** Functions whose ClickHouse result type does not depend on the values. */
+const RESULT_TYPES: Record<string, string> = {
+  count: 'UInt64',
+  countIf: 'UInt64',
+  uniq: 'UInt64',
+  uniqExact: 'UInt64',
+  avg: 'Float64',
+  avgIf: 'Float64',
+  median: 'Float64',
+  quantile: 'Float64',
+  toFloat: 'Float64',
+  toInt: 'Int64',
+  toString: 'String',
+  concat: 'String',
+  lower: 'String',
+  upper: 'String',
+  toUnixTimestamp: 'UInt32',
+  length: 'UInt64',
+};
+
+/**
+ * The ClickHouse type name of a column: from the function when its type is fixed, else from the
+ * values answered (integers Int64, other numbers Float64, text String, DateTime64(6, '<zone>'),
+ * Date, Bool, Array(...), Tuple(...)), `Nullable(...)` when a value is null.
+ */
+export function typeOf(expr: Expr, values: readonly HogValue[]): string {
+  const fixed = expr.kind === 'call' ? RESULT_TYPES[expr.name] : undefined;
+  const nullable = values.some((v) => v === null);
+  if (fixed) return nullable ? `Nullable(${fixed})` : fixed;
+  const base = valuesType(values.filter((v) => v !== null));
+  return nullable || base === undefined ? `Nullable(${base ?? 'Nothing'})` : base;
+}
+
+function valuesType(values: readonly HogValue[]): string | undefined {
+  const kinds = new Set(values.map(valueType));
+  if (kinds.size === 0) return undefined;
+  if (kinds.size === 1) return [...kinds][0];
+  if ([...kinds].every((k) => k === 'Int64' || k === 'Float64')) return 'Float64';
+  return 'String';
+}
+
+function valueType(v: HogValue): string {
+  if (typeof v === 'string') return 'String';
+  if (typeof v === 'boolean') return 'Bool';
+  if (typeof v === 'number') return Number.isInteger(v) ? 'Int64' : 'Float64';
+  if (v instanceof HogDateTime) return `DateTime64(6, '${v.timezone}')`;
+  if (v instanceof HogDate) return 'Date';
+  if (v instanceof HogTuple)
+    return `Tuple(${v.items.map((i) => (i === null ? 'Nullable(Nothing)' : valueType(i))).join(', ')})`;
+  const items = (v as readonly HogValue[]).filter((i) => i !== null);
+  return `Array(${valuesType(items) ?? 'Nothing'})`;
+}
+
+const RANK_NUMBER = 0;
+const RANK_TEXT = 1;
+const RANK_TIME = 2;
+const RANK_LIST = 3;
+
+function rankOf(v: Exclude<HogValue, null>): number {
+  if (typeof v === 'number' || typeof v === 'boolean') return RANK_NUMBER;
+  if (typeof v === 'string') return RANK_TEXT;
+  if (v instanceof HogDateTime || v instanceof HogDate) return RANK_TIME;
+  return RANK_LIST;
+}
+
+const timeOf = (v: HogDateTime | HogDate) => (v instanceof HogDateTime ? v.ms : v.days * 86_400_000);
+
+/**
+ * ClickHouse's order of two non-null values: numbers (booleans as 0/1) by value, text by bytes,
+ * dates and times by instant, arrays and tuples item by item. Values of different kinds (a
+ * property holding numbers and text) order numbers first, then text, then times, then lists.
+ */
+export function compareValues(a: Exclude<HogValue, null>, b: Exclude<HogValue, null>): number {
+  const ra = rankOf(a);
+  const rb = rankOf(b);
+  if (ra !== rb) return ra - rb;
+  if (ra === RANK_NUMBER) {
+    const x = Number(a);
+    const y = Number(b);
+    return Number.isNaN(x) ? (Number.isNaN(y) ? 0 : 1) : Number.isNaN(y) ? -1 : x - y;
+  }
+  if (ra === RANK_TEXT) return a < b ? -1 : a > b ? 1 : 0;
+  if (ra === RANK_TIME) return timeOf(a as HogDateTime | HogDate) - timeOf(b as HogDateTime | HogDate);
+  const xs = a instanceof HogTuple ? a.items : (a as readonly HogValue[]);
+  const ys = b instanceof HogTuple ? b.items : (b as readonly HogValue[]);
+  for (let i = 0; i < Math.min(xs.length, ys.length); i += 1) {
+    const c = compareNullsLast(xs[i]!, ys[i]!);
+    if (c !== 0) return c;
+  }
+  return xs.length - ys.length;
+}
+
+function compareNullsLast(a: HogValue, b: HogValue): number {
+  if (a === null || b === null) return a === b ? 0 : a === null ? 1 : -1;
+  return compareValues(a, b);
+}
+
+/** Compares two rows' order keys term by term, each in its direction, nulls last either way (ClickHouse's default). */
+export function compareKeys(
+  descending: readonly boolean[],
+): (a: readonly HogValue[], b: readonly HogValue[]) => number {
+  return (a, b) => {
+    for (let i = 0; i < descending.length; i += 1) {
+      const x = a[i]!;
+      const y = b[i]!;
+      if (x === null || y === null) {
+        if (x === y) continue;
+        return x === null ? 1 : -1;
+      }
+      const c = compareValues(x, y);
+      if (c !== 0) return descending[i] ? -c : c;
+    }
+    return 0;
+  };
+}
+
+/**
+ * The first `k` items of an order, in memory proportional to k whatever the number pushed: items
+ * gather up to 2k, then are sorted and cut back to k (n log k work in all).
+ */
+export class TopK<T> {
+  private items: T[] = [];
+  constructor(
+    private readonly k: number,
+    private readonly compare: (a: T, b: T) => number,
+  ) {}
+
+  push(item: T): void {
+    this.items.push(item);
+    if (this.items.length >= 2 * Math.max(this.k, 1)) this.trim();
+  }
+
+  private trim(): void {
+    this.items.sort(this.compare);
+    this.items.length = Math.min(this.items.length, this.k);
+  }
+
+  /** The kept items, in order. */
+  sorted(): T[] {
+    this.trim();
+    return this.items;
+  }
+}
