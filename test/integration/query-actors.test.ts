@@ -275,7 +275,14 @@ describe('ActorsQuery over persons', () => {
       '2024-01-01T00:00:00+00:00',
       false,
     ]);
-    expect(body.results[3]).toEqual([1_000_003, 'free-', 'person3@example.com', null, '2024-01-01T00:00:00+00:00', true]);
+    expect(body.results[3]).toEqual([
+      1_000_003,
+      'free-',
+      'person3@example.com',
+      null,
+      '2024-01-01T00:00:00+00:00',
+      true,
+    ]);
     expect(body.types).toEqual(['Int64', 'String', 'String', 'Nullable(Int64)', "DateTime64(6, 'UTC')", 'Bool']);
   });
 
