@@ -14,7 +14,6 @@ import { type EvalContext, HogDate, HogDateTime, HogTuple, type HogValue } from 
 import {
   cellOf,
   expressionOf,
-  type FieldRule,
   type ParsedColumn,
   parseColumn,
   parseOrderTerm,
@@ -45,15 +44,8 @@ type Column =
 // Columns and orders: PostHog's named columns, and HogQL expressions over the person's fields
 // ---------------------------------------------------------------------------------------------
 
-/** The fields of a person an expression reads, each also with a `person.` prefix. */
-const PERSON_FIELDS = 'id, uuid, created_at, is_identified, properties.<key> (each also with a person. prefix)';
-
-const personFieldRule: FieldRule = (chain) => {
-  const rest = chain[0] === 'person' && chain.length > 1 ? chain.slice(1) : chain;
-  if (rest[0] === 'properties' && rest.length > 1) return undefined;
-  if (rest.length === 1 && ['id', 'uuid', 'created_at', 'is_identified'].includes(rest[0]!)) return undefined;
-  return `Unknown field "${chain.join('.').slice(0, 100)}": an ActorsQuery over persons reads ${PERSON_FIELDS}.`;
-};
+/** The fields of a person an expression reads. */
+const PERSON_FIELDS = 'id, created_at, is_identified, properties.<key> (each also with a person. prefix)';
 
 /** The row adapter expressions read a person through (times in the project's time zone). */
 function personReader(p: PersonRecord, tz: string): FieldReader {
@@ -156,7 +148,7 @@ function columnOf(raw: string, i: number, ctx: EvalContext): Column {
   const path = propertyPath(expr);
   if (path) return { value: (p) => propertyAt(p, path), type: 'Nullable(String)' };
   const attr = `query__select__${i}`;
-  const parsed = parseColumn(raw, personFieldRule, attr);
+  const parsed = parseColumn(raw, 'persons', attr);
   const value = expressionOver(raw, parsed, attr, ctx);
   return { value, expr: parsed.expr };
 }
@@ -194,7 +186,7 @@ function termOf(raw: string, i: number, ctx: EvalContext): Term | 'created_at' {
   const path = propertyPath(expr);
   if (path) return { ascending, text, value: (p) => propertyAt(p, path) };
   const attr = `query__orderBy__${i}`;
-  const term = parseOrderTerm(raw, personFieldRule, attr);
+  const term = parseOrderTerm(raw, 'persons', attr);
   const value = expressionOver(raw, { ...term, alias: undefined }, attr, ctx);
   return {
     ascending: !term.descending,

@@ -19,7 +19,6 @@ import { endOfLocalDay, endOfLocalHour, startOfLocalDay, startOfLocalHour } from
 import {
   cellOf,
   compareKeys,
-  eventFieldRule,
   expressionOf,
   isField,
   type OrderTerm,
@@ -61,7 +60,7 @@ export function parseSelect(select: readonly string[] | undefined): EventsColumn
     if (bare === '*') return { kind: 'star', label: text };
     if (bare === 'person') return { kind: 'person', label: text };
     const attr = `query__select__${i}`;
-    const column = parseColumn(text, eventFieldRule, attr);
+    const column = parseColumn(text, 'events', attr);
     // PostHog names an aliased column by its alias, any other by the text as sent.
     return { kind: 'expr', label: column.alias ?? text, ...column, attr };
   });
@@ -85,7 +84,7 @@ export function parseWhere(where: readonly string[] | null | undefined): Conditi
     throw new ValidationError(`At most ${MAX_WHERE_EXPRESSIONS} "where" expressions.`, 'query__where');
   return where.map((text, i) => {
     const attr = `query__where__${i}`;
-    return { ...parseCondition(text, eventFieldRule, attr), attr };
+    return { ...parseCondition(text, 'events', attr), attr };
   });
 }
 
@@ -118,12 +117,8 @@ export function parseOrder(
   if (orderBy?.length)
     terms = orderBy.map((text, i) => {
       const attr = `query__orderBy__${i}`;
-      const term = parseOrderTerm(text, eventFieldRule, attr);
-      const named = term.expr.kind === 'field' && term.expr.chain.length === 1 ? term.expr.chain[0] : undefined;
-      const aliased = named === undefined ? undefined : exprColumns.find(({ c }) => c.label === named);
-      return aliased
-        ? { ...term, expr: aliased.c.expr, aggregate: aliased.c.aggregate, fields: aliased.c.fields, attr }
-        : { ...term, attr };
+      const aliased = (name: string) => exprColumns.find(({ c }) => c.label === name)?.c;
+      return { ...parseOrderTerm(text, 'events', attr, aliased), attr };
     });
   else if (!aggregated)
     terms = [

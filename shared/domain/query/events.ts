@@ -315,6 +315,8 @@ async function orderedRows(plan: Plan): Promise<{ results: unknown[][]; hasMore:
         .splice(0, MAX_DAYS_AT_ONCE)
         .map((day) => readDayEventsInOrder(projectId, day, name, range, Number.POSITIVE_INFINITY, keep, budget)),
     );
+    // Days read side by side may each take a page of the budget: what was read past it is over the cap too.
+    if (budget.items < 0) throw tooManyEvents(cap);
     for (const read of reads) {
       if (!read.complete) throw tooManyEvents(cap);
       const events = read.events.map(asFound);

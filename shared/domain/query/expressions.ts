@@ -6,44 +6,48 @@
  */
 import { ValidationError } from '../../errors.ts';
 import type { Expr } from '../../hogql/ast.ts';
-import { fieldsOf, hasAggregate, parseExpr, parseOrderExpr, parseSelectColumn } from '../../hogql/index.ts';
+import { CATALOG } from '../../hogql/functions/index.ts';
+import {
+  checkExpr,
+  fieldsOf,
+  hasAggregate,
+  parseExpr,
+  parseOrderExpr,
+  parseSelectColumn,
+  type Scope,
+  unalias,
+} from '../../hogql/index.ts';
 import { HogDate, HogDateTime, HogTuple, type HogValue } from '../../hogql/values.ts';
 import { isoLocal } from '../../trends/tz.ts';
 
-/** A field path a query can read, or a sentence saying why not (then a 400 on the expression's attr). */
-export type FieldRule = (chain: readonly string[]) => string | undefined;
+/** `events`: an EventsQuery's rows; `persons`: an ActorsQuery's (fields as shared/hogql/check.ts lists them). */
+export type { Scope } from '../../hogql/index.ts';
 
-/** The fields of an event row (PostHog's events table, as this service stores events). */
-export const EVENT_FIELDS =
-  'event, timestamp, distinct_id, uuid, person_id, $session_id, elements_chain, properties.<key>, person.properties.<key>, person.created_at';
+const isAggregate = (name: string) => CATALOG.aggregate(name) !== undefined;
 
-export const eventFieldRule: FieldRule = (chain) => {
-  const [head, second] = chain;
-  if (head === 'properties' && chain.length > 1) return undefined;
-  if (
-    chain.length === 1 &&
-    ['event', 'timestamp', 'distinct_id', 'uuid', 'person_id', '$session_id', 'elements_chain'].includes(head!)
-  )
-    return undefined;
-  if (head === 'person' && second === 'properties' && chain.length > 2) return undefined;
-  if (head === 'person' && chain.length === 2 && (second === 'created_at' || second === 'id')) return undefined;
-  return `Unknown field "${chain.join('.').slice(0, 100)}": an EventsQuery reads ${EVENT_FIELDS}.`;
-};
+/**
+ * ActorsQuery takes PostHog's `person.` prefix on every person field (`person.properties.email`,
+ * `person.created_at`): the row is the person, so the prefix is dropped before the fields are checked.
+ */
+function withoutPersonPrefix(expr: Expr): Expr {
+  return JSON.parse(JSON.stringify(expr), (_, v) =>
+    v && typeof v === 'object' && v.kind === 'field' && v.chain?.[0] === 'person' && v.chain.length > 1
+      ? { ...v, chain: v.chain.slice(1) }
+      : v,
+  ) as Expr;
+}
 
-/** Every field an expression reads, checked against the query's fields (400 on the first one it lacks). */
-export function checkFields(expr: Expr, rule: FieldRule, attr: string): string[][] {
-  const fields = fieldsOf(expr).map((chain) => [...chain]);
-  for (const chain of fields) {
-    const refusal = rule(chain);
-    if (refusal) throw new ValidationError(refusal, attr);
-  }
-  return fields;
+/** The expression checked against the scope's fields and the function catalog (aggregates allowed: the caller places them). */
+function checked(expr: Expr, scope: Scope, attr: string): Expr {
+  const e = scope === 'persons' ? withoutPersonPrefix(expr) : expr;
+  checkExpr(e, { scope, aggregates: 'allowed', catalog: CATALOG }, attr);
+  return e;
 }
 
 /** PostHog labels a column with a trailing comment (`person_display_name -- Person`): the text before it. */
 export const expressionOf = (raw: string) => raw.split('--')[0]!.trim();
 
-/** A select entry: its expression (an `AS` alias taken off), and the alias when it has one. */
+/** A parsed entry: its expression (an `AS` alias taken off), whether it aggregates, and the fields it reads. */
 export interface ParsedColumn {
   expr: Expr;
   alias?: string;
@@ -51,27 +55,30 @@ export interface ParsedColumn {
   fields: string[][];
 }
 
-export function parseColumn(raw: string, rule: FieldRule, attr: string): ParsedColumn {
-  let expr = parseSelectColumn(raw, attr);
-  let alias: string | undefined;
-  while (expr.kind === 'alias') {
-    // A `-- label` comment is a display label, not a name the answer's columns take (PostHog keeps the text as sent).
-    if (alias === undefined && !isCommentLabel(raw, expr.alias)) alias = expr.alias;
-    expr = expr.expr;
-  }
-  return { expr, alias, aggregate: hasAggregate(expr), fields: checkFields(expr, rule, attr) };
+const parsed = (expr: Expr, alias?: string): ParsedColumn => ({
+  expr,
+  ...(alias === undefined ? {} : { alias }),
+  aggregate: hasAggregate(expr, isAggregate),
+  fields: fieldsOf(expr).map((chain) => [...chain]),
+});
+
+/** A select entry (`expr [AS name] [-- label]`). */
+export function parseColumn(raw: string, scope: Scope, attr: string): ParsedColumn {
+  const column = parseSelectColumn(raw, attr);
+  // A `-- label` comment is a display label, not a name the answer's columns take (PostHog keeps the text as sent).
+  const alias = column.label === undefined || isCommentLabel(raw, column.label) ? undefined : column.label;
+  return parsed(checked(column.expr, scope, attr), alias);
 }
 
-/** Whether the alias is only the trailing `-- label` of the text (no `AS` before it gave a name). */
-function isCommentLabel(raw: string, alias: string): boolean {
+/** Whether the label is the trailing `-- label` comment of the text rather than an `AS` name. */
+function isCommentLabel(raw: string, label: string): boolean {
   const at = raw.lastIndexOf('--');
-  return at >= 0 && raw.slice(at + 2).trim() === alias && !/\sAS\s/i.test(raw.slice(0, at));
+  return at >= 0 && raw.slice(at + 2).trim() === label;
 }
 
 /** A boolean expression (an entry of `where`). */
-export function parseCondition(raw: string, rule: FieldRule, attr: string): ParsedColumn {
-  const expr = parseExpr(raw, attr);
-  return { expr, aggregate: hasAggregate(expr), fields: checkFields(expr, rule, attr) };
+export function parseCondition(raw: string, scope: Scope, attr: string): ParsedColumn {
+  return parsed(checked(unalias(parseExpr(raw, attr)), scope, attr));
 }
 
 /** An `orderBy` entry: an expression and its direction (ASC unless said). */
@@ -82,16 +89,18 @@ export interface OrderTerm {
   fields: string[][];
 }
 
-export function parseOrderTerm(raw: string, rule: FieldRule, attr: string): OrderTerm {
+export function parseOrderTerm(
+  raw: string,
+  scope: Scope,
+  attr: string,
+  /** A select column named by its alias (`count() AS n` ordered by `n`), as ClickHouse resolves them. */
+  aliased: (name: string) => ParsedColumn | undefined = () => undefined,
+): OrderTerm {
   const order = parseOrderExpr(raw, attr);
-  let expr = order.expr;
-  while (expr.kind === 'alias') expr = expr.expr;
-  return {
-    expr,
-    descending: order.direction === 'DESC',
-    aggregate: hasAggregate(expr),
-    fields: checkFields(expr, rule, attr),
-  };
+  const expr = unalias(order.expr);
+  const named = expr.kind === 'field' && expr.chain.length === 1 ? aliased(expr.chain[0]!) : undefined;
+  const { aggregate, fields, expr: resolved } = named ?? parsed(checked(expr, scope, attr));
+  return { expr: resolved, descending: order.direction === 'DESC', aggregate, fields };
 }
 
 /** A field node reading exactly `chain`. */
