@@ -1,6 +1,6 @@
 import type { Scope } from '#shared/auth/scopes.ts';
-import type { RateLimitClass } from '#shared/config.ts';
-import type { QueueName } from '#shared/queues/settings.ts';
+import type { KeyRateLimitClass } from '#shared/config.ts';
+import type { QueueName } from '#shared/queue-settings.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
@@ -44,7 +44,7 @@ export interface KeyRoute extends RouteBase {
    */
   alsoAccepts?: readonly Scope[];
   /** Rate-limit class of the key's requests: `analytics` (240/min, 1200/h) for trends, else `crud` (480/min, 4800/h). */
-  rateLimit?: Exclude<RateLimitClass, 'capture'>;
+  rateLimit?: KeyRateLimitClass;
 }
 
 /** Public, authenticated by a project token in the payload (capture). */

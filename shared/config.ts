@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { QUEUES, type QueueName } from './queues/settings.ts';
+import { QUEUES, type QueueName } from './queue-settings.ts';
 
 /**
  * Environment read and checked once. Names here are shared with infra/ (CDK sets them, the local
@@ -75,6 +75,8 @@ export const DEFAULT_QUERY_BLOCKING_BUDGET_MS = 6_000;
  * `analytics` for the trend routes, `capture` per project token on the capture endpoints.
  */
 export type RateLimitClass = 'crud' | 'analytics' | 'capture';
+/** The classes a personal-key route can be in (capture has its own, per project token). */
+export type KeyRateLimitClass = Exclude<RateLimitClass, 'capture'>;
 export type RateWindow = 'minute' | 'hour';
 export type RateLimits = Record<RateLimitClass, Partial<Record<RateWindow, number>>>;
 
@@ -84,12 +86,6 @@ export const DEFAULT_RATE_LIMITS: RateLimits = {
   analytics: { minute: 240, hour: 1200 },
   capture: { minute: 10_000 },
 };
-
-/**
- * Capture refuses an event whose time (after clock-skew correction) is before this: such times are
- * clock bugs, not data, and each one would stretch the project's `all` range and the days trends read.
- */
-export const EARLIEST_EVENT_TIME = new Date('2000-01-01T00:00:00Z');
 
 /**
  * What an invocation is: an API request (answers within the API functions' 10 s timeout) or a
@@ -125,7 +121,7 @@ export interface Config {
   /** Frozen "now" for reproducing date behaviour; honoured only by the local runtime, never by a deployed stage. */
   fixedNow: Date | undefined;
   stage: string;
-  /** URL of each SQS queue the process was given (see shared/queues/settings.ts). */
+  /** URL of each SQS queue the process was given (see shared/queue-settings.ts). */
   queueUrls: Partial<Record<QueueName, string>>;
   /** Requests allowed per window and class; `undefined` when rate limiting is switched off. */
   rateLimits: RateLimits | undefined;

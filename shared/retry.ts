@@ -1,8 +1,12 @@
 import { Conflict } from './errors.ts';
 
-/** What an attempt returns when it lost a race (or must simply run again): the one reading of "try again". */
-export const CONFLICT: unique symbol = Symbol('conflict');
-export type Conflicted = typeof CONFLICT;
+/**
+ * What an attempt returns when its failure is transient and it must run again: a lost race (a
+ * conditional write or transaction that did not commit), unprocessed batch items, or an S3 5xx.
+ * The one reading of "try again".
+ */
+export const TRANSIENT: unique symbol = Symbol('transient');
+export type Transient = typeof TRANSIENT;
 
 export interface RetryPolicy {
   /** At most this many attempts (the first included). */
@@ -21,29 +25,37 @@ const DEFAULT_BUDGET_MS = 8_000;
 
 /**
  * THE retry loop of the code base (an architecture test bans any other): runs `attempt` until it
- * returns something other than CONFLICT. Lost races are retried with full-jitter exponential backoff,
- * so 50 writers of one item spread out instead of colliding in lockstep, until the attempts or the
- * deadline run out; then `gaveUp()` is thrown, never a silent give-up. Errors thrown by `attempt`
- * propagate at once (throttling is a 503, not a conflict).
+ * returns something other than TRANSIENT. Transient failures (lost races, unprocessed batch items, S3
+ * 5xx) are retried with full-jitter exponential backoff, so 50 writers of one item spread out instead
+ * of colliding in lockstep, until the attempts or the deadline run out; then `gaveUp()` is thrown
+ * (by default a 409 naming `what`), never a silent give-up. Errors thrown by `attempt` propagate at
+ * once (throttling is a 503, not a transient failure to retry here).
  */
-export async function retryOnConflict<T>(
+export async function retryTransient<T>(
   what: string,
-  attempt: (n: number) => Promise<T | Conflicted>,
+  attempt: (n: number) => Promise<T | Transient>,
   policy: RetryPolicy = {},
 ): Promise<T> {
   const { attempts = Infinity, baseMs = 15, capMs = 300 } = policy;
   const deadline = policy.deadline ?? (attempts === Infinity ? Date.now() + DEFAULT_BUDGET_MS : Infinity);
   for (let n = 0; ; n += 1) {
     const result = await attempt(n);
-    if (result !== CONFLICT) return result;
+    if (result !== TRANSIENT) return result;
     if (n + 1 >= attempts || Date.now() >= deadline)
       throw policy.gaveUp?.() ?? new Conflict(`${what} kept changing during the request; retry it.`);
     if (baseMs > 0) await sleep(Math.random() * Math.min(capMs, baseMs * 2 ** n));
   }
 }
 
-/** `false` (a conditional write that did not happen) read as a conflict. */
-export const conflictIfFalse = (written: boolean): true | Conflicted => (written ? true : CONFLICT);
+/** `false` (a conditional write that did not happen: a conflict) read as TRANSIENT, to be run again. */
+export const conflictIfFalse = (written: boolean): true | Transient => (written ? true : TRANSIENT);
+
+/**
+ * The former names, kept only for shared/domain/query/async.ts, which another branch of issue 22 is
+ * rewriting: the lead renames its two uses and deletes these aliases when merging.
+ */
+export const CONFLICT: Transient = TRANSIENT;
+export const retryOnConflict = retryTransient;
 
 export const PAST_DEADLINE: unique symbol = Symbol('past deadline');
 

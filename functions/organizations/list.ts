@@ -1,7 +1,8 @@
 import * as v from 'valibot';
 import { apiHandler } from '#shared/http/handler.ts';
 import { ok } from '#shared/http/responses.ts';
-import { pageQuery, paginated } from '#shared/http/pagination.ts';
+import { paginated } from '#shared/http/pagination.ts';
+import { pageQuery } from '#shared/schemas/query-string.ts';
 import { listOrganizations } from '#shared/domain/organizations.ts';
 import { route } from '../routes.ts';
 

@@ -11,7 +11,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { projectLevelPath, routes, type Route } from '#functions/routes.ts';
 import type { Schemas } from '#shared/http/handler.ts';
-import { buildOpenApi, serializeOpenApi, type OpenApiDocument } from '#shared/http/openapi.ts';
+import { buildOpenApi, serializeOpenApi, type OpenApiDocument } from '#infra/openapi/document.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const OPENAPI_FILE = join(ROOT, 'docs', 'openapi.json');

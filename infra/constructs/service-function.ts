@@ -13,7 +13,7 @@ import { ENV } from '#shared/config.ts';
 import { keys as itemKeys } from '#shared/db/keys.ts';
 import { RAW_EVENT_RECORD_FILTER } from '#shared/db/stream.ts';
 import { bracedPath } from '#shared/http/path-template.ts';
-import { QUEUES, type QueueName } from '#shared/queues/settings.ts';
+import { QUEUES, type QueueName } from '#shared/queue-settings.ts';
 import { pascal } from '#infra/constructs/monitoring.ts';
 import type { StatefulResources } from '#infra/constructs/stateful.ts';
 import { resourcePrefix, type StageSettings } from '#infra/stages.ts';

@@ -4,7 +4,7 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { QUEUES, type QueueName, type QueueSettings } from '#shared/queues/settings.ts';
+import { QUEUES, type QueueName, type QueueSettings } from '#shared/queue-settings.ts';
 import { TABLE_SCHEMA } from '#shared/db/table-schema.ts';
 import { pascal } from '#infra/constructs/monitoring.ts';
 import { resourcePrefix, type StageSettings } from '#infra/stages.ts';
@@ -24,13 +24,13 @@ export const STATEFUL_ID = 'Default';
 const ENCRYPTED_IN_TRANSIT_AND_AT_REST = { enforceSSL: true, encryption: sqs.QueueEncryption.SQS_MANAGED } as const;
 
 /**
- * What holds data: the table, the queues of shared/queues/settings.ts with their DLQs, the ingest
+ * What holds data: the table, the queues of shared/queue-settings.ts with their DLQs, the ingest
  * worker's failure queue, the export secrets key and the CloudFront log bucket. Removal and recovery
  * follow the stage; everything else of the stack can be replaced without losing anything.
  */
 export class StatefulResources extends Construct {
   readonly table: dynamodb.Table;
-  /** The queues of shared/queues/settings.ts with their DLQs. */
+  /** The queues of shared/queue-settings.ts with their DLQs. */
   readonly queues = new Map<QueueName, { queue: sqs.Queue; dlq: sqs.Queue }>();
   /** On-failure destination of the ingest worker's stream mapping. */
   readonly ingestFailures: sqs.Queue;
@@ -96,7 +96,7 @@ export class StatefulResources extends Construct {
     return table;
   }
 
-  /** Every queue of shared/queues/settings.ts, each with a DLQ after maxReceiveCount (alarms: Monitoring). */
+  /** Every queue of shared/queue-settings.ts, each with a DLQ after maxReceiveCount (alarms: Monitoring). */
   private addQueues(stage: StageSettings): void {
     for (const [name, settings] of Object.entries(QUEUES) as [QueueName, QueueSettings][]) {
       const dlq = new sqs.Queue(this, `${pascal(name)}Dlq`, {

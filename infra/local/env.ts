@@ -1,5 +1,5 @@
 import { ENV } from '#shared/config.ts';
-import type { QueueName } from '#shared/queues/settings.ts';
+import type { QueueName } from '#shared/queue-settings.ts';
 import { queueUrlEnv } from './queues.ts';
 
 export interface LocalEndpoints {

@@ -1,7 +1,7 @@
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { QUEUES, type QueueName } from '#shared/queues/settings.ts';
+import { QUEUES, type QueueName } from '#shared/queue-settings.ts';
 
-/** Creates every queue of shared/queues/settings.ts with its DLQ and redrive, as CDK does; returns their URLs. */
+/** Creates every queue of shared/queue-settings.ts with its DLQ and redrive, as CDK does; returns their URLs. */
 export async function ensureQueues(endpoint: string, prefix = 'analytics-local'): Promise<Record<QueueName, string>> {
   const sqs = new SQSClient({
     endpoint,

@@ -7,7 +7,7 @@ import { startS3, startSqs, type StandIn } from './stand-ins.ts';
 import { startStreamPoller, type StreamPoller } from './stream-poller.ts';
 import { ensureQueues } from './queues.ts';
 import { startQueuePollers, startScheduler } from './workers.ts';
-import type { QueueName } from '#shared/queues/settings.ts';
+import type { QueueName } from '#shared/queue-settings.ts';
 import { ensureTable } from './table.ts';
 
 export const LOCAL_TABLE_NAME = 'analytics-local';

@@ -3,7 +3,7 @@ import { type Worker, workers } from '#functions/routes.ts';
 import { invokeWithTimeout } from './lambda-context.ts';
 import { nextRun } from './schedule.ts';
 import { ReceiveMessageCommand, DeleteMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import type { QueueName } from '#shared/queues/settings.ts';
+import type { QueueName } from '#shared/queue-settings.ts';
 
 type Handler = (event: unknown, context: Context) => Promise<unknown>;
 

@@ -9,7 +9,7 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { QUEUES, type QueueName } from '#shared/queues/settings.ts';
+import { QUEUES, type QueueName } from '#shared/queue-settings.ts';
 import { routes, workers, type Route, type Worker } from '#functions/routes.ts';
 import { bundleDir, FALLBACK_FUNCTION } from '#infra/build.ts';
 import { logicalIdPath, makeUniqueId } from '#infra/constructs/logical-ids.ts';
@@ -46,7 +46,7 @@ export class AnalyticsStack extends Stack {
   readonly stage: StageSettings;
   readonly stateful: StatefulResources;
   readonly table: dynamodb.Table;
-  /** The queues of shared/queues/settings.ts with their DLQs. */
+  /** The queues of shared/queue-settings.ts with their DLQs. */
   readonly queues: ReadonlyMap<QueueName, { queue: sqs.Queue; dlq: sqs.Queue }>;
   /** On-failure destination of the ingest worker's stream mapping. */
   readonly ingestFailures: sqs.Queue;

@@ -4,7 +4,13 @@
  * `now - offset`, else the client's timestamp, else `now`; anything more than 23 h ahead of the
  * server becomes `now`. Our addition: an event time before EARLIEST_EVENT_TIME (2000) is refused.
  */
-import { EARLIEST_EVENT_TIME } from '../config.ts';
+
+/**
+ * Capture refuses an event whose time (after clock-skew correction) is before this: such times are
+ * clock bugs, not data, and each one would stretch the project's `all` range and the days trends read.
+ * A rule of capture, not a setting: it lives here, not in shared/config.ts (pure libraries read no configuration).
+ */
+export const EARLIEST_EVENT_TIME = new Date('2000-01-01T00:00:00Z');
 
 /** PostHog lets events run up to 23 h ahead (time-zone mistakes) before replacing them with `now`. */
 export const FUTURE_CUTOFF_MS = 23 * 60 * 60 * 1000;

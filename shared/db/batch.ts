@@ -1,5 +1,5 @@
 import { BatchGetCommand, BatchWriteCommand, type BatchWriteCommandInput } from '@aws-sdk/lib-dynamodb';
-import { CONFLICT, retryOnConflict, type RetryPolicy } from '../retry.ts';
+import { TRANSIENT, retryTransient, type RetryPolicy } from '../retry.ts';
 import { call, db, tableName } from './client.ts';
 import type { ItemKey } from './keys.ts';
 
@@ -41,12 +41,12 @@ async function writeAll(
   gaveUp: string,
 ): Promise<void> {
   let pending = requests;
-  await retryOnConflict(
+  await retryTransient(
     'BatchWriteItem',
     async () => {
       const out = await call(() => db().send(new BatchWriteCommand({ RequestItems: { [Table]: pending } })));
       pending = out.UnprocessedItems?.[Table] ?? [];
-      return pending.length ? CONFLICT : true;
+      return pending.length ? TRANSIENT : true;
     },
     unprocessed(gaveUp),
   );
@@ -62,7 +62,7 @@ export async function batchGet(
   const found: Record<string, unknown>[] = [];
   await inParallel(chunks(keys, GET_LIMIT), concurrency, async (chunk) => {
     let pending = chunk as unknown as Record<string, unknown>[];
-    await retryOnConflict(
+    await retryTransient(
       'BatchGetItem',
       async () => {
         const out = await call(() =>
@@ -81,7 +81,7 @@ export async function batchGet(
         );
         found.push(...(out.Responses?.[Table] ?? []));
         pending = out.UnprocessedKeys?.[Table]?.Keys ?? [];
-        return pending.length ? CONFLICT : true;
+        return pending.length ? TRANSIENT : true;
       },
       unprocessed('BatchGetItem: keys still unprocessed after retries'),
     );

@@ -110,7 +110,7 @@ export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems'
  * What a transaction came to: committed; refused because the conditions of `failed` items did not
  * hold (their names, or their index in the request when unnamed); or `conflict`, another transaction
  * was writing one of its items at the same time (DynamoDB's TransactionConflict: the caller re-reads
- * and retries, see retryOnConflict).
+ * and retries, see retryTransient).
  */
 export type TransactOutcome =
   | { committed: true }

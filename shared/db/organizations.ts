@@ -1,6 +1,6 @@
 import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { call, db, conditional, tableName, transact } from './client.ts';
-import { CONFLICT, retryOnConflict, type Conflicted } from '../retry.ts';
+import { TRANSIENT, retryTransient, type Transient } from '../retry.ts';
 import { record } from './items.ts';
 import { keys, type ItemKey } from './keys.ts';
 import { queryIndex, queryItems } from './query.ts';
@@ -56,7 +56,7 @@ export async function insertOrganization(
   org: OrganizationRecord,
   owner: MembershipRecord,
   project: ProjectRecord,
-): Promise<'inserted' | 'slug-taken' | Conflicted> {
+): Promise<'inserted' | 'slug-taken' | Transient> {
   const Table = tableName();
   const mustBeNew = 'attribute_not_exists(pk)';
   const outcome = await transact([
@@ -79,7 +79,7 @@ export async function insertOrganization(
     ...projectItems(project).map((Item) => ({ Put: { TableName: Table, Item, ConditionExpression: mustBeNew } })),
   ]);
   if (outcome.committed) return 'inserted';
-  if ('conflict' in outcome) return CONFLICT;
+  if ('conflict' in outcome) return TRANSIENT;
   if (outcome.failed.includes('slug')) return 'slug-taken';
   throw new Error(`organization ${org.id} could not be inserted: item(s) ${outcome.failed.join(', ')} already exist`);
 }
@@ -188,7 +188,7 @@ const TRANSACTION_LIMIT = 100;
 export async function removeOrganization(
   org: OrganizationRecord,
   projects: ProjectRecord[],
-): Promise<boolean | Conflicted> {
+): Promise<boolean | Transient> {
   const members = await listMemberKeys(org.id);
   const core: ItemKey[] = [
     keys.slug(org.slug),
@@ -201,19 +201,19 @@ export async function removeOrganization(
     { Delete: { TableName: Table, Key: keys.organization(org.id), ConditionExpression: 'attribute_exists(pk)' } },
     ...[...core, ...first].map((Key) => ({ Delete: { TableName: Table, Key } })),
   ]);
-  if (!outcome.committed) return 'conflict' in outcome ? CONFLICT : false;
+  if (!outcome.committed) return 'conflict' in outcome ? TRANSIENT : false;
   for (let i = room; i < members.length; i += TRANSACTION_LIMIT) {
     const chunk = members.slice(i, i + TRANSACTION_LIMIT);
     // Unconditional deletes: only a concurrent writer of one of these memberships can refuse them.
-    await retryOnConflict('Memberships', async () =>
-      (await transact(chunk.map((Key) => ({ Delete: { TableName: Table, Key } })))).committed ? true : CONFLICT,
+    await retryTransient('Memberships', async () =>
+      (await transact(chunk.map((Key) => ({ Delete: { TableName: Table, Key } })))).committed ? true : TRANSIENT,
     );
   }
   return true;
 }
 
 /** Adds a member and bumps the organization's exact member_count in one transaction (idempotent per user). */
-export async function insertMembership(m: MembershipRecord): Promise<boolean | Conflicted> {
+export async function insertMembership(m: MembershipRecord): Promise<boolean | Transient> {
   const Table = tableName();
   const outcome = await transact([
     { Put: { TableName: Table, Item: membershipItem(m), ConditionExpression: 'attribute_not_exists(pk)' } },
@@ -227,7 +227,7 @@ export async function insertMembership(m: MembershipRecord): Promise<boolean | C
       },
     },
   ]);
-  return outcome.committed || ('conflict' in outcome ? CONFLICT : false);
+  return outcome.committed || ('conflict' in outcome ? TRANSIENT : false);
 }
 
 export interface ProjectPointer {

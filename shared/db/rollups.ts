@@ -1,6 +1,6 @@
 import { batchGet, inParallel } from './batch.ts';
 import { tableName, transact, type TransactItem } from './client.ts';
-import { CONFLICT, retryOnConflict } from '../retry.ts';
+import { TRANSIENT, retryTransient } from '../retry.ts';
 import { keys, type ItemKey } from './keys.ts';
 import { queryItems } from './query.ts';
 import { fingerprint } from '../segments/fingerprint.ts';
@@ -167,11 +167,11 @@ async function writeGroup(group: CountMove[], deltas: Delta[]): Promise<boolean>
       }),
     );
   // TransactionConflict: another transaction is writing the same rollup item; back off and retry.
-  return retryOnConflict(
+  return retryTransient(
     'Rollup transaction',
     async () => {
       const outcome = await transact([...markers, ...rollups]);
-      return outcome.committed || ('conflict' in outcome ? CONFLICT : false);
+      return outcome.committed || ('conflict' in outcome ? TRANSIENT : false);
     },
     {
       attempts: ROLLUP_ATTEMPTS,

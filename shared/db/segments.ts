@@ -3,7 +3,7 @@ import { columnAttribute, type EncodedSegment, type FetchedSegment, type Project
 import type { Tally } from '../segments/fingerprint.ts';
 import { batchDelete, batchGet, batchPut, inParallel } from './batch.ts';
 import { call, db, conditional, tableName, transact, type TransactItem } from './client.ts';
-import { CONFLICT, retryOnConflict } from '../retry.ts';
+import { TRANSIENT, retryTransient } from '../retry.ts';
 import { keys, type ItemKey } from './keys.ts';
 import { SegmentCache, type CachedBuild } from './segment-cache.ts';
 import { config } from '../config.ts';
@@ -497,11 +497,11 @@ export async function moveLegacyDayCounters(): Promise<number> {
     );
     for (const item of page.Items ?? []) {
       if (!String(item.sk).endsWith(legacy.skSuffix)) continue;
-      const committed = await retryOnConflict(
+      const committed = await retryTransient(
         'Moving a day counter',
         async () => {
           const outcome = await transact(moveCounter(item));
-          return outcome.committed || ('conflict' in outcome ? CONFLICT : false);
+          return outcome.committed || ('conflict' in outcome ? TRANSIENT : false);
         },
         { attempts: 8 },
       );

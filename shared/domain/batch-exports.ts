@@ -24,7 +24,7 @@ import { sealSecrets } from '../exports/secrets.ts';
 import { parseExportQuery } from '../exports/hogql.ts';
 import { firstWindowEnd, floorBoundary, intervalMs, windowCount, type ExportInterval } from '../exports/intervals.ts';
 import { uuidv7 } from '../ids.ts';
-import { CONFLICT, retryOnConflict } from '../retry.ts';
+import { TRANSIENT, retryTransient } from '../retry.ts';
 import { parseProperties } from '../trends/properties.ts';
 import { BACKFILL_REQUEST_PAGE, expandBackfill } from './export-runs.ts';
 import { logger } from '../observability.ts';
@@ -335,7 +335,7 @@ export async function listExports(membership: MembershipRecord, page: { limit: n
 const UPDATE_ATTEMPTS = 5;
 
 export async function updateExport(membership: MembershipRecord, exportId: string, input: ExportInput) {
-  return retryOnConflict(
+  return retryTransient(
     `Batch export ${exportId}`,
     async () => {
       const current = await findExport(membership, exportId);
@@ -379,7 +379,7 @@ export async function updateExport(membership: MembershipRecord, exportId: strin
           next.start_at ? new Date(next.start_at) : undefined,
         ).toISOString();
       }
-      if (!(await saveExport(next, current.version))) return CONFLICT;
+      if (!(await saveExport(next, current.version))) return TRANSIENT;
       for (const m of messages) await log(next.id, 'INFO', m);
       return exportResponse(next, await latestRuns(next.id));
     },
@@ -464,9 +464,9 @@ export async function backfillExport(
     settled_runs: 0,
     created_at: now.toISOString(),
   };
-  const outcome = await retryOnConflict('The backfill', async () => {
+  const outcome = await retryTransient('The backfill', async () => {
     const o = await createBackfill(backfill, MAX_PENDING_BACKFILL_RUNS);
-    return o === 'conflict' ? CONFLICT : o;
+    return o === 'conflict' ? TRANSIENT : o;
   });
   if (outcome === 'exists') {
     // The same range was requested at the same moment: that request's backfill is this one's answer.

@@ -30,7 +30,7 @@ import { encodeRows, objectKey, type Compression, type FileFormat } from '../exp
 import { EVENT_COLUMNS, parseExportQuery } from '../exports/hogql.ts';
 import { intervalMs, windowsBetween, type ExportInterval } from '../exports/intervals.ts';
 import { uuidv7 } from '../ids.ts';
-import { CONFLICT, conflictIfFalse, retryOnConflict } from '../retry.ts';
+import { TRANSIENT, conflictIfFalse, retryTransient } from '../retry.ts';
 import { logger, METRIC, metrics, MetricUnit } from '../observability.ts';
 import { compileGroup, parseProperties } from '../trends/properties.ts';
 
@@ -221,9 +221,9 @@ export async function expandBackfill(
 async function settleBackfill(run: RunRecord): Promise<void> {
   if (!run.backfill_id || !run.backfill_range) return;
   try {
-    await retryOnConflict(
+    await retryTransient(
       'the backfill ledger',
-      async () => ((await settleBackfillRun(run)) === 'conflict' ? CONFLICT : true),
+      async () => ((await settleBackfillRun(run)) === 'conflict' ? TRANSIENT : true),
       { attempts: 5 },
     );
   } catch (error) {
@@ -425,7 +425,7 @@ async function changeExport(
     `batch export ${e.id} kept changing: counters not updated after ${CHANGE_EXPORT_ATTEMPTS} attempts`,
   );
   try {
-    await retryOnConflict(
+    await retryTransient(
       `Batch export ${e.id}`,
       async (attempt) => {
         if (attempt > 0) current = await getExport(e.organization_id, e.id);

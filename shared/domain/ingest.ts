@@ -6,7 +6,7 @@ import { logger, METRIC, metrics, MetricUnit } from '../observability.ts';
 import { bumpAnswersGeneration, noteEventTime } from '../db/projects.ts';
 import { markChangedDays } from './event-segments.ts';
 import { applyEventsToPersons } from './person-ingest.ts';
-import { CONFLICT, retryOnConflict } from '../retry.ts';
+import { TRANSIENT, retryTransient } from '../retry.ts';
 
 const bucketOf = (e: StoredEvent): Bucket => ({ event: e.event, hour: e.timestamp.slice(0, 13) });
 
@@ -94,7 +94,7 @@ async function recount(changes: EventChange[]): Promise<void> {
     });
   }
   let pending = [...latest.values()];
-  await retryOnConflict(
+  await retryTransient(
     'Event counts',
     async () => {
       const counted = await countedBuckets(pending);
@@ -103,7 +103,7 @@ async function recount(changes: EventChange[]): Promise<void> {
       );
       const again = new Set(failed.map((m) => markerId(m.projectId, m.uuid)));
       pending = pending.filter((p) => again.has(markerId(p.projectId, p.uuid)));
-      return pending.length ? CONFLICT : true;
+      return pending.length ? TRANSIENT : true;
     },
     {
       attempts: RECOUNT_ATTEMPTS,

@@ -16,7 +16,7 @@ import {
 import { nextProjectId, type ProjectRecord } from '../db/projects.ts';
 import { NotFound, PermissionDenied } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
-import { CONFLICT, retryOnConflict } from '../retry.ts';
+import { TRANSIENT, retryTransient } from '../retry.ts';
 import { keyAllowsOrganization, type Caller } from './access.ts';
 import { slugCandidate } from './slug.ts';
 
@@ -92,7 +92,7 @@ export async function createOrganization(
   };
   // A taken slug moves on to the next candidate; a lost race (TransactionConflict) tries the same one again.
   let candidate = 0;
-  return retryOnConflict(
+  return retryTransient(
     `Organization '${input.name}'`,
     async () => {
       const org: OrganizationRecord = {
@@ -111,7 +111,7 @@ export async function createOrganization(
       const outcome = await insertOrganization(org, owner, project);
       if (outcome === 'inserted') return organizationResponse(org, [project], owner.level);
       if (outcome === 'slug-taken') candidate += 1;
-      return CONFLICT;
+      return TRANSIENT;
     },
     {
       attempts: SLUG_ATTEMPTS,
@@ -184,10 +184,10 @@ export async function updateOrganization(
 
 export async function deleteOrganization(membership: MembershipRecord): Promise<void> {
   requireLevel(membership, MembershipLevel.owner);
-  const found = await retryOnConflict(`Organization ${membership.organization_id}`, async () => {
+  const found = await retryTransient(`Organization ${membership.organization_id}`, async () => {
     const current = await getOrganizationWithProjects(membership.organization_id);
     const removed = current && (await removeOrganization(current.organization, current.projects));
-    if (removed === CONFLICT) return CONFLICT;
+    if (removed === TRANSIENT) return TRANSIENT;
     if (!removed) throw new NotFound();
     return current;
   });
@@ -198,5 +198,5 @@ export async function deleteOrganization(membership: MembershipRecord): Promise<
 /** Adds a user to an organization at a level (no API yet; used by tests and future member invites). */
 export async function addMember(orgId: string, userId: string, level: number): Promise<boolean> {
   const membership = { user_id: userId, organization_id: orgId, level, joined_at: nowIso() };
-  return retryOnConflict(`Membership of ${userId} in ${orgId}`, () => insertMembership(membership));
+  return retryTransient(`Membership of ${userId} in ${orgId}`, () => insertMembership(membership));
 }

@@ -4,7 +4,7 @@ import { bumpAnswersGeneration } from '../db/projects.ts';
 import { inParallel } from '../db/batch.ts';
 import { parseQueuedMessage } from '../json.ts';
 import { logger, METRIC, metrics, MetricUnit } from '../observability.ts';
-import type { DeletionRequest } from './persons.ts';
+import type { DeletionRequest } from '../queues/person-deletions.ts';
 
 export interface DeletionMessage {
   body: string;

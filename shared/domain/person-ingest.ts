@@ -13,7 +13,7 @@ import {
 import { inParallel } from '../db/batch.ts';
 import { logger } from '../observability.ts';
 import { uuidv7 } from '../ids.ts';
-import { conflictIfFalse, retryOnConflict } from '../retry.ts';
+import { conflictIfFalse, retryTransient } from '../retry.ts';
 import {
   applyPersonUpdates,
   hasUpdates,
@@ -123,7 +123,7 @@ export async function applyEventToPersons(e: StoredEvent): Promise<void> {
 async function updateProperties(e: StoredEvent): Promise<void> {
   const updates = personUpdatesOf(e.properties);
   const identify = e.event === '$identify';
-  await retryOnConflict(
+  await retryTransient(
     `Person ${e.distinct_id}`,
     async () => {
       const person = await load(e.project_id, e.distinct_id);
@@ -155,7 +155,7 @@ async function updateProperties(e: StoredEvent): Promise<void> {
 async function mergeDistinctIds(e: StoredEvent, other: string): Promise<void> {
   const target = e.distinct_id;
   if (other === target || isIllegalDistinctId(other) || isIllegalDistinctId(target)) return;
-  await retryOnConflict(
+  await retryTransient(
     `Merge of ${other} into ${target}`,
     async () => {
       const [t, s] = await Promise.all([load(e.project_id, target), load(e.project_id, other)]);

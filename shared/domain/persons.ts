@@ -31,7 +31,9 @@ import { Conflict, NotFound, ValidationError } from '../errors.ts';
 import { UUID_PATTERN, uuidv7 } from '../ids.ts';
 import { parseQueuedMessage } from '../json.ts';
 import type { Caller } from './access.ts';
-import { CONFLICT, conflictIfFalse, retryOnConflict } from '../retry.ts';
+import type { QueuedBulkDelete } from '../queues/person-bulk-deletes.ts';
+import type { DeletionRequest } from '../queues/person-deletions.ts';
+import { TRANSIENT, conflictIfFalse, retryTransient } from '../retry.ts';
 import { applyPersonUpdates } from './person-properties.ts';
 
 const NAME_PROPERTIES = ['email', 'Email', '$email', 'name', 'Name', 'username', 'Username', 'UserName'];
@@ -285,7 +287,7 @@ async function editProperties(
   kind: 'updated' | 'property_deleted',
   deadline?: number,
 ): Promise<PersonRecord> {
-  return retryOnConflict(
+  return retryTransient(
     `Person ${personId}`,
     async () => {
       const person = await findPerson(projectId, personId);
@@ -301,7 +303,7 @@ async function editProperties(
           after: properties,
         },
       ]);
-      if (!(await savePersonEdit(next, apiChange(caller, next, set, unset, changed), record))) return CONFLICT;
+      if (!(await savePersonEdit(next, apiChange(caller, next, set, unset, changed), record))) return TRANSIENT;
       await bumpAnswersGeneration(projectId);
       return { ...next, version: next.version + 1 };
     },
@@ -334,15 +336,6 @@ export async function deletePersonProperty(
 // Delete
 // ---------------------------------------------------------------------------------------------
 
-export interface DeletionRequest {
-  project_id: number;
-  person_id: number;
-  person_uuid: string;
-  distinct_ids: string[];
-  requested_at: string;
-  requested_by: string;
-}
-
 /** How a deletion of a person's events is queued (SQS in the service; injected so this module stays SDK-free). */
 export type QueueDeletion = (request: DeletionRequest) => Promise<void>;
 
@@ -359,7 +352,7 @@ export async function deletePerson(
   queue: QueueDeletion,
   read?: PersonRecord,
 ): Promise<void> {
-  await retryOnConflict(
+  await retryTransient(
     `Person ${personId}`,
     async (attempt) => {
       const person = attempt === 0 && read ? read : await findPerson(projectId, personId);
@@ -472,14 +465,6 @@ async function removeInGroups(
   }
   if (removed.size) await bumpAnswersGeneration(projectId);
   return { removed, left };
-}
-
-/** Persons a bulk delete left for its worker: one project's, by person id, with who asked (for the activity log). */
-export interface QueuedBulkDelete {
-  project_id: number;
-  requested_by: { first_name: string; email: string };
-  delete_events: boolean;
-  person_ids: number[];
 }
 
 /** How a bulk delete's rest is queued (SQS in the service; injected so this module stays SDK-free). */
@@ -595,7 +580,7 @@ const SPLIT_CHUNK = 30;
  * properties; every other id gets a new person with no properties.
  */
 export async function splitPerson(caller: Caller, projectId: number, personId: number, mainDistinctId?: string) {
-  return retryOnConflict(
+  return retryTransient(
     `Person ${personId}`,
     async () => {
       let person = await findPerson(projectId, personId);
@@ -635,7 +620,7 @@ export async function splitPerson(caller: Caller, projectId: number, personId: n
       }
       // Also when a later chunk conflicts: the earlier ones are committed.
       if (committed) await bumpAnswersGeneration(projectId);
-      return ok ? { success: true } : CONFLICT;
+      return ok ? { success: true } : TRANSIENT;
     },
     {
       attempts: EDIT_ATTEMPTS,

@@ -1,5 +1,5 @@
 import { SignatureV4 } from '@smithy/signature-v4';
-import { CONFLICT, retryOnConflict } from '../retry.ts';
+import { TRANSIENT, retryTransient } from '../retry.ts';
 import {
   DestinationError,
   destinationRequest,
@@ -89,7 +89,7 @@ async function call(
   });
   // Retryable failures (5xx, a reset connection) are sent again, freshly signed, with backoff; the last one is thrown.
   let last: unknown;
-  return retryOnConflict(
+  return retryTransient(
     `S3 ${operation}`,
     async () => {
       const signed = await signer.sign({
@@ -120,7 +120,7 @@ async function call(
       } catch (error) {
         if (!(error instanceof DestinationError) || !error.retryable) throw error;
         last = error;
-        return CONFLICT;
+        return TRANSIENT;
       }
     },
     { attempts: ATTEMPTS, baseMs: 400, capMs: 1_600, gaveUp: () => last as Error },

@@ -1,14 +1,4 @@
-import * as v from 'valibot';
-import { queryInteger } from './validation.ts';
-
-export const DEFAULT_PAGE_SIZE = 100;
-export const MAX_PAGE_SIZE = 1000;
-
-/** `limit` (default 100) and `offset` (default 0) as DRF's LimitOffsetPagination reads them. */
-export const pageQuery = {
-  limit: v.optional(queryInteger(1, MAX_PAGE_SIZE), String(DEFAULT_PAGE_SIZE)),
-  offset: v.optional(queryInteger(0), '0'),
-};
+// What a page asks for (`pageQuery`: limit, offset) is a request shape: shared/schemas/query-string.ts.
 
 /** A key given in the query string (PostHog accepts one there) must not be copied into the links a response hands out. */
 function withoutCredentials(requestUrl: URL): URL {

@@ -50,13 +50,3 @@ export function parseWith<S extends AnySchema>(schema: S, input: unknown, locati
   if (!result.success) throw toValidationError(result.issues[0], location);
   return result.output;
 }
-
-/** Query-string building blocks: values arrive as strings. */
-export const queryInteger = (min: number, max = Number.MAX_SAFE_INTEGER) =>
-  v.pipe(
-    v.string(),
-    v.regex(/^\d+$/, 'A valid integer is required.'),
-    v.transform(Number),
-    v.minValue(min, `Ensure this value is greater than or equal to ${min}.`),
-    v.maxValue(max, `Ensure this value is less than or equal to ${max}.`),
-  );

@@ -1,8 +1,15 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { ConfigError, requireQueueUrl } from '../config.ts';
-import type { QueuedBulkDelete } from '../domain/persons.ts';
 import { ServiceUnavailable } from '../errors.ts';
 import { sqs } from './client.ts';
+
+/** Persons a bulk delete left for its worker: one project's, by person id, with who asked (for the activity log). */
+export interface QueuedBulkDelete {
+  project_id: number;
+  requested_by: { first_name: string; email: string };
+  delete_events: boolean;
+  person_ids: number[];
+}
 
 /** Queues persons a bulk delete did not reach for the bulk-delete worker (functions/workers/delete-queued-persons.ts). */
 export async function queueBulkDelete(message: QueuedBulkDelete): Promise<void> {

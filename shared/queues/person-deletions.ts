@@ -5,10 +5,19 @@ import {
   SendMessageCommand,
 } from '@aws-sdk/client-sqs';
 import { ConfigError, requireQueueUrl } from '../config.ts';
-import type { DeletionRequest } from '../domain/persons.ts';
 import { ServiceUnavailable } from '../errors.ts';
 
 import { sqs } from './client.ts';
+
+/** The message: a deleted person whose events the weekly drain deletes (shared/domain/person-deletions.ts reads it). */
+export interface DeletionRequest {
+  project_id: number;
+  person_id: number;
+  person_uuid: string;
+  distinct_ids: string[];
+  requested_at: string;
+  requested_by: string;
+}
 
 const queueUrl = () => requireQueueUrl('person_deletions');
 

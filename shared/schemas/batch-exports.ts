@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { INTERVALS } from '../exports/intervals.ts';
-import { pageQuery } from '../http/pagination.ts';
+import { pageQuery } from './query-string.ts';
 import { awareTimestamp as timestamp } from './timestamps.ts';
 
 const awareTimestamp = timestamp('Enter a valid ISO 8601 date-time with a time zone, e.g. 2024-05-01T00:00:00Z.');

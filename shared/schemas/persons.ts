@@ -1,6 +1,5 @@
 import * as v from 'valibot';
-import { pageQuery } from '../http/pagination.ts';
-import { queryInteger } from '../http/validation.ts';
+import { pageQuery, queryInteger } from './query-string.ts';
 import { awareTimestamp } from './timestamps.ts';
 
 const NOT_A_PERSON_ID =

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { pageQuery } from '../http/pagination.ts';
+import { pageQuery } from './query-string.ts';
 
 export const projectUpdateBody = v.object({
   name: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1), v.maxLength(200))),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { workers } from '#functions/routes.ts';
-import { QUEUES, type QueueName } from '#shared/queues/settings.ts';
+import { QUEUES, type QueueName } from '#shared/queue-settings.ts';
 import { logicalId, resources, roleActions, synthStages } from './synth.ts';
 
 const dev = synthStages('dev').dev!;

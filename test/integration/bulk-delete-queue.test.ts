@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { ENV } from '#shared/config.ts';
 import { batchPut } from '#shared/db/batch.ts';
 import { getPerson, personItems } from '#shared/db/persons.ts';
-import { deleteQueuedPersons, type QueuedBulkDelete } from '#shared/domain/persons.ts';
+import { deleteQueuedPersons } from '#shared/domain/persons.ts';
+import type { QueuedBulkDelete } from '#shared/queues/person-bulk-deletes.ts';
 import { runWorker } from '../../infra/local/workers.ts';
 import { eventually, newProject, useApi } from '../support/api.ts';
 

@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { API_TIMEOUT_SECONDS, routePaths, type Route } from '#functions/routes.ts';
 import { findUserIdByEmail } from '#shared/db/users.ts';
-import { QUEUES } from '#shared/queues/settings.ts';
+import { QUEUES } from '#shared/queue-settings.ts';
 import { ensureQueues } from '../../infra/local/queues.ts';
 import { PROTO_KEYS, requestArbitrary, type FuzzRequest, type FuzzTargets } from '../support/fuzz-requests.ts';
 import { diffSnapshots, snapshotTenant, type Snapshot, type TenantScope } from '../support/tenant-snapshot.ts';

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import * as v from 'valibot';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { routePaths, routes, type Route } from '#functions/routes.ts';
-import { inputJsonSchema, serializeOpenApi } from '#shared/http/openapi.ts';
+import { inputJsonSchema, serializeOpenApi } from '#infra/openapi/document.ts';
 import { bracedPath } from '#shared/http/path-template.ts';
 import { generateOpenApi, OPENAPI_FILE, projectLevelOperationId } from '#infra/cli/openapi.ts';
 import { eventually, newProject, useApi } from '../support/api.ts';

@@ -1,6 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import type { Route } from '#functions/routes.ts';
+import { hogqlText } from './hogql-arbitrary.ts';
 import { validBatchExportBody } from './batch-export.ts';
 
 /**
@@ -292,6 +293,8 @@ function baseBody(route: Route, t: FuzzTargets): Record<string, unknown> | undef
       filter_test_accounts: true,
       interval: 'day',
       date_from: '-7d',
+      breakdown: "concat(properties.$os, ' ', properties.$browser)",
+      breakdown_type: 'hogql',
     },
     batch_exports_create: validBatchExportBody(),
     batch_exports_partial_update: { name: 'Renamed', paused: true },
@@ -367,7 +370,37 @@ function queryBodies(t: FuzzTargets): Record<string, unknown>[] {
       refresh: 'force_async',
       client_query_id: 'fuzz-query',
     },
+    {
+      query: {
+        kind: 'TrendsQuery',
+        series: [
+          { kind: 'EventsNode', event: '$pageview', math: 'hogql', math_hogql: 'avg(toFloat(properties.price))' },
+        ],
+        dateRange: { date_from: '-7d' },
+        breakdownFilter: { breakdown: "concat(properties.$os, ' ', properties.$browser)", breakdown_type: 'hogql' },
+        properties: [{ type: 'hogql', key: "properties.$current_url ILIKE '%/pricing%'" }],
+      },
+      refresh: 'blocking',
+    },
+    {
+      query: {
+        kind: 'EventsQuery',
+        select: ['event', 'toHour(timestamp) AS hour', 'count() -- Total', 'avg(toFloat(properties.price))'],
+        where: ['toHour(timestamp) >= 9', "properties.hostile =~ '^(a+)+$'"],
+        orderBy: ['count() DESC', 'hour ASC'],
+        after: '-30d',
+      },
+      refresh: 'blocking',
+    },
   ];
+}
+
+/** Where a body holds HogQL text: the fuzz puts random expressions there. */
+function expressionPaths(body: Record<string, unknown>): (string | number)[][] {
+  const named = new Set(['breakdown', 'math_hogql', 'select', 'where', 'orderBy', 'key']);
+  return pathsOf(body).filter(
+    (p) => p.some((k) => typeof k === 'string' && named.has(k)) && typeof p.at(-1) !== 'undefined',
+  );
 }
 
 function bodyArbitrary(route: Route, t: FuzzTargets): fc.Arbitrary<{ text?: string; note: string }> {
@@ -378,6 +411,14 @@ function bodyArbitrary(route: Route, t: FuzzTargets): fc.Arbitrary<{ text?: stri
 
 function mutatedBodies(base: Record<string, unknown>): fc.Arbitrary<{ text?: string; note: string }> {
   const paths = pathsOf(base);
+  const hogqlPaths = expressionPaths(base);
+  const expressions = hogqlPaths.length
+    ? fc.array(fc.tuple(fc.constantFrom(...hogqlPaths), hogqlText), { minLength: 1, maxLength: 2 }).map((edits) => {
+        let body: unknown = base;
+        for (const [p, v] of edits) body = setAt(body, p, v);
+        return { text: JSON.stringify(body), note: 'hogql' };
+      })
+    : fc.constant({ text: JSON.stringify(base), note: 'valid' });
   const mutated = fc
     .array(
       fc.tuple(
@@ -403,6 +444,7 @@ function mutatedBodies(base: Record<string, unknown>): fc.Arbitrary<{ text?: str
   return fc.oneof(
     { weight: 4, arbitrary: fc.constant({ text: JSON.stringify(base), note: 'valid' }) },
     { weight: 20, arbitrary: mutated },
+    { weight: hogqlPaths.length ? 10 : 0, arbitrary: expressions },
     { weight: 6, arbitrary: fuzzObject.map((o) => ({ text: JSON.stringify(o), note: 'random object' })) },
     { weight: 4, arbitrary: deepAtPath },
     { weight: 2, arbitrary: deepJson.map((text) => ({ text, note: 'deep root' })) },

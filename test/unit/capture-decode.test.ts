@@ -12,7 +12,7 @@ import {
   type NormalizeOptions,
 } from '#shared/capture/decode.ts';
 import { NotAuthenticated, ParseError, PayloadTooLarge, ValidationError } from '#shared/errors.ts';
-import { EARLIEST_EVENT_TIME } from '#shared/config.ts';
+import { EARLIEST_EVENT_TIME } from '#shared/capture/timestamps.ts';
 
 const EVENT = { event: '$pageview', distinct_id: 'user-1', properties: { token: 'phc_abc' } };
 const EVENT_JSON = JSON.stringify(EVENT);

@@ -6,7 +6,7 @@ import { parseTrendRequest } from '#shared/trends/parse.ts';
 import { call } from '#shared/db/client.ts';
 import { isPersonPageKey } from '#shared/db/persons.ts';
 import { applyPersonUpdates } from '#shared/domain/person-properties.ts';
-import { CONFLICT, retryOnConflict } from '#shared/retry.ts';
+import { TRANSIENT, retryTransient } from '#shared/retry.ts';
 import { Conflict, PayloadTooLarge, textOf, ValidationError } from '#shared/errors.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/json.ts';
 
@@ -126,9 +126,9 @@ describe('reliability fixes', () => {
 
   it('retries a lost optimistic race with backoff, and answers 409 once out of time', async () => {
     let calls = 0;
-    expect(await retryOnConflict('Thing', async () => (++calls < 4 ? CONFLICT : 'done'))).toBe('done');
+    expect(await retryTransient('Thing', async () => (++calls < 4 ? TRANSIENT : 'done'))).toBe('done');
     expect(calls).toBe(4);
-    await expect(retryOnConflict('Thing', async () => CONFLICT, { deadline: Date.now() + 50 })).rejects.toBeInstanceOf(
+    await expect(retryTransient('Thing', async () => TRANSIENT, { deadline: Date.now() + 50 })).rejects.toBeInstanceOf(
       Conflict,
     );
   });

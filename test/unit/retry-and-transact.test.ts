@@ -5,7 +5,7 @@ import { insertMembership, insertOrganization, MembershipLevel } from '#shared/d
 import { applyCountMoves } from '#shared/db/rollups.ts';
 import { createUser } from '#shared/db/users.ts';
 import { Conflict, ServiceUnavailable } from '#shared/errors.ts';
-import { CONFLICT, retryOnConflict } from '#shared/retry.ts';
+import { TRANSIENT, retryTransient } from '#shared/retry.ts';
 
 /** An SDK error as the DynamoDB client throws it (mocked: no table behind these tests). */
 const sdkError = (name: string, reasons?: string[]) =>
@@ -22,24 +22,24 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-describe('retryOnConflict', () => {
+describe('retryTransient', () => {
   /** An attempt that always reports a conflict, and how many times it ran. */
   function alwaysConflicting() {
     let calls = 0;
     const attempt = async () => {
       calls++;
-      return CONFLICT;
+      return TRANSIENT;
     };
     return { attempt, calls: () => calls };
   }
 
   it('runs the attempt again while it reports a conflict, and returns the first other result', async () => {
     const seen: number[] = [];
-    const result = await retryOnConflict(
+    const result = await retryTransient(
       'Thing',
       async (n) => {
         seen.push(n);
-        return n < 2 ? CONFLICT : 'done';
+        return n < 2 ? TRANSIENT : 'done';
       },
       { attempts: 5 },
     );
@@ -48,18 +48,18 @@ describe('retryOnConflict', () => {
   });
 
   it('takes undefined and false as results, not as conflicts', async () => {
-    expect(await retryOnConflict('Thing', async () => undefined, { attempts: 1 })).toBeUndefined();
-    expect(await retryOnConflict('Thing', async () => false, { attempts: 1 })).toBe(false);
+    expect(await retryTransient('Thing', async () => undefined, { attempts: 1 })).toBeUndefined();
+    expect(await retryTransient('Thing', async () => false, { attempts: 1 })).toBe(false);
   });
 
   it('gives up after the attempts with the error the caller names, or a 409 naming the thing', async () => {
     const conflicting = alwaysConflicting();
     const gaveUp = new Error('kept conflicting');
     await expect(
-      retryOnConflict('Thing', conflicting.attempt, { attempts: 3, baseMs: 0, gaveUp: () => gaveUp }),
+      retryTransient('Thing', conflicting.attempt, { attempts: 3, baseMs: 0, gaveUp: () => gaveUp }),
     ).rejects.toBe(gaveUp);
     expect(conflicting.calls()).toBe(3);
-    const error = await retryOnConflict('Person 7', async () => CONFLICT, { attempts: 2, baseMs: 0 }).catch(
+    const error = await retryTransient('Person 7', async () => TRANSIENT, { attempts: 2, baseMs: 0 }).catch(
       (e: unknown) => e,
     );
     expect(error).toBeInstanceOf(Conflict);
@@ -69,7 +69,7 @@ describe('retryOnConflict', () => {
   it('gives up at the deadline even with attempts left', async () => {
     const conflicting = alwaysConflicting();
     await expect(
-      retryOnConflict('Thing', conflicting.attempt, { attempts: 1_000, deadline: Date.now() - 1 }),
+      retryTransient('Thing', conflicting.attempt, { attempts: 1_000, deadline: Date.now() - 1 }),
     ).rejects.toBeInstanceOf(Conflict);
     expect(conflicting.calls()).toBe(1);
   });
@@ -78,7 +78,7 @@ describe('retryOnConflict', () => {
     let calls = 0;
     const boom = new ServiceUnavailable();
     await expect(
-      retryOnConflict(
+      retryTransient(
         'Thing',
         async () => {
           calls++;
@@ -99,14 +99,14 @@ describe('retryOnConflict', () => {
       return realSetTimeout(fn, 0);
     }) as typeof setTimeout);
     await expect(
-      retryOnConflict('Thing', async () => CONFLICT, { attempts: 5, baseMs: 10, capMs: 50 }),
+      retryTransient('Thing', async () => TRANSIENT, { attempts: 5, baseMs: 10, capMs: 50 }),
     ).rejects.toBeInstanceOf(Conflict);
     expect(waits).toEqual([5, 10, 20, 25]);
   });
 
   it('retries at once with baseMs 0', async () => {
     const spy = vi.spyOn(globalThis, 'setTimeout');
-    await expect(retryOnConflict('Thing', async () => CONFLICT, { attempts: 4, baseMs: 0 })).rejects.toBeInstanceOf(
+    await expect(retryTransient('Thing', async () => TRANSIENT, { attempts: 4, baseMs: 0 })).rejects.toBeInstanceOf(
       Conflict,
     );
     expect(spy).not.toHaveBeenCalled();
@@ -251,8 +251,8 @@ describe('store readings of a cancelled transaction', () => {
     vi.spyOn(db(), 'send').mockRejectedValue(
       sdkError('TransactionCanceledException', ['TransactionConflict', 'None']) as never,
     );
-    expect(await insertMembership(owner)).toBe(CONFLICT);
-    expect(await insertOrganization(org, owner, project)).toBe(CONFLICT);
+    expect(await insertMembership(owner)).toBe(TRANSIENT);
+    expect(await insertOrganization(org, owner, project)).toBe(TRANSIENT);
   });
 
   it('an organization insert tells a taken slug by the item that failed, whatever its position', async () => {

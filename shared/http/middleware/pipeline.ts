@@ -3,11 +3,11 @@ import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import type * as v from 'valibot';
 import type { Scope } from '../../auth/scopes.ts';
+import type { KeyRateLimitClass } from '../../config.ts';
 import type { RateLimitVerdict } from '../../db/rate-limits.ts';
 import type { Caller } from '../../domain/access.ts';
 import type { MembershipRecord } from '../../db/organizations.ts';
 import type { HttpResponse } from '../responses.ts';
-import type { KeyRateLimitClass } from './rate-limit.ts';
 
 /**
  * The types the API pipeline's middlewares share (docs/http-pipeline.md): the route they serve, the

@@ -1,11 +1,8 @@
-import type { RateLimitClass } from '../../config.ts';
+import type { KeyRateLimitClass } from '../../config.ts';
 import { limitRequest, type RateLimitVerdict } from '../../db/rate-limits.ts';
 import type { Caller } from '../../domain/access.ts';
 import type { Throttled } from '../../errors.ts';
 import { established, type Middleware, type PipelineRequest, type RouteInfo } from './pipeline.ts';
-
-/** The classes a personal-key route can be in (capture has its own, per project token). */
-export type KeyRateLimitClass = Exclude<RateLimitClass, 'capture'>;
 
 /**
  * Personal API key rate limits, PostHog's (posthog/rate_limit.py): per key, identified by its stored

@@ -2,7 +2,7 @@ import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '#shared/errors.ts';
 import { validation } from '#shared/http/middleware/validation.ts';
-import { queryInteger } from '#shared/http/validation.ts';
+import { queryInteger } from '#shared/schemas/query-string.ts';
 import { fakeRequest, thrownBy } from './fake-request.ts';
 
 const schemas = {

@@ -1,6 +1,8 @@
 /**
  * The OpenAPI 3.1 document, built from the route table rows and the valibot schemas the handlers
  * validate with (the factory attaches both to each handler; infra/cli/openapi.ts collects them).
+ * Build tooling, not runtime: nothing under shared/ or functions/ imports it (a layer test checks),
+ * so @valibot/to-json-schema and this file never reach a Lambda bundle.
  *
  * The document describes what a client may SEND: every schema is the valibot schema's input side.
  * @valibot/to-json-schema converts the structure; the parts it cannot convert are handled here on
@@ -18,10 +20,10 @@
  */
 import * as v from 'valibot';
 import { toJsonSchema, type ConversionConfig, type JsonSchema } from '@valibot/to-json-schema';
-import { SCOPE_OBJECTS } from '../auth/scopes.ts';
-import type { Schemas } from './handler.ts';
-import { bracedPath, pathParamNames } from './path-template.ts';
-import { tenancyOf } from './tenancy.ts';
+import { SCOPE_OBJECTS } from '#shared/auth/scopes.ts';
+import type { Schemas } from '#shared/http/handler.ts';
+import { bracedPath, pathParamNames } from '#shared/http/path-template.ts';
+import { tenancyOf } from '#shared/http/tenancy.ts';
 
 /** What the document needs of a route-table row (functions/routes.ts rows satisfy it). */
 export interface OpenApiRoute {
@@ -134,7 +136,7 @@ function pipeInputView(schema: Node): Node {
       kept.push(item);
       if (item.requirement === 1) kept.push(v.regex(/\S/) as unknown as Node);
     } else if (trimmed && item.kind === 'validation' && item.type !== 'max_length') {
-      throw new UnsupportedSchema(`"${item.type}" after trim: describe it in shared/http/openapi.ts`);
+      throw new UnsupportedSchema(`"${item.type}" after trim: describe it in infra/openapi/document.ts`);
     } else {
       kept.push(item);
     }
@@ -149,7 +151,9 @@ function pipeInputView(schema: Node): Node {
     } else {
       const bounds = output.flatMap((item) => {
         if (!(item.type in describeBound) || typeof item.requirement !== 'number') {
-          throw new UnsupportedSchema(`"${item.type}" after a transformation: describe it in shared/http/openapi.ts`);
+          throw new UnsupportedSchema(
+            `"${item.type}" after a transformation: describe it in infra/openapi/document.ts`,
+          );
         }
         // No upper bound worth reading: the largest exact integer.
         return Math.abs(item.requirement) >= Number.MAX_SAFE_INTEGER
@@ -655,7 +659,7 @@ function publicOperation(entry: OpenApiEntry): JsonObject {
   const doc = HAND_DOCUMENTED[route.operationId];
   if (!doc)
     throw new Error(
-      `${route.operationId} has no valibot schemas to document it: describe it in HAND_DOCUMENTED (shared/http/openapi.ts)`,
+      `${route.operationId} has no valibot schemas to document it: describe it in HAND_DOCUMENTED (infra/openapi/document.ts)`,
     );
   if (schemas.params || schemas.query || schemas.body)
     throw new Error(
