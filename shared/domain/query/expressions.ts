@@ -4,7 +4,6 @@
  * ClickHouse type names, ordering values as ClickHouse does, and keeping the top rows of an order in
  * bounded memory. No I/O.
  */
-import { ValidationError } from '../../errors.ts';
 import type { Expr } from '../../hogql/ast.ts';
 import { CATALOG } from '../../hogql/functions/index.ts';
 import {
