@@ -4,6 +4,14 @@
  * become result rows or aggregated groups. No I/O.
  */
 import { textOf, ValidationError } from '../../errors.ts';
+import {
+  DEFAULT_EVENTS_LIMIT,
+  MAX_EVENTS_LIMIT,
+  MAX_EVENTS_OFFSET,
+  MAX_ORDER_EXPRESSIONS,
+  MAX_SELECT_COLUMNS,
+  MAX_WHERE_EXPRESSIONS,
+} from '../../schemas/query/events.ts';
 import type { Expr } from '../../hogql/ast.ts';
 import { compileAggregate, compileScalar, type FieldReader } from '../../hogql/evaluate.ts';
 import { type EvalContext, HogDateTime, type HogValue } from '../../hogql/values.ts';
@@ -39,14 +47,6 @@ export type EventsColumn =
   | { kind: 'person'; label: string }
   | { kind: 'expr'; label: string; expr: Expr; aggregate: boolean; fields: string[][]; attr: string };
 
-export const DEFAULT_EVENTS_LIMIT = 100;
-export const MAX_EVENTS_LIMIT = 10_000;
-/** At most this many rows skipped (`offset`): a page past it is read like any other, event by event. */
-export const MAX_EVENTS_OFFSET = 10_000;
-export const MAX_SELECT_COLUMNS = 50;
-/** `where` entries and `orderBy` entries one query may give. */
-export const MAX_WHERE_EXPRESSIONS = 50;
-export const MAX_ORDER_EXPRESSIONS = 10;
 /** The longest time range one EventsQuery reads (`after` to `before`). */
 export const MAX_EVENTS_RANGE_DAYS = 366;
 

@@ -1,12 +1,14 @@
 import * as v from 'valibot';
-import {
-  MAX_EVENTS_LIMIT,
-  MAX_EVENTS_OFFSET,
-  MAX_ORDER_EXPRESSIONS,
-  MAX_SELECT_COLUMNS,
-  MAX_WHERE_EXPRESSIONS,
-} from '../../domain/query/events-shape.ts';
 import { integerIn, text } from './fields.ts';
+
+export const DEFAULT_EVENTS_LIMIT = 100;
+export const MAX_EVENTS_LIMIT = 10_000;
+/** At most this many rows skipped (`offset`): a page past it is read like any other, event by event. */
+export const MAX_EVENTS_OFFSET = 10_000;
+export const MAX_SELECT_COLUMNS = 50;
+/** `where` entries and `orderBy` entries one query may give. */
+export const MAX_WHERE_EXPRESSIONS = 50;
+export const MAX_ORDER_EXPRESSIONS = 10;
 
 /** The longest `select`, `where` or `orderBy` entry (HogQL's own expression cap, shared/hogql). */
 const EXPRESSION_CHARS = 10_000;
