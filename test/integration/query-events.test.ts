@@ -521,7 +521,7 @@ describe('EventsQuery HogQL expressions', () => {
     const other = await newProject(api.as);
     const many = Array.from({ length: 61 }, (_, i) => ({
       event: 'tick',
-      distinct_id: 'ticker',
+      distinct_id: `ticker-${i}`,
       timestamp: new Date(NOW - (i + 1) * 60_000).toISOString(),
     }));
     expect((await api.as().post('/batch', { api_key: other.token, batch: many })).body.accepted).toBe(61);
@@ -531,5 +531,14 @@ describe('EventsQuery HogQL expressions', () => {
     expect(reply.status, JSON.stringify(reply.body)).toBe(400);
     expect(reply.body.attr).toBe('query__after');
     expect(reply.body.detail).toContain('more than 60 events');
+    // Aggregating over person fields looks the persons up: at most as many distinct ids as the scan cap (40).
+    const third = await newProject(api.as);
+    expect((await api.as().post('/batch', { api_key: third.token, batch: many.slice(0, 45) })).body.accepted).toBe(45);
+    const persons = await api.as(third.key).post(`/api/environments/${third.projectId}/query/`, {
+      query: { kind: 'EventsQuery', select: ['person.properties.plan', 'count()'] },
+    });
+    expect(persons.status, JSON.stringify(persons.body)).toBe(400);
+    expect(persons.body.attr).toBe('query__after');
+    expect(persons.body.detail).toContain('more than 40 distinct ids');
   });
 });

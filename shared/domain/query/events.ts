@@ -336,6 +336,13 @@ async function orderedRows(plan: Plan): Promise<{ results: unknown[][]; hasMore:
   return { results: await pageValues(plan, page.results), hasMore: page.hasMore };
 }
 
+function tooManyPersons(cap: number): ValidationError {
+  return new ValidationError(
+    `This query reads the persons of more than ${cap.toLocaleString('en-US')} distinct ids, the most one aggregated EventsQuery looks up (ANALYTICS_EVENTS_QUERY_SCAN_LIMIT): narrow "after"/"before", give an "event", or leave person fields and person filters out.`,
+    'query__after',
+  );
+}
+
 function tooManyAggregated(cap: number): ValidationError {
   return new ValidationError(
     `This query would aggregate more than ${cap.toLocaleString('en-US')} events, the most one aggregated EventsQuery reads (ANALYTICS_EVENTS_QUERY_AGGREGATE_LIMIT): give an "event" or narrow "after"/"before".`,
@@ -364,15 +371,21 @@ async function aggregatedRows(
     now,
     plan.check,
   );
+  const { eventsQueryAggregateLimit: cap, eventsQueryGroupLimit, eventsQueryScanLimit } = config();
+  /** Every event read, in the window or not, counted against the cap; the checkpoint every CHECK_EVERY. */
   const each = (visit: (e: EventFacts) => void) => {
+    let read = 0;
+    const counted = (e: EventFacts) => {
+      read += 1;
+      if (read > cap) throw tooManyAggregated(cap);
+      if (read % CHECK_EVERY === 0) plan.check();
+      visit(e);
+    };
     for (const { name: event, segment } of stored.segments) {
       plan.check();
-      forEachRow(segment, projection, (distinct_id, t, props) => visit({ event, distinct_id, t, properties: props }));
+      forEachRow(segment, projection, (distinct_id, t, props) => counted({ event, distinct_id, t, properties: props }));
     }
-    stored.rows.forEach((row, i) => {
-      if (i % CHECK_EVERY === 0) plan.check();
-      visit(row);
-    });
+    for (const row of stored.rows) counted(row);
   };
   let person: ((id: string) => PersonCell) | undefined;
   if (plan.personFilters) {
@@ -380,16 +393,14 @@ async function aggregatedRows(
     each((e) => {
       if (plan.candidate(e)) ids.add(e.distinct_id);
     });
+    // Each distinct id's person is a lookup: as many as the rows paths examine events, no more.
+    if (ids.size > eventsQueryScanLimit) throw tooManyPersons(eventsQueryScanLimit);
     person = await personCells(projectId, ids);
+    plan.check();
   }
-  const { eventsQueryAggregateLimit: cap, eventsQueryGroupLimit } = config();
   const groups = new Groups(compileGrouping(columns, plan.conditions, plan.order, plan.evalCtx), eventsQueryGroupLimit);
-  const candidate = checking(plan.check, plan.candidate);
-  let read = 0;
   each((e) => {
-    read += 1;
-    if (read > cap) throw tooManyAggregated(cap);
-    if (!candidate(e)) return;
+    if (!plan.candidate(e)) return;
     const cell = person?.(e.distinct_id);
     if (plan.matches(e, cell)) groups.add(eventReader(e, plan.tz, cell));
   });
