@@ -19,7 +19,10 @@ export {
   type Scope,
 } from './check.ts';
 export { LIMITS, type Limits } from './limits.ts';
+export { compileAggregate, compileScalar, evaluateRow, type FieldReader } from './evaluate.ts';
+export { CATALOG } from './functions/index.ts';
 export { printConstant, printHogQL, printIdentifier } from './print.ts';
+export { type EvalContext, HogDate, HogDateTime, HogTuple, type HogValue } from './values.ts';
 
 /** Parses one expression under the caps; with `check`, also validates it (fields, functions, aggregates). */
 export function parseExpr(text: unknown, attr: string, check?: CheckOptions): Expr {
