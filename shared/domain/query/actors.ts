@@ -1,3 +1,13 @@
+import {
+  compileScalar,
+  type EvalContext,
+  type Expr,
+  type FieldReader,
+  HogDate,
+  HogDateTime,
+  HogTuple,
+  type HogValue,
+} from '../../hogql/index.ts';
 import { createHash } from 'node:crypto';
 import { now } from '../../clock.ts';
 import { config } from '../../config.ts';
@@ -8,9 +18,6 @@ import { ACTORS_DEFAULT_LIMIT, type ActorsQuery } from '../../schemas/query/acto
 import { personFilterFromQuery, personSearch } from '../person-filters.ts';
 import { personResponse } from '../persons.ts';
 import { projectSettings } from '../projects.ts';
-import type { Expr } from '../../hogql/ast.ts';
-import { compileScalar, type FieldReader } from '../../hogql/evaluate.ts';
-import { type EvalContext, HogDate, HogDateTime, HogTuple, type HogValue } from '../../hogql/values.ts';
 import {
   cellOf,
   expressionOf,

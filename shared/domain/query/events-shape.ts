@@ -3,6 +3,15 @@
  * `orderBy`, `after` / `before` and `limit` mean, how HogQL expressions read an event, and how events
  * become result rows or aggregated groups. No I/O.
  */
+import {
+  compileAggregate,
+  compileScalar,
+  type EvalContext,
+  type Expr,
+  type FieldReader,
+  HogDateTime,
+  type HogValue,
+} from '../../hogql/index.ts';
 import { textOf, ValidationError } from '../../errors.ts';
 import {
   DEFAULT_EVENTS_LIMIT,
@@ -12,9 +21,6 @@ import {
   MAX_SELECT_COLUMNS,
   MAX_WHERE_EXPRESSIONS,
 } from '../../schemas/query/events.ts';
-import type { Expr } from '../../hogql/ast.ts';
-import { compileAggregate, compileScalar, type FieldReader } from '../../hogql/evaluate.ts';
-import { type EvalContext, HogDateTime, type HogValue } from '../../hogql/values.ts';
 import {
   type DateContext,
   instantInRange,

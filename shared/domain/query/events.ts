@@ -10,6 +10,7 @@
  * compacted segments where exact, raw events elsewhere, only the columns it needs). Rows in any other
  * order read the whole window's raw events (within the scan cap) and keep the page's top rows.
  */
+import type { EvalContext, HogValue } from '../../hogql/index.ts';
 import { now as clockNow } from '../../clock.ts';
 import { config } from '../../config.ts';
 import { readDayEventsInOrder, type StoredEvent, utcDays } from '../../db/events.ts';
@@ -21,7 +22,6 @@ import { forEachRow } from '../../segments/codec.ts';
 import { dateContext } from '../../trends/dates.ts';
 import { compileGroup, isGroup, parseProperties } from '../../trends/properties.ts';
 import type { PropertyGroup, TrendEvent } from '../../trends/types.ts';
-import type { EvalContext, HogValue } from '../../hogql/values.ts';
 import { readTrendRows } from '../event-segments.ts';
 import { projectSettings } from '../projects.ts';
 import {

@@ -4,9 +4,13 @@
  * ClickHouse type names, ordering values as ClickHouse does, and keeping the top rows of an order in
  * bounded memory. No I/O.
  */
-import type { Expr } from '../../hogql/ast.ts';
-import { CATALOG } from '../../hogql/functions/index.ts';
 import {
+  CATALOG,
+  type Expr,
+  HogDate,
+  HogDateTime,
+  HogTuple,
+  type HogValue,
   checkExpr,
   fieldsOf,
   hasAggregate,
@@ -16,7 +20,6 @@ import {
   type Scope,
   unalias,
 } from '../../hogql/index.ts';
-import { HogDate, HogDateTime, HogTuple, type HogValue } from '../../hogql/values.ts';
 import { isoLocal } from '../../trends/tz.ts';
 
 /** `events`: an EventsQuery's rows; `persons`: an ActorsQuery's (fields as shared/hogql/check.ts lists them). */

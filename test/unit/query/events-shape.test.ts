@@ -26,7 +26,7 @@ import {
   resolveWindow,
   shapeRows,
 } from '#shared/domain/query/events-shape.ts';
-import { HogDateTime } from '#shared/hogql/values.ts';
+import { HogDateTime } from '#shared/hogql/index.ts';
 import { ValidationError } from '#shared/errors.ts';
 
 const ctx = { tz: 'UTC', now: Date.parse('2024-04-20T12:34:56.789Z'), weekStartDay: 0 as const };

@@ -9,8 +9,7 @@ import {
   truthy,
   typeOf,
 } from '#shared/domain/query/expressions.ts';
-import type { Expr } from '#shared/hogql/ast.ts';
-import { HogDate, HogDateTime, HogTuple } from '#shared/hogql/values.ts';
+import { type Expr, HogDate, HogDateTime, HogTuple } from '#shared/hogql/index.ts';
 
 const field: Expr = { kind: 'field', chain: ['properties', 'x'] };
 const call = (name: string): Expr => ({ kind: 'call', name, args: [] });
