@@ -542,3 +542,57 @@ describe('EventsQuery HogQL expressions', () => {
     expect(persons.body.detail).toContain('more than 40 distinct ids');
   });
 });
+
+describe("EventsQuery as PostHog's events explorer sends it", () => {
+  it('answers its default columns: person_display_name, a coalesce, a labelled property', async () => {
+    const select = [
+      '*',
+      'event',
+      'person_display_name -- Person',
+      'coalesce(properties.$current_url, properties.$screen_name) -- Url / Screen',
+      'properties.$lib',
+      'timestamp',
+    ];
+    const body = await ok({ select, event: '$pageview', ...WEEK, orderBy: ['timestamp DESC'], limit: 10 });
+    const expected = [...batch.filter((e) => e.event === '$pageview')].sort(newestFirst).slice(0, 10);
+    expect(body.columns).toEqual(select);
+    expect(body.types[2]).toBe('Tuple(String, String, String)');
+    expect(body.results.map((r: any[]) => [r[1], r[2].display_name, r[2].distinct_id, r[3], r[4], r[5]])).toEqual(
+      expected.map((e) => [
+        '$pageview',
+        e.distinct_id === 'user-1' ? 'user1@example.com' : e.distinct_id,
+        e.distinct_id,
+        e.properties.$current_url,
+        null,
+        iso(e.timestamp),
+      ]),
+    );
+    const withPerson = body.results.find((r: any[]) => r[2].distinct_id === 'user-1');
+    expect(typeof withPerson[2].id).toBe('string');
+  });
+
+  it('orders and groups by person_display_name, label and direction as its UI sends them', async () => {
+    const rows = await ok({
+      select: ['person_display_name -- Person', 'event'],
+      event: 'signed up',
+      ...WEEK,
+      orderBy: ['person_display_name -- Person DESC'],
+    });
+    const names = rows.results.map((r: any[]) => r[0].display_name);
+    expect(names).toEqual([...names].sort().reverse());
+    expect(new Set(names)).toEqual(new Set(['user-0', 'user1@example.com', 'user-2', 'user-3', 'user-4']));
+    const grouped = await ok({
+      select: ['person_display_name -- Person', 'count()'],
+      event: 'signed up',
+      ...WEEK,
+      orderBy: ['person_display_name -- Person ASC'],
+    });
+    const signedUp = new Map<string, number>();
+    for (const e of batch.filter((x) => x.event === 'signed up'))
+      signedUp.set(e.distinct_id, (signedUp.get(e.distinct_id) ?? 0) + 1);
+    const shown = (id: string) => (id === 'user-1' ? 'user1@example.com' : id);
+    expect(grouped.results.map((r: any[]) => [r[0].display_name, r[1]])).toEqual(
+      [...signedUp].map(([id, n]) => [shown(id), n]).sort(([a], [b]) => (String(a) < String(b) ? -1 : 1)),
+    );
+  });
+});

@@ -29,6 +29,7 @@ import {
   resolveExpression,
 } from '../../trends/dates.ts';
 import { propertyOf, propertyText } from '../../trends/properties.ts';
+import { NAME_PROPERTIES } from '../persons.ts';
 import { endOfLocalDay, endOfLocalHour, startOfLocalDay, startOfLocalHour } from '../../trends/tz.ts';
 import {
   cellOf,
@@ -51,6 +52,8 @@ import {
 export type EventsColumn =
   | { kind: 'star'; label: string }
   | { kind: 'person'; label: string }
+  /** PostHog's `person_display_name`: `{display_name, id, distinct_id}` of the event's person. */
+  | { kind: 'display'; label: string }
   | { kind: 'expr'; label: string; expr: Expr; aggregate: boolean; fields: string[][]; attr: string };
 
 /** The longest time range one EventsQuery reads (`after` to `before`). */
@@ -65,6 +68,7 @@ export function parseSelect(select: readonly string[] | undefined): EventsColumn
     const bare = expressionOf(text);
     if (bare === '*') return { kind: 'star', label: text };
     if (bare === 'person') return { kind: 'person', label: text };
+    if (bare === 'person_display_name') return { kind: 'display', label: text };
     const attr = `query__select__${i}`;
     const column = parseColumn(text, 'events', attr);
     // PostHog names an aliased column by its alias, any other by the text as sent.
@@ -102,6 +106,41 @@ export interface EventsOrderTerm extends OrderTerm {
 
 const COUNT: Expr = { kind: 'call', name: 'count', args: [] };
 
+/** `coalesce(nullIf(person.properties.email, ''), ..., distinct_id)`: PostHog's person display name. */
+const DISPLAY_NAME: Expr = {
+  kind: 'call',
+  name: 'coalesce',
+  args: [
+    ...NAME_PROPERTIES.map(
+      (key): Expr => ({
+        kind: 'call',
+        name: 'nullIf',
+        args: [
+          { kind: 'field', chain: ['person', 'properties', key] },
+          { kind: 'constant', value: '' },
+        ],
+      }),
+    ),
+    { kind: 'field', chain: ['distinct_id'] },
+  ],
+};
+
+const fieldsOfDisplay = () => [...NAME_PROPERTIES.map((key) => ['person', 'properties', key]), ['distinct_id']];
+
+/** The `person_display_name` cell: the first non-empty display-name property, else the distinct id (PostHog's coalesce). */
+export function displayCell(
+  distinctId: string,
+  person: PersonCell,
+): { display_name: string; id: string | null; distinct_id: string } {
+  const properties = 'properties' in person ? person.properties : {};
+  const named = NAME_PROPERTIES.map((k) => properties[k]).find((v) => typeof v === 'string' && v !== '');
+  return {
+    display_name: (named as string | undefined) ?? distinctId,
+    id: 'uuid' in person ? person.uuid : null,
+    distinct_id: distinctId,
+  };
+}
+
 /** The AST without source offsets, for "is this the same expression" (a term naming a select column). */
 const shapeOf = (expr: Expr) => JSON.stringify(expr, (k, v) => (k === 'span' ? undefined : v));
 
@@ -123,6 +162,14 @@ export function parseOrder(
   if (orderBy?.length)
     terms = orderBy.map((text, i) => {
       const attr = `query__orderBy__${i}`;
+      // PostHog's UI sends the column as selected, label included: `person_display_name -- Person DESC`.
+      const display = /^\s*person_display_name\b(?:\s*--.*?)?(?:\s+(ASC|DESC))?\s*$/is.exec(text);
+      if (display) {
+        // As PostHog's runner: the display name's expression; when aggregating, the group's (any: one person per distinct id).
+        const expr: Expr = aggregated ? { kind: 'call', name: 'any', args: [DISPLAY_NAME] } : DISPLAY_NAME;
+        const fields = fieldsOfDisplay();
+        return { expr, descending: display[1]?.toUpperCase() === 'DESC', aggregate: aggregated, fields, attr };
+      }
       const aliased = (name: string) => exprColumns.find(({ c }) => c.label === name)?.c;
       return { ...parseOrderTerm(text, 'events', attr, aliased), attr };
     });
@@ -440,6 +487,7 @@ export function shapeRows(
   const types = columns.map((c, i) => {
     if (c.kind === 'star') return STAR_TYPE;
     if (c.kind === 'person') return 'String';
+    if (c.kind === 'display') return 'Tuple(String, String, String)';
     return (
       fieldType(c.expr) ??
       typeOf(
@@ -465,6 +513,7 @@ export function eventValues(
   return columns.map((c, i) => {
     if (c.kind === 'star') return starCell(e, projectId);
     if (c.kind === 'person') return person(e.distinct_id);
+    if (c.kind === 'display') return displayCell(e.distinct_id, person(e.distinct_id));
     return cells[i]!(read);
   });
 }
@@ -518,7 +567,9 @@ export function compileGrouping(
   const aggregate = (expr: Expr, attr: string) => g.aggregates.push(compileAggregate(expr, ctx, attr)) - 1;
   for (const c of columns) {
     if (c.kind === 'star') continue; // refused by checkAggregation
-    if (c.kind === 'person') g.select.push({ key: g.keys.push((read) => read(['distinct_id'])) - 1 });
+    // One person per distinct id: grouping by it is grouping by the person (shown once the page is known).
+    if (c.kind === 'person' || c.kind === 'display')
+      g.select.push({ key: g.keys.push((read) => read(['distinct_id'])) - 1 });
     else if (c.aggregate) g.select.push({ aggregate: aggregate(c.expr, c.attr) });
     else {
       const f = compileScalar(c.expr, ctx, c.attr);

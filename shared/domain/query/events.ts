@@ -27,6 +27,7 @@ import { projectSettings } from '../projects.ts';
 import {
   checkAggregation,
   checkAnswerBytes,
+  displayCell,
   compareEvents,
   compileColumns,
   compileGrouping,
@@ -224,7 +225,7 @@ function tooManyEvents(cap: number): ValidationError {
 
 /** Whether the page's cells read persons (a `person` column or an expression over person fields). */
 const cellsReadPersons = (columns: EventsColumn[]) =>
-  columns.some((c) => c.kind === 'person' || (c.kind === 'expr' && readsPerson([c])));
+  columns.some((c) => c.kind === 'person' || c.kind === 'display' || (c.kind === 'expr' && readsPerson([c])));
 
 /** The page's events as values per column, their persons looked up when a cell reads them. */
 async function pageValues(plan: Plan, events: Found[]): Promise<unknown[][]> {
@@ -405,14 +406,13 @@ async function aggregatedRows(
     if (plan.matches(e, cell)) groups.add(eventReader(e, plan.tz, cell));
   });
   const page = pageOf(groups.rows(plan.check), plan.limit, plan.offset);
-  const personColumn = columns.findIndex((c) => c.kind === 'person');
+  const personColumn = columns.findIndex((c) => c.kind === 'person' || c.kind === 'display');
   if (personColumn < 0) return { results: page.results, hasMore: page.hasMore };
   const cells = await personCells(
     projectId,
     page.results.map((r) => String(r[personColumn])),
   );
-  return {
-    results: page.results.map((r) => r.map((v, i) => (columns[i]!.kind === 'person' ? cells(String(v)) : v))),
-    hasMore: page.hasMore,
-  };
+  const shown = (kind: EventsColumn['kind'], v: unknown) =>
+    kind === 'person' ? cells(String(v)) : kind === 'display' ? displayCell(String(v), cells(String(v))) : v;
+  return { results: page.results.map((r) => r.map((v, i) => shown(columns[i]!.kind, v))), hasMore: page.hasMore };
 }
