@@ -591,6 +591,17 @@ export interface Group {
   accumulators: Accumulator[];
 }
 
+/** A group's map key: its values' JSON, or cheaper for the usual one text or number (kinds kept apart by a prefix). */
+function groupId(key: readonly HogValue[]): string {
+  if (key.length === 1) {
+    const v = key[0];
+    if (typeof v === 'string') return `s${v}`;
+    if (typeof v === 'number') return `n${v}`;
+    if (v === null) return 'z';
+  }
+  return `j${JSON.stringify(key)}`;
+}
+
 /** Events added one by one into their groups; more than `maxGroups` distinct groups is a 400 naming the cap. */
 export class Groups {
   private readonly groups = new Map<string, Group>();
@@ -601,7 +612,7 @@ export class Groups {
 
   add(read: FieldReader): void {
     const key = this.g.keys.map((f) => f(read));
-    const id = JSON.stringify(key);
+    const id = groupId(key);
     let group = this.groups.get(id);
     if (!group) {
       if (this.groups.size >= this.maxGroups)
@@ -622,7 +633,7 @@ export class Groups {
    */
   rows(check: () => void = () => {}): HogValue[][] {
     if (this.groups.size === 0 && this.g.keys.length === 0)
-      this.groups.set('[]', { key: [], accumulators: this.g.aggregates.map((make) => make()) });
+      this.groups.set(groupId([]), { key: [], accumulators: this.g.aggregates.map((make) => make()) });
     const rows: { values: HogValue[]; order: HogValue[]; id: string }[] = [];
     let seen = 0;
     for (const [id, group] of this.groups) {
