@@ -365,6 +365,15 @@ describe('EventsQuery HogQL expressions', () => {
     expect(expected.length).toBeGreaterThan(3);
     expect(expected.length).toBeLessThan(pageviews.length);
     expect(body.results).toEqual(expected.map((e) => [e.uuid, iso(e.timestamp)]));
+    // A where entry may name a select column by its alias, as ClickHouse resolves them.
+    const aliased = await ok({
+      select: ['uuid', 'toHour(timestamp) AS hour'],
+      event: '$pageview',
+      ...WEEK,
+      where: ['hour >= 9'],
+    });
+    expect(aliased.columns).toEqual(['uuid', 'hour']);
+    expect(aliased.results).toEqual(expected.map((e) => [e.uuid, hour(e)]));
     const both = await ok({
       select: ['uuid', 'properties.$current_url'],
       event: '$pageview',

@@ -36,6 +36,7 @@ import {
   compareKeys,
   expressionOf,
   isField,
+  type Aliases,
   type OrderTerm,
   parseColumn,
   parseCondition,
@@ -54,7 +55,7 @@ export type EventsColumn =
   | { kind: 'person'; label: string }
   /** PostHog's `person_display_name`: `{display_name, id, distinct_id}` of the event's person. */
   | { kind: 'display'; label: string }
-  | { kind: 'expr'; label: string; expr: Expr; aggregate: boolean; fields: string[][]; attr: string };
+  | { kind: 'expr'; label: string; expr: Expr; aggregate: boolean; fields: string[][]; attr: string; alias?: string };
 
 /** The longest time range one EventsQuery reads (`after` to `before`). */
 export const MAX_EVENTS_RANGE_DAYS = 366;
@@ -88,13 +89,21 @@ export interface Condition {
   attr: string;
 }
 
-export function parseWhere(where: readonly string[] | null | undefined): Condition[] {
+/** The select columns' `AS` names (a `where` or `orderBy` entry may use them). */
+export const aliasesOf = (columns: readonly EventsColumn[]): Aliases =>
+  new Map(columns.flatMap((c) => (c.kind === 'expr' && c.alias !== undefined ? [[c.alias, c.expr] as const] : [])));
+
+export function parseWhere(
+  where: readonly string[] | null | undefined,
+  columns: readonly EventsColumn[] = [],
+): Condition[] {
   if (!where?.length) return [];
   if (where.length > MAX_WHERE_EXPRESSIONS)
     throw new ValidationError(`At most ${MAX_WHERE_EXPRESSIONS} "where" expressions.`, 'query__where');
+  const aliases = aliasesOf(columns);
   return where.map((text, i) => {
     const attr = `query__where__${i}`;
-    return { ...parseCondition(text, 'events', attr), attr };
+    return { ...parseCondition(text, 'events', attr, aliases), attr };
   });
 }
 
@@ -158,6 +167,7 @@ export function parseOrder(
   if (orderBy && orderBy.length > MAX_ORDER_EXPRESSIONS)
     throw new ValidationError(`At most ${MAX_ORDER_EXPRESSIONS} orders.`, 'query__orderBy');
   const exprColumns = columns.flatMap((c, i) => (c.kind === 'expr' ? [{ c, i }] : []));
+  const aliases = aliasesOf(columns);
   let terms: EventsOrderTerm[];
   if (orderBy?.length)
     terms = orderBy.map((text, i) => {
@@ -170,8 +180,7 @@ export function parseOrder(
         const fields = fieldsOfDisplay();
         return { expr, descending: display[1]?.toUpperCase() === 'DESC', aggregate: aggregated, fields, attr };
       }
-      const aliased = (name: string) => exprColumns.find(({ c }) => c.label === name)?.c;
-      return { ...parseOrderTerm(text, 'events', attr, aliased), attr };
+      return { ...parseOrderTerm(text, 'events', attr, aliases), attr };
     });
   else if (!aggregated)
     terms = [

@@ -91,7 +91,7 @@ export async function runEventsQuery(context: RunContext, query: EventsQuery): P
   const { projectId } = context;
   refuseUnsupportedFields(query as Record<string, unknown>);
   const columns = parseSelect(query.select);
-  const conditions = parseWhere(query.where);
+  const conditions = parseWhere(query.where, columns);
   const aggregated = isAggregation(columns);
   const order = parseOrder(query.orderBy, columns, aggregated);
   checkAggregation(columns, conditions, order, aggregated);

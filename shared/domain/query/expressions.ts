@@ -78,9 +78,22 @@ function isCommentLabel(raw: string, label: string): boolean {
   return at >= 0 && raw.slice(at + 2).trim() === label;
 }
 
+/** Select columns by their `AS` name: an entry of `where` or `orderBy` may name one (ClickHouse resolves aliases). */
+export type Aliases = ReadonlyMap<string, Expr>;
+
+/** The expression with each bare field that names an alias replaced by that column's expression. */
+function withAliases(expr: Expr, aliases: Aliases): Expr {
+  if (aliases.size === 0) return expr;
+  return JSON.parse(JSON.stringify(expr), (_, v) =>
+    v && typeof v === 'object' && v.kind === 'field' && v.chain?.length === 1 && aliases.has(v.chain[0])
+      ? aliases.get(v.chain[0])
+      : v,
+  ) as Expr;
+}
+
 /** A boolean expression (an entry of `where`). */
-export function parseCondition(raw: string, scope: Scope, attr: string): ParsedColumn {
-  return parsed(checked(unalias(parseExpr(raw, attr)), scope, attr));
+export function parseCondition(raw: string, scope: Scope, attr: string, aliases: Aliases = new Map()): ParsedColumn {
+  return parsed(checked(withAliases(unalias(parseExpr(raw, attr)), aliases), scope, attr));
 }
 
 /** An `orderBy` entry: an expression and its direction (ASC unless said). */
@@ -91,18 +104,10 @@ export interface OrderTerm {
   fields: string[][];
 }
 
-export function parseOrderTerm(
-  raw: string,
-  scope: Scope,
-  attr: string,
-  /** A select column named by its alias (`count() AS n` ordered by `n`), as ClickHouse resolves them. */
-  aliased: (name: string) => ParsedColumn | undefined = () => undefined,
-): OrderTerm {
+export function parseOrderTerm(raw: string, scope: Scope, attr: string, aliases: Aliases = new Map()): OrderTerm {
   const order = parseOrderExpr(raw, attr);
-  const expr = unalias(order.expr);
-  const named = expr.kind === 'field' && expr.chain.length === 1 ? aliased(expr.chain[0]!) : undefined;
-  const { aggregate, fields, expr: resolved } = named ?? parsed(checked(expr, scope, attr));
-  return { expr: resolved, descending: order.direction === 'DESC', aggregate, fields };
+  const { expr, aggregate, fields } = parsed(checked(withAliases(unalias(order.expr), aliases), scope, attr));
+  return { expr, descending: order.direction === 'DESC', aggregate, fields };
 }
 
 /** A field node reading exactly `chain`. */

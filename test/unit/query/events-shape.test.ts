@@ -85,6 +85,11 @@ describe('EventsQuery select', () => {
     ]);
     expect(refused(() => parseWhere(['1 = 1', 'toHour(nope) > 1'])).attr).toBe('query__where__1');
     expect(parseWhere(undefined)).toEqual([]);
+    const columns = parseSelect(['toHour(timestamp) AS hour', 'count() AS n']);
+    const [byHour, byCount] = parseWhere(['hour >= 9', 'n > 2'], columns);
+    expect(byHour!.fields).toEqual([['timestamp']]);
+    expect([byHour!.aggregate, byCount!.aggregate]).toEqual([false, true]);
+    expect(refused(() => parseWhere(['hour >= 9'])).attr).toBe('query__where__0');
   });
 
   it('aggregating refuses *, uuid, and HAVING without an aggregate column', () => {
