@@ -104,7 +104,10 @@ export const hostileBenchmark: Benchmark = {
         'trend properties 10,000 deep (refused)',
         () => parseTrendRequest({ events: '[{"id":"e"}]', properties: deepGroup(10_000) }),
       ],
-      ['formula of 100,000 characters (refused)', () => parseFormula(`${'('.repeat(50_000)}A${')'.repeat(50_000)}`, 1)],
+      [
+        'formula of 100,000 characters (refused)',
+        () => parseFormula(`${'('.repeat(50_000)}A${')'.repeat(50_000)}`, 1, 'formula'),
+      ],
       [
         'backfill 2000-01-01..now every 5 minutes: window count',
         () => windowCount(new Date('2000-01-01T00:00:00Z'), new Date(), 'every 5 minutes'),

@@ -50,13 +50,6 @@ export async function retryTransient<T>(
 /** `false` (a conditional write that did not happen: a conflict) read as TRANSIENT, to be run again. */
 export const conflictIfFalse = (written: boolean): true | Transient => (written ? true : TRANSIENT);
 
-/**
- * The former names, kept only for shared/domain/query/async.ts, which another branch of issue 22 is
- * rewriting: the lead renames its two uses and deletes these aliases when merging.
- */
-export const CONFLICT: Transient = TRANSIENT;
-export const retryOnConflict = retryTransient;
-
 export const PAST_DEADLINE: unique symbol = Symbol('past deadline');
 
 /**

@@ -6,7 +6,6 @@ import { getPersons, personIdsOf } from '../db/persons.ts';
 import { answersGeneration, firstEventAt } from '../db/projects.ts';
 import { readRollups } from '../db/rollups.ts';
 import { readTrendCache, writeTrendCache } from '../db/result-cache.ts';
-import { ValidationError } from '../errors.ts';
 import {
   canUseHourlyRollups,
   computeTrendFromHourly,
@@ -19,9 +18,10 @@ import {
   type ActionDefinition,
   type DateRange,
   type ProjectSettings,
-  type TrendQuery,
   type TrendResponse,
+  type TrendsModel,
 } from '../trends/index.ts';
+import { unknownAction } from '../trends/compute.ts';
 import { checkResponseBytes, type ReadWindow } from '../trends/limits.ts';
 import {
   type ColumnSource,
@@ -72,7 +72,7 @@ class Phases {
 const hourKey = (d: Date) => d.toISOString().slice(0, 13);
 
 /**
- * PostHog's legacy trend: the request is validated by the engine, then answered from the cache, from
+ * PostHog's legacy trend: the request is validated and converted into the model (parse.ts), then answered from the cache, from
  * hourly rollups (unfiltered totals: cost independent of the number of events), or from the events of
  * the range — compacted day segments where they are exact, raw event partitions elsewhere
  * (event-segments.ts) — with persons resolved only for queries that use them.
@@ -84,11 +84,12 @@ export async function computeProjectTrend(
   refresh: boolean,
 ): Promise<TrendAnswer> {
   const phases = new Phases();
+  const query = parseTrendRequest(raw);
   const [inputs, generation] = await Promise.all([
-    prepareTrend(() => findProject(membership, projectId), projectId, raw),
+    prepareTrend(() => findProject(membership, projectId), projectId, query),
     answersGeneration(projectId),
   ]);
-  const { query, settings, actions, firstAt, now } = inputs;
+  const { settings, actions, firstAt, now } = inputs;
   const hash = createHash('sha256')
     .update(JSON.stringify({ query, settings, actions, firstAt, generation }))
     .digest('base64url');
@@ -115,8 +116,8 @@ export async function computeProjectTrend(
 
 /** A trend computed without the legacy trend cache (the query API keeps its own). */
 export interface ComputedTrend {
-  /** The request as the engine validated it. */
-  query: TrendQuery;
+  /** The query the engine answered. */
+  query: TrendsModel;
   /** The requested period, resolved in the project's time zone. */
   range: DateRange;
   response: TrendResponse;
@@ -124,23 +125,23 @@ export interface ComputedTrend {
   timings: { k: string; t: number }[];
 }
 
-/** The legacy trend request on a project the caller has read, answered from the store, neither reading nor writing the trend cache. */
+/** A trend on a project the caller has read, answered from the store, neither reading nor writing the trend cache. */
 export async function answerTrend(
   project: ProjectRecord,
-  raw: Record<string, unknown>,
+  query: TrendsModel,
   /** Called between reads and before each batch the engine computes: throws to stop (deadline, cancellation). */
   check: () => void = () => {},
 ): Promise<ComputedTrend> {
   const phases = new Phases();
   const projectId = project.id;
-  const inputs = await prepareTrend(async () => project, projectId, raw);
+  const inputs = await prepareTrend(async () => project, projectId, query);
   phases.mark('setup');
   const { response, source } = await computeFromStore(projectId, inputs, phases, check);
   return { query: inputs.query, range: inputs.range, response, source, timings: phases.list() };
 }
 
 interface TrendInputs {
-  query: TrendQuery;
+  query: TrendsModel;
   settings: ProjectSettings;
   actions: ActionDefinition[];
   firstAt: Date | undefined;
@@ -150,25 +151,22 @@ interface TrendInputs {
 }
 
 /**
- * The validated request with what answering it needs: project settings, actions, the range and the
- * days to read. `loadProject` runs beside the other reads (or returns a project already read).
+ * The query with what answering it needs: project settings, actions, the range and the days to
+ * read. `loadProject` runs beside the other reads (or returns a project already read).
  */
 async function prepareTrend(
   loadProject: () => Promise<ProjectRecord>,
   projectId: number,
-  raw: Record<string, unknown>,
+  query: TrendsModel,
 ): Promise<TrendInputs> {
-  const query = parseTrendRequest(raw);
-  const actionIds = query.series.flatMap((s) => (s.type === 'actions' ? [Number(s.id)] : []));
+  const actionIds = query.series.flatMap((s) => (s.kind === 'ActionsNode' ? [s.id] : []));
   const [project, actions, firstAt] = await Promise.all([
     loadProject(),
     actionDefinitions(projectId, actionIds),
     firstEventAt(projectId),
   ]);
   for (const s of query.series) {
-    if (s.type === 'actions' && !actions.some((a) => a.id === Number(s.id))) {
-      throw new ValidationError(`Action ${String(s.id)} does not exist.`, `actions__${s.index}__id`, 'does_not_exist');
-    }
+    if (s.kind === 'ActionsNode' && !actions.some((a) => a.id === s.id)) throw unknownAction(s);
   }
   const settings = projectSettings(project);
   const now = clockNow();
@@ -196,7 +194,7 @@ const daysRead = (read: ReadWindow | null) => `${read?.days ?? 0} days`;
 
 async function fromRollups(
   projectId: number,
-  query: TrendQuery,
+  query: TrendsModel,
   read: ReadWindow | null,
   settings: ProjectSettings,
   now: Date,
@@ -208,7 +206,12 @@ async function fromRollups(
     ? await Promise.all(
         query.series.map((s) => {
           check();
-          return readRollups(projectId, s.id === null ? null : String(s.id), hourKey(read.from), hourKey(read.to));
+          return readRollups(
+            projectId,
+            s.kind === 'EventsNode' ? s.event : String(s.id),
+            hourKey(read.from),
+            hourKey(read.to),
+          );
         }),
       )
     : query.series.map(() => new Map<string, number>());
@@ -221,7 +224,7 @@ async function fromRollups(
 
 async function fromEvents(
   projectId: number,
-  query: TrendQuery,
+  query: TrendsModel,
   range: DateRange,
   read: ReadWindow | null,
   settings: ProjectSettings,

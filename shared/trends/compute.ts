@@ -22,6 +22,7 @@ import {
   tooManyBuckets,
 } from './limits.ts';
 import { windowDays } from './math.ts';
+import type { ActionsSeries, TrendsModel } from './model.ts';
 import { parseFilter } from './properties.ts';
 import { isValidTimeZone } from './tz.ts';
 import {
@@ -29,43 +30,42 @@ import {
   COUNT_PER_ACTOR_MATHS,
   type ActionDefinition,
   type DateRange,
-  type MathType,
   type ProjectSettings,
   type PropertyFilter,
   type PropertyGroup,
-  type TrendQuery,
+  type SeriesMath,
 } from './types.ts';
 
-export function projectContext(project: ProjectSettings, now: Date): DateContext {
+export function projectContext(query: TrendsModel, project: ProjectSettings, now: Date): DateContext {
   if (!isValidTimeZone(project.timezone))
-    throw new ValidationError(`Unknown time zone "${project.timezone}".`, 'timezone');
+    throw new ValidationError(`Unknown time zone "${project.timezone}".`, query.attrs.timezone);
   return dateContext(project, now);
 }
 
 export function resolveDateRange(
-  query: TrendQuery,
+  query: TrendsModel,
   project: ProjectSettings,
   now: Date,
   firstEventAt?: Date,
 ): DateRange {
-  const ctx = projectContext(project, now);
+  const ctx = projectContext(query, project, now);
   const range = withBucketCap(query, () => resolveRange(query, ctx, firstEventAt?.getTime()));
   checkResponseSize(query, range.buckets.length);
   return toDateRange(range, query.interval, ctx);
 }
 
 /** The bucket cap as a 400 (the compared period is resolved on its own and may hold an hour more across DST). */
-function withBucketCap<T>(query: TrendQuery, resolve: () => T): T {
+function withBucketCap<T>(query: TrendsModel, resolve: () => T): T {
   try {
     return resolve();
   } catch (err) {
-    if (err instanceof RangeError) throw tooManyBuckets(query.interval);
+    if (err instanceof RangeError) throw tooManyBuckets(query);
     throw err;
   }
 }
 
 /** The range and the compared one; `now` is irrelevant once the range is resolved. */
-export function periodsFor(query: TrendQuery, range: DateRange): Period[] {
+export function periodsFor(query: TrendsModel, range: DateRange): Period[] {
   const periods = withBucketCap(query, () =>
     periodsOf(query, fromDateRange(range), {
       tz: range.timezone,
@@ -73,13 +73,12 @@ export function periodsFor(query: TrendQuery, range: DateRange): Period[] {
       weekStartDay: range.week_start_day,
     }),
   );
-  for (const p of periods)
-    if (p.buckets.length > MAX_TREND_BUCKETS) throw tooManyBuckets(query.interval, p.buckets.length);
+  for (const p of periods) if (p.buckets.length > MAX_TREND_BUCKETS) throw tooManyBuckets(query, p.buckets.length);
   return periods;
 }
 
 /** Where a period's events start, reaching back for the weekly/monthly active windows of its first bucket. */
-export function readFrom(query: TrendQuery, period: Period, tz: string): number {
+export function readFrom(query: TrendsModel, period: Period, tz: string): number {
   const first = period.buckets[0];
   const lookbackDays = Math.max(0, ...query.series.map((s) => windowDays(s.math, query.interval) ?? 0));
   return first === undefined || lookbackDays === 0
@@ -87,7 +86,7 @@ export function readFrom(query: TrendQuery, period: Period, tz: string): number 
     : Math.min(period.from, windowStart(first, lookbackDays, tz));
 }
 
-export function eventsNeeded(query: TrendQuery, range: DateRange): { from: Date; to: Date } {
+export function eventsNeeded(query: TrendsModel, range: DateRange): { from: Date; to: Date } {
   const periods = periodsFor(query, range);
   const from = Math.min(...periods.map((p) => readFrom(query, p, range.timezone)));
   const to = Math.max(...periods.map((p) => p.to));
@@ -101,43 +100,47 @@ export function eventsNeeded(query: TrendQuery, range: DateRange): { from: Date;
  * that is more days than a trend may read (shared/trends/limits.ts).
  */
 export function eventsToRead(
-  query: TrendQuery,
+  query: TrendsModel,
   range: DateRange,
   firstEventAt: Date | undefined,
   latestEventAt?: Date,
 ): ReadWindow | null {
   const read = clampToEvents(eventsNeeded(query, range), firstEventAt, latestEventAt);
-  checkDaysRead(query, read, () =>
-    clampToEvents(eventsNeeded({ ...query, compare: false, compare_to: null }, range), firstEventAt, latestEventAt),
-  );
+  const current = { ...query, compareFilter: { compare: false, compare_to: null } };
+  checkDaysRead(query, read, () => clampToEvents(eventsNeeded(current, range), firstEventAt, latestEventAt));
   return read;
 }
 
-export function indexActions(query: TrendQuery, actions: ActionDefinition[]): Map<number, ActionDefinition> {
+export function indexActions(query: TrendsModel, actions: ActionDefinition[]): Map<number, ActionDefinition> {
   const byId = new Map(actions.map((a) => [a.id, a]));
   for (const entity of query.series) {
-    if (entity.type === 'actions' && !byId.has(entity.id as number)) {
-      throw new ValidationError(`Action ${entity.id} does not exist.`, `actions__${entity.index}__id`);
-    }
+    if (entity.kind === 'ActionsNode' && !byId.has(entity.id)) throw unknownAction(entity);
   }
   return byId;
 }
+
+/** An action series whose action the project does not have, named as its front end names it. */
+export const unknownAction = (series: ActionsSeries) =>
+  new ValidationError(`Action ${series.id} does not exist.`, series.idAttr, 'does_not_exist');
+
+/** An action series' definition (indexActions has checked that each exists). */
+export const actionOf = (byId: ReadonlyMap<number, ActionDefinition>, id: number) => byId.get(id)!;
 
 /**
  * Event names storage must read, or null when every event is needed: an `id: null` series, an
  * action step without an event, or a session breakdown (a session's duration spans all its events).
  */
-export function needsEventNames(query: TrendQuery, actions: ActionDefinition[]): string[] | null {
-  if (query.breakdown?.source === 'session') return null;
+export function needsEventNames(query: TrendsModel, actions: ActionDefinition[]): string[] | null {
+  if (query.breakdownFilter?.source === 'session') return null;
   const byId = indexActions(query, actions);
   const names = new Set<string>();
   for (const entity of query.series) {
-    if (entity.type === 'events') {
-      if (entity.id === null) return null;
-      names.add(String(entity.id));
+    if (entity.kind === 'EventsNode') {
+      if (entity.event === null) return null;
+      names.add(entity.event);
       continue;
     }
-    for (const step of byId.get(entity.id as number)!.steps) {
+    for (const step of actionOf(byId, entity.id).steps) {
       if (step.event === null || step.event === undefined) return null;
       names.add(step.event);
     }
@@ -145,7 +148,7 @@ export function needsEventNames(query: TrendQuery, actions: ActionDefinition[]):
   return [...names].sort();
 }
 
-const PERSON_MATHS: ReadonlySet<MathType> = new Set<MathType>([...ACTIVE_USER_MATHS, ...COUNT_PER_ACTOR_MATHS]);
+const PERSON_MATHS: ReadonlySet<SeriesMath> = new Set<SeriesMath>([...ACTIVE_USER_MATHS, ...COUNT_PER_ACTOR_MATHS]);
 
 const groupUsesPersons = (g: PropertyGroup): boolean =>
   g.values.some((v) => ('values' in v ? groupUsesPersons(v) : v.type === 'person'));
@@ -156,21 +159,21 @@ const filtersUsePersons = (filters: PropertyFilter[] | undefined) => (filters ??
  * person maths, person filters anywhere (request, series, action steps, test-account filters in use),
  * person property maths, person breakdowns. When it does not, storage skips resolving persons.
  */
-export function needsPersons(query: TrendQuery, project: ProjectSettings, actions: ActionDefinition[]): boolean {
-  if (query.breakdown?.source === 'person' || groupUsesPersons(query.properties)) return true;
-  if (query.filter_test_accounts && filtersUsePersons(project.test_account_filters)) return true;
+export function needsPersons(query: TrendsModel, project: ProjectSettings, actions: ActionDefinition[]): boolean {
+  if (query.breakdownFilter?.source === 'person' || groupUsesPersons(query.properties)) return true;
+  if (query.filterTestAccounts && filtersUsePersons(project.test_account_filters)) return true;
   const byId = indexActions(query, actions);
   return query.series.some(
     (s) =>
       PERSON_MATHS.has(s.math) ||
       (s.math_property !== null && s.math_property_type === 'person_properties') ||
       groupUsesPersons(s.properties) ||
-      (s.type === 'actions' && byId.get(s.id as number)!.steps.some((step) => filtersUsePersons(step.properties))),
+      (s.kind === 'ActionsNode' && actionOf(byId, s.id).steps.some((step) => filtersUsePersons(step.properties))),
   );
 }
 
 const eventKeysOf = (g: PropertyGroup): string[] =>
-  g.values.flatMap((v) => ('values' in v ? eventKeysOf(v) : v.type === 'person' ? [] : [v.key]));
+  g.values.flatMap((v) => ('values' in v ? eventKeysOf(v) : v.type === 'person' || v.type === 'hogql' ? [] : [v.key]));
 const eventFilterKeys = (filters: PropertyFilter[] | undefined) =>
   (filters ?? []).flatMap((f) => (f.type === 'person' ? [] : [f.key]));
 
@@ -180,21 +183,22 @@ const eventFilterKeys = (filters: PropertyFilter[] | undefined) =>
  * maths and breakdowns. Storage may hand over events with only these properties.
  */
 export function eventPropertiesUsed(
-  query: TrendQuery,
+  query: TrendsModel,
   project: ProjectSettings,
   actions: ActionDefinition[],
 ): string[] {
   const used = new Set<string>(eventKeysOf(query.properties));
-  if (query.filter_test_accounts) for (const k of eventFilterKeys(project.test_account_filters)) used.add(k);
-  if (query.breakdown?.source === 'event') used.add(query.breakdown.property);
-  if (query.breakdown?.source === 'session') used.add('$session_id');
+  if (query.filterTestAccounts) for (const k of eventFilterKeys(project.test_account_filters)) used.add(k);
+  const breakdown = query.breakdownFilter;
+  if (breakdown?.source === 'event') used.add(breakdown.property);
+  if (breakdown?.source === 'session') used.add('$session_id');
   const byId = indexActions(query, actions);
   for (const s of query.series) {
     for (const k of eventKeysOf(s.properties)) used.add(k);
     if (s.math === 'unique_session') used.add('$session_id');
     if (s.math_property !== null && s.math_property_type !== 'person_properties') used.add(s.math_property);
-    if (s.type === 'actions')
-      for (const step of byId.get(s.id as number)!.steps) for (const k of eventFilterKeys(step.properties)) used.add(k);
+    if (s.kind === 'ActionsNode')
+      for (const step of actionOf(byId, s.id).steps) for (const k of eventFilterKeys(step.properties)) used.add(k);
   }
   return [...used].sort();
 }
@@ -202,4 +206,17 @@ export function eventPropertiesUsed(
 /** Filters stored with the project or an action are validated like request filters (400 on what we cannot evaluate). */
 export function parseStoredFilters(filters: PropertyFilter[] | undefined, attr: string): PropertyFilter[] {
   return (filters ?? []).map((f, i) => parseFilter(f as unknown as Record<string, unknown>, `${attr}__${i}`));
+}
+
+/** The project's test-account filters, their errors named as the model's front end names them (ModelAttrs.testAccounts). */
+export function testAccountFilters(query: TrendsModel, project: ProjectSettings): PropertyFilter[] {
+  const { attr, each } = query.attrs.testAccounts;
+  if (each) return parseStoredFilters(project.test_account_filters, attr);
+  try {
+    return parseStoredFilters(project.test_account_filters, attr);
+  } catch (error) {
+    // The query's field is the switch: the filters themselves are the project's.
+    if (error instanceof ValidationError) throw new ValidationError(error.detail, attr, error.code);
+    throw error;
+  }
 }

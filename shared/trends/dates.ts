@@ -20,7 +20,8 @@ import {
   toLocal,
   wallClock,
 } from './tz.ts';
-import type { DateRange, Interval, ProjectSettings, TrendQuery } from './types.ts';
+import type { TrendsModel } from './model.ts';
+import type { DateRange, Interval, ProjectSettings } from './types.ts';
 
 export type RelativeUnit = 'h' | 'd' | 'w' | 'm' | 'q' | 'y';
 
@@ -248,16 +249,17 @@ export function dateContext(project: ProjectSettings, now: Date): DateContext {
 /** Hard cap on the number of buckets of one period (an `all` range in hours would otherwise explode). */
 export const MAX_BUCKETS = 20_000;
 
-export function resolveRange(query: TrendQuery, ctx: DateContext, firstEventAt: number | undefined): NumericRange {
-  const fromExpr = query.date_from === null ? DEFAULT_DATE_FROM : expressionOf(query.date_from);
+export function resolveRange(query: TrendsModel, ctx: DateContext, firstEventAt: number | undefined): NumericRange {
+  const { date_from, date_to, explicitDate } = query.dateRange;
+  const fromExpr = date_from === null ? DEFAULT_DATE_FROM : expressionOf(date_from);
   const interval = query.interval;
   const point = resolveExpression(fromExpr, ctx, firstEventAt);
   // `all` counts from the first event's day (its hour for hourly ranges), as HogQL's QueryDateRange truncates it.
   if (fromExpr.kind === 'all' && firstEventAt !== undefined && interval === 'hour') point.precision = 'hour';
-  const to = upperBound(query.date_to, interval, ctx, query.explicit_date, firstEventAt);
+  const to = upperBound(date_to, interval, ctx, explicitDate, firstEventAt);
   // Counting stops at now, but the hourly range "ends with the current hour" for the rounding test and the compared period.
-  const adjustedTo = query.date_to === null && interval === 'hour' ? endOfLocalHour(ctx.now, ctx.tz) : to;
-  return rangeBetween(lowerBound(point, ctx), to, adjustedTo, interval, ctx, query.explicit_date);
+  const adjustedTo = date_to === null && interval === 'hour' ? endOfLocalHour(ctx.now, ctx.tz) : to;
+  return rangeBetween(lowerBound(point, ctx), to, adjustedTo, interval, ctx, explicitDate);
 }
 
 /**
@@ -380,11 +382,12 @@ export interface Period {
 }
 
 /** The current period, and with `compare` the previous one. */
-export function periodsOf(query: TrendQuery, range: NumericRange, ctx: DateContext): Period[] {
+export function periodsOf(query: TrendsModel, range: NumericRange, ctx: DateContext): Period[] {
   const current: Period = { kind: 'current', from: range.from, to: range.to, buckets: range.buckets };
-  if (!query.compare) return [current];
+  const { compare, compare_to } = query.compareFilter;
+  if (!compare) return [current];
   const { from, to, buckets } =
-    query.compare_to === null ? previousPeriod(query, range, ctx) : comparedTo(query, query.compare_to, range, ctx);
+    compare_to === null ? previousPeriod(query, range, ctx) : comparedTo(query, compare_to, range, ctx);
   return [current, { kind: 'previous', from, to, buckets }];
 }
 
@@ -396,13 +399,14 @@ export function periodsOf(query: TrendQuery, range: NumericRange, ctx: DateConte
  * start one day later (PostHog's "last 7 days" kludge). The result is then resolved like a requested
  * range: its end widened to the end of its day (hour), its start rounded by should_round.
  */
-function previousPeriod(query: TrendQuery, range: NumericRange, ctx: DateContext): NumericRange {
-  const { interval, explicit_date: explicit } = query;
+function previousPeriod(query: TrendsModel, range: NumericRange, ctx: DateContext): NumericRange {
+  const { interval } = query;
+  const { explicitDate: explicit, date_from, date_to } = query.dateRange;
   const from = wallClock(range.unroundedFrom, ctx.tz);
   const to = wallClock(range.adjustedTo, ctx.tz);
   const diff = to - from;
   let previousFrom = startOfWallDay(from - diff) + (from - startOfWallDay(from));
-  if (interval === 'day' && query.date_to === null && isWeeksOfDays(query.date_from)) previousFrom += DAY;
+  if (interval === 'day' && date_to === null && isWeeksOfDays(date_from)) previousFrom += DAY;
   const end = previousFrom + diff;
   const unit = interval === 'hour' ? HOUR : DAY;
   const previousTo = end - mod(end, unit) + mod(to, unit);
@@ -425,7 +429,7 @@ function isWeeksOfDays(dateFrom: string | null): boolean {
  * `compare_to` (HogQL's QueryCompareToDateRange): the previous start is the current start moved
  * back by that relative offset, the previous end is that plus the current range's length.
  */
-function comparedTo(query: TrendQuery, compareTo: string, range: NumericRange, ctx: DateContext): NumericRange {
+function comparedTo(query: TrendsModel, compareTo: string, range: NumericRange, ctx: DateContext): NumericRange {
   const expr = parseDateExpression(compareTo);
   if (expr?.kind !== 'relative') throw new Error(`unparsable compare_to ${compareTo}`);
   const length = wallClock(range.to, ctx.tz) - wallClock(range.from, ctx.tz);
@@ -437,7 +441,7 @@ function comparedTo(query: TrendQuery, compareTo: string, range: NumericRange, c
     from = fromLocal({ ...l, ...shiftDate(l, unit, -expr.n) }, ctx.tz);
   }
   const to = fromWallClock(wallClock(from, ctx.tz) + length, ctx.tz);
-  return rangeBetween(from, to, to, query.interval, ctx, query.explicit_date);
+  return rangeBetween(from, to, to, query.interval, ctx, query.dateRange.explicitDate);
 }
 
 /** The earliest day a weekly/monthly-active window reaches back to for a bucket. */

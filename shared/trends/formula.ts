@@ -8,7 +8,7 @@ import type { FormulaNode } from './types.ts';
 
 type Token = { kind: 'number'; value: number } | { kind: 'letter'; index: number } | { kind: 'op'; op: string };
 
-function tokenize(formula: string): Token[] {
+function tokenize(formula: string, invalid: (why: string) => ValidationError): Token[] {
   const tokens: Token[] = [];
   const re = /\s*(?:(\d+(?:\.\d*)?|\.\d+)|([A-Za-z]+)|([-+*/%()]))/y;
   let pos = 0;
@@ -27,16 +27,15 @@ function tokenize(formula: string): Token[] {
   return tokens;
 }
 
-const invalid = (why: string) => new ValidationError(`Invalid formula: ${why}.`, 'formula');
-
 export const MAX_FORMULA_LENGTH = 1_000;
 /** Parentheses nesting: the parser and the evaluator recurse once per level. */
 export const MAX_FORMULA_DEPTH = 64;
 
-/** Parses and checks that every letter names an existing series. */
-export function parseFormula(formula: string, seriesCount: number): FormulaNode {
+/** Parses and checks that every letter names an existing series; `attr` is the caller's name of the formula. */
+export function parseFormula(formula: string, seriesCount: number, attr: string): FormulaNode {
+  const invalid = (why: string) => new ValidationError(`Invalid formula: ${why}.`, attr);
   if (formula.length > MAX_FORMULA_LENGTH) throw invalid(`formulas are limited to ${MAX_FORMULA_LENGTH} characters`);
-  const tokens = tokenize(formula);
+  const tokens = tokenize(formula, invalid);
   let i = 0;
   let depth = 0;
   const peek = () => tokens[i];

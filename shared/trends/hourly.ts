@@ -9,7 +9,8 @@ import { bucketIndex } from './math.ts';
 import { buildResponse, type PeriodResult } from './output.ts';
 import { hasFilters } from './properties.ts';
 import { DAY, HOUR, offsetAt } from './tz.ts';
-import type { ProjectSettings, TrendQuery, TrendResponse } from './types.ts';
+import type { TrendsModel } from './model.ts';
+import type { ProjectSettings, TrendResponse } from './types.ts';
 
 /**
  * True when hourly counts give the exact answer: total counts of events (not actions: their steps
@@ -19,15 +20,16 @@ import type { ProjectSettings, TrendQuery, TrendResponse } from './types.ts';
  * computeTrend will (defaults: the current time, no first event).
  */
 export function canUseHourlyRollups(
-  query: TrendQuery,
+  query: TrendsModel,
   project: ProjectSettings,
   now: Date = new Date(),
   firstEventAt?: Date,
 ): boolean {
-  if (query.breakdown || query.explicit_date) return false;
+  if (query.breakdownFilter || query.dateRange.explicitDate) return false;
   if (hasFilters(query.properties)) return false;
-  if (query.filter_test_accounts && project.test_account_filters.length) return false;
-  if (!query.series.every((s) => s.type === 'events' && s.math === 'total' && !hasFilters(s.properties))) return false;
+  if (query.filterTestAccounts && project.test_account_filters.length) return false;
+  if (!query.series.every((s) => s.kind === 'EventsNode' && s.math === 'total' && !hasFilters(s.properties)))
+    return false;
   let needed: { from: Date; to: Date };
   let periods: Period[];
   try {
@@ -43,7 +45,8 @@ export function canUseHourlyRollups(
   // at now (the current hour is read whole: only events stamped in the future could differ).
   const onHours = (p: Period) =>
     p.from % HOUR === 0 &&
-    ((p.to + 1) % HOUR === 0 || (p.kind === 'current' && query.date_to === null && query.interval === 'hour'));
+    ((p.to + 1) % HOUR === 0 ||
+      (p.kind === 'current' && query.dateRange.date_to === null && query.interval === 'hour'));
   return from % HOUR === 0 && periods.every(onHours) && wholeHourOffsets(project.timezone, from, to);
 }
 
@@ -61,15 +64,15 @@ function hourStart(key: string): number | null {
 }
 
 export function computeTrendFromHourly(
-  query: TrendQuery,
+  query: TrendsModel,
   input: { hourly: Map<string, number>[]; project: ProjectSettings; now: Date; firstEventAt?: Date },
 ): TrendResponse {
   if (input.hourly.length !== query.series.length)
     throw new Error(`computeTrendFromHourly: ${query.series.length} series but ${input.hourly.length} hourly maps`);
-  if (!query.series.every((s) => s.math === 'total' && s.type === 'events') || query.breakdown) {
+  if (!query.series.every((s) => s.math === 'total' && s.kind === 'EventsNode') || query.breakdownFilter) {
     throw new Error('computeTrendFromHourly: the query needs raw events (check canUseHourlyRollups first)');
   }
-  const ctx = projectContext(input.project, input.now);
+  const ctx = projectContext(query, input.project, input.now);
   const range = resolveDateRange(query, input.project, input.now, input.firstEventAt);
   const results: PeriodResult[] = periodsFor(query, range).map((period) => ({
     period,

@@ -1,5 +1,6 @@
 /** The trend engine: PostHog's legacy `insights/trend`, computed in memory from raw events or hourly rollups. */
 export * from './types.ts';
+export * from './model.ts';
 export { parseTrendRequest } from './parse.ts';
 export {
   resolveDateRange,

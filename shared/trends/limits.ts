@@ -4,7 +4,7 @@
  */
 import { ValidationError } from '#shared/errors.ts';
 import type { RelativeUnit } from './dates.ts';
-import type { Interval, TrendQuery } from './types.ts';
+import type { TrendsModel } from './model.ts';
 
 /** Events + actions: PostHog's insight editor rarely goes past a dozen. */
 export const MAX_SERIES = 50;
@@ -62,7 +62,7 @@ export function checkEarliestYear(value: string, year: number, attr: string): vo
     );
 }
 
-/** Checked on each list before its entries are parsed, then on both together. */
+/** Checked on each list before its entries are parsed, then on both together (legacy attr names: the legacy parser's check). */
 export function checkSeriesCount(events: number, actions: number): void {
   if (events + actions <= MAX_SERIES) return;
   const attr = events > MAX_SERIES || actions === 0 ? 'events' : 'actions';
@@ -72,28 +72,29 @@ export function checkSeriesCount(events: number, actions: number): void {
   );
 }
 
-export function checkBreakdownLimit(limit: number): void {
+export function checkBreakdownLimit(limit: number, attr: string): void {
   if (limit > MAX_BREAKDOWN_LIMIT)
     throw new ValidationError(
       `Ensure this value is less than or equal to ${count(MAX_BREAKDOWN_LIMIT)}: a trend shows at most ${count(MAX_BREAKDOWN_LIMIT)} breakdown values.`,
-      'breakdown_limit',
+      attr,
     );
 }
 
 /** `buckets` undefined: the range was refused while counting them (more than the engine's loop guard). */
-export function tooManyBuckets(interval: Interval, buckets?: number): ValidationError {
+export function tooManyBuckets(query: TrendsModel, buckets?: number): ValidationError {
   const has = buckets === undefined ? `more than ${count(MAX_TREND_BUCKETS)}` : count(buckets);
   return new ValidationError(
-    `The date range has ${has} ${interval} intervals; at most ${count(MAX_TREND_BUCKETS)} are allowed. Choose a longer interval or a shorter range.`,
-    'interval',
+    `The date range has ${has} ${query.interval} intervals; at most ${count(MAX_TREND_BUCKETS)} are allowed. Choose a longer interval or a shorter range.`,
+    query.attrs.interval,
   );
 }
 
 /** The response's size: buckets of one period, and rows × buckets of every period. */
-export function checkResponseSize(query: TrendQuery, buckets: number): void {
-  if (buckets > MAX_TREND_BUCKETS) throw tooManyBuckets(query.interval, buckets);
-  const rowsPerSeries = query.breakdown ? query.breakdown.limit + 2 : 1;
-  const cells = query.series.length * rowsPerSeries * (query.compare ? 2 : 1) * buckets;
+export function checkResponseSize(query: TrendsModel, buckets: number): void {
+  if (buckets > MAX_TREND_BUCKETS) throw tooManyBuckets(query, buckets);
+  const breakdown = query.breakdownFilter;
+  const rowsPerSeries = breakdown ? breakdown.breakdown_limit + 2 : 1;
+  const cells = query.series.length * rowsPerSeries * (query.compareFilter.compare ? 2 : 1) * buckets;
   if (cells <= MAX_CELLS) return;
   throw new ValidationError(
     `This trend would have ${count(cells)} values (series × breakdown rows × periods × ${query.interval} intervals); at most ${count(MAX_CELLS)} are allowed. Lower breakdown_limit, or choose fewer series, a shorter range or a longer interval.`,
@@ -101,9 +102,9 @@ export function checkResponseSize(query: TrendQuery, buckets: number): void {
   );
 }
 
-const sizeAttr = (query: TrendQuery) => (query.breakdown ? 'breakdown_limit' : 'interval');
+const sizeAttr = (query: TrendsModel) => (query.breakdownFilter ? query.attrs.breakdown_limit : query.attrs.interval);
 
-export function checkResponseBytes(query: TrendQuery, bytes: number): void {
+export function checkResponseBytes(query: TrendsModel, bytes: number): void {
   if (bytes <= MAX_RESPONSE_BYTES) return;
   throw new ValidationError(
     `This trend's answer would be ${count(Math.ceil(bytes / 1024))} KiB; at most ${count(MAX_RESPONSE_BYTES / 1024)} KiB can be returned. Lower breakdown_limit, or choose fewer series, a shorter range or a longer interval.`,
@@ -141,13 +142,19 @@ export function clampToEvents(
  * The days cap, on what is really read. `current` is the read without the compared period: when it
  * fits, the comparison is what to change.
  */
-export function checkDaysRead(query: TrendQuery, read: ReadWindow | null, current: () => ReadWindow | null): void {
+export function checkDaysRead(query: TrendsModel, read: ReadWindow | null, current: () => ReadWindow | null): void {
   if (read === null || read.days <= MAX_DAYS_READ) return;
-  const own = query.compare ? current() : read;
+  const { compare, compare_to } = query.compareFilter;
+  const { attrs } = query;
+  const own = compare ? current() : read;
   const attr =
-    own !== null && own.days <= MAX_DAYS_READ ? (query.compare_to === null ? 'compare' : 'compare_to') : 'date_from';
+    own !== null && own.days <= MAX_DAYS_READ
+      ? compare_to === null
+        ? attrs.compare
+        : attrs.compare_to
+      : attrs.date_from;
   throw new ValidationError(
-    `This trend would read ${count(read.days)} days of events (${isoDay(read.from)} to ${isoDay(read.to)}${query.compare ? ', compared period included' : ''}); at most ${count(MAX_DAYS_READ)} days are allowed. Choose a shorter range.`,
+    `This trend would read ${count(read.days)} days of events (${isoDay(read.from)} to ${isoDay(read.to)}${compare ? ', compared period included' : ''}); at most ${count(MAX_DAYS_READ)} days are allowed. Choose a shorter range.`,
     attr,
   );
 }

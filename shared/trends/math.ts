@@ -5,7 +5,7 @@
  * (numpy's default; ClickHouse's exact quantile on small sets): p90 of [1..10] is 9.1. The aggregation itself is columnar/engine.ts.
  */
 import type { Period } from './dates.ts';
-import type { Interval, MathType } from './types.ts';
+import type { Interval, SeriesMath } from './types.ts';
 
 /** Values of one row (a series, or one breakdown value of it) in one period. */
 export interface RowValues {
@@ -15,13 +15,13 @@ export interface RowValues {
 }
 
 /** Trailing window of the active-user maths, in local days including the bucket's own day. */
-export const ACTIVE_WINDOW_DAYS: Partial<Record<MathType, number>> = { weekly_active: 7, monthly_active: 30 };
+export const ACTIVE_WINDOW_DAYS: Partial<Record<SeriesMath, number>> = { weekly_active: 7, monthly_active: 30 };
 
 /**
  * Whether a math uses a trailing window. PostHog only does this for day and hour intervals; for
  * week and month buckets active users are plain distinct persons per bucket.
  */
-export function windowDays(math: MathType, interval: Interval): number | null {
+export function windowDays(math: SeriesMath, interval: Interval): number | null {
   const days = ACTIVE_WINDOW_DAYS[math];
   return days !== undefined && (interval === 'day' || interval === 'hour') ? days : null;
 }

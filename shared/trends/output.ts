@@ -7,6 +7,7 @@ import { breakdownLabel } from './breakdown.ts';
 import { bucketDay, bucketLabel, type Period } from './dates.ts';
 import { evaluateFormula } from './formula.ts';
 import type { RowValues } from './math.ts';
+import { type SeriesModel, seriesId, type TrendsModel } from './model.ts';
 import { isoLocal } from './tz.ts';
 import {
   AGGREGATED_DISPLAYS,
@@ -15,15 +16,13 @@ import {
   type ActionDefinition,
   type FormulaNode,
   type SeriesAction,
-  type TrendEntity,
   type TrendFilterEcho,
-  type TrendQuery,
   type TrendResponse,
   type TrendSeries,
 } from './types.ts';
 
 export interface SeriesRows {
-  entity: TrendEntity;
+  entity: SeriesModel;
   rows: RowValues[];
 }
 
@@ -34,64 +33,69 @@ export interface PeriodResult {
 }
 
 export interface OutputContext {
-  query: TrendQuery;
+  query: TrendsModel;
   timezone: string;
   actions: ReadonlyMap<number, ActionDefinition>;
 }
 
 /** The name PostHog gives a series: its event name, "All events" for `id: null`, or the action's name. */
-export function entityName(entity: TrendEntity, actions: ReadonlyMap<number, ActionDefinition>): string {
+function entityName(entity: SeriesModel, actions: ReadonlyMap<number, ActionDefinition>): string {
   if (entity.name) return entity.name;
-  if (entity.type === 'actions') return actions.get(entity.id as number)?.name ?? `Action ${entity.id}`;
-  return entity.id === null ? 'All events' : String(entity.id);
+  if (entity.kind === 'ActionsNode') return actions.get(entity.id)?.name ?? `Action ${entity.id}`;
+  return entity.event === null ? 'All events' : entity.event;
 }
 
 /** The label: `custom_name` overrides the name (newer PostHog; legacy ignored it). */
-export function entityLabel(entity: TrendEntity, actions: ReadonlyMap<number, ActionDefinition>): string {
+function entityLabel(entity: SeriesModel, actions: ReadonlyMap<number, ActionDefinition>): string {
   return entity.custom_name || entityName(entity, actions);
 }
 
-export function actionEcho(entity: TrendEntity, actions: ReadonlyMap<number, ActionDefinition>): SeriesAction {
+/** The series as the legacy answer echoes it (`action`, `filter.events`/`filter.actions`); `order` is its position. */
+function actionEcho(entity: SeriesModel, order: number, actions: ReadonlyMap<number, ActionDefinition>): SeriesAction {
   return {
-    id: entity.id,
-    type: entity.type,
-    order: entity.order,
+    id: seriesId(entity),
+    type: entity.echo.list,
+    order,
     name: entityName(entity, actions),
     custom_name: entity.custom_name,
     math: entity.math,
     math_property: entity.math_property,
     math_property_type: entity.math_property ? entity.math_property_type : null,
-    properties: entity.properties_echo,
+    properties: entity.echo.properties,
   };
 }
 
 /** The effective filter echoed on every series; dates are the period's resolved bounds (Python isoformat). */
 function filterEcho(ctx: OutputContext, period: Period): TrendFilterEcho {
   const { query } = ctx;
-  const listed = (type: 'events' | 'actions') =>
+  const listed = (list: 'events' | 'actions') =>
     query.series
-      .filter((e) => e.type === type)
-      .sort((a, b) => a.index - b.index)
-      .map((e) => actionEcho(e, ctx.actions));
+      .map((e, order) => ({ e, order }))
+      .filter(({ e }) => e.echo.list === list)
+      .sort((a, b) => a.e.echo.index - b.e.echo.index)
+      .map(({ e, order }) => actionEcho(e, order, ctx.actions));
+  const { compare, compare_to } = query.compareFilter;
+  const { display, formula } = query.trendsFilter;
   const echo: TrendFilterEcho = {
     insight: 'TRENDS',
     events: listed('events'),
     actions: listed('actions'),
     properties: query.properties,
-    filter_test_accounts: query.filter_test_accounts,
+    filter_test_accounts: query.filterTestAccounts,
     date_from: isoLocal(period.from, ctx.timezone),
     date_to: isoLocal(period.to, ctx.timezone),
     interval: query.interval,
-    display: query.display,
-    compare: query.compare,
+    display,
+    compare,
   };
-  if (query.breakdown) {
-    echo.breakdown = query.breakdown.breakdown;
-    echo.breakdown_type = query.breakdown.breakdown_type;
-    echo.breakdown_limit = query.breakdown.limit;
+  const breakdown = query.breakdownFilter;
+  if (breakdown) {
+    echo.breakdown = breakdown.breakdown;
+    echo.breakdown_type = breakdown.breakdown_type;
+    echo.breakdown_limit = breakdown.breakdown_limit;
   }
-  if (query.compare_to) echo.compare_to = query.compare_to;
-  if (query.formula) echo.formula = query.formula;
+  if (compare_to) echo.compare_to = compare_to;
+  if (formula) echo.formula = formula;
   return echo;
 }
 
@@ -101,10 +105,10 @@ interface LabelledRow extends RowValues {
   label: string;
 }
 
-function seriesRowsOf(ctx: OutputContext, series: SeriesRows): LabelledRow[] {
+function seriesRowsOf(ctx: OutputContext, series: SeriesRows, order: number): LabelledRow[] {
   const name = entityLabel(series.entity, ctx.actions);
   const single = ctx.query.series.length === 1;
-  const action = actionEcho(series.entity, ctx.actions);
+  const action = actionEcho(series.entity, order, ctx.actions);
   return series.rows.map((row) => {
     if (row.breakdown_value === undefined) return { ...row, action, label: name };
     const value = breakdownLabel(row.breakdown_value);
@@ -113,21 +117,28 @@ function seriesRowsOf(ctx: OutputContext, series: SeriesRows): LabelledRow[] {
 }
 
 /**
- * Formula rows. Without breakdown: one row. With breakdown: one row per value found in any series;
- * a value a series lacks counts as 0 there. Legacy formula.py labels breakdown rows by their value
- * alone. Order: values by their formula total (the whole-range aggregate for aggregated displays),
- * largest first, ties in first-seen order (series A's ranking first); then the None row, then Other.
+ * Formula rows. Without breakdown: one row, also when a series has no row (no data counts as 0).
+ * With breakdown: one row per value found in any series; a value a series lacks counts as 0 there.
+ * Legacy formula.py labels breakdown rows by their value alone, the raw one: the no-value row is
+ * labelled `$$_posthog_breakdown_null_$$`, not with its display label. Order: values by their formula
+ * total (the whole-range aggregate for aggregated displays), largest first, ties in first-seen order
+ * (series A's ranking first); then the None row, then Other.
  */
 function formulaRowsOf(ctx: OutputContext, ast: FormulaNode, series: SeriesRows[], buckets: number): LabelledRow[] {
   const zero: RowValues = { values: new Array(buckets).fill(0), aggregated: 0 };
   const evaluate = (operands: RowValues[], breakdownValue: string | undefined): LabelledRow => ({
     action: null,
-    label: breakdownValue === undefined ? `Formula (${ctx.query.formula})` : breakdownLabel(breakdownValue),
+    label:
+      breakdownValue === undefined
+        ? `Formula (${ctx.query.trendsFilter.formula})`
+        : breakdownValue === BREAKDOWN_NULL_VALUE
+          ? breakdownValue
+          : breakdownLabel(breakdownValue),
     ...(breakdownValue === undefined ? {} : { breakdown_value: breakdownValue }),
     values: Array.from({ length: buckets }, (_, i) => evaluateFormula(ast, (s) => operands[s]!.values[i] ?? 0)),
     aggregated: evaluateFormula(ast, (s) => operands[s]!.aggregated),
   });
-  if (!ctx.query.breakdown)
+  if (!ctx.query.breakdownFilter)
     return [
       evaluate(
         series.map((s) => s.rows[0] ?? zero),
@@ -141,7 +152,7 @@ function formulaRowsOf(ctx: OutputContext, ast: FormulaNode, series: SeriesRows[
       key,
     ),
   );
-  const total = AGGREGATED_DISPLAYS.has(ctx.query.display)
+  const total = AGGREGATED_DISPLAYS.has(ctx.query.trendsFilter.display)
     ? (r: LabelledRow) => r.aggregated
     : (r: LabelledRow) => r.values.reduce((a, b) => a + b, 0);
   const place = (r: LabelledRow) =>
@@ -160,23 +171,25 @@ const running = (values: number[]) => {
  */
 function toSeries(ctx: OutputContext, row: LabelledRow, period: Period, filter: TrendFilterEcho): TrendSeries {
   const { query } = ctx;
-  const aggregated = AGGREGATED_DISPLAYS.has(query.display);
+  const { display } = query.trendsFilter;
+  const { compare } = query.compareFilter;
+  const aggregated = AGGREGATED_DISPLAYS.has(display);
   const out: TrendSeries = {
     action: row.action,
     label: row.label,
     count: aggregated ? 0 : row.values.reduce((a, b) => a + b, 0),
-    data: aggregated ? [] : query.display === 'ActionsLineGraphCumulative' ? running(row.values) : row.values,
+    data: aggregated ? [] : display === 'ActionsLineGraphCumulative' ? running(row.values) : row.values,
     labels: aggregated
       ? []
       : period.buckets.map((b, i) =>
-          query.compare ? `${query.interval} ${i}` : bucketLabel(b, query.interval, ctx.timezone),
+          compare ? `${query.interval} ${i}` : bucketLabel(b, query.interval, ctx.timezone),
         ),
     days: aggregated ? [] : period.buckets.map((b) => bucketDay(b, query.interval, ctx.timezone)),
     filter,
   };
   if (row.breakdown_value !== undefined) out.breakdown_value = row.breakdown_value;
   if (aggregated) out.aggregated_value = row.aggregated;
-  if (query.compare) {
+  if (compare) {
     out.compare = true;
     out.compare_label = period.kind;
   }
@@ -188,11 +201,13 @@ function toSeries(ctx: OutputContext, row: LabelledRow, period: Period, filter: 
  * rows, as legacy handle_compare did per entity.
  */
 export function buildResponse(ctx: OutputContext, periods: PeriodResult[]): TrendResponse {
-  const ast = ctx.query.formula_ast;
+  const ast = ctx.query.formula;
   const perPeriod = periods.map(({ period, series }) => ({
     period,
     filter: filterEcho(ctx, period),
-    groups: ast ? [formulaRowsOf(ctx, ast, series, period.buckets.length)] : series.map((s) => seriesRowsOf(ctx, s)),
+    groups: ast
+      ? [formulaRowsOf(ctx, ast, series, period.buckets.length)]
+      : series.map((s, order) => seriesRowsOf(ctx, s, order)),
   }));
   const groupCount = perPeriod[0]?.groups.length ?? 0;
   const result: TrendSeries[] = [];

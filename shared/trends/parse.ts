@@ -1,24 +1,25 @@
 /**
  * The legacy trend request (posthog/models/filters/*, posthog/api/insight.py `trend`): a POST body,
- * or a GET query string whose structured values are JSON strings. Everything is validated here so
- * the engine never sees a request it cannot answer; errors name the field as DRF would (`events__0__math`).
+ * or a GET query string whose structured values are JSON strings, validated and converted into the
+ * engine's model (model.ts) as PostHog's filter_to_query converts a legacy filter into a TrendsQuery.
+ * Everything is validated here so the engine never sees a request it cannot answer; errors name the
+ * field as DRF would (`events__0__math`), and so do the engine's later ones (the model's attrs).
  */
 import { textOf, ValidationError } from '#shared/errors.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/json.ts';
 import { parseDateExpression, relativeParts } from './dates.ts';
 import { parseFormula } from './formula.ts';
 import { checkBreakdownLimit, checkEarliestYear, checkRelativeReach, checkSeriesCount, MAX_SERIES } from './limits.ts';
+import type { BreakdownModel, ModelAttrs, SeriesModel, TrendsModel } from './model.ts';
 import { parseProperties } from './properties.ts';
 import {
   COUNT_PER_ACTOR_MATHS,
   PROPERTY_MATHS,
   UNBROKEN_DISPLAYS,
-  type BreakdownSpec,
   type Display,
   type Interval,
   type MathType,
-  type TrendEntity,
-  type TrendQuery,
+  type PropertyGroup,
 } from './types.ts';
 
 const KNOWN_MATHS = new Set<string>([
@@ -88,7 +89,20 @@ function integerValue(raw: unknown, attr: string): number | null {
   return n;
 }
 
-export function parseTrendRequest(raw: Record<string, unknown>): TrendQuery {
+/** The legacy request's own field names, for the engine's later errors. */
+const LEGACY_ATTRS: ModelAttrs = {
+  series: 'events',
+  date_from: 'date_from',
+  date_to: 'date_to',
+  interval: 'interval',
+  breakdown_limit: 'breakdown_limit',
+  compare: 'compare',
+  compare_to: 'compare_to',
+  timezone: 'timezone',
+  testAccounts: { attr: 'filter_test_accounts', each: true },
+};
+
+export function parseTrendRequest(raw: Record<string, unknown>): TrendsModel {
   if (!isObject(raw)) throw new ValidationError('Expected an object.', null);
   rejectGroups(raw);
   const events = entityList(raw.events, 'events');
@@ -96,26 +110,42 @@ export function parseTrendRequest(raw: Record<string, unknown>): TrendQuery {
   if (!events.length && !actions.length)
     throw new ValidationError('At least one of events or actions is required.', 'events', 'required');
   checkSeriesCount(events.length, actions.length);
-  const series = orderSeries([...events, ...actions]);
-  const display = parseDisplay(raw.display);
+  const series = orderSeries([...actions, ...events]);
+  const display = parseDisplay(raw.display, 'display');
   const formula = optionalString(raw.formula, 'formula')?.trim() || null;
-  const compareTo = parseCompareTo(raw.compare_to);
-  const explicit = booleanValue(raw.explicit_date, 'explicit_date');
-  return {
-    series,
-    properties: parseProperties(jsonValue(raw.properties, 'properties'), 'properties').group,
-    filter_test_accounts: booleanValue(raw.filter_test_accounts, 'filter_test_accounts'),
+  const compareTo = parseCompareTo(raw.compare_to, 'compare_to');
+  const explicitDate = booleanValue(raw.explicit_date, 'explicit_date');
+  // Checked in the order the fields were always checked: a request with several faults names the same one.
+  const properties = parseProperties(jsonValue(raw.properties, 'properties'), 'properties').group;
+  const filterTestAccounts = booleanValue(raw.filter_test_accounts, 'filter_test_accounts');
+  const dateRange = {
     date_from: parseDate(raw.date_from, 'date_from', true),
     date_to: parseDate(raw.date_to, 'date_to', false),
-    explicit_date: explicit,
-    interval: parseInterval(raw.interval),
+    explicitDate,
+  };
+  const interval = parseInterval(raw.interval, 'interval');
+  const breakdownFilter = breakdownModel(
+    {
+      type: raw.breakdown_type,
+      breakdown: raw.breakdown,
+      limit: raw.breakdown_limit,
+      hideOther: raw.breakdown_hide_other_aggregation,
+    },
     display,
-    breakdown: breakdownFor(raw, display),
+    LEGACY_BREAKDOWN_ATTRS,
+  );
+  return {
+    series,
+    dateRange,
+    interval,
+    properties,
+    filterTestAccounts,
+    breakdownFilter,
     // `compare_to` without `compare` still asks for a comparison (the newer compareFilter sends both).
-    compare: booleanValue(raw.compare, 'compare') || compareTo !== null,
-    compare_to: compareTo,
-    formula,
-    formula_ast: formula === null ? null : parseFormula(formula, series.length),
+    compareFilter: { compare: booleanValue(raw.compare, 'compare') || compareTo !== null, compare_to: compareTo },
+    trendsFilter: { display, formula },
+    formula: formula === null ? null : parseFormula(formula, series.length, 'formula'),
+    attrs: LEGACY_ATTRS,
   };
 }
 
@@ -124,7 +154,9 @@ function rejectGroups(raw: Record<string, unknown>): void {
     throw new ValidationError('Aggregating by groups is not supported yet.', 'aggregation_group_type_index');
 }
 
-function entityList(raw: unknown, list: 'events' | 'actions'): (TrendEntity & { requestedOrder: number | null })[] {
+type Ordered = { series: SeriesModel; requestedOrder: number | null };
+
+function entityList(raw: unknown, list: 'events' | 'actions'): Ordered[] {
   const value = jsonValue(raw, list);
   if (blank(value)) return [];
   if (!Array.isArray(value))
@@ -134,33 +166,60 @@ function entityList(raw: unknown, list: 'events' | 'actions'): (TrendEntity & { 
   return value.map((item, i) => parseEntity(item, list, i));
 }
 
-function parseEntity(
-  raw: unknown,
-  list: 'events' | 'actions',
-  index: number,
-): TrendEntity & { requestedOrder: number | null } {
+/** One entry of `events` or `actions` as a series of the model (filter_to_query's series node). */
+function parseEntity(raw: unknown, list: 'events' | 'actions', index: number): Ordered {
   const attr = `${list}__${index}`;
   if (!isObject(raw)) throw new ValidationError('Invalid data. Expected a dictionary.', attr);
+  const idAttr = `${attr}__id`;
+  const series = seriesModel(
+    raw,
+    () => parseProperties(jsonValue(raw.properties, `${attr}__properties`), `${attr}__properties`),
+    () => (list === 'events' ? { event: eventId(raw.id, idAttr) } : { id: actionId(raw.id, idAttr) }),
+    { attr, idAttr, list, index },
+  );
+  return { series, requestedOrder: integerValue(raw.order, `${attr}__order`) };
+}
+
+/**
+ * A series of the model, from either front end: its fields as sent (checked here), then its filters
+ * and its event or action, parsed by the caller under its own names (in this order, which decides
+ * the error a request with several faults gets); `attr` names the series in errors.
+ */
+export function seriesModel(
+  raw: {
+    name?: unknown;
+    custom_name?: unknown;
+    math?: unknown;
+    math_property?: unknown;
+    math_property_type?: unknown;
+  },
+  parseFilters: () => { group: PropertyGroup; echo: unknown[] },
+  parseTarget: () => { event: string | null } | { id: number },
+  where: { attr: string; idAttr: string; list: 'events' | 'actions'; index: number },
+): SeriesModel {
+  const { attr } = where;
   const math = parseMath(raw.math, `${attr}__math`);
   const mathProperty = optionalString(raw.math_property, `${attr}__math_property`);
   if ((PROPERTY_MATHS as readonly string[]).includes(math) && !mathProperty) {
     throw new ValidationError(`Math "${math}" needs a math_property.`, `${attr}__math_property`, 'required');
   }
-  const properties = parseProperties(jsonValue(raw.properties, `${attr}__properties`), `${attr}__properties`);
-  return {
-    id: list === 'events' ? eventId(raw.id, `${attr}__id`) : actionId(raw.id, `${attr}__id`),
-    type: list,
-    order: 0,
-    requestedOrder: integerValue(raw.order, `${attr}__order`),
-    index,
+  const properties = parseFilters();
+  const target = parseTarget();
+  const common = {
     name: optionalString(raw.name, `${attr}__name`),
     custom_name: optionalString(raw.custom_name, `${attr}__custom_name`),
     math,
     math_property: mathProperty,
     math_property_type: parseMathPropertyType(raw.math_property_type, `${attr}__math_property_type`),
+    math_hogql: null,
     properties: properties.group,
-    properties_echo: properties.echo,
+    attr,
+    idAttr: where.idAttr,
+    echo: { list: where.list, index: where.index, properties: properties.echo },
   };
+  return 'event' in target
+    ? { kind: 'EventsNode', ...target, ...common }
+    : { kind: 'ActionsNode', ...target, ...common };
 }
 
 function eventId(raw: unknown, attr: string): string | null {
@@ -184,48 +243,47 @@ function parseMath(raw: unknown, attr: string): MathType {
   return math as MathType;
 }
 
-function parseMathPropertyType(raw: unknown, attr: string): TrendEntity['math_property_type'] {
+function parseMathPropertyType(raw: unknown, attr: string): SeriesModel['math_property_type'] {
   if (blank(raw) || raw === 'event_properties') return 'event_properties';
   if (raw === 'person_properties') return 'person_properties';
   throw new ValidationError(`"${textOf(raw)}" is not a valid choice.`, attr, 'invalid_choice');
 }
 
 /**
- * Series order: PostHog's Filter.entities sorts events + actions (in that order) by `order`,
- * entities without one first (`entity.order if entity.order else -1`); the sort is stable, so
- * without any `order` it is events then actions in list order.
+ * Series order: PostHog's Filter.entities (and filter_to_query's `_entities`) sorts actions + events
+ * (in that order) by `order`, reading 0 or none as -1 (`entity.order if entity.order else -1`); the
+ * sort is stable, so without any `order` it is actions then events in list order.
  */
-function orderSeries(entities: (TrendEntity & { requestedOrder: number | null })[]): TrendEntity[] {
+function orderSeries(entities: Ordered[]): SeriesModel[] {
+  const key = (e: Ordered) => e.requestedOrder || -1;
   return entities
     .map((e, position) => ({ e, position }))
-    .sort((a, b) => (a.e.requestedOrder ?? -1) - (b.e.requestedOrder ?? -1) || a.position - b.position)
-    .map(({ e }, order) => {
-      const { requestedOrder: _, ...entity } = e;
-      return { ...entity, order };
-    });
+    .sort((a, b) => key(a.e) - key(b.e) || a.position - b.position)
+    .map(({ e }) => e.series);
 }
 
 /** Echoed on every row, so an unknown display is kept short. */
 export const MAX_DISPLAY_LENGTH = 100;
 
 /** Any display string: the legacy endpoint answers one it does not know as a time series (ActionsLineGraph). */
-function parseDisplay(raw: unknown): Display {
-  const display = optionalString(raw, 'display');
+export function parseDisplay(raw: unknown, attr: string): Display {
+  const display = optionalString(raw, attr);
   if (display === null) return 'ActionsLineGraph';
   if (display.length > MAX_DISPLAY_LENGTH)
-    throw new ValidationError(`display is longer than ${MAX_DISPLAY_LENGTH} characters.`, 'display');
+    throw new ValidationError(`display is longer than ${MAX_DISPLAY_LENGTH} characters.`, attr);
   return display;
 }
 
 /** `minute` is accepted and answered hourly, as the legacy endpoint did. */
-function parseInterval(raw: unknown): Interval {
+export function parseInterval(raw: unknown, attr: string): Interval {
   if (blank(raw)) return 'day';
   if (raw === 'minute') return 'hour';
   if (raw === 'hour' || raw === 'day' || raw === 'week' || raw === 'month') return raw;
-  throw new ValidationError(`"${textOf(raw)}" is not a valid choice.`, 'interval', 'invalid_choice');
+  throw new ValidationError(`"${textOf(raw)}" is not a valid choice.`, attr, 'invalid_choice');
 }
 
-function parseDate(raw: unknown, attr: 'date_from' | 'date_to', allowAll: boolean): string | null {
+/** A `date_from` (`allowAll`: `all` is one) or `date_to`: null when absent, else trimmed and checked. */
+export function parseDate(raw: unknown, attr: string, allowAll: boolean): string | null {
   const value = optionalString(raw, attr);
   if (value === null) return null;
   const expr = parseDateExpression(value);
@@ -243,93 +301,110 @@ function reachOrInvalid(value: string, attr: string): never {
   throw new ValidationError(`"${value}" is not a valid date.`, attr);
 }
 
-function parseCompareTo(raw: unknown): string | null {
-  const value = optionalString(raw, 'compare_to');
+/** `compare_to`: a relative offset into the past (`-1w`, `-1y`), or null. */
+export function parseCompareTo(raw: unknown, attr: string): string | null {
+  const value = optionalString(raw, attr);
   if (value === null) return null;
   const expr = parseDateExpression(value);
   const rel = relativeParts(value);
-  if (!expr && rel) checkRelativeReach(value, rel.n, rel.unit, 'compare_to');
+  if (!expr && rel) checkRelativeReach(value, rel.n, rel.unit, attr);
   if (expr?.kind !== 'relative' || expr.position !== null || expr.n < 1 || !value.trim().startsWith('-')) {
-    throw new ValidationError(`"${value}" is not a relative date like -1w or -1y.`, 'compare_to');
+    throw new ValidationError(`"${value}" is not a relative date like -1w or -1y.`, attr);
   }
-  checkRelativeReach(value, expr.n, expr.unit, 'compare_to');
+  checkRelativeReach(value, expr.n, expr.unit, attr);
   return value.trim();
 }
 
 const BREAKDOWN_TYPES = new Set(['event', 'person', 'session', 'hogql']);
 
-/** BoldNumber and CalendarHeatmap answer one value per series: a requested breakdown is still checked, then dropped. */
-function breakdownFor(raw: Record<string, unknown>, display: Display): BreakdownSpec | null {
-  const breakdown = parseBreakdown(raw, display);
+/** The caller's names of the breakdown's fields. */
+export interface BreakdownAttrs {
+  breakdown: string;
+  breakdown_type: string;
+  breakdown_limit: string;
+  breakdown_hide_other_aggregation: string;
+}
+
+const LEGACY_BREAKDOWN_ATTRS: BreakdownAttrs = {
+  breakdown: 'breakdown',
+  breakdown_type: 'breakdown_type',
+  breakdown_limit: 'breakdown_limit',
+  breakdown_hide_other_aggregation: 'breakdown_hide_other_aggregation',
+};
+
+/**
+ * A breakdown as either front end sends it, checked and resolved to where its value is read. Null
+ * without one; BoldNumber and CalendarHeatmap answer one value per series: a requested breakdown is
+ * still checked, then dropped.
+ */
+export function breakdownModel(
+  raw: { type: unknown; breakdown: unknown; limit: unknown; hideOther: unknown },
+  display: Display,
+  attrs: BreakdownAttrs,
+): BreakdownModel | null {
+  const breakdown = parseBreakdown(raw, display, attrs);
   return UNBROKEN_DISPLAYS.has(display) ? null : breakdown;
 }
 
-function parseBreakdown(raw: Record<string, unknown>, display: Display): BreakdownSpec | null {
-  const type = blank(raw.breakdown_type) ? 'event' : textOf(raw.breakdown_type);
-  if (type === 'cohort') throw new ValidationError('Breakdown by cohort is not supported yet.', 'breakdown_type');
-  if (type === 'group') throw new ValidationError('Breakdown by group is not supported yet.', 'breakdown_type');
+function parseBreakdown(
+  raw: { type: unknown; breakdown: unknown; limit: unknown; hideOther: unknown },
+  display: Display,
+  attrs: BreakdownAttrs,
+): BreakdownModel | null {
+  const type = blank(raw.type) ? 'event' : textOf(raw.type);
+  if (type === 'cohort') throw new ValidationError('Breakdown by cohort is not supported yet.', attrs.breakdown_type);
+  if (type === 'group') throw new ValidationError('Breakdown by group is not supported yet.', attrs.breakdown_type);
   if (!BREAKDOWN_TYPES.has(type))
-    throw new ValidationError(`"${type}" is not a valid choice.`, 'breakdown_type', 'invalid_choice');
+    throw new ValidationError(`"${type}" is not a valid choice.`, attrs.breakdown_type, 'invalid_choice');
   const limitDefault = display === 'WorldMap' ? WORLD_MAP_BREAKDOWN_LIMIT : DEFAULT_BREAKDOWN_LIMIT;
-  const limit = integerValue(raw.breakdown_limit, 'breakdown_limit') ?? limitDefault;
-  if (limit < 1) throw new ValidationError('Ensure this value is greater than or equal to 1.', 'breakdown_limit');
-  checkBreakdownLimit(limit);
-  const hideOther = booleanValue(raw.breakdown_hide_other_aggregation, 'breakdown_hide_other_aggregation');
-  const breakdown = breakdownKey(raw.breakdown);
+  const limit = integerValue(raw.limit, attrs.breakdown_limit) ?? limitDefault;
+  if (limit < 1) throw new ValidationError('Ensure this value is greater than or equal to 1.', attrs.breakdown_limit);
+  checkBreakdownLimit(limit, attrs.breakdown_limit);
+  const common = {
+    breakdown_limit: limit,
+    breakdown_hide_other_aggregation: booleanValue(raw.hideOther, attrs.breakdown_hide_other_aggregation),
+    expr: null,
+  };
+  const breakdown = breakdownKey(raw.breakdown, attrs.breakdown);
   if (breakdown === null) {
     // The UI sends WorldMap with a country breakdown; without one we add it, as the map needs it.
     if (display !== 'WorldMap') return null;
-    return {
-      breakdown_type: 'event',
-      breakdown: '$geoip_country_code',
-      source: 'event',
-      property: '$geoip_country_code',
-      limit,
-      hide_other: hideOther,
-    };
+    const country = '$geoip_country_code';
+    return { breakdown_type: 'event', breakdown: country, source: 'event', property: country, ...common };
   }
-  if (type === 'session') {
-    if (breakdown !== '$session_duration')
-      throw new ValidationError('Session breakdowns support $session_duration only.', 'breakdown');
-    return {
-      breakdown_type: 'session',
-      breakdown,
-      source: 'session',
-      property: breakdown,
-      limit,
-      hide_other: hideOther,
-    };
-  }
-  if (type === 'hogql') {
-    const target = hogqlProperty(breakdown);
-    return { breakdown_type: 'hogql', breakdown, ...target, limit, hide_other: hideOther };
-  }
-  return {
-    breakdown_type: type as 'event' | 'person',
-    breakdown,
-    source: type as 'event' | 'person',
-    property: breakdown,
-    limit,
-    hide_other: hideOther,
-  };
+  return { ...breakdownTarget(type, breakdown, attrs.breakdown), breakdown, ...common };
 }
 
-function breakdownKey(raw: unknown): string | null {
+/** Where a breakdown's value is read: a session breakdown is its duration, a hogql one a property read. */
+function breakdownTarget(
+  type: string,
+  breakdown: string,
+  attr: string,
+): Pick<BreakdownModel, 'breakdown_type' | 'source' | 'property'> {
+  if (type === 'session') {
+    if (breakdown !== '$session_duration')
+      throw new ValidationError('Session breakdowns support $session_duration only.', attr);
+    return { breakdown_type: 'session', source: 'session', property: breakdown };
+  }
+  if (type === 'hogql') return { breakdown_type: 'hogql', ...hogqlProperty(breakdown, attr) };
+  return { breakdown_type: type as 'event' | 'person', source: type as 'event' | 'person', property: breakdown };
+}
+
+function breakdownKey(raw: unknown, attr: string): string | null {
   let value = raw;
-  if (typeof value === 'string' && /^\s*[[{]/.test(value)) value = jsonValue(value, 'breakdown');
+  if (typeof value === 'string' && /^\s*[[{]/.test(value)) value = jsonValue(value, attr);
   else if (typeof value === 'string' && /^\s*".*"\s*$/.test(value)) value = tryJson(value);
   if (Array.isArray(value)) {
-    if (value.length > 1)
-      throw new ValidationError('Breaking down by several properties is not supported.', 'breakdown');
+    if (value.length > 1) throw new ValidationError('Breaking down by several properties is not supported.', attr);
     value = value[0];
   }
   if (blank(value)) return null;
   if (typeof value === 'string' || typeof value === 'number') return String(value);
-  throw new ValidationError('Not a valid string.', 'breakdown');
+  throw new ValidationError('Not a valid string.', attr);
 }
 
 /** HogQL breakdowns limited to a property read: `properties.$browser`, `person.properties.email`, `properties['a b']`. */
-function hogqlProperty(expression: string): { source: 'event' | 'person'; property: string } {
+function hogqlProperty(expression: string, attr: string): { source: 'event' | 'person'; property: string } {
   const m =
     /^\s*(person\.)?properties\.([A-Za-z_$][\w$]*)\s*$/.exec(expression) ??
     /^\s*(person\.)?properties\[\s*'([^']*)'\s*\]\s*$/.exec(expression) ??
@@ -338,7 +413,7 @@ function hogqlProperty(expression: string): { source: 'event' | 'person'; proper
   if (!m?.[2])
     throw new ValidationError(
       'Only properties.<key> and person.properties.<key> HogQL breakdowns are supported.',
-      'breakdown',
+      attr,
     );
   return { source: m[1] ? 'person' : 'event', property: m[2] };
 }

@@ -1,7 +1,9 @@
 /**
  * Types of the trend engine (PostHog's legacy `insights/trend` endpoint, computed in memory).
  * The engine is pure: storage hands it events (or hourly counts), it hands back the response body.
+ * The query it reads is model.ts.
  */
+import type { Expr } from '../hogql/ast.ts';
 
 /** A raw event as storage hands it over (already limited to the project). */
 export interface TrendEvent {
@@ -25,10 +27,23 @@ export interface PropertyFilter {
   type?: string;
 }
 
+/**
+ * PostHog's `{"type": "hogql", "key": "<boolean expression>"}` filter, its expression parsed: typed
+ * for the expression engine; the front ends refuse it today, so no group the engine reads holds one.
+ */
+export interface HogQLPropertyFilter {
+  type: 'hogql';
+  key: string;
+  expr: Expr;
+}
+
 export interface PropertyGroup {
   type: 'AND' | 'OR';
-  values: (PropertyFilter | PropertyGroup)[];
+  values: (PropertyFilter | HogQLPropertyFilter | PropertyGroup)[];
 }
+
+export const isHogQLFilter = (v: PropertyFilter | HogQLPropertyFilter): v is HogQLPropertyFilter =>
+  v.type === 'hogql' && 'expr' in v;
 
 export interface ProjectSettings {
   timezone: string;
@@ -72,6 +87,12 @@ export type MathType =
   | PropertyMath
   | CountPerActorMath;
 
+/**
+ * A series' math as the model carries it: `hogql` is PostHog's `math: "hogql"` with `math_hogql`,
+ * typed for the expression engine; the front ends refuse it today, so the engine never sees it.
+ */
+export type SeriesMath = MathType | 'hogql';
+
 /** Displays that return one `aggregated_value` per series over the whole range instead of per-bucket data. */
 const AGGREGATED = [
   'ActionsTable',
@@ -100,64 +121,11 @@ export const AGGREGATED_DISPLAYS: ReadonlySet<Display> = new Set<Display>(AGGREG
 /** Displays that answer without the breakdown of the request (one number, or one heatmap, per series). */
 export const UNBROKEN_DISPLAYS: ReadonlySet<Display> = new Set<Display>(['BoldNumber', 'CalendarHeatmap']);
 
-/** One series of the request (an entry of `events` or `actions`), validated and normalized. */
-export interface TrendEntity {
-  /** Event name (null = all events) for events; action id for actions. */
-  id: string | number | null;
-  type: 'events' | 'actions';
-  /** Position in the series order (formula letter A = 0). */
-  order: number;
-  /** Index in its own request list (`events__<index>`), for echo and error attrs. */
-  index: number;
-  name: string | null;
-  custom_name: string | null;
-  math: MathType;
-  math_property: string | null;
-  math_property_type: 'event_properties' | 'person_properties';
-  properties: PropertyGroup;
-  /** The per-series filters as echoed back (array form, see filterEcho). */
-  properties_echo: unknown[];
-}
-
-export type BreakdownSource = 'event' | 'person' | 'session';
-
-export interface BreakdownSpec {
-  /** As requested ('hogql' keeps its expression in `breakdown`). */
-  breakdown_type: 'event' | 'person' | 'session' | 'hogql';
-  /** The breakdown as requested (echoed in `filter.breakdown`). */
-  breakdown: string;
-  /** Where the value is read: event properties, person properties or the session's duration. */
-  source: BreakdownSource;
-  property: string;
-  limit: number;
-  hide_other: boolean;
-}
-
 export type FormulaNode =
   | { kind: 'number'; value: number }
   | { kind: 'series'; index: number }
   | { kind: 'negate'; operand: FormulaNode }
   | { kind: 'binary'; op: '+' | '-' | '*' | '/' | '%'; left: FormulaNode; right: FormulaNode };
-
-export interface TrendQuery {
-  /** Events and actions in series order. */
-  series: TrendEntity[];
-  properties: PropertyGroup;
-  filter_test_accounts: boolean;
-  /** Raw date strings (null = default: date_from -7d, date_to now). */
-  date_from: string | null;
-  date_to: string | null;
-  /** PostHog's `explicit_date`: use the given datetimes as they are (no rounding to the interval). */
-  explicit_date: boolean;
-  interval: Interval;
-  display: Display;
-  breakdown: BreakdownSpec | null;
-  compare: boolean;
-  /** Relative offset of the compared period (`-1w`, `-1y`); null = the period immediately before. */
-  compare_to: string | null;
-  formula: string | null;
-  formula_ast: FormulaNode | null;
-}
 
 export interface DateRange {
   /** Lower bound of the events counted (bucket-aligned when PostHog rounds it). */
@@ -182,7 +150,7 @@ export interface SeriesAction {
   order: number;
   name: string | null;
   custom_name: string | null;
-  math: MathType;
+  math: SeriesMath;
   math_property: string | null;
   math_property_type: string | null;
   properties: unknown[];

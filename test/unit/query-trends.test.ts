@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { ComputedTrend } from '#shared/domain/trends.ts';
-import { queryAttr, trendRequestOf } from '#shared/domain/query/trends-request.ts';
+import { formulaLabelOf, trendsModelOf } from '#shared/domain/query/trends-model.ts';
 import { trendsQueryResponse } from '#shared/domain/query/trends.ts';
 import { ValidationError } from '#shared/errors.ts';
 import { parseWith } from '#shared/http/validation.ts';
 import { queryBody } from '#shared/schemas/query/index.ts';
 import type { TrendsQuery } from '#shared/schemas/query/trends.ts';
-import { computeTrend, parseTrendRequest, resolveDateRange } from '#shared/trends/index.ts';
+import { computeTrend, parseTrendRequest, resolveDateRange, seriesId, type TrendsModel } from '#shared/trends/index.ts';
 import { ev, project } from './trends/helpers.ts';
 
 /** The query as the validation middleware hands it to the runner (the body schema, attr paths from `query`). */
@@ -14,7 +14,16 @@ function validated(query: Record<string, unknown>): TrendsQuery {
   return parseWith(queryBody, { query: { kind: 'TrendsQuery', ...query } }, null).query as TrendsQuery;
 }
 
-const translate = (query: Record<string, unknown>) => trendRequestOf(validated(query));
+const modelOf = (query: Record<string, unknown>) => trendsModelOf(validated(query));
+
+/** The question the engine answers, without the names its errors give the caller's fields (they differ by front end by design). */
+function question(model: TrendsModel) {
+  const { attrs: _, ...rest } = model;
+  return { ...rest, series: model.series.map(({ attr: _a, idAttr: _i, ...series }) => series) };
+}
+
+/** The model of the legacy request, as a question. */
+const legacyQuestion = (request: Record<string, unknown>) => question(parseTrendRequest(request));
 
 function errorOf(fn: () => unknown): ValidationError {
   try {
@@ -26,18 +35,18 @@ function errorOf(fn: () => unknown): ValidationError {
   throw new Error('expected a ValidationError');
 }
 
-/** What the runner does with an engine error: the legacy attr mapped back into the query. */
+/** A query the schema takes and the model refuses. */
 function engineErrorOf(query: Record<string, unknown>): { attr: string | null; detail: string } {
-  const translation = translate(query);
-  const error = errorOf(() => parseTrendRequest(translation.request));
-  return { attr: queryAttr(error.attr, translation.origins), detail: error.detail };
+  const valid = validated(query);
+  const error = errorOf(() => trendsModelOf(valid));
+  return { attr: error.attr, detail: error.detail };
 }
 
 const pageviews = { kind: 'EventsNode', event: '$pageview' };
 
-describe('TrendsQuery -> legacy trend request', () => {
-  it('translates every supported field', () => {
-    const { request } = translate({
+describe('TrendsQuery -> the engine model', () => {
+  it('maps every supported field: the same question as the legacy request with those fields', () => {
+    const model = modelOf({
       series: [
         {
           kind: 'EventsNode',
@@ -64,58 +73,57 @@ describe('TrendsQuery -> legacy trend request', () => {
       compareFilter: { compare: true, compare_to: '-1w' },
       trendsFilter: { display: 'ActionsTable', formula: 'A + B' },
     });
-    expect(request).toEqual({
-      events: [
-        {
-          id: '$pageview',
-          type: 'events',
-          order: 0,
-          custom_name: 'Views',
-          math: 'sum',
-          math_property: 'amount',
-          math_property_type: 'event_properties',
-          properties: [{ key: '$browser', value: 'Chrome', operator: 'exact', type: 'event' }],
-        },
-        { id: null, type: 'events', order: 2 },
-      ],
-      actions: [{ id: 7, type: 'actions', order: 1, math: 'dau' }],
-      date_from: '-30d',
-      date_to: '2024-03-12',
-      explicit_date: true,
-      interval: 'week',
-      properties: { type: 'AND', values: [{ type: 'OR', values: [{ key: 'plan', value: 'pro', type: 'person' }] }] },
-      filter_test_accounts: true,
-      display: 'ActionsTable',
-      formula: 'A + B',
-      breakdown: '$os',
-      breakdown_type: 'event',
-      breakdown_limit: 10,
-      breakdown_hide_other_aggregation: true,
-      compare: true,
-      compare_to: '-1w',
-    });
+    expect(question(model)).toEqual(
+      legacyQuestion({
+        events: [
+          {
+            id: '$pageview',
+            type: 'events',
+            order: 0,
+            custom_name: 'Views',
+            math: 'sum',
+            math_property: 'amount',
+            math_property_type: 'event_properties',
+            properties: [{ key: '$browser', value: 'Chrome', operator: 'exact', type: 'event' }],
+          },
+          { id: null, type: 'events', order: 2 },
+        ],
+        actions: [{ id: 7, type: 'actions', order: 1, math: 'dau' }],
+        date_from: '-30d',
+        date_to: '2024-03-12',
+        explicit_date: true,
+        interval: 'week',
+        properties: { type: 'AND', values: [{ type: 'OR', values: [{ key: 'plan', value: 'pro', type: 'person' }] }] },
+        filter_test_accounts: true,
+        display: 'ActionsTable',
+        formula: 'A + B',
+        breakdown: '$os',
+        breakdown_type: 'event',
+        breakdown_limit: 10,
+        breakdown_hide_other_aggregation: true,
+        compare: true,
+        compare_to: '-1w',
+      }),
+    );
   });
 
   it('takes an action id given as digits, as PostHog does', () => {
-    expect(translate({ series: [{ kind: 'ActionsNode', id: '12' }] }).request.actions).toEqual([
-      { id: 12, type: 'actions', order: 0 },
-    ]);
+    expect(modelOf({ series: [{ kind: 'ActionsNode', id: '12' }] }).series.map(seriesId)).toEqual([12]);
   });
 
   it('keeps the series order of the query across events and actions, so formula letters follow it', () => {
-    const { request } = translate({
+    const model = modelOf({
       series: [{ kind: 'ActionsNode', id: 3 }, pageviews, { kind: 'ActionsNode', id: 4 }],
     });
-    const parsed = parseTrendRequest(request);
-    expect(parsed.series.map((s) => [s.type, s.id])).toEqual([
-      ['actions', 3],
-      ['events', '$pageview'],
-      ['actions', 4],
+    expect(model.series.map((s) => [s.kind, seriesId(s)])).toEqual([
+      ['ActionsNode', 3],
+      ['EventsNode', '$pageview'],
+      ['ActionsNode', 4],
     ]);
   });
 
   it('asks the engine the same question as the equivalent legacy request', () => {
-    const { request } = translate({
+    const model = modelOf({
       series: [{ ...pageviews, math: 'dau', properties: [{ key: '$browser', value: 'Chrome' }] }],
       dateRange: { date_from: '-14d' },
       interval: 'day',
@@ -135,56 +143,62 @@ describe('TrendsQuery -> legacy trend request', () => {
       compare: true,
       display: 'ActionsLineGraphCumulative',
     };
-    expect(parseTrendRequest(request)).toEqual(parseTrendRequest(legacy));
+    expect(question(model)).toEqual(legacyQuestion(legacy));
   });
 
   it('leaves out what the query leaves out, so the engine applies its defaults (-7d, day, total)', () => {
-    expect(translate({ series: [pageviews] }).request).toEqual({
-      events: [{ id: '$pageview', type: 'events', order: 0 }],
-      actions: [],
-      compare: false,
-    });
+    expect(question(modelOf({ series: [pageviews] }))).toEqual(legacyQuestion({ events: [{ id: '$pageview' }] }));
   });
 
   it('appends fixedProperties to the series filters (both must match)', () => {
-    const { request } = translate({
+    const model = modelOf({
       series: [{ ...pageviews, properties: [{ key: 'a', value: 1 }], fixedProperties: [{ key: 'b', value: 2 }] }],
     });
-    expect((request.events as any)[0].properties).toEqual([
-      { key: 'a', value: 1 },
-      { key: 'b', value: 2 },
-    ]);
+    expect(question(model)).toEqual(
+      legacyQuestion({
+        events: [
+          {
+            id: '$pageview',
+            properties: [
+              { key: 'a', value: 1 },
+              { key: 'b', value: 2 },
+            ],
+          },
+        ],
+      }),
+    );
   });
 
   it('ignores compare_to unless compare is on, as PostHog does (the legacy engine would compare)', () => {
-    expect(translate({ series: [pageviews], compareFilter: { compare_to: '-1y' } }).request).not.toHaveProperty(
-      'compare_to',
-    );
-    expect(
-      parseTrendRequest(translate({ series: [pageviews], compareFilter: { compare_to: '-1y' } }).request).compare,
-    ).toBe(false);
+    expect(modelOf({ series: [pageviews], compareFilter: { compare_to: '-1y' } }).compareFilter).toEqual({
+      compare: false,
+      compare_to: null,
+    });
   });
 
   it('takes formulaNodes over formulas over formula, and labels the row with its custom_name', () => {
-    const both = translate({
+    const bothQuery = {
       series: [pageviews, pageviews],
       trendsFilter: { formula: 'A', formulas: ['B'], formulaNodes: [{ formula: 'A / B', custom_name: 'Ratio' }] },
-    });
-    expect(both.request.formula).toBe('A / B');
-    expect(both.formulaLabel).toBe('Ratio');
-    const list = translate({ series: [pageviews, pageviews], trendsFilter: { formula: 'A', formulas: ['A - B'] } });
-    expect([list.request.formula, list.formulaLabel]).toEqual(['A - B', 'Formula (A - B)']);
-    expect(translate({ series: [pageviews], trendsFilter: { formula: ' ' } }).request).not.toHaveProperty('formula');
+    };
+    expect(modelOf(bothQuery).trendsFilter.formula).toBe('A / B');
+    expect(formulaLabelOf(validated(bothQuery))).toBe('Ratio');
+    const listQuery = { series: [pageviews, pageviews], trendsFilter: { formula: 'A', formulas: ['A - B'] } };
+    expect([modelOf(listQuery).trendsFilter.formula, formulaLabelOf(validated(listQuery))]).toEqual([
+      'A - B',
+      'Formula (A - B)',
+    ]);
+    expect(modelOf({ series: [pageviews], trendsFilter: { formula: ' ' } }).trendsFilter.formula).toBeNull();
   });
 
   it('uses a breakdowns entry as the breakdown (it wins over breakdown), and refuses two', () => {
-    const one = translate({
+    const one = modelOf({
       series: [pageviews],
       breakdownFilter: { breakdown: '$browser', breakdowns: [{ property: '$os' }] },
     });
-    expect([one.request.breakdown, one.request.breakdown_type]).toEqual(['$os', undefined]);
+    expect([one.breakdownFilter?.breakdown, one.breakdownFilter?.breakdown_type]).toEqual(['$os', 'event']);
     const two = errorOf(() =>
-      translate({
+      modelOf({
         series: [pageviews],
         breakdownFilter: { breakdowns: [{ property: '$os' }, { property: '$browser', type: 'event' }] },
       }),
@@ -255,26 +269,28 @@ describe('TrendsQuery -> legacy trend request', () => {
       /groups/,
     ],
   ])('refuses a field that would change the numbers: %j -> %s', (patch, attr, detail) => {
-    const error = errorOf(() => translate({ series: [pageviews], ...patch }));
+    const error = errorOf(() => modelOf({ series: [pageviews], ...patch }));
     expect(error).toMatchObject({ status: 400, attr });
     expect(error.detail).toMatch(detail);
   });
 
   it('accepts the neutral values of those fields', () => {
     expect(
-      translate({
-        series: [{ ...pageviews, math_multiplier: 1, math_group_type_index: 0 }],
-        samplingFactor: 1,
-        conversionGoal: null,
-        trendsFilter: { smoothingIntervals: 1 },
-        breakdownFilter: { breakdown_normalize_url: false },
-      }).request,
-    ).toEqual(translate({ series: [pageviews] }).request);
+      question(
+        modelOf({
+          series: [{ ...pageviews, math_multiplier: 1, math_group_type_index: 0 }],
+          samplingFactor: 1,
+          conversionGoal: null,
+          trendsFilter: { smoothingIntervals: 1 },
+          breakdownFilter: { breakdown_normalize_url: false },
+        }),
+      ),
+    ).toEqual(question(modelOf({ series: [pageviews] })));
   });
 
   it('ignores presentation fields and unknown fields (PostHog clients send many)', () => {
-    const plain = translate({ series: [pageviews], trendsFilter: { display: 'ActionsBar' } }).request;
-    const decorated = translate({
+    const plain = modelOf({ series: [pageviews], trendsFilter: { display: 'ActionsBar' } });
+    const decorated = modelOf({
       series: [{ ...pageviews, name: '$pageview', math_hogql: 'count()', limit: 100, response: {} }],
       trendsFilter: {
         display: 'ActionsBar',
@@ -293,7 +309,7 @@ describe('TrendsQuery -> legacy trend request', () => {
       tags: { productKey: 'x' },
       version: 2,
       aFieldFromTheFuture: { nested: true },
-    }).request;
+    });
     expect(decorated).toEqual(plain);
   });
 });
@@ -415,20 +431,35 @@ describe('TrendsQuery validation errors point into the query', () => {
     expect(engineErrorOf(query).attr).toBe(attr);
   });
 
-  it('maps every engine attr about a series, the store, or nothing', () => {
-    const { origins } = translate({
-      series: [pageviews, { kind: 'ActionsNode', id: 9 }, { kind: 'EventsNode', event: 'x', properties: [{}] }],
+  it('names the query in the engine errors about a series, the store, or nothing', () => {
+    const model = modelOf({
+      series: [pageviews, { kind: 'ActionsNode', id: 9 }, { kind: 'EventsNode', event: 'x' }],
+      filterTestAccounts: true,
     });
-    expect(queryAttr('events__1__id', origins)).toBe('query__series__2__event');
-    expect(queryAttr('actions__0__id', origins)).toBe('query__series__1__id');
-    expect(queryAttr('actions__0__steps__1__properties__0__key', origins)).toBe(
-      'query__series__1__steps__1__properties__0__key',
+    expect(model.series.map((s) => s.idAttr)).toEqual([
+      'query__series__0__event',
+      'query__series__1__id',
+      'query__series__2__event',
+    ]);
+    expect(model.attrs.series).toBe('query__series');
+    const at = new Date('2024-03-12T12:00:00Z');
+    const run =
+      (settings = project(), actions = [{ id: 9, name: 'a', steps: [{ event: 'x' }] }]) =>
+      () =>
+        computeTrend(model, { events: [], project: settings, actions, now: at });
+    expect(errorOf(run(project(), [])).attr).toBe('query__series__1__id');
+    const badStep = [{ id: 9, name: 'a', steps: [{ event: 'x' }, { event: 'y', properties: [{ value: 1 } as any] }] }];
+    expect(errorOf(run(project(), badStep)).attr).toBe('query__series__1__steps__1__properties__0__key');
+    const badTestFilter = project('UTC', 0, [
+      { key: 'a', value: 1 },
+      { key: 'b', value: 1 },
+      { key: 'c', operator: 'gt', value: 'x' },
+    ]);
+    expect(errorOf(run(badTestFilter)).attr).toBe('query__filterTestAccounts');
+    expect(errorOf(run(project('Mars/Olympus'))).attr).toBeNull();
+    expect(engineErrorOf({ series: [pageviews, { ...pageviews, event: 'x', properties: [{}] }] }).attr).toBe(
+      'query__series__1__properties__0__key',
     );
-    expect(queryAttr('events__1__properties__0__key', origins)).toBe('query__series__2__properties__0__key');
-    expect(queryAttr('filter_test_accounts__2__value', origins)).toBe('query__filterTestAccounts');
-    expect(queryAttr('events', origins)).toBe('query__series');
-    expect(queryAttr('timezone', origins)).toBeNull();
-    expect(queryAttr(null, origins)).toBeNull();
   });
 });
 
@@ -444,8 +475,10 @@ describe('TrendsQuery response', () => {
 
   function respond(query: Record<string, unknown>) {
     const validQuery = validated(query);
-    const translation = trendRequestOf(validQuery);
-    const parsed = parseTrendRequest({ ...translation.request, breakdown_hide_other_aggregation: false });
+    const model = trendsModelOf(validQuery);
+    const parsed = model.breakdownFilter
+      ? { ...model, breakdownFilter: { ...model.breakdownFilter, breakdown_hide_other_aggregation: false } }
+      : model;
     const settings = project();
     const computed: ComputedTrend = {
       query: parsed,
@@ -454,7 +487,7 @@ describe('TrendsQuery response', () => {
       source: 'events',
       timings: [{ k: 'compute', t: 0.001 }],
     };
-    return trendsQueryResponse(validQuery, translation, computed) as any;
+    return trendsQueryResponse(validQuery, computed) as any;
   }
 
   it('answers PostHog TrendsQueryResponse fields: results, timezone, hasMore, resolved_date_range, timings', () => {

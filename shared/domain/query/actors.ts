@@ -28,7 +28,7 @@ import {
   typeOf,
 } from './expressions.ts';
 import type { Checkpoint } from './checkpoint.ts';
-import type { QueryContext, QueryRunner } from './index.ts';
+import type { QueryContext, QueryRunner } from './runner.ts';
 import { sortByKey } from './sort.ts';
 
 /** PostHog's columns when `select` is absent (its PersonStrategy). */

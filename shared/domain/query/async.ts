@@ -14,7 +14,7 @@ import {
   takeRunSlot,
 } from '../../db/query-store.ts';
 import { Conflict, NotFound, Throttled } from '../../errors.ts';
-import { CONFLICT, retryOnConflict } from '../../retry.ts';
+import { TRANSIENT, retryTransient } from '../../retry.ts';
 import { uuidv7 } from '../../ids.ts';
 import { queueQueryRun } from '../../queues/query-runs.ts';
 import type { MembershipRecord } from '../../db/organizations.ts';
@@ -154,7 +154,7 @@ export async function startBackgroundRun(request: RunRequest): Promise<QueryStat
   const record = pendingRecord(request, randomUUID(), now.toISOString());
   const marker = { query_id: record.id, run_id: record.run_id, start_time: record.start_time };
   // Reads first: joining a run, or being refused for want of a slot, writes nothing.
-  const joined = await retryOnConflict(
+  const joined = await retryTransient(
     'The running query',
     async () => {
       const running = await getRunning(projectId, cacheKey, now);
@@ -164,13 +164,13 @@ export async function startBackgroundRun(request: RunRequest): Promise<QueryStat
         if (status.run_id === running.run_id) return statusView(status);
         // Its id was reused for another question: that mark no longer stands for a run of this one.
         await releaseRun(projectId, running.run_id, { cacheKey });
-        return CONFLICT;
+        return TRANSIENT;
       }
       const free = await freeRunSlots(projectId, QUERY_RUNS_PER_PROJECT, nowSeconds);
       if (!free.length) throw tooManyRuns();
       const marked = await markRunning(projectId, cacheKey, marker, nowSeconds + RUN_HOLD_SECONDS, nowSeconds);
       // Marked meanwhile by an identical request: read it again, and join it.
-      return marked ? { free } : CONFLICT;
+      return marked ? { free } : TRANSIENT;
     },
     { attempts: 3, baseMs: 0 },
   );

@@ -57,7 +57,7 @@ import {
 } from './events-shape.ts';
 import { compareKeys, TopK } from './expressions.ts';
 import type { Checkpoint } from './checkpoint.ts';
-import type { RunContext } from './index.ts';
+import type { RunContext } from './runner.ts';
 /**
  * Days read at once on the rows path (each day is 4 shard Queries): one first (a busy day fills the
  * page alone), then twice as many each round up to this, so sparse days are reached in few round trips.

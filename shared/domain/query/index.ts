@@ -1,7 +1,6 @@
 import { now as clockNow } from '../../clock.ts';
 import { config } from '../../config.ts';
-import type { MembershipRecord } from '../../db/organizations.ts';
-import { answersGeneration, type ProjectRecord } from '../../db/projects.ts';
+import { answersGeneration } from '../../db/projects.ts';
 import {
   claimQueryRun,
   finishQueryRun,
@@ -22,6 +21,7 @@ import { runActorsQuery } from './actors.ts';
 import { requireQueryKindScope } from './kinds.ts';
 import { runEventsQuery } from './events.ts';
 import { runTrendsQuery } from './trends.ts';
+import type { QueryContext, QueryRunner, RunContext } from './runner.ts';
 import { findProject, projectSettings } from '../projects.ts';
 import {
   newQueryId,
@@ -31,42 +31,8 @@ import {
   startBackgroundRun,
   type RunRequest,
 } from './async.ts';
-import {
-  type Checkpoint,
-  checkpointOf,
-  OutOfTime,
-  RunAbandoned,
-  untilSafePoint,
-  watchAbandonment,
-} from './checkpoint.ts';
+import { checkpointOf, OutOfTime, RunAbandoned, untilSafePoint, watchAbandonment } from './checkpoint.ts';
 import { CLIENT_REFRESH_AFTER_MS, cacheKeyOf, decide, executionModeOf, intervalOf, readsCache } from './refresh.ts';
-
-/** Who asks about which project, and by when. */
-export interface QueryContext {
-  membership: MembershipRecord;
-  projectId: number;
-  /** When the answer is due (epoch ms); a runner that cannot finish by then stops (see refresh modes). */
-  deadline: number;
-}
-
-/**
- * What every kind's runner gets besides its query: the context and the project, read once by the
- * envelope or the worker, and the checkpoint its loops call (checkpoint.ts).
- */
-export interface RunContext extends QueryContext {
-  project: ProjectRecord;
-  check: Checkpoint;
-}
-
-/**
- * A kind's runner: the validated query (its schema in shared/schemas/query/) in, the kind's response
- * body out, as PostHog shapes it for that kind (`results`, `columns`, `hasMore`, ...). The envelope
- * every kind shares (`is_cached`, `last_refresh`, `cache_key`, `query_status`, ...) is added here.
- */
-export type QueryRunner<K extends QueryKind> = (
-  context: RunContext,
-  query: Extract<AnyQuery, { kind: K }>,
-) => Promise<Record<string, unknown>>;
 
 const runners: { [K in QueryKind]?: QueryRunner<K> } = {
   ActorsQuery: runActorsQuery,

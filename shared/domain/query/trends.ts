@@ -1,31 +1,28 @@
 /**
- * TrendsQuery: translated to the legacy trend request (trends-request.ts), answered by the same
- * engine as `insights/trend` without its cache, and shaped as PostHog's TrendsQueryResponse
+ * TrendsQuery: mapped into the engine's model (trends-model.ts), answered by the same engine as
+ * `insights/trend` without its cache, and shaped as PostHog's TrendsQueryResponse
  * (posthog/hogql_queries/insights/trends/trends_query_runner.py).
  */
-import { ValidationError } from '../../errors.ts';
 import type { TrendsQuery } from '../../schemas/query/trends.ts';
 import { breakdownLabel } from '../../trends/breakdown.ts';
 import { checkResponseBytes } from '../../trends/limits.ts';
 import { isoLocal } from '../../trends/tz.ts';
 import { BREAKDOWN_OTHER_VALUE, type TrendSeries } from '../../trends/types.ts';
 import { answerTrend, type ComputedTrend } from '../trends.ts';
-import type { QueryRunner } from './index.ts';
-import { queryAttr, trendRequestOf, type TrendsTranslation } from './trends-request.ts';
+import type { QueryRunner } from './runner.ts';
+import { formulaLabelOf, trendsModelOf } from './trends-model.ts';
 
 export const runTrendsQuery: QueryRunner<'TrendsQuery'> = async (context, query) => {
-  const translation = trendRequestOf(query);
+  const model = trendsModelOf(query);
+  const breakdown = model.breakdownFilter;
   // Computed with the Other row, so `hasMore` can tell that values were left out; the row is dropped after.
-  const request = { ...translation.request, breakdown_hide_other_aggregation: false };
-  try {
-    const computed = await answerTrend(context.project, request, context.check);
-    const body = trendsQueryResponse(query, translation, computed);
-    checkResponseBytes(computed.query, Buffer.byteLength(JSON.stringify(body)));
-    return body;
-  } catch (error) {
-    if (!(error instanceof ValidationError)) throw error;
-    throw new ValidationError(error.detail, queryAttr(error.attr, translation.origins), error.code);
-  }
+  const computing = breakdown
+    ? { ...model, breakdownFilter: { ...breakdown, breakdown_hide_other_aggregation: false } }
+    : model;
+  const computed = await answerTrend(context.project, computing, context.check);
+  const body = trendsQueryResponse(query, computed);
+  checkResponseBytes(computed.query, Buffer.byteLength(JSON.stringify(body)));
+  return body;
 };
 
 const present = (value: unknown) => value !== undefined && value !== null;
@@ -37,11 +34,7 @@ const compact = (object: Record<string, unknown>) =>
  * compare, every series' current period first, then the previous ones), labelled as PostHog labels
  * them (the event or action name, not `custom_name`, which stays in `action`).
  */
-export function trendsQueryResponse(
-  query: TrendsQuery,
-  translation: TrendsTranslation,
-  computed: ComputedTrend,
-): Record<string, unknown> {
+export function trendsQueryResponse(query: TrendsQuery, computed: ComputedTrend): Record<string, unknown> {
   const { response, range } = computed;
   const timezone = response.timezone;
   const resolved = {
@@ -55,8 +48,9 @@ export function trendsQueryResponse(
     ...response.result.filter((row) => row.compare_label === 'previous'),
   ].filter((row) => !(hideOther && isOther(row)));
   const filter = filterEcho(query, computed, resolved);
+  const formulaLabel = formulaLabelOf(query);
   return {
-    results: rows.map((row) => seriesOf(row, query, translation, filter)),
+    results: rows.map((row) => seriesOf(row, query, formulaLabel, filter)),
     timezone,
     hasMore: response.result.some(isOther),
     resolved_date_range: resolved,
@@ -67,7 +61,7 @@ export function trendsQueryResponse(
 function seriesOf(
   row: TrendSeries,
   query: TrendsQuery,
-  translation: TrendsTranslation,
+  formulaLabel: string | null,
   filter: Record<string, unknown>,
 ): Record<string, unknown> {
   const aggregated = row.aggregated_value !== undefined;
@@ -77,7 +71,7 @@ function seriesOf(
     ...(aggregated ? {} : { labels: row.labels }),
     days: row.days,
     count: row.count,
-    label: labelOf(row, query.series.length, translation),
+    label: labelOf(row, query.series.length, formulaLabel),
     filter,
     action: row.action && {
       ...row.action,
@@ -97,8 +91,8 @@ function seriesOf(
 }
 
 /** The series' name (event, `All events` or the action's name), with the breakdown value; formulas by their own label. */
-function labelOf(row: TrendSeries, seriesCount: number, translation: TrendsTranslation): string {
-  if (!row.action) return translation.formulaLabel ?? row.label;
+function labelOf(row: TrendSeries, seriesCount: number, formulaLabel: string | null): string {
+  if (!row.action) return formulaLabel ?? row.label;
   const name = row.action.name ?? row.label;
   if (row.breakdown_value === undefined) return name;
   const value = breakdownLabel(row.breakdown_value);

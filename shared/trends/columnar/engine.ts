@@ -18,16 +18,19 @@
 import { textOf } from '#shared/errors.ts';
 import { breakdownText } from '../breakdown.ts';
 import {
+  actionOf,
   indexActions,
   parseStoredFilters,
   periodsFor,
   projectContext,
   readFrom,
   resolveDateRange,
+  testAccountFilters,
 } from '../compute.ts';
 import type { DateContext, Period } from '../dates.ts';
 import { windowStart } from '../dates.ts';
 import { ACTIVE_WINDOW_DAYS, type RowValues, windowDays } from '../math.ts';
+import type { BreakdownModel, SeriesModel, TrendsModel } from '../model.ts';
 import { buildResponse, type PeriodResult } from '../output.ts';
 import { propertyOf, toNumber } from '../properties.ts';
 import {
@@ -35,11 +38,9 @@ import {
   COUNT_PER_ACTOR_MATHS,
   PROPERTY_MATHS,
   type ActionDefinition,
-  type BreakdownSpec,
-  type MathType,
+  type Interval,
   type ProjectSettings,
-  type TrendEntity,
-  type TrendQuery,
+  type SeriesMath,
   type TrendResponse,
 } from '../types.ts';
 import type { ColumnBatch, ColumnSource } from './batch.ts';
@@ -96,10 +97,10 @@ class Ordinals {
 type Family = 'count' | 'stats' | 'distinct' | 'window' | 'numbers' | 'per_actor';
 type Operand = 'none' | 'person' | 'session' | 'number';
 
-const isPropertyMath = (m: MathType) => (PROPERTY_MATHS as readonly string[]).includes(m);
-const isPerActorMath = (m: MathType) => (COUNT_PER_ACTOR_MATHS as readonly string[]).includes(m);
+const isPropertyMath = (m: SeriesMath) => (PROPERTY_MATHS as readonly string[]).includes(m);
+const isPerActorMath = (m: SeriesMath) => (COUNT_PER_ACTOR_MATHS as readonly string[]).includes(m);
 
-function familyOf(entity: TrendEntity, interval: TrendQuery['interval']): Family {
+function familyOf(entity: SeriesModel, interval: Interval): Family {
   const m = entity.math;
   if (m === 'total') return 'count';
   if (m === 'sum' || m === 'avg' || m === 'min' || m === 'max') return 'stats';
@@ -110,7 +111,7 @@ function familyOf(entity: TrendEntity, interval: TrendQuery['interval']): Family
   throw new Error(`unsupported math ${m}`);
 }
 
-function operandOf(entity: TrendEntity, family: Family): Operand {
+function operandOf(entity: SeriesModel, family: Family): Operand {
   if (family === 'count') return 'none';
   if (family === 'stats' || family === 'numbers') return 'number';
   return entity.math === 'unique_session' ? 'session' : 'person';
@@ -355,7 +356,7 @@ class BatchLookups {
   }
 
   /** A property math's number per row (NaN: not a number). */
-  numbers(entity: TrendEntity): RowLookup<Float64Array> {
+  numbers(entity: SeriesModel): RowLookup<Float64Array> {
     const key = entity.math_property!;
     if (entity.math_property_type === 'person_properties') {
       return this.memo(`p:${key}`, () =>
@@ -372,7 +373,7 @@ class BatchLookups {
   }
 
   /** Breakdown group ordinal per row, materialised once per distinct value. */
-  groups(spec: BreakdownSpec): RowLookup<Int32Array> {
+  groups(spec: BreakdownModel): RowLookup<Int32Array> {
     return this.memo('groups', () => {
       const { batch, state } = this;
       if (spec.source === 'person')
@@ -412,7 +413,7 @@ class QueryState {
 }
 
 interface SeriesPlan {
-  entity: TrendEntity;
+  entity: SeriesModel;
   match: MaskNode;
   family: Family;
   operand: Operand;
@@ -422,27 +423,24 @@ interface SeriesPlan {
 
 /** Each series' rows: its event/action and filters, the global filters and the applied test-account filters. */
 function seriesNodes(
-  query: TrendQuery,
+  query: TrendsModel,
   project: ProjectSettings,
   actions: ReadonlyMap<number, ActionDefinition>,
   ctx: DateContext,
 ): MaskNode[] {
   const global = groupNode(query.properties, ctx);
-  const testAccounts = query.filter_test_accounts
-    ? groupNode({ type: 'AND', values: parseStoredFilters(project.test_account_filters, 'filter_test_accounts') }, ctx)
+  const testAccounts = query.filterTestAccounts
+    ? groupNode({ type: 'AND', values: testAccountFilters(query, project) }, ctx)
     : null;
   return query.series.map((entity) => {
     const own = groupNode(entity.properties, ctx);
     let matches: MaskNode;
-    if (entity.type === 'events') {
-      matches = entity.id === null ? own : andNode({ kind: 'name', name: String(entity.id) }, own);
+    if (entity.kind === 'EventsNode') {
+      matches = entity.event === null ? own : andNode({ kind: 'name', name: entity.event }, own);
     } else {
-      const steps = actions.get(entity.id as number)!.steps.map((step, i) => {
+      const steps = actionOf(actions, entity.id).steps.map((step, i) => {
         const filters = groupNode(
-          {
-            type: 'AND',
-            values: parseStoredFilters(step.properties, `actions__${entity.index}__steps__${i}__properties`),
-          },
+          { type: 'AND', values: parseStoredFilters(step.properties, `${entity.attr}__steps__${i}__properties`) },
           ctx,
         );
         return step.event === null || step.event === undefined
@@ -489,13 +487,13 @@ function sessionDurations(source: ColumnSource): Map<string, number> {
   return out;
 }
 
-export function computeTrendFromColumns(query: TrendQuery, input: ColumnarInput): TrendResponse {
-  const ctx = projectContext(input.project, input.now);
+export function computeTrendFromColumns(query: TrendsModel, input: ColumnarInput): TrendResponse {
+  const ctx = projectContext(query, input.project, input.now);
   const periods = periodsFor(query, resolveDateRange(query, input.project, input.now, input.firstEventAt));
   const actions = indexActions(query, input.actions);
   const nodes = seriesNodes(query, input.project, actions, ctx);
   const state = new QueryState();
-  const breakdown = query.breakdown;
+  const breakdown = query.breakdownFilter;
   if (breakdown?.source === 'session') state.durations = sessionDurations(input.source);
   // Dense (group × bucket) cells share a budget; past it an accumulator keeps only the cells that occur.
   const denseLimit = Math.floor((input.denseCells ?? DENSE_CELLS) / Math.max(1, query.series.length * periods.length));
@@ -506,7 +504,7 @@ export function computeTrendFromColumns(query: TrendQuery, input: ColumnarInput)
       match: nodes[i]!,
       family,
       operand: operandOf(entity, family),
-      accumulators: periods.map((p) => new Accumulator(family, p, denseLimit, query.breakdown !== null)),
+      accumulators: periods.map((p) => new Accumulator(family, p, denseLimit, breakdown !== null)),
     };
   });
   // Rows outside the source's window are not the query's events (storage may hand over whole days).
@@ -537,14 +535,15 @@ export function computeTrendFromColumns(query: TrendQuery, input: ColumnarInput)
     }
   });
 
-  const cumulative = query.display === 'ActionsLineGraphCumulative';
+  const { display } = query.trendsFilter;
+  const cumulative = display === 'ActionsLineGraphCumulative';
   const results: PeriodResult[] = periods.map((period, p) => ({
     period,
     series: plans.map((plan) => ({
       entity: plan.entity,
       rows: rowsOf(plan, plan.accumulators[p]!, breakdown, state, {
         cumulative,
-        aggregate: AGGREGATED_DISPLAYS.has(query.display),
+        aggregate: AGGREGATED_DISPLAYS.has(display),
         interval: query.interval,
         tz: ctx.tz,
         personCount: state.persons.size,
@@ -702,7 +701,7 @@ interface FinishContext {
    */
   aggregate: boolean;
   personCount: number;
-  interval: TrendQuery['interval'];
+  interval: Interval;
   tz: string;
 }
 
@@ -713,7 +712,7 @@ interface FinishContext {
 function rowsOf(
   plan: SeriesPlan,
   acc: Accumulator,
-  breakdown: BreakdownSpec | null,
+  breakdown: BreakdownModel | null,
   state: QueryState,
   ctx: FinishContext,
 ): RowValues[] {
@@ -737,7 +736,7 @@ interface RowMap {
   rowCount: number;
 }
 
-function computeRows(math: MathType, acc: Accumulator, rowMap: RowMap, ctx: FinishContext): Row[] {
+function computeRows(math: SeriesMath, acc: Accumulator, rowMap: RowMap, ctx: FinishContext): Row[] {
   const B = acc.period.buckets.length;
   const { rowOfGroup, rowCount } = rowMap;
   if (acc.family === 'count' || acc.family === 'stats') {
@@ -784,7 +783,7 @@ function computeRows(math: MathType, acc: Accumulator, rowMap: RowMap, ctx: Fini
   return entryRows(math, acc, rowMap, ctx);
 }
 
-function statOf(math: MathType, cells: Float64Array, at: number): number {
+function statOf(math: SeriesMath, cells: Float64Array, at: number): number {
   const count = cells[at + 1]!;
   if (count === 0) return 0;
   if (math === 'sum') return cells[at]!;
@@ -868,7 +867,7 @@ function select(a: Float64Array, k: number): number {
  * a stamp per ordinal instead of a Set. Property maths sort the numbers themselves, so each bucket's
  * numbers are one contiguous run, reduced where they lie.
  */
-function entryRows(math: MathType, acc: Accumulator, rowMap: RowMap, ctx: FinishContext): Row[] {
+function entryRows(math: SeriesMath, acc: Accumulator, rowMap: RowMap, ctx: FinishContext): Row[] {
   const slotsPerRow = acc.period.buckets.length + 2;
   if (acc.family === 'numbers') return numberRows(math, acc, rowMap, slotsPerRow, ctx);
   const cells = new EntryCells(acc, rowMap.rowOfGroup, slotsPerRow, false);
@@ -888,7 +887,7 @@ function entryRows(math: MathType, acc: Accumulator, rowMap: RowMap, ctx: Finish
 
 /** Property maths: the entries' numbers (not NaN) sorted by cell, each bucket's statistic over its run in place. */
 function numberRows(
-  math: MathType,
+  math: SeriesMath,
   acc: Accumulator,
   { rowOfGroup, rowCount }: RowMap,
   slotsPerRow: number,

@@ -1,6 +1,7 @@
 /** The columnar trend engine: a caller's events become one in-memory batch; storage hands over a ColumnSource. */
 import { eventPropertiesUsed } from '../compute.ts';
-import type { ActionDefinition, ProjectSettings, TrendEvent, TrendQuery, TrendResponse } from '../types.ts';
+import type { TrendsModel } from '../model.ts';
+import type { ActionDefinition, ProjectSettings, TrendEvent, TrendResponse } from '../types.ts';
 import { batchOfEvents, type ColumnBatch } from './batch.ts';
 import { computeTrendFromColumns } from './engine.ts';
 
@@ -19,7 +20,7 @@ export {
 
 /** A trend over events handed over as objects (each with its person and person properties). */
 export function computeTrend(
-  query: TrendQuery,
+  query: TrendsModel,
   input: {
     events: TrendEvent[];
     project: ProjectSettings;

@@ -5,8 +5,8 @@
  * (properties.ts valueTest, RE2 regexes included), so both agree by construction.
  */
 import type { DateContext } from '../dates.ts';
-import { isGroup, propertyOf, valueTest } from '../properties.ts';
-import type { PropertyFilter, PropertyGroup } from '../types.ts';
+import { hogqlNotEvaluated, isGroup, propertyOf, valueTest } from '../properties.ts';
+import { isHogQLFilter, type PropertyFilter, type PropertyGroup } from '../types.ts';
 import type { ColumnBatch } from './batch.ts';
 
 /** Rows of a batch that pass: every row (true), none (false), or row i when mask[i] is 1. */
@@ -28,7 +28,9 @@ export function filterNode(f: PropertyFilter, ctx: DateContext): MaskNode {
 }
 
 export function groupNode(group: PropertyGroup, ctx: DateContext): MaskNode {
-  const parts = group.values.map((v) => (isGroup(v) ? groupNode(v, ctx) : filterNode(v, ctx)));
+  const parts = group.values.map((v) =>
+    isGroup(v) ? groupNode(v, ctx) : isHogQLFilter(v) ? hogqlNotEvaluated() : filterNode(v, ctx),
+  );
   if (!parts.length) return ALL;
   return { kind: group.type === 'OR' ? 'or' : 'and', parts };
 }

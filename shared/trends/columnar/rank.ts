@@ -5,7 +5,8 @@
  * (active-user lookback) join Other.
  */
 import { breakdownLabel } from '../breakdown.ts';
-import { BREAKDOWN_OTHER_VALUE, type BreakdownSpec } from '../types.ts';
+import type { BreakdownModel } from '../model.ts';
+import { BREAKDOWN_OTHER_VALUE } from '../types.ts';
 
 export interface Ranking {
   /** Row values, in row order. */
@@ -21,14 +22,14 @@ const byVolume = (a: [string, number], b: [string, number]) => {
 };
 
 /** Null when no group has an event in the period (no rows). */
-export function rankGroups(volumes: Float64Array, texts: readonly string[], spec: BreakdownSpec): Ranking | null {
+export function rankGroups(volumes: Float64Array, texts: readonly string[], spec: BreakdownModel): Ranking | null {
   const withVolume: [string, number][] = [];
   for (let g = 0; g < texts.length; g += 1) if ((volumes[g] ?? 0) > 0) withVolume.push([texts[g]!, volumes[g]!]);
   if (!withVolume.length) return null;
   const ranked = withVolume.sort(byVolume);
-  const rows = ranked.slice(0, spec.limit);
-  const rest = ranked.slice(spec.limit);
-  const withOther = rest.length > 0 && !spec.hide_other;
+  const rows = ranked.slice(0, spec.breakdown_limit);
+  const rest = ranked.slice(spec.breakdown_limit);
+  const withOther = rest.length > 0 && !spec.breakdown_hide_other_aggregation;
   if (withOther) rows.push([BREAKDOWN_OTHER_VALUE, rest.reduce((sum, [, volume]) => sum + volume, 0)]);
   // A Map like the row engine's, so a value spelled like the Other sentinel shares its row there too.
   const index = new Map<string, number>();

@@ -11,10 +11,9 @@ import {
   BREAKDOWN_NULL_VALUE,
   BREAKDOWN_OTHER_LABEL,
   BREAKDOWN_OTHER_VALUE,
-  type BreakdownSpec,
-  type TrendEntity,
   type TrendEvent,
 } from '#shared/trends/types.ts';
+import type { BreakdownModel, SeriesModel } from '#shared/trends/model.ts';
 
 /**
  * A property value as a breakdown value: strings as they are, booleans 'true'/'false', numbers
@@ -40,7 +39,7 @@ export type BreakdownReader = (e: TrendEvent) => string;
  * first and last event of the event's `$session_id` among all the events handed over (PostHog's
  * sessions table: dateDiff('second', min, max)).
  */
-export function breakdownReader(spec: BreakdownSpec, all: TimedEvent[]): BreakdownReader {
+export function breakdownReader(spec: BreakdownModel, all: TimedEvent[]): BreakdownReader {
   const key = spec.property;
   if (spec.source === 'person') return (e) => breakdownText(propertyOf(e.person_properties, key));
   if (spec.source === 'event') return (e) => breakdownText(propertyOf(e.properties, key));
@@ -85,8 +84,8 @@ const byVolume = (a: [string, number], b: [string, number]) => {
  */
 export function breakdownRows(
   events: TimedEvent[],
-  entity: TrendEntity,
-  spec: BreakdownSpec,
+  entity: SeriesModel,
+  spec: BreakdownModel,
   read: BreakdownReader,
   ctx: RowContext,
 ): RowValues[] {
@@ -100,9 +99,9 @@ export function breakdownRows(
   }
   if (!volumes.size) return [];
   const ranked = [...volumes].sort(byVolume);
-  const rows = ranked.slice(0, spec.limit);
-  const rest = ranked.slice(spec.limit);
-  const withOther = rest.length > 0 && !spec.hide_other;
+  const rows = ranked.slice(0, spec.breakdown_limit);
+  const rest = ranked.slice(spec.breakdown_limit);
+  const withOther = rest.length > 0 && !spec.breakdown_hide_other_aggregation;
   if (withOther) rows.push([BREAKDOWN_OTHER_VALUE, rest.reduce((sum, [, volume]) => sum + volume, 0)]);
   const groups = new Map<string, TimedEvent[]>(rows.sort(byVolume).map(([v]) => [v, []]));
   const other = withOther ? groups.get(BREAKDOWN_OTHER_VALUE) : undefined;

@@ -7,13 +7,12 @@ import { indexActions, periodsFor, projectContext, readFrom, resolveDateRange } 
 import type { DateContext, Period } from '#shared/trends/dates.ts';
 import { buildResponse, type PeriodResult } from '#shared/trends/output.ts';
 import { compileFilters, compileGroup, type EventPredicate, parseFilter } from '#shared/trends/properties.ts';
+import type { SeriesModel, TrendsModel } from '#shared/trends/model.ts';
 import type {
   ActionDefinition,
   ProjectSettings,
   PropertyFilter,
-  TrendEntity,
   TrendEvent,
-  TrendQuery,
   TrendResponse,
 } from '#shared/trends/types.ts';
 import { breakdownReader, breakdownRows } from './breakdown.ts';
@@ -25,17 +24,17 @@ function storedFilters(filters: PropertyFilter[] | undefined, attr: string, ctx:
 }
 
 function seriesMatcher(
-  entity: TrendEntity,
+  entity: SeriesModel,
   actions: ReadonlyMap<number, ActionDefinition>,
   ctx: DateContext,
 ): EventPredicate {
   const own = compileGroup(entity.properties, ctx);
-  if (entity.type === 'events') {
-    const name = entity.id;
+  if (entity.kind === 'EventsNode') {
+    const name = entity.event;
     return name === null ? own : (e) => e.event === name && own(e);
   }
-  const steps = actions.get(entity.id as number)!.steps.map((step, i) => {
-    const filters = storedFilters(step.properties, `actions__${entity.index}__steps__${i}__properties`, ctx);
+  const steps = actions.get(entity.id)!.steps.map((step, i) => {
+    const filters = storedFilters(step.properties, `${entity.attr}__steps__${i}__properties`, ctx);
     return (e: TrendEvent) => (step.event === null || step.event === undefined || e.event === step.event) && filters(e);
   });
   return (e) => steps.some((s) => s(e)) && own(e);
@@ -59,15 +58,15 @@ function timedEvents(events: TrendEvent[]): TimedEvent[] {
 }
 
 function eventsPerSeries(
-  query: TrendQuery,
+  query: TrendsModel,
   all: TimedEvent[],
   project: ProjectSettings,
   actions: ReadonlyMap<number, ActionDefinition>,
   ctx: DateContext,
 ): TimedEvent[][] {
   const global = compileGroup(query.properties, ctx);
-  const testAccounts = query.filter_test_accounts
-    ? storedFilters(project.test_account_filters, 'filter_test_accounts', ctx)
+  const testAccounts = query.filterTestAccounts
+    ? storedFilters(project.test_account_filters, query.attrs.testAccounts.attr, ctx)
     : () => true;
   return query.series.map((entity) => {
     const matches = seriesMatcher(entity, actions, ctx);
@@ -76,7 +75,7 @@ function eventsPerSeries(
 }
 
 export function computeTrendByRows(
-  query: TrendQuery,
+  query: TrendsModel,
   input: {
     events: TrendEvent[];
     project: ProjectSettings;
@@ -85,13 +84,14 @@ export function computeTrendByRows(
     firstEventAt?: Date;
   },
 ): TrendResponse {
-  const ctx = projectContext(input.project, input.now);
+  const ctx = projectContext(query, input.project, input.now);
   const periods = periodsFor(query, resolveDateRange(query, input.project, input.now, input.firstEventAt));
   const actions = indexActions(query, input.actions);
   const all = timedEvents(input.events);
   const perSeries = eventsPerSeries(query, all, input.project, actions, ctx);
-  const read = query.breakdown ? breakdownReader(query.breakdown, all) : null;
-  const rowsOf = (entity: TrendEntity, events: TimedEvent[], period: Period): RowValues[] => {
+  const breakdown = query.breakdownFilter;
+  const read = breakdown ? breakdownReader(breakdown, all) : null;
+  const rowsOf = (entity: SeriesModel, events: TimedEvent[], period: Period): RowValues[] => {
     const relevant = events.slice(
       lowerIndex(events, readFrom(query, period, ctx.tz)),
       lowerIndex(events, period.to + 1),
@@ -100,10 +100,10 @@ export function computeTrendByRows(
       period,
       interval: query.interval,
       date: ctx,
-      cumulative: query.display === 'ActionsLineGraphCumulative',
+      cumulative: query.trendsFilter.display === 'ActionsLineGraphCumulative',
     };
-    return query.breakdown && read
-      ? breakdownRows(relevant, entity, query.breakdown, read, rowCtx)
+    return breakdown && read
+      ? breakdownRows(relevant, entity, breakdown, read, rowCtx)
       : [computeRow(relevant, entity, rowCtx)];
   };
   const results: PeriodResult[] = periods.map((period) => ({

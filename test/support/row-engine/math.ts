@@ -9,10 +9,10 @@ import {
   COUNT_PER_ACTOR_MATHS,
   PROPERTY_MATHS,
   type Interval,
-  type MathType,
-  type TrendEntity,
+  type SeriesMath,
   type TrendEvent,
 } from '#shared/trends/types.ts';
+import type { SeriesModel } from '#shared/trends/model.ts';
 
 /** An event with its timestamp parsed once. Lists of these are kept sorted by `t`. */
 export interface TimedEvent {
@@ -28,13 +28,13 @@ export interface RowValues {
 }
 
 /** Trailing window of the active-user maths, in local days including the bucket's own day. */
-export const ACTIVE_WINDOW_DAYS: Partial<Record<MathType, number>> = { weekly_active: 7, monthly_active: 30 };
+export const ACTIVE_WINDOW_DAYS: Partial<Record<SeriesMath, number>> = { weekly_active: 7, monthly_active: 30 };
 
 /**
  * Whether a math uses a trailing window. PostHog only does this for day and hour intervals; for
  * week and month buckets active users are plain distinct persons per bucket.
  */
-export function windowDays(math: MathType, interval: Interval): number | null {
+export function windowDays(math: SeriesMath, interval: Interval): number | null {
   const days = ACTIVE_WINDOW_DAYS[math];
   return days !== undefined && (interval === 'day' || interval === 'hour') ? days : null;
 }
@@ -119,7 +119,7 @@ function sessionOf(e: TrendEvent): string | null {
 }
 
 /** The aggregate of a math over a set of events (the windowed maths use it per window). */
-export function aggregator(entity: TrendEntity): Aggregate {
+export function aggregator(entity: SeriesModel): Aggregate {
   const math = entity.math;
   if (math === 'total') return (events) => events.length;
   if (math === 'dau' || math === 'weekly_active' || math === 'monthly_active')
@@ -162,7 +162,7 @@ export interface RowContext {
 /** Values of one row. `events` are the row's events sorted by t, including any active-user lookback. */
 export function computeRow(
   events: TimedEvent[],
-  entity: TrendEntity,
+  entity: SeriesModel,
   ctx: RowContext,
 ): Omit<RowValues, 'breakdown_value'> {
   const { period } = ctx;

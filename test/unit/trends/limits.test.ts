@@ -51,12 +51,12 @@ describe('trend request caps', () => {
 
   it(`allows breakdown_limit ${MAX_BREAKDOWN_LIMIT} and refuses ${MAX_BREAKDOWN_LIMIT + 1}; the defaults stay`, () => {
     expect(MAX_BREAKDOWN_LIMIT).toBe(1_000);
-    expect(parse({ breakdown: 'b', breakdown_limit: 1_000 }).breakdown?.limit).toBe(1_000);
-    expect(parse({ breakdown: 'b', breakdown_limit: '1000' }).breakdown?.limit).toBe(1_000);
+    expect(parse({ breakdown: 'b', breakdown_limit: 1_000 }).breakdownFilter?.breakdown_limit).toBe(1_000);
+    expect(parse({ breakdown: 'b', breakdown_limit: '1000' }).breakdownFilter?.breakdown_limit).toBe(1_000);
     refused(() => parse({ breakdown: 'b', breakdown_limit: 1_001 }), 'breakdown_limit', 1_000);
     refused(() => parse({ breakdown: 'b', breakdown_limit: '99999999999999999999' }), 'breakdown_limit', 1_000);
-    expect(parse({ breakdown: 'b' }).breakdown?.limit).toBe(25);
-    expect(parse({ display: 'WorldMap' }).breakdown?.limit).toBe(300);
+    expect(parse({ breakdown: 'b' }).breakdownFilter?.breakdown_limit).toBe(25);
+    expect(parse({ display: 'WorldMap' }).breakdownFilter?.breakdown_limit).toBe(300);
   });
 
   it(`allows ${MAX_TREND_BUCKETS} buckets and refuses ${MAX_TREND_BUCKETS + 1}`, () => {
@@ -155,10 +155,10 @@ describe('relative and absolute dates out of reach', () => {
       ['-100y', '-101y'],
       ['-100yStart', '-101yStart'],
     ]) {
-      expect(parse({ date_from: ok, interval: 'month' }).date_from).toBe(ok);
+      expect(parse({ date_from: ok, interval: 'month' }).dateRange.date_from).toBe(ok);
       expectValidation(() => parse({ date_from: tooFar, interval: 'month' }), 'date_from');
     }
-    expect(parse({ compare_to: '-100y' }).compare_to).toBe('-100y');
+    expect(parse({ compare_to: '-100y' }).compareFilter.compare_to).toBe('-100y');
     expectValidation(() => parse({ compare_to: '-101y' }), 'compare_to');
   });
 

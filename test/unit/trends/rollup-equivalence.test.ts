@@ -5,7 +5,8 @@ import {
   computeTrendFromHourly,
   parseTrendRequest,
   type TrendEvent,
-  type TrendQuery,
+  seriesId,
+  type TrendsModel,
 } from '#shared/trends/index.ts';
 import { ev, project } from './helpers.ts';
 
@@ -32,11 +33,12 @@ const EVENTS: TrendEvent[] = Array.from({ length: 3000 }, () => {
 const FIRST = new Date(Math.min(...EVENTS.map((e) => Date.parse(String(e.timestamp)))));
 
 /** What the rollup writer stores: per series, events counted by UTC hour `YYYY-MM-DDTHH`. */
-function hourlyFor(query: TrendQuery, events: TrendEvent[]): Map<string, number>[] {
+function hourlyFor(query: TrendsModel, events: TrendEvent[]): Map<string, number>[] {
   return query.series.map((s) => {
     const counts = new Map<string, number>();
     for (const e of events) {
-      if (s.id !== null && e.event !== s.id) continue;
+      const name = seriesId(s);
+      if (name !== null && e.event !== name) continue;
       const key = new Date(e.timestamp).toISOString().slice(0, 13);
       counts.set(key, (counts.get(key) ?? 0) + 1);
     }

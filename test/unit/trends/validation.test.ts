@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { computeTrend, parseTrendRequest } from '#shared/trends/index.ts';
+import { computeTrend, parseTrendRequest, seriesId } from '#shared/trends/index.ts';
 import { ev, expectValidation, project, trend } from './helpers.ts';
 
 const parse = (raw: Record<string, unknown>) => parseTrendRequest({ events: [{ id: 'e' }], ...raw });
@@ -45,7 +45,7 @@ describe('series', () => {
     );
   });
 
-  it('orders series by `order`, else events then actions', () => {
+  it('orders series by `order` (0 read as none), else actions then events', () => {
     const q = parseTrendRequest({
       events: [
         { id: 'x', order: 2 },
@@ -53,11 +53,8 @@ describe('series', () => {
       ],
       actions: [{ id: 1, order: 1 }],
     });
-    expect(q.series.map((s) => s.id)).toEqual(['y', 1, 'x']);
-    expect(parseTrendRequest({ actions: [{ id: 1 }], events: [{ id: 'x' }] }).series.map((s) => s.id)).toEqual([
-      'x',
-      1,
-    ]);
+    expect(q.series.map(seriesId)).toEqual(['y', 1, 'x']);
+    expect(parseTrendRequest({ actions: [{ id: 1 }], events: [{ id: 'x' }] }).series.map(seriesId)).toEqual([1, 'x']);
   });
 });
 
@@ -82,13 +79,13 @@ describe('options', () => {
     expectValidation(() => parse({ formula: '(A+' }), 'formula');
     expectValidation(() => parse({ formula: 'AB' }), 'formula');
     expectValidation(() => parse({ formula: 'A $ 2' }), 'formula');
-    expect(parse({ formula: '  ' }).formula).toBeNull();
+    expect(parse({ formula: '  ' }).trendsFilter.formula).toBeNull();
   });
 
   it('interval must be a known value; display any string up to 100 characters (the legacy endpoint took unknown displays)', () => {
-    expect(parse({ display: 'Pie' }).display).toBe('Pie');
+    expect(parse({ display: 'Pie' }).trendsFilter.display).toBe('Pie');
     expectValidation(() => parse({ display: 'x'.repeat(101) }), 'display');
-    expect(parse({ display: 'x'.repeat(100) }).display).toHaveLength(100);
+    expect(parse({ display: 'x'.repeat(100) }).trendsFilter.display).toHaveLength(100);
     expectValidation(() => parse({ display: 3 }), 'display');
     expectValidation(() => parse({ display: { toString: 'ActionsPie' } }), 'display');
     expectValidation(() => parse({ interval: 'year' }), 'interval', 'invalid_choice');
@@ -100,7 +97,7 @@ describe('options', () => {
     expectValidation(() => parse({ date_from: '2024-02-30' }), 'date_from');
     expectValidation(() => parse({ date_to: 'all' }), 'date_to');
     expectValidation(() => parse({ compare_to: 'mStart' }), 'compare_to');
-    expect(parse({ date_from: 'all', date_to: '-1dEnd' }).date_from).toBe('all');
+    expect(parse({ date_from: 'all', date_to: '-1dEnd' }).dateRange.date_from).toBe('all');
   });
 
   it('groups are not supported', () => {
@@ -132,10 +129,10 @@ describe('options', () => {
       display: 'ActionsTable',
     });
     expect(q).toMatchObject({
-      compare: true,
-      filter_test_accounts: false,
-      display: 'ActionsTable',
-      breakdown: { property: 'browser', limit: 5, source: 'event' },
+      compareFilter: { compare: true },
+      filterTestAccounts: false,
+      trendsFilter: { display: 'ActionsTable' },
+      breakdownFilter: { property: 'browser', breakdown_limit: 5, source: 'event' },
     });
     expect(q.series[0]!.math).toBe('dau');
     expect(q.properties.values).toHaveLength(1);
