@@ -343,6 +343,8 @@ describe('ActorsQuery HogQL expressions', () => {
     // n modulo 3, then newest first.
     expect(await ids(['properties.n % 3', 'created_at DESC'])).toEqual([9, 6, 0, 10, 4, 1, 11, 8, 5, 2, 7, 3]);
     expect(await ids(['length(properties.email) DESC', 'id ASC'])).toEqual([10, 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    // As PostHog's UI sends a labelled column's order: the direction after the label.
+    expect(await ids(['person_display_name -- Person DESC'])).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1, 11, 10, 0]);
   });
 });
 

@@ -1,3 +1,9 @@
+import { createHash } from 'node:crypto';
+import { now } from '../../clock.ts';
+import { config } from '../../config.ts';
+import { rememberWalkPosition, walkPosition } from '../../db/actors-walks.ts';
+import { personsInCreationOrder, type PersonRecord } from '../../db/persons.ts';
+import { ValidationError } from '../../errors.ts';
 import {
   compileScalar,
   type EvalContext,
@@ -8,12 +14,6 @@ import {
   HogTuple,
   type HogValue,
 } from '../../hogql/index.ts';
-import { createHash } from 'node:crypto';
-import { now } from '../../clock.ts';
-import { config } from '../../config.ts';
-import { rememberWalkPosition, walkPosition } from '../../db/actors-walks.ts';
-import { personsInCreationOrder, type PersonRecord } from '../../db/persons.ts';
-import { ValidationError } from '../../errors.ts';
 import { ACTORS_DEFAULT_LIMIT, type ActorsQuery } from '../../schemas/query/actors.ts';
 import { personFilterFromQuery, personSearch } from '../person-filters.ts';
 import { personResponse } from '../persons.ts';
@@ -182,7 +182,9 @@ function orderable(v: HogValue): unknown {
 function termOf(raw: string, i: number, ctx: EvalContext): Term | 'created_at' {
   const m = /^(.*?)(?:\s+(ASC|DESC))?$/is.exec(expressionOf(raw))!;
   const expr = m[1]!.trim();
-  const ascending = (m[2] ?? 'ASC').toUpperCase() === 'ASC';
+  // PostHog's UI sends a labelled column's order with the direction after the label: `person_display_name -- Person DESC`.
+  const direction = m[2] ?? /--.*\s(ASC|DESC)\s*$/is.exec(raw)?.[1] ?? 'ASC';
+  const ascending = direction.toUpperCase() === 'ASC';
   const text = `${expr} ${ascending ? 'ASC' : 'DESC'}`;
   const bare = expr.replace(/^person\.(?!\$)/, '');
   if (bare === 'created_at') return 'created_at';
@@ -212,7 +214,7 @@ function orderOf(orderBy: string[] | null | undefined, ctx: EvalContext): Order 
   const parsed = orderBy.map((raw, i) => termOf(raw, i, ctx));
   const terms = parsed.map((term, i): Term => {
     if (term !== 'created_at') return term;
-    const ascending = !/\sDESC$/i.test(expressionOf(orderBy[i]!));
+    const ascending = !/\sDESC\s*$/i.test(orderBy[i]!);
     return { ascending, text: `created_at ${ascending ? 'ASC' : 'DESC'}`, value: (p) => p.created_at };
   });
   const text = terms.map((t) => t.text).join(', ');
