@@ -109,7 +109,7 @@ export function parseWhere(
 
 export interface EventsOrderTerm extends OrderTerm {
   attr: string;
-  /** In an aggregated query, the select column this non-aggregate term is (its group value). */
+  /** In an aggregated query, the select column this term is (its group value, or its aggregate's result). */
   column?: number;
 }
 
@@ -207,8 +207,11 @@ export function parseOrder(
     return terms;
   }
   return terms.map((t) => {
-    if (t.aggregate) return t;
-    const column = columns.findIndex((c) => c.kind === 'expr' && !c.aggregate && shapeOf(c.expr) === shapeOf(t.expr));
+    const column = columns.findIndex(
+      (c) => c.kind === 'expr' && c.aggregate === t.aggregate && shapeOf(c.expr) === shapeOf(t.expr),
+    );
+    // An aggregate that is also a column is computed once, for both.
+    if (t.aggregate) return column < 0 ? t : { ...t, column };
     if (column < 0)
       throw new ValidationError(
         'When aggregating, an order is an aggregate (count(), sum(), ...) or one of the selected columns the events are grouped by.',
