@@ -19,6 +19,10 @@ export const ENV = {
   personScanLimit: 'ANALYTICS_PERSON_SCAN_LIMIT',
   /** Events one EventsQuery examines at most (default below); tests lower it. */
   eventsQueryScanLimit: 'ANALYTICS_EVENTS_QUERY_SCAN_LIMIT',
+  /** Events one aggregated EventsQuery adds up at most (default below); tests lower it. */
+  eventsQueryAggregateLimit: 'ANALYTICS_EVENTS_QUERY_AGGREGATE_LIMIT',
+  /** Groups one aggregated EventsQuery keeps at most (default below); tests lower it. */
+  eventsQueryGroupLimit: 'ANALYTICS_EVENTS_QUERY_GROUP_LIMIT',
   /** Milliseconds a bulk delete removes persons inline before queuing the rest (default below); tests set 0 to queue everything. */
   bulkDeleteBudgetMs: 'ANALYTICS_BULK_DELETE_BUDGET_MS',
   /** Megabytes of compacted segment columns a warm container keeps between trend queries (default below); 0 keeps none. */
@@ -41,6 +45,15 @@ export const DEFAULT_PERSON_SCAN_LIMIT = 10_000;
 
 /** An EventsQuery listing events reads at most this many (kept or filtered out) per request, else a 400. */
 export const DEFAULT_EVENTS_QUERY_SCAN_LIMIT = 20_000;
+
+/**
+ * An aggregated EventsQuery (count(), sum(...), ... grouped by its other columns) reads every event of
+ * its window from compacted columns: at most this many per request (about a second of evaluation), else a 400.
+ */
+export const DEFAULT_EVENTS_QUERY_AGGREGATE_LIMIT = 1_000_000;
+
+/** Distinct groups an aggregated EventsQuery holds in memory at most, else a 400. */
+export const DEFAULT_EVENTS_QUERY_GROUP_LIMIT = 100_000;
 
 /**
  * Compressed segment columns kept per container (shared/db/segment-cache.ts): about a month of 100k
@@ -114,6 +127,8 @@ export interface Config {
   rateLimits: RateLimits | undefined;
   personScanLimit: number;
   eventsQueryScanLimit: number;
+  eventsQueryAggregateLimit: number;
+  eventsQueryGroupLimit: number;
   bulkDeleteBudgetMs: number;
   queryBlockingBudgetMs: number;
   segmentCacheMb: number;
@@ -154,6 +169,16 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ENV.eventsQueryScanLimit,
       env[ENV.eventsQueryScanLimit],
       DEFAULT_EVENTS_QUERY_SCAN_LIMIT,
+    ),
+    eventsQueryAggregateLimit: readPositiveInteger(
+      ENV.eventsQueryAggregateLimit,
+      env[ENV.eventsQueryAggregateLimit],
+      DEFAULT_EVENTS_QUERY_AGGREGATE_LIMIT,
+    ),
+    eventsQueryGroupLimit: readPositiveInteger(
+      ENV.eventsQueryGroupLimit,
+      env[ENV.eventsQueryGroupLimit],
+      DEFAULT_EVENTS_QUERY_GROUP_LIMIT,
     ),
     bulkDeleteBudgetMs: readPositiveInteger(
       ENV.bulkDeleteBudgetMs,

@@ -36,7 +36,8 @@ import type { DeletionRequest } from '../queues/person-deletions.ts';
 import { TRANSIENT, conflictIfFalse, retryTransient } from '../retry.ts';
 import { applyPersonUpdates } from './person-properties.ts';
 
-const NAME_PROPERTIES = ['email', 'Email', '$email', 'name', 'Name', 'username', 'Username', 'UserName'];
+/** PostHog's default person display-name properties, first non-empty one wins. */
+export const NAME_PROPERTIES = ['email', 'Email', '$email', 'name', 'Name', 'username', 'Username', 'UserName'];
 
 /** The spec's Person (§2.5): integer id everywhere; identified (non-UUID) distinct ids first, as PostHog orders them. */
 export function personResponse(p: PersonRecord) {

@@ -177,6 +177,18 @@ describe('every runner checks its checkpoint while reading and computing', () =>
     ['EventsQuery rows', { kind: 'EventsQuery', select: ['*'], after: '-30d' }],
     ['EventsQuery count()', countOver(30)],
     ['ActorsQuery in a value order', { kind: 'ActorsQuery', select: ['id'], orderBy: ['properties.email ASC'] }],
+    [
+      'EventsQuery rows in an expression order (the whole window read)',
+      { kind: 'EventsQuery', select: ['event', 'lower(distinct_id)'], after: '-30d', orderBy: ['distinct_id DESC'] },
+    ],
+    [
+      'EventsQuery aggregates of expressions',
+      { kind: 'EventsQuery', select: ['toStartOfWeek(timestamp)', 'avg(length(distinct_id))'], after: '-30d' },
+    ],
+    [
+      'ActorsQuery in an expression order',
+      { kind: 'ActorsQuery', select: ['id', 'lower(properties.email)'], orderBy: ['toString(id) DESC', 'created_at'] },
+    ],
   ];
 
   it.each(kinds)('%s: calls it in its loops, and stops when it throws', async (_kind, query) => {

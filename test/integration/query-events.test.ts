@@ -1,6 +1,9 @@
 // Relative dates are resolved against the one clock, frozen for this file; a small scan cap makes the cap testable.
 process.env.ANALYTICS_FIXED_NOW = '2024-04-20T12:00:00Z';
 process.env.ANALYTICS_EVENTS_QUERY_SCAN_LIMIT = '40';
+// The aggregation caps, lowered so a test reaches them: the main project's 48 events fit, 61 do not; 30 groups.
+process.env.ANALYTICS_EVENTS_QUERY_AGGREGATE_LIMIT = '60';
+process.env.ANALYTICS_EVENTS_QUERY_GROUP_LIMIT = '30';
 
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -26,6 +29,9 @@ const batch = Array.from({ length: 48 }, (_, i) => ({
   properties: {
     $browser: browsers[i % 3]!,
     amount: i,
+    $os: i % 2 ? 'Windows' : 'Mac OS X',
+    price: String(i * 1.5),
+    $current_url: i % 3 === 1 ? `https://shop.example/pricing?from=${i}` : 'https://shop.example/home',
     ...(i === 1 ? { $set: { email: 'user1@example.com' } } : {}),
   } as Record<string, unknown>,
 }));
@@ -294,18 +300,16 @@ describe('EventsQuery reads only the named event', () => {
 });
 
 describe('EventsQuery refusals', () => {
-  it('names what is supported, with attr into the query', async () => {
-    expect(await refused({ select: ['event', 'toDate(timestamp)'] }, 'query__select__1')).toContain('properties.<key>');
-    expect(await refused({ orderBy: ['event DESC'] }, 'query__orderBy__0')).toContain('timestamp ASC');
+  it('names what is wrong, with attr into the query', async () => {
     expect(await refused({ limit: 10_001 }, 'query__limit')).toContain('10000');
     expect(await refused({ limit: 0 }, 'query__limit')).toContain('1');
-    expect(await refused({ where: ["event = 'x'"] }, 'query__where')).toContain('where');
     expect(await refused({ fixedProperties: [{ key: 'a', value: 1 }] }, 'query__fixedProperties')).toContain(
       'fixedProperties',
     );
     expect(await refused({ after: '-400d' }, 'query__after')).toContain('366');
     expect(await refused({ before: 'tomorrow-ish' }, 'query__before')).toContain('not a date');
     expect(await refused({ select: ['*', 'count()'] }, 'query__select__0')).toContain('count()');
+    expect(await refused({ select: ['*', 'sum(properties.amount)'] }, 'query__select__0')).toContain('aggregate');
     expect(
       await refused({ properties: [{ key: 'x', operator: 'regex', value: '(a)\\1' }] }, 'query__properties__0__value'),
     ).toContain('RE2');
@@ -343,5 +347,261 @@ describe('EventsQuery refusals', () => {
     expect(detail).toContain('more than 40 events');
     // The same week of one name is well inside it.
     expect((await ok({ select: ['event'], event: 'signed up', ...WEEK })).results).toHaveLength(12);
+  });
+});
+
+describe('EventsQuery HogQL expressions', () => {
+  const pageviews = batch.filter((e) => e.event === '$pageview');
+  const hour = (e: (typeof batch)[number]) => new Date(e.timestamp).getUTCHours();
+
+  it('where: a list of boolean expressions, ANDed, on rows in time order', async () => {
+    const body = await ok({
+      select: ['uuid', 'timestamp'],
+      event: '$pageview',
+      ...WEEK,
+      where: ['toHour(timestamp) >= 9'],
+    });
+    const expected = pageviews.filter((e) => hour(e) >= 9).sort(newestFirst);
+    expect(expected.length).toBeGreaterThan(3);
+    expect(expected.length).toBeLessThan(pageviews.length);
+    expect(body.results).toEqual(expected.map((e) => [e.uuid, iso(e.timestamp)]));
+    // A where entry may name a select column by its alias, as ClickHouse resolves them.
+    const aliased = await ok({
+      select: ['uuid', 'toHour(timestamp) AS hour'],
+      event: '$pageview',
+      ...WEEK,
+      where: ['hour >= 9'],
+    });
+    expect(aliased.columns).toEqual(['uuid', 'hour']);
+    expect(aliased.results).toEqual(expected.map((e) => [e.uuid, hour(e)]));
+    const both = await ok({
+      select: ['uuid', 'properties.$current_url'],
+      event: '$pageview',
+      ...WEEK,
+      where: ["properties.$current_url ILIKE '%/PRICING%'", 'toHour(timestamp) >= 9'],
+    });
+    const pricing = pageviews
+      .filter((e) => hour(e) >= 9 && String(e.properties.$current_url).includes('/pricing'))
+      .sort(newestFirst);
+    expect(pricing.length).toBeGreaterThan(0);
+    expect(pricing.length).toBeLessThan(expected.length);
+    expect(both.results).toEqual(pricing.map((e) => [e.uuid, e.properties.$current_url]));
+  });
+
+  it('where reads the person (person.properties) and combines with property filters', async () => {
+    const body = await ok({
+      select: ['distinct_id', 'person.properties.email'],
+      event: '$pageview',
+      ...WEEK,
+      where: ["person.properties.email = 'user1@example.com'"],
+      properties: [{ key: 'amount', operator: 'gt', value: 10 }],
+    });
+    const expected = pageviews.filter((e) => e.distinct_id === 'user-1' && (e.properties.amount as number) > 10);
+    expect(expected.length).toBeGreaterThan(1);
+    expect(body.results).toEqual(expected.map(() => ['user-1', 'user1@example.com']));
+  });
+
+  it('selects expressions per row (concat, arithmetic, dates), typed', async () => {
+    const body = await ok({
+      select: [
+        "concat(properties.$os, ' ', properties.$browser)",
+        'properties.amount * 2 AS double',
+        'toStartOfDay(timestamp) -- Day',
+        'properties.amount',
+      ],
+      event: '$pageview',
+      ...WEEK,
+      limit: 3,
+    });
+    const expected = [...pageviews].sort(newestFirst).slice(0, 3);
+    expect(body.columns).toEqual([
+      "concat(properties.$os, ' ', properties.$browser)",
+      'double',
+      'toStartOfDay(timestamp) -- Day',
+      'properties.amount',
+    ]);
+    expect(body.results).toEqual(
+      expected.map((e) => [
+        `${e.properties.$os} ${e.properties.$browser}`,
+        (e.properties.amount as number) * 2,
+        `${e.timestamp.slice(0, 10)}T00:00:00+00:00`,
+        String(e.properties.amount),
+      ]),
+    );
+    expect(body.types).toEqual(['String', 'Int64', "DateTime64(6, 'UTC')", 'Nullable(String)']);
+  });
+
+  it('orders rows by any expression, several orders, and pages through them', async () => {
+    const q = {
+      select: ['uuid', 'properties.$browser'],
+      event: '$pageview',
+      ...WEEK,
+      orderBy: ['properties.$browser ASC', 'toFloat(properties.price) DESC'],
+    };
+    const expected = [...pageviews].sort(
+      (a, b) =>
+        String(a.properties.$browser).localeCompare(String(b.properties.$browser)) ||
+        Number(b.properties.price) - Number(a.properties.price),
+    );
+    const body = await ok(q);
+    expect(body.results).toEqual(expected.map((e) => [e.uuid, e.properties.$browser]));
+    const pages: string[] = [];
+    for (let offset = 0; ; offset += 5) {
+      const page = await ok({ ...q, limit: 5, offset });
+      pages.push(...page.results.map((r: string[]) => r[0]));
+      expect(page.hasMore).toBe(offset + 5 < expected.length);
+      if (!page.hasMore) break;
+    }
+    expect(pages).toEqual(expected.map((e) => e.uuid));
+    // An order that is not the events' time order reads the whole window: within the scan cap of 40.
+    expect(await refused({ select: ['event'], ...WEEK, orderBy: ['event'] }, 'query__after')).toContain('40 events');
+  });
+
+  it('aggregates group by the other columns: a property, an expression', async () => {
+    const body = await ok({ select: ['properties.$browser', 'count()'], ...WEEK });
+    const tally = new Map<string, number>();
+    for (const e of batch)
+      tally.set(String(e.properties.$browser), (tally.get(String(e.properties.$browser)) ?? 0) + 1);
+    expect(Object.fromEntries(body.results)).toEqual(Object.fromEntries(tally));
+    expect(body.types).toEqual(['Nullable(String)', 'UInt64']);
+    const combos = await ok({
+      select: ["concat(properties.$os, ' ', properties.$browser) AS platform", 'count() AS n'],
+      event: '$pageview',
+      ...WEEK,
+      orderBy: ['platform ASC'],
+    });
+    const platforms = new Map<string, number>();
+    for (const e of pageviews) {
+      const key = `${e.properties.$os} ${e.properties.$browser}`;
+      platforms.set(key, (platforms.get(key) ?? 0) + 1);
+    }
+    expect(combos.columns).toEqual(['platform', 'n']);
+    expect(combos.results).toEqual([...platforms].sort(([a], [b]) => (a < b ? -1 : 1)));
+  });
+
+  it('avg(toFloat(...)) per group, ordered by the first aggregate when no order is given (as PostHog)', async () => {
+    const body = await ok({ select: ['event', 'avg(toFloat(properties.price))'], ...WEEK });
+    const sums = new Map<string, number[]>();
+    for (const e of batch) sums.set(e.event, [...(sums.get(e.event) ?? []), Number(e.properties.price)]);
+    const expected = [...sums]
+      .map(([event, prices]) => [event, prices.reduce((a, b) => a + b, 0) / prices.length] as const)
+      .sort((a, b) => b[1] - a[1]);
+    expect(body.results.map((r: [string, number]) => r[0])).toEqual(expected.map((r) => r[0]));
+    body.results.forEach((r: [string, number], i: number) => {
+      expect(r[1]).toBeCloseTo(expected[i]![1], 9);
+    });
+    expect(body.types).toEqual(['String', 'Float64']);
+  });
+
+  it('a where with an aggregate filters the groups (HAVING); count() over nothing is one row of 0', async () => {
+    const perUser = new Map<string, number>();
+    for (const e of pageviews) perUser.set(e.distinct_id, (perUser.get(e.distinct_id) ?? 0) + 1);
+    const body = await ok({
+      select: ['distinct_id', 'count()'],
+      event: '$pageview',
+      ...WEEK,
+      where: ['count() >= 5', "distinct_id != 'user-0'"],
+      orderBy: ['distinct_id'],
+    });
+    const expected = [...perUser].filter(([id, n]) => n >= 5 && id !== 'user-0').sort(([a], [b]) => (a < b ? -1 : 1));
+    expect(expected.length).toBeGreaterThan(0);
+    expect(expected.length).toBeLessThan(perUser.size - 1);
+    expect(body.results).toEqual(expected);
+    expect((await ok({ select: ['count()'], ...WEEK, where: ["event = 'nothing'"] })).results).toEqual([[0]]);
+  });
+
+  it('refuses bad expressions with the entry they are in', async () => {
+    await refused({ select: ['event', 'uuid', 'nosuchfunction(event)'] }, 'query__select__2');
+    await refused({ select: ['event', 'properties.$os +'] }, 'query__select__1');
+    await refused({ where: ['toHour(timestamp) >>= 9'] }, 'query__where__0');
+    await refused({ where: ['1 = 1', 'nosuchfield = 1'] }, 'query__where__1');
+    await refused({ orderBy: ['timestamp DESC', 'lower('] }, 'query__orderBy__1');
+    expect(await refused({ where: ['count() > 1'] }, 'query__where__0')).toContain('aggregate');
+    expect(await refused({ orderBy: ['count() DESC'] }, 'query__orderBy__0')).toContain('aggregate');
+    expect(await refused({ select: ['uuid', 'count()'] }, 'query__select__0')).toContain('uuid');
+    expect(await refused({ select: ['event', 'count()'], orderBy: ['distinct_id'] }, 'query__orderBy__0')).toContain(
+      'grouped by',
+    );
+  });
+
+  it('caps what aggregating holds: the events read and the groups kept, each a 400 naming the number', async () => {
+    const groups = await refused({ select: ['timestamp', 'count()'], ...WEEK }, 'query__select');
+    expect(groups).toContain('more than 30 groups');
+    const other = await newProject(api.as);
+    const many = Array.from({ length: 61 }, (_, i) => ({
+      event: 'tick',
+      distinct_id: `ticker-${i}`,
+      timestamp: new Date(NOW - (i + 1) * 60_000).toISOString(),
+    }));
+    expect((await api.as().post('/batch', { api_key: other.token, batch: many })).body.accepted).toBe(61);
+    const reply = await api
+      .as(other.key)
+      .post(`/api/environments/${other.projectId}/query/`, { query: { kind: 'EventsQuery', select: ['count()'] } });
+    expect(reply.status, JSON.stringify(reply.body)).toBe(400);
+    expect(reply.body.attr).toBe('query__after');
+    expect(reply.body.detail).toContain('more than 60 events');
+    // Aggregating over person fields looks the persons up: at most as many distinct ids as the scan cap (40).
+    const third = await newProject(api.as);
+    expect((await api.as().post('/batch', { api_key: third.token, batch: many.slice(0, 45) })).body.accepted).toBe(45);
+    const persons = await api.as(third.key).post(`/api/environments/${third.projectId}/query/`, {
+      query: { kind: 'EventsQuery', select: ['person.properties.plan', 'count()'] },
+    });
+    expect(persons.status, JSON.stringify(persons.body)).toBe(400);
+    expect(persons.body.attr).toBe('query__after');
+    expect(persons.body.detail).toContain('more than 40 distinct ids');
+  });
+});
+
+describe("EventsQuery as PostHog's events explorer sends it", () => {
+  it('answers its default columns: person_display_name, a coalesce, a labelled property', async () => {
+    const select = [
+      '*',
+      'event',
+      'person_display_name -- Person',
+      'coalesce(properties.$current_url, properties.$screen_name) -- Url / Screen',
+      'properties.$lib',
+      'timestamp',
+    ];
+    const body = await ok({ select, event: '$pageview', ...WEEK, orderBy: ['timestamp DESC'], limit: 10 });
+    const expected = [...batch.filter((e) => e.event === '$pageview')].sort(newestFirst).slice(0, 10);
+    expect(body.columns).toEqual(select);
+    expect(body.types[2]).toBe('Tuple(String, String, String)');
+    expect(body.results.map((r: any[]) => [r[1], r[2].display_name, r[2].distinct_id, r[3], r[4], r[5]])).toEqual(
+      expected.map((e) => [
+        '$pageview',
+        e.distinct_id === 'user-1' ? 'user1@example.com' : e.distinct_id,
+        e.distinct_id,
+        e.properties.$current_url,
+        null,
+        iso(e.timestamp),
+      ]),
+    );
+    const withPerson = body.results.find((r: any[]) => r[2].distinct_id === 'user-1');
+    expect(typeof withPerson[2].id).toBe('string');
+  });
+
+  it('orders and groups by person_display_name, label and direction as its UI sends them', async () => {
+    const rows = await ok({
+      select: ['person_display_name -- Person', 'event'],
+      event: 'signed up',
+      ...WEEK,
+      orderBy: ['person_display_name -- Person DESC'],
+    });
+    const names = rows.results.map((r: any[]) => r[0].display_name);
+    expect(names).toEqual([...names].sort().reverse());
+    expect(new Set(names)).toEqual(new Set(['user-0', 'user1@example.com', 'user-2', 'user-3', 'user-4']));
+    const grouped = await ok({
+      select: ['person_display_name -- Person', 'count()'],
+      event: 'signed up',
+      ...WEEK,
+      orderBy: ['person_display_name -- Person ASC'],
+    });
+    const signedUp = new Map<string, number>();
+    for (const e of batch.filter((x) => x.event === 'signed up'))
+      signedUp.set(e.distinct_id, (signedUp.get(e.distinct_id) ?? 0) + 1);
+    const shown = (id: string) => (id === 'user-1' ? 'user1@example.com' : id);
+    expect(grouped.results.map((r: any[]) => [r[0].display_name, r[1]])).toEqual(
+      [...signedUp].map(([id, n]) => [shown(id), n]).sort(([a], [b]) => (String(a) < String(b) ? -1 : 1)),
+    );
   });
 });

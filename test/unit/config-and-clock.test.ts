@@ -36,6 +36,14 @@ describe('config', () => {
     expect(() => readConfig({ ANALYTICS_EVENTS_QUERY_SCAN_LIMIT: '0' })).toThrow(/positive integer/);
   });
 
+  it('an aggregated EventsQuery reads at most 1,000,000 events and keeps 100,000 groups unless configured otherwise', () => {
+    expect(readConfig({}).eventsQueryAggregateLimit).toBe(1_000_000);
+    expect(readConfig({}).eventsQueryGroupLimit).toBe(100_000);
+    expect(readConfig({ ANALYTICS_EVENTS_QUERY_AGGREGATE_LIMIT: '60' }).eventsQueryAggregateLimit).toBe(60);
+    expect(readConfig({ ANALYTICS_EVENTS_QUERY_GROUP_LIMIT: '30' }).eventsQueryGroupLimit).toBe(30);
+    expect(() => readConfig({ ANALYTICS_EVENTS_QUERY_GROUP_LIMIT: '0' })).toThrow(/positive integer/);
+  });
+
   it('gives a bulk delete 4 s inline unless ANALYTICS_BULK_DELETE_BUDGET_MS says otherwise (0: queue everything)', () => {
     expect(readConfig({}).bulkDeleteBudgetMs).toBe(4_000);
     expect(readConfig({ ANALYTICS_BULK_DELETE_BUDGET_MS: '0' }).bulkDeleteBudgetMs).toBe(0);

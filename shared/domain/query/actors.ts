@@ -4,9 +4,29 @@ import { config } from '../../config.ts';
 import { rememberWalkPosition, walkPosition } from '../../db/actors-walks.ts';
 import { personsInCreationOrder, type PersonRecord } from '../../db/persons.ts';
 import { ValidationError } from '../../errors.ts';
+import {
+  compileScalar,
+  type EvalContext,
+  type Expr,
+  type FieldReader,
+  HogDate,
+  HogDateTime,
+  HogTuple,
+  type HogValue,
+} from '../../hogql/index.ts';
 import { ACTORS_DEFAULT_LIMIT, type ActorsQuery } from '../../schemas/query/actors.ts';
 import { personFilterFromQuery, personSearch } from '../person-filters.ts';
 import { personResponse } from '../persons.ts';
+import { projectSettings } from '../projects.ts';
+import {
+  cellOf,
+  expressionOf,
+  type ParsedColumn,
+  parseColumn,
+  parseOrderTerm,
+  propertyPathValue,
+  typeOf,
+} from './expressions.ts';
 import type { Checkpoint } from './checkpoint.ts';
 import type { QueryContext, QueryRunner } from './runner.ts';
 import { sortByKey } from './sort.ts';
@@ -22,17 +42,38 @@ const MAX_POSITION_CHARS = 100_000;
 
 type Row = { person: PersonRecord; sortKey: string };
 
-interface Column {
-  value: (p: PersonRecord) => unknown;
-  type: string;
+/** A named column (its ClickHouse type as PostHog reports it) or an expression (typed from its values). */
+type Column =
+  | { value: (p: PersonRecord) => unknown; type: string; expr?: undefined }
+  | { value: (p: PersonRecord) => HogValue; expr: Expr; type?: undefined };
+
+// ---------------------------------------------------------------------------------------------
+// Columns and orders: PostHog's named columns, and HogQL expressions over the person's fields
+// ---------------------------------------------------------------------------------------------
+
+/** The fields of a person an expression reads. */
+const PERSON_FIELDS = 'id, created_at, is_identified, properties.<key> (each also with a person. prefix)';
+
+/** The row adapter expressions read a person through (times in the project's time zone). */
+function personReader(p: PersonRecord, tz: string): FieldReader {
+  return (chain) => {
+    const rest = chain[0] === 'person' && chain.length > 1 ? chain.slice(1) : chain;
+    switch (rest[0]) {
+      case 'properties':
+        return propertyPathValue(p.properties, rest.slice(1));
+      case 'id':
+        return p.id;
+      case 'uuid':
+        return p.uuid;
+      case 'created_at':
+        return new HogDateTime(Date.parse(p.created_at), tz);
+      case 'is_identified':
+        return p.is_identified;
+      default:
+        return null;
+    }
+  };
 }
-
-// ---------------------------------------------------------------------------------------------
-// Columns and orders: the HogQL expressions PostHog's clients send that persons can answer
-// ---------------------------------------------------------------------------------------------
-
-/** PostHog labels columns with a trailing comment (`person_display_name -- Person`). */
-const expressionOf = (raw: string) => raw.split('--')[0]!.trim();
 
 /** `properties.a`, `person.properties.a`, `` properties.`a b` ``, `properties.a.b` (nested): the key path, or undefined. */
 function propertyPath(expr: string): string[] | undefined {
@@ -91,50 +132,96 @@ const COLUMNS: Record<string, Column> = {
   },
 };
 
-const SUPPORTED_COLUMNS =
-  'person, id, uuid, created_at, distinct_ids, is_identified, properties, properties.<key> (each also with a person. prefix), person_display_name, person.$delete';
+/** A HogQL expression over the person (aggregates refused: an ActorsQuery over persons has a row per person). */
+function expressionOver(
+  raw: string,
+  parsed: ParsedColumn,
+  attr: string,
+  ctx: EvalContext,
+): (p: PersonRecord) => HogValue {
+  if (parsed.aggregate)
+    throw new ValidationError(
+      `"${raw.slice(0, 100)}" has an aggregate (count(), sum(), ...): an ActorsQuery over persons answers a row per person, so its columns and orders are expressions over ${PERSON_FIELDS}.`,
+      attr,
+    );
+  const f = compileScalar(parsed.expr, ctx, attr);
+  return (p) => f(personReader(p, ctx.timezone));
+}
 
-function columnOf(raw: string, i: number): Column {
+function columnOf(raw: string, i: number, ctx: EvalContext): Column {
   const expr = expressionOf(raw);
   const name = [expr, expr.replace(/^person\./, '')].find((n) => Object.hasOwn(COLUMNS, n));
   if (name !== undefined && expr !== 'person.person') return COLUMNS[name]!;
   const path = propertyPath(expr);
   if (path) return { value: (p) => propertyAt(p, path), type: 'Nullable(String)' };
-  throw new ValidationError(
-    `Unsupported column "${raw.slice(0, 100)}": an ActorsQuery over persons can select ${SUPPORTED_COLUMNS}.`,
-    `query__select__${i}`,
-  );
+  const attr = `query__select__${i}`;
+  const parsed = parseColumn(raw, 'persons', attr);
+  const value = expressionOver(raw, parsed, attr, ctx);
+  return { value, expr: parsed.expr };
 }
 
-/** Either the persons index's own order (created_at, then id) or a value sorted in memory. */
-type Order =
-  | { kind: 'created_at'; ascending: boolean; text: string }
-  | { kind: 'value'; ascending: boolean; text: string; value: (p: PersonRecord) => unknown };
+/** One term of a value order: how a person's value is read for it, and which way it runs. */
+interface Term {
+  ascending: boolean;
+  text: string;
+  value: (p: PersonRecord) => unknown;
+}
 
-const SUPPORTED_ORDERS =
-  'created_at, properties.<key>, person (its email), person_display_name or id (each also with a person. prefix), then ASC or DESC';
+/** Either the persons index's own order (created_at, then id) or values sorted in memory, term by term. */
+type Order = { kind: 'created_at'; ascending: boolean; text: string } | { kind: 'value'; terms: Term[]; text: string };
 
-function orderOf(orderBy: string[] | null | undefined): Order {
-  const raw = orderBy?.[0];
-  // PostHog orders by the first column unless created_at is selected; for its default columns that is
-  // the person's uuid, an order with no meaning. Newest first, the persons list's order, is exact at any depth.
-  if (raw === undefined) return { kind: 'created_at', ascending: false, text: 'created_at DESC' };
-  const m = /^(.*?)(?:\s+(ASC|DESC))?$/i.exec(expressionOf(raw))!;
+/** A HogQL value as the value order compares it (and a walk position stores it, as JSON): times as instants. */
+function orderable(v: HogValue): unknown {
+  if (v instanceof HogDateTime) return v.ms;
+  if (v instanceof HogDate) return v.days;
+  if (v instanceof HogTuple) return v.items.map(orderable);
+  if (Array.isArray(v)) return v.map(orderable);
+  return v;
+}
+
+function termOf(raw: string, i: number, ctx: EvalContext): Term | 'created_at' {
+  const m = /^(.*?)(?:\s+(ASC|DESC))?$/is.exec(expressionOf(raw))!;
   const expr = m[1]!.trim();
-  const ascending = (m[2] ?? 'ASC').toUpperCase() === 'ASC';
+  // PostHog's UI sends a labelled column's order with the direction after the label: `person_display_name -- Person DESC`.
+  const direction = m[2] ?? /--.*\s(ASC|DESC)\s*$/is.exec(raw)?.[1] ?? 'ASC';
+  const ascending = direction.toUpperCase() === 'ASC';
   const text = `${expr} ${ascending ? 'ASC' : 'DESC'}`;
   const bare = expr.replace(/^person\.(?!\$)/, '');
-  if (bare === 'created_at') return { kind: 'created_at', ascending, text };
+  if (bare === 'created_at') return 'created_at';
   // PostHog sorts `person` by the first display-name property (email).
-  if (expr === 'person') return { kind: 'value', ascending, text, value: (p) => p.properties.email ?? null };
-  if (bare === 'id') return { kind: 'value', ascending, text, value: (p) => p.id };
-  if (bare === 'person_display_name') return { kind: 'value', ascending, text, value: displayName };
+  if (expr === 'person') return { ascending, text, value: (p) => p.properties.email ?? null };
+  if (bare === 'id') return { ascending, text, value: (p) => p.id };
+  if (bare === 'person_display_name') return { ascending, text, value: displayName };
   const path = propertyPath(expr);
-  if (path) return { kind: 'value', ascending, text, value: (p) => propertyAt(p, path) };
-  throw new ValidationError(
-    `Unsupported orderBy "${raw.slice(0, 100)}": an ActorsQuery over persons orders by ${SUPPORTED_ORDERS}.`,
-    'query__orderBy__0',
-  );
+  if (path) return { ascending, text, value: (p) => propertyAt(p, path) };
+  const attr = `query__orderBy__${i}`;
+  const term = parseOrderTerm(raw, 'persons', attr);
+  const value = expressionOver(raw, { ...term, alias: undefined }, attr, ctx);
+  return {
+    ascending: !term.descending,
+    text: `${printed(raw)} ${term.descending ? 'DESC' : 'ASC'}`,
+    value: (p) => orderable(value(p)),
+  };
+}
+
+/** An order entry's expression text without its direction and label (for the answer's hogql and the walk's identity). */
+const printed = (raw: string) => expressionOf(raw).replace(/\s+(ASC|DESC)$/i, '');
+
+function orderOf(orderBy: string[] | null | undefined, ctx: EvalContext): Order {
+  // PostHog orders by the first column unless created_at is selected; for its default columns that is
+  // the person's uuid, an order with no meaning. Newest first, the persons list's order, is exact at any depth.
+  if (!orderBy?.length) return { kind: 'created_at', ascending: false, text: 'created_at DESC' };
+  const parsed = orderBy.map((raw, i) => termOf(raw, i, ctx));
+  const terms = parsed.map((term, i): Term => {
+    if (term !== 'created_at') return term;
+    const ascending = !/\sDESC\s*$/i.test(orderBy[i]!);
+    return { ascending, text: `created_at ${ascending ? 'ASC' : 'DESC'}`, value: (p) => p.created_at };
+  });
+  const text = terms.map((t) => t.text).join(', ');
+  // created_at alone is the index's own order: read from a position, exact at any depth.
+  if (parsed.length === 1 && parsed[0] === 'created_at')
+    return { kind: 'created_at', ascending: terms[0]!.ascending, text };
+  return { kind: 'value', terms, text };
 }
 
 /**
@@ -163,14 +250,34 @@ export function valueKey(value: unknown, sortKey: string): ValueKey {
 
 const compareText = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
 
+/** Two non-missing values of a term, ascending. */
+function compareValues(a: ValueKey, b: ValueKey): number {
+  return a.rank !== b.rank ? a.rank - b.rank : a.rank === 0 ? a.number - b.number : compareText(a.text, b.text);
+}
+
 /** Rows in a value order: (value, sort key) in the order's direction, nulls last. */
 export function compareKeys(order: { ascending: boolean }, a: ValueKey, b: ValueKey): number {
-  if (a.missing !== b.missing) return a.missing ? 1 : -1;
-  let c = 0;
-  if (!a.missing)
-    c = a.rank !== b.rank ? a.rank - b.rank : a.rank === 0 ? a.number - b.number : compareText(a.text, b.text);
-  if (c === 0) c = compareText(a.sortKey, b.sortKey);
-  return order.ascending ? c : -c;
+  return compareTerms([order], [a], [b]);
+}
+
+/**
+ * Rows in a value order of several terms: term by term, each in its direction with nulls last either
+ * way (as ClickHouse), then by the rows' sort key in the first term's direction (so no two rows tie).
+ */
+export function compareTerms(
+  terms: readonly { ascending: boolean }[],
+  a: readonly ValueKey[],
+  b: readonly ValueKey[],
+): number {
+  for (let i = 0; i < terms.length; i += 1) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x.missing !== y.missing) return x.missing ? 1 : -1;
+    const c = x.missing ? 0 : compareValues(x, y);
+    if (c !== 0) return terms[i]!.ascending ? c : -c;
+  }
+  const c = compareText(a[0]!.sortKey, b[0]!.sortKey);
+  return terms[0]!.ascending ? c : -c;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -283,11 +390,22 @@ async function valuePage(r: PageRequest & { order: Extract<Order, { kind: 'value
     }
     if (!out.more) break;
   }
-  const keyOf = (row: Row) => valueKey(r.order.value(row.person) ?? null, row.sortKey);
-  const sorted = sortByKey(all, keyOf, (a, b) => compareKeys(r.order, a, b), r.check);
-  const from = r.after === undefined ? undefined : (JSON.parse(r.after) as { value: unknown; sortKey: string });
-  const fromKey = from && valueKey(from.value ?? null, from.sortKey);
-  const rest = fromKey ? sorted.filter((row) => compareKeys(r.order, row.key, fromKey) > 0) : sorted.slice(r.skip);
+  const { terms } = r.order;
+  const keysOf = (values: readonly unknown[], sortKey: string) => values.map((v) => valueKey(v ?? null, sortKey));
+  const valuesOf = (p: PersonRecord) => terms.map((t) => t.value(p) ?? null);
+  const sorted = sortByKey(
+    all,
+    (row) => keysOf(valuesOf(row.person), row.sortKey),
+    (a, b) => compareTerms(terms, a, b),
+    r.check,
+  );
+  // A position written before orders had several terms holds one `value`.
+  const from =
+    r.after === undefined
+      ? undefined
+      : (JSON.parse(r.after) as { values?: unknown[]; value?: unknown; sortKey: string });
+  const fromKey = from && keysOf(from.values ?? [from.value], from.sortKey);
+  const rest = fromKey ? sorted.filter((row) => compareTerms(terms, row.key, fromKey) > 0) : sorted.slice(r.skip);
   const page = rest.slice(0, r.limit);
   const last = page.at(-1);
   const hasMore = rest.length > r.limit;
@@ -295,9 +413,7 @@ async function valuePage(r: PageRequest & { order: Extract<Order, { kind: 'value
     rows: page.map((row) => row.item),
     hasMore,
     end:
-      hasMore && last
-        ? JSON.stringify({ value: r.order.value(last.item.person) ?? null, sortKey: last.item.sortKey })
-        : undefined,
+      hasMore && last ? JSON.stringify({ values: valuesOf(last.item.person), sortKey: last.item.sortKey }) : undefined,
   };
 }
 
@@ -348,8 +464,9 @@ export const runActorsQuery: QueryRunner<'ActorsQuery'> = async (context, query)
       'query__source',
     );
   const select = query.select?.length ? query.select : DEFAULT_SELECT;
-  const columns = select.map(columnOf);
-  const order = orderOf(query.orderBy);
+  const ctx: EvalContext = { timezone: projectSettings(context.project).timezone, now: now() };
+  const columns = select.map((raw, i) => columnOf(raw, i, ctx));
+  const order = orderOf(query.orderBy, ctx);
   const matches = filterOf(query);
   const limit = query.limit ?? ACTORS_DEFAULT_LIMIT;
   const offset = query.offset ?? 0;
@@ -371,10 +488,18 @@ export const runActorsQuery: QueryRunner<'ActorsQuery'> = async (context, query)
   if (page.end !== undefined && page.end.length <= MAX_POSITION_CHARS)
     await rememberWalkPosition(context.projectId, walk, offset + limit, page.end, at, WALK_TTL_SECONDS);
   const hasPerson = select.some((c) => expressionOf(c) === 'person');
+  const values = page.rows.map(({ person }) => columns.map((c) => c.value(person)));
   return {
-    results: page.rows.map(({ person }) => columns.map((c) => c.value(person))),
+    results: values.map((row) => row.map((v, i) => (columns[i]!.expr ? cellOf(v as HogValue) : v))),
     columns: select,
-    types: columns.map((c) => c.type),
+    types: columns.map(
+      (c, i) =>
+        c.type ??
+        typeOf(
+          c.expr,
+          values.map((row) => row[i] as HogValue),
+        ),
+    ),
     hasMore: page.hasMore,
     limit,
     offset,

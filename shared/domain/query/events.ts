@@ -1,13 +1,16 @@
 /**
- * EventsQuery (PostHog's events explorer): rows of events, or count() grouped by the other columns.
+ * EventsQuery (PostHog's events explorer): rows of events, or aggregates grouped by the other columns,
+ * with HogQL expressions in `select`, `where` and `orderBy` (events-shape.ts says what they mean).
  *
- * Rows are read from the raw events' day index, newest (or oldest) day first, stopping once the page
+ * Rows in time order are read from the raw events' day index, newest (or oldest) day first, stopping once the page
  * (+1 row, for `hasMore`) is full. With an event name each Query walks only that name's part of the
  * day (the index's sort key starts with the name), so no other name is read; without one every name
  * of the day is. Compacted day segments do not serve rows: they hold no uuid and only the property
  * columns a reader names, while `*` needs both. count() reads like a trend (event-segments.ts:
- * compacted segments where exact, raw events elsewhere, only the columns it needs).
+ * compacted segments where exact, raw events elsewhere, only the columns it needs). Rows in any other
+ * order read the whole window's raw events (within the scan cap) and keep the page's top rows.
  */
+import type { EvalContext, HogValue } from '../../hogql/index.ts';
 import { now as clockNow } from '../../clock.ts';
 import { config } from '../../config.ts';
 import { readDayEventsInOrder, type StoredEvent, utcDays } from '../../db/events.ts';
@@ -22,36 +25,46 @@ import type { PropertyGroup, TrendEvent } from '../../trends/types.ts';
 import { readTrendRows } from '../event-segments.ts';
 import { projectSettings } from '../projects.ts';
 import {
+  checkAggregation,
   checkAnswerBytes,
-  checkGroupBy,
-  columnTypes,
+  displayCell,
   compareEvents,
-  type CountedEvent,
-  countGroups,
+  compileColumns,
+  compileGrouping,
+  compileOrderKey,
+  compileWhere,
+  type EventFacts,
   type EventsColumn,
-  eventRow,
-  groupRow,
+  type EventsOrderTerm,
+  type Condition,
+  eventReader,
+  eventValues,
+  Groups,
   isAggregation,
-  orderGroups,
+  isTimeOrder,
   pageOf,
   parseLimit,
   parseOrder,
   parsePersonId,
   parseSelect,
+  parseWhere,
   type PersonCell,
+  propertyKeysOf,
+  readsPerson,
   refuseUnsupportedFields,
   resolveWindow,
+  shapeRows,
 } from './events-shape.ts';
+import { compareKeys, TopK } from './expressions.ts';
 import type { Checkpoint } from './checkpoint.ts';
 import type { RunContext } from './runner.ts';
-
 /**
  * Days read at once on the rows path (each day is 4 shard Queries): one first (a busy day fills the
  * page alone), then twice as many each round up to this, so sparse days are reached in few round trips.
  */
 const MAX_DAYS_AT_ONCE = 8;
 
-/** The event properties the filters read (the columns a count() decodes). */
+/** The event properties the filters read (the columns an aggregated query decodes). */
 function eventFilterKeys(group: PropertyGroup): string[] {
   return group.values.flatMap((v) => (isGroup(v) ? eventFilterKeys(v) : v.type === 'person' ? [] : [v.key]));
 }
@@ -78,42 +91,56 @@ export async function runEventsQuery(context: RunContext, query: EventsQuery): P
   const { projectId } = context;
   refuseUnsupportedFields(query as Record<string, unknown>);
   const columns = parseSelect(query.select);
+  const conditions = parseWhere(query.where, columns);
   const aggregated = isAggregation(columns);
-  if (aggregated) checkGroupBy(columns);
-  const order = parseOrder(query.orderBy, aggregated);
+  const order = parseOrder(query.orderBy, columns, aggregated);
+  checkAggregation(columns, conditions, order, aggregated);
   const { limit, offset } = parseLimit(query.limit, query.offset);
   const { group } = parseProperties(query.properties, 'query__properties');
   const personId = parsePersonId(query.personId);
   const firstAt = await firstEventAt(projectId);
   const now = clockNow();
   const ctx = dateContext(projectSettings(context.project), now);
+  const evalCtx: EvalContext = { timezone: ctx.tz, now };
   const window = resolveWindow(query.after, query.before, ctx, firstAt?.getTime());
   const matches = compileGroup(group, ctx);
+  const where = compileWhere(conditions, evalCtx);
   const person = personId === undefined ? undefined : await getPerson(projectId, personId);
   const onlyDistinctIds = personId === undefined ? null : new Set(person?.distinct_ids ?? []);
+  const expressions = columns.flatMap((c) => (c.kind === 'expr' ? [c] : []));
   const plan: Plan = {
     projectId,
     columns,
+    conditions,
+    order,
     name: query.event || null,
     window,
+    tz: ctx.tz,
+    evalCtx,
     candidate: (e) =>
       e.t > window.after && e.t < window.before && (onlyDistinctIds === null || onlyDistinctIds.has(e.distinct_id)),
-    matches: (e, personProperties) => matches(asTrendEvent(e, personProperties)),
-    personFilters: usesPersonProperties(group),
-    descending: order.descending,
+    matches: (e, cell) =>
+      matches(asTrendEvent(e, cell && 'properties' in cell ? cell.properties : NO_PROPERTIES)) &&
+      where(eventReader(e, ctx.tz, cell)),
+    personFilters:
+      usesPersonProperties(group) ||
+      readsPerson(conditions) ||
+      (!isTimeOrder(order) && readsPerson(order)) ||
+      (aggregated && readsPerson(expressions)),
     limit,
     offset,
     check: context.check,
   };
-  const answer = aggregated ? await countedRows(plan, now, eventFilterKeys(group)) : await eventRows(plan);
-  const body = {
-    results: answer.results,
-    columns: columns.map((c) => c.label),
-    types: columnTypes(columns),
-    hasMore: answer.hasMore,
-    limit,
-    offset,
-  };
+  const values = aggregated
+    ? await aggregatedRows(plan, now, [
+        ...eventFilterKeys(group),
+        ...propertyKeysOf([...expressions, ...conditions, ...order]),
+      ])
+    : isTimeOrder(order)
+      ? await eventRows(plan, order[0]!.descending)
+      : await orderedRows(plan);
+  const { results, types } = shapeRows(columns, values.results);
+  const body = { results, columns: columns.map((c) => c.label), types, hasMore: values.hasMore, limit, offset };
   checkAnswerBytes(Buffer.byteLength(JSON.stringify(body)));
   return body;
 }
@@ -122,17 +149,21 @@ export async function runEventsQuery(context: RunContext, query: EventsQuery): P
 interface Plan {
   projectId: number;
   columns: EventsColumn[];
+  conditions: Condition[];
+  order: EventsOrderTerm[];
   /** null: every event name. */
   name: string | null;
   /** Exclusive bounds, epoch ms. */
   window: { after: number; before: number };
+  /** The project's time zone (expressions read times in it). */
+  tz: string;
+  evalCtx: EvalContext;
   /** In the window and of personId's distinct ids. */
-  candidate: (e: CountedEvent) => boolean;
-  /** The property filters, given the event's person's properties ({} unless `personFilters`). */
-  matches: (e: CountedEvent, personProperties: Record<string, unknown>) => boolean;
-  /** The filters read person properties: candidates' persons are looked up before `matches`. */
+  candidate: (e: EventFacts) => boolean;
+  /** The property filters and `where`, given the event's person (undefined unless `personFilters`). */
+  matches: (e: EventFacts, person: PersonCell | undefined) => boolean;
+  /** The filters (or the order, or aggregates) read the event's person: candidates' persons are looked up first. */
   personFilters: boolean;
-  descending: boolean;
   limit: number;
   offset: number;
   /** The run's checkpoint, called in every loop over events (checkpoint.ts). */
@@ -154,7 +185,7 @@ function checking<E>(check: Checkpoint, test: (e: E) => boolean): (e: E) => bool
 
 const NO_PROPERTIES: Record<string, unknown> = {};
 
-const asTrendEvent = (e: CountedEvent, personProperties: Record<string, unknown>): TrendEvent => ({
+const asTrendEvent = (e: EventFacts, personProperties: Record<string, unknown>): TrendEvent => ({
   event: e.event,
   distinct_id: e.distinct_id,
   person_id: e.distinct_id,
@@ -163,53 +194,72 @@ const asTrendEvent = (e: CountedEvent, personProperties: Record<string, unknown>
   person_properties: personProperties,
 });
 
-/** The candidates the filters keep, persons looked up first when the filters read them. */
-async function filtered<E extends CountedEvent>(plan: Plan, candidates: E[]): Promise<E[]> {
-  if (!plan.personFilters) return candidates.filter(checking(plan.check, (e: E) => plan.matches(e, NO_PROPERTIES)));
+type Found = StoredEvent & EventFacts;
+
+const asFound = (e: StoredEvent): Found => ({ ...e, t: Date.parse(e.timestamp) });
+
+/**
+ * The candidates the filters keep, persons looked up first when the filters read them; with the
+ * lookup, so later steps (orders, cells) read the same persons.
+ */
+async function filtered<E extends EventFacts>(
+  plan: Plan,
+  candidates: E[],
+): Promise<{ kept: E[]; person: ((id: string) => PersonCell) | undefined }> {
+  if (!plan.personFilters)
+    return { kept: candidates.filter(checking(plan.check, (e: E) => plan.matches(e, undefined))), person: undefined };
   const person = await personCells(
     plan.projectId,
     candidates.map((e) => e.distinct_id),
   );
   plan.check();
-  return candidates.filter(
-    checking(plan.check, (e: E) => {
-      const cell = person(e.distinct_id);
-      return plan.matches(e, 'properties' in cell ? cell.properties : NO_PROPERTIES);
-    }),
-  );
+  return { kept: candidates.filter(checking(plan.check, (e: E) => plan.matches(e, person(e.distinct_id)))), person };
 }
 
 function tooManyEvents(cap: number): ValidationError {
   return new ValidationError(
-    `This query would read more than ${cap.toLocaleString('en-US')} events, the most one EventsQuery reads: give an "event", narrow "after"/"before", or add filters that leave fewer events to skip.`,
+    `This query would read more than ${cap.toLocaleString('en-US')} events, the most one EventsQuery reads (ANALYTICS_EVENTS_QUERY_SCAN_LIMIT): give an "event", narrow "after"/"before", or add filters that leave fewer events to skip.`,
     'query__after',
   );
 }
 
-/** The distinct ids whose person the page shows (none without a person column). */
-const personColumnIds = (columns: EventsColumn[], ids: () => string[]) =>
-  columns.some((c) => c.kind === 'person') ? ids() : [];
+/** Whether the page's cells read persons (a `person` column or an expression over person fields). */
+const cellsReadPersons = (columns: EventsColumn[]) =>
+  columns.some((c) => c.kind === 'person' || c.kind === 'display' || (c.kind === 'expr' && readsPerson([c])));
 
-/** Rows: day by day in the requested order until offset + limit + 1 events are kept. */
-async function eventRows(plan: Plan): Promise<{ results: unknown[][]; hasMore: boolean }> {
-  const { projectId, columns, name, window, descending } = plan;
+/** The page's events as values per column, their persons looked up when a cell reads them. */
+async function pageValues(plan: Plan, events: Found[]): Promise<unknown[][]> {
+  const person = cellsReadPersons(plan.columns)
+    ? await personCells(
+        plan.projectId,
+        events.map((e) => e.distinct_id),
+      )
+    : (distinct_id: string) => ({ distinct_id });
+  const cells = compileColumns(plan.columns, plan.evalCtx);
+  return events.map((e) =>
+    eventValues(plan.columns, cells, e, plan.projectId, eventReader(e, plan.tz, person(e.distinct_id)), person),
+  );
+}
+
+/** Rows in time order: day by day in that order until offset + limit + 1 events are kept. */
+async function eventRows(plan: Plan, descending: boolean): Promise<{ results: unknown[][]; hasMore: boolean }> {
+  const { projectId, name, window } = plan;
   const need = plan.offset + plan.limit + 1;
   const days = utcDays(new Date(window.after), new Date(window.before));
   if (descending) days.reverse();
   const range = { from: new Date(window.after), to: new Date(window.before), newestFirst: descending };
-  const asCounted = (e: StoredEvent) => ({ ...e, t: Date.parse(e.timestamp) });
   // Person filters are applied after the read (they need the persons), so a shard reads its whole day.
   // Called on every event read: the reads' checkpoint.
   const keep = checking(
     plan.check,
     plan.personFilters
-      ? (e: StoredEvent) => plan.candidate(asCounted(e))
+      ? (e: StoredEvent) => plan.candidate(asFound(e))
       : (e: StoredEvent) => {
-          const c = asCounted(e);
-          return plan.candidate(c) && plan.matches(c, NO_PROPERTIES);
+          const c = asFound(e);
+          return plan.candidate(c) && plan.matches(c, undefined);
         },
   );
-  const found: StoredEvent[] = [];
+  const found: Found[] = [];
   const cap = config().eventsQueryScanLimit;
   const budget = { items: cap };
   let size = 1;
@@ -221,7 +271,9 @@ async function eventRows(plan: Plan): Promise<{ results: unknown[][]; hasMore: b
     );
     for (const read of reads) {
       if (!read.complete) throw tooManyEvents(cap);
-      const kept = plan.personFilters ? await filtered(plan, read.events.map(asCounted)) : read.events;
+      const { kept } = plan.personFilters
+        ? await filtered(plan, read.events.map(asFound))
+        : { kept: read.events.map(asFound) };
       found.push(...kept.slice(0, need - found.length));
     }
     size = Math.min(2 * size, MAX_DAYS_AT_ONCE);
@@ -229,22 +281,88 @@ async function eventRows(plan: Plan): Promise<{ results: unknown[][]; hasMore: b
   plan.check();
   found.sort(compareEvents(descending));
   const page = pageOf(found, plan.limit, plan.offset);
-  const person = await personCells(
-    projectId,
-    personColumnIds(columns, () => page.results.map((e) => e.distinct_id)),
-  );
-  return { results: page.results.map((e) => eventRow(columns, e, projectId, person)), hasMore: page.hasMore };
+  return { results: await pageValues(plan, page.results), hasMore: page.hasMore };
 }
 
-/** count() grouped by the other columns, over the window's events read like a trend reads them. */
-async function countedRows(
+/**
+ * Rows in an expression's order: every event of the window is a candidate, so the whole window is
+ * read (within the scan cap, as any rows query), and only the best offset + limit + 1 are kept.
+ */
+async function orderedRows(plan: Plan): Promise<{ results: unknown[][]; hasMore: boolean }> {
+  const { projectId, name, window } = plan;
+  const need = plan.offset + plan.limit + 1;
+  const days = utcDays(new Date(window.after), new Date(window.before));
+  const range = { from: new Date(window.after), to: new Date(window.before), newestFirst: false };
+  const keep = checking(
+    plan.check,
+    plan.personFilters
+      ? (e: StoredEvent) => plan.candidate(asFound(e))
+      : (e: StoredEvent) => {
+          const c = asFound(e);
+          return plan.candidate(c) && plan.matches(c, undefined);
+        },
+  );
+  const keyOf = compileOrderKey(plan.order, plan.evalCtx);
+  const byKey = compareKeys(plan.order.map((t) => t.descending));
+  // Ties in the order fall back to the events' own order, newest first (so pages never overlap).
+  const byTime = compareEvents(true);
+  const top = new TopK<{ e: Found; key: HogValue[] }>(need, (a, b) => byKey(a.key, b.key) || byTime(a.e, b.e));
+  const cap = config().eventsQueryScanLimit;
+  const budget = { items: cap };
+  while (days.length) {
+    plan.check();
+    const reads = await Promise.all(
+      days
+        .splice(0, MAX_DAYS_AT_ONCE)
+        .map((day) => readDayEventsInOrder(projectId, day, name, range, Number.POSITIVE_INFINITY, keep, budget)),
+    );
+    // Days read side by side may each take a page of the budget: what was read past it is over the cap too.
+    if (budget.items < 0) throw tooManyEvents(cap);
+    for (const read of reads) {
+      if (!read.complete) throw tooManyEvents(cap);
+      const events = read.events.map(asFound);
+      const { kept, person } = plan.personFilters ? await filtered(plan, events) : { kept: events, person: undefined };
+      kept.forEach((e, i) => {
+        if (i % CHECK_EVERY === 0) plan.check();
+        top.push({ e, key: keyOf(eventReader(e, plan.tz, person?.(e.distinct_id))) });
+      });
+    }
+  }
+  plan.check();
+  const page = pageOf(
+    top.sorted().map((r) => r.e),
+    plan.limit,
+    plan.offset,
+  );
+  return { results: await pageValues(plan, page.results), hasMore: page.hasMore };
+}
+
+function tooManyPersons(cap: number): ValidationError {
+  return new ValidationError(
+    `This query reads the persons of more than ${cap.toLocaleString('en-US')} distinct ids, the most one aggregated EventsQuery looks up (ANALYTICS_EVENTS_QUERY_SCAN_LIMIT): narrow "after"/"before", give an "event", or leave person fields and person filters out.`,
+    'query__after',
+  );
+}
+
+function tooManyAggregated(cap: number): ValidationError {
+  return new ValidationError(
+    `This query would aggregate more than ${cap.toLocaleString('en-US')} events, the most one aggregated EventsQuery reads (ANALYTICS_EVENTS_QUERY_AGGREGATE_LIMIT): give an "event" or narrow "after"/"before".`,
+    'query__after',
+  );
+}
+
+/**
+ * Aggregates grouped by the other columns, over the window's events read like a trend reads them
+ * (compacted columns, only the properties the query names). Events stream into their groups: memory
+ * holds the groups (capped), not the events.
+ */
+async function aggregatedRows(
   plan: Plan,
   now: Date,
-  filterProperties: string[],
+  properties: string[],
 ): Promise<{ results: unknown[][]; hasMore: boolean }> {
   const { projectId, columns, name, window } = plan;
-  const groupProperties = columns.flatMap((c) => (c.kind === 'property' ? [c.key] : []));
-  const projection = { properties: [...new Set([...filterProperties, ...groupProperties])], distinctIds: true };
+  const projection = { properties: [...new Set(properties)], distinctIds: true };
   const { columns: stored } = await readTrendRows(
     projectId,
     new Date(window.after),
@@ -254,24 +372,47 @@ async function countedRows(
     now,
     plan.check,
   );
-  const candidates: CountedEvent[] = [];
-  const candidate = checking(plan.check, plan.candidate);
-  for (const { name: event, segment } of stored.segments) {
-    plan.check();
-    forEachRow(segment, projection, (distinct_id, t, properties) => {
-      const e = { event, distinct_id, t, properties };
-      if (candidate(e)) candidates.push(e);
+  const { eventsQueryAggregateLimit: cap, eventsQueryGroupLimit, eventsQueryScanLimit } = config();
+  /** Every event read, in the window or not, counted against the cap; the checkpoint every CHECK_EVERY. */
+  const each = (visit: (e: EventFacts) => void) => {
+    let read = 0;
+    const counted = (e: EventFacts) => {
+      read += 1;
+      if (read > cap) throw tooManyAggregated(cap);
+      if (read % CHECK_EVERY === 0) plan.check();
+      visit(e);
+    };
+    for (const { name: event, segment } of stored.segments) {
+      plan.check();
+      forEachRow(segment, projection, (distinct_id, t, props) => counted({ event, distinct_id, t, properties: props }));
+    }
+    for (const row of stored.rows) counted(row);
+  };
+  let person: ((id: string) => PersonCell) | undefined;
+  if (plan.personFilters) {
+    const ids = new Set<string>();
+    each((e) => {
+      if (plan.candidate(e)) ids.add(e.distinct_id);
     });
+    // Each distinct id's person is a lookup: as many as the rows paths examine events, no more.
+    if (ids.size > eventsQueryScanLimit) throw tooManyPersons(eventsQueryScanLimit);
+    person = await personCells(projectId, ids);
+    plan.check();
   }
-  for (const row of stored.rows) if (candidate(row)) candidates.push(row);
-  const counted = await filtered(plan, candidates);
-  const groups = countGroups(columns, counted, plan.check);
-  plan.check();
-  const page = pageOf(orderGroups(groups, plan.descending), plan.limit, plan.offset);
-  const personColumn = columns.findIndex((c) => c.kind === 'person');
-  const person = await personCells(
+  const groups = new Groups(compileGrouping(columns, plan.conditions, plan.order, plan.evalCtx), eventsQueryGroupLimit);
+  each((e) => {
+    if (!plan.candidate(e)) return;
+    const cell = person?.(e.distinct_id);
+    if (plan.matches(e, cell)) groups.add(eventReader(e, plan.tz, cell));
+  });
+  const page = pageOf(groups.rows(plan.check), plan.limit, plan.offset);
+  const personColumn = columns.findIndex((c) => c.kind === 'person' || c.kind === 'display');
+  if (personColumn < 0) return { results: page.results, hasMore: page.hasMore };
+  const cells = await personCells(
     projectId,
-    personColumnIds(columns, () => page.results.map((g) => String(g.values[personColumn]))),
+    page.results.map((r) => String(r[personColumn])),
   );
-  return { results: page.results.map((g) => groupRow(columns, g, person)), hasMore: page.hasMore };
+  const shown = (kind: EventsColumn['kind'], v: unknown) =>
+    kind === 'person' ? cells(String(v)) : kind === 'display' ? displayCell(String(v), cells(String(v))) : v;
+  return { results: page.results.map((r) => r.map((v, i) => shown(columns[i]!.kind, v))), hasMore: page.hasMore };
 }

@@ -5,6 +5,9 @@ import { integerIn, text } from './fields.ts';
 export const ACTORS_DEFAULT_LIMIT = 100;
 export const ACTORS_MAX_LIMIT = 1000;
 export const ACTORS_MAX_COLUMNS = 50;
+export const ACTORS_MAX_ORDERS = 10;
+/** The longest `select` or `orderBy` entry (HogQL's own expression cap, shared/hogql). */
+const EXPRESSION_CHARS = 10_000;
 
 /**
  * PostHog's ActorsQuery over persons. Columns, orders and filters are read by the runner
@@ -15,14 +18,16 @@ export const actorsQuery = v.looseObject({
   kind: v.literal('ActorsQuery'),
   select: v.nullish(
     v.pipe(
-      v.array(text(400)),
+      v.array(text(EXPRESSION_CHARS)),
       v.maxLength(ACTORS_MAX_COLUMNS, `At most ${ACTORS_MAX_COLUMNS} columns may be selected.`),
     ),
   ),
   search: v.nullish(text(400)),
   properties: v.nullish(v.unknown()),
   fixedProperties: v.nullish(v.unknown()),
-  orderBy: v.nullish(v.pipe(v.array(text(400)), v.maxLength(1, 'Order by at most one column.'))),
+  orderBy: v.nullish(
+    v.pipe(v.array(text(EXPRESSION_CHARS)), v.maxLength(ACTORS_MAX_ORDERS, `At most ${ACTORS_MAX_ORDERS} orders.`)),
+  ),
   limit: v.nullish(
     integerIn(
       1,

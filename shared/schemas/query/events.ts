@@ -1,6 +1,17 @@
 import * as v from 'valibot';
-import { MAX_EVENTS_LIMIT, MAX_EVENTS_OFFSET, MAX_SELECT_COLUMNS } from '../../domain/query/events-shape.ts';
 import { integerIn, text } from './fields.ts';
+
+export const DEFAULT_EVENTS_LIMIT = 100;
+export const MAX_EVENTS_LIMIT = 10_000;
+/** At most this many rows skipped (`offset`): a page past it is read like any other, event by event. */
+export const MAX_EVENTS_OFFSET = 10_000;
+export const MAX_SELECT_COLUMNS = 50;
+/** `where` entries and `orderBy` entries one query may give. */
+export const MAX_WHERE_EXPRESSIONS = 50;
+export const MAX_ORDER_EXPRESSIONS = 10;
+
+/** The longest `select`, `where` or `orderBy` entry (HogQL's own expression cap, shared/hogql). */
+const EXPRESSION_CHARS = 10_000;
 
 /**
  * PostHog's EventsQuery (posthog/schema.py). Loose: fields this service ignores because they do not
@@ -11,7 +22,7 @@ export const eventsQuery = v.looseObject({
   kind: v.literal('EventsQuery'),
   select: v.optional(
     v.pipe(
-      v.array(text(1_000)),
+      v.array(text(EXPRESSION_CHARS)),
       v.maxLength(MAX_SELECT_COLUMNS, `At most ${MAX_SELECT_COLUMNS} columns may be selected.`),
     ),
   ),
@@ -20,7 +31,21 @@ export const eventsQuery = v.looseObject({
   properties: v.optional(v.unknown()),
   after: v.optional(v.nullable(text(100))),
   before: v.optional(v.nullable(text(100))),
-  orderBy: v.optional(v.pipe(v.array(text(1_000)), v.maxLength(10, 'At most 10 orders.'))),
+  /** HogQL boolean expressions, ANDed (one with an aggregate filters the groups). */
+  where: v.optional(
+    v.nullable(
+      v.pipe(
+        v.array(text(EXPRESSION_CHARS)),
+        v.maxLength(MAX_WHERE_EXPRESSIONS, `At most ${MAX_WHERE_EXPRESSIONS} "where" expressions.`),
+      ),
+    ),
+  ),
+  orderBy: v.optional(
+    v.pipe(
+      v.array(text(EXPRESSION_CHARS)),
+      v.maxLength(MAX_ORDER_EXPRESSIONS, `At most ${MAX_ORDER_EXPRESSIONS} orders.`),
+    ),
+  ),
   limit: v.optional(integerIn(1, MAX_EVENTS_LIMIT, `The limit may be at most ${MAX_EVENTS_LIMIT}.`)),
   offset: v.optional(integerIn(0, MAX_EVENTS_OFFSET, `The offset may be at most ${MAX_EVENTS_OFFSET}.`)),
   personId: v.optional(v.nullable(v.union([text(100), v.number()]))),

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { queueSources } from '../../../infra/local/workers.ts';
-import { compareKeys, type ValueKey, valueKey } from '#shared/domain/query/actors.ts';
+import { compareKeys, compareTerms, type ValueKey, valueKey } from '#shared/domain/query/actors.ts';
 import {
   checkpointOf,
   OutOfTime,
@@ -61,6 +61,30 @@ describe('sortByKey (ActorsQuery value orders)', () => {
     ).map((r) => r.item);
     expect(sorted.slice(0, 6)).toEqual([1, 2, 'a', 'b', [1], { a: 1 }]);
     expect(sorted.slice(6)).toEqual([null, undefined]);
+  });
+
+  it('orders by several terms, each its own direction with nulls last, ties by the sort key in the first direction', () => {
+    const rows = [
+      { values: ['b', 1], sortKey: '1' },
+      { values: [null, 9], sortKey: '2' },
+      { values: ['a', 2], sortKey: '3' },
+      { values: ['b', null], sortKey: '4' },
+      { values: ['b', 3], sortKey: '5' },
+      { values: ['a', 2], sortKey: '6' },
+    ];
+    const terms = [{ ascending: true }, { ascending: false }];
+    const keys = (r: (typeof rows)[number]) => r.values.map((v) => valueKey(v, r.sortKey));
+    const sorted = [...rows].sort((a, b) => compareTerms(terms, keys(a), keys(b))).map((r) => r.sortKey);
+    expect(sorted).toEqual(['3', '6', '5', '1', '4', '2']);
+    const down = [{ ascending: false }, { ascending: false }];
+    expect([...rows].sort((a, b) => compareTerms(down, keys(a), keys(b))).map((r) => r.sortKey)).toEqual([
+      '5',
+      '1',
+      '4',
+      '6',
+      '3',
+      '2',
+    ]);
   });
 });
 
