@@ -3,7 +3,9 @@
  * evaluator runs (once per dictionary entry, per distinct tuple, per row for `timestamp`) and what
  * each field reads. The evaluator here is a small stub over hand-built ASTs, counting its calls.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { ValidationError } from '#shared/errors.ts';
 import type { Expr } from '#shared/hogql/ast.ts';
 import { HogDateTime, type HogValue } from '#shared/hogql/values.ts';
 import { batchOfEvents, batchOfRows, distinctIdsOnly } from '#shared/trends/columnar/batch.ts';
@@ -22,6 +24,8 @@ import { AggregateCells, trendNumber } from '#shared/trends/columnar/hogql-math.
 import { evaluate } from '#shared/trends/columnar/masks.ts';
 import { parseTrendExpr, unavailableField } from '#shared/trends/hogql.ts';
 import type { TrendEvent } from '#shared/trends/types.ts';
+import { hogqlText } from '../../support/hogql-arbitrary.ts';
+import { trend } from './helpers.ts';
 
 const field = (...chain: string[]): Expr => ({ kind: 'field', chain });
 const str = (value: string): Expr => ({ kind: 'constant', value });
@@ -338,4 +342,43 @@ describe('the issue examples through the HogQL library', () => {
     expect(() => parseTrendExpr('sum(1)', 'breakdown', 'value')).toThrow(/not allowed here/);
     expect(() => parseTrendExpr('properties.x', 'events__0__math_hogql', 'aggregate')).toThrow(/must aggregate/);
   });
+});
+
+describe('random HogQL text in a trend', () => {
+  const NOW = '2024-03-03T12:00:00Z';
+  const events = [
+    event(0, {
+      $os: 'Mac',
+      $browser: 'Chrome',
+      price: 10,
+      hostile: 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!',
+      $a: { b: [1, 2] },
+    }),
+    event(1, { $os: 'Windows', price: 'n/a', 'a b': true }),
+    event(2, { $browser: 'Safari', price: '7.5', $session_id: 's1' }),
+    event(3, {}),
+  ];
+  it('answers or refuses with a 400 naming the field, never another error', () => {
+    fc.assert(
+      fc.property(hogqlText, fc.constantFrom('breakdown', 'filter', 'math', 'series filter'), (text, where) => {
+        const request: Record<string, unknown> =
+          where === 'breakdown'
+            ? { events: [{ id: '$pageview' }], breakdown: text, breakdown_type: 'hogql' }
+            : where === 'filter'
+              ? { events: [{ id: null }], properties: [{ type: 'hogql', key: text }] }
+              : where === 'math'
+                ? { events: [{ id: null, math: 'hogql', math_hogql: text }], breakdown: '$os' }
+                : { events: [{ id: null, properties: [{ type: 'hogql', key: text }] }], display: 'ActionsTable' };
+        try {
+          trend({ ...request, date_from: '2024-02-28', date_to: '2024-03-03' }, events, { now: NOW });
+        } catch (error) {
+          if (!(error instanceof ValidationError)) throw error;
+          expect(error.attr).toMatch(
+            /^(breakdown|properties__0__key|events__0__math_hogql|events__0__properties__0__key)$/,
+          );
+        }
+      }),
+      { numRuns: 1500 },
+    );
+  }, 120_000);
 });
