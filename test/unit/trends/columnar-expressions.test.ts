@@ -382,3 +382,30 @@ describe('random HogQL text in a trend', () => {
     );
   }, 120_000);
 });
+
+describe('math hogql with a breakdown', () => {
+  it('has one accumulator per answer row: Other aggregates its own events (distinct persons stay distinct)', () => {
+    // 300 values of `v`, 3 persons each cycling over them; the value 'top' has the most events.
+    const events = Array.from({ length: 900 }, (_, i) =>
+      event(i, { v: i < 30 ? 'top' : `v${i % 300}` }, { person_id: `p${i % 3}`, timestamp: T0 + i * 60_000 }),
+    );
+    const res = trend(
+      {
+        events: [{ id: null, math: 'hogql', math_hogql: 'count(DISTINCT person_id)' }],
+        breakdown: 'v',
+        breakdown_limit: 1,
+        display: 'ActionsTable',
+        date_from: '2024-03-01',
+        date_to: '2024-03-02',
+      },
+      events,
+      { now: '2024-03-02T12:00:00Z' },
+    );
+    // Rows by volume: Other holds 870 events of 299 values, each value done by one person (a sum over
+    // the values would be 299); over Other's events together, 3 persons.
+    expect(res.result.map((r) => [r.breakdown_value, r.aggregated_value])).toEqual([
+      ['$$_posthog_breakdown_other_$$', 3],
+      ['top', 3],
+    ]);
+  });
+});
