@@ -335,7 +335,8 @@ export const routes = [
   },
   {
     operationId: 'cohorts_duplicate_as_static_cohort',
-    method: 'GET',
+    // PostHog answers GET; a GET that writes is unsafe to retry or cache (the route table's rule): POST.
+    method: 'POST',
     path: '/api/environments/:project_id/cohorts/:id/duplicate_as_static_cohort',
     scope: 'cohort:write',
     handler: 'cohorts/duplicate',

@@ -262,3 +262,8 @@ export async function cohortIdsOfPerson(projectId: number, personId: number): Pr
   });
   return items.map((i) => Number(i.cohort_id));
 }
+
+/** A deleted person leaves every cohort, each count kept (#111 then #110 per cohort). */
+export async function leaveCohorts(projectId: number, personId: number): Promise<void> {
+  for (const cohortId of await cohortIdsOfPerson(projectId, personId)) await removeMember(projectId, cohortId, personId);
+}

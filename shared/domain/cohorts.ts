@@ -22,10 +22,11 @@ import {
 import { readEventsInRange } from '../db/events.ts';
 import { getPersons, personIdsOf, personsInCreationOrder, personsWithEmail, type PersonRecord } from '../db/persons.ts';
 import { bumpAnswersGeneration } from '../db/projects.ts';
-import { NotFound, ValidationError } from '../errors.ts';
+import { Conflict, NotFound, ValidationError } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
 import { parseQueuedMessage } from '../json.ts';
 import type { QueuedCohortCalculation } from '../queues/cohort-calculations.ts';
+import { TRANSIENT, retryTransient } from '../retry.ts';
 import { compileGroup } from '../trends/properties.ts';
 import type { PropertyFilter } from '../trends/types.ts';
 import type { Caller } from './access.ts';
@@ -195,7 +196,7 @@ export async function updateCohort(projectId: number, cohortId: number, input: C
     version: current.version + 1,
   };
   if (!(await putCohort(next, current.version)))
-    throw new ValidationError('The cohort changed while it was being updated; retry.', null);
+    throw new Conflict(`Cohort ${cohortId} changed while it was being updated; retry it.`);
   if (current.is_static && input.csv !== undefined) await addStaticMembers(next, await csvPersonIds(projectId, input.csv));
   if (!next.deleted && !next.is_static && (redefined || undeleted)) await startCalculation(next, queue);
   await bumpAnswersGeneration(projectId);
@@ -408,17 +409,21 @@ export async function cohortsOfPerson(projectId: number, personId: number) {
 
 /** Starts (or restarts) a dynamic cohort's calculation: the cohort says so at once, the worker does it. */
 export async function startCalculation(cohort: CohortRecord, queue: QueueCalculation): Promise<void> {
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const current = attempt === 0 ? cohort : await findCohort(cohort.project_id, cohort.id);
-    const calculation: CohortCalculation = { id: uuidv7(), phase: 'scan', matched: 0, touched_at: nowIso() };
-    const next = { ...current, is_calculating: true, calculation, version: current.version + 1 };
-    if (await putCohort(next, current.version)) {
-      await queue({ project_id: cohort.project_id, cohort_id: cohort.id, calculation_id: calculation.id });
-      return;
-    }
-  }
-  throw new ValidationError('The cohort kept changing; retry.', null);
+  const calculation = await retryTransient(
+    `Cohort ${cohort.id}`,
+    async (attempt) => {
+      const current = attempt === 0 ? cohort : await findCohort(cohort.project_id, cohort.id);
+      const started: CohortCalculation = { id: uuidv7(), phase: 'scan', matched: 0, touched_at: nowIso() };
+      const next = { ...current, is_calculating: true, calculation: started, version: current.version + 1 };
+      return (await putCohort(next, current.version)) ? started : TRANSIENT;
+    },
+    { attempts: SAVE_ATTEMPTS },
+  );
+  await queue({ project_id: cohort.project_id, cohort_id: cohort.id, calculation_id: calculation.id });
 }
+
+/** Writes of one cohort item racing others (a PATCH, a calculation step): re-read and written again this often. */
+const SAVE_ATTEMPTS = 8;
 
 const queuedSchema = v.object({
   project_id: v.pipe(v.number(), v.integer()),
@@ -561,35 +566,40 @@ export async function calculateCohortStep(
 
 /** Saves a calculation's position on the cohort (re-read on a lost race: a PATCH of its name keeps the calculation). */
 async function saveProgress(cohort: CohortRecord, calc: CohortCalculation): Promise<CohortRecord | undefined> {
-  let current: CohortRecord | undefined = cohort;
-  for (let attempt = 0; attempt < 5 && current; attempt++) {
-    if (current.calculation?.id !== calc.id || current.deleted) return current;
-    const next = { ...current, calculation: { ...calc, touched_at: nowIso() }, version: current.version + 1 };
-    if (await putCohort(next, current.version)) return next;
-    current = await getCohort(cohort.project_id, cohort.id);
-  }
-  return current;
+  return retryTransient(
+    `Cohort ${cohort.id}`,
+    async (attempt) => {
+      const current = attempt === 0 ? cohort : await getCohort(cohort.project_id, cohort.id);
+      if (!current || current.calculation?.id !== calc.id || current.deleted) return current;
+      const next = { ...current, calculation: { ...calc, touched_at: nowIso() }, version: current.version + 1 };
+      return (await putCohort(next, current.version)) ? next : TRANSIENT;
+    },
+    { attempts: SAVE_ATTEMPTS },
+  );
 }
 
+/** Ends a calculation: the count it found, when, and whether it failed (a replaced calculation is left alone). */
 async function finish(cohort: CohortRecord, count: number, failed: boolean) {
-  let current: CohortRecord | undefined = cohort;
-  for (let attempt = 0; attempt < 5 && current; attempt++) {
-    const { calculation: _, ...rest } = current;
-    const next: CohortRecord = {
-      ...rest,
-      is_calculating: false,
-      last_calculation: nowIso(),
-      count,
-      errors_calculating: failed ? current.errors_calculating + 1 : 0,
-      version: current.version + 1,
-    };
-    if (await putCohort(next, current.version)) {
-      await bumpAnswersGeneration(cohort.project_id);
-      return;
-    }
-    current = await getCohort(cohort.project_id, cohort.id);
-    if (current?.calculation?.id !== cohort.calculation?.id) return;
-  }
+  const calcId = cohort.calculation?.id;
+  const done = await retryTransient(
+    `Cohort ${cohort.id}`,
+    async (attempt) => {
+      const current = attempt === 0 ? cohort : await getCohort(cohort.project_id, cohort.id);
+      if (!current || current.calculation?.id !== calcId) return false;
+      const { calculation: _, ...rest } = current;
+      const next: CohortRecord = {
+        ...rest,
+        is_calculating: false,
+        last_calculation: nowIso(),
+        count,
+        errors_calculating: failed ? current.errors_calculating + 1 : 0,
+        version: current.version + 1,
+      };
+      return (await putCohort(next, current.version)) ? true : TRANSIENT;
+    },
+    { attempts: SAVE_ATTEMPTS },
+  );
+  if (done) await bumpAnswersGeneration(cohort.project_id);
 }
 
 /** Cohorts that reference a recalculated one read its membership: they are recalculated after it. */
@@ -657,8 +667,9 @@ export async function refreshCohortsOfDistinctIds(projectId: number, distinctIds
   await refreshPersonCohorts(projectId, await getPersons(projectId, [...new Set(found.values())]));
 }
 
-/** A deleted person leaves every cohort (counts kept). */
-export async function removePersonFromCohorts(projectId: number, personId: number): Promise<void> {
-  const ids = await cohortIdsOfPerson(projectId, personId);
-  for (const id of ids) await removeMember(projectId, id, personId);
+/** The ingest worker's hook: the persons of a batch's new events, re-evaluated once per project. */
+export async function refreshCohortsOfEvents(events: { project_id: number; distinct_id: string }[]): Promise<void> {
+  const byProject = new Map<number, string[]>();
+  for (const e of events) byProject.set(e.project_id, [...(byProject.get(e.project_id) ?? []), e.distinct_id]);
+  for (const [projectId, distinctIds] of byProject) await refreshCohortsOfDistinctIds(projectId, distinctIds);
 }

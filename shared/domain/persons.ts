@@ -2,6 +2,7 @@ import * as v from 'valibot';
 import { nowIso } from '../clock.ts';
 import { config } from '../config.ts';
 import { inParallel } from '../db/batch.ts';
+import { leaveCohorts } from '../db/cohorts.ts';
 import { bumpAnswersGeneration } from '../db/projects.ts';
 import {
   deletePersonRecord,
@@ -377,6 +378,7 @@ export async function deletePerson(
       gaveUp: () => new Conflict(`Person ${personId} kept changing during the delete; retry it.`),
     },
   );
+  await leaveCohorts(projectId, personId);
   await bumpAnswersGeneration(projectId);
 }
 
@@ -451,6 +453,7 @@ async function removeInGroups(
         await inParallel(group, QUEUE_CONCURRENCY, ({ person }) => queue(deletionRequest(actor, person)));
       if (await deletePersonRecords(group)) {
         for (const { person } of group) removed.add(person.id);
+        await inParallel(group, QUEUE_CONCURRENCY, ({ person }) => leaveCohorts(projectId, person.id));
         continue;
       }
     }
