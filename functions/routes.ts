@@ -284,7 +284,8 @@ export const routes = [
     handler: 'cohorts/create',
     access: 'write',
     sends: ['cohort_calculations'],
-    summary: 'Create a cohort: dynamic (filters; calculated by a worker) or static (CSV upload in multipart field csv, or _create_static_person_ids)',
+    summary:
+      'Create a cohort: dynamic (filters; calculated by a worker) or static (CSV upload in multipart field csv, or _create_static_person_ids)',
   },
   {
     operationId: 'cohorts_retrieve',

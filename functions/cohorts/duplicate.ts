@@ -8,5 +8,6 @@ import { route } from '../routes.ts';
 export const handler = apiHandler(
   route('cohorts_duplicate_as_static_cohort'),
   { params: cohortIdParams },
-  async ({ params, caller, projectId }) => ok(await duplicateAsStatic(caller, projectId, params.id, queueCohortCalculation)),
+  async ({ params, caller, projectId }) =>
+    ok(await duplicateAsStatic(caller, projectId, params.id, queueCohortCalculation)),
 );

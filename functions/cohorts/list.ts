@@ -5,7 +5,11 @@ import { listCohorts } from '#shared/domain/cohorts.ts';
 import { cohortListQuery } from '#shared/schemas/cohorts.ts';
 import { route } from '../routes.ts';
 
-export const handler = apiHandler(route('cohorts_list'), { query: cohortListQuery }, async ({ query, projectId, url }) => {
-  const { count, results } = await listCohorts(projectId, query);
-  return ok(paginated(url, query, count, results));
-});
+export const handler = apiHandler(
+  route('cohorts_list'),
+  { query: cohortListQuery },
+  async ({ query, projectId, url }) => {
+    const { count, results } = await listCohorts(projectId, query);
+    return ok(paginated(url, query, count, results));
+  },
+);

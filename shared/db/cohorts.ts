@@ -163,10 +163,7 @@ export async function putMembers(projectId: number, cohortId: number, personIds:
 
 export async function deleteMembers(projectId: number, cohortId: number, personIds: number[]) {
   await batchDelete(
-    personIds.flatMap((id) => [
-      keys.cohortMember(projectId, cohortId, id),
-      keys.personCohort(projectId, id, cohortId),
-    ]),
+    personIds.flatMap((id) => [keys.cohortMember(projectId, cohortId, id), keys.personCohort(projectId, id, cohortId)]),
   );
 }
 
@@ -265,5 +262,6 @@ export async function cohortIdsOfPerson(projectId: number, personId: number): Pr
 
 /** A deleted person leaves every cohort, each count kept (#111 then #110 per cohort). */
 export async function leaveCohorts(projectId: number, personId: number): Promise<void> {
-  for (const cohortId of await cohortIdsOfPerson(projectId, personId)) await removeMember(projectId, cohortId, personId);
+  for (const cohortId of await cohortIdsOfPerson(projectId, personId))
+    await removeMember(projectId, cohortId, personId);
 }

@@ -32,7 +32,12 @@ export interface EventLeaf {
 
 export type CohortNode =
   | { kind: 'group'; type: 'AND' | 'OR'; values: CohortNode[] }
-  | { kind: 'person'; filter: PropertyFilter; negation: boolean; test: (properties: Record<string, unknown>) => boolean }
+  | {
+      kind: 'person';
+      filter: PropertyFilter;
+      negation: boolean;
+      test: (properties: Record<string, unknown>) => boolean;
+    }
   | { kind: 'cohort'; cohortId: number; negation: boolean }
   | EventLeaf;
 
@@ -174,7 +179,16 @@ function parseBehaviour(
     count = op === 'gt' ? n + 1 : op === 'lt' ? n - 1 : n;
   }
   const windowMs = windowOf(raw, attr);
-  const leaf: EventLeaf = { kind: 'event', eventType, key, operator, count, windowMs, negation, index: state.events.length };
+  const leaf: EventLeaf = {
+    kind: 'event',
+    eventType,
+    key,
+    operator,
+    count,
+    windowMs,
+    negation,
+    index: state.events.length,
+  };
   state.events.push(leaf);
   return leaf;
 }
@@ -185,10 +199,7 @@ function windowOf(raw: Record<string, unknown>, attr: string): number {
   if (raw.explicit_datetime !== undefined && raw.explicit_datetime !== null) {
     const m = RELATIVE.exec(textOf(raw.explicit_datetime));
     if (!m)
-      throw new ValidationError(
-        'explicit_datetime must be relative, such as "-30d".',
-        `${attr}__explicit_datetime`,
-      );
+      throw new ValidationError('explicit_datetime must be relative, such as "-30d".', `${attr}__explicit_datetime`);
     n = Number(m[1]);
     unit = RELATIVE_UNIT[m[2]!]!;
   } else {
@@ -230,7 +241,8 @@ export function matchesCohort(node: CohortNode, person: MemberContext): boolean 
       return person.inCohort(node.cohortId) !== node.negation;
     case 'event': {
       const n = person.eventCount(node);
-      const hit = node.operator === 'gte' ? n >= node.count : node.operator === 'lte' ? n <= node.count : n === node.count;
+      const hit =
+        node.operator === 'gte' ? n >= node.count : node.operator === 'lte' ? n <= node.count : n === node.count;
       return hit !== node.negation;
     }
   }

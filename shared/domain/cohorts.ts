@@ -197,7 +197,8 @@ export async function updateCohort(projectId: number, cohortId: number, input: C
   };
   if (!(await putCohort(next, current.version)))
     throw new Conflict(`Cohort ${cohortId} changed while it was being updated; retry it.`);
-  if (current.is_static && input.csv !== undefined) await addStaticMembers(next, await csvPersonIds(projectId, input.csv));
+  if (current.is_static && input.csv !== undefined)
+    await addStaticMembers(next, await csvPersonIds(projectId, input.csv));
   if (!next.deleted && !next.is_static && (redefined || undeleted)) await startCalculation(next, queue);
   await bumpAnswersGeneration(projectId);
   return cohortResponse((await getCohort(projectId, cohortId)) ?? next);
@@ -218,8 +219,7 @@ async function staticPersonIds(projectId: number, input: CohortInput): Promise<n
 
 /** The persons among these ids that exist (PostHog ignores unknown ones). */
 async function existingPersonIds(projectId: number, raw: (number | string)[], attr: string): Promise<number[]> {
-  if (raw.length > MAX_STATIC_ROWS)
-    throw new ValidationError(`At most ${MAX_STATIC_ROWS} persons per request.`, attr);
+  if (raw.length > MAX_STATIC_ROWS) throw new ValidationError(`At most ${MAX_STATIC_ROWS} persons per request.`, attr);
   const ids = raw.map(Number).filter((n) => Number.isInteger(n) && n > 0);
   return (await getPersons(projectId, ids)).map((p) => p.id);
 }
@@ -266,7 +266,12 @@ type CsvColumn = (typeof CSV_COLUMNS)[number];
 export function csvIdentifiers(text: string): { column: CsvColumn; values: string[] } {
   const rows = csvRows(text.replace(/^\uFEFF/, ''));
   if (rows.length === 0) throw new ValidationError('The CSV file is empty.', 'csv');
-  const header = rows[0]!.map((h) => h.trim().toLowerCase().replace(/[\s-]+/g, '_'));
+  const header = rows[0]!.map((h) =>
+    h
+      .trim()
+      .toLowerCase()
+      .replace(/[\s-]+/g, '_'),
+  );
   const column = CSV_COLUMNS.find((c) => header.includes(c));
   let values: string[];
   if (column) {
@@ -389,9 +394,7 @@ export async function cohortPersons(projectId: number, cohortId: number, q: { li
     count: cohort.count ?? 0,
     results,
     nextCursor:
-      page.more && last !== undefined
-        ? Buffer.from(JSON.stringify({ after: last })).toString('base64url')
-        : undefined,
+      page.more && last !== undefined ? Buffer.from(JSON.stringify({ after: last })).toString('base64url') : undefined,
   };
 }
 
@@ -400,7 +403,10 @@ export async function cohortsOfPerson(projectId: number, personId: number) {
   await findPerson(projectId, personId);
   const ids = await cohortIdsOfPerson(projectId, personId);
   const cohorts = await getCohorts(projectId, ids);
-  return cohorts.filter((c) => !c.deleted).sort((a, b) => a.id - b.id).map(cohortResponse);
+  return cohorts
+    .filter((c) => !c.deleted)
+    .sort((a, b) => a.id - b.id)
+    .map(cohortResponse);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -466,7 +472,8 @@ async function eventCounter(projectId: number, def: CohortDefinition, at: number
     const perDistinctId = new Map<string, number>();
     if (names === null || names.length) {
       const events = await readEventsInRange(projectId, new Date(at - leaf.windowMs), new Date(at), names);
-      for (const e of events) if (match(e)) perDistinctId.set(e.distinct_id, (perDistinctId.get(e.distinct_id) ?? 0) + 1);
+      for (const e of events)
+        if (match(e)) perDistinctId.set(e.distinct_id, (perDistinctId.get(e.distinct_id) ?? 0) + 1);
     }
     counts.set(leaf.index, perDistinctId);
   }
@@ -525,7 +532,11 @@ export async function calculateCohortStep(
   let examined = 0;
   while (Date.now() < stopAt) {
     if (calc.phase === 'scan') {
-      const page = await personsInCreationOrder(projectId, { ascending: true, limit: CALCULATION_PAGE, after: calc.after });
+      const page = await personsInCreationOrder(projectId, {
+        ascending: true,
+        limit: CALCULATION_PAGE,
+        after: calc.after,
+      });
       const matched = await matching(
         projectId,
         def,

@@ -37,7 +37,9 @@ const filtersField = v.pipe(
 );
 
 const personIdList = v.pipe(
-  v.array(v.union([v.pipe(v.number(), v.integer(), v.minValue(1)), v.pipe(v.string(), v.minLength(1), v.maxLength(64))])),
+  v.array(
+    v.union([v.pipe(v.number(), v.integer(), v.minValue(1)), v.pipe(v.string(), v.minLength(1), v.maxLength(64))]),
+  ),
   v.maxLength(10_000, 'At most 10000 persons per request.'),
 );
 
@@ -57,7 +59,10 @@ export const cohortUpdateBody = v.object(cohortFields);
 
 export const addPersonsBody = v.object({ person_ids: personIdList });
 export const removePersonBody = v.object({
-  person_id: v.union([v.pipe(v.number(), v.integer(), v.minValue(1)), v.pipe(v.string(), v.minLength(1), v.maxLength(64))]),
+  person_id: v.union([
+    v.pipe(v.number(), v.integer(), v.minValue(1)),
+    v.pipe(v.string(), v.minLength(1), v.maxLength(64)),
+  ]),
 });
 
 export const cohortPersonsQuery = v.object({

@@ -29,7 +29,10 @@ export const jsonBody: Middleware = {
     const contentType = mediaType.trim().toLowerCase();
     // Uploads (a cohort's CSV): the form's fields as an object, checked by the route's schema like JSON.
     if (contentType === 'multipart/form-data') {
-      request.internal.body = parseMultipart(Buffer.from(event.body ?? '', event.isBase64Encoded ? 'base64' : 'utf8'), header);
+      request.internal.body = parseMultipart(
+        Buffer.from(event.body ?? '', event.isBase64Encoded ? 'base64' : 'utf8'),
+        header,
+      );
       return;
     }
     if (contentType !== 'application/json' && !contentType.endsWith('+json'))
