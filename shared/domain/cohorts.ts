@@ -2,7 +2,6 @@ import * as v from 'valibot';
 import { now, nowIso } from '../clock.ts';
 import { inParallel } from '../db/batch.ts';
 import {
-  addMember,
   addToCohortCount,
   cohortIdsOfPerson,
   dueCohorts,
@@ -629,58 +628,4 @@ export async function recalculateDueCohorts(queue: QueueCalculation, limit = 200
     if (cohort && !cohort.deleted && !cohort.is_static) await startCalculation(cohort, queue);
   }
   return due.length;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Keeping membership current as persons change (ingest, person edits) and are deleted
-// ---------------------------------------------------------------------------------------------
-
-/**
- * Re-evaluates the person-property cohorts of the project for these persons (the ingest worker and
- * person edits call it): a person who now matches is added, one who no longer does removed, counts
- * kept. Behavioural cohorts wait for their schedule (their events are not re-read per person).
- */
-export async function refreshPersonCohorts(projectId: number, persons: PersonRecord[]): Promise<void> {
-  if (!persons.length) return;
-  const cohorts = (await readCohorts(projectId)).filter((c) => !c.deleted && !c.is_static && !c.behavioural);
-  if (!cohorts.length) return;
-  const at = now().getTime();
-  const defs = cohorts.flatMap((c) => {
-    try {
-      return [{ cohort: c, def: parseCohortFilters(c.filters, at) }];
-    } catch {
-      return [];
-    }
-  });
-  const ids = persons.map((p) => p.id);
-  const references = new Set(defs.flatMap((d) => d.def.references));
-  const memberships = new Map<number, Set<number>>();
-  for (const ref of references) memberships.set(ref, await membersAmong(projectId, ref, ids));
-  await inParallel(persons, 4, async (p) => {
-    const current = new Set(await cohortIdsOfPerson(projectId, p.id));
-    for (const { cohort, def } of defs) {
-      const matches = matchesCohort(def.root, {
-        properties: p.properties,
-        inCohort: (c) => memberships.get(c)?.has(p.id) ?? false,
-        eventCount: () => 0,
-      });
-      if (matches && !current.has(cohort.id))
-        await addMember(projectId, cohort.id, p.id, cohort.calculation?.id ?? 'ingest');
-      else if (!matches && current.has(cohort.id)) await removeMember(projectId, cohort.id, p.id);
-    }
-  });
-}
-
-/** The persons behind distinct ids, re-evaluated (the ingest worker's hook: one call per project per batch). */
-export async function refreshCohortsOfDistinctIds(projectId: number, distinctIds: string[]): Promise<void> {
-  if (!(await readCohorts(projectId)).some((c) => !c.deleted && !c.is_static && !c.behavioural)) return;
-  const found = await personIdsOf([...new Set(distinctIds)].map((distinctId) => ({ projectId, distinctId })));
-  await refreshPersonCohorts(projectId, await getPersons(projectId, [...new Set(found.values())]));
-}
-
-/** The ingest worker's hook: the persons of a batch's new events, re-evaluated once per project. */
-export async function refreshCohortsOfEvents(events: { project_id: number; distinct_id: string }[]): Promise<void> {
-  const byProject = new Map<number, string[]>();
-  for (const e of events) byProject.set(e.project_id, [...(byProject.get(e.project_id) ?? []), e.distinct_id]);
-  for (const [projectId, distinctIds] of byProject) await refreshCohortsOfDistinctIds(projectId, distinctIds);
 }

@@ -5,7 +5,7 @@ import { now } from '../clock.ts';
 import { logger, METRIC, metrics, MetricUnit } from '../observability.ts';
 import { bumpAnswersGeneration, noteEventTime } from '../db/projects.ts';
 import { markChangedDays } from './event-segments.ts';
-import { refreshCohortsOfEvents } from './cohorts.ts';
+import { refreshCohortsOfEvents } from './cohort-membership.ts';
 import { applyEventsToPersons } from './person-ingest.ts';
 import { TRANSIENT, retryTransient } from '../retry.ts';
 

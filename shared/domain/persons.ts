@@ -35,6 +35,7 @@ import type { Caller } from './access.ts';
 import type { QueuedBulkDelete } from '../queues/person-bulk-deletes.ts';
 import type { DeletionRequest } from '../queues/person-deletions.ts';
 import { TRANSIENT, conflictIfFalse, retryTransient } from '../retry.ts';
+import { refreshPersonCohorts } from './cohort-membership.ts';
 import { applyPersonUpdates } from './person-properties.ts';
 
 /** PostHog's default person display-name properties, first non-empty one wins. */
@@ -306,6 +307,7 @@ async function editProperties(
         },
       ]);
       if (!(await savePersonEdit(next, apiChange(caller, next, set, unset, changed), record))) return TRANSIENT;
+      await refreshPersonCohorts(projectId, [next]);
       await bumpAnswersGeneration(projectId);
       return { ...next, version: next.version + 1 };
     },
