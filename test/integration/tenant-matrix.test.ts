@@ -238,15 +238,7 @@ describe.each(keyRoutePaths.map((r) => [`${r.method} ${r.path}`, r] as const))('
   if (route.method === 'GET') {
     it("answers 200 to the owner's own key (the path names real resources)", async () => {
       expect(
-        (
-          await api
-            .as()
-            .request(
-              'GET',
-              pathFor(route) + queryFor(route),
-              { headers: bearer(victim.key) },
-            )
-        ).status,
+        (await api.as().request('GET', pathFor(route) + queryFor(route), { headers: bearer(victim.key) })).status,
       ).toBe(200);
     });
   }
