@@ -28,6 +28,7 @@ interface Victim {
   actionId: number;
   exportId: string;
   queryId: string;
+  cohortId: number;
   /** Strings only the victim's data holds: none may appear in a refused response. */
   secrets: string[];
 }
@@ -85,7 +86,15 @@ beforeAll(async () => {
       },
     })
   ).body;
+  const cohort = (
+    await c.post(`/api/environments/${projectId}/cohorts`, {
+      name: `Cohort ${SECRET}`,
+      is_static: true,
+      _create_static_person_ids: [personId],
+    })
+  ).body;
   victim = {
+    cohortId: cohort.id,
     email: owner.email,
     key: owner.key,
     org,
@@ -154,6 +163,7 @@ function pathFor(route: KeyRoute): string {
       if (collection === 'actions') return String(victim.actionId);
       if (collection === 'batch_exports') return victim.exportId;
       if (collection === 'query') return victim.queryId;
+      if (collection === 'cohorts') return String(victim.cohortId);
       // A resource kind added later: auth and tenancy are decided before any lookup of it.
       return '1';
     })
@@ -196,9 +206,15 @@ function bodyFor(route: KeyRoute): unknown {
   );
 }
 
+/** The query string a GET needs to succeed for the owner. */
+function queryFor(route: KeyRoute): string {
+  if (route.operationId === 'insights_trend_retrieve') return `?events=${encodeURIComponent('[{"id":"signed up"}]')}`;
+  if (route.operationId === 'persons_cohorts') return `?person_id=${victim.personId}`;
+  return '';
+}
+
 async function send(route: KeyRoute, headers: Record<string, string>): Promise<Reply> {
-  const query =
-    route.operationId === 'insights_trend_retrieve' ? `?events=${encodeURIComponent('[{"id":"signed up"}]')}` : '';
+  const query = queryFor(route);
   // A 503 (DynamoDB Local too slow on a loaded machine) is retried as a client would; refusals never are.
   const res = await retryingUnavailable(() =>
     api.as().request(route.method, pathFor(route) + query, { body: bodyFor(route), headers }),
@@ -222,18 +238,7 @@ describe.each(keyRoutePaths.map((r) => [`${r.method} ${r.path}`, r] as const))('
   if (route.method === 'GET') {
     it("answers 200 to the owner's own key (the path names real resources)", async () => {
       expect(
-        (
-          await api
-            .as()
-            .request(
-              'GET',
-              pathFor(route) +
-                (route.operationId === 'insights_trend_retrieve'
-                  ? `?events=${encodeURIComponent('[{"id":"signed up"}]')}`
-                  : ''),
-              { headers: bearer(victim.key) },
-            )
-        ).status,
+        (await api.as().request('GET', pathFor(route) + queryFor(route), { headers: bearer(victim.key) })).status,
       ).toBe(200);
     });
   }
