@@ -493,7 +493,9 @@ export async function queuePersonEventsDeletion(
   personId: number,
   queue: QueueDeletion,
 ): Promise<void> {
-  await queue(deletionRequest(caller, await findPerson(projectId, personId)));
+  const person = await findPerson(projectId, personId);
+  // The drain finds events by distinct id: a person without any has none it could delete.
+  if (person.distinct_ids.length > 0) await queue(deletionRequest(caller, person));
 }
 
 /**
