@@ -267,7 +267,18 @@ const ERROR_RESPONSES: Record<number, [name: string, description: string]> = {
 };
 
 /** Success statuses that do not follow from the method (DELETE answers 204, `*_create` 201, the rest 200). */
-const SUCCESS_STATUS: Record<string, number> = { persons_bulk_delete: 202, query_create: 200, query_destroy: 200 };
+const SUCCESS_STATUS: Record<string, number> = {
+  persons_bulk_delete: 202,
+  // PostHog's 202 with no body: the change is accepted (events deleted on Sunday, a distinct id freed).
+  persons_update_property: 202,
+  persons_delete_events: 202,
+  persons_reset_person_distinct_id: 202,
+  query_create: 200,
+  query_destroy: 200,
+};
+
+/** Operations whose success has no body (PostHog answers these 202s empty). */
+const NO_BODY = new Set(['persons_update_property', 'persons_delete_events', 'persons_reset_person_distinct_id']);
 
 /** The route-table operation an entry documents (an alias entry's is the original's). */
 const operationOf = (route: OpenApiRoute) => route.aliasOf?.operationId ?? route.operationId;
@@ -591,7 +602,7 @@ function responsesOf(
   success: { status: number; schema?: JsonObject; contentType?: string },
 ): JsonObject {
   const content: JsonObject = {};
-  if (success.status !== 204) {
+  if (success.status !== 204 && !NO_BODY.has(operationOf(route))) {
     content[success.contentType ?? 'application/json'] = { schema: success.schema ?? { type: 'object' } };
     if (route.csv) content['text/csv'] = { schema: { type: 'string' } };
   }

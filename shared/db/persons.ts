@@ -319,6 +319,23 @@ function removal(person: PersonRecord, activity: ActivityRecord): TransactItem[]
   ];
 }
 
+/**
+ * Removes a distinct id's mapping if it still names `personId` (a person found gone): false when it
+ * changed meanwhile (claimed or repointed by ingestion), which is left alone.
+ */
+export async function releaseDistinctId(projectId: number, distinctId: string, personId: number): Promise<boolean> {
+  return written([
+    {
+      Delete: {
+        TableName: tableName(),
+        Key: keys.distinctId(projectId, distinctId),
+        ConditionExpression: 'person_id = :p',
+        ExpressionAttributeValues: { ':p': personId },
+      },
+    },
+  ]);
+}
+
 /** Items one transaction may hold (DynamoDB's limit), and how many a person's removal takes. */
 export const TRANSACTION_ITEMS = 100;
 export const removalItemCount = (person: PersonRecord) => person.distinct_ids.length + 2;

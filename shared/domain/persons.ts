@@ -19,6 +19,7 @@ import {
   personsPosition,
   personsPositionAfter,
   personsWithEmail,
+  releaseDistinctId,
   removalItemCount,
   savePersonEdit,
   splitPersonRecord,
@@ -209,6 +210,95 @@ async function scanPage(projectId: number, q: PersonListQuery): Promise<PersonPa
   };
 }
 
+/**
+ * Visits the project's persons newest first within the filtered list's bounds (`personScanLimit`
+ * persons, SCAN_READS reads, the deadline), until `visit` answers false. `complete` when every person
+ * was visited or `visit` stopped the walk; false when a bound cut it short.
+ */
+async function walkPersons(
+  projectId: number,
+  visit: (person: PersonRecord) => boolean,
+  deadline?: number,
+): Promise<{ complete: boolean }> {
+  const scanLimit = config().personScanLimit;
+  let after: PersonsPosition | undefined;
+  let examined = 0;
+  for (let reads = 0; reads < SCAN_READS && examined < scanLimit; reads += 1) {
+    if (deadline !== undefined && Date.now() >= deadline) break;
+    const out = await personsPage(projectId, { limit: Math.min(SCAN_PAGE, scanLimit - examined), after });
+    for (const { person } of out.persons) {
+      examined += 1;
+      if (!visit(person)) return { complete: true };
+    }
+    if (!out.next) return { complete: true };
+    after = out.next;
+  }
+  return { complete: false };
+}
+
+/** PostHog's person property values: the 20 most common (its LIMIT 20), from the newest persons it reads (its 100,000; ours the scan limit). */
+export const PROPERTY_VALUES_LIMIT = 20;
+
+/** Python's json.dumps(sort_keys=True): keys sorted, `, ` and `: ` between items. */
+function pythonJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(pythonJson).join(', ')}]`;
+  if (value !== null && typeof value === 'object') {
+    const record = value as Record<string, unknown>;
+    const items = Object.keys(record)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}: ${pythonJson(record[k])}`);
+    return `{${items.join(', ')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** PostHog's convert_property_value: every value named by a string, objects and lists as Python's JSON. */
+function propertyValueName(value: unknown): string {
+  return value !== null && typeof value === 'object' ? pythonJson(value) : String(value);
+}
+
+/**
+ * `GET persons/values?key=&value=`: the values of one person property with how many persons hold
+ * each, most common first, optionally those containing `value` (case-insensitive). `distinct_id` is
+ * answered from the persons' distinct ids (count 1 each, in order), as PostHog does. The persons read
+ * are bounded as a filtered list's are; `scan_limited` says the values come from the newest ones only.
+ */
+export async function personPropertyValues(
+  projectId: number,
+  query: { key?: string; value?: string },
+  deadline?: number,
+): Promise<{ results: { name: string; count: number }[]; refreshing: false; scan_limited?: true }> {
+  const key = query.key;
+  if (!key || key.startsWith('$virt')) return { results: [], refreshing: false };
+  const needle = query.value ? query.value.toLowerCase() : undefined;
+  const wanted = (name: string) => (needle === undefined ? name !== '' : name.toLowerCase().includes(needle));
+  const counts = new Map<string, number>();
+  const { complete } = await walkPersons(
+    projectId,
+    (person) => {
+      if (key === 'distinct_id') {
+        for (const d of person.distinct_ids) if (wanted(d)) counts.set(d, 1);
+        return true;
+      }
+      const raw = person.properties[key];
+      if (raw === undefined || raw === null) return true;
+      const name = propertyValueName(raw);
+      if (wanted(name)) counts.set(name, (counts.get(name) ?? 0) + 1);
+      return true;
+    },
+    deadline,
+  );
+  const order =
+    key === 'distinct_id'
+      ? (a: [string, number], b: [string, number]) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)
+      : (a: [string, number], b: [string, number]) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
+  const results = [...counts]
+    .sort(order)
+    .slice(0, PROPERTY_VALUES_LIMIT)
+    .map(([name, count]) => ({ name, count }));
+  return { results, refreshing: false, ...(complete ? {} : { scan_limited: true as const }) };
+}
+
 async function unfilteredPage(projectId: number, q: PersonListQuery): Promise<PersonPage> {
   // A cursor (what `next` links carry) starts the read where the last page ended; a bare offset walks
   // the keys before it.
@@ -336,6 +426,18 @@ export async function deletePersonProperty(
   return { success: true };
 }
 
+/** PostHog's update_property: one key `$set` to any JSON value, the same edit as a PATCH of that key. */
+export async function setPersonProperty(
+  caller: Caller,
+  projectId: number,
+  personId: number,
+  key: string,
+  value: unknown,
+  deadline?: number,
+): Promise<void> {
+  await editProperties(caller, projectId, personId, { [key]: value }, [], 'updated', deadline);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Delete
 // ---------------------------------------------------------------------------------------------
@@ -382,6 +484,35 @@ export async function deletePerson(
   );
   await leaveCohorts(projectId, personId);
   await bumpAnswersGeneration(projectId);
+}
+
+/**
+ * PostHog's delete_events: the person stays, the deletion of its events (those up to now, of the
+ * distinct ids it has now) waits for the same Sunday drain as a DELETE with delete_events. Nothing
+ * changes until the drain, which retires the answers that counted them.
+ */
+export async function queuePersonEventsDeletion(
+  caller: Caller,
+  projectId: number,
+  personId: number,
+  queue: QueueDeletion,
+): Promise<void> {
+  const person = await findPerson(projectId, personId);
+  // The drain finds events by distinct id: a person without any has none it could delete.
+  if (person.distinct_ids.length > 0) await queue(deletionRequest(caller, person));
+}
+
+/**
+ * PostHog's reset_person_distinct_id frees a distinct id still tied to a deleted person. Deleting a
+ * person here removes its distinct ids with it, so the only id that can stay tied is one a merge
+ * repointed to a person deleted meanwhile: ingestion then can neither find its person nor claim the
+ * id for a new one. That mapping is removed (only if it still names a person that does not exist);
+ * an id free or in use by a live person is left as it is. Either way the answer is PostHog's 202.
+ */
+export async function resetPersonDistinctId(projectId: number, distinctId: string): Promise<void> {
+  const owner = await personIdOf(projectId, distinctId);
+  if (owner === undefined || (await getPerson(projectId, owner))) return;
+  if (await releaseDistinctId(projectId, distinctId, owner)) await bumpAnswersGeneration(projectId);
 }
 
 export const BULK_DELETE_LIMIT = 1000;
@@ -488,12 +619,26 @@ export async function bulkDeletePersons(
   queues: { deletion: QueueDeletion; rest: QueueBulkDelete },
   deadline: number,
   budgetMs = config().bulkDeleteBudgetMs,
-): Promise<{ deleted: number[]; not_found: (number | string)[]; queued: (number | string)[] }> {
+): Promise<{
+  deleted: number[];
+  not_found: (number | string)[];
+  queued: (number | string)[];
+  scan_limited?: boolean;
+}> {
   const stopAt = Math.min(deadline, Date.now() + budgetMs);
   const wanted: (number | string)[] = input.ids ?? input.distinct_ids ?? [];
   let resolved: (number | undefined)[];
+  let scanLimited = false;
   if (input.ids) {
-    resolved = input.ids.map((w) => (typeof w === 'number' ? w : /^\d+$/.test(w) ? Number(w) : undefined));
+    const byUuid = await personIdsOfUuids(
+      projectId,
+      input.ids.filter((w): w is string => typeof w === 'string' && UUID_PATTERN.test(w)),
+      deadline,
+    );
+    scanLimited = !byUuid.complete;
+    resolved = input.ids.map((w) =>
+      typeof w === 'number' ? w : /^\d+$/.test(w) ? Number(w) : byUuid.ids.get(w.toLowerCase()),
+    );
   } else {
     const owners = await personIdsOf(wanted.map((d) => ({ projectId, distinctId: String(d) })));
     resolved = wanted.map((d) => owners.get(`${projectId}#${d}`));
@@ -525,7 +670,33 @@ export async function bulkDeletePersons(
     else if (id !== undefined && leftSet.has(id)) queued.push(wanted[i]!);
     else notFound.push(wanted[i]!);
   }
-  return { deleted: [...deleted], not_found: notFound, queued };
+  return { deleted: [...deleted], not_found: notFound, queued, ...(scanLimited ? { scan_limited: true } : {}) };
+}
+
+/**
+ * The persons of PostHog uuids (what its clients hold: `uuid` in every person, `person_id` on events).
+ * No index leads from a uuid to a person, so the project's persons are read newest first, within the
+ * filtered list's bounds, until every uuid is found. `complete` false: the bounds cut the read short,
+ * so a uuid not found may belong to an older person.
+ */
+async function personIdsOfUuids(
+  projectId: number,
+  uuids: string[],
+  deadline?: number,
+): Promise<{ ids: Map<string, number>; complete: boolean }> {
+  const wanted = new Set(uuids.map((u) => u.toLowerCase()));
+  const ids = new Map<string, number>();
+  if (wanted.size === 0) return { ids, complete: true };
+  const { complete } = await walkPersons(
+    projectId,
+    (person) => {
+      const uuid = person.uuid.toLowerCase();
+      if (wanted.has(uuid)) ids.set(uuid, person.id);
+      return ids.size < wanted.size;
+    },
+    deadline,
+  );
+  return { ids, complete };
 }
 
 const queuedBulkDelete = v.object({

@@ -78,3 +78,20 @@ export const bulkDeleteBody = v.pipe(
   }),
   v.check((b) => (b.ids === undefined) !== (b.distinct_ids === undefined), 'Provide either ids or distinct_ids.'),
 );
+
+/** A property key as the persons endpoints take it (the same bound as `$unset`). */
+const propertyKey = v.pipe(v.string(), v.minLength(1), v.maxLength(400));
+
+/** PostHog answers an absent or empty `key` with no values rather than a 400. */
+export const propertyValuesQuery = v.object({
+  key: v.optional(v.pipe(v.string(), v.maxLength(400))),
+  value: v.optional(v.pipe(v.string(), v.maxLength(400))),
+});
+
+/** `value` may be any JSON, null included (it is `$set` as given); only its absence is refused. */
+export const updatePropertyBody = v.object({
+  key: v.optional(v.nullable(propertyKey)),
+  value: v.optional(v.unknown()),
+});
+
+export const resetDistinctIdBody = v.object({ distinct_id: v.optional(v.unknown()) });

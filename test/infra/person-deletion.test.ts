@@ -75,7 +75,7 @@ describe('deferred person-event deletion', () => {
         continue;
       expect([name, roleActions(dev, name).includes(consume)]).toEqual([name, false]);
     }
-    for (const op of ['persons_destroy', 'persons_bulk_delete', 'delete_queued_persons'])
+    for (const op of ['persons_destroy', 'persons_bulk_delete', 'persons_delete_events', 'delete_queued_persons'])
       expect(roleActions(dev, op)).toContain('sqs:SendMessage');
     expect(roleActions(dev, 'persons_retrieve').some((a) => a.startsWith('sqs:'))).toBe(false);
   });

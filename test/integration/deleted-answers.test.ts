@@ -78,6 +78,17 @@ describe('a cached answer is retired at once when', () => {
     await expectRetired(actorsQuery, () => ctx.c.post(`${ctx.persons}bulk_delete/`, { ids: [ctx.alice.id] }));
   });
 
+  it('persons are bulk-deleted by their PostHog uuids', async () => {
+    const alice = (await ctx.c.get(`${ctx.persons}${ctx.alice.id}/`)).body;
+    await expectRetired(actorsQuery, () => ctx.c.post(`${ctx.persons}bulk_delete/`, { ids: [alice.uuid] }));
+  });
+
+  it("a person's property is set through update_property", async () => {
+    await expectRetired(actorsQuery, () =>
+      ctx.c.post(`${ctx.persons}${ctx.alice.id}/update_property/`, { key: 'email', value: 'a@example.org' }),
+    );
+  });
+
   it('a person is split', async () => {
     await expectRetired(actorsQuery, () =>
       ctx.c.post(`${ctx.persons}${ctx.alice.id}/split/`, { main_distinct_id: 'alice' }),

@@ -4,6 +4,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { routePaths, routes, type Route } from '#functions/routes.ts';
 import { inputJsonSchema, serializeOpenApi } from '#infra/openapi/document.ts';
 import { bracedPath } from '#shared/http/path-template.ts';
+import { batchPut } from '#shared/db/batch.ts';
+import { personItems } from '#shared/db/persons.ts';
 import { generateOpenApi, OPENAPI_FILE, projectLevelOperationId } from '#infra/cli/openapi.ts';
 import { eventually, newProject, useApi } from '../support/api.ts';
 
@@ -431,6 +433,7 @@ interface Ctx {
   person: string;
   personToDelete: string;
   personToSplit: string;
+  personWithoutIds: string;
   action: string;
   actionToDelete: string;
   exportId: string;
@@ -497,6 +500,18 @@ const examples: Record<string, (c: Ctx) => Example | Promise<Example>> = {
   persons_split: (c) => ({
     params: { project_id: c.projectId, id: c.personToSplit },
     body: { main_distinct_id: 'oa-split' },
+  }),
+  persons_values: (c) => ({ params: { project_id: c.projectId }, query: { key: 'plan', value: 'fr' } }),
+  persons_update_property: (c) => ({
+    params: { project_id: c.projectId, id: c.person },
+    body: { key: 'plan', value: 'free' },
+  }),
+  // A person without distinct ids has no events to delete: nothing reaches the deletion queue, which
+  // test/integration/person-deletion.test.ts owns.
+  persons_delete_events: (c) => ({ params: { project_id: c.projectId, id: c.personWithoutIds } }),
+  persons_reset_person_distinct_id: (c) => ({
+    params: { project_id: c.projectId },
+    body: { distinct_id: 'oa-never-seen' },
   }),
   projects_retrieve: (c) => ({ params: { project_id: c.projectId } }),
   projects_partial_update: (c) => ({
@@ -637,6 +652,23 @@ function requestErrors(op: any, ex: Example): string[] {
   return errors;
 }
 
+async function personWithoutIds(projectId: number): Promise<string> {
+  const id = 9_000_000;
+  await batchPut(
+    personItems({
+      id,
+      uuid: '00000000-0000-7000-8000-000009000000',
+      project_id: projectId,
+      properties: {},
+      distinct_ids: [],
+      created_at: '2024-01-01T00:00:00.000Z',
+      is_identified: false,
+      version: 1,
+    }),
+  );
+  return String(id);
+}
+
 async function send(route: Route, path: string, ex: Example, key: string | undefined) {
   const url = path.replace(/:(\w+)/g, (_, name: string) => encodeURIComponent(ex.params![name]!));
   const query = ex.query ? `?${new URLSearchParams(ex.query)}` : '';
@@ -696,6 +728,7 @@ describe('an example request for each operation', () => {
       person: await personId('oa-main'),
       personToDelete: await personId('oa-del'),
       personToSplit: await personId('oa-split', 2),
+      personWithoutIds: await personWithoutIds(p.projectId),
       action: await action(),
       actionToDelete: await action(),
       exportId: await exportId(),

@@ -105,6 +105,26 @@ describe('deferred deletion of a person’s events', () => {
     expect((await query('blocking')).text).not.toContain('user-a');
   });
 
+  it('delete_events queues the deletion of the events of a person it keeps (both prefixes); the drain deletes them', async () => {
+    const s = await setup();
+    for (const base of [s.base, `/api/projects/${s.projectId}/persons/`]) {
+      const res = await s.c.post(`${base}${s.a.id}/delete_events/`, {});
+      expect(res.status).toBe(202);
+      expect(res.text).toBe('');
+    }
+    expect((await s.c.post(`${s.base}999999999/delete_events/`, {})).status).toBe(404);
+    for (const uuid of s.uuids.a) expect(await getEvent(s.projectId, uuid)).toBeDefined();
+
+    // One message per request; processed side by side, both may count the same three events.
+    expect(await drain()).toMatchObject({ processed: 2, failed: 0 });
+    for (const uuid of s.uuids.a) expect(await getEvent(s.projectId, uuid)).toBeUndefined();
+    for (const uuid of s.uuids.b) expect(await getEvent(s.projectId, uuid)).toBeDefined();
+    const kept = await s.c.get(`${s.base}${s.a.id}/`);
+    expect(kept.status).toBe(200);
+    expect(kept.body.distinct_ids.sort()).toEqual(['anon-a', 'user-a']);
+    await eventually(async () => expect(await total(s.projectId)).toBe(2));
+  });
+
   it('queues nothing without delete_events=true', async () => {
     const s = await setup();
     expect((await s.c.delete(`${s.base}${s.b.id}/?delete_events=false`)).status).toBe(204);

@@ -73,4 +73,28 @@ describe('filtered persons lists do bounded work per request', () => {
     const skipped = await walk(`${base}?properties=${pro}&limit=2&offset=3`);
     expect(skipped.flatMap((p) => p.results.map((r: any) => r.properties.n))).toEqual([45, 5]);
   });
+
+  it('persons/values counts the newest persons within the limit and says so', async () => {
+    const res = await c.get(`${base}values/?key=plan`);
+    expect(res.status).toBe(200);
+    // The newest 40 are n = 60..99, of which 85 and 99 are pro.
+    expect(res.body).toEqual({
+      results: [
+        { name: 'free', count: 38 },
+        { name: 'pro', count: 2 },
+      ],
+      refreshing: false,
+      scan_limited: true,
+    });
+  });
+
+  // Last: it deletes persons of the fixture.
+  it('bulk_delete by uuid finds uuids within the limit, and says a uuid beyond it was not reached', async () => {
+    const uuid = (n: number) => `00000000-0000-7000-8000-${String(5_000_000 + n).padStart(12, '0')}`;
+    const res = await c.post(`${base}bulk_delete/`, { ids: [uuid(99), uuid(70), uuid(0)] });
+    expect(res.status).toBe(202);
+    expect([...res.body.deleted].sort()).toEqual([5_000_070, 5_000_099]);
+    expect(res.body).toMatchObject({ not_found: [uuid(0)], queued: [], scan_limited: true });
+    expect((await c.get(`${base}5000000/`)).status).toBe(200);
+  });
 });

@@ -178,6 +178,8 @@ function bodyFor(route: KeyRoute): unknown {
     persons_split: {},
     persons_delete_property: { $unset: 'plan' },
     persons_bulk_delete: { distinct_ids: [`did-${SECRET}`] },
+    persons_update_property: { key: 'plan', value: 'hijacked' },
+    persons_reset_person_distinct_id: { distinct_id: `did-${SECRET}` },
     projects_partial_update: { name: 'Hijacked' },
     actions_create: { name: 'Hijacked', steps: [{ event: 'x' }] },
     actions_partial_update: { name: 'Hijacked' },

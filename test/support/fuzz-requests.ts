@@ -281,6 +281,8 @@ function baseBody(route: Route, t: FuzzTargets): Record<string, unknown> | undef
     persons_split: { main_distinct_id: t.distinctIds[0] },
     persons_delete_property: { $unset: 'fuzz' },
     persons_bulk_delete: { distinct_ids: ['nobody-has-this-id'] },
+    persons_update_property: { key: 'fuzz', value: 1 },
+    persons_reset_person_distinct_id: { distinct_id: 'nobody-has-this-id' },
     projects_partial_update: { name: 'Renamed', timezone: 'Europe/Paris', week_start_day: 1, test_account_filters: [] },
     actions_create: { name: 'Signups', steps: [{ event: 'signed up', properties: [] }] },
     actions_partial_update: { name: 'Renamed', steps: [{ event: 'x' }] },
@@ -319,7 +321,9 @@ function pathsOf(value: unknown, prefix: (string | number)[] = []): (string | nu
 function setAt(root: unknown, path: (string | number)[], value: unknown): unknown {
   if (path.length === 0) return value;
   const [head, ...rest] = path;
-  const copy: any = Array.isArray(root) ? [...root] : objectOf(Object.entries((root ?? {}) as object));
+  // A key that is not an index (`length`, `__proto__`) turns an array into an object holding its items.
+  const asArray = Array.isArray(root) && typeof head === 'number';
+  const copy: any = asArray ? [...(root as unknown[])] : objectOf(Object.entries((root ?? {}) as object));
   Object.defineProperty(copy, head!, {
     value: setAt(copy[head!], rest, value),
     enumerable: true,
