@@ -101,7 +101,7 @@ type AccessKeys = { aws_access_key_id: string; aws_secret_access_key: string };
  * The validated destination without its secrets, and what becomes of the access keys: new ones to
  * seal, null to drop them, undefined to keep the sealed ones (a PATCH that does not name them).
  */
-function destination(
+export function destination(
   raw: ExportInput['destination'],
   current?: ExportRecord['destination'],
 ): { type: DestinationType; config: Record<string, unknown>; keys: AccessKeys | null | undefined } {

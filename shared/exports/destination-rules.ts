@@ -179,7 +179,8 @@ export const ENCRYPTIONS = ['AES256', 'aws:kms'] as const;
 /** A file per window is held in memory whole: a bigger part would not help it, and S3's part limit is 5 GB. */
 export const MAX_FILE_SIZE_MB = 5_000;
 /** A KMS key id, key ARN, alias name or alias ARN. */
-const KMS_KEY = /^(arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:(key|alias)\/[\w/+=,.@-]{1,256}|alias\/[\w/+=,.@-]{1,256}|[0-9a-fA-F-]{32,36}|mrk-[0-9a-f]{32})$/;
+const KMS_KEY =
+  /^(arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:(key|alias)\/[\w/+=,.@-]{1,256}|alias\/[\w/+=,.@-]{1,256}|[0-9a-fA-F-]{32,36}|mrk-[0-9a-f]{32})$/;
 /** S3-compatible stores name regions their own way (auto, fr-par, nyc3). */
 const COMPATIBLE_REGION = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
@@ -211,7 +212,11 @@ export function destinationConfig(
   if (!options.partial) {
     const missing = REQUIRED[type].find((k) => config[k] === undefined);
     if (missing)
-      throw new ValidationError(`Configuration missing required field: '${missing}'.`, `${ATTR}__${missing}`, 'required');
+      throw new ValidationError(
+        `Configuration missing required field: '${missing}'.`,
+        `${ATTR}__${missing}`,
+        'required',
+      );
   }
   for (const [k, v] of Object.entries(config)) {
     if (v === null) continue;
@@ -221,18 +226,25 @@ export function destinationConfig(
     } else if (BOOLEANS.includes(k)) {
       if (v === 'true' || v === 'false') config[k] = v === 'true';
       else if (typeof v !== 'boolean')
-        throw new ValidationError(`Configuration has invalid type: got '${typeof v}', expected 'bool'.`, `${ATTR}__${k}`);
+        throw new ValidationError(
+          `Configuration has invalid type: got '${typeof v}', expected 'bool'.`,
+          `${ATTR}__${k}`,
+        );
     } else if (INTEGERS.includes(k)) {
       const n = typeof v === 'string' && /^\d{1,10}$/.test(v) ? Number(v) : v;
       if (typeof n !== 'number' || !Number.isInteger(n))
-        throw new ValidationError(`Configuration has invalid type: got '${typeof v}', expected 'int'.`, `${ATTR}__${k}`);
+        throw new ValidationError(
+          `Configuration has invalid type: got '${typeof v}', expected 'int'.`,
+          `${ATTR}__${k}`,
+        );
       config[k] = n;
     } else if (typeof v !== 'string') {
       throw new ValidationError(`Configuration has invalid type: got '${typeof v}', expected 'str'.`, `${ATTR}__${k}`);
     }
   }
   for (const k of ['bucket_name', 'region', 'aws_access_key_id', 'aws_secret_access_key', 'role_arn', 'endpoint_url'])
-    if (config[k] === '') throw new ValidationError(`The following inputs are empty: ['${k}'].`, `${ATTR}__${k}`, 'blank');
+    if (config[k] === '')
+      throw new ValidationError(`The following inputs are empty: ['${k}'].`, `${ATTR}__${k}`, 'blank');
   const format = (config.file_format ?? 'JSONLines') as FileFormat;
   if (!FILE_FORMATS.includes(format))
     throw new ValidationError(
@@ -247,18 +259,27 @@ export function destinationConfig(
     );
   const size = config.max_file_size_mb as number | null | undefined;
   if (size != null && (size < 1 || size > MAX_FILE_SIZE_MB))
-    throw new ValidationError(`max_file_size_mb is a whole number of megabytes from 1 to ${MAX_FILE_SIZE_MB}.`, `${ATTR}__max_file_size_mb`);
+    throw new ValidationError(
+      `max_file_size_mb is a whole number of megabytes from 1 to ${MAX_FILE_SIZE_MB}.`,
+      `${ATTR}__max_file_size_mb`,
+    );
   if (config.encryption != null && !(ENCRYPTIONS as readonly unknown[]).includes(config.encryption))
     throw new ValidationError(`encryption is one of: ${ENCRYPTIONS.join(', ')} (or null).`, `${ATTR}__encryption`);
   if (config.kms_key_id != null) {
     if (config.encryption !== 'aws:kms')
       throw new ValidationError('kms_key_id goes with "encryption": "aws:kms".', `${ATTR}__kms_key_id`);
     if (!KMS_KEY.test(config.kms_key_id as string))
-      throw new ValidationError('Enter a KMS key id, key ARN, alias name (alias/...) or alias ARN.', `${ATTR}__kms_key_id`);
+      throw new ValidationError(
+        'Enter a KMS key id, key ARN, alias name (alias/...) or alias ARN.',
+        `${ATTR}__kms_key_id`,
+      );
   }
   const regionRule =
     type === 'S3Compatible'
-      ? (r: string) => (COMPATIBLE_REGION.test(r) ? undefined : 'A region is lowercase letters, digits and hyphens (e.g. auto, fr-par).')
+      ? (r: string) =>
+          COMPATIBLE_REGION.test(r)
+            ? undefined
+            : 'A region is lowercase letters, digits and hyphens (e.g. auto, fr-par).'
       : regionProblem;
   const problems: [string, (v: string) => string | undefined][] = [
     ['region', regionRule],

@@ -144,13 +144,13 @@ export function encodeFiles(
     size += rowSize;
   }
   groups.push(group);
-  const fit = (g: Record<string, unknown>[]): EncodedFile[] => {
+  const withinSize = (g: Record<string, unknown>[]): EncodedFile[] => {
     const file = encodeRows(g, columns, format, compression);
     if (file.body.length <= maxBytes || g.length === 1) return [file];
     const half = Math.ceil(g.length / 2);
-    return [...fit(g.slice(0, half)), ...fit(g.slice(half))];
+    return [...withinSize(g.slice(0, half)), ...withinSize(g.slice(half))];
   };
-  return groups.flatMap(fit);
+  return groups.flatMap(withinSize);
 }
 
 /** PostHog's prefix variables, from the window's start (UTC). */

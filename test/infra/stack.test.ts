@@ -221,6 +221,7 @@ describe('least privilege', () => {
         // Per-key rate limits (shared/db/rate-limits.ts) count every key-authenticated request: write routes already can.
         ...(keyAuthenticated && r.access !== 'write' ? ['table:count-rate-limits'] : []),
         ...(r.sealsSecrets ? ['kms:seal-export-secrets'] : []),
+        ...(r.assumesDestinationRoles ? ['sts:assume-customer-roles', 'sts:deny-own-account-roles'] : []),
         ...(r.sends ?? []).map((q) => `sqs:send:${q}`),
       ];
       expect([r.operationId, permissionsOf(r.operationId)]).toEqual([r.operationId, [...BASE, ...declared].sort()]);
