@@ -1,5 +1,5 @@
 /**
- * Export throughput: a 100k-event window exported into the local S3 (s3rver) as JSONLines (gzip) and Parquet (snappy, gzip) by the real scheduler
+ * Export throughput: a 100k-event window exported into the local S3 (s3rver) as JSONLines (gzip) and Parquet (snappy, gzip, brotli) by the real scheduler
  * (`npm run cron -- run-batch-exports` against a child local stack), as rows/s. Events are seeded
  * straight into the table's ingestion-time index with BatchWriteItem under a key prefix the stream
  * worker ignores: what is measured is the export (read the window, resolve persons, encode, gzip,
@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { CreateBucketCommand, GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { eventItem } from '#shared/db/events.ts';
+import { uuidv7 } from '#shared/ids.ts';
 import { ROOT } from '#infra/build.ts';
 import { batchWriteAll, localDynamo } from './lib/dynamo-seed.ts';
 import { startChildStack } from './lib/local-stack.ts';
@@ -43,7 +44,8 @@ export const exportsBenchmark: Benchmark = {
         for (let i = 0; i < count; i += 1) {
           const at = new Date(windowStart.getTime() + Math.floor((i / count) * 3_600_000)).toISOString();
           const item = eventItem({
-            uuid: randomUUID(),
+            // Time-ordered, as posthog-js and our capture make them (random v4 ids would be half of any file).
+            uuid: uuidv7(),
             event: i % 4 ? '$pageview' : 'signed up',
             distinct_id: `user-${i % 5000}`,
             project_id: info.project_id,
@@ -134,7 +136,11 @@ export const exportsBenchmark: Benchmark = {
         };
       };
       const jsonl = await exportAs('JSONLines', 'gzip');
-      const parquets = [await exportAs('Parquet', 'snappy'), await exportAs('Parquet', 'gzip')];
+      const parquets = [
+        await exportAs('Parquet', 'snappy'),
+        await exportAs('Parquet', 'gzip'),
+        await exportAs('Parquet', 'brotli'),
+      ];
       const all = [jsonl, ...parquets];
       console.log(
         `\n${table(

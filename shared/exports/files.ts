@@ -89,7 +89,9 @@ const toBytes = (b: Buffer) => new Uint8Array(b.buffer, b.byteOffset, b.byteLeng
 /** Compressors for the codecs hyparquet-writer does not carry itself (it has snappy). */
 const COMPRESSORS = {
   GZIP: (input: Uint8Array) => toBytes(zlib.gzipSync(input)),
-  BROTLI: (input: Uint8Array) => toBytes(zlib.brotliCompressSync(input)),
+  // Quality 5, not brotli's default 11: 11 took 3 minutes for a 100k-event window; 5 keeps most of the gain.
+  BROTLI: (input: Uint8Array) =>
+    toBytes(zlib.brotliCompressSync(input, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 5 } })),
   ...(zstdCompress ? { ZSTD: (input: Uint8Array) => toBytes(zstdCompress(input)) } : {}),
 };
 const CODECS = { none: 'SNAPPY', snappy: 'SNAPPY', gzip: 'GZIP', brotli: 'BROTLI', zstd: 'ZSTD' } as const;
@@ -102,7 +104,9 @@ function encodeParquet(rows: Record<string, unknown>[], columns: string[], compr
     columnData: columns.map((name) => {
       const values = rows.map((r) => r[name]);
       const type = columnType(name, values);
-      return { name, type, data: columnData(type, values) as never };
+      // Times of a window are close together: deltas take a few bits a row where plain takes 8 bytes.
+      const encoding = type === 'TIMESTAMP' || type === 'INT64' ? ('DELTA_BINARY_PACKED' as const) : undefined;
+      return { name, type, data: columnData(type, values) as never, ...(encoding ? { encoding } : {}) };
     }),
     codec,
     compressors: COMPRESSORS,
