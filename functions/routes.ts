@@ -397,7 +397,7 @@ export const routes = [
     path: '/api/organizations/:organization_id/batch_exports/test',
     scope: 'batch_export:write',
     handler: 'batch-exports/test',
-    access: 'read',
+    access: 'write',
     assumesDestinationRoles: true,
     summary: 'Check a destination before saving it: assume its role, find its bucket, write a test object',
   },
