@@ -397,17 +397,17 @@ describe('batch export destinations and their secrets', () => {
     expect(withAction('s3:')).toEqual([]);
   });
 
-  it('lets only the exporter assume roles, any role but those of its own account', () => {
+  it('lets only the exporter and the destination check assume roles, any role but those of its own account', () => {
     const assume = withAction('sts:');
-    expect(assume.map(({ name, st }) => [name, st.Effect, st.Action, st.Resource])).toEqual([
-      ['run_batch_exports', 'Allow', 'sts:AssumeRole', 'arn:*:iam::*:role/*'],
-      [
-        'run_batch_exports',
-        'Deny',
-        'sts:AssumeRole',
-        { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::', { Ref: 'AWS::AccountId' }, ':role/*']] },
-      ],
-    ]);
+    const own = {
+      'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::', { Ref: 'AWS::AccountId' }, ':role/*']],
+    };
+    expect(assume.map(({ name, st }) => [name, st.Effect, st.Action, st.Resource])).toEqual(
+      ['batch_exports_test', 'run_batch_exports'].flatMap((name) => [
+        [name, 'Allow', 'sts:AssumeRole', 'arn:*:iam::*:role/*'],
+        [name, 'Deny', 'sts:AssumeRole', own],
+      ]),
+    );
   });
 
   it('lets only the exporter decrypt export secrets, and only batch export create/update generate data keys', () => {
