@@ -29,6 +29,12 @@ interface RouteBase {
   writesQueries?: 'status' | 'results';
   /** Seals batch-export destination secrets (IAM: kms:GenerateDataKey on the export secrets key, never Decrypt). */
   sealsSecrets?: boolean;
+  /**
+   * Checks a destination a member is configuring: assumes the role it names in the customer's account
+   * (sts:AssumeRole with the organization id as ExternalId, never this account's roles). No kms:Decrypt:
+   * the keys it tests are the ones in the request.
+   */
+  assumesDestinationRoles?: boolean;
   /** Files shipped beside the bundled handler: the static SDK routes serve posthog-js's browser bundles (infra/build.ts copies them). */
   assets?: 'posthog-js';
   summary: string;
@@ -507,6 +513,16 @@ export const routes = [
     handler: 'batch-exports/backfill',
     access: 'write',
     summary: 'Backfill a batch export over a past range (deprecated endpoint)',
+  },
+  {
+    operationId: 'batch_exports_test',
+    method: 'POST',
+    path: '/api/organizations/:organization_id/batch_exports/test',
+    scope: 'batch_export:write',
+    handler: 'batch-exports/test',
+    access: 'write',
+    assumesDestinationRoles: true,
+    summary: 'Check a destination before saving it: assume its role, find its bucket, write a test object',
   },
   {
     operationId: 'batch_exports_logs',

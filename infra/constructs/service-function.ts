@@ -47,6 +47,8 @@ export interface Permissions {
   sealsSecrets?: boolean;
   /** kms:Decrypt of sealed secrets and sts:AssumeRole into customers' accounts (never this account's roles). */
   writesDestinations?: boolean;
+  /** sts:AssumeRole into customers' accounts only (the destination check), without opening sealed keys. */
+  assumesDestinationRoles?: boolean;
   sends?: readonly QueueName[];
   consumes?: readonly QueueName[];
 }
@@ -58,6 +60,7 @@ export const routePermissions = (r: Route): Permissions => ({
   writesCache: r.writesCache,
   writesQueries: r.writesQueries,
   sealsSecrets: r.sealsSecrets,
+  assumesDestinationRoles: r.assumesDestinationRoles,
   sends: r.sends,
 });
 
@@ -170,7 +173,7 @@ export class ServiceFunction extends Construct {
         }),
       );
     }
-    if (p.writesDestinations) {
+    if (p.writesDestinations || p.assumesDestinationRoles) {
       // The exporter never writes with its own identity: no S3 permission at all. A destination brings
       // its own keys (sealed: only this role may Decrypt them) or names a role in the customer's
       // account, assumed with the organization id as ExternalId. Any role ARN is allowed because the
@@ -184,6 +187,8 @@ export class ServiceFunction extends Construct {
           resources: [`arn:${Aws.PARTITION}:iam::${Aws.ACCOUNT_ID}:role/*`],
         }),
       );
+    }
+    if (p.writesDestinations) {
       fn.addToRolePolicy(
         new iam.PolicyStatement({
           actions: ['kms:Decrypt'],

@@ -14,7 +14,11 @@ export interface ExportRecord {
   name: string;
   model: 'events' | 'persons';
   /** `config` holds no secret: access keys are in `sealed_secrets` (envelope-encrypted, shared/exports/secrets.ts). */
-  destination: { type: 'S3'; config: Record<string, unknown>; sealed_secrets?: SealedSecrets | null };
+  destination: {
+    type: 'S3' | 'AwsS3' | 'S3Compatible';
+    config: Record<string, unknown>;
+    sealed_secrets?: SealedSecrets | null;
+  };
   interval: string;
   paused: boolean;
   created_at: string;

@@ -18,8 +18,7 @@ import {
 import { getOrganizationWithProjects } from '../db/organizations.ts';
 import { config as serviceConfig } from '../config.ts';
 import { Conflict, NotFound, textOf, ValidationError } from '../errors.ts';
-import { bucketProblem, endpointProblem, regionProblem, roleArnProblem } from '../exports/destination-rules.ts';
-import { COMPRESSIONS, FILE_FORMATS } from '../exports/files.ts';
+import { DESTINATION_TYPES, destinationConfig, type DestinationType } from '../exports/destination-rules.ts';
 import { sealSecrets } from '../exports/secrets.ts';
 import { parseExportQuery } from '../exports/hogql.ts';
 import { firstWindowEnd, floorBoundary, intervalMs, windowCount, type ExportInterval } from '../exports/intervals.ts';
@@ -44,17 +43,6 @@ export interface ExportInput {
 }
 
 const SECRETS = ['aws_access_key_id', 'aws_secret_access_key'];
-const S3_REQUIRED = ['bucket_name', 'region', 'prefix'];
-const S3_OPTIONAL = [
-  'compression',
-  'file_format',
-  'aws_access_key_id',
-  'aws_secret_access_key',
-  'role_arn',
-  'endpoint_url',
-  'include_events',
-  'exclude_events',
-];
 
 export function runResponse(r: RunRecord) {
   return {
@@ -103,58 +91,8 @@ export function exportResponse(e: ExportRecord, runs: RunRecord[]) {
   };
 }
 
-/** PostHog's S3 config rules (PR #27148): unknown and missing fields are named, types checked. */
-function s3Config(raw: unknown, partial: boolean): Record<string, unknown> {
-  const attr = 'destination__config';
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
-    throw new ValidationError('Expected a dictionary of settings.', attr);
-  const config = raw as Record<string, unknown>;
-  const unknown = Object.keys(config).filter((k) => !S3_REQUIRED.includes(k) && !S3_OPTIONAL.includes(k));
-  if (unknown.length)
-    throw new ValidationError(`Configuration has unknown field/s: ${unknown.map((k) => `'${k}'`).join(', ')}.`, attr);
-  if (!partial) {
-    const missing = S3_REQUIRED.find((k) => config[k] === undefined);
-    if (missing)
-      throw new ValidationError(
-        `Configuration missing required field: '${missing}'.`,
-        `${attr}__${missing}`,
-        'required',
-      );
-  }
-  for (const [k, v] of Object.entries(config)) {
-    if (k === 'include_events' || k === 'exclude_events') {
-      if (v !== null && !(Array.isArray(v) && v.every((x) => typeof x === 'string')))
-        throw new ValidationError('Expected a list of event names.', `${attr}__${k}`);
-    } else if (v !== null && typeof v !== 'string') {
-      throw new ValidationError(`Configuration has invalid type: got '${typeof v}', expected 'str'.`, `${attr}__${k}`);
-    }
-  }
-  for (const k of ['bucket_name', 'region', 'aws_access_key_id', 'aws_secret_access_key', 'role_arn'])
-    if (config[k] === '')
-      throw new ValidationError(`The following inputs are empty: ['${k}'].`, `${attr}__${k}`, 'blank');
-  if (config.compression != null && !(COMPRESSIONS as readonly unknown[]).includes(config.compression)) {
-    throw new ValidationError(
-      `"${String(config.compression)}" is not a supported compression: ${COMPRESSIONS.join(', ')}.`,
-      `${attr}__compression`,
-    );
-  }
-  if (config.file_format != null && !(FILE_FORMATS as readonly unknown[]).includes(config.file_format)) {
-    throw new ValidationError(
-      `"${String(config.file_format)}" is not a supported file format: ${FILE_FORMATS.join(', ')}.`,
-      `${attr}__file_format`,
-    );
-  }
-  const problems: [string, (v: string) => string | undefined][] = [
-    ['region', regionProblem],
-    ['bucket_name', bucketProblem],
-    ['role_arn', roleArnProblem],
-    ['endpoint_url', (url) => endpointProblem(url, serviceConfig().allowLoopbackExportEndpoints)],
-  ];
-  for (const [k, check] of problems) {
-    const problem = typeof config[k] === 'string' && config[k] !== '' ? check(config[k]) : undefined;
-    if (problem) throw new ValidationError(problem, `${attr}__${k}`);
-  }
-  return config;
+function s3Config(type: DestinationType, raw: unknown, partial: boolean): Record<string, unknown> {
+  return destinationConfig(type, raw, { partial, allowLoopback: serviceConfig().allowLoopbackExportEndpoints });
 }
 
 type AccessKeys = { aws_access_key_id: string; aws_secret_access_key: string };
@@ -163,26 +101,26 @@ type AccessKeys = { aws_access_key_id: string; aws_secret_access_key: string };
  * The validated destination without its secrets, and what becomes of the access keys: new ones to
  * seal, null to drop them, undefined to keep the sealed ones (a PATCH that does not name them).
  */
-function destination(
+export function destination(
   raw: ExportInput['destination'],
   current?: ExportRecord['destination'],
-): { type: 'S3'; config: Record<string, unknown>; keys: AccessKeys | null | undefined } {
+): { type: DestinationType; config: Record<string, unknown>; keys: AccessKeys | null | undefined } {
   if (!raw) {
     if (current) return { type: current.type, config: current.config, keys: undefined };
     throw new ValidationError('This field is required.', 'destination', 'required');
   }
-  const type = raw.type ?? current?.type;
-  if (type !== 'S3')
+  const type = (raw.type ?? current?.type) as DestinationType;
+  if (!DESTINATION_TYPES.includes(type))
     throw new ValidationError(
-      `"${textOf(type)}" is not a supported destination type: S3.`,
+      `"${textOf(type)}" is not a supported destination type: ${DESTINATION_TYPES.join(', ')}.`,
       'destination__type',
       'invalid_choice',
     );
   if (current && current.type !== type)
     throw new ValidationError('The destination type cannot be changed.', 'destination__type');
   // PATCH merges the config (secrets stay unless given again), then the result must be complete.
-  const given = current ? s3Config(raw.config ?? {}, true) : s3Config(raw.config, false);
-  const merged = s3Config(current ? { ...current.config, ...given } : given, false);
+  const given = current ? s3Config(type, raw.config ?? {}, true) : s3Config(type, raw.config, false);
+  const merged = s3Config(type, current ? { ...current.config, ...given } : given, false);
   const { aws_access_key_id: id, aws_secret_access_key: secret, ...config } = merged;
   if ((id === undefined) !== (secret === undefined) || (id === null) !== (secret === null)) {
     throw new ValidationError(
@@ -211,7 +149,7 @@ function destination(
       'Give either access keys or role_arn, not both (set the one you drop to null).',
       'destination__config',
     );
-  return { type: 'S3', config, keys };
+  return { type, config, keys };
 }
 
 /**

@@ -26,7 +26,7 @@ import { organizationExists } from '../db/organizations.ts';
 import { DestinationError } from '../exports/destination-http.ts';
 import { openDestination } from './export-destinations.ts';
 import { getPersons, personIdsOf, personsPage, type PersonRecord, type PersonsPosition } from '../db/persons.ts';
-import { encodeRows, objectKey, type Compression, type FileFormat } from '../exports/files.ts';
+import { encodeFiles, manifestKey, objectKey, type Compression, type FileFormat } from '../exports/files.ts';
 import { EVENT_COLUMNS, parseExportQuery } from '../exports/hogql.ts';
 import { intervalMs, windowsBetween, type ExportInterval } from '../exports/intervals.ts';
 import { uuidv7 } from '../ids.ts';
@@ -294,16 +294,26 @@ interface Uploaded {
   bytes: number;
 }
 
-/** Writes the run's rows as one file (and its manifest beside it) to the export's destination. */
+/**
+ * Writes the run's rows as one file, or several of at most max_file_size_mb, then the manifest beside
+ * them, last: a consumer that sees the manifest knows the window's files are all there.
+ */
 async function uploadRun(e: ExportRecord, run: RunRecord, put: PutObject): Promise<Uploaded> {
   const rows = e.model === 'persons' ? await personRows(e, run) : await eventRows(e, run);
   const config = await openDestination(e);
   const format = (config.file_format as FileFormat | null) ?? 'JSONLines';
   const compression = (config.compression as Compression | null) ?? 'none';
   const window = { start: new Date(run.data_interval_start), end: new Date(run.data_interval_end) };
-  const file = encodeRows(rows.rows, rows.columns, format, compression);
-  const key = objectKey(String(config.prefix ?? ''), window, e.model, file.extension);
-  await put(config, key, file.body, file.contentType);
+  const maxMb = config.max_file_size_mb as number | null | undefined;
+  const files = encodeFiles(rows.rows, rows.columns, format, compression, maxMb ? maxMb * 1024 * 1024 : undefined);
+  const prefix = String(config.prefix ?? '');
+  const written: { key: string; records: number; bytes: number }[] = [];
+  for (const [n, file] of files.entries()) {
+    const key = objectKey(prefix, window, e.model, file.extension, maxMb ? n : undefined);
+    await put(config, key, file.body, file.contentType);
+    written.push({ key, records: file.records, bytes: file.body.length });
+  }
+  const bytes = written.reduce((sum, f) => sum + f.bytes, 0);
   const manifest = {
     batch_export_id: e.id,
     run_id: run.id,
@@ -312,13 +322,14 @@ async function uploadRun(e: ExportRecord, run: RunRecord, put: PutObject): Promi
     data_interval_end: run.data_interval_end,
     file_format: format,
     compression,
-    files: [{ key, records: rows.rows.length, bytes: file.body.length }],
+    files: written,
     records: rows.rows.length,
-    bytes: file.body.length,
+    bytes,
   };
-  const manifestKey = `${key.slice(0, -file.extension.length - 1)}.manifest.json`;
-  await put(config, manifestKey, Buffer.from(JSON.stringify(manifest, null, 2)), 'application/json');
-  return { bucket: String(config.bucket_name), key, records: rows.rows.length, bytes: file.body.length };
+  const manifest_key = manifestKey(prefix, window, e.model);
+  await put(config, manifest_key, Buffer.from(JSON.stringify(manifest, null, 2)), 'application/json');
+  const key = written.length === 1 ? written[0]!.key : manifest_key;
+  return { bucket: String(config.bucket_name), key, records: rows.rows.length, bytes };
 }
 
 /** Records a run's success: the run, the rows metric, the export's log, and its failure streak reset. */

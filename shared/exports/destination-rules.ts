@@ -1,4 +1,6 @@
 import { isIP } from 'node:net';
+import { ValidationError } from '../errors.ts';
+import { COMPRESSIONS, FILE_FORMATS, type FileFormat } from './files.ts';
 
 /**
  * Rules for the parts of an S3 destination that decide where the exporter connects and as whom.
@@ -139,4 +141,155 @@ export function endpointProblem(raw: string, allowLoopback: boolean): string | u
   if (loopback || isPrivateLiteral(url.hostname))
     return 'The endpoint URL must not point at a private, loopback or link-local address.';
   return undefined;
+}
+
+/** `S3` is PostHog's legacy name: it takes every field of both current types, as it always has. */
+export const DESTINATION_TYPES = ['S3', 'AwsS3', 'S3Compatible'] as const;
+export type DestinationType = (typeof DESTINATION_TYPES)[number];
+
+const COMMON_FIELDS = [
+  'bucket_name',
+  'region',
+  'prefix',
+  'compression',
+  'file_format',
+  'max_file_size_mb',
+  'include_events',
+  'exclude_events',
+  'aws_access_key_id',
+  'aws_secret_access_key',
+];
+const AWS_ONLY = ['role_arn', 'encryption', 'kms_key_id'];
+const COMPATIBLE_ONLY = ['endpoint_url', 'use_virtual_style_addressing'];
+const FIELDS: Record<DestinationType, readonly string[]> = {
+  S3: [...COMMON_FIELDS, ...AWS_ONLY, ...COMPATIBLE_ONLY],
+  AwsS3: [...COMMON_FIELDS, ...AWS_ONLY],
+  S3Compatible: [...COMMON_FIELDS, ...COMPATIBLE_ONLY],
+};
+const REQUIRED: Record<DestinationType, readonly string[]> = {
+  S3: ['bucket_name', 'region', 'prefix'],
+  AwsS3: ['bucket_name', 'region', 'prefix'],
+  S3Compatible: ['bucket_name', 'prefix', 'endpoint_url'],
+};
+const LISTS = ['include_events', 'exclude_events'];
+const BOOLEANS = ['use_virtual_style_addressing'];
+const INTEGERS = ['max_file_size_mb'];
+
+export const ENCRYPTIONS = ['AES256', 'aws:kms'] as const;
+/** A file per window is held in memory whole: a bigger part would not help it, and S3's part limit is 5 GB. */
+export const MAX_FILE_SIZE_MB = 5_000;
+/** A KMS key id, key ARN, alias name or alias ARN. */
+const KMS_KEY =
+  /^(arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:(key|alias)\/[\w/+=,.@-]{1,256}|alias\/[\w/+=,.@-]{1,256}|[0-9a-fA-F-]{32,36}|mrk-[0-9a-f]{32})$/;
+/** S3-compatible stores name regions their own way (auto, fr-par, nyc3). */
+const COMPATIBLE_REGION = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+const ATTR = 'destination__config';
+
+/**
+ * PostHog's destination config rules (PR #27148, and its per-type field sets): unknown fields,
+ * including the other type's, are named; required ones are named; types checked; then each value's
+ * own rule. Returns the config with numbers and booleans given as strings converted (PostHog's try_convert_to_type).
+ */
+export function destinationConfig(
+  type: DestinationType,
+  raw: unknown,
+  options: { partial: boolean; allowLoopback: boolean },
+): Record<string, unknown> {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw new ValidationError('Expected a dictionary of settings.', ATTR);
+  const config = { ...(raw as Record<string, unknown>) };
+  const allowed = FIELDS[type];
+  const unknown = Object.keys(config).filter((k) => !allowed.includes(k));
+  if (unknown.length) {
+    const other = type === 'AwsS3' ? 'S3Compatible' : type === 'S3Compatible' ? 'AwsS3' : undefined;
+    const theirs = other ? unknown.filter((k) => FIELDS[other].includes(k)) : [];
+    throw new ValidationError(
+      `Configuration has unknown field/s: ${unknown.map((k) => `'${k}'`).join(', ')}.${theirs.length ? ` ${theirs.map((k) => `'${k}'`).join(', ')} belong(s) to ${other} destinations, not ${type}.` : ''}`,
+      ATTR,
+    );
+  }
+  if (!options.partial) {
+    const missing = REQUIRED[type].find((k) => config[k] === undefined);
+    if (missing)
+      throw new ValidationError(
+        `Configuration missing required field: '${missing}'.`,
+        `${ATTR}__${missing}`,
+        'required',
+      );
+  }
+  for (const [k, v] of Object.entries(config)) {
+    if (v === null) continue;
+    if (LISTS.includes(k)) {
+      if (!(Array.isArray(v) && v.every((x) => typeof x === 'string')))
+        throw new ValidationError('Expected a list of event names.', `${ATTR}__${k}`);
+    } else if (BOOLEANS.includes(k)) {
+      if (v === 'true' || v === 'false') config[k] = v === 'true';
+      else if (typeof v !== 'boolean')
+        throw new ValidationError(
+          `Configuration has invalid type: got '${typeof v}', expected 'bool'.`,
+          `${ATTR}__${k}`,
+        );
+    } else if (INTEGERS.includes(k)) {
+      const n = typeof v === 'string' && /^\d{1,10}$/.test(v) ? Number(v) : v;
+      if (typeof n !== 'number' || !Number.isInteger(n))
+        throw new ValidationError(
+          `Configuration has invalid type: got '${typeof v}', expected 'int'.`,
+          `${ATTR}__${k}`,
+        );
+      config[k] = n;
+    } else if (typeof v !== 'string') {
+      throw new ValidationError(`Configuration has invalid type: got '${typeof v}', expected 'str'.`, `${ATTR}__${k}`);
+    }
+  }
+  for (const k of ['bucket_name', 'region', 'aws_access_key_id', 'aws_secret_access_key', 'role_arn', 'endpoint_url'])
+    if (config[k] === '')
+      throw new ValidationError(`The following inputs are empty: ['${k}'].`, `${ATTR}__${k}`, 'blank');
+  const format = (config.file_format ?? 'JSONLines') as FileFormat;
+  if (!FILE_FORMATS.includes(format))
+    throw new ValidationError(
+      `File format ${String(format).slice(0, 64)} is not supported. Supported file formats are ${FILE_FORMATS.join(', ')}.`,
+      `${ATTR}__file_format`,
+    );
+  const compressions: readonly string[] = COMPRESSIONS[format];
+  if (config.compression != null && !compressions.includes(config.compression as string))
+    throw new ValidationError(
+      `Compression ${String(config.compression).slice(0, 64)} is not supported for file format ${format}. Supported compressions are ${compressions.filter((c) => c !== 'none').join(', ')}.`,
+      `${ATTR}__compression`,
+    );
+  const size = config.max_file_size_mb as number | null | undefined;
+  if (size != null && (size < 1 || size > MAX_FILE_SIZE_MB))
+    throw new ValidationError(
+      `max_file_size_mb is a whole number of megabytes from 1 to ${MAX_FILE_SIZE_MB}.`,
+      `${ATTR}__max_file_size_mb`,
+    );
+  if (config.encryption != null && !(ENCRYPTIONS as readonly unknown[]).includes(config.encryption))
+    throw new ValidationError(`encryption is one of: ${ENCRYPTIONS.join(', ')} (or null).`, `${ATTR}__encryption`);
+  if (config.kms_key_id != null) {
+    if (config.encryption !== 'aws:kms')
+      throw new ValidationError('kms_key_id goes with "encryption": "aws:kms".', `${ATTR}__kms_key_id`);
+    if (!KMS_KEY.test(config.kms_key_id as string))
+      throw new ValidationError(
+        'Enter a KMS key id, key ARN, alias name (alias/...) or alias ARN.',
+        `${ATTR}__kms_key_id`,
+      );
+  }
+  const regionRule =
+    type === 'S3Compatible'
+      ? (r: string) =>
+          COMPATIBLE_REGION.test(r)
+            ? undefined
+            : 'A region is lowercase letters, digits and hyphens (e.g. auto, fr-par).'
+      : regionProblem;
+  const problems: [string, (v: string) => string | undefined][] = [
+    ['region', regionRule],
+    ['bucket_name', bucketProblem],
+    ['role_arn', roleArnProblem],
+    ['endpoint_url', (url) => endpointProblem(url, options.allowLoopback)],
+  ];
+  for (const [k, check] of problems) {
+    const problem = typeof config[k] === 'string' && config[k] !== '' ? check(config[k]) : undefined;
+    if (problem) throw new ValidationError(problem, `${ATTR}__${k}`);
+  }
+  return config;
 }

@@ -17,12 +17,17 @@ import {
  */
 export interface S3Destination {
   bucket_name: string;
-  region: string;
+  region?: string | null;
   aws_access_key_id?: string | null;
   aws_secret_access_key?: string | null;
   /** With temporary credentials (an assumed role). */
   aws_session_token?: string | null;
   endpoint_url?: string | null;
+  /** S3-compatible stores that only serve `bucket.host` (PostHog's use_virtual_style_addressing). */
+  use_virtual_style_addressing?: boolean | null;
+  /** Server-side encryption S3 applies to each object (SSE-S3 or SSE-KMS), sent as its headers. */
+  encryption?: 'AES256' | 'aws:kms' | null;
+  kms_key_id?: string | null;
 }
 
 /**
@@ -39,17 +44,29 @@ function credentials(d: S3Destination) {
   };
 }
 
-/** Path-style for custom endpoints and dotted bucket names (TLS), virtual-hosted otherwise (AWS's default). */
-function target(d: S3Destination, key: string): { url: URL; path: string } {
+/**
+ * Path-style for custom endpoints (unless they ask for virtual-hosted) and dotted bucket names (TLS),
+ * virtual-hosted otherwise (AWS's default). An empty key addresses the bucket itself (HeadBucket).
+ */
+export function target(d: S3Destination, key: string): { url: URL; path: string } {
   const encodedKey = key.split('/').map(encodeURIComponent).join('/');
   if (d.endpoint_url) {
     const url = new URL(d.endpoint_url);
-    return { url, path: `${url.pathname.replace(/\/$/, '')}/${encodeURIComponent(d.bucket_name)}/${encodedKey}` };
+    const base = url.pathname.replace(/\/$/, '');
+    if (d.use_virtual_style_addressing) {
+      url.hostname = `${d.bucket_name}.${url.hostname}`;
+      return { url, path: `${base}/${encodedKey}` };
+    }
+    return { url, path: `${base}/${encodeURIComponent(d.bucket_name)}${encodedKey ? `/${encodedKey}` : ''}` };
   }
-  const suffix = d.region.startsWith('cn-') ? 'amazonaws.com.cn' : 'amazonaws.com';
+  const region = d.region || 'us-east-1';
+  const suffix = region.startsWith('cn-') ? 'amazonaws.com.cn' : 'amazonaws.com';
   if (d.bucket_name.includes('.'))
-    return { url: new URL(`https://s3.${d.region}.${suffix}`), path: `/${d.bucket_name}/${encodedKey}` };
-  return { url: new URL(`https://${d.bucket_name}.s3.${d.region}.${suffix}`), path: `/${encodedKey}` };
+    return {
+      url: new URL(`https://s3.${region}.${suffix}`),
+      path: `/${d.bucket_name}${encodedKey ? `/${encodedKey}` : ''}`,
+    };
+  return { url: new URL(`https://${d.bucket_name}.s3.${region}.${suffix}`), path: `/${encodedKey}` };
 }
 
 /** S3 answered with an error: status and error code only, never the answer's message. */
@@ -81,7 +98,8 @@ async function call(
   const { url, path } = target(d, key);
   const signer = new SignatureV4({
     service: 's3',
-    region: d.region,
+    // S3-compatible stores may leave the region out: us-east-1 is what their SigV4 expects then.
+    region: d.region || 'us-east-1',
     credentials: credentials(d),
     sha256: Sha256,
     uriEscapePath: false,
@@ -140,13 +158,12 @@ export async function putObject(
   contentType: string,
   net: NetworkOptions = networkOptions(),
 ): Promise<void> {
+  const headers = { 'content-type': contentType, ...encryptionHeaders(d) };
   if (body.length <= PART_BYTES) {
-    await call(d, net, 'PutObject', 'PUT', key, {}, body, { 'content-type': contentType });
+    await call(d, net, 'PutObject', 'PUT', key, {}, body, headers);
     return;
   }
-  const created = await call(d, net, 'CreateMultipartUpload', 'POST', key, { uploads: '' }, undefined, {
-    'content-type': contentType,
-  });
+  const created = await call(d, net, 'CreateMultipartUpload', 'POST', key, { uploads: '' }, undefined, headers);
   const uploadId = /<UploadId>([^<]{1,1024})<\/UploadId>/.exec(created.body)?.[1];
   if (!uploadId) throw new DestinationError('S3 CreateMultipartUpload failed: the answer has no UploadId');
   try {
@@ -171,6 +188,22 @@ export async function putObject(
     await call(d, net, 'AbortMultipartUpload', 'DELETE', key, { uploadId }).catch(() => undefined);
     throw error;
   }
+}
+
+/** SSE headers go on PutObject and CreateMultipartUpload only (S3 refuses them on UploadPart). */
+function encryptionHeaders(d: S3Destination): Record<string, string> {
+  if (!d.encryption) return {};
+  return {
+    'x-amz-server-side-encryption': d.encryption,
+    ...(d.encryption === 'aws:kms' && d.kms_key_id
+      ? { 'x-amz-server-side-encryption-aws-kms-key-id': d.kms_key_id }
+      : {}),
+  };
+}
+
+/** HeadBucket: the bucket exists and these credentials may use it (S3 answers 404 or 403 otherwise). */
+export async function headBucket(d: S3Destination, net: NetworkOptions = networkOptions()): Promise<void> {
+  await call(d, net, 'HeadBucket', 'HEAD', '', {});
 }
 
 const xmlText = (s: string) => s.replace(/[<>&]/g, (c) => (c === '<' ? '&lt;' : c === '>' ? '&gt;' : '&amp;'));

@@ -25,6 +25,11 @@ export const exportUpdateBody = v.object({
   destination: v.optional(fields.destination),
   interval: v.optional(fields.interval),
 });
+/** PostHog's run_test_step_new body: the destination to check, and optionally the one step to answer. */
+export const destinationTestBody = v.object({
+  destination: fields.destination,
+  step: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(2, 'step is 0, 1 or 2.'))),
+});
 export const exportIdParams = v.object({ id: v.string() });
 export const exportListQuery = v.object(pageQuery);
 export const backfillBody = v.object({ start_at: awareTimestamp, end_at: awareTimestamp });

@@ -221,6 +221,7 @@ describe('least privilege', () => {
         // Per-key rate limits (shared/db/rate-limits.ts) count every key-authenticated request: write routes already can.
         ...(keyAuthenticated && r.access !== 'write' ? ['table:count-rate-limits'] : []),
         ...(r.sealsSecrets ? ['kms:seal-export-secrets'] : []),
+        ...(r.assumesDestinationRoles ? ['sts:assume-customer-roles', 'sts:deny-own-account-roles'] : []),
         ...(r.sends ?? []).map((q) => `sqs:send:${q}`),
       ];
       expect([r.operationId, permissionsOf(r.operationId)]).toEqual([r.operationId, [...BASE, ...declared].sort()]);
@@ -396,17 +397,17 @@ describe('batch export destinations and their secrets', () => {
     expect(withAction('s3:')).toEqual([]);
   });
 
-  it('lets only the exporter assume roles, any role but those of its own account', () => {
+  it('lets only the exporter and the destination check assume roles, any role but those of its own account', () => {
     const assume = withAction('sts:');
-    expect(assume.map(({ name, st }) => [name, st.Effect, st.Action, st.Resource])).toEqual([
-      ['run_batch_exports', 'Allow', 'sts:AssumeRole', 'arn:*:iam::*:role/*'],
-      [
-        'run_batch_exports',
-        'Deny',
-        'sts:AssumeRole',
-        { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::', { Ref: 'AWS::AccountId' }, ':role/*']] },
-      ],
-    ]);
+    const own = {
+      'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::', { Ref: 'AWS::AccountId' }, ':role/*']],
+    };
+    expect(assume.map(({ name, st }) => [name, st.Effect, st.Action, st.Resource])).toEqual(
+      ['batch_exports_test', 'run_batch_exports'].flatMap((name) => [
+        [name, 'Allow', 'sts:AssumeRole', 'arn:*:iam::*:role/*'],
+        [name, 'Deny', 'sts:AssumeRole', own],
+      ]),
+    );
   });
 
   it('lets only the exporter decrypt export secrets, and only batch export create/update generate data keys', () => {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import * as v from 'valibot';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { routePaths, routes, type Route } from '#functions/routes.ts';
 import { inputJsonSchema, serializeOpenApi } from '#infra/openapi/document.ts';
 import { bracedPath } from '#shared/http/path-template.ts';
@@ -592,6 +592,22 @@ const examples: Record<string, (c: Ctx) => Example | Promise<Example>> = {
   batch_exports_backfill: (c) => ({
     params: { organization_id: c.orgId, id: c.exportId },
     body: { start_at: '2024-01-01T00:00:00Z', end_at: '2024-01-02T00:00:00Z' },
+  }),
+  // The local S3 with a bucket that does not exist: answered 200 with the head-bucket step Failed.
+  batch_exports_test: (c) => ({
+    params: { organization_id: c.orgId },
+    body: {
+      destination: {
+        type: 'S3Compatible',
+        config: {
+          bucket_name: 'openapi-missing-bucket',
+          prefix: 'openapi',
+          endpoint_url: inject('s3Endpoint'),
+          aws_access_key_id: 'S3RVER',
+          aws_secret_access_key: 'S3RVER',
+        },
+      },
+    },
   }),
   batch_exports_logs: (c) => ({
     params: { organization_id: c.orgId, id: c.exportId },

@@ -59,6 +59,7 @@ const tenancyByOperation = {
   batch_exports_destroy: 'organization',
   batch_exports_backfill: 'organization',
   batch_exports_logs: 'organization',
+  batch_exports_test: 'organization',
 } as const satisfies { [R in KeyRow as R['operationId']]: TenancyKind<R['path']> };
 
 describe("a handler's request type follows its route", () => {
