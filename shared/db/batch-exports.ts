@@ -1,4 +1,4 @@
-import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { nowIso } from '../clock.ts';
 import { batchDelete, batchGet, batchPut } from './batch.ts';
 import { dueKeys, queryAll, queryIndex } from './query.ts';
@@ -72,9 +72,20 @@ export interface BackfillRecord {
   total_runs: number;
   /** Start of the next window to turn into a run; null once every window has its run. */
   next_window_start: string | null;
-  /** Runs that reached Completed or Failed: the backfill is pending until this reaches total_runs. */
+  /** Runs that reached Completed, Failed or Cancelled (and, once cancelled, windows never written): pending until this reaches total_runs. */
   settled_runs: number;
   created_at: string;
+  /** Where its first window starts (start_at floored to the interval, or the project's first event when start_at was omitted). */
+  adjusted_start_at?: string | null;
+  /** Settled runs that ended Failed (absent on older items: 0). */
+  failed_runs?: number;
+  /** Records its runs exported (absent on older items: 0). */
+  records_exported?: number;
+  /** When its last run settled: its finished_at once every run has. */
+  last_settled_at?: string | null;
+  cancelled_at?: string | null;
+  /** next_window_start when it was cancelled: windows from here on were settled by the cancel itself. */
+  cancelled_from?: string | null;
 }
 
 export interface LogRecord {
@@ -217,7 +228,7 @@ export async function advanceBackfill(b: BackfillRecord, next: string | null): P
 }
 
 /** Counts a settled run on its backfill and frees its place under the cap, both or neither; false on a lost race. */
-export async function settleBackfillRun(r: RunRecord): Promise<'settled' | 'gone' | 'conflict'> {
+export async function settleBackfillRun(r: RunRecord, at: string = nowIso()): Promise<'settled' | 'gone' | 'conflict'> {
   if (!r.backfill_id || !r.backfill_range) return 'gone';
   const outcome = await transact([
     {
@@ -225,9 +236,16 @@ export async function settleBackfillRun(r: RunRecord): Promise<'settled' | 'gone
       Update: {
         TableName: tableName(),
         Key: keys.exportBackfill(r.batch_export, r.backfill_range),
-        UpdateExpression: 'ADD settled_runs :one',
+        UpdateExpression:
+          'SET last_settled_at = :at ADD settled_runs :one, failed_runs :failed, records_exported :records',
         ConditionExpression: 'id = :id',
-        ExpressionAttributeValues: { ':id': r.backfill_id, ':one': 1 },
+        ExpressionAttributeValues: {
+          ':id': r.backfill_id,
+          ':one': 1,
+          ':at': at,
+          ':failed': r.status === 'Failed' ? 1 : 0,
+          ':records': r.status === 'Completed' ? r.records_completed : 0,
+        },
       },
     },
     {
@@ -243,6 +261,55 @@ export async function settleBackfillRun(r: RunRecord): Promise<'settled' | 'gone
   ]);
   if (outcome.committed) return 'settled';
   return 'conflict' in outcome ? 'conflict' : 'gone';
+}
+
+/** Every backfill of an export, in the order of their ranges (start_at, then end_at). */
+export async function listBackfills(exportId: string): Promise<BackfillRecord[]> {
+  return (await queryAll(keys.batchExportPartition(exportId).pk, keys.exportBackfillPrefix)).map(backfillFromItem);
+}
+
+/**
+ * Cancels a backfill not yet cancelled, if its cursor is still as read: no more runs are written, and the
+ * windows not yet written count as settled at once (on the item and off the export's pending count).
+ */
+export async function cancelBackfillItem(b: BackfillRecord, unwritten: number, at: string): Promise<boolean> {
+  const outcome = await transact([
+    {
+      name: 'backfill',
+      Update: {
+        TableName: tableName(),
+        Key: keys.exportBackfill(b.batch_export, b.range),
+        UpdateExpression:
+          'SET cancelled_at = :at, cancelled_from = :seen, next_window_start = :null, last_settled_at = :at ADD settled_runs :n REMOVE due_pk, due_sk',
+        ConditionExpression: `id = :id AND attribute_not_exists(cancelled_at) AND ${
+          b.next_window_start === null ? 'attribute_type(next_window_start, :nul)' : 'next_window_start = :seen'
+        }`,
+        ExpressionAttributeValues: {
+          ':id': b.id,
+          ':at': at,
+          ':seen': b.next_window_start,
+          ':null': null,
+          ...(b.next_window_start === null ? { ':nul': 'NULL' } : {}),
+          ':n': unwritten,
+        },
+      },
+    },
+    ...(unwritten
+      ? [
+          {
+            name: 'ledger',
+            Update: {
+              TableName: tableName(),
+              Key: keys.exportBackfillLedger(b.batch_export),
+              UpdateExpression: 'ADD pending_runs :minus',
+              ConditionExpression: 'attribute_exists(pk)',
+              ExpressionAttributeValues: { ':minus': -unwritten },
+            },
+          },
+        ]
+      : []),
+  ]);
+  return outcome.committed;
 }
 
 /** Backfills with windows still to turn into runs, oldest request first. */
@@ -303,13 +370,18 @@ export async function saveRun(r: RunRecord): Promise<void> {
 
 /** New runs in bulk (a backfill's up to 10,000: batched, so the request stays inside the API timeout). */
 export async function saveRuns(runs: RunRecord[]): Promise<void> {
+  const windows = runs.map((r) => ({
+    ...keys.exportRunWindow(r.batch_export, r.data_interval_start, r.id),
+    entity: 'ExportRunWindow',
+    run_id: r.id,
+  }));
   const earliest = new Map<string, string>();
   for (const r of runs) {
     const at = dueAt(r);
     if (at && !(earliest.get(r.organization_id)! <= at)) earliest.set(r.organization_id, at);
   }
   for (const [orgId, at] of earliest) await queueOrganization(orgId, at);
-  await batchPut(runs.map(runItem));
+  await batchPut([...runs.map(runItem), ...windows]);
 }
 
 /**
@@ -470,4 +542,79 @@ export async function listLogs(exportId: string, now: Date): Promise<LogRecord[]
 export async function dueExports(now: Date): Promise<ExportRecord[]> {
   const keysDue = await dueKeys(keys.exportDue('', '').due_pk, now);
   return (await batchGet(keysDue)).map(exportFromItem);
+}
+
+export async function getRun(exportId: string, runId: string): Promise<RunRecord | undefined> {
+  const out = await call(() =>
+    db().send(new GetCommand({ TableName: tableName(), Key: keys.exportRun(exportId, runId), ConsistentRead: true })),
+  );
+  return out.Item ? runFromItem(out.Item) : undefined;
+}
+
+export interface RunsPageQuery {
+  /** `created`: the runs' own keys (ids are UUID v7); `window`: their window entries, by data_interval_start. */
+  order: 'created' | 'window';
+  descending: boolean;
+  /** data_interval_start at or after / before. */
+  after?: string;
+  before?: string;
+  status?: string[];
+  /** The sort key the previous page ended at. */
+  cursor?: string;
+  limit: number;
+}
+
+/** Items a page may read before it answers with what it found (and a cursor): a filter matching little costs a bounded read. */
+const RUNS_PAGE_READ_BUDGET = 2000;
+
+/** One page of an export's runs; `next` is the sort key to resume after (absent at the end). */
+export async function runsPage(exportId: string, q: RunsPageQuery): Promise<{ runs: RunRecord[]; next?: string }> {
+  const pk = keys.batchExportPartition(exportId).pk;
+  const prefix = q.order === 'created' ? keys.exportRunPrefix : keys.exportRunWindowPrefix;
+  // The window entries' sort keys start with the window: after/before are a key range there.
+  const low = q.order === 'window' && q.after ? `${prefix}${q.after}` : prefix;
+  const high = q.order === 'window' && q.before ? `${prefix}${q.before}` : `${prefix}\uffff`;
+  const found: RunRecord[] = [];
+  let start: Record<string, unknown> | undefined = q.cursor ? { pk, sk: q.cursor } : undefined;
+  let read = 0;
+  let lastKey: string | undefined;
+  while (found.length < q.limit && read < RUNS_PAGE_READ_BUDGET) {
+    const out = await call(() =>
+      db().send(
+        new QueryCommand({
+          TableName: tableName(),
+          KeyConditionExpression: 'pk = :pk AND sk BETWEEN :low AND :high',
+          ExpressionAttributeValues: { ':pk': pk, ':low': low, ':high': high },
+          ScanIndexForward: !q.descending,
+          ExclusiveStartKey: start,
+          Limit: Math.min(200, q.limit - found.length),
+          ConsistentRead: true,
+        }),
+      ),
+    );
+    const items = out.Items ?? [];
+    read += items.length;
+    const runs =
+      q.order === 'created'
+        ? items.map(runFromItem)
+        : (await batchGet(items.map((i) => keys.exportRun(exportId, String(i.run_id))))).map(runFromItem);
+    const byId = new Map(runs.map((r) => [r.id, r]));
+    for (const [n, i] of items.entries()) {
+      const r = byId.get(q.order === 'created' ? String(i.id) : String(i.run_id));
+      lastKey = String(i.sk);
+      const kept =
+        r &&
+        (!q.status || q.status.includes(r.status)) &&
+        (!q.after || r.data_interval_start >= q.after) &&
+        (!q.before || r.data_interval_start < q.before);
+      if (kept) found.push(r);
+      if (found.length === q.limit) {
+        const more = n < items.length - 1 || out.LastEvaluatedKey !== undefined;
+        return more ? { runs: found, next: lastKey } : { runs: found };
+      }
+    }
+    start = out.LastEvaluatedKey;
+    if (!start) return { runs: found };
+  }
+  return { runs: found, next: lastKey };
 }

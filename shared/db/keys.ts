@@ -50,6 +50,12 @@ export const keys = {
   batchExportPartition: (exportId: string) => ({ pk: `EXPORT#${exportId}` }),
   exportRun: (exportId: string, runId: string): ItemKey => ({ pk: `EXPORT#${exportId}`, sk: `RUN#${runId}` }),
   exportRunPrefix: 'RUN#',
+  /** A run's entry by its window (written once, with the run): lists runs in window order without reading them all. */
+  exportRunWindow: (exportId: string, windowStart: string, runId: string): ItemKey => ({
+    pk: `EXPORT#${exportId}`,
+    sk: `RUNWIN#${windowStart}#${runId}`,
+  }),
+  exportRunWindowPrefix: 'RUNWIN#',
   /** One scheduled run per window: the claim that makes the scheduler idempotent. */
   exportWindow: (exportId: string, windowStart: string): ItemKey => ({
     pk: `EXPORT#${exportId}`,
@@ -62,6 +68,7 @@ export const keys = {
   exportLogPrefix: 'LOG#',
   /** A backfill by its window range (`<start_at>#<end_at>`): the same range twice finds the same item. */
   exportBackfill: (exportId: string, range: string): ItemKey => ({ pk: `EXPORT#${exportId}`, sk: `BACKFILL#${range}` }),
+  exportBackfillPrefix: 'BACKFILL#',
   /** The export's count of backfill runs not yet settled, which the pending cap is checked against. */
   exportBackfillLedger: (exportId: string): ItemKey => ({ pk: `EXPORT#${exportId}`, sk: 'BACKFILLS' }),
   /** dueByTime entry of a backfill with windows not yet turned into runs (oldest request first). */

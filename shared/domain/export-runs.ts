@@ -9,6 +9,7 @@ import {
   dueExports,
   dueOrganizations,
   dueRunsOf,
+  getBackfill,
   getExport,
   saveExport,
   saveRun,
@@ -175,7 +176,7 @@ async function scheduleWindows(e: ExportRecord, now: Date): Promise<number> {
     const start = new Date(end - step).toISOString();
     const run = newRun(e, start, new Date(end).toISOString(), now, null);
     if (await claimWindow(e.id, start, run.id)) {
-      await saveRun(run);
+      await saveRuns([run]);
       created += 1;
     }
     end += step;
@@ -218,7 +219,7 @@ export async function expandBackfill(
  * (the run's outcome is already saved); a count that cannot be written keeps the place taken rather
  * than risk freeing it twice.
  */
-async function settleBackfill(run: RunRecord): Promise<void> {
+export async function settleBackfill(run: RunRecord): Promise<void> {
   if (!run.backfill_id || !run.backfill_range) return;
   try {
     await retryTransient(
@@ -263,6 +264,7 @@ export async function executeRun(run: RunRecord, now: Date, put: PutObject): Pro
     await deleteExport(e);
     return undefined;
   }
+  if (run.backfill_range && run.status !== 'Running' && (await cancelledByBackfill(run, now))) return undefined;
   if (e.paused) {
     // Never started while paused: look again later (unpausing does not flood, these were already due).
     await saveRun({ ...run, next_attempt_at: new Date(now.getTime() + 5 * 60_000).toISOString() });
@@ -285,6 +287,27 @@ export async function executeRun(run: RunRecord, now: Date, put: PutObject): Pro
   } catch (error) {
     return fail(e, running, error, now);
   }
+}
+
+/**
+ * A queued run of a cancelled backfill ends Cancelled without executing. It counts as settled unless
+ * its window was among those the cancel itself settled (written by a page that raced the cancel).
+ */
+async function cancelledByBackfill(run: RunRecord, now: Date): Promise<boolean> {
+  const b = await getBackfill(run.batch_export, run.backfill_range!);
+  if (!b || b.id !== run.backfill_id || !b.cancelled_at) return false;
+  const at = now.toISOString();
+  const cancelled: RunRecord = {
+    ...run,
+    status: 'Cancelled',
+    finished_at: at,
+    last_updated_at: at,
+    next_attempt_at: null,
+  };
+  if (!(await claimRun(run, cancelled))) return true;
+  if (!b.cancelled_from || run.data_interval_start < b.cancelled_from) await settleBackfill(cancelled);
+  await log(run.batch_export, 'INFO', `Run cancelled without executing: backfill ${b.id} was cancelled.`, run.id);
+  return true;
 }
 
 interface Uploaded {
@@ -325,7 +348,7 @@ async function uploadRun(e: ExportRecord, run: RunRecord, put: PutObject): Promi
 async function completeRun(e: ExportRecord, running: RunRecord, uploaded: Uploaded): Promise<void> {
   const { bucket, key, records, bytes } = uploaded;
   const finished = clockNow().toISOString();
-  await saveRun({
+  const completed: RunRecord = {
     ...running,
     status: 'Completed',
     records_completed: records,
@@ -334,8 +357,9 @@ async function completeRun(e: ExportRecord, running: RunRecord, uploaded: Upload
     finished_at: finished,
     last_updated_at: finished,
     latest_error: null,
-  });
-  await settleBackfill(running);
+  };
+  await saveRun(completed);
+  await settleBackfill(completed);
   metrics.addMetric(METRIC.exportRows, MetricUnit.Count, records);
   await log(
     e.id,
@@ -379,15 +403,16 @@ async function fail(e: ExportRecord, run: RunRecord, error: unknown, now: Date):
     );
     return 'FailedRetryable';
   }
-  await saveRun({
+  const failed: RunRecord = {
     ...run,
     status: 'Failed',
     latest_error: message,
     last_updated_at: at,
     finished_at: at,
     next_attempt_at: null,
-  });
-  await settleBackfill(run);
+  };
+  await saveRun(failed);
+  await settleBackfill(failed);
   await log(e.id, 'ERROR', `Run failed after ${MAX_ATTEMPTS} attempts: ${message}`, run.id);
   let pausedNow = 0;
   await changeExport(e, (x) => {
