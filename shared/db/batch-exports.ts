@@ -39,6 +39,8 @@ export interface RunRecord {
   status: RunStatus;
   records_completed: number;
   records_total_count: number;
+  /** Records read for the window that did not reach the destination (its last attempt failed); absent on older items. */
+  records_failed?: number;
   bytes_exported: number;
   latest_error: string | null;
   data_interval_start: string;
@@ -281,7 +283,7 @@ export async function cancelBackfillItem(b: BackfillRecord, unwritten: number, a
         Key: keys.exportBackfill(b.batch_export, b.range),
         UpdateExpression:
           'SET cancelled_at = :at, cancelled_from = :seen, next_window_start = :null, last_settled_at = :at ADD settled_runs :n REMOVE due_pk, due_sk',
-        ConditionExpression: `id = :id AND attribute_not_exists(cancelled_at) AND ${
+        ConditionExpression: `id = :id AND (attribute_not_exists(cancelled_at) OR attribute_type(cancelled_at, :nul)) AND ${
           b.next_window_start === null ? 'attribute_type(next_window_start, :nul)' : 'next_window_start = :seen'
         }`,
         ExpressionAttributeValues: {
@@ -289,7 +291,7 @@ export async function cancelBackfillItem(b: BackfillRecord, unwritten: number, a
           ':at': at,
           ':seen': b.next_window_start,
           ':null': null,
-          ...(b.next_window_start === null ? { ':nul': 'NULL' } : {}),
+          ':nul': 'NULL',
           ':n': unwritten,
         },
       },

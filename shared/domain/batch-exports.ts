@@ -56,6 +56,7 @@ export function runResponse(r: RunRecord) {
     status: r.status,
     records_completed: r.records_completed,
     records_total_count: r.records_total_count,
+    records_failed: r.records_failed ?? 0,
     bytes_exported: r.bytes_exported,
     latest_error: r.latest_error,
     data_interval_start: r.data_interval_start,
