@@ -330,7 +330,7 @@ describe('runs as a resource', () => {
     const s = await setup();
     await s.c.post(`${s.at}backfills/`, { start_at: '2024-05-01T10:00:00Z', end_at: '2024-05-01T10:15:00Z' });
     await s.c.post(`${s.at}backfills/`, { start_at: '2024-05-01T09:00:00Z', end_at: '2024-05-01T09:10:00Z' });
-    const fails = async (cfg: Record<string, unknown>, key: string) => {
+    const fails = async (_cfg: Record<string, unknown>, key: string) => {
       if (key.includes('T09:05:00.000Z-')) throw new Error('destination down');
     };
     await runScheduler(new Date('2024-05-01T10:33:00Z'), fails);
