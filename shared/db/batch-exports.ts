@@ -16,6 +16,12 @@ export interface ExportRecord {
   /** `config` holds no secret: access keys are in `sealed_secrets` (envelope-encrypted, shared/exports/secrets.ts). */
   destination: { type: 'S3'; config: Record<string, unknown>; sealed_secrets?: SealedSecrets | null };
   interval: string;
+  /** IANA zone of day and week boundaries (absent on older items: UTC). */
+  timezone?: string;
+  /** Weekly exports: the day windows start on, 0 = Sunday (null: 0). */
+  offset_day?: number | null;
+  /** Daily and weekly exports: the hour windows start at, on the zone's clock (null: 0). */
+  offset_hour?: number | null;
   paused: boolean;
   created_at: string;
   last_updated_at: string;

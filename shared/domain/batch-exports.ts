@@ -18,7 +18,7 @@ import { bucketProblem, endpointProblem, regionProblem, roleArnProblem } from '.
 import { COMPRESSIONS, FILE_FORMATS } from '../exports/files.ts';
 import { sealSecrets } from '../exports/secrets.ts';
 import { parseExportQuery } from '../exports/hogql.ts';
-import { firstWindowEnd, type ExportInterval } from '../exports/intervals.ts';
+import { firstWindowEnd, isTimeZone, scheduleOf, type ExportInterval } from '../exports/intervals.ts';
 import { uuidv7 } from '../ids.ts';
 import { TRANSIENT, retryTransient } from '../retry.ts';
 import { parseProperties } from '../trends/properties.ts';
@@ -30,6 +30,9 @@ export interface ExportInput {
   destination?: { type?: unknown; config?: unknown };
   interval?: ExportInterval;
   paused?: boolean;
+  timezone?: string | null;
+  offset_day?: number | null;
+  offset_hour?: number | null;
   start_at?: string | null;
   end_at?: string | null;
   hogql_query?: string | null;
@@ -80,6 +83,9 @@ export function exportResponse(e: ExportRecord, runs: RunRecord[]) {
     model: e.model,
     destination: { type: e.destination.type, config },
     interval: e.interval,
+    timezone: e.timezone ?? 'UTC',
+    offset_day: e.offset_day ?? null,
+    offset_hour: e.offset_hour ?? null,
     paused: e.paused,
     created_at: e.created_at,
     last_updated_at: e.last_updated_at,
@@ -227,6 +233,22 @@ async function storedDestination(
   return { type: dest.type, config: dest.config, sealed_secrets: sealed };
 }
 
+/**
+ * PostHog's schedule fields: an IANA timezone; offset_hour for daily and weekly exports, offset_day for
+ * weekly ones only (refused elsewhere rather than ignored, so a client learns they do nothing there).
+ */
+function checkSchedule(e: Pick<ExportRecord, 'interval' | 'timezone' | 'offset_day' | 'offset_hour'>): void {
+  if (e.timezone && !isTimeZone(e.timezone))
+    throw new ValidationError(
+      `"${e.timezone}" is not a time zone; give an IANA name such as Europe/Berlin.`,
+      'timezone',
+    );
+  if (e.offset_day != null && e.interval !== 'week')
+    throw new ValidationError('offset_day only applies to weekly exports.', 'offset_day');
+  if (e.offset_hour != null && e.interval !== 'day' && e.interval !== 'week')
+    throw new ValidationError('offset_hour only applies to daily and weekly exports.', 'offset_hour');
+}
+
 function checkWindow(startAt: string | null, endAt: string | null): void {
   if (startAt && endAt && Date.parse(endAt) <= Date.parse(startAt))
     throw new ValidationError('end_at must be after start_at.', 'end_at');
@@ -282,6 +304,9 @@ export async function createExport(
     model,
     destination: await storedDestination(dest, { organization_id: membership.organization_id, id }),
     interval: input.interval,
+    timezone: input.timezone ?? 'UTC',
+    offset_day: input.offset_day ?? null,
+    offset_hour: input.offset_hour ?? null,
     paused: input.paused ?? false,
     created_at: at,
     last_updated_at: at,
@@ -290,14 +315,16 @@ export async function createExport(
     end_at: input.end_at ?? null,
     hogql_query: input.hogql_query ?? null,
     filters: input.filters ?? null,
-    next_window_end: firstWindowEnd(
-      clockNow(),
-      input.interval,
-      input.start_at ? new Date(input.start_at) : undefined,
-    ).toISOString(),
+    next_window_end: null,
     consecutive_failures: 0,
     version: 1,
   };
+  checkSchedule(record);
+  record.next_window_end = firstWindowEnd(
+    clockNow(),
+    scheduleOf(record),
+    input.start_at ? new Date(input.start_at) : undefined,
+  ).toISOString();
   await saveExport(record);
   await log(
     record.id,
@@ -367,10 +394,15 @@ export async function updateExport(membership: MembershipRecord, exportId: strin
         );
       }
       if (input.interval !== undefined) next.interval = input.interval;
-      if (resumes || input.interval !== undefined || input.start_at !== undefined) {
+      if (input.timezone !== undefined) next.timezone = input.timezone ?? 'UTC';
+      if (input.offset_day !== undefined) next.offset_day = input.offset_day;
+      if (input.offset_hour !== undefined) next.offset_hour = input.offset_hour;
+      checkSchedule(next);
+      const rescheduled = [input.interval, input.timezone, input.offset_day, input.offset_hour, input.start_at];
+      if (resumes || rescheduled.some((x) => x !== undefined)) {
         next.next_window_end = firstWindowEnd(
           now,
-          next.interval as ExportInterval,
+          scheduleOf(next),
           next.start_at ? new Date(next.start_at) : undefined,
         ).toISOString();
       }

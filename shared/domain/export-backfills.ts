@@ -17,7 +17,7 @@ import {
 import type { MembershipRecord } from '../db/organizations.ts';
 import { firstEventAt } from '../db/projects.ts';
 import { Conflict, NotFound, Throttled, ValidationError } from '../errors.ts';
-import { floorBoundary, intervalMs, windowCount, type ExportInterval } from '../exports/intervals.ts';
+import { floorBoundary, intervalMs, scheduleOf, windowCount, type ExportInterval } from '../exports/intervals.ts';
 import { uuidv7 } from '../ids.ts';
 import { logger } from '../observability.ts';
 import { TRANSIENT, retryTransient } from '../retry.ts';
@@ -88,15 +88,22 @@ const overlaps = (a: { start_at: string; end_at: string }, start: Date, end: Dat
   Date.parse(a.start_at) < end.getTime() && start.getTime() < Date.parse(a.end_at);
 
 /** Daily and weekly exports take dates on their own boundaries (PostHog's rule): a window never straddles two. */
+const WEEKDAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
+
 function checkOffsets(e: ExportRecord, start: Date, end: Date): void {
   const interval = e.interval as ExportInterval;
   if (interval !== 'day' && interval !== 'week') return;
-  const boundary = interval === 'day' ? 'the start of a day (00:00 UTC)' : 'the start of a week (Sunday 00:00 UTC)';
+  const s = scheduleOf(e);
+  const clock = `${String(s.offset_hour ?? 0).padStart(2, '0')}:00 ${s.timezone}`;
+  const boundary =
+    interval === 'day'
+      ? `the start of a day (${clock})`
+      : `the start of a week (${WEEKDAYS[s.offset_day ?? 0]} ${clock})`;
   for (const [attr, t] of [
     ['start_at', start],
     ['end_at', end],
   ] as const) {
-    if (floorBoundary(t, interval).getTime() !== t.getTime())
+    if (floorBoundary(t, s).getTime() !== t.getTime())
       throw new ValidationError(
         `A ${interval === 'day' ? 'daily' : 'weekly'} export backfills whole ${interval}s: ${attr} must fall on ${boundary}; ${t.toISOString()} does not.`,
         attr,
@@ -128,7 +135,7 @@ export async function queueBackfill(
   input: BackfillInput,
   options: { allowOverlap: boolean; checkOffsets: boolean },
 ): Promise<BackfillRecord> {
-  const interval = record.interval as ExportInterval;
+  const interval = scheduleOf(record);
   const end = new Date(input.end_at);
   let start: Date;
   if (input.start_at) start = new Date(input.start_at);
@@ -290,7 +297,7 @@ export async function retrieveBackfill(membership: MembershipRecord, exportId: s
  */
 export async function cancelBackfill(membership: MembershipRecord, exportId: string, backfillId: string) {
   const record = await findExport(membership, exportId);
-  const interval = record.interval as ExportInterval;
+  const interval = scheduleOf(record);
   return retryTransient(
     `Backfill ${backfillId}`,
     async () => {
@@ -421,7 +428,7 @@ export async function unpauseExport(membership: MembershipRecord, exportId: stri
   const before = await findExport(membership, exportId);
   await updateExport(membership, exportId, { paused: false });
   if (!input.backfill || !before.paused || !before.last_paused_at) return { paused: false };
-  const interval = before.interval as ExportInterval;
+  const interval = scheduleOf(before);
   const start = floorBoundary(new Date(before.last_paused_at), interval);
   const end = floorBoundary(clockNow(), interval);
   if (end <= start) return { paused: false, backfill_id: null };

@@ -29,7 +29,14 @@ import { openDestination } from './export-destinations.ts';
 import { getPersons, personIdsOf, personsPage, type PersonRecord, type PersonsPosition } from '../db/persons.ts';
 import { encodeRows, objectKey, type Compression, type FileFormat } from '../exports/files.ts';
 import { EVENT_COLUMNS, parseExportQuery } from '../exports/hogql.ts';
-import { intervalMs, windowsBetween, type ExportInterval } from '../exports/intervals.ts';
+import {
+  intervalMs,
+  nextBoundary,
+  previousBoundary,
+  scheduleOf,
+  windowsBetween,
+  type ExportInterval,
+} from '../exports/intervals.ts';
 import { uuidv7 } from '../ids.ts';
 import { TRANSIENT, conflictIfFalse, retryTransient } from '../retry.ts';
 import { logger, METRIC, metrics, MetricUnit } from '../observability.ts';
@@ -169,17 +176,18 @@ async function resumeAbandoned(run: RunRecord, now: Date, put: PutObject): Promi
 const leaseEnd = (now: Date) => new Date(now.getTime() + RUN_LEASE_MS).toISOString();
 
 async function scheduleWindows(e: ExportRecord, now: Date): Promise<number> {
-  const step = intervalMs(e.interval as ExportInterval);
+  const schedule = scheduleOf(e);
   let end = Date.parse(e.next_window_end!);
   let created = 0;
   while (end <= now.getTime() && (!e.end_at || end <= Date.parse(e.end_at)) && created < MAX_CATCH_UP) {
-    const start = new Date(end - step).toISOString();
+    // Day and week windows are not fixed lengths in a zone with DST: each starts at the boundary before its end.
+    const start = previousBoundary(new Date(end), schedule).toISOString();
     const run = newRun(e, start, new Date(end).toISOString(), now, null);
     if (await claimWindow(e.id, start, run.id)) {
       await saveRuns([run]);
       created += 1;
     }
-    end += step;
+    end = nextBoundary(new Date(end), schedule).getTime();
   }
   // Another tick may have moved it meanwhile: then its claims already covered these windows.
   await saveExport({ ...e, next_window_end: new Date(end).toISOString(), version: e.version + 1 }, e.version);
@@ -200,8 +208,12 @@ export async function expandBackfill(
   if (b.next_window_start === null) return 0;
   const interval = e.interval as ExportInterval;
   const from = Date.parse(b.next_window_start);
-  const to = Math.min(Date.parse(b.end_at), from + page * intervalMs(interval));
-  const windows = windowsBetween(new Date(from), new Date(to), interval);
+  // A page is `page` windows: nominal lengths plus a day of slack for DST, then cut to the count.
+  const to = Math.min(
+    Date.parse(b.end_at),
+    from + page * intervalMs(interval) + (interval === 'day' || interval === 'week' ? 86_400_000 : 0),
+  );
+  const windows = windowsBetween(new Date(from), new Date(to), scheduleOf(e)).slice(0, page);
   const last = windows.at(-1);
   const next = last && last.end.getTime() < Date.parse(b.end_at) ? last.end.toISOString() : null;
   await saveRuns(

@@ -29,7 +29,7 @@ const LENGTH: Record<ExportInterval, number> = {
 /** The nominal length of a window (a day of a zone with DST is 23 or 25 hours twice a year). */
 export const intervalMs = (interval: ExportInterval) => LENGTH[interval];
 
-const scheduleOf = (s: Schedule | ExportInterval): Schedule => (typeof s === 'string' ? { interval: s } : s);
+const asSchedule = (s: Schedule | ExportInterval): Schedule => (typeof s === 'string' ? { interval: s } : s);
 const zoneOf = (s: Schedule) => (s.timezone && s.timezone !== 'UTC' ? s.timezone : undefined);
 const calendar = (s: Schedule) => s.interval === 'day' || s.interval === 'week';
 
@@ -93,7 +93,7 @@ function calendarFloor(t: number, s: Schedule): number {
   let day = midnight;
   if (s.interval === 'week') {
     const weekday = new Date(midnight).getUTCDay();
-    day -= (((weekday - (s.offset_day ?? 0)) % 7) + 7) % 7 * DAY;
+    day -= ((((weekday - (s.offset_day ?? 0)) % 7) + 7) % 7) * DAY;
   }
   const step = s.interval === 'week' ? 7 * DAY : DAY;
   const at = (d: number) => (tz === 'UTC' ? d + hour * HOUR : instantOf(d + hour * HOUR, tz));
@@ -120,7 +120,7 @@ function calendarNext(t: number, s: Schedule): number {
 }
 
 export function floorBoundary(t: Date, schedule: Schedule | ExportInterval): Date {
-  const s = scheduleOf(schedule);
+  const s = asSchedule(schedule);
   if (calendar(s)) return new Date(calendarFloor(t.getTime(), s));
   const ms = t.getTime();
   const length = LENGTH[s.interval];
@@ -129,7 +129,7 @@ export function floorBoundary(t: Date, schedule: Schedule | ExportInterval): Dat
 
 /** The boundary that ends the window starting at (or containing) `t`. */
 export function nextBoundary(t: Date, schedule: Schedule | ExportInterval): Date {
-  const s = scheduleOf(schedule);
+  const s = asSchedule(schedule);
   if (calendar(s)) return new Date(calendarNext(t.getTime(), s));
   return new Date(floorBoundary(t, s).getTime() + LENGTH[s.interval]);
 }
@@ -162,7 +162,7 @@ export function firstWindowEnd(from: Date, schedule: Schedule | ExportInterval, 
  * anything is built: fixed lengths in UTC, and days and weeks counted on the zone's wall clock.
  */
 export function windowCount(from: Date, to: Date, schedule: Schedule | ExportInterval): number {
-  const s = scheduleOf(schedule);
+  const s = asSchedule(schedule);
   const first = floorBoundary(from, s).getTime();
   if (to.getTime() <= first) return 0;
   const tz = calendar(s) ? zoneOf(s) : undefined;
@@ -183,4 +183,19 @@ export function windowsBetween(
     t = end;
   }
   return windows;
+}
+
+/** An export's schedule from its stored fields (older items have no zone or offsets: UTC, 00:00, Sunday). */
+export function scheduleOf(e: {
+  interval: string;
+  timezone?: string | null;
+  offset_day?: number | null;
+  offset_hour?: number | null;
+}): Schedule {
+  return {
+    interval: e.interval as ExportInterval,
+    timezone: e.timezone ?? 'UTC',
+    offset_day: e.offset_day ?? null,
+    offset_hour: e.offset_hour ?? null,
+  };
 }

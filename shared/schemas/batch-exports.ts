@@ -11,6 +11,27 @@ const fields = {
   destination: v.object({ type: v.unknown(), config: v.optional(v.unknown()) }),
   interval: v.picklist(INTERVALS, `"interval" must be one of: ${INTERVALS.join(', ')}.`),
   paused: v.optional(v.boolean()),
+  timezone: v.optional(v.nullable(v.pipe(v.string(), v.maxLength(64)))),
+  offset_day: v.optional(
+    v.nullable(
+      v.pipe(
+        v.number(),
+        v.integer('offset_day is a whole day: 0 (Sunday) to 6.'),
+        v.minValue(0, 'offset_day is 0 (Sunday) to 6 (Saturday).'),
+        v.maxValue(6, 'offset_day is 0 (Sunday) to 6 (Saturday).'),
+      ),
+    ),
+  ),
+  offset_hour: v.optional(
+    v.nullable(
+      v.pipe(
+        v.number(),
+        v.integer('offset_hour is a whole hour: 0 to 23.'),
+        v.minValue(0, 'offset_hour is 0 to 23.'),
+        v.maxValue(23, 'offset_hour is 0 to 23.'),
+      ),
+    ),
+  ),
   start_at: v.optional(v.nullable(awareTimestamp)),
   end_at: v.optional(v.nullable(awareTimestamp)),
   hogql_query: v.optional(v.nullable(v.pipe(v.string(), v.maxLength(10_000)))),

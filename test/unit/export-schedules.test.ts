@@ -61,7 +61,11 @@ describe('export windows in the customer time zone', () => {
       floorBoundary(new Date('2024-05-01T10:32:00Z'), { interval: 'hour', timezone: 'Asia/Kolkata' }).toISOString(),
     ).toBe('2024-05-01T10:00:00.000Z');
     expect(
-      firstWindowEnd(new Date('2024-05-01T10:32:00Z'), { interval: 'day', timezone: 'UTC', offset_hour: 6 }).toISOString(),
+      firstWindowEnd(new Date('2024-05-01T10:32:00Z'), {
+        interval: 'day',
+        timezone: 'UTC',
+        offset_hour: 6,
+      }).toISOString(),
     ).toBe('2024-05-02T06:00:00.000Z');
     expect(isTimeZone('Europe/Berlin')).toBe(true);
     expect(isTimeZone('Mars/Olympus')).toBe(false);
