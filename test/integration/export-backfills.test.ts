@@ -451,3 +451,86 @@ describe('pause and unpause', () => {
     expect(keysInBucket.Contents ?? []).toEqual([]);
   });
 });
+
+describe("schedules in the customer's time zone", () => {
+  const windowsOf = async (s: Awaited<ReturnType<typeof setup>>) =>
+    (await s.c.get(`${s.at}runs/?ordering=data_interval_start`)).body.results.map((r: any) => [
+      r.data_interval_start,
+      r.data_interval_end,
+    ]);
+
+  it('runs a daily export at local midnight in New York across the fall-back day (a 25-hour window)', async () => {
+    const s = await setup({
+      interval: 'day',
+      end_at: null,
+      timezone: 'America/New_York',
+      offset_hour: 0,
+      start_at: '2024-11-02T04:00:00Z',
+    });
+    expect((await s.c.get(s.at)).body).toMatchObject({
+      timezone: 'America/New_York',
+      offset_hour: 0,
+      offset_day: null,
+    });
+    await runScheduler(new Date('2024-11-05T06:00:00Z'), noPut);
+    expect(await windowsOf(s)).toEqual([
+      ['2024-11-02T04:00:00.000Z', '2024-11-03T04:00:00.000Z'],
+      ['2024-11-03T04:00:00.000Z', '2024-11-04T05:00:00.000Z'],
+      ['2024-11-04T05:00:00.000Z', '2024-11-05T05:00:00.000Z'],
+    ]);
+  });
+
+  it('backfills a daily New York export across the spring-forward day (a 23-hour window), on local-midnight dates only', async () => {
+    const s = await setup({ interval: 'day', end_at: null, timezone: 'America/New_York' });
+    const utcMidnight = await s.c.post(`${s.at}backfills/`, {
+      start_at: '2024-03-09T00:00:00Z',
+      end_at: '2024-03-12T04:00:00Z',
+    });
+    expect(utcMidnight.status).toBe(400);
+    expect(utcMidnight.body.detail).toContain('00:00 America/New_York');
+    const res = await s.c.post(`${s.at}backfills/`, {
+      start_at: '2024-03-09T05:00:00Z',
+      end_at: '2024-03-12T04:00:00Z',
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(await windowsOf(s)).toEqual([
+      ['2024-03-09T05:00:00.000Z', '2024-03-10T05:00:00.000Z'],
+      ['2024-03-10T05:00:00.000Z', '2024-03-11T04:00:00.000Z'],
+      ['2024-03-11T04:00:00.000Z', '2024-03-12T04:00:00.000Z'],
+    ]);
+  });
+
+  it('runs a weekly export on offset_day at offset_hour, local time', async () => {
+    // Mondays 09:00 in Berlin (07:00 UTC in summer); the first window starts on the first Monday after start_at.
+    const s = await setup({
+      interval: 'week',
+      end_at: null,
+      timezone: 'Europe/Berlin',
+      offset_day: 1,
+      offset_hour: 9,
+      start_at: '2024-05-06T07:00:00Z',
+    });
+    await runScheduler(new Date('2024-05-21T00:00:00Z'), noPut);
+    expect(await windowsOf(s)).toEqual([
+      ['2024-05-06T07:00:00.000Z', '2024-05-13T07:00:00.000Z'],
+      ['2024-05-13T07:00:00.000Z', '2024-05-20T07:00:00.000Z'],
+    ]);
+  });
+
+  it.each([
+    [{ interval: 'day', timezone: 'Mars/Olympus' }, 'timezone'],
+    [{ interval: 'day', offset_day: 2 }, 'offset_day'],
+    [{ interval: 'hour', offset_hour: 3 }, 'offset_hour'],
+    [{ interval: 'week', offset_hour: 24 }, 'offset_hour'],
+    [{ interval: 'week', offset_day: 7 }, 'offset_day'],
+  ])('refuses %j with 400 on %s', async (fields, attr) => {
+    const p = await newProject(api.as);
+    const res = await api.as(p.key).post(`/api/organizations/${p.org.id}/batch_exports/`, {
+      name: 'Zoned',
+      destination: destination('any-bucket'),
+      ...fields,
+    });
+    expect([res.status, res.body.attr]).toEqual([400, attr]);
+    expectErrorShape(res.body);
+  });
+});
