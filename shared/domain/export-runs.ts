@@ -292,12 +292,16 @@ export async function executeRun(run: RunRecord, now: Date, put: PutObject): Pro
     lease_until: leaseEnd(now),
   };
   if (!(await claimRun(run, running))) return undefined;
+  // Rows read before the upload failed are the run's records_failed (0 when reading itself failed).
+  let read = 0;
   try {
-    const uploaded = await uploadRun(e, run, put);
-    await completeRun(e, running, uploaded);
+    const uploaded = await uploadRun(e, run, put, (n) => {
+      read = n;
+    });
+    await completeRun(e, { ...running, records_failed: 0 }, uploaded);
     return 'Completed';
   } catch (error) {
-    return fail(e, running, error, now);
+    return fail(e, { ...running, records_failed: read }, error, now);
   }
 }
 
@@ -330,8 +334,14 @@ interface Uploaded {
 }
 
 /** Writes the run's rows as one file (and its manifest beside it) to the export's destination. */
-async function uploadRun(e: ExportRecord, run: RunRecord, put: PutObject): Promise<Uploaded> {
+async function uploadRun(
+  e: ExportRecord,
+  run: RunRecord,
+  put: PutObject,
+  onRows: (count: number) => void,
+): Promise<Uploaded> {
   const rows = e.model === 'persons' ? await personRows(e, run) : await eventRows(e, run);
+  onRows(rows.rows.length);
   const config = await openDestination(e);
   const format = (config.file_format as FileFormat | null) ?? 'JSONLines';
   const compression = (config.compression as Compression | null) ?? 'none';

@@ -418,6 +418,22 @@ describe('runs as a resource', () => {
   });
 });
 
+describe('a failed run', () => {
+  it('counts the rows it read but could not deliver in records_failed', async () => {
+    const s = await setup();
+    await api.as().post('/batch', {
+      api_key: s.token,
+      batch: ['a', 'b', 'c'].map((d) => ({ event: 'paid', distinct_id: d, uuid: randomUUID() })),
+    });
+    await s.c.post(`${s.at}backfills/`, { start_at: '2024-05-01T10:30:00Z', end_at: '2024-05-01T10:32:00Z' });
+    await runScheduler(new Date('2024-05-01T10:33:00Z'), async () => {
+      throw new Error('destination down');
+    });
+    const [run] = (await s.c.get(`${s.at}runs/`)).body.results;
+    expect(run).toMatchObject({ status: 'FailedRetryable', records_failed: 3, records_completed: 0 });
+  });
+});
+
 describe('pause and unpause', () => {
   it('pauses and unpauses; {"backfill": true} backfills the paused gap', async () => {
     const s = await setup({ end_at: null });
