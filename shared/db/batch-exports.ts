@@ -139,13 +139,14 @@ function runItem(r: RunRecord) {
   return {
     ...keys.exportRun(r.batch_export, r.id),
     ...(at ? keys.runDue(r.organization_id, at, r.id) : {}),
+    ...keys.exportRunByWindow(r.batch_export, r.data_interval_start, r.id),
     entity: 'BatchExportRun',
     ...r,
   };
 }
 
 function runFromItem(item: Record<string, unknown>): RunRecord {
-  const { pk: _pk, sk: _sk, due_pk: _dp, due_sk: _ds, entity: _e, ...rest } = item;
+  const { pk: _pk, sk: _sk, due_pk: _dp, due_sk: _ds, parent_pk: _pp, parent_sk: _ps, entity: _e, ...rest } = item;
   return rest as unknown as RunRecord;
 }
 
@@ -378,18 +379,13 @@ export async function saveRun(r: RunRecord): Promise<void> {
 
 /** New runs in bulk (a backfill's up to 10,000: batched, so the request stays inside the API timeout). */
 export async function saveRuns(runs: RunRecord[]): Promise<void> {
-  const windows = runs.map((r) => ({
-    ...keys.exportRunWindow(r.batch_export, r.data_interval_start, r.id),
-    entity: 'ExportRunWindow',
-    run_id: r.id,
-  }));
   const earliest = new Map<string, string>();
   for (const r of runs) {
     const at = dueAt(r);
     if (at && !(earliest.get(r.organization_id)! <= at)) earliest.set(r.organization_id, at);
   }
   for (const [orgId, at] of earliest) await queueOrganization(orgId, at);
-  await batchPut([...runs.map(runItem), ...windows]);
+  await batchPut(runs.map(runItem));
 }
 
 /**
@@ -560,7 +556,7 @@ export async function getRun(exportId: string, runId: string): Promise<RunRecord
 }
 
 export interface RunsPageQuery {
-  /** `created`: the runs' own keys (ids are UUID v7); `window`: their window entries, by data_interval_start. */
+  /** `created`: the runs' own keys (ids are UUID v7); `window`: their byParent entries, by data_interval_start. */
   order: 'created' | 'window';
   descending: boolean;
   /** data_interval_start at or after / before. */
@@ -578,12 +574,18 @@ const RUNS_PAGE_READ_BUDGET = 2000;
 /** One page of an export's runs; `next` is the sort key to resume after (absent at the end). */
 export async function runsPage(exportId: string, q: RunsPageQuery): Promise<{ runs: RunRecord[]; next?: string }> {
   const pk = keys.batchExportPartition(exportId).pk;
-  const prefix = q.order === 'created' ? keys.exportRunPrefix : keys.exportRunWindowPrefix;
-  // The window entries' sort keys start with the window: after/before are a key range there.
-  const low = q.order === 'window' && q.after ? `${prefix}${q.after}` : prefix;
-  const high = q.order === 'window' && q.before ? `${prefix}${q.before}` : `${prefix}\uffff`;
+  const byWindow = q.order === 'window';
+  const parentPk = keys.exportRunByWindow(exportId, '', '').parent_pk;
+  // In window order after/before are a key range; in creation order they are kept in memory.
+  // Key values cannot be empty: every window start sorts after '0'.
+  const low = byWindow ? (q.after ?? '0') : keys.exportRunPrefix;
+  const high = byWindow ? (q.before ?? '\uffff') : `${keys.exportRunPrefix}\uffff`;
+  const resumeAt = (cursor: string): Record<string, unknown> =>
+    byWindow
+      ? { parent_pk: parentPk, parent_sk: cursor, pk, sk: keys.exportRun(exportId, cursor.split('#')[1] ?? '').sk }
+      : { pk, sk: cursor };
   const found: RunRecord[] = [];
-  let start: Record<string, unknown> | undefined = q.cursor ? { pk, sk: q.cursor } : undefined;
+  let start: Record<string, unknown> | undefined = q.cursor ? resumeAt(q.cursor) : undefined;
   let read = 0;
   let lastKey: string | undefined;
   while (found.length < q.limit && read < RUNS_PAGE_READ_BUDGET) {
@@ -591,27 +593,29 @@ export async function runsPage(exportId: string, q: RunsPageQuery): Promise<{ ru
       db().send(
         new QueryCommand({
           TableName: tableName(),
-          KeyConditionExpression: 'pk = :pk AND sk BETWEEN :low AND :high',
-          ExpressionAttributeValues: { ':pk': pk, ':low': low, ':high': high },
+          ...(byWindow
+            ? {
+                IndexName: TABLE_SCHEMA.indexes.byParent.name,
+                KeyConditionExpression: 'parent_pk = :pk AND parent_sk BETWEEN :low AND :high',
+                ExpressionAttributeValues: { ':pk': parentPk, ':low': low, ':high': high },
+              }
+            : {
+                KeyConditionExpression: 'pk = :pk AND sk BETWEEN :low AND :high',
+                ExpressionAttributeValues: { ':pk': pk, ':low': low, ':high': high },
+                ConsistentRead: true,
+              }),
           ScanIndexForward: !q.descending,
           ExclusiveStartKey: start,
           Limit: Math.min(200, q.limit - found.length),
-          ConsistentRead: true,
         }),
       ),
     );
     const items = out.Items ?? [];
     read += items.length;
-    const runs =
-      q.order === 'created'
-        ? items.map(runFromItem)
-        : (await batchGet(items.map((i) => keys.exportRun(exportId, String(i.run_id))))).map(runFromItem);
-    const byId = new Map(runs.map((r) => [r.id, r]));
     for (const [n, i] of items.entries()) {
-      const r = byId.get(q.order === 'created' ? String(i.id) : String(i.run_id));
-      lastKey = String(i.sk);
+      const r = runFromItem(i);
+      lastKey = String(byWindow ? i.parent_sk : i.sk);
       const kept =
-        r &&
         (!q.status || q.status.includes(r.status)) &&
         (!q.after || r.data_interval_start >= q.after) &&
         (!q.before || r.data_interval_start < q.before);

@@ -50,12 +50,11 @@ export const keys = {
   batchExportPartition: (exportId: string) => ({ pk: `EXPORT#${exportId}` }),
   exportRun: (exportId: string, runId: string): ItemKey => ({ pk: `EXPORT#${exportId}`, sk: `RUN#${runId}` }),
   exportRunPrefix: 'RUN#',
-  /** A run's entry by its window (written once, with the run): lists runs in window order without reading them all. */
-  exportRunWindow: (exportId: string, windowStart: string, runId: string): ItemKey => ({
-    pk: `EXPORT#${exportId}`,
-    sk: `RUNWIN#${windowStart}#${runId}`,
+  /** byParent entry of a run by its window: the export's runs in window order, no item of their own. */
+  exportRunByWindow: (exportId: string, windowStart: string, runId: string) => ({
+    parent_pk: `EXPORT#${exportId}#RUNS`,
+    parent_sk: `${windowStart}#${runId}`,
   }),
-  exportRunWindowPrefix: 'RUNWIN#',
   /** One scheduled run per window: the claim that makes the scheduler idempotent. */
   exportWindow: (exportId: string, windowStart: string): ItemKey => ({
     pk: `EXPORT#${exportId}`,
