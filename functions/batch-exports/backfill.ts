@@ -1,6 +1,6 @@
 import { apiHandler } from '#shared/http/handler.ts';
 import { ok } from '#shared/http/responses.ts';
-import { backfillExport } from '#shared/domain/batch-exports.ts';
+import { legacyBackfill } from '#shared/domain/export-backfills.ts';
 import { backfillBody, exportIdParams } from '#shared/schemas/batch-exports.ts';
 import { route } from '../routes.ts';
 
@@ -8,5 +8,5 @@ import { route } from '../routes.ts';
 export const handler = apiHandler(
   route('batch_exports_backfill'),
   { params: exportIdParams, body: backfillBody },
-  async ({ params, body, membership }) => ok(await backfillExport(membership, params.id, body)),
+  async ({ params, body, membership }) => ok(await legacyBackfill(membership, params.id, body)),
 );

@@ -275,10 +275,14 @@ const SUCCESS_STATUS: Record<string, number> = {
   persons_reset_person_distinct_id: 202,
   query_create: 200,
   query_destroy: 200,
+  batch_exports_runs_retry: 201,
 };
 
 /** Operations whose success has no body (PostHog answers these 202s empty). */
 const NO_BODY = new Set(['persons_update_property', 'persons_delete_events', 'persons_reset_person_distinct_id']);
+
+/** Lists paged by an opaque cursor as PostHog's CursorPagination: no `count`. */
+const CURSOR_LISTS = new Set(['batch_exports_backfills_list', 'batch_exports_runs_list']);
 
 /** The route-table operation an entry documents (an alias entry's is the original's). */
 const operationOf = (route: OpenApiRoute) => route.aliasOf?.operationId ?? route.operationId;
@@ -656,7 +660,13 @@ function keyOperation(entry: OpenApiEntry): JsonObject {
       : {}),
     responses: responsesOf(route, errors, {
       status: successStatus(route),
-      ...(list ? { schema: { $ref: '#/components/schemas/Page' } } : {}),
+      ...(list
+        ? {
+            schema: {
+              $ref: `#/components/schemas/${CURSOR_LISTS.has(operationOf(route)) ? 'CursorPage' : 'Page'}`,
+            },
+          }
+        : {}),
     }),
     security: [route.scope!, ...(route.alsoAccepts ?? [])].flatMap((s): JsonObject[] => [
       { personalApiKey: [s] },
@@ -764,6 +774,15 @@ function componentSchemas(): JsonObject {
       required: ['count', 'next', 'previous', 'results'],
       properties: {
         count: { type: 'integer', minimum: 0 },
+        next: { type: ['string', 'null'], format: 'uri' },
+        previous: { type: ['string', 'null'], format: 'uri' },
+        results: { type: 'array', items: { type: 'object' } },
+      },
+    },
+    CursorPage: {
+      type: 'object',
+      required: ['next', 'previous', 'results'],
+      properties: {
         next: { type: ['string', 'null'], format: 'uri' },
         previous: { type: ['string', 'null'], format: 'uri' },
         results: { type: 'array', items: { type: 'object' } },

@@ -1,4 +1,4 @@
-import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { nowIso } from '../clock.ts';
 import { batchDelete, batchGet, batchPut } from './batch.ts';
 import { dueKeys, queryAll, queryIndex } from './query.ts';
@@ -20,6 +20,12 @@ export interface ExportRecord {
     sealed_secrets?: SealedSecrets | null;
   };
   interval: string;
+  /** IANA zone of day and week boundaries (absent on older items: UTC). */
+  timezone?: string;
+  /** Weekly exports: the day windows start on, 0 = Sunday (null: 0). */
+  offset_day?: number | null;
+  /** Daily and weekly exports: the hour windows start at, on the zone's clock (null: 0). */
+  offset_hour?: number | null;
   paused: boolean;
   created_at: string;
   last_updated_at: string;
@@ -43,6 +49,8 @@ export interface RunRecord {
   status: RunStatus;
   records_completed: number;
   records_total_count: number;
+  /** Records read for the window that did not reach the destination (its last attempt failed); absent on older items. */
+  records_failed?: number;
   bytes_exported: number;
   latest_error: string | null;
   data_interval_start: string;
@@ -76,9 +84,20 @@ export interface BackfillRecord {
   total_runs: number;
   /** Start of the next window to turn into a run; null once every window has its run. */
   next_window_start: string | null;
-  /** Runs that reached Completed or Failed: the backfill is pending until this reaches total_runs. */
+  /** Runs that reached Completed, Failed or Cancelled (and, once cancelled, windows never written): pending until this reaches total_runs. */
   settled_runs: number;
   created_at: string;
+  /** Where its first window starts (start_at floored to the interval, or the project's first event when start_at was omitted). */
+  adjusted_start_at?: string | null;
+  /** Settled runs that ended Failed (absent on older items: 0). */
+  failed_runs?: number;
+  /** Records its runs exported (absent on older items: 0). */
+  records_exported?: number;
+  /** When its last run settled: its finished_at once every run has. */
+  last_settled_at?: string | null;
+  cancelled_at?: string | null;
+  /** next_window_start when it was cancelled: windows from here on were settled by the cancel itself. */
+  cancelled_from?: string | null;
 }
 
 export interface LogRecord {
@@ -124,13 +143,14 @@ function runItem(r: RunRecord) {
   return {
     ...keys.exportRun(r.batch_export, r.id),
     ...(at ? keys.runDue(r.organization_id, at, r.id) : {}),
+    ...keys.exportRunByWindow(r.batch_export, r.data_interval_start, r.id),
     entity: 'BatchExportRun',
     ...r,
   };
 }
 
 function runFromItem(item: Record<string, unknown>): RunRecord {
-  const { pk: _pk, sk: _sk, due_pk: _dp, due_sk: _ds, entity: _e, ...rest } = item;
+  const { pk: _pk, sk: _sk, due_pk: _dp, due_sk: _ds, parent_pk: _pp, parent_sk: _ps, entity: _e, ...rest } = item;
   return rest as unknown as RunRecord;
 }
 
@@ -221,7 +241,7 @@ export async function advanceBackfill(b: BackfillRecord, next: string | null): P
 }
 
 /** Counts a settled run on its backfill and frees its place under the cap, both or neither; false on a lost race. */
-export async function settleBackfillRun(r: RunRecord): Promise<'settled' | 'gone' | 'conflict'> {
+export async function settleBackfillRun(r: RunRecord, at: string = nowIso()): Promise<'settled' | 'gone' | 'conflict'> {
   if (!r.backfill_id || !r.backfill_range) return 'gone';
   const outcome = await transact([
     {
@@ -229,9 +249,16 @@ export async function settleBackfillRun(r: RunRecord): Promise<'settled' | 'gone
       Update: {
         TableName: tableName(),
         Key: keys.exportBackfill(r.batch_export, r.backfill_range),
-        UpdateExpression: 'ADD settled_runs :one',
+        UpdateExpression:
+          'SET last_settled_at = :at ADD settled_runs :one, failed_runs :failed, records_exported :records',
         ConditionExpression: 'id = :id',
-        ExpressionAttributeValues: { ':id': r.backfill_id, ':one': 1 },
+        ExpressionAttributeValues: {
+          ':id': r.backfill_id,
+          ':one': 1,
+          ':at': at,
+          ':failed': r.status === 'Failed' ? 1 : 0,
+          ':records': r.status === 'Completed' ? r.records_completed : 0,
+        },
       },
     },
     {
@@ -247,6 +274,55 @@ export async function settleBackfillRun(r: RunRecord): Promise<'settled' | 'gone
   ]);
   if (outcome.committed) return 'settled';
   return 'conflict' in outcome ? 'conflict' : 'gone';
+}
+
+/** Every backfill of an export, in the order of their ranges (start_at, then end_at). */
+export async function listBackfills(exportId: string): Promise<BackfillRecord[]> {
+  return (await queryAll(keys.batchExportPartition(exportId).pk, keys.exportBackfillPrefix)).map(backfillFromItem);
+}
+
+/**
+ * Cancels a backfill not yet cancelled, if its cursor is still as read: no more runs are written, and the
+ * windows not yet written count as settled at once (on the item and off the export's pending count).
+ */
+export async function cancelBackfillItem(b: BackfillRecord, unwritten: number, at: string): Promise<boolean> {
+  const outcome = await transact([
+    {
+      name: 'backfill',
+      Update: {
+        TableName: tableName(),
+        Key: keys.exportBackfill(b.batch_export, b.range),
+        UpdateExpression:
+          'SET cancelled_at = :at, cancelled_from = :seen, next_window_start = :null, last_settled_at = :at ADD settled_runs :n REMOVE due_pk, due_sk',
+        ConditionExpression: `id = :id AND (attribute_not_exists(cancelled_at) OR attribute_type(cancelled_at, :nul)) AND ${
+          b.next_window_start === null ? 'attribute_type(next_window_start, :nul)' : 'next_window_start = :seen'
+        }`,
+        ExpressionAttributeValues: {
+          ':id': b.id,
+          ':at': at,
+          ':seen': b.next_window_start,
+          ':null': null,
+          ':nul': 'NULL',
+          ':n': unwritten,
+        },
+      },
+    },
+    ...(unwritten
+      ? [
+          {
+            name: 'ledger',
+            Update: {
+              TableName: tableName(),
+              Key: keys.exportBackfillLedger(b.batch_export),
+              UpdateExpression: 'ADD pending_runs :minus',
+              ConditionExpression: 'attribute_exists(pk)',
+              ExpressionAttributeValues: { ':minus': -unwritten },
+            },
+          },
+        ]
+      : []),
+  ]);
+  return outcome.committed;
 }
 
 /** Backfills with windows still to turn into runs, oldest request first. */
@@ -474,4 +550,87 @@ export async function listLogs(exportId: string, now: Date): Promise<LogRecord[]
 export async function dueExports(now: Date): Promise<ExportRecord[]> {
   const keysDue = await dueKeys(keys.exportDue('', '').due_pk, now);
   return (await batchGet(keysDue)).map(exportFromItem);
+}
+
+export async function getRun(exportId: string, runId: string): Promise<RunRecord | undefined> {
+  const out = await call(() =>
+    db().send(new GetCommand({ TableName: tableName(), Key: keys.exportRun(exportId, runId), ConsistentRead: true })),
+  );
+  return out.Item ? runFromItem(out.Item) : undefined;
+}
+
+export interface RunsPageQuery {
+  /** `created`: the runs' own keys (ids are UUID v7); `window`: their byParent entries, by data_interval_start. */
+  order: 'created' | 'window';
+  descending: boolean;
+  /** data_interval_start at or after / before. */
+  after?: string;
+  before?: string;
+  status?: string[];
+  /** The sort key the previous page ended at. */
+  cursor?: string;
+  limit: number;
+}
+
+/** Items a page may read before it answers with what it found (and a cursor): a filter matching little costs a bounded read. */
+const RUNS_PAGE_READ_BUDGET = 2000;
+
+/** One page of an export's runs; `next` is the sort key to resume after (absent at the end). */
+export async function runsPage(exportId: string, q: RunsPageQuery): Promise<{ runs: RunRecord[]; next?: string }> {
+  const pk = keys.batchExportPartition(exportId).pk;
+  const byWindow = q.order === 'window';
+  const parentPk = keys.exportRunByWindow(exportId, '', '').parent_pk;
+  // In window order after/before are a key range; in creation order they are kept in memory.
+  // Key values cannot be empty: every window start sorts after '0'.
+  const low = byWindow ? (q.after ?? '0') : keys.exportRunPrefix;
+  const high = byWindow ? (q.before ?? '\uffff') : `${keys.exportRunPrefix}\uffff`;
+  const resumeAt = (cursor: string): Record<string, unknown> =>
+    byWindow
+      ? { parent_pk: parentPk, parent_sk: cursor, pk, sk: keys.exportRun(exportId, cursor.split('#')[1] ?? '').sk }
+      : { pk, sk: cursor };
+  const found: RunRecord[] = [];
+  let start: Record<string, unknown> | undefined = q.cursor ? resumeAt(q.cursor) : undefined;
+  let read = 0;
+  let lastKey: string | undefined;
+  while (found.length < q.limit && read < RUNS_PAGE_READ_BUDGET) {
+    const out = await call(() =>
+      db().send(
+        new QueryCommand({
+          TableName: tableName(),
+          ...(byWindow
+            ? {
+                IndexName: TABLE_SCHEMA.indexes.byParent.name,
+                KeyConditionExpression: 'parent_pk = :pk AND parent_sk BETWEEN :low AND :high',
+                ExpressionAttributeValues: { ':pk': parentPk, ':low': low, ':high': high },
+              }
+            : {
+                KeyConditionExpression: 'pk = :pk AND sk BETWEEN :low AND :high',
+                ExpressionAttributeValues: { ':pk': pk, ':low': low, ':high': high },
+                ConsistentRead: true,
+              }),
+          ScanIndexForward: !q.descending,
+          ExclusiveStartKey: start,
+          Limit: Math.min(200, q.limit - found.length),
+        }),
+      ),
+    );
+    const items = out.Items ?? [];
+    read += items.length;
+    for (const [n, i] of items.entries()) {
+      const r = runFromItem(i);
+      lastKey = String(byWindow ? i.parent_sk : i.sk);
+      const kept =
+        (!q.status || q.status.includes(r.status)) &&
+        (!q.after || r.data_interval_start >= q.after) &&
+        (!q.before || r.data_interval_start < q.before);
+      if (kept) found.push(r);
+      if (found.length === q.limit) {
+        const more = n < items.length - 1 || out.LastEvaluatedKey !== undefined;
+        return more ? { runs: found, next: lastKey } : { runs: found };
+      }
+    }
+    start = out.LastEvaluatedKey;
+    if (!start) return { runs: found };
+  }
+  return { runs: found, next: lastKey };
 }

@@ -78,6 +78,11 @@ export const keys = {
   batchExportPartition: (exportId: string) => ({ pk: `EXPORT#${exportId}` }),
   exportRun: (exportId: string, runId: string): ItemKey => ({ pk: `EXPORT#${exportId}`, sk: `RUN#${runId}` }),
   exportRunPrefix: 'RUN#',
+  /** byParent entry of a run by its window: the export's runs in window order, no item of their own. */
+  exportRunByWindow: (exportId: string, windowStart: string, runId: string) => ({
+    parent_pk: `EXPORT#${exportId}#RUNS`,
+    parent_sk: `${windowStart}#${runId}`,
+  }),
   /** One scheduled run per window: the claim that makes the scheduler idempotent. */
   exportWindow: (exportId: string, windowStart: string): ItemKey => ({
     pk: `EXPORT#${exportId}`,
@@ -90,6 +95,7 @@ export const keys = {
   exportLogPrefix: 'LOG#',
   /** A backfill by its window range (`<start_at>#<end_at>`): the same range twice finds the same item. */
   exportBackfill: (exportId: string, range: string): ItemKey => ({ pk: `EXPORT#${exportId}`, sk: `BACKFILL#${range}` }),
+  exportBackfillPrefix: 'BACKFILL#',
   /** The export's count of backfill runs not yet settled, which the pending cap is checked against. */
   exportBackfillLedger: (exportId: string): ItemKey => ({ pk: `EXPORT#${exportId}`, sk: 'BACKFILLS' }),
   /** dueByTime entry of a backfill with windows not yet turned into runs (oldest request first). */

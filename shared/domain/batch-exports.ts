@@ -1,16 +1,12 @@
 import { nowIso, now as clockNow } from '../clock.ts';
 import {
-  createBackfill,
   deleteExport as removeExport,
-  getBackfill,
   getExport,
   latestRuns,
   listExports as readExports,
   listLogs,
-  pendingBackfillRuns,
   saveExport,
   writeLog,
-  type BackfillRecord,
   type ExportRecord,
   type LogRecord,
   type RunRecord,
@@ -21,12 +17,10 @@ import { Conflict, NotFound, textOf, ValidationError } from '../errors.ts';
 import { DESTINATION_TYPES, destinationConfig, type DestinationType } from '../exports/destination-rules.ts';
 import { sealSecrets } from '../exports/secrets.ts';
 import { parseExportQuery } from '../exports/hogql.ts';
-import { firstWindowEnd, floorBoundary, intervalMs, windowCount, type ExportInterval } from '../exports/intervals.ts';
+import { firstWindowEnd, isTimeZone, scheduleOf, type ExportInterval } from '../exports/intervals.ts';
 import { uuidv7 } from '../ids.ts';
 import { TRANSIENT, retryTransient } from '../retry.ts';
 import { parseProperties } from '../trends/properties.ts';
-import { BACKFILL_REQUEST_PAGE, expandBackfill } from './export-runs.ts';
-import { logger } from '../observability.ts';
 import type { MembershipRecord } from '../db/organizations.ts';
 
 export interface ExportInput {
@@ -35,6 +29,9 @@ export interface ExportInput {
   destination?: { type?: unknown; config?: unknown };
   interval?: ExportInterval;
   paused?: boolean;
+  timezone?: string | null;
+  offset_day?: number | null;
+  offset_hour?: number | null;
   start_at?: string | null;
   end_at?: string | null;
   hogql_query?: string | null;
@@ -50,6 +47,7 @@ export function runResponse(r: RunRecord) {
     status: r.status,
     records_completed: r.records_completed,
     records_total_count: r.records_total_count,
+    records_failed: r.records_failed ?? 0,
     bytes_exported: r.bytes_exported,
     latest_error: r.latest_error,
     data_interval_start: r.data_interval_start,
@@ -73,6 +71,9 @@ export function exportResponse(e: ExportRecord, runs: RunRecord[]) {
     model: e.model,
     destination: { type: e.destination.type, config },
     interval: e.interval,
+    timezone: e.timezone ?? 'UTC',
+    offset_day: e.offset_day ?? null,
+    offset_hour: e.offset_hour ?? null,
     paused: e.paused,
     created_at: e.created_at,
     last_updated_at: e.last_updated_at,
@@ -170,6 +171,22 @@ async function storedDestination(
   return { type: dest.type, config: dest.config, sealed_secrets: sealed };
 }
 
+/**
+ * PostHog's schedule fields: an IANA timezone; offset_hour for daily and weekly exports, offset_day for
+ * weekly ones only (refused elsewhere rather than ignored, so a client learns they do nothing there).
+ */
+function checkSchedule(e: Pick<ExportRecord, 'interval' | 'timezone' | 'offset_day' | 'offset_hour'>): void {
+  if (e.timezone && !isTimeZone(e.timezone))
+    throw new ValidationError(
+      `"${e.timezone}" is not a time zone; give an IANA name such as Europe/Berlin.`,
+      'timezone',
+    );
+  if (e.offset_day != null && e.interval !== 'week')
+    throw new ValidationError('offset_day only applies to weekly exports.', 'offset_day');
+  if (e.offset_hour != null && e.interval !== 'day' && e.interval !== 'week')
+    throw new ValidationError('offset_hour only applies to daily and weekly exports.', 'offset_hour');
+}
+
 function checkWindow(startAt: string | null, endAt: string | null): void {
   if (startAt && endAt && Date.parse(endAt) <= Date.parse(startAt))
     throw new ValidationError('end_at must be after start_at.', 'end_at');
@@ -225,6 +242,9 @@ export async function createExport(
     model,
     destination: await storedDestination(dest, { organization_id: membership.organization_id, id }),
     interval: input.interval,
+    timezone: input.timezone ?? 'UTC',
+    offset_day: input.offset_day ?? null,
+    offset_hour: input.offset_hour ?? null,
     paused: input.paused ?? false,
     created_at: at,
     last_updated_at: at,
@@ -233,14 +253,16 @@ export async function createExport(
     end_at: input.end_at ?? null,
     hogql_query: input.hogql_query ?? null,
     filters: input.filters ?? null,
-    next_window_end: firstWindowEnd(
-      clockNow(),
-      input.interval,
-      input.start_at ? new Date(input.start_at) : undefined,
-    ).toISOString(),
+    next_window_end: null,
     consecutive_failures: 0,
     version: 1,
   };
+  checkSchedule(record);
+  record.next_window_end = firstWindowEnd(
+    clockNow(),
+    scheduleOf(record),
+    input.start_at ? new Date(input.start_at) : undefined,
+  ).toISOString();
   await saveExport(record);
   await log(
     record.id,
@@ -310,10 +332,15 @@ export async function updateExport(membership: MembershipRecord, exportId: strin
         );
       }
       if (input.interval !== undefined) next.interval = input.interval;
-      if (resumes || input.interval !== undefined || input.start_at !== undefined) {
+      if (input.timezone !== undefined) next.timezone = input.timezone ?? 'UTC';
+      if (input.offset_day !== undefined) next.offset_day = input.offset_day;
+      if (input.offset_hour !== undefined) next.offset_hour = input.offset_hour;
+      checkSchedule(next);
+      const rescheduled = [input.interval, input.timezone, input.offset_day, input.offset_hour, input.start_at];
+      if (resumes || rescheduled.some((x) => x !== undefined)) {
         next.next_window_end = firstWindowEnd(
           now,
-          next.interval as ExportInterval,
+          scheduleOf(next),
           next.start_at ? new Date(next.start_at) : undefined,
         ).toISOString();
       }
@@ -332,118 +359,15 @@ export async function deleteExport(membership: MembershipRecord, exportId: strin
   await removeExport(await findExport(membership, exportId));
 }
 
-const MAX_BACKFILL_RUNS = 10_000;
-/**
- * Backfill runs one export may have queued and not yet settled: one full backfill's worth. A client
- * that repeats or splits backfills cannot queue more work than one request could.
- */
-export const MAX_PENDING_BACKFILL_RUNS = 10_000;
-/** No analytics data predates it; a far-past start only queues empty windows (and weeks back to 1834 fit the cap). */
-const EARLIEST_BACKFILL_START = '2000-01-01T00:00:00.000Z';
-const BACKFILL_NOTE =
-  'Files of intervals already exported are overwritten in place (each window has one object key): no duplicate rows.';
-
-function backfillResponse(record: ExportRecord, b: BackfillRecord) {
-  return {
-    backfill_id: b.id,
-    runs: b.total_runs,
-    interval_seconds: intervalMs(record.interval as ExportInterval) / 1000,
-    note: BACKFILL_NOTE,
-  };
-}
-
-/**
- * One run per interval in [start_at, end_at), queued for the scheduler. Objects are keyed by their
- * window, so a backfill over windows already exported replaces those files instead of duplicating them.
- * The request stores one backfill item and writes the first page of runs; the scheduler writes the
- * rest. The same range again while it is pending answers the same backfill and queues nothing.
- */
-export async function backfillExport(
-  membership: MembershipRecord,
-  exportId: string,
-  input: { start_at: string; end_at: string },
-) {
-  const record = await findExport(membership, exportId);
-  const start = new Date(input.start_at);
-  const end = new Date(input.end_at);
-  if (end.getTime() > clockNow().getTime())
-    throw new ValidationError('The end of a backfill cannot be in the future.', 'end_at');
-  if (end <= start)
-    throw new ValidationError("The initial backfill datetime 'start_at' happens after 'end_at'.", 'start_at');
-  if (start.getTime() < Date.parse(EARLIEST_BACKFILL_START)) {
-    throw new ValidationError(
-      `A backfill cannot start before ${EARLIEST_BACKFILL_START}; start_at is ${start.toISOString()}.`,
-      'start_at',
-    );
-  }
-  const interval = record.interval as ExportInterval;
-  // Counted before anything is built: a range of millions of windows costs nothing to refuse.
-  const count = windowCount(start, end, interval);
-  if (count > MAX_BACKFILL_RUNS) {
-    throw new ValidationError(
-      `A backfill may cover at most ${MAX_BACKFILL_RUNS} intervals; this one covers ${count}.`,
-      'start_at',
-    );
-  }
-  const range = `${start.toISOString()}#${end.toISOString()}`;
-  const pending = (b: BackfillRecord | undefined) => b !== undefined && b.settled_runs < b.total_runs;
-  const existing = await getBackfill(record.id, range);
-  if (existing && pending(existing)) return backfillResponse(record, existing);
-  const now = clockNow();
-  const backfill: BackfillRecord = {
-    id: uuidv7(),
-    batch_export: record.id,
-    organization_id: record.organization_id,
-    start_at: start.toISOString(),
-    end_at: end.toISOString(),
-    range,
-    total_runs: count,
-    next_window_start: floorBoundary(start, interval).toISOString(),
-    settled_runs: 0,
-    created_at: now.toISOString(),
-  };
-  const outcome = await retryTransient('The backfill', async () => {
-    const o = await createBackfill(backfill, MAX_PENDING_BACKFILL_RUNS);
-    return o === 'conflict' ? TRANSIENT : o;
-  });
-  if (outcome === 'exists') {
-    // The same range was requested at the same moment: that request's backfill is this one's answer.
-    const winner = await getBackfill(record.id, range);
-    if (winner) return backfillResponse(record, winner);
-  }
-  if (outcome !== 'created') {
-    const queued = await pendingBackfillRuns(record.id);
-    throw new ValidationError(
-      `An export may have at most ${MAX_PENDING_BACKFILL_RUNS} backfill runs pending; this one has ${queued} and this backfill adds ${count}. Wait for them to finish, or backfill a shorter range.`,
-      'start_at',
-    );
-  }
-  // The backfill is stored: from here on nothing may fail the request (a client would retry work that
-  // is done). The first page is written now, so a short backfill's runs are there at once; if it
-  // cannot be, the scheduler writes it like the rest.
-  try {
-    await expandBackfill(record, backfill, now, BACKFILL_REQUEST_PAGE);
-    await log(
-      record.id,
-      'INFO',
-      `Backfill ${backfill.id} queued ${count} run(s) from ${backfill.next_window_start} to ${backfill.end_at}. ${BACKFILL_NOTE}`,
-    );
-  } catch (error) {
-    logger.warn('backfill stored; its first page is left to the scheduler', {
-      batch_export_id: record.id,
-      backfill_id: backfill.id,
-      error: String(error),
-    });
-  }
-  return backfillResponse(record, backfill);
-}
-
 export async function exportLogs(
   membership: MembershipRecord,
   exportId: string,
   filter: { levels?: string[]; run_id?: string },
 ) {
-  const record = await findExport(membership, exportId);
+  return logsOf(await findExport(membership, exportId), filter);
+}
+
+export async function logsOf(record: ExportRecord, filter: { levels?: string[]; run_id?: string }) {
   const entries = await listLogs(record.id, clockNow());
   return entries
     .filter((e) => !filter.levels || filter.levels.includes(e.level))

@@ -9,6 +9,7 @@ import {
   dueExports,
   dueOrganizations,
   dueRunsOf,
+  getBackfill,
   getExport,
   saveExport,
   saveRun,
@@ -28,7 +29,14 @@ import { openDestination } from './export-destinations.ts';
 import { getPersons, personIdsOf, personsPage, type PersonRecord, type PersonsPosition } from '../db/persons.ts';
 import { encodeFiles, manifestKey, objectKey, type Compression, type FileFormat } from '../exports/files.ts';
 import { EVENT_COLUMNS, parseExportQuery } from '../exports/hogql.ts';
-import { intervalMs, windowsBetween, type ExportInterval } from '../exports/intervals.ts';
+import {
+  intervalMs,
+  nextBoundary,
+  previousBoundary,
+  scheduleOf,
+  windowsBetween,
+  type ExportInterval,
+} from '../exports/intervals.ts';
 import { uuidv7 } from '../ids.ts';
 import { TRANSIENT, conflictIfFalse, retryTransient } from '../retry.ts';
 import { logger, METRIC, metrics, MetricUnit } from '../observability.ts';
@@ -168,17 +176,18 @@ async function resumeAbandoned(run: RunRecord, now: Date, put: PutObject): Promi
 const leaseEnd = (now: Date) => new Date(now.getTime() + RUN_LEASE_MS).toISOString();
 
 async function scheduleWindows(e: ExportRecord, now: Date): Promise<number> {
-  const step = intervalMs(e.interval as ExportInterval);
+  const schedule = scheduleOf(e);
   let end = Date.parse(e.next_window_end!);
   let created = 0;
   while (end <= now.getTime() && (!e.end_at || end <= Date.parse(e.end_at)) && created < MAX_CATCH_UP) {
-    const start = new Date(end - step).toISOString();
+    // Day and week windows are not fixed lengths in a zone with DST: each starts at the boundary before its end.
+    const start = previousBoundary(new Date(end), schedule).toISOString();
     const run = newRun(e, start, new Date(end).toISOString(), now, null);
     if (await claimWindow(e.id, start, run.id)) {
-      await saveRun(run);
+      await saveRuns([run]);
       created += 1;
     }
-    end += step;
+    end = nextBoundary(new Date(end), schedule).getTime();
   }
   // Another tick may have moved it meanwhile: then its claims already covered these windows.
   await saveExport({ ...e, next_window_end: new Date(end).toISOString(), version: e.version + 1 }, e.version);
@@ -199,8 +208,12 @@ export async function expandBackfill(
   if (b.next_window_start === null) return 0;
   const interval = e.interval as ExportInterval;
   const from = Date.parse(b.next_window_start);
-  const to = Math.min(Date.parse(b.end_at), from + page * intervalMs(interval));
-  const windows = windowsBetween(new Date(from), new Date(to), interval);
+  // A page is `page` windows: nominal lengths plus a day of slack for DST, then cut to the count.
+  const to = Math.min(
+    Date.parse(b.end_at),
+    from + page * intervalMs(interval) + (interval === 'day' || interval === 'week' ? 86_400_000 : 0),
+  );
+  const windows = windowsBetween(new Date(from), new Date(to), scheduleOf(e)).slice(0, page);
   const last = windows.at(-1);
   const next = last && last.end.getTime() < Date.parse(b.end_at) ? last.end.toISOString() : null;
   await saveRuns(
@@ -218,7 +231,7 @@ export async function expandBackfill(
  * (the run's outcome is already saved); a count that cannot be written keeps the place taken rather
  * than risk freeing it twice.
  */
-async function settleBackfill(run: RunRecord): Promise<void> {
+export async function settleBackfill(run: RunRecord): Promise<void> {
   if (!run.backfill_id || !run.backfill_range) return;
   try {
     await retryTransient(
@@ -263,6 +276,7 @@ export async function executeRun(run: RunRecord, now: Date, put: PutObject): Pro
     await deleteExport(e);
     return undefined;
   }
+  if (run.backfill_range && run.status !== 'Running' && (await cancelledByBackfill(run, now))) return undefined;
   if (e.paused) {
     // Never started while paused: look again later (unpausing does not flood, these were already due).
     await saveRun({ ...run, next_attempt_at: new Date(now.getTime() + 5 * 60_000).toISOString() });
@@ -278,13 +292,38 @@ export async function executeRun(run: RunRecord, now: Date, put: PutObject): Pro
     lease_until: leaseEnd(now),
   };
   if (!(await claimRun(run, running))) return undefined;
+  // Rows read before the upload failed are the run's records_failed (0 when reading itself failed).
+  let read = 0;
   try {
-    const uploaded = await uploadRun(e, run, put);
-    await completeRun(e, running, uploaded);
+    const uploaded = await uploadRun(e, run, put, (n) => {
+      read = n;
+    });
+    await completeRun(e, { ...running, records_failed: 0 }, uploaded);
     return 'Completed';
   } catch (error) {
-    return fail(e, running, error, now);
+    return fail(e, { ...running, records_failed: read }, error, now);
   }
+}
+
+/**
+ * A queued run of a cancelled backfill ends Cancelled without executing. It counts as settled unless
+ * its window was among those the cancel itself settled (written by a page that raced the cancel).
+ */
+async function cancelledByBackfill(run: RunRecord, now: Date): Promise<boolean> {
+  const b = await getBackfill(run.batch_export, run.backfill_range!);
+  if (!b || b.id !== run.backfill_id || !b.cancelled_at) return false;
+  const at = now.toISOString();
+  const cancelled: RunRecord = {
+    ...run,
+    status: 'Cancelled',
+    finished_at: at,
+    last_updated_at: at,
+    next_attempt_at: null,
+  };
+  if (!(await claimRun(run, cancelled))) return true;
+  if (!b.cancelled_from || run.data_interval_start < b.cancelled_from) await settleBackfill(cancelled);
+  await log(run.batch_export, 'INFO', `Run cancelled without executing: backfill ${b.id} was cancelled.`, run.id);
+  return true;
 }
 
 interface Uploaded {
@@ -298,8 +337,14 @@ interface Uploaded {
  * Writes the run's rows as one file, or several of at most max_file_size_mb, then the manifest beside
  * them, last: a consumer that sees the manifest knows the window's files are all there.
  */
-async function uploadRun(e: ExportRecord, run: RunRecord, put: PutObject): Promise<Uploaded> {
+async function uploadRun(
+  e: ExportRecord,
+  run: RunRecord,
+  put: PutObject,
+  onRows: (count: number) => void,
+): Promise<Uploaded> {
   const rows = e.model === 'persons' ? await personRows(e, run) : await eventRows(e, run);
+  onRows(rows.rows.length);
   const config = await openDestination(e);
   const format = (config.file_format as FileFormat | null) ?? 'JSONLines';
   const compression = (config.compression as Compression | null) ?? 'none';
@@ -336,7 +381,7 @@ async function uploadRun(e: ExportRecord, run: RunRecord, put: PutObject): Promi
 async function completeRun(e: ExportRecord, running: RunRecord, uploaded: Uploaded): Promise<void> {
   const { bucket, key, records, bytes } = uploaded;
   const finished = clockNow().toISOString();
-  await saveRun({
+  const completed: RunRecord = {
     ...running,
     status: 'Completed',
     records_completed: records,
@@ -345,8 +390,9 @@ async function completeRun(e: ExportRecord, running: RunRecord, uploaded: Upload
     finished_at: finished,
     last_updated_at: finished,
     latest_error: null,
-  });
-  await settleBackfill(running);
+  };
+  await saveRun(completed);
+  await settleBackfill(completed);
   metrics.addMetric(METRIC.exportRows, MetricUnit.Count, records);
   await log(
     e.id,
@@ -390,15 +436,16 @@ async function fail(e: ExportRecord, run: RunRecord, error: unknown, now: Date):
     );
     return 'FailedRetryable';
   }
-  await saveRun({
+  const failed: RunRecord = {
     ...run,
     status: 'Failed',
     latest_error: message,
     last_updated_at: at,
     finished_at: at,
     next_attempt_at: null,
-  });
-  await settleBackfill(run);
+  };
+  await saveRun(failed);
+  await settleBackfill(failed);
   await log(e.id, 'ERROR', `Run failed after ${MAX_ATTEMPTS} attempts: ${message}`, run.id);
   let pausedNow = 0;
   await changeExport(e, (x) => {

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { INTERVALS } from '../exports/intervals.ts';
-import { pageQuery } from './query-string.ts';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, pageQuery, queryInteger } from './query-string.ts';
 import { awareTimestamp as timestamp } from './timestamps.ts';
 
 const awareTimestamp = timestamp('Enter a valid ISO 8601 date-time with a time zone, e.g. 2024-05-01T00:00:00Z.');
@@ -11,6 +11,27 @@ const fields = {
   destination: v.object({ type: v.unknown(), config: v.optional(v.unknown()) }),
   interval: v.picklist(INTERVALS, `"interval" must be one of: ${INTERVALS.join(', ')}.`),
   paused: v.optional(v.boolean()),
+  timezone: v.optional(v.nullable(v.pipe(v.string(), v.maxLength(64)))),
+  offset_day: v.optional(
+    v.nullable(
+      v.pipe(
+        v.number(),
+        v.integer('offset_day is a whole day: 0 (Sunday) to 6.'),
+        v.minValue(0, 'offset_day is 0 (Sunday) to 6 (Saturday).'),
+        v.maxValue(6, 'offset_day is 0 (Sunday) to 6 (Saturday).'),
+      ),
+    ),
+  ),
+  offset_hour: v.optional(
+    v.nullable(
+      v.pipe(
+        v.number(),
+        v.integer('offset_hour is a whole hour: 0 to 23.'),
+        v.minValue(0, 'offset_hour is 0 to 23.'),
+        v.maxValue(23, 'offset_hour is 0 to 23.'),
+      ),
+    ),
+  ),
   start_at: v.optional(v.nullable(awareTimestamp)),
   end_at: v.optional(v.nullable(awareTimestamp)),
   hogql_query: v.optional(v.nullable(v.pipe(v.string(), v.maxLength(10_000)))),
@@ -46,3 +67,53 @@ export const logsQuery = v.object({
   run_id: v.optional(v.string()),
   instance_id: v.optional(v.string()),
 });
+
+// Backfills and runs as resources (PostHog's cursor-paginated viewsets).
+const cursorPage = {
+  limit: v.optional(queryInteger(1, MAX_PAGE_SIZE), String(DEFAULT_PAGE_SIZE)),
+  cursor: v.optional(v.pipe(v.string(), v.maxLength(200))),
+};
+export const backfillCreateBody = v.object({
+  start_at: v.optional(v.nullable(awareTimestamp)),
+  end_at: awareTimestamp,
+  allow_overlap: v.optional(v.boolean()),
+});
+export const backfillParams = v.object({ id: v.string(), backfill_id: v.string() });
+export const backfillListQuery = v.object({
+  ...cursorPage,
+  ordering: v.optional(
+    v.picklist(
+      ['created_at', '-created_at', 'start_at', '-start_at'],
+      'ordering is one of created_at, start_at (- for descending).',
+    ),
+    '-created_at',
+  ),
+});
+export const runParams = v.object({ id: v.string(), run_id: v.string() });
+const RUN_STATUSES = ['Starting', 'Running', 'Completed', 'Failed', 'FailedRetryable', 'Cancelled'] as const;
+export const runListQuery = v.object({
+  ...cursorPage,
+  ordering: v.optional(
+    v.picklist(
+      ['created_at', '-created_at', 'data_interval_start', '-data_interval_start'],
+      'ordering is one of created_at, data_interval_start (- for descending).',
+    ),
+    '-created_at',
+  ),
+  status: v.optional(
+    v.pipe(
+      v.string(),
+      v.transform((s) => s.split(',').map((x) => x.trim())),
+      v.array(v.picklist(RUN_STATUSES, `Statuses are ${RUN_STATUSES.join(', ')}.`)),
+    ),
+  ),
+  after: v.optional(awareTimestamp),
+  before: v.optional(awareTimestamp),
+});
+export const runLogsQuery = v.object({
+  ...pageQuery,
+  limit: v.optional(pageQuery.limit.wrapped, '50'),
+  level: logsQuery.entries.level,
+});
+export const unpauseBody = v.object({ backfill: v.optional(v.boolean()) });
+export const emptyBody = v.object({});

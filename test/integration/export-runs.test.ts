@@ -15,7 +15,7 @@ import { getOrganizationWithProjects, removeOrganization } from '#shared/db/orga
 import { eventItem } from '#shared/db/events.ts';
 import { dueOrganizations, dueRunsOf, settleOrganizationQueue } from '#shared/db/batch-exports.ts';
 import { queryAll } from '#shared/db/query.ts';
-import { MAX_PENDING_BACKFILL_RUNS } from '#shared/domain/batch-exports.ts';
+import { MAX_PENDING_BACKFILL_RUNS } from '#shared/domain/export-backfills.ts';
 import {
   BACKFILL_PAGE,
   BACKFILL_REQUEST_PAGE,

@@ -440,6 +440,10 @@ interface Ctx {
   exportToDelete: string;
   /** A query that ran in the background and completed (ids of queries that did not run since the examples changed persons: their results are withheld). */
   queryId: () => Promise<string>;
+  /** A new backfill of one whole day of `exportId` (a daily export), a different day each call. */
+  backfill: () => Promise<{ backfill_id: string }>;
+  /** A run of `exportId` (queued by one backfill, made once). */
+  runId: () => Promise<string>;
 }
 
 const FUTURE = '2099-01-01T00:00:00Z';
@@ -613,6 +617,39 @@ const examples: Record<string, (c: Ctx) => Example | Promise<Example>> = {
     params: { organization_id: c.orgId, id: c.exportId },
     query: { level: 'INFO,ERROR', limit: '10' },
   }),
+  batch_exports_backfills_create: (c) => ({
+    params: { organization_id: c.orgId, id: c.exportId },
+    body: { start_at: '2024-02-01T00:00:00Z', end_at: '2024-02-03T00:00:00Z', allow_overlap: true },
+  }),
+  batch_exports_backfills_list: (c) => ({
+    params: { organization_id: c.orgId, id: c.exportId },
+    query: { ordering: 'start_at', limit: '10' },
+  }),
+  batch_exports_backfills_retrieve: async (c) => ({
+    params: { organization_id: c.orgId, id: c.exportId, backfill_id: (await c.backfill()).backfill_id },
+  }),
+  batch_exports_backfills_cancel: async (c) => ({
+    params: { organization_id: c.orgId, id: c.exportId, backfill_id: (await c.backfill()).backfill_id },
+  }),
+  batch_exports_runs_list: (c) => ({
+    params: { organization_id: c.orgId, id: c.exportId },
+    query: { status: 'Starting,Completed', ordering: '-data_interval_start', limit: '10' },
+  }),
+  batch_exports_runs_retrieve: async (c) => ({
+    params: { organization_id: c.orgId, id: c.exportId, run_id: await c.runId() },
+  }),
+  batch_exports_runs_retry: async (c) => ({
+    params: { organization_id: c.orgId, id: c.exportId, run_id: await c.runId() },
+  }),
+  batch_exports_runs_cancel: async (c) => ({
+    params: { organization_id: c.orgId, id: c.exportId, run_id: await c.runId() },
+  }),
+  batch_exports_runs_logs: async (c) => ({
+    params: { organization_id: c.orgId, id: c.exportId, run_id: await c.runId() },
+    query: { limit: '10' },
+  }),
+  batch_exports_pause: (c) => ({ params: { organization_id: c.orgId, id: c.exportId } }),
+  batch_exports_unpause: (c) => ({ params: { organization_id: c.orgId, id: c.exportId }, body: { backfill: false } }),
   schema: () => ({}),
   capture: (c) => ({
     body: {
@@ -693,6 +730,8 @@ async function send(route: Route, path: string, ex: Example, key: string | undef
 
 describe('an example request for each operation', () => {
   let ctx: Ctx;
+  let backfills = 0;
+  let runId: Promise<string> | undefined;
 
   beforeAll(async () => {
     const p = await newProject(api.as);
@@ -750,6 +789,25 @@ describe('an example request for each operation', () => {
       exportId: await exportId(),
       exportToDelete: await exportId(),
       queryId: completedQuery,
+      backfill: async () => {
+        backfills += 1;
+        const start = new Date(Date.UTC(2024, 2, backfills)).toISOString();
+        const end = new Date(Date.UTC(2024, 2, backfills + 1)).toISOString();
+        const res = await c.post(`/api/organizations/${p.org.id}/batch_exports/${ctx.exportId}/backfills`, {
+          start_at: start,
+          end_at: end,
+        });
+        expect(res.status, JSON.stringify(res.body)).toBe(201);
+        return res.body as { backfill_id: string };
+      },
+      runId: async () => {
+        runId ??= (async () => {
+          await ctx.backfill();
+          const runs = await c.get(`/api/organizations/${p.org.id}/batch_exports/${ctx.exportId}/runs`);
+          return String(runs.body.results[0].id);
+        })();
+        return runId;
+      },
     };
     await personId('oa-bulk');
   }, 60_000);

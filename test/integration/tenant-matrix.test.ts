@@ -27,6 +27,8 @@ interface Victim {
   personId: number;
   actionId: number;
   exportId: string;
+  backfillId: string;
+  runId: string;
   queryId: string;
   cohortId: number;
   /** Strings only the victim's data holds: none may appear in a refused response. */
@@ -93,6 +95,14 @@ beforeAll(async () => {
       _create_static_person_ids: [personId],
     })
   ).body;
+  // A backfill of the export queues its runs at once: real backfill and run ids for their paths.
+  const backfillId = (
+    await c.post(`/api/organizations/${org.id}/batch_exports/${exp.id}/backfills`, {
+      start_at: '2024-01-01T00:00:00Z',
+      end_at: '2024-01-01T02:00:00Z',
+    })
+  ).body.backfill_id as string;
+  const runId = (await c.get(`/api/organizations/${org.id}/batch_exports/${exp.id}/runs`)).body.results[0].id as string;
   victim = {
     cohortId: cohort.id,
     email: owner.email,
@@ -102,6 +112,8 @@ beforeAll(async () => {
     personId,
     actionId: action.id,
     exportId: exp.id,
+    backfillId,
+    runId,
     queryId: await completedQuery(owner.key, projectId),
     secrets: [SECRET, org.teams[0].api_token],
   };
@@ -162,6 +174,8 @@ function pathFor(route: KeyRoute): string {
       if (collection === 'persons') return String(victim.personId);
       if (collection === 'actions') return String(victim.actionId);
       if (collection === 'batch_exports') return victim.exportId;
+      if (collection === 'backfills') return victim.backfillId;
+      if (collection === 'runs') return victim.runId;
       if (collection === 'query') return victim.queryId;
       if (collection === 'cohorts') return String(victim.cohortId);
       // A resource kind added later: auth and tenancy are decided before any lookup of it.
@@ -201,6 +215,8 @@ function bodyFor(route: KeyRoute): unknown {
     },
     batch_exports_partial_update: { name: 'Hijacked', paused: false },
     batch_exports_backfill: { start_at: '2024-01-01T00:00:00Z', end_at: '2024-01-01T02:00:00Z' },
+    batch_exports_backfills_create: { start_at: '2024-01-02T00:00:00Z', end_at: '2024-01-02T02:00:00Z' },
+    batch_exports_unpause: { backfill: true },
   };
   return (
     bodies[route.operationId] ??

@@ -60,6 +60,17 @@ const tenancyByOperation = {
   batch_exports_backfill: 'organization',
   batch_exports_logs: 'organization',
   batch_exports_test: 'organization',
+  batch_exports_backfills_create: 'organization',
+  batch_exports_backfills_list: 'organization',
+  batch_exports_backfills_retrieve: 'organization',
+  batch_exports_backfills_cancel: 'organization',
+  batch_exports_runs_list: 'organization',
+  batch_exports_runs_retrieve: 'organization',
+  batch_exports_runs_retry: 'organization',
+  batch_exports_runs_cancel: 'organization',
+  batch_exports_runs_logs: 'organization',
+  batch_exports_pause: 'organization',
+  batch_exports_unpause: 'organization',
 } as const satisfies { [R in KeyRow as R['operationId']]: TenancyKind<R['path']> };
 
 describe("a handler's request type follows its route", () => {

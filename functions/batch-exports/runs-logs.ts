@@ -1,0 +1,15 @@
+import { apiHandler } from '#shared/http/handler.ts';
+import { ok } from '#shared/http/responses.ts';
+import { paginated } from '#shared/http/pagination.ts';
+import { runLogs } from '#shared/domain/export-backfills.ts';
+import { runLogsQuery, runParams } from '#shared/schemas/batch-exports.ts';
+import { route } from '../routes.ts';
+
+export const handler = apiHandler(
+  route('batch_exports_runs_logs'),
+  { params: runParams, query: runLogsQuery },
+  async ({ params, query, membership, url }) => {
+    const entries = await runLogs(membership, params.id, params.run_id, { levels: query.level });
+    return ok(paginated(url, query, entries.length, entries.slice(query.offset, query.offset + query.limit)));
+  },
+);
