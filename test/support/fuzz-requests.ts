@@ -319,7 +319,9 @@ function pathsOf(value: unknown, prefix: (string | number)[] = []): (string | nu
 function setAt(root: unknown, path: (string | number)[], value: unknown): unknown {
   if (path.length === 0) return value;
   const [head, ...rest] = path;
-  const copy: any = Array.isArray(root) ? [...root] : objectOf(Object.entries((root ?? {}) as object));
+  // A key that is not an index (`length`, `__proto__`) turns an array into an object holding its items.
+  const asArray = Array.isArray(root) && typeof head === 'number';
+  const copy: any = asArray ? [...(root as unknown[])] : objectOf(Object.entries((root ?? {}) as object));
   Object.defineProperty(copy, head!, {
     value: setAt(copy[head!], rest, value),
     enumerable: true,
