@@ -242,15 +242,12 @@ async function pageValues(plan: Plan, events: Found[]): Promise<unknown[][]> {
 }
 
 /** Rows in time order: day by day in that order until offset + limit + 1 events are kept. */
-async function eventRows(plan: Plan, descending: boolean): Promise<{ results: unknown[][]; hasMore: boolean }> {
-  const { projectId, name, window } = plan;
-  const need = plan.offset + plan.limit + 1;
-  const days = utcDays(new Date(window.after), new Date(window.before));
-  if (descending) days.reverse();
-  const range = { from: new Date(window.after), to: new Date(window.before), newestFirst: descending };
-  // Person filters are applied after the read (they need the persons), so a shard reads its whole day.
-  // Called on every event read: the reads' checkpoint.
-  const keep = checking(
+/**
+ * What a day read keeps, called on every event read (the reads' checkpoint). Person filters are
+ * applied after the read (they need the persons), so then a shard reads its whole day.
+ */
+function keepWhileReading(plan: Plan): (e: StoredEvent) => boolean {
+  return checking(
     plan.check,
     plan.personFilters
       ? (e: StoredEvent) => plan.candidate(asFound(e))
@@ -259,6 +256,15 @@ async function eventRows(plan: Plan, descending: boolean): Promise<{ results: un
           return plan.candidate(c) && plan.matches(c, undefined);
         },
   );
+}
+
+async function eventRows(plan: Plan, descending: boolean): Promise<{ results: unknown[][]; hasMore: boolean }> {
+  const { projectId, name, window } = plan;
+  const need = plan.offset + plan.limit + 1;
+  const days = utcDays(new Date(window.after), new Date(window.before));
+  if (descending) days.reverse();
+  const range = { from: new Date(window.after), to: new Date(window.before), newestFirst: descending };
+  const keep = keepWhileReading(plan);
   const found: Found[] = [];
   const cap = config().eventsQueryScanLimit;
   const budget = { items: cap };
@@ -293,15 +299,7 @@ async function orderedRows(plan: Plan): Promise<{ results: unknown[][]; hasMore:
   const need = plan.offset + plan.limit + 1;
   const days = utcDays(new Date(window.after), new Date(window.before));
   const range = { from: new Date(window.after), to: new Date(window.before), newestFirst: false };
-  const keep = checking(
-    plan.check,
-    plan.personFilters
-      ? (e: StoredEvent) => plan.candidate(asFound(e))
-      : (e: StoredEvent) => {
-          const c = asFound(e);
-          return plan.candidate(c) && plan.matches(c, undefined);
-        },
-  );
+  const keep = keepWhileReading(plan);
   const keyOf = compileOrderKey(plan.order, plan.evalCtx);
   const byKey = compareKeys(plan.order.map((t) => t.descending));
   // Ties in the order fall back to the events' own order, newest first (so pages never overlap).
