@@ -61,3 +61,14 @@ export function pageNumberLinks(requestUrl: URL, page: number, hasNext: boolean,
   };
   return { next: hasNext ? link(page + 1) : null, previous: hasPrevious ? link(page - 1) : null };
 }
+
+/** DRF's CursorPagination body: `next` carries the opaque `cursor`; only forward (`previous` is null). */
+export function cursorOnlyPaginated<T>(requestUrl: URL, results: T[], cursor: string | undefined) {
+  let next: string | null = null;
+  if (cursor) {
+    const url = withoutCredentials(requestUrl);
+    url.searchParams.set('cursor', cursor);
+    next = url.toString();
+  }
+  return { next, previous: null, results };
+}

@@ -9,36 +9,38 @@ export const MAX_BODY_BYTES = 1024 * 1024;
  * empty body is `{}`. Only on routes with a body schema. Hand-written rather than
  * @middy/http-json-body-parser: docs/http-pipeline.md says why.
  */
-export const jsonBody: Middleware = {
-  before: (request) => {
-    const { event } = request;
-    const raw = event.body
-      ? event.isBase64Encoded
-        ? Buffer.from(event.body, 'base64').toString('utf8')
-        : event.body
-      : '';
-    if (Buffer.byteLength(raw) > MAX_BODY_BYTES)
-      throw new PayloadTooLarge(`Request body exceeds ${MAX_BODY_BYTES} bytes.`);
-    if (raw.trim() === '') {
-      request.internal.body = {};
-      return;
-    }
-    const [mediaType = ''] = (event.headers?.['content-type'] ?? '').split(';');
-    const contentType = mediaType.trim().toLowerCase();
-    if (contentType !== 'application/json' && !contentType.endsWith('+json'))
-      throw new UnsupportedMediaType(contentType);
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(raw);
-    } catch (error) {
-      throw new ParseError(`JSON parse error - ${(error as Error).message}`);
-    }
-    if (parsed !== null && typeof parsed === 'object' && nestedDeeperThan(parsed))
-      throw new ParseError(`JSON parse error - nested deeper than ${MAX_JSON_DEPTH} levels`);
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-      const got = Array.isArray(parsed) ? 'list' : parsed === null ? 'null' : typeof parsed;
-      throw new ValidationError(`Invalid data. Expected a dictionary, but got ${got}.`, null);
-    }
-    request.internal.body = parsed;
-  },
-};
+export const jsonBody: Middleware = { before: (request) => parseBody(request, false) };
+
+/** The same, also taking a JSON list: PostHog's bulk actions that take one (`groups_types/update_metadata`). */
+export const jsonListBody: Middleware = { before: (request) => parseBody(request, true) };
+
+function parseBody(request: Parameters<NonNullable<Middleware['before']>>[0], allowList: boolean): void {
+  const { event } = request;
+  const raw = event.body
+    ? event.isBase64Encoded
+      ? Buffer.from(event.body, 'base64').toString('utf8')
+      : event.body
+    : '';
+  if (Buffer.byteLength(raw) > MAX_BODY_BYTES)
+    throw new PayloadTooLarge(`Request body exceeds ${MAX_BODY_BYTES} bytes.`);
+  if (raw.trim() === '') {
+    request.internal.body = {};
+    return;
+  }
+  const [mediaType = ''] = (event.headers?.['content-type'] ?? '').split(';');
+  const contentType = mediaType.trim().toLowerCase();
+  if (contentType !== 'application/json' && !contentType.endsWith('+json')) throw new UnsupportedMediaType(contentType);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch (error) {
+    throw new ParseError(`JSON parse error - ${(error as Error).message}`);
+  }
+  if (parsed !== null && typeof parsed === 'object' && nestedDeeperThan(parsed))
+    throw new ParseError(`JSON parse error - nested deeper than ${MAX_JSON_DEPTH} levels`);
+  if (parsed === null || typeof parsed !== 'object' || (Array.isArray(parsed) && !allowList)) {
+    const got = Array.isArray(parsed) ? 'list' : parsed === null ? 'null' : typeof parsed;
+    throw new ValidationError(`Invalid data. Expected a dictionary, but got ${got}.`, null);
+  }
+  request.internal.body = parsed;
+}
