@@ -104,7 +104,7 @@ async function upsertGroup(e: StoredEvent, typeIndex: number, key: string): Prom
       const set = newerSet(given, base.properties_last_updated_at, e.timestamp);
       const { properties, changed } = applyPersonUpdates(base.group_properties, { set, setOnce: {}, unset: [] });
       // A group first seen through a later event was created no later than this one.
-      const createdAt = e.timestamp < base.created_at ? e.timestamp : base.created_at;
+      const createdAt = [e.timestamp, base.created_at].sort()[0]!;
       // Every key the event sets is stamped, changed or not: an older value arriving later must still lose.
       const restamped = Object.keys(set).filter((k) => (base.properties_last_updated_at[k] ?? '') < e.timestamp);
       if (current && changed.length === 0 && restamped.length === 0 && createdAt === base.created_at) return true;

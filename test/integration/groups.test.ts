@@ -8,7 +8,7 @@ import { eventually, newProject, useApi } from '../support/api.ts';
 
 const api = useApi();
 
-const identify = (token: string, type: string, key: string, set: Record<string, unknown>, extra = {}) => ({
+const identify = (type: string, key: string, set: Record<string, unknown>, extra = {}) => ({
   event: '$groupidentify',
   distinct_id: `$${type}_${key}`,
   properties: { $group_type: type, $group_key: key, $group_set: set, ...extra },
@@ -88,7 +88,7 @@ describe('groups', () => {
     const res = await api.as().post('/batch', {
       api_key: token,
       batch: [
-        ...names.map((t) => identify(token, t, `${t}-key`, { n: t })),
+        ...names.map((t) => identify(t, `${t}-key`, { n: t })),
         { event: 'used', distinct_id: 'u', uuid: sixth, properties: { $groups: { t5: 'x', t4: 'y' } } },
       ],
     });
@@ -112,7 +112,7 @@ describe('groups', () => {
   it('names group types with update_metadata (a list, as PostHog)', async () => {
     const { key, projectId, token } = await newProject(api.as);
     const c = api.as(key);
-    await api.as().post('/batch', { api_key: token, batch: [identify(token, 'company', 'acme', {})] });
+    await api.as().post('/batch', { api_key: token, batch: [identify('company', 'acme', {})] });
     const res = await c.patch(`/api/projects/${projectId}/groups_types/update_metadata`, [
       { group_type_index: 0, name_singular: 'Company', name_plural: 'Companies' },
     ]);
@@ -130,7 +130,7 @@ describe('groups', () => {
     const c = api.as(key);
     const base = Date.parse('2026-01-01T00:00:00Z');
     const batch = Array.from({ length: 105 }, (_, i) => ({
-      ...identify(token, 'company', `co-${i}`, { name: i === 42 ? 'The Answer Inc' : `Company ${i}` }),
+      ...identify('company', `co-${i}`, { name: i === 42 ? 'The Answer Inc' : `Company ${i}` }),
       timestamp: new Date(base + i * 60_000).toISOString(),
     }));
     expect((await api.as().post('/batch', { api_key: token, batch })).status).toBe(200);

@@ -53,9 +53,21 @@ beforeAll(async () => {
       {
         event: 'signed up',
         distinct_id: `did-${SECRET}`,
-        properties: { $set: { email: `${SECRET}@victim.example`, plan: `plan-${SECRET}` } },
+        properties: {
+          $set: { email: `${SECRET}@victim.example`, plan: `plan-${SECRET}` },
+          $groups: { company: `co-${SECRET}` },
+        },
+      },
+      {
+        event: '$groupidentify',
+        distinct_id: `did-${SECRET}`,
+        properties: { $group_type: 'company', $group_key: `co-${SECRET}`, $group_set: { name: `Company ${SECRET}` } },
       },
     ],
+  });
+  await eventually(async () => {
+    const res = await c.get(`/api/environments/${projectId}/groups/find?group_type_index=0&group_key=co-${SECRET}`);
+    expect(res.status).toBe(200);
   });
   const personId = await eventually(async () => {
     const res = await c.get(`/api/environments/${projectId}/persons?distinct_id=did-${SECRET}`);
@@ -169,6 +181,7 @@ function bodyFor(route: KeyRoute): unknown {
     persons_delete_property: { $unset: 'plan' },
     persons_bulk_delete: { distinct_ids: [`did-${SECRET}`] },
     projects_partial_update: { name: 'Hijacked' },
+    groups_types_update_metadata: [{ group_type_index: 0, name_singular: 'Hijacked' }],
     actions_create: { name: 'Hijacked', steps: [{ event: 'x' }] },
     actions_partial_update: { name: 'Hijacked' },
     insights_trend: { events: [{ id: 'signed up' }] },
@@ -196,9 +209,16 @@ function bodyFor(route: KeyRoute): unknown {
   );
 }
 
+/** The query string a GET needs to succeed for the owner (required parameters naming the victim's data). */
+function queryFor(route: KeyRoute): string {
+  if (route.operationId === 'insights_trend_retrieve') return `?events=${encodeURIComponent('[{"id":"signed up"}]')}`;
+  if (route.operationId === 'groups_list') return '?group_type_index=0';
+  if (route.operationId === 'groups_find') return `?group_type_index=0&group_key=co-${SECRET}`;
+  return '';
+}
+
 async function send(route: KeyRoute, headers: Record<string, string>): Promise<Reply> {
-  const query =
-    route.operationId === 'insights_trend_retrieve' ? `?events=${encodeURIComponent('[{"id":"signed up"}]')}` : '';
+  const query = queryFor(route);
   // A 503 (DynamoDB Local too slow on a loaded machine) is retried as a client would; refusals never are.
   const res = await retryingUnavailable(() =>
     api.as().request(route.method, pathFor(route) + query, { body: bodyFor(route), headers }),
@@ -222,18 +242,7 @@ describe.each(keyRoutePaths.map((r) => [`${r.method} ${r.path}`, r] as const))('
   if (route.method === 'GET') {
     it("answers 200 to the owner's own key (the path names real resources)", async () => {
       expect(
-        (
-          await api
-            .as()
-            .request(
-              'GET',
-              pathFor(route) +
-                (route.operationId === 'insights_trend_retrieve'
-                  ? `?events=${encodeURIComponent('[{"id":"signed up"}]')}`
-                  : ''),
-              { headers: bearer(victim.key) },
-            )
-        ).status,
+        (await api.as().request('GET', pathFor(route) + queryFor(route), { headers: bearer(victim.key) })).status,
       ).toBe(200);
     });
   }
