@@ -608,6 +608,13 @@ function responsesOf(
 
 const nonEmpty = (key: string, list: JsonObject[]): JsonObject => (list.length ? { [key]: list } : {});
 
+/** Successful answers that are neither an object nor a counted page (PostHog's shapes for these operations). */
+const RESPONSE_SHAPES: Record<string, JsonObject> = {
+  groups_types_list: { type: 'array', items: { type: 'object' } },
+  groups_types_update_metadata: { type: 'array', items: { type: 'object' } },
+  groups_list: { $ref: '#/components/schemas/CursorPage' },
+};
+
 function keyOperation(entry: OpenApiEntry): JsonObject {
   const { route, schemas } = entry;
   const body = schemas.body ? convert(route, 'body', schemas.body) : undefined;
@@ -623,6 +630,7 @@ function keyOperation(entry: OpenApiEntry): JsonObject {
     503,
   ];
   const list = route.method === 'GET' && operationOf(route).endsWith('_list');
+  const shape = RESPONSE_SHAPES[operationOf(route)] ?? (list ? { $ref: '#/components/schemas/Page' } : undefined);
   const description = [
     ...(route.aliasOf
       ? [`The same operation as \`${route.aliasOf.operationId}\` (\`${bracedPath(route.aliasOf.path)}\`).`]
@@ -645,7 +653,7 @@ function keyOperation(entry: OpenApiEntry): JsonObject {
       : {}),
     responses: responsesOf(route, errors, {
       status: successStatus(route),
-      ...(list ? { schema: { $ref: '#/components/schemas/Page' } } : {}),
+      ...(shape ? { schema: shape } : {}),
     }),
     security: [route.scope!, ...(route.alsoAccepts ?? [])].flatMap((s): JsonObject[] => [
       { personalApiKey: [s] },
@@ -753,6 +761,16 @@ function componentSchemas(): JsonObject {
       required: ['count', 'next', 'previous', 'results'],
       properties: {
         count: { type: 'integer', minimum: 0 },
+        next: { type: ['string', 'null'], format: 'uri' },
+        previous: { type: ['string', 'null'], format: 'uri' },
+        results: { type: 'array', items: { type: 'object' } },
+      },
+    },
+    CursorPage: {
+      type: 'object',
+      required: ['next', 'previous', 'results'],
+      description: "DRF's CursorPagination: `next` carries an opaque `cursor`.",
+      properties: {
         next: { type: ['string', 'null'], format: 'uri' },
         previous: { type: ['string', 'null'], format: 'uri' },
         results: { type: 'array', items: { type: 'object' } },

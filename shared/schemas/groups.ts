@@ -1,14 +1,15 @@
 import * as v from 'valibot';
-import { queryInteger } from './query-string.ts';
 
 const GROUP_TYPE_INDEX_REQUIRED =
   'You must pass ?group_type_index= in this URL. To get a list of valid group types, call /api/:project_id/groups_types/.';
 
 /** PostHog's indexes run 0-4; the message of a missing one is PostHog's. */
 const groupTypeIndex = v.pipe(
-  v.optional(v.string(), ''),
-  v.minLength(1, GROUP_TYPE_INDEX_REQUIRED),
-  queryInteger(0, 4),
+  v.string(GROUP_TYPE_INDEX_REQUIRED),
+  v.regex(/^\d+$/, 'A valid integer is required.'),
+  v.transform(Number),
+  v.minValue(0, 'Ensure this value is greater than or equal to 0.'),
+  v.maxValue(4, 'Ensure this value is less than or equal to 4.'),
 );
 
 export const groupListQuery = v.object({
@@ -19,7 +20,7 @@ export const groupListQuery = v.object({
 
 export const groupFindQuery = v.object({
   group_type_index: groupTypeIndex,
-  group_key: v.pipe(v.optional(v.string(), ''), v.minLength(1, 'This field is required.'), v.maxLength(400)),
+  group_key: v.pipe(v.string('This field is required.'), v.minLength(1, 'This field is required.'), v.maxLength(400)),
 });
 
 const groupName = v.optional(v.nullable(v.pipe(v.string(), v.trim(), v.maxLength(400))));

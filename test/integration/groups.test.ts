@@ -78,7 +78,7 @@ describe('groups', () => {
       ['create', ['name', 'plan'], { name: 'Acme', plan: 'free' }],
       ['update', ['plan'], { name: 'Acme', plan: 'enterprise' }],
     ]);
-  });
+  }, 90_000);
 
   it('assigns at most 5 types in order of first use; a sixth is dropped, the batch still accepted', async () => {
     const { key, projectId, token } = await newProject(api.as);
@@ -158,5 +158,5 @@ describe('groups', () => {
     expect((await c.get(`/api/environments/${projectId}/groups/find?group_type_index=0&group_key=nope`)).status).toBe(
       404,
     );
-  });
+  }, 90_000);
 });
