@@ -4,7 +4,8 @@ export type QueueName =
   | 'drain_continuations'
   | 'person_bulk_deletes'
   | 'query_runs'
-  | 'capture_batches';
+  | 'capture_batches'
+  | 'cohort_calculations';
 
 export interface QueueSettings {
   /** Environment variable through which functions get the queue's URL. */
@@ -57,6 +58,15 @@ export const QUEUES: Record<QueueName, QueueSettings> = {
     urlEnv: 'CAPTURE_BATCH_QUEUE_URL',
     retentionDays: 14,
     visibilityTimeoutSeconds: 1_800,
+    maxReceiveCount: 5,
+  },
+  // Cohort recalculations (create, change, the daily schedule): the calculate_cohorts worker (900 s) takes one
+  // page after another and queues the rest of a large cohort again before its time is up. A lost message
+  // leaves the cohort is_calculating until the next change or schedule; visibility 6x its timeout, as above.
+  cohort_calculations: {
+    urlEnv: 'COHORT_CALCULATION_QUEUE_URL',
+    retentionDays: 4,
+    visibilityTimeoutSeconds: 5_400,
     maxReceiveCount: 5,
   },
 };

@@ -39,6 +39,34 @@ export const keys = {
     sk: `ACTION#${pad(actionId)}`,
   }),
   actionsOfProject: (projectId: number) => ({ pk: `ACTIONS#${projectId}`, skPrefix: 'ACTION#' }),
+  cohortCounter: (projectId: number) => `cohort#${projectId}`,
+  /** A project's cohorts, one partition, by id (a project has at most MAX_COHORTS_PER_PROJECT: read whole). */
+  cohort: (projectId: number, cohortId: number): ItemKey => ({
+    pk: `COHORTS#${projectId}`,
+    sk: `COHORT#${pad(cohortId)}`,
+  }),
+  cohortsOfProject: (projectId: number) => ({ pk: `COHORTS#${projectId}`, skPrefix: 'COHORT#' }),
+  /** dueByTime entry of a behavioural cohort: due for its scheduled recalculation from `at`. */
+  cohortDue: (at: string, projectId: number, cohortId: number) => ({
+    due_pk: 'DUE#COHORT',
+    due_sk: `${at}#${projectId}#${cohortId}`,
+  }),
+  cohortDuePk: 'DUE#COHORT',
+  /** "Members of cohort C": one partition per cohort, by person id (#110). */
+  cohortMember: (projectId: number, cohortId: number, personId: number): ItemKey => ({
+    pk: `COHORT#${projectId}#${cohortId}`,
+    sk: `MEMBER#${pad(personId)}`,
+  }),
+  cohortMembers: (projectId: number, cohortId: number) => ({
+    pk: `COHORT#${projectId}#${cohortId}`,
+    skPrefix: 'MEMBER#',
+  }),
+  /** "Cohorts of person P": in the person's partition, by cohort id (#111). */
+  personCohort: (projectId: number, personId: number, cohortId: number): ItemKey => ({
+    pk: `PERSON#${projectId}#${personId}`,
+    sk: `COHORT#${pad(cohortId)}`,
+  }),
+  personCohortPrefix: 'COHORT#',
   /** eventsByInsertedHour: events ingested in one UTC hour, sharded like eventsByDay. */
   eventsByInsertedHour: (projectId: number, hour: string, shard: number) => ({
     ins_pk: `I#${projectId}#${hour}#${shard}`,

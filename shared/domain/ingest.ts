@@ -5,6 +5,7 @@ import { now } from '../clock.ts';
 import { logger, METRIC, metrics, MetricUnit } from '../observability.ts';
 import { bumpAnswersGeneration, noteEventTime } from '../db/projects.ts';
 import { markChangedDays } from './event-segments.ts';
+import { refreshCohortsOfEvents } from './cohort-membership.ts';
 import { applyEventsToPersons } from './person-ingest.ts';
 import { applyGroupIdentifies } from './group-ingest.ts';
 import { TRANSIENT, retryTransient } from '../retry.ts';
@@ -24,6 +25,7 @@ export async function ingestEventChanges(changes: EventChange[]): Promise<string
     const events = inserts.map(({ c }) => c.after!);
     const failed = (await Promise.all([applyEventsToPersons(events), applyGroupIdentifies(events)])).flat();
     if (failed.length) firstFailure = inserts[Math.min(...failed)]!.i;
+    await refreshCohortsOfEvents(inserts.filter(({ i }) => i < firstFailure).map(({ c }) => c.after!));
   } catch (error) {
     logger.error('person update failed', { error: (error as Error).message });
     firstFailure = 0;

@@ -2,6 +2,7 @@ import * as v from 'valibot';
 import { nowIso } from '../clock.ts';
 import { config } from '../config.ts';
 import { inParallel } from '../db/batch.ts';
+import { leaveCohorts } from '../db/cohorts.ts';
 import { bumpAnswersGeneration } from '../db/projects.ts';
 import {
   deletePersonRecord,
@@ -34,6 +35,7 @@ import type { Caller } from './access.ts';
 import type { QueuedBulkDelete } from '../queues/person-bulk-deletes.ts';
 import type { DeletionRequest } from '../queues/person-deletions.ts';
 import { TRANSIENT, conflictIfFalse, retryTransient } from '../retry.ts';
+import { refreshPersonCohorts } from './cohort-membership.ts';
 import { applyPersonUpdates } from './person-properties.ts';
 
 /** PostHog's default person display-name properties, first non-empty one wins. */
@@ -305,6 +307,7 @@ async function editProperties(
         },
       ]);
       if (!(await savePersonEdit(next, apiChange(caller, next, set, unset, changed), record))) return TRANSIENT;
+      await refreshPersonCohorts(projectId, [next]);
       await bumpAnswersGeneration(projectId);
       return { ...next, version: next.version + 1 };
     },
@@ -377,6 +380,7 @@ export async function deletePerson(
       gaveUp: () => new Conflict(`Person ${personId} kept changing during the delete; retry it.`),
     },
   );
+  await leaveCohorts(projectId, personId);
   await bumpAnswersGeneration(projectId);
 }
 
@@ -451,6 +455,7 @@ async function removeInGroups(
         await inParallel(group, QUEUE_CONCURRENCY, ({ person }) => queue(deletionRequest(actor, person)));
       if (await deletePersonRecords(group)) {
         for (const { person } of group) removed.add(person.id);
+        await inParallel(group, QUEUE_CONCURRENCY, ({ person }) => leaveCohorts(projectId, person.id));
         continue;
       }
     }

@@ -450,6 +450,16 @@ const s3 = {
   },
 };
 
+/** A static cohort of the example project holding its main person (the cohort examples each get their own). */
+async function staticCohort(c: Ctx): Promise<string> {
+  const res = await api.as(c.key).post(`/api/environments/${c.projectId}/cohorts`, {
+    name: 'Example static',
+    is_static: true,
+    _create_static_person_ids: [Number(c.person)],
+  });
+  return String(res.body.id);
+}
+
 const examples: Record<string, (c: Ctx) => Example | Promise<Example>> = {
   organizations_list: () => ({ query: { limit: '10', offset: '0' } }),
   organizations_create: () => ({
@@ -512,6 +522,33 @@ const examples: Record<string, (c: Ctx) => Example | Promise<Example>> = {
     body: { steps: [{ event: 'seen', properties: [] }] },
   }),
   actions_destroy: (c) => ({ params: { project_id: c.projectId, id: c.actionToDelete } }),
+  cohorts_list: (c) => ({ params: { project_id: c.projectId }, query: { limit: '10', type: 'static', search: 'ex' } }),
+  cohorts_create: (c) => ({
+    params: { project_id: c.projectId },
+    body: {
+      name: 'Paying',
+      filters: { properties: { type: 'AND', values: [{ key: 'plan', value: 'pro', type: 'person' }] } },
+    },
+  }),
+  cohorts_retrieve: async (c) => ({ params: { project_id: c.projectId, id: await staticCohort(c) } }),
+  cohorts_partial_update: async (c) => ({
+    params: { project_id: c.projectId, id: await staticCohort(c) },
+    body: { name: 'Renamed cohort', description: 'From the example' },
+  }),
+  cohorts_persons: async (c) => ({
+    params: { project_id: c.projectId, id: await staticCohort(c) },
+    query: { limit: '10', format: 'json' },
+  }),
+  cohorts_add_persons_to_static_cohort: async (c) => ({
+    params: { project_id: c.projectId, id: await staticCohort(c) },
+    body: { person_ids: [Number(c.person)] },
+  }),
+  cohorts_remove_person_from_static_cohort: async (c) => ({
+    params: { project_id: c.projectId, id: await staticCohort(c) },
+    body: { person_id: Number(c.person) },
+  }),
+  cohorts_duplicate_as_static_cohort: async (c) => ({ params: { project_id: c.projectId, id: await staticCohort(c) } }),
+  persons_cohorts: (c) => ({ params: { project_id: c.projectId }, query: { person_id: c.person } }),
   insights_trend_retrieve: (c) => ({
     params: { project_id: c.projectId },
     query: { events: JSON.stringify([{ id: 'seen' }]), date_from: '-7d', interval: 'day' },

@@ -28,6 +28,7 @@ interface Victim {
   actionId: number;
   exportId: string;
   queryId: string;
+  cohortId: number;
   /** Strings only the victim's data holds: none may appear in a refused response. */
   secrets: string[];
 }
@@ -97,7 +98,15 @@ beforeAll(async () => {
       },
     })
   ).body;
+  const cohort = (
+    await c.post(`/api/environments/${projectId}/cohorts`, {
+      name: `Cohort ${SECRET}`,
+      is_static: true,
+      _create_static_person_ids: [personId],
+    })
+  ).body;
   victim = {
+    cohortId: cohort.id,
     email: owner.email,
     key: owner.key,
     org,
@@ -166,6 +175,7 @@ function pathFor(route: KeyRoute): string {
       if (collection === 'actions') return String(victim.actionId);
       if (collection === 'batch_exports') return victim.exportId;
       if (collection === 'query') return victim.queryId;
+      if (collection === 'cohorts') return String(victim.cohortId);
       // A resource kind added later: auth and tenancy are decided before any lookup of it.
       return '1';
     })
@@ -212,6 +222,7 @@ function bodyFor(route: KeyRoute): unknown {
 /** The query string a GET needs to succeed for the owner (required parameters naming the victim's data). */
 function queryFor(route: KeyRoute): string {
   if (route.operationId === 'insights_trend_retrieve') return `?events=${encodeURIComponent('[{"id":"signed up"}]')}`;
+  if (route.operationId === 'persons_cohorts') return `?person_id=${victim.personId}`;
   if (route.operationId === 'groups_list') return '?group_type_index=0';
   if (route.operationId === 'groups_find') return `?group_type_index=0&group_key=co-${SECRET}`;
   return '';

@@ -1,11 +1,12 @@
 import { ParseError, PayloadTooLarge, UnsupportedMediaType, ValidationError } from '../../errors.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '../../json.ts';
+import { parseMultipart } from '../multipart.ts';
 import type { Middleware } from './pipeline.ts';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 /**
- * JSON bodies only, at most 1 MiB, nested at most 128 levels, and a JSON object when present; an
+ * JSON bodies (or multipart forms: shared/http/multipart.ts), at most 1 MiB, nested at most 128 levels, and a JSON object when present; an
  * empty body is `{}`. Only on routes with a body schema. Hand-written rather than
  * @middy/http-json-body-parser: docs/http-pipeline.md says why.
  */
@@ -27,8 +28,17 @@ function parseBody(request: Parameters<NonNullable<Middleware['before']>>[0], al
     request.internal.body = {};
     return;
   }
-  const [mediaType = ''] = (event.headers?.['content-type'] ?? '').split(';');
+  const header = event.headers?.['content-type'] ?? '';
+  const [mediaType = ''] = header.split(';');
   const contentType = mediaType.trim().toLowerCase();
+  // Uploads (a cohort's CSV): the form's fields as an object, checked by the route's schema like JSON.
+  if (contentType === 'multipart/form-data') {
+    request.internal.body = parseMultipart(
+      Buffer.from(event.body ?? '', event.isBase64Encoded ? 'base64' : 'utf8'),
+      header,
+    );
+    return;
+  }
   if (contentType !== 'application/json' && !contentType.endsWith('+json')) throw new UnsupportedMediaType(contentType);
   let parsed: unknown;
   try {

@@ -1,0 +1,631 @@
+import * as v from 'valibot';
+import { now, nowIso } from '../clock.ts';
+import { inParallel } from '../db/batch.ts';
+import {
+  addToCohortCount,
+  cohortIdsOfPerson,
+  dueCohorts,
+  deleteMembers,
+  getCohort,
+  getCohorts,
+  listCohorts as readCohorts,
+  membersAmong,
+  membersPage,
+  nextCohortId,
+  putCohort,
+  putMembers,
+  removeMember,
+  type CohortCalculation,
+  type CohortRecord,
+} from '../db/cohorts.ts';
+import { readEventsInRange } from '../db/events.ts';
+import { getPersons, personIdsOf, personsInCreationOrder, personsWithEmail, type PersonRecord } from '../db/persons.ts';
+import { bumpAnswersGeneration } from '../db/projects.ts';
+import { Conflict, NotFound, ValidationError } from '../errors.ts';
+import { uuidv7 } from '../ids.ts';
+import { parseQueuedMessage } from '../json.ts';
+import type { QueuedCohortCalculation } from '../queues/cohort-calculations.ts';
+import { TRANSIENT, retryTransient } from '../retry.ts';
+import { compileGroup } from '../trends/properties.ts';
+import type { PropertyFilter } from '../trends/types.ts';
+import type { Caller } from './access.ts';
+import { actionDefinitions } from './actions.ts';
+import {
+  type CohortDefinition,
+  type EventLeaf,
+  matchesCohort,
+  parseCohortFilters,
+  referencesLoop,
+} from './cohort-definitions.ts';
+import { findPerson, personResponse } from './persons.ts';
+
+/** Caps (stated in the 400s). */
+export const MAX_COHORTS_PER_PROJECT = 500;
+/** Rows of one CSV upload, and ids of one `_create_static_person_ids` / `add_persons_to_static_cohort` request. */
+export const MAX_STATIC_ROWS = 10_000;
+
+/** How a calculation step is queued (SQS in the service; injected so this module stays SDK-free). */
+export type QueueCalculation = (message: QueuedCohortCalculation) => Promise<void>;
+
+function cohortType(c: CohortRecord): string {
+  if (c.is_static) return 'static';
+  if (c.behavioural) return 'behavioral';
+  return c.references?.length ? 'analytical' : 'person_property';
+}
+
+/** PostHog's Cohort resource. */
+export function cohortResponse(c: CohortRecord) {
+  return {
+    id: c.id,
+    name: c.name,
+    description: c.description,
+    groups: [] as unknown[],
+    deleted: c.deleted,
+    filters: c.filters,
+    query: null,
+    is_calculating: c.is_calculating,
+    created_by: c.created_by,
+    created_at: c.created_at,
+    last_calculation: c.last_calculation,
+    version: c.version,
+    pending_version: c.is_calculating ? c.version : null,
+    errors_calculating: c.errors_calculating,
+    count: c.count,
+    is_static: c.is_static,
+    cohort_type: cohortType(c),
+    experiment_set: [] as unknown[],
+  };
+}
+
+export async function findCohort(projectId: number, cohortId: number): Promise<CohortRecord> {
+  const cohort = await getCohort(projectId, cohortId);
+  if (!cohort) throw new NotFound();
+  return cohort;
+}
+
+export async function listCohorts(
+  projectId: number,
+  q: { limit: number; offset: number; search?: string; type?: 'static' | 'dynamic' },
+) {
+  const needle = q.search?.toLowerCase();
+  const all = (await readCohorts(projectId))
+    .filter((c) => !c.deleted)
+    .filter((c) => q.type === undefined || c.is_static === (q.type === 'static'))
+    .filter((c) => needle === undefined || c.name.toLowerCase().includes(needle))
+    // PostHog lists newest first.
+    .sort((a, b) => b.id - a.id);
+  return { count: all.length, results: all.slice(q.offset, q.offset + q.limit).map(cohortResponse) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Definitions: validated against the project (referenced cohorts, actions)
+// ---------------------------------------------------------------------------------------------
+
+async function checkedDefinition(projectId: number, cohortId: number | undefined, filters: unknown) {
+  const def = parseCohortFilters(filters, now().getTime());
+  if (def.references.length) {
+    const byId = new Map((await readCohorts(projectId)).map((c) => [c.id, c]));
+    for (const id of def.references) {
+      const ref = byId.get(id);
+      if (!ref || ref.deleted) throw new ValidationError(`Cohort ${id} does not exist.`, 'filters');
+    }
+    if (
+      cohortId !== undefined &&
+      referencesLoop(cohortId, (id) => (id === cohortId ? def.references : (byId.get(id)?.references ?? [])))
+    )
+      throw new ValidationError('Cohorts cannot reference each other in a loop.', 'filters');
+  }
+  const actionIds = def.events.flatMap((e) => (e.eventType === 'actions' ? [Number(e.key)] : []));
+  if (actionIds.length) {
+    const found = new Set((await actionDefinitions(projectId, actionIds)).map((a) => a.id));
+    const missing = actionIds.find((id) => !found.has(id));
+    if (missing !== undefined) throw new ValidationError(`Action ${missing} does not exist.`, 'filters');
+  }
+  return def;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Create, update, soft delete
+// ---------------------------------------------------------------------------------------------
+
+export interface CohortInput {
+  name?: string;
+  description?: string;
+  filters?: unknown;
+  is_static?: boolean;
+  deleted?: boolean;
+  /** Static cohorts: person ids to start with (PostHog's `_create_static_person_ids`). */
+  _create_static_person_ids?: (number | string)[];
+  /** A CSV upload (multipart field `csv`), already read as text. */
+  csv?: string;
+}
+
+export async function createCohort(caller: Caller, projectId: number, input: CohortInput, queue: QueueCalculation) {
+  const live = (await readCohorts(projectId)).filter((c) => !c.deleted).length;
+  if (live >= MAX_COHORTS_PER_PROJECT)
+    throw new ValidationError(`A project may have at most ${MAX_COHORTS_PER_PROJECT} cohorts.`, null);
+  const isStatic = input.is_static === true || input.csv !== undefined;
+  // Everything is checked before an id is taken: a refused request leaves the table as it was.
+  const def = isStatic ? undefined : await checkedDefinition(projectId, undefined, input.filters);
+  const staticIds = isStatic ? await staticPersonIds(projectId, input) : [];
+  const at = nowIso();
+  const cohort: CohortRecord = {
+    id: await nextCohortId(projectId),
+    project_id: projectId,
+    name: input.name ?? '',
+    description: input.description ?? '',
+    filters: isStatic ? (input.filters ?? { properties: {} }) : input.filters,
+    is_static: isStatic,
+    deleted: false,
+    created_at: at,
+    created_by: { email: caller.user.email, first_name: caller.user.first_name },
+    count: isStatic ? staticIds.length : null,
+    is_calculating: false,
+    last_calculation: isStatic ? at : null,
+    errors_calculating: 0,
+    behavioural: (def?.events.length ?? 0) > 0,
+    references: def?.references ?? [],
+    version: 1,
+  };
+  if (isStatic) {
+    // Members first: the cohort appears with its count true.
+    await putMembers(projectId, cohort.id, staticIds, 'static');
+    await putCohort(cohort);
+  } else {
+    await putCohort(cohort);
+    await startCalculation(cohort, queue);
+  }
+  await bumpAnswersGeneration(projectId);
+  return cohortResponse((await getCohort(projectId, cohort.id)) ?? cohort);
+}
+
+export async function updateCohort(projectId: number, cohortId: number, input: CohortInput, queue: QueueCalculation) {
+  const current = await findCohort(projectId, cohortId);
+  if (input.is_static !== undefined && input.is_static !== current.is_static)
+    throw new ValidationError('A cohort cannot change between static and dynamic.', 'is_static');
+  const redefined = !current.is_static && input.filters !== undefined;
+  const def = redefined ? await checkedDefinition(projectId, cohortId, input.filters) : undefined;
+  const undeleted = current.deleted && input.deleted === false;
+  const next: CohortRecord = {
+    ...current,
+    ...(input.name !== undefined ? { name: input.name } : {}),
+    ...(input.description !== undefined ? { description: input.description } : {}),
+    ...(input.deleted !== undefined ? { deleted: input.deleted } : {}),
+    ...(def ? { filters: input.filters, behavioural: def.events.length > 0, references: def.references } : {}),
+    version: current.version + 1,
+  };
+  if (!(await putCohort(next, current.version)))
+    throw new Conflict(`Cohort ${cohortId} changed while it was being updated; retry it.`);
+  if (current.is_static && input.csv !== undefined)
+    await addStaticMembers(next, await csvPersonIds(projectId, input.csv));
+  if (!next.deleted && !next.is_static && (redefined || undeleted)) await startCalculation(next, queue);
+  await bumpAnswersGeneration(projectId);
+  return cohortResponse((await getCohort(projectId, cohortId)) ?? next);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Static cohorts
+// ---------------------------------------------------------------------------------------------
+
+async function staticPersonIds(projectId: number, input: CohortInput): Promise<number[]> {
+  const ids = new Set<number>();
+  if (input._create_static_person_ids)
+    for (const id of await existingPersonIds(projectId, input._create_static_person_ids, '_create_static_person_ids'))
+      ids.add(id);
+  if (input.csv !== undefined) for (const id of await csvPersonIds(projectId, input.csv)) ids.add(id);
+  return [...ids];
+}
+
+/** The persons among these ids that exist (PostHog ignores unknown ones). */
+async function existingPersonIds(projectId: number, raw: (number | string)[], attr: string): Promise<number[]> {
+  if (raw.length > MAX_STATIC_ROWS) throw new ValidationError(`At most ${MAX_STATIC_ROWS} persons per request.`, attr);
+  const ids = raw.map(Number).filter((n) => Number.isInteger(n) && n > 0);
+  return (await getPersons(projectId, ids)).map((p) => p.id);
+}
+
+/** A CSV's cells as rows (RFC 4180 quoting; blank lines skipped). */
+export function csvRows(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let cell = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i]!;
+    if (quoted) {
+      if (ch === '"' && text[i + 1] === '"') {
+        cell += '"';
+        i++;
+      } else if (ch === '"') quoted = false;
+      else cell += ch;
+    } else if (ch === '"' && cell === '') quoted = true;
+    else if (ch === ',') {
+      row.push(cell);
+      cell = '';
+    } else if (ch === '\n' || ch === '\r') {
+      if (ch === '\r' && text[i + 1] === '\n') i++;
+      row.push(cell);
+      if (row.some((c) => c.trim() !== '')) rows.push(row);
+      row = [];
+      cell = '';
+    } else cell += ch;
+  }
+  row.push(cell);
+  if (row.some((c) => c.trim() !== '')) rows.push(row);
+  return rows;
+}
+
+const CSV_COLUMNS = ['person_id', 'distinct_id', 'email'] as const;
+type CsvColumn = (typeof CSV_COLUMNS)[number];
+
+/**
+ * PostHog's CSV rules: a header naming `person_id`, `distinct_id` or `email` (any case; the first
+ * of these, in that order, is read) picks the column; a file of one column without such a header is
+ * a list of distinct ids, its first row included; several columns without one are a 400.
+ */
+export function csvIdentifiers(text: string): { column: CsvColumn; values: string[] } {
+  const rows = csvRows(text.replace(/^\uFEFF/, ''));
+  if (rows.length === 0) throw new ValidationError('The CSV file is empty.', 'csv');
+  const header = rows[0]!.map((h) =>
+    h
+      .trim()
+      .toLowerCase()
+      .replace(/[\s-]+/g, '_'),
+  );
+  const column = CSV_COLUMNS.find((c) => header.includes(c));
+  let values: string[];
+  if (column) {
+    const at = header.indexOf(column);
+    values = rows.slice(1).map((r) => (r[at] ?? '').trim());
+  } else if (rows.every((r) => r.filter((c) => c.trim() !== '').length <= 1)) {
+    values = rows.map((r) => (r.find((c) => c.trim() !== '') ?? '').trim());
+  } else
+    throw new ValidationError(
+      'The CSV must have one column of distinct ids, or a header naming a person_id, distinct_id or email column.',
+      'csv',
+    );
+  values = values.filter((x) => x !== '');
+  if (values.length > MAX_STATIC_ROWS)
+    throw new ValidationError(`A CSV upload may have at most ${MAX_STATIC_ROWS} rows.`, 'csv');
+  return { column: column ?? 'distinct_id', values };
+}
+
+async function csvPersonIds(projectId: number, text: string): Promise<number[]> {
+  const { column, values } = csvIdentifiers(text);
+  if (column === 'person_id') return existingPersonIds(projectId, values, 'csv');
+  if (column === 'distinct_id') {
+    const found = await personIdsOf(values.map((distinctId) => ({ projectId, distinctId })));
+    return [...new Set(found.values())];
+  }
+  const found = await inParallel([...new Set(values)], 8, async (email) =>
+    (await personsWithEmail(projectId, email)).filter(
+      (p) => String(p.properties.email ?? '').toLowerCase() === email.toLowerCase(),
+    ),
+  );
+  return [...new Set(found.flat().map((p) => p.id))];
+}
+
+async function addStaticMembers(cohort: CohortRecord, personIds: number[]) {
+  const already = await membersAmong(cohort.project_id, cohort.id, personIds);
+  const fresh = personIds.filter((id) => !already.has(id));
+  await putMembers(cohort.project_id, cohort.id, fresh, 'static');
+  await adjustCount(cohort, fresh.length);
+}
+
+async function adjustCount(cohort: CohortRecord, delta: number) {
+  if (delta === 0) return;
+  await addToCohortCount(cohort.project_id, cohort.id, delta);
+}
+
+async function staticCohort(projectId: number, cohortId: number) {
+  const cohort = await findCohort(projectId, cohortId);
+  if (!cohort.is_static || cohort.deleted)
+    throw new ValidationError('Only a static cohort can have persons added or removed.', null);
+  return cohort;
+}
+
+export async function addPersonsToStaticCohort(projectId: number, cohortId: number, personIds: (number | string)[]) {
+  const cohort = await staticCohort(projectId, cohortId);
+  await addStaticMembers(cohort, await existingPersonIds(projectId, personIds, 'person_ids'));
+  await bumpAnswersGeneration(projectId);
+  return cohortResponse(await findCohort(projectId, cohortId));
+}
+
+export async function removePersonFromStaticCohort(projectId: number, cohortId: number, personId: number | string) {
+  await staticCohort(projectId, cohortId);
+  const id = Number(personId);
+  if (!Number.isInteger(id) || id <= 0) throw new ValidationError('person_id must be a person id.', 'person_id');
+  if (!(await removeMember(projectId, cohortId, id))) throw new NotFound('The person is not in this cohort.');
+  await bumpAnswersGeneration(projectId);
+  return cohortResponse(await findCohort(projectId, cohortId));
+}
+
+/** A static copy of a cohort's current members (PostHog's duplicate_as_static_cohort). */
+export async function duplicateAsStatic(caller: Caller, projectId: number, cohortId: number, queue: QueueCalculation) {
+  const source = await findCohort(projectId, cohortId);
+  if (source.deleted) throw new NotFound();
+  const created = await createCohort(
+    caller,
+    projectId,
+    { name: `${source.name} (static copy)`, description: source.description, is_static: true },
+    queue,
+  );
+  let after: number | undefined;
+  let total = 0;
+  for (;;) {
+    const page = await membersPage(projectId, cohortId, { limit: 1000, afterPersonId: after });
+    const ids = page.members.map((m) => m.personId);
+    await putMembers(projectId, created.id, ids, 'static');
+    total += ids.length;
+    after = ids.at(-1);
+    if (!page.more || after === undefined) break;
+  }
+  const copy = await findCohort(projectId, created.id);
+  await adjustCount(copy, total);
+  return cohortResponse(await findCohort(projectId, created.id));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reads of membership
+// ---------------------------------------------------------------------------------------------
+
+const cursorSchema = v.object({ after: v.pipe(v.number(), v.integer(), v.minValue(0)) });
+
+/** A cohort's persons by person id, one page (cursor = the last person id of the previous page). */
+export async function cohortPersons(projectId: number, cohortId: number, q: { limit: number; cursor?: string }) {
+  const cohort = await findCohort(projectId, cohortId);
+  let after: number | undefined;
+  if (q.cursor !== undefined) {
+    try {
+      after = v.parse(cursorSchema, JSON.parse(Buffer.from(q.cursor, 'base64url').toString('utf8'))).after;
+    } catch {
+      throw new ValidationError('Invalid cursor.', 'cursor');
+    }
+  }
+  const page = await membersPage(projectId, cohortId, { limit: q.limit, afterPersonId: after });
+  const ids = page.members.map((m) => m.personId);
+  const byId = new Map((await getPersons(projectId, ids)).map((p) => [p.id, p]));
+  const results = ids.flatMap((id) => {
+    const p = byId.get(id);
+    return p ? [personResponse(p)] : [];
+  });
+  const last = ids.at(-1);
+  return {
+    count: cohort.count ?? 0,
+    results,
+    nextCursor:
+      page.more && last !== undefined ? Buffer.from(JSON.stringify({ after: last })).toString('base64url') : undefined,
+  };
+}
+
+/** The live cohorts a person is in (PostHog's persons/cohorts). */
+export async function cohortsOfPerson(projectId: number, personId: number) {
+  await findPerson(projectId, personId);
+  const ids = await cohortIdsOfPerson(projectId, personId);
+  const cohorts = await getCohorts(projectId, ids);
+  return cohorts
+    .filter((c) => !c.deleted)
+    .sort((a, b) => a.id - b.id)
+    .map(cohortResponse);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Calculation: a worker, in pages that resume (the cohort item says where)
+// ---------------------------------------------------------------------------------------------
+
+/** Starts (or restarts) a dynamic cohort's calculation: the cohort says so at once, the worker does it. */
+export async function startCalculation(cohort: CohortRecord, queue: QueueCalculation): Promise<void> {
+  const calculation = await retryTransient(
+    `Cohort ${cohort.id}`,
+    async (attempt) => {
+      const current = attempt === 0 ? cohort : await findCohort(cohort.project_id, cohort.id);
+      const started: CohortCalculation = { id: uuidv7(), phase: 'scan', matched: 0, touched_at: nowIso() };
+      const next = { ...current, is_calculating: true, calculation: started, version: current.version + 1 };
+      return (await putCohort(next, current.version)) ? started : TRANSIENT;
+    },
+    { attempts: SAVE_ATTEMPTS },
+  );
+  await queue({ project_id: cohort.project_id, cohort_id: cohort.id, calculation_id: calculation.id });
+}
+
+/** Writes of one cohort item racing others (a PATCH, a calculation step): re-read and written again this often. */
+const SAVE_ATTEMPTS = 8;
+
+const queuedSchema = v.object({
+  project_id: v.pipe(v.number(), v.integer()),
+  cohort_id: v.pipe(v.number(), v.integer()),
+  calculation_id: v.string(),
+});
+export function parseQueuedCalculation(body: string): QueuedCohortCalculation {
+  return parseQueuedMessage(body, queuedSchema, (reason) => new Error(`malformed cohort calculation: ${reason}`));
+}
+
+/** Persons examined per page of a calculation. */
+export const CALCULATION_PAGE = 500;
+
+/** Loads what evaluating a definition needs beyond the person: events in behavioural windows, once per step. */
+async function eventCounter(projectId: number, def: CohortDefinition, at: number) {
+  const counts = new Map<number, Map<string, number>>();
+  for (const leaf of def.events) {
+    let names: string[] | null;
+    let match: (e: { event: string; properties: Record<string, unknown>; distinct_id: string }) => boolean;
+    if (leaf.eventType === 'events') {
+      names = [String(leaf.key)];
+      match = () => true;
+    } else {
+      const [action] = await actionDefinitions(projectId, [Number(leaf.key)]);
+      const steps = action?.steps ?? [];
+      names = steps.some((s) => s.event === null) ? null : [...new Set(steps.map((s) => s.event as string))];
+      const ctx = { tz: 'UTC', now: at, weekStartDay: 0 as const };
+      const compiled = steps.map((s) => ({
+        event: s.event,
+        test: compileGroup({ type: 'AND', values: s.properties as PropertyFilter[] }, ctx),
+      }));
+      match = (e) =>
+        compiled.some(
+          (s) =>
+            (s.event === null || s.event === e.event) &&
+            s.test({ ...e, person_id: '', timestamp: '', person_properties: {} }),
+        );
+      if (!steps.length) names = [];
+    }
+    const perDistinctId = new Map<string, number>();
+    if (names === null || names.length) {
+      const events = await readEventsInRange(projectId, new Date(at - leaf.windowMs), new Date(at), names);
+      for (const e of events)
+        if (match(e)) perDistinctId.set(e.distinct_id, (perDistinctId.get(e.distinct_id) ?? 0) + 1);
+    }
+    counts.set(leaf.index, perDistinctId);
+  }
+  return (leaf: EventLeaf, person: PersonRecord) => {
+    const m = counts.get(leaf.index);
+    return person.distinct_ids.reduce((n, d) => n + (m?.get(d) ?? 0), 0);
+  };
+}
+
+/** The persons of a page that match the definition. */
+async function matching(
+  projectId: number,
+  def: CohortDefinition,
+  persons: PersonRecord[],
+  countEvents: (leaf: EventLeaf, person: PersonRecord) => number,
+): Promise<number[]> {
+  const ids = persons.map((p) => p.id);
+  const memberships = new Map<number, Set<number>>();
+  for (const ref of def.references) memberships.set(ref, await membersAmong(projectId, ref, ids));
+  return persons
+    .filter((p) =>
+      matchesCohort(def.root, {
+        properties: p.properties,
+        inCohort: (c) => memberships.get(c)?.has(p.id) ?? false,
+        eventCount: (leaf) => countEvents(leaf, p),
+      }),
+    )
+    .map((p) => p.id);
+}
+
+/**
+ * One invocation's share of a calculation: pages of persons (in creation order, from where the last
+ * step stopped) until `stopAt`, then the sweep of members it did not write. Progress is saved on the
+ * cohort after every page, so a step that dies is resumed by the next; a calculation replaced by a
+ * newer one stops. Returns whether it finished; if not, it queued its own continuation.
+ */
+export async function calculateCohortStep(
+  message: QueuedCohortCalculation,
+  queue: QueueCalculation,
+  stopAt: number,
+): Promise<{ finished: boolean; examined: number }> {
+  let cohort = await getCohort(message.project_id, message.cohort_id);
+  const stale = () => !cohort || cohort.deleted || cohort.calculation?.id !== message.calculation_id;
+  if (stale()) return { finished: true, examined: 0 };
+  const projectId = message.project_id;
+  const at = now().getTime();
+  let def: CohortDefinition;
+  try {
+    def = parseCohortFilters(cohort!.filters, at);
+  } catch {
+    await finish(cohort!, cohort!.count ?? 0, true);
+    return { finished: true, examined: 0 };
+  }
+  const countEvents = await eventCounter(projectId, def, at);
+  let calc = cohort!.calculation!;
+  let examined = 0;
+  while (Date.now() < stopAt) {
+    if (calc.phase === 'scan') {
+      const page = await personsInCreationOrder(projectId, {
+        ascending: true,
+        limit: CALCULATION_PAGE,
+        after: calc.after,
+      });
+      const matched = await matching(
+        projectId,
+        def,
+        page.persons.map((p) => p.person),
+        countEvents,
+      );
+      await putMembers(projectId, message.cohort_id, matched, calc.id);
+      examined += page.persons.length;
+      calc = {
+        ...calc,
+        matched: calc.matched + matched.length,
+        after: page.persons.at(-1)?.sortKey ?? calc.after,
+        ...(page.more ? {} : { phase: 'sweep' as const, kept: 0 }),
+      };
+    } else {
+      const page = await membersPage(projectId, message.cohort_id, {
+        limit: CALCULATION_PAGE,
+        afterPersonId: calc.sweep_after,
+      });
+      const gone = page.members.filter((m) => m.calc !== calc.id).map((m) => m.personId);
+      await deleteMembers(projectId, message.cohort_id, gone);
+      const kept = (calc.kept ?? 0) + page.members.length - gone.length;
+      if (!page.more) {
+        cohort = await saveProgress(cohort!, calc);
+        if (stale()) return { finished: true, examined };
+        await finish(cohort!, kept, false);
+        await recalculateDependents(projectId, message.cohort_id, queue);
+        return { finished: true, examined };
+      }
+      calc = { ...calc, kept, sweep_after: page.members.at(-1)?.personId ?? calc.sweep_after };
+    }
+    cohort = await saveProgress(cohort!, calc);
+    if (stale()) return { finished: true, examined };
+  }
+  await queue(message);
+  return { finished: false, examined };
+}
+
+/** Saves a calculation's position on the cohort (re-read on a lost race: a PATCH of its name keeps the calculation). */
+async function saveProgress(cohort: CohortRecord, calc: CohortCalculation): Promise<CohortRecord | undefined> {
+  return retryTransient(
+    `Cohort ${cohort.id}`,
+    async (attempt) => {
+      const current = attempt === 0 ? cohort : await getCohort(cohort.project_id, cohort.id);
+      if (!current || current.calculation?.id !== calc.id || current.deleted) return current;
+      const next = { ...current, calculation: { ...calc, touched_at: nowIso() }, version: current.version + 1 };
+      return (await putCohort(next, current.version)) ? next : TRANSIENT;
+    },
+    { attempts: SAVE_ATTEMPTS },
+  );
+}
+
+/** Ends a calculation: the count it found, when, and whether it failed (a replaced calculation is left alone). */
+async function finish(cohort: CohortRecord, count: number, failed: boolean) {
+  const calcId = cohort.calculation?.id;
+  const done = await retryTransient(
+    `Cohort ${cohort.id}`,
+    async (attempt) => {
+      const current = attempt === 0 ? cohort : await getCohort(cohort.project_id, cohort.id);
+      if (!current || current.calculation?.id !== calcId) return false;
+      const { calculation: _, ...rest } = current;
+      const next: CohortRecord = {
+        ...rest,
+        is_calculating: false,
+        last_calculation: nowIso(),
+        count,
+        errors_calculating: failed ? current.errors_calculating + 1 : 0,
+        version: current.version + 1,
+      };
+      return (await putCohort(next, current.version)) ? true : TRANSIENT;
+    },
+    { attempts: SAVE_ATTEMPTS },
+  );
+  if (done) await bumpAnswersGeneration(cohort.project_id);
+}
+
+/** Cohorts that reference a recalculated one read its membership: they are recalculated after it. */
+async function recalculateDependents(projectId: number, cohortId: number, queue: QueueCalculation) {
+  const dependents = (await readCohorts(projectId)).filter(
+    (c) => !c.deleted && !c.is_static && c.references?.includes(cohortId),
+  );
+  for (const d of dependents) await startCalculation(d, queue);
+}
+
+/** The scheduled pass: behavioural cohorts due (24 h after their last calculation) and calculations left stuck. */
+export async function recalculateDueCohorts(queue: QueueCalculation, limit = 200): Promise<number> {
+  const due = await dueCohorts(now(), limit);
+  for (const { projectId, cohortId } of due) {
+    const cohort = await getCohort(projectId, cohortId);
+    if (cohort && !cohort.deleted && !cohort.is_static) await startCalculation(cohort, queue);
+  }
+  return due.length;
+}
