@@ -17,6 +17,8 @@ interface RouteBase {
   access: 'read' | 'write' | 'none';
   /** Queues the function may send to. */
   sends?: readonly QueueName[];
+  /** The body may be a JSON list, not only an object (PostHog's `update_metadata`). */
+  listBody?: boolean;
   /** Accepts `format=json|csv`. */
   csv?: boolean;
   /** A read-only operation that may still write its result cache (IAM: PutItem on cache keys only). */
@@ -246,6 +248,52 @@ export const routes = [
     handler: 'persons/reset-distinct-id',
     access: 'write',
     summary: 'Free a distinct id still tied to a deleted person, so new events make a new person',
+  },
+  {
+    operationId: 'groups_types_list',
+    method: 'GET',
+    path: '/api/environments/:project_id/groups_types',
+    scope: 'group:read',
+    handler: 'groups/types-list',
+    access: 'read',
+    summary: "The project's group types (at most 5, index 0-4 in order of first use)",
+  },
+  {
+    operationId: 'groups_types_update_metadata',
+    method: 'PATCH',
+    path: '/api/environments/:project_id/groups_types/update_metadata',
+    scope: 'group:write',
+    handler: 'groups/types-update-metadata',
+    access: 'write',
+    listBody: true,
+    summary: 'Name group types (a list of {group_type_index, name_singular, name_plural})',
+  },
+  {
+    operationId: 'groups_list',
+    method: 'GET',
+    path: '/api/environments/:project_id/groups',
+    scope: 'group:read',
+    handler: 'groups/list',
+    access: 'read',
+    summary: 'List the groups of one type, newest first (group_type_index required; search; cursor)',
+  },
+  {
+    operationId: 'groups_find',
+    method: 'GET',
+    path: '/api/environments/:project_id/groups/find',
+    scope: 'group:read',
+    handler: 'groups/find',
+    access: 'read',
+    summary: 'Retrieve a group by group_type_index and group_key',
+  },
+  {
+    operationId: 'groups_property_definitions',
+    method: 'GET',
+    path: '/api/environments/:project_id/groups/property_definitions',
+    scope: 'group:read',
+    handler: 'groups/property-definitions',
+    access: 'read',
+    summary: 'Property keys per group type, with how many groups hold each',
   },
   {
     operationId: 'projects_retrieve',

@@ -282,7 +282,7 @@ const SUCCESS_STATUS: Record<string, number> = {
 const NO_BODY = new Set(['persons_update_property', 'persons_delete_events', 'persons_reset_person_distinct_id']);
 
 /** Lists paged by an opaque cursor as PostHog's CursorPagination: no `count`. */
-const CURSOR_LISTS = new Set(['batch_exports_backfills_list', 'batch_exports_runs_list']);
+const CURSOR_LISTS = new Set(['batch_exports_backfills_list', 'batch_exports_runs_list', 'groups_list']);
 
 /** The route-table operation an entry documents (an alias entry's is the original's). */
 const operationOf = (route: OpenApiRoute) => route.aliasOf?.operationId ?? route.operationId;
@@ -623,6 +623,12 @@ function responsesOf(
 
 const nonEmpty = (key: string, list: JsonObject[]): JsonObject => (list.length ? { [key]: list } : {});
 
+/** Successful answers that are neither an object nor a counted page (PostHog's shapes for these operations). */
+const RESPONSE_SHAPES: Record<string, JsonObject> = {
+  groups_types_list: { type: 'array', items: { type: 'object' } },
+  groups_types_update_metadata: { type: 'array', items: { type: 'object' } },
+};
+
 function keyOperation(entry: OpenApiEntry): JsonObject {
   const { route, schemas } = entry;
   const body = schemas.body ? convert(route, 'body', schemas.body) : undefined;
@@ -638,6 +644,11 @@ function keyOperation(entry: OpenApiEntry): JsonObject {
     503,
   ];
   const list = route.method === 'GET' && operationOf(route).endsWith('_list');
+  const shape =
+    RESPONSE_SHAPES[operationOf(route)] ??
+    (list
+      ? { $ref: `#/components/schemas/${CURSOR_LISTS.has(operationOf(route)) ? 'CursorPage' : 'Page'}` }
+      : undefined);
   const description = [
     ...(route.aliasOf
       ? [`The same operation as \`${route.aliasOf.operationId}\` (\`${bracedPath(route.aliasOf.path)}\`).`]
@@ -660,13 +671,7 @@ function keyOperation(entry: OpenApiEntry): JsonObject {
       : {}),
     responses: responsesOf(route, errors, {
       status: successStatus(route),
-      ...(list
-        ? {
-            schema: {
-              $ref: `#/components/schemas/${CURSOR_LISTS.has(operationOf(route)) ? 'CursorPage' : 'Page'}`,
-            },
-          }
-        : {}),
+      ...(shape ? { schema: shape } : {}),
     }),
     security: [route.scope!, ...(route.alsoAccepts ?? [])].flatMap((s): JsonObject[] => [
       { personalApiKey: [s] },
@@ -782,6 +787,7 @@ function componentSchemas(): JsonObject {
     CursorPage: {
       type: 'object',
       required: ['next', 'previous', 'results'],
+      description: "DRF's CursorPagination: `next` carries an opaque `cursor`.",
       properties: {
         next: { type: ['string', 'null'], format: 'uri' },
         previous: { type: ['string', 'null'], format: 'uri' },

@@ -10,6 +10,7 @@ export const SCOPE_OBJECTS = [
   'action',
   'activity_log',
   'cohort',
+  'group',
   'event_definition',
   'property_definition',
 ] as const;

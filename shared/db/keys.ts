@@ -181,6 +181,40 @@ export const keys = {
   }),
   personChangePrefix: 'CHANGE#',
 
+  /**
+   * A project's group types (at most 5, index 0-4 in order of first use) in one item: capture reads it to
+   * write `$group_N` on events, and a type's index never changes once assigned.
+   */
+  groupTypes: (projectId: number): ItemKey => ({ pk: `PROJECT#${projectId}`, sk: 'GROUPTYPES' }),
+  /** A group, by project, type index and key (one GetItem for `find` and for ingest's upsert). */
+  group: (projectId: number, typeIndex: number, groupKey: string): ItemKey => ({
+    pk: `GROUP#${projectId}#${typeIndex}#${groupKey}`,
+    sk: 'GROUP',
+  }),
+  /** byParent: the groups of one type of a project by creation time (lists are newest first, as PostHog's). */
+  groupsOfType: (projectId: number, typeIndex: number, createdAt: string, groupKey: string) => ({
+    parent_pk: `PROJECT#${projectId}#GROUPS#${typeIndex}`,
+    parent_sk: `${createdAt}#${groupKey}`,
+  }),
+  /** A recorded group property change (`$group_set`), in the group's partition, in time order. */
+  groupChange: (
+    projectId: number,
+    typeIndex: number,
+    groupKey: string,
+    timestamp: string,
+    changeId: string,
+  ): ItemKey => ({
+    pk: `GROUP#${projectId}#${typeIndex}#${groupKey}`,
+    sk: `CHANGE#${timestamp}#${changeId}`,
+  }),
+  groupChangePrefix: 'CHANGE#',
+  /** How many groups of a type hold a property key (`groups/property_definitions`), one partition per project. */
+  groupPropertyCount: (projectId: number, typeIndex: number, key: string): ItemKey => ({
+    pk: `PROJECT#${projectId}#GROUPPROPS`,
+    sk: `${typeIndex}#${key}`,
+  }),
+  groupPropertyCounts: (projectId: number) => ({ pk: `PROJECT#${projectId}#GROUPPROPS` }),
+
   /** Raw event, keyed by its uuid so a resend is found by one GetItem (dedupe). */
   event: (projectId: number, uuid: string): ItemKey => ({ pk: `EVENT#${projectId}#${uuid}`, sk: 'EVENT' }),
   eventPkPrefix: 'EVENT#',

@@ -22,6 +22,7 @@ import { NotAuthenticated, ServiceUnavailable, ValidationError } from '../errors
 import { packCaptureBatches, queueCaptureBatches, type CaptureBatchMessage } from '../queues/capture-batches.ts';
 import { PAST_DEADLINE, settledBefore } from '../retry.ts';
 import { projectOfToken } from './project-tokens.ts';
+import { attributeGroups } from './group-types.ts';
 import { uuidv7 } from '../ids.ts';
 import { emitWithDimensions, logger, METRIC, MetricUnit } from '../observability.ts';
 
@@ -78,6 +79,8 @@ export async function captureEvents(input: CaptureInput): Promise<CaptureResult>
   const receivedAt = now();
   const retryKey = [token, digest, input.query.sent_at ?? input.query._ ?? ''].join('\u0000');
   const { accepted, rejected, sizes } = normalizeEvents(events, { now: receivedAt, sentAt, newUuid: uuidv7, retryKey });
+  // Before encoding: `$group_N` is part of what is stored (and of the size that decides where it is stored).
+  await attributeGroups(projectId, accepted);
   const rejectedIndexes = new Set(rejected.map((r) => r.index));
   const indexes = events.map((_, i) => i).filter((i) => !rejectedIndexes.has(i));
   // Encoding each event for the table is needed to store it here, or to refuse one too large to store at all.

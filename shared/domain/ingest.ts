@@ -7,12 +7,13 @@ import { bumpAnswersGeneration, noteEventTime } from '../db/projects.ts';
 import { markChangedDays } from './event-segments.ts';
 import { refreshCohortsOfEvents } from './cohort-membership.ts';
 import { applyEventsToPersons } from './person-ingest.ts';
+import { applyGroupIdentifies } from './group-ingest.ts';
 import { TRANSIENT, retryTransient } from '../retry.ts';
 
 const bucketOf = (e: StoredEvent): Bucket => ({ event: e.event, hour: e.timestamp.slice(0, 13) });
 
 /**
- * One stream batch: persons for new events (in stream order), then rollups and day counters for everything up to the
+ * One stream batch: persons and groups for new events (in stream order), then rollups and day counters for everything up to the
  * first failure. Returns the ids to report as failed: the first failed record and all after it, since
  * Lambda retries from the lowest failed sequence number. Both steps are idempotent, so a retried or
  * redelivered batch converges to the same persons and counts.
@@ -21,7 +22,8 @@ export async function ingestEventChanges(changes: EventChange[]): Promise<string
   const inserts = changes.map((c, i) => ({ c, i })).filter(({ c }) => c.after && !c.before);
   let firstFailure = changes.length;
   try {
-    const failed = await applyEventsToPersons(inserts.map(({ c }) => c.after!));
+    const events = inserts.map(({ c }) => c.after!);
+    const failed = (await Promise.all([applyEventsToPersons(events), applyGroupIdentifies(events)])).flat();
     if (failed.length) firstFailure = inserts[Math.min(...failed)]!.i;
     await refreshCohortsOfEvents(inserts.filter(({ i }) => i < firstFailure).map(({ c }) => c.after!));
   } catch (error) {

@@ -79,7 +79,7 @@ const isMerge = (e: StoredEvent) => e.event === '$identify' || e.event === '$cre
 export async function applyEventsToPersons(events: StoredEvent[]): Promise<number[]> {
   const relevant = events
     .map((e, index) => ({ e, index }))
-    .filter(({ e }) => e.properties.$process_person_profile !== false);
+    .filter(({ e }) => e.properties.$process_person_profile !== false && e.event !== '$groupidentify');
   const known = await personIdsOf(relevant.map(({ e }) => ({ projectId: e.project_id, distinctId: e.distinct_id })));
   const groups = new Map<string, { e: StoredEvent; index: number }[]>();
   for (const item of relevant) {
@@ -109,7 +109,8 @@ export async function applyEventsToPersons(events: StoredEvent[]): Promise<numbe
  * versions), so replaying the same event, or racing another worker, converges instead of duplicating.
  */
 export async function applyEventToPersons(e: StoredEvent): Promise<void> {
-  if (e.properties.$process_person_profile === false) return;
+  // PostHog never processes persons on $groupidentify: its distinct id (`$company_acme` from posthog-node) is no user.
+  if (e.properties.$process_person_profile === false || e.event === '$groupidentify') return;
   const other =
     e.event === '$identify'
       ? e.properties.$anon_distinct_id

@@ -11,7 +11,7 @@ import { authentication } from './middleware/authentication.ts';
 import { completion } from './middleware/completion.ts';
 import { cors } from './middleware/cors.ts';
 import { handedOff, handoff } from './middleware/handoff.ts';
-import { jsonBody, MAX_BODY_BYTES } from './middleware/json-body.ts';
+import { jsonBody, jsonListBody, MAX_BODY_BYTES } from './middleware/json-body.ts';
 import type {
   AnySchema,
   HandlerContext,
@@ -102,7 +102,7 @@ export function apiHandler<R extends RouteInfo, S extends Schemas>(
     .use(logMetrics(metrics))
     .use([
       completion(route),
-      ...(schemas.body ? [jsonBody] : []),
+      ...(schemas.body ? [route.listBody ? jsonListBody : jsonBody] : []),
       authentication(undefined, tenantResolver(route)),
       countRequest(route),
       scope(route),

@@ -522,6 +522,14 @@ const examples: Record<string, (c: Ctx) => Example | Promise<Example>> = {
     params: { project_id: c.projectId },
     body: { name: 'Renamed project', week_start_day: 1, timezone: 'UTC' },
   }),
+  groups_types_list: (c) => ({ params: { project_id: c.projectId } }),
+  groups_types_update_metadata: (c) => ({
+    params: { project_id: c.projectId },
+    body: [{ group_type_index: 0, name_singular: 'Company', name_plural: 'Companies' }],
+  }),
+  groups_list: (c) => ({ params: { project_id: c.projectId }, query: { group_type_index: '0', search: 'OA' } }),
+  groups_find: (c) => ({ params: { project_id: c.projectId }, query: { group_type_index: '0', group_key: 'oa-co' } }),
+  groups_property_definitions: (c) => ({ params: { project_id: c.projectId } }),
   actions_list: (c) => ({ params: { project_id: c.projectId }, query: { limit: '20' } }),
   actions_create: (c) => ({
     params: { project_id: c.projectId },
@@ -745,9 +753,17 @@ describe('an example request for each operation', () => {
         { event: 'seen', distinct_id: 'oa-bulk' },
         { event: '$pageview', distinct_id: 'oa-anon' },
         { event: '$identify', distinct_id: 'oa-split', properties: { $anon_distinct_id: 'oa-anon' } },
+        {
+          event: '$groupidentify',
+          distinct_id: 'oa-main',
+          properties: { $group_type: 'company', $group_key: 'oa-co', $group_set: { name: 'OA Co' } },
+        },
       ],
     });
     expect(capture.status).toBe(200);
+    await eventually(async () =>
+      expect((await c.get(`${base}/groups/find?group_type_index=0&group_key=oa-co`)).status).toBe(200),
+    );
     const personId = (distinctId: string, ids = 1) =>
       eventually(async () => {
         const res = await c.get(`${base}/persons?distinct_id=${distinctId}`);
@@ -871,6 +887,11 @@ describe('an example request for each operation', () => {
       }),
     ],
     ['projects_partial_update', (c: Ctx) => ({ params: { project_id: c.projectId }, body: { week_start_day: 3 } })],
+    ['groups_list', (c: Ctx) => ({ params: { project_id: c.projectId }, query: { group_type_index: 'zero' } })],
+    [
+      'groups_types_update_metadata',
+      (c: Ctx) => ({ params: { project_id: c.projectId }, body: [{ group_type_index: 'zero' }] }),
+    ],
   ] as [string, (c: Ctx) => Example][])(
     '%s: a request the document rejects is refused with 400 (%#)',
     async (operationId, make) => {

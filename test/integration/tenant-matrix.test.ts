@@ -56,9 +56,21 @@ beforeAll(async () => {
       {
         event: 'signed up',
         distinct_id: `did-${SECRET}`,
-        properties: { $set: { email: `${SECRET}@victim.example`, plan: `plan-${SECRET}` } },
+        properties: {
+          $set: { email: `${SECRET}@victim.example`, plan: `plan-${SECRET}` },
+          $groups: { company: `co-${SECRET}` },
+        },
+      },
+      {
+        event: '$groupidentify',
+        distinct_id: `did-${SECRET}`,
+        properties: { $group_type: 'company', $group_key: `co-${SECRET}`, $group_set: { name: `Company ${SECRET}` } },
       },
     ],
+  });
+  await eventually(async () => {
+    const res = await c.get(`/api/environments/${projectId}/groups/find?group_type_index=0&group_key=co-${SECRET}`);
+    expect(res.status).toBe(200);
   });
   const personId = await eventually(async () => {
     const res = await c.get(`/api/environments/${projectId}/persons?distinct_id=did-${SECRET}`);
@@ -195,6 +207,7 @@ function bodyFor(route: KeyRoute): unknown {
     persons_update_property: { key: 'plan', value: 'hijacked' },
     persons_reset_person_distinct_id: { distinct_id: `did-${SECRET}` },
     projects_partial_update: { name: 'Hijacked' },
+    groups_types_update_metadata: [{ group_type_index: 0, name_singular: 'Hijacked' }],
     actions_create: { name: 'Hijacked', steps: [{ event: 'x' }] },
     actions_partial_update: { name: 'Hijacked' },
     insights_trend: { events: [{ id: 'signed up' }] },
@@ -224,10 +237,12 @@ function bodyFor(route: KeyRoute): unknown {
   );
 }
 
-/** The query string a GET needs to succeed for the owner. */
+/** The query string a GET needs to succeed for the owner (required parameters naming the victim's data). */
 function queryFor(route: KeyRoute): string {
   if (route.operationId === 'insights_trend_retrieve') return `?events=${encodeURIComponent('[{"id":"signed up"}]')}`;
   if (route.operationId === 'persons_cohorts') return `?person_id=${victim.personId}`;
+  if (route.operationId === 'groups_list') return '?group_type_index=0';
+  if (route.operationId === 'groups_find') return `?group_type_index=0&group_key=co-${SECRET}`;
   return '';
 }
 

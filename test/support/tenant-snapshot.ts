@@ -105,6 +105,13 @@ export async function snapshotTenant(scope: TenantScope): Promise<Snapshot> {
         queryAll({ pk: `ACTIONS#${projectId}` }).then(add),
         getItem(`COUNTER#action#${projectId}`, 'COUNTER').then((i) => add([i])),
         getItem(`COUNTER#person#${projectId}`, 'COUNTER').then((i) => add([i])),
+        queryAll({ pk: `PROJECT#${projectId}#GROUPPROPS` }).then(add),
+        // Groups of every type index (0-4), each group's partition whole (its item and its changes).
+        ...[0, 1, 2, 3, 4].map((index) =>
+          queryAll({ pk: `PROJECT#${projectId}#GROUPS#${index}`, index: byParent }).then((groups) =>
+            Promise.all(groups.map((g) => queryAll({ pk: String(g.pk) }).then(add))),
+          ),
+        ),
       ]);
       // A person's activity and property-change entries are append-only (and may hold hundreds of KB each):
       // their keys show an entry added or removed; the person item itself is compared whole.

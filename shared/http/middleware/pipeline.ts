@@ -26,6 +26,8 @@ export interface RouteInfo extends PublicRouteInfo {
   alsoAccepts?: readonly Scope[];
   /** Accepts `format=json|csv`. */
   csv?: boolean;
+  /** The body may be a JSON list (./json-body.ts). */
+  listBody?: boolean;
   /** Rate-limit class of the personal key's requests (./rate-limit.ts); `crud` when absent. */
   rateLimit?: KeyRateLimitClass;
 }

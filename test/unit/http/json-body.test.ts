@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ParseError, PayloadTooLarge, UnsupportedMediaType, ValidationError } from '#shared/errors.ts';
-import { jsonBody, MAX_BODY_BYTES } from '#shared/http/middleware/json-body.ts';
+import { jsonBody, jsonListBody, MAX_BODY_BYTES } from '#shared/http/middleware/json-body.ts';
 import { fakeRequest, thrownBy } from './fake-request.ts';
 
 const json = { 'content-type': 'application/json' };
@@ -78,5 +78,14 @@ describe('jsonBody middleware', () => {
         attr: null,
       });
     }
+  });
+
+  it('takes a JSON list only on routes that declare one (listBody: update_metadata)', async () => {
+    const list = fakeRequest({ body: '[{"group_type_index":0}]', headers: json, isBase64Encoded: false });
+    expect(await thrownBy(jsonListBody, list)).toBeUndefined();
+    expect(list.internal.body).toEqual([{ group_type_index: 0 }]);
+    expect((await run('[1]')).error).toBeInstanceOf(ValidationError);
+    const scalar = fakeRequest({ body: '3', headers: json, isBase64Encoded: false });
+    expect(await thrownBy(jsonListBody, scalar)).toBeInstanceOf(ValidationError);
   });
 });
