@@ -83,12 +83,17 @@ function acknowledgeFunctionFindings(stack: NaggedStack): void {
 /** The export role's cross-account AssumeRole, the API's in-function auth, the ingest DLQ, the table's PITR. */
 function acknowledgeServiceFindings(stack: NaggedStack): void {
   const { stage } = stack;
-  const exportRole = stack.functions.get('run_batch_exports')!.role!;
-  acknowledge(exportRole, {
-    id: 'AwsSolutions-IAM5[Resource::arn:*:iam::*:role/*]',
-    reason:
-      "Batch export destinations may name a role in the customer's account, known only at run time. The statement allows only sts:AssumeRole; the customer's trust policy must name this role and require sts:ExternalId = the organization id (the exporter always sends it), and roles of this stack's own account are denied by an explicit Deny. The role has no S3 permission: uploads are signed with the destination's own or assumed credentials.",
-  });
+  // The exporter, and the routes that check a destination before it is saved (`assumesDestinationRoles`).
+  const assumers = [
+    'run_batch_exports',
+    ...(routes as readonly Route[]).filter((r) => r.assumesDestinationRoles).map((r) => r.operationId),
+  ];
+  for (const name of assumers)
+    acknowledge(stack.functions.get(name)!.role!, {
+      id: 'AwsSolutions-IAM5[Resource::arn:*:iam::*:role/*]',
+      reason:
+        "Batch export destinations may name a role in the customer's account, known only at run time. The statement allows only sts:AssumeRole; the customer's trust policy must name this role and require sts:ExternalId = the organization id (always sent), and roles of this stack's own account are denied by an explicit Deny. The role has no S3 permission: uploads are signed with the destination's own or assumed credentials.",
+    });
 
   acknowledge(stack.api, {
     id: 'AwsSolutions-APIG4',
