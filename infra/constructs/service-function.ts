@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Aws, Duration } from 'aws-cdk-lib';
 import * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
@@ -26,8 +27,20 @@ export const SERVICE_NAME = 'analytics';
  */
 export const serviceNameOf = (stage: Pick<StageSettings, 'name'>) => `${SERVICE_NAME}-${stage.name}`;
 
-/** `analytics-<stage>-<name>`: the Lambda function name (≤ 64 characters, checked in test/infra). */
-export const functionNameOf = (stage: Pick<StageSettings, 'name'>, name: string) => `${resourcePrefix(stage)}-${name}`;
+/** Lambda's limit on a function name. */
+const MAX_FUNCTION_NAME = 64;
+
+/**
+ * `analytics-<stage>-<name>`: the Lambda function name. A name that would pass Lambda's 64 characters
+ * (a long PostHog operation id on a long stage name) keeps its start and ends in 6 hex digits of its
+ * full name's hash, so it stays readable and unique (checked in test/infra for the longest stage name).
+ */
+export function functionNameOf(stage: Pick<StageSettings, 'name'>, name: string): string {
+  const full = `${resourcePrefix(stage)}-${name}`;
+  if (full.length <= MAX_FUNCTION_NAME) return full;
+  const hash = createHash('sha256').update(full).digest('hex').slice(0, 6);
+  return `${full.slice(0, MAX_FUNCTION_NAME - hash.length - 1)}-${hash}`;
+}
 
 /**
  * What a route or worker row lets its function do, in one shape for both: the only input of the
@@ -209,9 +222,17 @@ export class ServiceFunction extends Construct {
   }
 }
 
-/** An API operation: its function, granted what its row declares, behind each of its paths. */
+/**
+ * An API operation: its function, granted what its row declares, behind each of its paths. Its routes are
+ * created in `routes`, a construct of the operation's own stack named `HttpApi` whose routes keep the
+ * logical ids they had as children of the API itself (`HttpApiGETapi…`).
+ */
 export class RouteFunction extends ServiceFunction {
-  constructor(scope: Construct, route: Route, props: ServiceFunctionProps & { api: apigwv2.HttpApi }) {
+  constructor(
+    scope: Construct,
+    route: Route,
+    props: ServiceFunctionProps & { api: apigwv2.HttpApi; routes: Construct },
+  ) {
     super(scope, route.operationId, `${route.method} ${route.path}`, routePermissions(route), props);
     // Capture and every environment-level operation (also under /api/projects) answer on several paths: one route each, one function.
     const paths = routePaths.filter((x) => x.operationId === route.operationId);
@@ -221,7 +242,14 @@ export class RouteFunction extends ServiceFunction {
       scopePermissionToRoute: paths.length === 1,
     });
     for (const p of paths) {
-      props.api.addRoutes({ path: bracedPath(p.path), methods: [apigwv2.HttpMethod[p.method]], integration });
+      const path = bracedPath(p.path);
+      const method = apigwv2.HttpMethod[p.method];
+      // The id HttpApi.addRoutes gives a route, so the logical id does not change with the stack.
+      new apigwv2.HttpRoute(props.routes, `${method}${path}`, {
+        httpApi: props.api,
+        routeKey: apigwv2.HttpRouteKey.with(path, method),
+        integration,
+      });
     }
   }
 }

@@ -8,12 +8,12 @@ import type * as s3 from 'aws-cdk-lib/aws-s3';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import type * as logs from 'aws-cdk-lib/aws-logs';
-import type { Construct } from 'constructs';
+import { Construct } from 'constructs';
 import { QUEUES, type QueueName } from '#shared/queue-settings.ts';
 import { routes, workers, type Route, type Worker } from '#functions/routes.ts';
 import { bundleDir, FALLBACK_FUNCTION } from '#infra/build.ts';
 import { logicalIdPath, makeUniqueId } from '#infra/constructs/logical-ids.ts';
-import { Monitoring, type DeadLetterQueue } from '#infra/constructs/monitoring.ts';
+import { Monitoring, pascal, type DeadLetterQueue } from '#infra/constructs/monitoring.ts';
 import { acknowledgeNagFindings } from '#infra/constructs/nag.ts';
 import { PublicApi } from '#infra/constructs/public-api.ts';
 import {
@@ -62,6 +62,8 @@ export class AnalyticsStack extends Stack {
   /** Function name (operationId, worker name, or FALLBACK_FUNCTION) -> Lambda. */
   readonly functions = new Map<string, lambda.Function>();
   readonly schedules = new Map<string, events.Rule>();
+  /** Feature (the first folder of a route's handler) -> the nested stack of its API operations. */
+  readonly apiStacks = new Map<string, ApiFeatureStack>();
   /** The nested stack that holds `monitoring` (its own template, `<id>.nested.template.json`). */
   readonly monitoringStack: NestedStack;
   readonly monitoring: Monitoring;
@@ -113,10 +115,20 @@ export class AnalyticsStack extends Stack {
     this.addOutputs(prefix);
   }
 
-  /** One function per route-table row and per worker (with its schedule, if any). */
+  /**
+   * One function per route-table row, in the nested stack of its feature (`ApiFeatureStack`), and one per
+   * worker (with its schedule, if any) in this stack.
+   */
   private addFunctions(functionProps: ServiceFunctionProps): void {
     for (const route of routes as readonly Route[]) {
-      this.functions.set(route.operationId, new RouteFunction(this, route, { ...functionProps, api: this.api }).fn);
+      const feature = featureOf(route);
+      let stack = this.apiStacks.get(feature);
+      if (!stack) {
+        stack = new ApiFeatureStack(this, feature);
+        this.apiStacks.set(feature, stack);
+      }
+      const fn = new RouteFunction(stack, route, { ...functionProps, api: this.api, routes: stack.routes }).fn;
+      this.functions.set(route.operationId, fn);
     }
     for (const worker of workers as readonly Worker[]) {
       const { fn, schedule } = new WorkerFunction(this, worker, functionProps);
@@ -190,6 +202,32 @@ export class AnalyticsStack extends Stack {
    * (infra/constructs/logical-ids.ts): functions, roles, log groups, the API and the distribution keep
    * the ids they had when the stack created them directly, and are updated in place.
    */
+  protected override allocateLogicalId(element: CfnElement): string {
+    return makeUniqueId(logicalIdPath(this, element));
+  }
+}
+
+/** The feature a route belongs to: the first folder of its handler (`batch-exports/list` -> `batch-exports`). */
+export const featureOf = (route: Pick<Route, 'handler'>) => route.handler.split('/')[0]!;
+
+/**
+ * The API operations of one feature: each operation's function, role, log group, invoke permission and
+ * routes (about 8 resources per operation). One stack held them all until it neared CloudFormation's 500
+ * resources; a feature's stack holds at most ~160. Logical ids inside are the ones the resources had in
+ * the stage's stack (`AnalyticsStack.allocateLogicalId`'s rule), so stack refactoring can move them
+ * (docs/operations.md).
+ */
+export class ApiFeatureStack extends NestedStack {
+  /** Where the feature's routes are created: its id gives them their former logical ids. */
+  readonly routes: Construct;
+
+  constructor(scope: AnalyticsStack, feature: string) {
+    super(scope, `Api${pascal(feature)}Stack`, {
+      description: `API operations of ${feature} (${resourcePrefix(scope.stage)})`,
+    });
+    this.routes = new Construct(this, 'HttpApi');
+  }
+
   protected override allocateLogicalId(element: CfnElement): string {
     return makeUniqueId(logicalIdPath(this, element));
   }

@@ -70,9 +70,9 @@ describe('deferred person-event deletion', () => {
     const consume = 'sqs:ReceiveMessage';
     expect(roleActions(dev, 'drain_person_deletions')).toContain(consume);
     for (const name of stack.functions.keys()) {
-      // The bulk-delete, query and capture-batch workers receive from their own queues only (next describe); the test below checks the deletion queue by resource.
-      if (['drain_person_deletions', 'delete_queued_persons', 'run_queries', 'store_capture_batches'].includes(name))
-        continue;
+      // The bulk-delete, query, capture-batch and cohort workers receive from their own queues only (next describe); the test below checks the deletion queue by resource.
+      const ownQueue = ['delete_queued_persons', 'run_queries', 'store_capture_batches', 'calculate_cohorts'];
+      if (name === 'drain_person_deletions' || ownQueue.includes(name)) continue;
       expect([name, roleActions(dev, name).includes(consume)]).toEqual([name, false]);
     }
     for (const op of ['persons_destroy', 'persons_bulk_delete', 'persons_delete_events', 'delete_queued_persons'])

@@ -532,8 +532,9 @@ describe('HTTP API', () => {
   });
 
   it("keeps the API's routes well under the HTTP API quota of 300", () => {
-    // 61 route paths + $default when the project-level aliases were added (docs/query-api.md, Paths).
-    expect(routeResources.length).toBeLessThanOrEqual(100);
+    // 61 route paths + $default when the project-level aliases were added (docs/query-api.md, Paths);
+    // 114 with cohorts, groups and the exports' and persons' current operations.
+    expect(routeResources.length).toBeLessThanOrEqual(200);
   });
 
   it('sends every unmatched request to the fallback function', () => {

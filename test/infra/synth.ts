@@ -1,4 +1,4 @@
-import { App, type CfnElement, type Stack } from 'aws-cdk-lib';
+import { App, Stack, type CfnElement } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -10,8 +10,13 @@ const inlineCode = () => lambda.Code.fromInline('export const handler = async ()
 
 export interface Synthesized {
   stack: AnalyticsStack;
-  /** The stage's stack: everything but monitoring. */
+  /**
+   * The stage's stack with its API feature stacks folded in (`withApiStacks`): everything but monitoring,
+   * read as if it were the one template it used to be.
+   */
   template: Template;
+  /** Each template as CloudFormation receives it: the stage's stack and each API feature stack. */
+  templates: Record<string, Template>;
   /** The monitoring nested stack: alarms, the dashboard, the alarm topic. */
   monitoring: Template;
 }
@@ -36,7 +41,14 @@ export function synthStages(...stages: StageSpec[]): Record<string, Synthesized>
   return Object.fromEntries(
     stacks.map((stack) => [
       stack.stage.name,
-      { stack, template: Template.fromStack(stack), monitoring: Template.fromStack(stack.monitoringStack) },
+      {
+        stack,
+        template: withApiStacks(stack),
+        templates: Object.fromEntries(
+          [stack, ...stack.apiStacks.values()].map((s) => [s.node.id, Template.fromStack(s)] as const),
+        ),
+        monitoring: Template.fromStack(stack.monitoringStack),
+      },
     ]),
   );
 }
@@ -52,9 +64,69 @@ export function resources(template: Template, type: string): Record<string, Reso
   return template.findResources(type) as Record<string, Resource>;
 }
 
-/** Logical id of an L2 construct's CloudFormation resource, as references to it appear in the template. */
-export function logicalId(stack: Stack, construct: IConstruct): string {
-  return stack.getLogicalId(construct.node.defaultChild as CfnElement);
+/** Logical id of an L2 construct's CloudFormation resource, as references to it appear in its template. */
+export function logicalId(_stack: Stack, construct: IConstruct): string {
+  return Stack.of(construct).getLogicalId(construct.node.defaultChild as CfnElement);
+}
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/**
+ * The stage's template with each API feature stack's resources in it, as one stack held them: a
+ * nested stack's parameters are replaced by what the parent passes, the parent's reads of a nested
+ * stack's outputs by the output's value. Logical ids are unique across the stacks (the layout keeps
+ * them as they were), so the assertions on grants, references and ids read the same as before.
+ */
+function withApiStacks(stack: AnalyticsStack): Template {
+  const parent = Template.fromStack(stack).toJSON() as { Resources: Record<string, { Properties?: Json }> };
+  const outputs = new Map<string, Json>();
+  const resources: Record<string, Json> = {};
+  for (const nested of stack.apiStacks.values()) {
+    const id = stack.getLogicalId(nested.nestedStackResource!);
+    const passed = (parent.Resources[id]!.Properties as { Parameters?: Record<string, Json> }).Parameters ?? {};
+    const template = Template.fromStack(nested).toJSON() as {
+      Resources: Record<string, Json>;
+      Outputs?: Record<string, { Value: Json }>;
+    };
+    const bound = substitute(template.Resources, (ref) => passed[ref]) as Record<string, Json>;
+    Object.assign(resources, bound);
+    for (const [name, output] of Object.entries(template.Outputs ?? {}))
+      outputs.set(
+        `${id}.Outputs.${name}`,
+        substitute(output.Value, (ref) => passed[ref]),
+      );
+    delete parent.Resources[id];
+  }
+  const json = substitute(
+    parent as unknown as Json,
+    () => undefined,
+    (getAtt) => outputs.get(getAtt),
+  ) as {
+    Resources: Record<string, Json>;
+  };
+  Object.assign(json.Resources, resources);
+  return Template.fromJSON(json as unknown as Record<string, unknown>);
+}
+
+/** `value` with `{Ref: p}` replaced by `ref(p)` and `{'Fn::GetAtt': [id, attr]}` by `getAtt('id.attr')` where they answer. */
+function substitute(
+  value: Json,
+  ref: (name: string) => Json | undefined,
+  getAtt?: (path: string) => Json | undefined,
+): Json {
+  if (Array.isArray(value)) return value.map((v) => substitute(v, ref, getAtt));
+  if (value === null || typeof value !== 'object') return value;
+  const keys = Object.keys(value);
+  if (keys.length === 1 && typeof value.Ref === 'string') {
+    const bound = ref(value.Ref);
+    if (bound !== undefined) return bound;
+  }
+  const att = value['Fn::GetAtt'];
+  if (keys.length === 1 && getAtt && Array.isArray(att)) {
+    const bound = getAtt(att.join('.'));
+    if (bound !== undefined) return bound;
+  }
+  return Object.fromEntries(keys.map((k) => [k, substitute(value[k]!, ref, getAtt)]));
 }
 
 /** Every IAM action granted to the function's role through inline policies (grants land there). */
