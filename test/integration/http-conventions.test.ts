@@ -10,6 +10,7 @@ async function sampleRequest(route: KeyRoute, c: Client, token: string, projectI
   const distinctId = `slash-${Math.random().toString(36).slice(2)}`;
   const exportBody = validBatchExportBody();
   let personId: number | string = org.id;
+  let memberId = 0;
   if (route.path.includes('/actions/:id')) {
     const action = await c.post(`/api/environments/${projectId}/actions`, { name: 'A', steps: [{ event: 'x' }] });
     personId = action.body.id;
@@ -24,7 +25,39 @@ async function sampleRequest(route: KeyRoute, c: Client, token: string, projectI
     );
   } else if (route.path.includes('/batch_exports/:id')) {
     personId = (await c.post(`/api/organizations/${org.id}/batch_exports`, exportBody)).body.id;
-  } else if (route.path.includes('/persons')) {
+  } else if (route.path.includes('/cohorts/:id')) {
+    // A person in the cohort, for the routes that remove one.
+    await client(api.baseUrl).post('/batch', { api_key: token, batch: [{ event: 'x', distinct_id: distinctId }] });
+    const member = await eventually(async () => {
+      const res = await c.get(`/api/environments/${projectId}/persons?distinct_id=${distinctId}`);
+      expect(res.body.results).toHaveLength(1);
+      return res.body.results[0].id as number;
+    });
+    personId = (
+      await c.post(`/api/environments/${projectId}/cohorts`, {
+        name: 'Slashes',
+        is_static: true,
+        _create_static_person_ids: [member],
+      })
+    ).body.id;
+    memberId = member;
+  } else if (route.path.includes('/groups')) {
+    await client(api.baseUrl).post('/batch', {
+      api_key: token,
+      batch: [
+        {
+          event: '$groupidentify',
+          distinct_id: distinctId,
+          properties: { $group_type: 'company', $group_key: 'acme', $group_set: { name: 'Acme' } },
+        },
+      ],
+    });
+    await eventually(async () => {
+      const res = await c.get(`/api/environments/${projectId}/groups/find?group_type_index=0&group_key=acme`);
+      expect(res.status).toBe(200);
+    });
+  }
+  if (route.path.includes('/persons')) {
     await client(api.baseUrl).post('/batch', {
       api_key: token,
       batch: [{ event: 'x', distinct_id: distinctId, properties: { $set: { a: 1 } } }],
@@ -35,9 +68,21 @@ async function sampleRequest(route: KeyRoute, c: Client, token: string, projectI
       return res.body.results[0].id as number;
     });
   }
+  let backfillId = '';
+  let runId = '';
+  if (route.path.includes('/backfills/:backfill_id') || route.path.includes('/runs/:run_id')) {
+    // A backfill queues its runs at once: real backfill and run ids for the paths.
+    const exportPath = `/api/organizations/${org.id}/batch_exports/${personId}`;
+    backfillId = (
+      await c.post(`${exportPath}/backfills`, { start_at: '2024-01-01T00:00:00Z', end_at: '2024-01-01T02:00:00Z' })
+    ).body.backfill_id;
+    runId = (await c.get(`${exportPath}/runs`)).body.results[0].id;
+  }
   const path = route.path
     .replace(':project_id', String(projectId))
     .replace(':organization_id', org.id)
+    .replace(':backfill_id', backfillId)
+    .replace(':run_id', runId)
     .replace(':id', String(personId));
   const bodies: Record<string, unknown> = {
     persons_partial_update: { properties: { b: 2 } },
@@ -52,11 +97,29 @@ async function sampleRequest(route: KeyRoute, c: Client, token: string, projectI
     batch_exports_create: exportBody,
     batch_exports_partial_update: { name: 'Renamed' },
     batch_exports_backfill: { start_at: '2024-01-01T00:00:00Z', end_at: '2024-01-01T02:00:00Z' },
+    batch_exports_backfills_create: { start_at: '2024-01-02T00:00:00Z', end_at: '2024-01-02T02:00:00Z' },
+    batch_exports_test: { destination: exportBody.destination },
+    batch_exports_unpause: {},
+    persons_update_property: { key: 'a', value: 2 },
+    persons_reset_person_distinct_id: { distinct_id: distinctId },
+    groups_types_update_metadata: [{ group_type_index: 0, name_singular: 'Company' }],
+    cohorts_create: { name: 'Slashed', is_static: true },
+    cohorts_partial_update: { name: 'Renamed' },
+    cohorts_add_persons_to_static_cohort: { person_ids: [] },
+    cohorts_remove_person_from_static_cohort: { person_id: memberId },
+    cohorts_duplicate_as_static_cohort: {},
   };
   const body =
     bodies[route.operationId] ??
     (route.method === 'POST' || route.method === 'PATCH' ? { name: 'Slashed' } : undefined);
-  const query = route.operationId === 'insights_trend_retrieve' ? `?events=${encodeURIComponent('[{"id":"x"}]')}` : '';
+  const queries: Record<string, string> = {
+    insights_trend_retrieve: `?events=${encodeURIComponent('[{"id":"x"}]')}`,
+    persons_values: '?key=a',
+    persons_cohorts: `?person_id=${personId}`,
+    groups_list: '?group_type_index=0',
+    groups_find: '?group_type_index=0&group_key=acme',
+  };
+  const query = queries[route.operationId] ?? '';
   return { path, body, query };
 }
 
