@@ -224,7 +224,10 @@ describe('deferred deletion of a person’s events', () => {
         ),
       90_000,
     );
+    // The local queue is shared with the other files running beside this one (persons' delete_events
+    // queues on it too): at least the 1,000 requested here are drained, and none fails.
     const summary = await drain();
-    expect(summary).toMatchObject({ processed: 1000, failed: 0 });
+    expect(summary.processed).toBeGreaterThanOrEqual(1000);
+    expect(summary.failed).toBe(0);
   }, 180_000);
 });

@@ -1,0 +1,29 @@
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, inject } from 'vitest';
+
+/**
+ * Runs the calling test file alone among the files that name the same resource, for shared state no
+ * test can scope to itself: the batch-export scheduler's tick runs every organization's due runs, so a
+ * tick in one file would run (and fail, with its own writer) the runs another file has just queued.
+ * The lock is a directory in the run's own data directory (mkdir is atomic): a killed run leaves none.
+ * Call it before the file's other hooks.
+ */
+export function exclusiveFile(resource: string, waitMs = 15 * 60_000): void {
+  const lock = join(inject('dataDir'), 'locks', resource);
+  beforeAll(async () => {
+    await mkdir(join(lock, '..'), { recursive: true });
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      try {
+        await mkdir(lock);
+        return;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      }
+      if (Date.now() > deadline) throw new Error(`Waited ${waitMs} ms for ${resource}`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }, waitMs + 5_000);
+  afterAll(() => rm(lock, { recursive: true, force: true }));
+}
