@@ -7,6 +7,7 @@ import { textOf, ValidationError } from '#shared/errors.ts';
 import type { Expr } from '#shared/hogql/ast.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/json.ts';
 import { type DateContext, parseDateExpression, resolveExpression } from './dates.ts';
+import { groupTypeIndexOf } from './groups.ts';
 import { endOfLocalDay, fromLocal } from './tz.ts';
 import {
   type HogQLPropertyFilter,
@@ -47,7 +48,7 @@ const VALUELESS_OPERATORS = new Set<string>(['is_set', 'is_not_set']);
 
 const UNSUPPORTED_TYPES: Record<string, string> = {
   cohort: 'Cohort filters are not supported yet.',
-  group: 'Group filters are not supported yet.',
+  group: 'Group filters are not supported here.',
   element: 'Element (autocapture) filters are not supported.',
   session: 'Session filters are not supported.',
   hogql: 'HogQL filters are not supported.',
@@ -61,6 +62,8 @@ export interface FilterOptions {
    * which imports compileRegex from here.
    */
   hogql?: (text: string, attr: string) => Expr;
+  /** Whether the reader evaluates `{"type": "group", "group_type_index": n}` filters (trends); else they are a 400. */
+  groups?: boolean;
 }
 
 export const EMPTY_GROUP: PropertyGroup = { type: 'AND', values: [] };
@@ -168,8 +171,10 @@ export function parseFilter(
       expr: options.hogql(raw.key, `${attr}__key`),
       attr: `${attr}__key`,
     };
-  if (Object.hasOwn(UNSUPPORTED_TYPES, type)) throw new ValidationError(UNSUPPORTED_TYPES[type]!, `${attr}__type`);
-  if (type !== 'event' && type !== 'person')
+  const group = type === 'group' && options.groups ? groupIndexOf(raw, attr) : null;
+  if (group === null && Object.hasOwn(UNSUPPORTED_TYPES, type))
+    throw new ValidationError(UNSUPPORTED_TYPES[type]!, `${attr}__type`);
+  if (type !== 'event' && type !== 'person' && group === null)
     throw new ValidationError(`"${type}" is not a valid choice.`, `${attr}__type`);
   const operator = raw.operator === undefined || raw.operator === null ? 'exact' : textOf(raw.operator);
   if (!(OPERATORS as readonly string[]).includes(operator))
@@ -179,9 +184,18 @@ export function parseFilter(
     ...(raw.value === undefined ? {} : { value: raw.value }),
     operator,
     type,
+    ...(group === null ? {} : { group_type_index: group }),
   };
   validateValue(filter, `${attr}__value`);
   return filter;
+}
+
+/** A group filter's `group_type_index` (0-4), required. */
+function groupIndexOf(raw: Record<string, unknown>, attr: string): number {
+  const index = groupTypeIndexOf(raw.group_type_index, `${attr}__group_type_index`);
+  if (index === null)
+    throw new ValidationError('Group filters need a group_type_index.', `${attr}__group_type_index`, 'required');
+  return index;
 }
 
 function validateValue(f: PropertyFilter, attr: string): void {
