@@ -1,4 +1,5 @@
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { batchGet } from './batch.ts';
 import { call, conditional, db, tableName, transact, type TransactItem } from './client.ts';
 import { keys } from './keys.ts';
 import { queryAll } from './query.ts';
@@ -113,6 +114,25 @@ function changeItem(c: GroupChange) {
     set: JSON.stringify(c.set),
     properties: JSON.stringify(c.properties),
   };
+}
+
+/**
+ * The stored groups among `refs` (type index and key), in one pass of BatchGetItem (100 keys per
+ * request, 8 requests in flight), only their identity and properties: a trend's group lookup.
+ */
+export async function getGroups(
+  projectId: number,
+  refs: readonly { typeIndex: number; groupKey: string }[],
+): Promise<{ group_type_index: number; group_key: string; group_properties: Record<string, unknown> }[]> {
+  const items = await batchGet(
+    refs.map((r) => keys.group(projectId, r.typeIndex, r.groupKey)),
+    { expression: '#i, #k, #p', names: { '#i': 'group_type_index', '#k': 'group_key', '#p': 'group_properties' } },
+  );
+  return items.map((item) => ({
+    group_type_index: Number(item.group_type_index),
+    group_key: String(item.group_key),
+    group_properties: JSON.parse(String(item.group_properties ?? '{}')) as Record<string, unknown>,
+  }));
 }
 
 export async function getGroup(

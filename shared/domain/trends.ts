@@ -13,6 +13,7 @@ import {
   needsEventNames,
   needsPersons,
   eventPropertiesUsed,
+  groupTypesRead,
   parseTrendRequest,
   resolveDateRange,
   type ActionDefinition,
@@ -33,6 +34,7 @@ import {
 } from '../trends/columnar/index.ts';
 import { actionDefinitions } from './actions.ts';
 import { readTrendRows, type TrendEventSource } from './event-segments.ts';
+import { groupLookup } from './trend-groups.ts';
 import { findProject, projectSettings } from './projects.ts';
 import type { MembershipRecord } from '../db/organizations.ts';
 import type { ProjectRecord } from '../db/projects.ts';
@@ -249,7 +251,10 @@ async function fromEvents(
     'read',
     `${daysRead(read && range.buckets.length ? read : null)}; ${segments.kept} of ${segments.read} segments in memory`,
   );
-  const join = persons ? await personJoin(projectId, distinctIdsOf(columns)) : distinctIdsOnly;
+  const [join, groups] = await Promise.all([
+    persons ? personJoin(projectId, distinctIdsOf(columns)) : distinctIdsOnly,
+    groupLookup(projectId, query, groupTypesRead(query, settings, actions), columns),
+  ]);
   phases.mark('persons');
   check();
   const response = computeTrendFromColumns(query, {
@@ -258,6 +263,7 @@ async function fromEvents(
     actions,
     now,
     firstEventAt: firstAt,
+    groups,
   });
   phases.mark('compute');
   return { response, source };

@@ -86,3 +86,19 @@ export function groupTypesOfFilters(group: PropertyGroup, into: Set<number>): Se
 export function groupColumnsOfFilters(filters: readonly { type?: string; group_type_index?: number }[]): string[] {
   return filters.flatMap((f) => (isGroupFilter(f) ? [groupColumn(f.group_type_index)] : []));
 }
+
+/**
+ * Groups whose properties one trend loads at most (every type together): each is a key of a
+ * BatchGetItem and an entry of the query's lookup, so a query stays within its memory and time
+ * whatever the number of groups its events name.
+ */
+export const MAX_QUERY_GROUPS = 50_000;
+
+/** 400 past MAX_QUERY_GROUPS, on the date range: a shorter one names fewer groups. */
+export function checkQueryGroups(count: number, query: TrendsModel): void {
+  if (count > MAX_QUERY_GROUPS)
+    throw new ValidationError(
+      `This trend reads the properties of ${count} groups; at most ${MAX_QUERY_GROUPS.toLocaleString('en-US')} are read per query. Choose a shorter date range.`,
+      query.attrs.date_from,
+    );
+}

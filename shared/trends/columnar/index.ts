@@ -48,4 +48,4 @@ export function computeTrend(
     groups: input.groups,
   });
 }
-export { distinctIdsOf, storedSource, type StoredColumns } from './stored.ts';
+export { distinctIdsOf, groupKeysOf, storedSource, type StoredColumns } from './stored.ts';
