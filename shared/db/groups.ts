@@ -235,6 +235,19 @@ export async function groupsPage(
   return { groups: (out.Items ?? []).map(groupFromItem), more: out.LastEvaluatedKey !== undefined };
 }
 
+/** A type's groups (identity and properties), newest first, at most `max` + 1 (so a caller sees it has more than `max`). */
+export async function groupsOfType(projectId: number, typeIndex: number, max: number): Promise<GroupRecord[]> {
+  const groups: GroupRecord[] = [];
+  let after: GroupsPosition | undefined;
+  for (;;) {
+    const page = await groupsPage(projectId, typeIndex, Math.min(1000, max + 1 - groups.length), after);
+    groups.push(...page.groups);
+    const last = page.groups.at(-1);
+    if (!page.more || !last || groups.length > max) return groups;
+    after = { createdAt: last.created_at, groupKey: last.group_key };
+  }
+}
+
 export async function listGroupChanges(projectId: number, typeIndex: number, groupKey: string): Promise<GroupChange[]> {
   const items = await queryAll(keys.group(projectId, typeIndex, groupKey).pk, keys.groupChangePrefix);
   return items.map((item) => ({

@@ -7,7 +7,7 @@ import { textOf, ValidationError } from '#shared/errors.ts';
 import type { Expr } from '#shared/hogql/ast.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/json.ts';
 import { type DateContext, parseDateExpression, resolveExpression } from './dates.ts';
-import { groupTypeIndexOf } from './groups.ts';
+import { type GroupLookup, groupColumn, groupKeyText, groupTypeIndexOf, NO_GROUPS } from './groups.ts';
 import { endOfLocalDay, fromLocal } from './tz.ts';
 import {
   type HogQLPropertyFilter,
@@ -295,9 +295,10 @@ function equalsTyped(prop: unknown, value: unknown): boolean {
 
 export type EventPredicate = (e: TrendEvent) => boolean;
 
-export function compileGroup(group: PropertyGroup, ctx: DateContext): EventPredicate {
+/** `groups`: group filters read the event's `$group_N` group through it (none: a group filter finds no properties). */
+export function compileGroup(group: PropertyGroup, ctx: DateContext, groups?: GroupLookup): EventPredicate {
   const parts = group.values.map((v) =>
-    isGroup(v) ? compileGroup(v, ctx) : isHogQLFilter(v) ? hogqlNotEvaluated() : compileFilter(v, ctx),
+    isGroup(v) ? compileGroup(v, ctx, groups) : isHogQLFilter(v) ? hogqlNotEvaluated() : compileFilter(v, ctx, groups),
   );
   if (!parts.length) return () => true;
   return group.type === 'OR' ? (e) => parts.some((p) => p(e)) : (e) => parts.every((p) => p(e));
@@ -325,10 +326,18 @@ export function hogqlNotEvaluated(): never {
   throw new Error('hogql property filters are not evaluated yet');
 }
 
-export function compileFilter(f: PropertyFilter, ctx: DateContext): EventPredicate {
+export function compileFilter(f: PropertyFilter, ctx: DateContext, groups: GroupLookup = NO_GROUPS): EventPredicate {
   const key = f.key;
+  const index = f.type === 'group' ? f.group_type_index : undefined;
   const read: (e: TrendEvent) => unknown =
-    f.type === 'person' ? (e) => propertyOf(e.person_properties, key) : (e) => propertyOf(e.properties, key);
+    index !== undefined
+      ? (e) => {
+          const group = groupKeyText(propertyOf(e.properties, groupColumn(index)));
+          return propertyOf(group === null ? undefined : groups(index, group), key);
+        }
+      : f.type === 'person'
+        ? (e) => propertyOf(e.person_properties, key)
+        : (e) => propertyOf(e.properties, key);
   const test = valueTest(f, ctx);
   const memo = new Map<unknown, boolean>();
   return (e) => {

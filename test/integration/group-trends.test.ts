@@ -195,6 +195,22 @@ describe('groups in trends', () => {
     await ctx.c.patch(`/api/environments/${ctx.projectId}/`, { test_account_filters: [] });
   });
 
+  it('EventsQuery takes group property filters (rows and aggregates)', async () => {
+    const events = (query: Record<string, unknown>) =>
+      ctx.c.post(`/api/environments/${ctx.projectId}/query/`, {
+        query: { kind: 'EventsQuery', event: 'viewed', after: '2024-03-01', ...query },
+      });
+    const tech = [{ type: 'group', group_type_index: 0, key: 'industry', value: 'tech' }];
+    const rows = await events({ select: ['distinct_id', 'timestamp'], orderBy: ['timestamp'], properties: tech });
+    expect(rows.status, JSON.stringify(rows.body)).toBe(200);
+    expect(rows.body.results.map((r: unknown[]) => r[0])).toEqual(['ada', 'bob', 'ada']);
+    const notRetail = [{ type: 'group', group_type_index: 0, key: 'industry', value: 'retail', operator: 'is_not' }];
+    const count = await events({ select: ['count()'], properties: notRetail });
+    expect(count.body.results).toEqual([[5]]);
+    const missing = await events({ select: ['count()'], properties: [{ type: 'group', key: 'industry', value: 'x' }] });
+    expect([missing.status, missing.body.attr]).toEqual([400, 'query__properties__0__group_type_index']);
+  });
+
   it('refuses group fields it cannot read, naming them', async () => {
     const path = `/api/environments/${ctx.projectId}/insights/trend/`;
     const cases: [Record<string, unknown>, string][] = [
