@@ -6,7 +6,13 @@ import { getGroups, groupsOfType } from '../db/groups.ts';
 import { ValidationError } from '../errors.ts';
 import type { StoredColumns } from '../trends/columnar/index.ts';
 import { groupKeysOf } from '../trends/columnar/index.ts';
-import { checkQueryGroups, type GroupLookup, groupTypesOfFilters, NO_GROUPS } from '../trends/groups.ts';
+import {
+  checkQueryGroups,
+  type GroupLookup,
+  groupTypesOfFilters,
+  MAX_QUERY_GROUPS,
+  NO_GROUPS,
+} from '../trends/groups.ts';
 import type { TrendsModel } from '../trends/model.ts';
 import type { PropertyGroup } from '../trends/types.ts';
 
@@ -16,12 +22,13 @@ export async function groupLookup(
   query: TrendsModel,
   types: readonly number[],
   columns: StoredColumns,
+  max = MAX_QUERY_GROUPS,
 ): Promise<GroupLookup> {
   if (types.length === 0) return NO_GROUPS;
   const refs = [...groupKeysOf(columns, types)].flatMap(([typeIndex, keys]) =>
     [...keys].map((groupKey) => ({ typeIndex, groupKey })),
   );
-  checkQueryGroups(refs.length, query);
+  checkQueryGroups(refs.length, query, max);
   if (refs.length === 0) return NO_GROUPS;
   const found = new Map(
     (await getGroups(projectId, refs)).map((g) => [`${g.group_type_index}\u0000${g.group_key}`, g.group_properties]),
@@ -36,15 +43,20 @@ export async function groupLookup(
 export const MAX_EVENTS_QUERY_GROUPS = 10_000;
 
 /** The lookup of every group of the types `filters` read (400 on `attr` past MAX_EVENTS_QUERY_GROUPS of a type). */
-export async function filterGroupLookup(projectId: number, filters: PropertyGroup, attr: string): Promise<GroupLookup> {
+export async function filterGroupLookup(
+  projectId: number,
+  filters: PropertyGroup,
+  attr: string,
+  max = MAX_EVENTS_QUERY_GROUPS,
+): Promise<GroupLookup> {
   const types = [...groupTypesOfFilters(filters, new Set())];
   if (types.length === 0) return NO_GROUPS;
   const found = new Map<string, Record<string, unknown>>();
   for (const type of types) {
-    const groups = await groupsOfType(projectId, type, MAX_EVENTS_QUERY_GROUPS);
-    if (groups.length > MAX_EVENTS_QUERY_GROUPS)
+    const groups = await groupsOfType(projectId, type, max);
+    if (groups.length > max)
       throw new ValidationError(
-        `Group filters of an EventsQuery read every group of their type, at most ${MAX_EVENTS_QUERY_GROUPS.toLocaleString('en-US')}; group type ${type} has more. Filter on the group key ($group_${type}) or use a trend.`,
+        `Group filters of an EventsQuery read every group of their type, at most ${max.toLocaleString('en-US')}; group type ${type} has more. Filter on the group key ($group_${type}) or use a trend.`,
         attr,
       );
     for (const g of groups) found.set(`${type}\u0000${g.group_key}`, g.group_properties);

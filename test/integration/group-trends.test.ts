@@ -3,6 +3,11 @@ process.env.ANALYTICS_FIXED_NOW = '2024-03-12T12:00:00Z';
 
 import { beforeAll, describe, expect, it } from 'vitest';
 import { compactDay } from '#shared/domain/event-segments.ts';
+import { filterGroupLookup, groupLookup, MAX_EVENTS_QUERY_GROUPS } from '#shared/domain/trend-groups.ts';
+import { ValidationError } from '#shared/errors.ts';
+import { MAX_QUERY_GROUPS } from '#shared/trends/groups.ts';
+import { parseTrendRequest } from '#shared/trends/index.ts';
+import { parseProperties } from '#shared/trends/properties.ts';
 import { eventually, newProject, useApi, type Client } from '../support/api.ts';
 
 // Groups in trends over HTTP: group property filters (request, series, test-account filters), group
@@ -209,6 +214,50 @@ describe('groups in trends', () => {
     expect(count.body.results).toEqual([[5]]);
     const missing = await events({ select: ['count()'], properties: [{ type: 'group', key: 'industry', value: 'x' }] });
     expect([missing.status, missing.body.attr]).toEqual([400, 'query__properties__0__group_type_index']);
+  });
+
+  it('caps the groups one query loads: a 400 naming the cap, the field and the number', async () => {
+    const query = parseTrendRequest({
+      events: [{ id: 'viewed' }],
+      breakdown_type: 'group',
+      breakdown: 'industry',
+      breakdown_group_type_index: 0,
+    });
+    const rows = ['acme', 'globex', 'initech'].map((company, i) => ({
+      event: 'viewed',
+      distinct_id: `u${i}`,
+      t: Date.parse('2024-03-10T10:00:00Z'),
+      properties: { $group_0: company },
+    }));
+    const columns = {
+      segments: [],
+      rows,
+      from: 0,
+      to: Date.parse('2024-03-12T00:00:00Z'),
+      projection: { properties: ['$group_0'], distinctIds: false },
+    };
+    const lookup = await groupLookup(ctx.projectId, query, [0], columns, 3);
+    expect(lookup(0, 'acme')).toEqual({ industry: 'tech', seats: 50 });
+    expect(lookup(0, 'initech')).toBeUndefined();
+    const over = await groupLookup(ctx.projectId, query, [0], columns, 2).catch((e: ValidationError) => e);
+    expect(over).toBeInstanceOf(ValidationError);
+    expect([(over as ValidationError).attr, (over as ValidationError).detail]).toEqual([
+      'date_from',
+      'This trend reads the properties of 3 groups; at most 2 are read per query. Choose a shorter date range.',
+    ]);
+    expect(MAX_QUERY_GROUPS).toBe(50_000);
+
+    const filters = parseProperties([{ type: 'group', group_type_index: 0, key: 'industry', value: 'tech' }], 'p', {
+      groups: true,
+    }).group;
+    expect((await filterGroupLookup(ctx.projectId, filters, 'query__properties', 2))(0, 'globex')).toEqual({
+      industry: 'retail',
+      seats: 5,
+    });
+    const tooMany = await filterGroupLookup(ctx.projectId, filters, 'query__properties', 1).catch((e) => e);
+    expect(tooMany).toMatchObject({ attr: 'query__properties' });
+    expect(tooMany.detail).toMatch(/at most 1; group type 0 has more/);
+    expect(MAX_EVENTS_QUERY_GROUPS).toBe(10_000);
   });
 
   it('refuses group fields it cannot read, naming them', async () => {
