@@ -118,20 +118,24 @@ function changeItem(c: GroupChange) {
 
 /**
  * The stored groups among `refs` (type index and key), in one pass of BatchGetItem (100 keys per
- * request, 8 requests in flight), only their identity and properties: a trend's group lookup.
+ * request, 8 requests in flight), only their identity, properties and creation time.
  */
 export async function getGroups(
   projectId: number,
   refs: readonly { typeIndex: number; groupKey: string }[],
-): Promise<{ group_type_index: number; group_key: string; group_properties: Record<string, unknown> }[]> {
+): Promise<Omit<GroupRecord, 'project_id' | 'properties_last_updated_at' | 'version'>[]> {
   const items = await batchGet(
     refs.map((r) => keys.group(projectId, r.typeIndex, r.groupKey)),
-    { expression: '#i, #k, #p', names: { '#i': 'group_type_index', '#k': 'group_key', '#p': 'group_properties' } },
+    {
+      expression: '#i, #k, #p, #c',
+      names: { '#i': 'group_type_index', '#k': 'group_key', '#p': 'group_properties', '#c': 'created_at' },
+    },
   );
   return items.map((item) => ({
     group_type_index: Number(item.group_type_index),
     group_key: String(item.group_key),
     group_properties: JSON.parse(String(item.group_properties ?? '{}')) as Record<string, unknown>,
+    created_at: String(item.created_at),
   }));
 }
 

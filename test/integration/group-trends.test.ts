@@ -216,6 +216,66 @@ describe('groups in trends', () => {
     expect([missing.status, missing.body.attr]).toEqual([400, 'query__properties__0__group_type_index']);
   });
 
+  it('ActorsQuery over an InsightActorsQuery that counts groups: the groups behind a number, as PostHog shapes them', async () => {
+    const actors = async (source: Record<string, unknown>, extra: Record<string, unknown> = {}) => {
+      const res = await ctx.c.post(`/api/environments/${ctx.projectId}/query/`, {
+        query: {
+          kind: 'ActorsQuery',
+          source: {
+            kind: 'InsightActorsQuery',
+            source: {
+              kind: 'TrendsQuery',
+              series: [{ kind: 'EventsNode', event: 'viewed', math: 'unique_group', math_group_type_index: 0 }],
+              dateRange: { date_from: '-7d' },
+            },
+            ...source,
+          },
+          ...extra,
+        },
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return res.body;
+    };
+    // The whole period: acme 3 events, globex 2, initech 1 (never identified: counted, not listed).
+    const all = await actors({}, { select: ['actor', 'event_count'] });
+    expect(all.columns).toEqual(['actor', 'event_count']);
+    expect(all.results.map((r: any[]) => [r[0].group_key, r[1]])).toEqual([
+      ['acme', 3],
+      ['globex', 2],
+    ]);
+    expect(all.missing_actors_count).toBe(1);
+    expect(all.results[0][0]).toMatchObject({
+      id: 'acme',
+      type: 'group',
+      group_key: 'acme',
+      group_type_index: 0,
+      properties: { industry: 'tech', seats: 50 },
+      group_properties: { industry: 'tech', seats: 50 },
+    });
+    expect(typeof all.results[0][0].created_at).toBe('string');
+    // One day (Mar 11: acme, globex), with a breakdown value and paging.
+    const day = await actors({ day: '2024-03-11' }, { select: ['id', 'event_count', 'properties.industry'] });
+    expect(day.results).toEqual([
+      ['acme', 1, 'tech'],
+      ['globex', 1, 'retail'],
+    ]);
+    const retail = await actors(
+      {
+        source: {
+          kind: 'TrendsQuery',
+          series: [{ kind: 'EventsNode', event: 'viewed' }],
+          aggregation_group_type_index: 0,
+          breakdownFilter: { breakdown_type: 'group', breakdown: 'industry', breakdown_group_type_index: 0 },
+        },
+        breakdown: 'retail',
+      },
+      { select: ['id', 'event_count'], limit: 1 },
+    );
+    expect([retail.results, retail.hasMore]).toEqual([[['globex', 2]], false]);
+    const paged = await actors({}, { select: ['id'], limit: 1, offset: 1 });
+    expect([paged.results, paged.hasMore]).toEqual([[['globex']], true]);
+  });
+
   it('caps the groups one query loads: a 400 naming the cap, the field and the number', async () => {
     const query = parseTrendRequest({
       events: [{ id: 'viewed' }],

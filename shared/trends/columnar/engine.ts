@@ -310,7 +310,7 @@ interface RowLookup<T extends Int32Array | Float64Array> {
   indexes: Uint32Array;
 }
 
-class BatchLookups {
+export class BatchLookups {
   private readonly cache = new Map<string, RowLookup<Int32Array> | RowLookup<Float64Array>>();
   private zeros: Uint32Array | null = null;
   constructor(
@@ -453,7 +453,7 @@ const sessionKey = (id: unknown): string | null => (id === undefined || id === n
 // ---------------------------------------------------------------------------------------------
 // The query
 
-class QueryState {
+export class QueryState {
   readonly persons = new Ordinals();
   readonly sessions = new Ordinals();
   readonly groups = new Ordinals();
@@ -477,7 +477,7 @@ interface SeriesPlan {
 }
 
 /** Each series' rows: its event/action and filters, the global filters and the applied test-account filters. */
-function seriesNodes(
+export function seriesNodes(
   query: TrendsModel,
   project: ProjectSettings,
   actions: ReadonlyMap<number, ActionDefinition>,
