@@ -9,7 +9,7 @@ import { getGroups } from '../../db/groups.ts';
 import { ValidationError } from '../../errors.ts';
 import { ACTORS_DEFAULT_LIMIT, type ActorsQuery } from '../../schemas/query/actors.ts';
 import { trendsQuery } from '../../schemas/query/trends.ts';
-import { trendGroupActors } from '../../trends/columnar/actors.ts';
+import { actorGroupTypeOf, trendGroupActors } from '../../trends/columnar/actors.ts';
 import { propertyOf } from '../../trends/properties.ts';
 import { trendEngineInput } from '../trends.ts';
 import type { RunContext } from './runner.ts';
@@ -74,6 +74,8 @@ export async function runGroupActorsQuery(context: RunContext, query: ActorsQuer
   const columns = select.map(columnOf);
   const model = trendsModelOf(trend.output);
   const breakdown = insight.breakdown;
+  const attrs = { series: `${S}__series`, day: `${S}__day`, breakdown: `${S}__breakdown` };
+  actorGroupTypeOf(model, { series: insight.series ?? 0, attrs });
   const { typeIndex, actors } = trendGroupActors(model, await trendEngineInput(context.project, model, context.check), {
     series: insight.series ?? 0,
     day: insight.day === undefined || insight.day === null ? null : String(insight.day),
@@ -81,7 +83,7 @@ export async function runGroupActorsQuery(context: RunContext, query: ActorsQuer
       breakdown === undefined || breakdown === null
         ? null
         : String(Array.isArray(breakdown) ? breakdown[0] : breakdown),
-    attrs: { series: `${S}__series`, day: `${S}__day`, breakdown: `${S}__breakdown` },
+    attrs,
   });
   const ranked = [...actors].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   const limit = query.limit ?? ACTORS_DEFAULT_LIMIT;

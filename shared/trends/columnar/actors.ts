@@ -24,12 +24,8 @@ export interface ActorsPick {
   attrs: { series: string; day: string; breakdown: string };
 }
 
-/** The group type the series counts and its actors: group key → matching events, in first-seen order. */
-export function trendGroupActors(
-  query: TrendsModel,
-  input: Omit<ColumnarInput, 'denseCells'>,
-  pick: ActorsPick,
-): { typeIndex: number; actors: Map<string, number> } {
+/** The group type whose actors a pick lists (400 on a series that does not count groups): checked before anything is read. */
+export function actorGroupTypeOf(query: TrendsModel, pick: Pick<ActorsPick, 'series' | 'attrs'>): number {
   const entity = query.series[pick.series];
   if (!entity) throw new ValidationError(`The query has ${query.series.length} series.`, pick.attrs.series);
   // With aggregation_group_type_index every series's actors are groups (PostHog's GroupStrategy), whatever its math.
@@ -39,6 +35,16 @@ export function trendGroupActors(
       'Only actors of a series that counts groups (unique_group, math_group_type_index or aggregation_group_type_index) are listed: persons of an insight are not supported.',
       pick.attrs.series,
     );
+  return typeIndex;
+}
+
+/** The group type the series counts and its actors: group key → matching events, in first-seen order. */
+export function trendGroupActors(
+  query: TrendsModel,
+  input: Omit<ColumnarInput, 'denseCells'>,
+  pick: ActorsPick,
+): { typeIndex: number; actors: Map<string, number> } {
+  const typeIndex = actorGroupTypeOf(query, pick);
   const ctx = projectContext(query, input.project, input.now);
   const [period] = periodsFor(query, resolveDateRange(query, input.project, input.now, input.firstEventAt));
   const B = period!.buckets.length;
@@ -50,7 +56,7 @@ export function trendGroupActors(
     from = period!.buckets[b]!;
     to = b + 1 < B ? period!.buckets[b + 1]! - 1 : period!.to;
     // A trailing active-users window: its actors are those of the days it spans.
-    const days = windowDays(entity.math, query.interval);
+    const days = windowDays(query.series[pick.series]!.math, query.interval);
     if (days !== null) from = windowStart(from, days, ctx.tz);
   }
   const breakdown = query.breakdownFilter;
