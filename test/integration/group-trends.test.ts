@@ -363,5 +363,12 @@ describe('groups in trends', () => {
         ['retail', 2],
       ]);
     });
+    // Renaming a type (its metadata) retires them too.
+    expect((await p.c.post(path, body)).body.is_cached).toBe(true);
+    const renamed = await p.c.patch(`/api/projects/${p.projectId}/groups_types/update_metadata`, [
+      { group_type_index: 0, name_singular: 'Company', name_plural: 'Companies' },
+    ]);
+    expect(renamed.status).toBe(200);
+    expect((await p.c.post(path, body)).body.is_cached).toBe(false);
   }, 60_000);
 });
