@@ -170,7 +170,7 @@ describe('groups in trends', () => {
 
   it('filters, breaks down and counts by group from raw events (legacy endpoint and TrendsQuery)', async () => {
     expect(await answers(ctx)).toEqual(EXPECTED);
-  });
+  }, 120_000);
 
   it('the same numbers once the days are compacted into segments ($group_N columns)', async () => {
     const other = await groupProject();
@@ -186,7 +186,7 @@ describe('groups in trends', () => {
     });
     expect(res.headers.get('x-trend-source')).toBe('segments');
     expect(await answers(other)).toEqual(EXPECTED);
-  }, 60_000);
+  }, 120_000);
 
   it('group filters in the project’s test-account filters', async () => {
     const patched = await ctx.c.patch(`/api/environments/${ctx.projectId}/`, {
