@@ -13,7 +13,9 @@
  *   (f) (a) with its filter as a HogQL expression (`properties.$browser IN (...)`): same answer as (a);
  *   (g) a HogQL filter `properties.$current_url ILIKE '%/pricing%'` against (g0), the same filter as a
  *       plain `icontains` property filter: same answer.
- * (e), (f), (g) must stay within HOGQL_RATIO of their plain twin.
+ *   (h) (a) broken down by a group property (`industry` of the event's `$group_0` company, 400
+ *       companies, 90% of users in one) instead of `$os` (issue 23).
+ * (e), (f), (g), (h) must stay within HOGQL_RATIO (1.5) of their plain twin. BENCH_ENGINE_QUERIES=a,h runs some only.
  * Each query reads what the trend function would (event names, projected columns, persons when used)
  * and is timed from the encoded segments to the response: decode + compute. Beside it: the row engine
  * it replaced (test/support/row-engine: segments decoded into event objects, then computed) up to 1M
@@ -27,6 +29,8 @@ import { encodeSegment, forEachRow, type FetchedSegment, type SegmentRow } from 
 import {
   eventPropertiesUsed,
   eventsToRead,
+  type GroupLookup,
+  groupTypesRead,
   needsEventNames,
   needsPersons,
   parseTrendRequest,
@@ -79,7 +83,9 @@ interface Query {
   request: Record<string, unknown>;
   duckSql?: (from: number, to: number) => string;
   /** The plain-property query this HogQL one is measured against; `sameAnswer`: both must answer alike. */
-  plain?: { id: string; sameAnswer: boolean };
+  plain?: { id: string; sameAnswer: boolean; label?: string };
+  /** The row engine (the reference) does not read groups: no row-engine column. */
+  columnarOnly?: boolean;
 }
 
 const lit = (t: number) => `TIMESTAMP '${new Date(t).toISOString().replace('T', ' ').replace('Z', '')}'`;
@@ -175,7 +181,32 @@ export const QUERIES: Query[] = [
     },
     plain: { id: 'g0', sameAnswer: true },
   },
+  {
+    id: 'h',
+    title: 'group breakdown (industry of $group_0)',
+    request: {
+      events: [{ id: '$pageview' }],
+      properties: [{ key: '$browser', value: FILTER_BROWSERS }],
+      breakdown: 'industry',
+      breakdown_type: 'group',
+      breakdown_group_type_index: 0,
+      date_from: '-30d',
+    },
+    plain: { id: 'a', sameAnswer: false, label: 'group / event-property breakdown' },
+    columnarOnly: true,
+  },
 ];
+
+/** Group type 0 of the synthetic events: users fall into 400 companies, one in ten in none. */
+const COMPANIES = 400;
+const INDUSTRIES = ['tech', 'retail', 'finance', 'health', 'media', 'energy', 'travel'];
+const companyOf = (user: number) => (user % 10 === 0 ? undefined : `company-${user % COMPANIES}`);
+const companyProperties = new Map(
+  Array.from({ length: COMPANIES }, (_, k) => [
+    `company-${k}`,
+    { industry: INDUSTRIES[k % INDUSTRIES.length], seats: k },
+  ]),
+);
 
 const PROJECT: ProjectSettings = { timezone: 'UTC', week_start_day: 0, test_account_filters: [] };
 
@@ -212,6 +243,8 @@ export function generate(
       const t = from + Math.floor(rng() * (to - from));
       const user = Math.floor(rng() * DISTINCT_IDS);
       const properties = syntheticProperties(rng, user, t);
+      const company = companyOf(user);
+      if (company !== undefined) properties.$group_0 = company;
       rows.push({ event: weighted(rng, EVENT_MIX), row: { distinct_id: `user-${user}`, t, properties } });
     }
     onDay?.(rows);
@@ -262,7 +295,11 @@ function plan(data: Dataset, request: Record<string, unknown>) {
     data.plans.map((plan, user) => [`user-${user}`, { person: `user-${user}`, properties: { plan } }]),
   );
   const join: PersonJoin = persons ? (d) => personOf.get(d) ?? distinctIdsOnly(d) : distinctIdsOnly;
-  return { query, now, firstEventAt, read, segments, projection, join, personOf, persons };
+  // As the trend function loads them: the groups' properties once per query, looked up in memory.
+  const groups: GroupLookup | undefined = groupTypesRead(query, PROJECT, []).length
+    ? (index, key) => (index === 0 ? companyProperties.get(key) : undefined)
+    : undefined;
+  return { query, now, firstEventAt, read, segments, projection, join, personOf, persons, groups };
 }
 
 export function runColumnar(data: Dataset, request: Record<string, unknown>, sampleHeap = true): Measured {
@@ -290,6 +327,7 @@ export function runColumnar(data: Dataset, request: Record<string, unknown>, sam
     actions: [],
     now: p.now,
     firstEventAt: p.firstEventAt,
+    groups: p.groups,
   });
   const ms = performance.now() - started;
   peak = Math.max(peak, heapNow());
@@ -418,6 +456,12 @@ async function duckFor(count: number, seed: number): Promise<Duck | null> {
   };
 }
 
+/** BENCH_ENGINE_QUERIES (`a,h`): only those queries (a query's plain twin must be among them). */
+function queries(): Query[] {
+  const only = process.env.BENCH_ENGINE_QUERIES?.split(',').map((s) => s.trim());
+  return only ? QUERIES.filter((q) => only.includes(q.id)) : QUERIES;
+}
+
 function sizes(): number[] {
   const raw = process.env.BENCH_ENGINE_SIZES ?? '100000,1000000';
   return raw.split(',').map((s) => {
@@ -451,7 +495,7 @@ export const engineBenchmark: Benchmark = {
           'DuckDB is not installed (npm install --no-save @duckdb/node-api@1.5.6-r.1): its column stays empty',
         );
       const runs = n >= 10_000_000 ? 2 : n >= 1_000_000 ? 3 : 5;
-      for (const q of QUERIES) {
+      for (const q of queries()) {
         // Heap from one run sampling after every batch; times from runs that do not sample (memoryUsage() costs).
         const sampled = runColumnar(data, q.request, true);
         const col = { ...repeat(runs, () => runColumnar(data, q.request, false)), heapMb: sampled.heapMb };
@@ -459,7 +503,7 @@ export const engineBenchmark: Benchmark = {
         answers.set(q.id, col.response);
         let rowFig = '-';
         let rowHeap = '-';
-        if (n <= ROWS_UP_TO) {
+        if (n <= ROWS_UP_TO && !q.columnarOnly) {
           const byRows = repeat(n >= 1_000_000 ? 1 : 3, () => runRows(data, q.request));
           rowFig = fixed(byRows.ms, 1);
           rowHeap = fixed(byRows.heapMb, 0);
@@ -518,7 +562,7 @@ export const engineBenchmark: Benchmark = {
             errors.push(`(${q.id}) at ${label(n)}: answers differently from (${q.plain.id})`);
           rows.push({
             benchmark: 'engine',
-            metric: `(${q.id}) ${label(n)}: HogQL / plain (${q.plain.id})`,
+            metric: `(${q.id}) ${label(n)}: ${q.plain.label ?? 'HogQL / plain'} (${q.plain.id})`,
             value: `${fixed(vsPlain, 2)} (${fixed(col.ms, 1)} / ${fixed(plainMs, 1)} ms)`,
             target: n >= 1_000_000 ? `<= ${TARGET_HOGQL_RATIO}` : '-',
             status: n >= 1_000_000 ? (vsPlain <= TARGET_HOGQL_RATIO ? 'pass' : 'OVER TARGET') : 'info',

@@ -1,4 +1,5 @@
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { batchGet } from './batch.ts';
 import { call, conditional, db, tableName, transact, type TransactItem } from './client.ts';
 import { keys } from './keys.ts';
 import { queryAll } from './query.ts';
@@ -115,6 +116,29 @@ function changeItem(c: GroupChange) {
   };
 }
 
+/**
+ * The stored groups among `refs` (type index and key), in one pass of BatchGetItem (100 keys per
+ * request, 8 requests in flight), only their identity, properties and creation time.
+ */
+export async function getGroups(
+  projectId: number,
+  refs: readonly { typeIndex: number; groupKey: string }[],
+): Promise<Omit<GroupRecord, 'project_id' | 'properties_last_updated_at' | 'version'>[]> {
+  const items = await batchGet(
+    refs.map((r) => keys.group(projectId, r.typeIndex, r.groupKey)),
+    {
+      expression: '#i, #k, #p, #c',
+      names: { '#i': 'group_type_index', '#k': 'group_key', '#p': 'group_properties', '#c': 'created_at' },
+    },
+  );
+  return items.map((item) => ({
+    group_type_index: Number(item.group_type_index),
+    group_key: String(item.group_key),
+    group_properties: JSON.parse(String(item.group_properties ?? '{}')) as Record<string, unknown>,
+    created_at: String(item.created_at),
+  }));
+}
+
 export async function getGroup(
   projectId: number,
   typeIndex: number,
@@ -213,6 +237,19 @@ export async function groupsPage(
     ),
   );
   return { groups: (out.Items ?? []).map(groupFromItem), more: out.LastEvaluatedKey !== undefined };
+}
+
+/** A type's groups (identity and properties), newest first, at most `max` + 1 (so a caller sees it has more than `max`). */
+export async function groupsOfType(projectId: number, typeIndex: number, max: number): Promise<GroupRecord[]> {
+  const groups: GroupRecord[] = [];
+  let after: GroupsPosition | undefined;
+  for (;;) {
+    const page = await groupsPage(projectId, typeIndex, Math.min(1000, max + 1 - groups.length), after);
+    groups.push(...page.groups);
+    const last = page.groups.at(-1);
+    if (!page.more || !last || groups.length > max) return groups;
+    after = { createdAt: last.created_at, groupKey: last.group_key };
+  }
 }
 
 export async function listGroupChanges(projectId: number, typeIndex: number, groupKey: string): Promise<GroupChange[]> {

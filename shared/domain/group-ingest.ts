@@ -9,6 +9,7 @@ import {
   type GroupChange,
   type GroupRecord,
 } from '../db/groups.ts';
+import { bumpAnswersGeneration } from '../db/projects.ts';
 import { uuidv7 } from '../ids.ts';
 import { logger } from '../observability.ts';
 import { retryTransient, TRANSIENT } from '../retry.ts';
@@ -53,10 +54,11 @@ export async function applyGroupIdentifies(events: StoredEvent[]): Promise<numbe
     byGroup.set(id, [...(byGroup.get(id) ?? []), { e, index, typeIndex, key }]);
   }
   const failed: number[] = [];
+  const changedProjects = new Set<number>();
   await inParallel([...byGroup.values()], GROUPS_IN_FLIGHT, async (group) => {
     for (const [i, { e, index, typeIndex, key }] of group.entries()) {
       try {
-        await upsertGroup(e, typeIndex, key);
+        if (await upsertGroup(e, typeIndex, key)) changedProjects.add(e.project_id);
       } catch (error) {
         // This event and the later ones of its group wait for the retry, to keep their order.
         failed.push(index, ...group.slice(i + 1).map((g) => g.index));
@@ -65,6 +67,8 @@ export async function applyGroupIdentifies(events: StoredEvent[]): Promise<numbe
       }
     }
   });
+  // Cached answers that read group properties (filters, breakdowns) are stale once a group changes.
+  await Promise.all([...changedProjects].map(bumpAnswersGeneration));
   return failed;
 }
 
@@ -85,9 +89,11 @@ export function newerSet(
 /**
  * Creates the group or applies `$group_set` to it (set semantics, as PostHog's), recording the change
  * as person changes are recorded. Conditional writes: a replay changes nothing, a race re-reads.
+ * True when the group was created or its properties changed.
  */
-async function upsertGroup(e: StoredEvent, typeIndex: number, key: string): Promise<void> {
+async function upsertGroup(e: StoredEvent, typeIndex: number, key: string): Promise<boolean> {
   const given = isObject(e.properties.$group_set) ? e.properties.$group_set : {};
+  let changedProperties = false;
   await retryTransient(
     `Group ${typeIndex}/${key}`,
     async () => {
@@ -132,10 +138,12 @@ async function upsertGroup(e: StoredEvent, typeIndex: number, key: string): Prom
         created_at: createdAt,
       };
       if (!(await writeGroup(next, change, added.slice(0, COUNTS_PER_TRANSACTION)))) return TRANSIENT;
+      changedProperties = !current || changed.length > 0;
       if (added.length > COUNTS_PER_TRANSACTION)
         await addPropertyCounts(e.project_id, typeIndex, added.slice(COUNTS_PER_TRANSACTION));
       return true;
     },
     { attempts: ATTEMPTS, gaveUp: () => new Error(`group ${typeIndex}/${key} kept conflicting (event ${e.uuid})`) },
   );
+  return changedProperties;
 }

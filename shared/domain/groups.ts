@@ -8,6 +8,7 @@ import {
   type GroupsPosition,
   type GroupType,
 } from '../db/groups.ts';
+import { bumpAnswersGeneration } from '../db/projects.ts';
 import { NotFound, ValidationError } from '../errors.ts';
 import { retryTransient, TRANSIENT } from '../retry.ts';
 
@@ -61,6 +62,8 @@ export async function updateGroupTypeNames(projectId: number, rows: readonly Gro
     }
     return (await saveGroupTypes({ ...record, types })) ? true : TRANSIENT;
   });
+  // Type metadata is part of what answers about groups show: cached ones are retired with it.
+  await bumpAnswersGeneration(projectId);
   return listGroupTypes(projectId);
 }
 

@@ -13,6 +13,7 @@ import {
   needsEventNames,
   needsPersons,
   eventPropertiesUsed,
+  groupTypesRead,
   parseTrendRequest,
   resolveDateRange,
   type ActionDefinition,
@@ -33,6 +34,7 @@ import {
 } from '../trends/columnar/index.ts';
 import { actionDefinitions } from './actions.ts';
 import { readTrendRows, type TrendEventSource } from './event-segments.ts';
+import { groupLookup } from './trend-groups.ts';
 import { findProject, projectSettings } from './projects.ts';
 import type { MembershipRecord } from '../db/organizations.ts';
 import type { ProjectRecord } from '../db/projects.ts';
@@ -234,6 +236,41 @@ async function fromEvents(
   phases: Phases,
   check: () => void,
 ) {
+  const { source, groups, stored } = await readEvents(
+    projectId,
+    query,
+    range,
+    read,
+    settings,
+    actions,
+    now,
+    phases,
+    check,
+  );
+  const response = computeTrendFromColumns(query, {
+    source,
+    project: settings,
+    actions,
+    now,
+    firstEventAt: firstAt,
+    groups,
+  });
+  phases.mark('compute');
+  return { response, source: stored };
+}
+
+/** The events of the range as the engine reads them, persons joined when they matter, the groups it reads loaded. */
+async function readEvents(
+  projectId: number,
+  query: TrendsModel,
+  range: DateRange,
+  read: ReadWindow | null,
+  settings: ProjectSettings,
+  actions: ActionDefinition[],
+  now: Date,
+  phases: Phases,
+  check: () => void,
+) {
   const persons = needsPersons(query, settings, actions);
   const projection = { properties: eventPropertiesUsed(query, settings, actions), distinctIds: persons };
   const { columns, source, segments } =
@@ -249,18 +286,34 @@ async function fromEvents(
     'read',
     `${daysRead(read && range.buckets.length ? read : null)}; ${segments.kept} of ${segments.read} segments in memory`,
   );
-  const join = persons ? await personJoin(projectId, distinctIdsOf(columns)) : distinctIdsOnly;
+  const [join, groups] = await Promise.all([
+    persons ? personJoin(projectId, distinctIdsOf(columns)) : distinctIdsOnly,
+    groupLookup(projectId, query, groupTypesRead(query, settings, actions), columns),
+  ]);
   phases.mark('persons');
   check();
-  const response = computeTrendFromColumns(query, {
-    source: checkedSource(storedSource(columns, join), check),
-    project: settings,
+  return { source: checkedSource(storedSource(columns, join), check), groups, stored: source };
+}
+
+/**
+ * What the engine reads to answer `query` on a project the caller has read (events, persons, groups,
+ * settings, actions): for readers of a trend's rows other than its answer (the actors behind a number).
+ */
+export async function trendEngineInput(project: ProjectRecord, query: TrendsModel, check: () => void = () => {}) {
+  const inputs = await prepareTrend(async () => project, project.id, query);
+  const { settings, actions, firstAt, now, range, read } = inputs;
+  const { source, groups } = await readEvents(
+    project.id,
+    query,
+    range,
+    read,
+    settings,
     actions,
     now,
-    firstEventAt: firstAt,
-  });
-  phases.mark('compute');
-  return { response, source };
+    new Phases(),
+    check,
+  );
+  return { source, project: settings, actions, now, firstEventAt: firstAt, groups };
 }
 
 /** The source with `check` called before each batch (a segment chunk or a day of rows) the engine computes. */

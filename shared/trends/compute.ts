@@ -22,6 +22,7 @@ import {
   tooManyBuckets,
 } from './limits.ts';
 import { fieldsOf } from '#shared/hogql/index.ts';
+import { actorGroupOf, groupColumn, groupTypesOfFilters, requiredGroupOf } from './groups.ts';
 import { HOGQL, propertyKeysOf, readsActors } from './hogql.ts';
 import { windowDays } from './math.ts';
 import type { ActionsSeries, TrendsModel } from './model.ts';
@@ -192,17 +193,23 @@ export function needsPersons(query: TrendsModel, project: ProjectSettings, actio
   const byId = indexActions(query, actions);
   return query.series.some(
     (s) =>
-      PERSON_MATHS.has(s.math) ||
+      (PERSON_MATHS.has(s.math) && actorGroupOf(s, query) === null) ||
       (s.math_property !== null && s.math_property_type === 'person_properties') ||
       groupUsesPersons(s.properties) ||
       (s.kind === 'ActionsNode' && actionOf(byId, s.id).steps.some((step) => filtersUsePersons(step.properties))),
   );
 }
 
+/** The event key a filter reads: its own, a group filter's `$group_N` column, none for person and hogql filters. */
+const eventKeyOf = (f: Filter): string[] =>
+  f.type === 'person' || isHogQLFilter(f)
+    ? []
+    : f.type === 'group'
+      ? [groupColumn((f as PropertyFilter).group_type_index!)]
+      : [f.key];
 const eventKeysOf = (g: PropertyGroup): string[] =>
-  g.values.flatMap((v) => ('values' in v ? eventKeysOf(v) : v.type === 'person' || v.type === 'hogql' ? [] : [v.key]));
-const eventFilterKeys = (filters: Filter[] | undefined) =>
-  (filters ?? []).flatMap((f) => (f.type === 'person' || isHogQLFilter(f) ? [] : [f.key]));
+  g.values.flatMap((v) => ('values' in v ? eventKeysOf(v) : v.type === 'hogql' ? [] : eventKeyOf(v)));
+const eventFilterKeys = (filters: Filter[] | undefined) => (filters ?? []).flatMap(eventKeyOf);
 
 /**
  * Every event property the answer can depend on: filter keys (request, series, action steps, applied
@@ -222,8 +229,11 @@ export function eventPropertiesUsed(
   const breakdown = query.breakdownFilter;
   if (breakdown?.source === 'event') used.add(breakdown.property);
   if (breakdown?.source === 'session') used.add('$session_id');
+  if (breakdown?.source === 'group') used.add(groupColumn(breakdown.group_type_index!));
   const byId = indexActions(query, actions);
   for (const s of query.series) {
+    const required = requiredGroupOf(s, query);
+    if (required !== null) used.add(groupColumn(required));
     for (const k of eventKeysOf(s.properties)) used.add(k);
     if (s.math === 'unique_session') used.add('$session_id');
     if (s.math_property !== null && s.math_property_type !== 'person_properties') used.add(s.math_property);
@@ -231,6 +241,23 @@ export function eventPropertiesUsed(
       for (const step of actionOf(byId, s.id).steps) for (const k of eventFilterKeys(step.properties)) used.add(k);
   }
   return [...used].sort();
+}
+
+/**
+ * The group types whose properties the answer reads (group filters anywhere, a group breakdown):
+ * the caller loads those groups once per query (GroupLookup).
+ */
+export function groupTypesRead(query: TrendsModel, project: ProjectSettings, actions: ActionDefinition[]): number[] {
+  const types = groupTypesOfFilters(query.properties, new Set());
+  const flat = (filters: Filter[] | undefined) => groupTypesOfFilters({ type: 'AND', values: filters ?? [] }, types);
+  flat(appliedTestAccounts(query, project));
+  if (query.breakdownFilter?.source === 'group') types.add(query.breakdownFilter.group_type_index!);
+  const byId = indexActions(query, actions);
+  for (const s of query.series) {
+    groupTypesOfFilters(s.properties, types);
+    if (s.kind === 'ActionsNode') for (const step of actionOf(byId, s.id).steps) flat(step.properties);
+  }
+  return [...types].sort();
 }
 
 /** Filters stored with the project or an action are validated like request filters (400 on what we cannot evaluate). */

@@ -84,5 +84,8 @@ export function parseTrendExpr(text: unknown, attr: string, kind: 'value' | 'agg
   return expr;
 }
 
-/** Trends evaluate `type: "hogql"` filters (request, series and test-account filters; a project stores the latter). */
-export const HOGQL: FilterOptions = { hogql: (text, attr) => parseTrendExpr(text, attr, 'value') };
+/**
+ * Trends evaluate `type: "hogql"` and `type: "group"` filters (request, series and test-account
+ * filters; a project stores the latter).
+ */
+export const HOGQL: FilterOptions = { hogql: (text, attr) => parseTrendExpr(text, attr, 'value'), groups: true };

@@ -26,6 +26,8 @@ export function canUseHourlyRollups(
   firstEventAt?: Date,
 ): boolean {
   if (query.breakdownFilter || query.dateRange.explicitDate) return false;
+  // Aggregating by a group counts only the events that have one: the rollups count every event.
+  if (query.aggregation_group_type_index !== null) return false;
   if (hasFilters(query.properties)) return false;
   if (query.filterTestAccounts && project.test_account_filters.length) return false;
   if (!query.series.every((s) => s.kind === 'EventsNode' && s.math === 'total' && !hasFilters(s.properties)))

@@ -16,6 +16,11 @@ interface SeriesCommon {
   math: SeriesMath;
   math_property: string | null;
   math_property_type: 'event_properties' | 'person_properties';
+  /**
+   * `math_group_type_index`: with `unique_group`, `dau`, `weekly_active`, `monthly_active` the series
+   * counts that type's groups (`$group_N`) instead of persons (PostHog's is_groups_math); null otherwise.
+   */
+  math_group_type_index: number | null;
   /** The aggregate of `math: "hogql"`; null otherwise. */
   math_hogql: Expr | null;
   properties: PropertyGroup;
@@ -41,15 +46,17 @@ export interface ActionsSeries extends SeriesCommon {
 export type SeriesModel = EventsSeries | ActionsSeries;
 
 /** `hogql`: an expression (`expr`) other than a plain property read, evaluated by the columnar engine. */
-export type BreakdownSource = 'event' | 'person' | 'session' | 'hogql';
+export type BreakdownSource = 'event' | 'person' | 'session' | 'hogql' | 'group';
 
 export interface BreakdownModel {
-  breakdown_type: 'event' | 'person' | 'session' | 'hogql';
+  breakdown_type: 'event' | 'person' | 'session' | 'hogql' | 'group';
+  /** A group breakdown's type index (`breakdown_group_type_index`): the property of the event's `$group_N` group. */
+  group_type_index?: number;
   /** The breakdown as requested (echoed in `filter.breakdown`; for hogql, the expression's text). */
   breakdown: string;
   breakdown_limit: number;
   breakdown_hide_other_aggregation: boolean;
-  /** Where the value is read: event properties, person properties or the session's duration. */
+  /** Where the value is read: event properties, person properties, group properties or the session's duration. */
   source: BreakdownSource;
   property: string;
   /**
@@ -89,6 +96,11 @@ export interface TrendsModel {
   interval: Interval;
   properties: PropertyGroup;
   filterTestAccounts: boolean;
+  /**
+   * `aggregation_group_type_index`: actors are that type's groups (`$group_N`), not persons, for every
+   * actor-counting math; events without the group are left out of every series. Null: persons.
+   */
+  aggregation_group_type_index: number | null;
   /** Null without a breakdown, and for displays that drop it (BoldNumber, CalendarHeatmap). */
   breakdownFilter: BreakdownModel | null;
   /** `compare_to`: relative offset of the compared period (`-1w`); null = the period immediately before. */

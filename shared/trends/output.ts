@@ -62,6 +62,7 @@ function actionEcho(entity: SeriesModel, order: number, actions: ReadonlyMap<num
     math: entity.math,
     math_property: entity.math_property,
     math_property_type: entity.math_property ? entity.math_property_type : null,
+    ...(entity.math_group_type_index === null ? {} : { math_group_type_index: entity.math_group_type_index }),
     properties: entity.echo.properties,
   };
 }
@@ -94,7 +95,10 @@ function filterEcho(ctx: OutputContext, period: Period): TrendFilterEcho {
     echo.breakdown = breakdown.breakdown;
     echo.breakdown_type = breakdown.breakdown_type;
     echo.breakdown_limit = breakdown.breakdown_limit;
+    if (breakdown.group_type_index !== undefined) echo.breakdown_group_type_index = breakdown.group_type_index;
   }
+  if (query.aggregation_group_type_index !== null)
+    echo.aggregation_group_type_index = query.aggregation_group_type_index;
   if (compare_to) echo.compare_to = compare_to;
   if (formula) echo.formula = formula;
   return echo;

@@ -10,6 +10,7 @@ import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/json.ts';
 import { type Expr, unalias } from '#shared/hogql/index.ts';
 import { parseDateExpression, relativeParts } from './dates.ts';
 import { parseFormula } from './formula.ts';
+import { ACTOR_MATHS, groupTypeIndexOf } from './groups.ts';
 import { HOGQL, parseTrendExpr } from './hogql.ts';
 import { checkBreakdownLimit, checkEarliestYear, checkRelativeReach, checkSeriesCount, MAX_SERIES } from './limits.ts';
 import type { BreakdownModel, ModelAttrs, SeriesModel, TrendsModel } from './model.ts';
@@ -30,12 +31,12 @@ const KNOWN_MATHS = new Set<string>([
   'weekly_active',
   'monthly_active',
   'unique_session',
+  'unique_group',
   ...PROPERTY_MATHS,
   ...COUNT_PER_ACTOR_MATHS,
   'hogql',
 ]);
 const UNSUPPORTED_MATHS: Record<string, string> = {
-  unique_group: 'Math "unique_group" needs groups, which are not supported yet.',
   first_time_for_user: 'Math "first_time_for_user" is not supported.',
   first_matching_event_for_user: 'Math "first_matching_event_for_user" is not supported.',
 };
@@ -106,7 +107,7 @@ const LEGACY_ATTRS: ModelAttrs = {
 
 export function parseTrendRequest(raw: Record<string, unknown>): TrendsModel {
   if (!isObject(raw)) throw new ValidationError('Expected an object.', null);
-  rejectGroups(raw);
+  const aggregationGroup = groupTypeIndexOf(raw.aggregation_group_type_index, 'aggregation_group_type_index');
   const events = entityList(raw.events, 'events');
   const actions = entityList(raw.actions, 'actions');
   if (!events.length && !actions.length)
@@ -132,6 +133,7 @@ export function parseTrendRequest(raw: Record<string, unknown>): TrendsModel {
       breakdown: raw.breakdown,
       limit: raw.breakdown_limit,
       hideOther: raw.breakdown_hide_other_aggregation,
+      groupTypeIndex: raw.breakdown_group_type_index,
     },
     display,
     LEGACY_BREAKDOWN_ATTRS,
@@ -142,6 +144,7 @@ export function parseTrendRequest(raw: Record<string, unknown>): TrendsModel {
     interval,
     properties,
     filterTestAccounts,
+    aggregation_group_type_index: aggregationGroup,
     breakdownFilter,
     // `compare_to` without `compare` still asks for a comparison (the newer compareFilter sends both).
     compareFilter: { compare: booleanValue(raw.compare, 'compare') || compareTo !== null, compare_to: compareTo },
@@ -149,11 +152,6 @@ export function parseTrendRequest(raw: Record<string, unknown>): TrendsModel {
     formula: formula === null ? null : parseFormula(formula, series.length, 'formula'),
     attrs: LEGACY_ATTRS,
   };
-}
-
-function rejectGroups(raw: Record<string, unknown>): void {
-  if (!blank(raw.aggregation_group_type_index))
-    throw new ValidationError('Aggregating by groups is not supported yet.', 'aggregation_group_type_index');
 }
 
 type Ordered = { series: SeriesModel; requestedOrder: number | null };
@@ -195,6 +193,7 @@ export function seriesModel(
     math_property?: unknown;
     math_property_type?: unknown;
     math_hogql?: unknown;
+    math_group_type_index?: unknown;
   },
   parseFilters: () => { group: PropertyGroup; echo: unknown[] },
   parseTarget: () => { event: string | null } | { id: number },
@@ -207,6 +206,17 @@ export function seriesModel(
   if ((PROPERTY_MATHS as readonly string[]).includes(math) && !mathProperty) {
     throw new ValidationError(`Math "${math}" needs a math_property.`, `${attr}__math_property`, 'required');
   }
+  // Read by unique_group and the actor maths only (PostHog ignores it on the others).
+  const mathGroup =
+    math === 'unique_group' || ACTOR_MATHS.has(math)
+      ? groupTypeIndexOf(raw.math_group_type_index, `${attr}__math_group_type_index`)
+      : null;
+  if (math === 'unique_group' && mathGroup === null)
+    throw new ValidationError(
+      'Math "unique_group" needs a math_group_type_index.',
+      `${attr}__math_group_type_index`,
+      'required',
+    );
   const properties = parseFilters();
   const target = parseTarget();
   const common = {
@@ -216,6 +226,7 @@ export function seriesModel(
     math_property: mathProperty,
     math_property_type: parseMathPropertyType(raw.math_property_type, `${attr}__math_property_type`),
     math_hogql: mathHogql,
+    math_group_type_index: mathGroup,
     properties: properties.group,
     attr,
     idAttr: where.idAttr,
@@ -325,7 +336,7 @@ export function parseCompareTo(raw: unknown, attr: string): string | null {
   return value.trim();
 }
 
-const BREAKDOWN_TYPES = new Set(['event', 'person', 'session', 'hogql']);
+const BREAKDOWN_TYPES = new Set(['event', 'person', 'session', 'hogql', 'group']);
 
 /** The caller's names of the breakdown's fields. */
 export interface BreakdownAttrs {
@@ -333,9 +344,11 @@ export interface BreakdownAttrs {
   breakdown_type: string;
   breakdown_limit: string;
   breakdown_hide_other_aggregation: string;
+  breakdown_group_type_index: string;
 }
 
 const LEGACY_BREAKDOWN_ATTRS: BreakdownAttrs = {
+  breakdown_group_type_index: 'breakdown_group_type_index',
   breakdown: 'breakdown',
   breakdown_type: 'breakdown_type',
   breakdown_limit: 'breakdown_limit',
@@ -347,23 +360,24 @@ const LEGACY_BREAKDOWN_ATTRS: BreakdownAttrs = {
  * without one; BoldNumber and CalendarHeatmap answer one value per series: a requested breakdown is
  * still checked, then dropped.
  */
-export function breakdownModel(
-  raw: { type: unknown; breakdown: unknown; limit: unknown; hideOther: unknown },
-  display: Display,
-  attrs: BreakdownAttrs,
-): BreakdownModel | null {
+export function breakdownModel(raw: BreakdownInput, display: Display, attrs: BreakdownAttrs): BreakdownModel | null {
   const breakdown = parseBreakdown(raw, display, attrs);
   return UNBROKEN_DISPLAYS.has(display) ? null : breakdown;
 }
 
-function parseBreakdown(
-  raw: { type: unknown; breakdown: unknown; limit: unknown; hideOther: unknown },
-  display: Display,
-  attrs: BreakdownAttrs,
-): BreakdownModel | null {
+/** A breakdown's fields as either front end holds them. */
+export interface BreakdownInput {
+  type: unknown;
+  breakdown: unknown;
+  limit: unknown;
+  hideOther: unknown;
+  /** `breakdown_group_type_index`, read for `type: "group"`. */
+  groupTypeIndex?: unknown;
+}
+
+function parseBreakdown(raw: BreakdownInput, display: Display, attrs: BreakdownAttrs): BreakdownModel | null {
   const type = blank(raw.type) ? 'event' : textOf(raw.type);
   if (type === 'cohort') throw new ValidationError('Breakdown by cohort is not supported yet.', attrs.breakdown_type);
-  if (type === 'group') throw new ValidationError('Breakdown by group is not supported yet.', attrs.breakdown_type);
   if (!BREAKDOWN_TYPES.has(type))
     throw new ValidationError(`"${type}" is not a valid choice.`, attrs.breakdown_type, 'invalid_choice');
   const limitDefault = display === 'WorldMap' ? WORLD_MAP_BREAKDOWN_LIMIT : DEFAULT_BREAKDOWN_LIMIT;
@@ -380,6 +394,24 @@ function parseBreakdown(
     if (display !== 'WorldMap') return null;
     const country = '$geoip_country_code';
     return { breakdown_type: 'event', breakdown: country, source: 'event', property: country, expr: null, ...common };
+  }
+  if (type === 'group') {
+    const index = groupTypeIndexOf(raw.groupTypeIndex, attrs.breakdown_group_type_index);
+    if (index === null)
+      throw new ValidationError(
+        'Breakdown by group needs a breakdown_group_type_index.',
+        attrs.breakdown_group_type_index,
+        'required',
+      );
+    return {
+      breakdown_type: 'group',
+      breakdown,
+      source: 'group',
+      property: breakdown,
+      group_type_index: index,
+      expr: null,
+      ...common,
+    };
   }
   const target = breakdownTarget(type, breakdown, attrs.breakdown);
   return { ...target, breakdown, ...(target.expr ? { attr: attrs.breakdown } : {}), ...common };

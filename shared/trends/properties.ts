@@ -7,6 +7,7 @@ import { textOf, ValidationError } from '#shared/errors.ts';
 import type { Expr } from '#shared/hogql/ast.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/json.ts';
 import { type DateContext, parseDateExpression, resolveExpression } from './dates.ts';
+import { type GroupLookup, groupColumn, groupKeyText, groupTypeIndexOf, NO_GROUPS } from './groups.ts';
 import { endOfLocalDay, fromLocal } from './tz.ts';
 import {
   type HogQLPropertyFilter,
@@ -47,7 +48,7 @@ const VALUELESS_OPERATORS = new Set<string>(['is_set', 'is_not_set']);
 
 const UNSUPPORTED_TYPES: Record<string, string> = {
   cohort: 'Cohort filters are not supported yet.',
-  group: 'Group filters are not supported yet.',
+  group: 'Group filters are not supported here.',
   element: 'Element (autocapture) filters are not supported.',
   session: 'Session filters are not supported.',
   hogql: 'HogQL filters are not supported.',
@@ -61,6 +62,8 @@ export interface FilterOptions {
    * which imports compileRegex from here.
    */
   hogql?: (text: string, attr: string) => Expr;
+  /** Whether the reader evaluates `{"type": "group", "group_type_index": n}` filters (trends); else they are a 400. */
+  groups?: boolean;
 }
 
 export const EMPTY_GROUP: PropertyGroup = { type: 'AND', values: [] };
@@ -168,8 +171,10 @@ export function parseFilter(
       expr: options.hogql(raw.key, `${attr}__key`),
       attr: `${attr}__key`,
     };
-  if (Object.hasOwn(UNSUPPORTED_TYPES, type)) throw new ValidationError(UNSUPPORTED_TYPES[type]!, `${attr}__type`);
-  if (type !== 'event' && type !== 'person')
+  const group = type === 'group' && options.groups ? groupIndexOf(raw, attr) : null;
+  if (group === null && Object.hasOwn(UNSUPPORTED_TYPES, type))
+    throw new ValidationError(UNSUPPORTED_TYPES[type]!, `${attr}__type`);
+  if (type !== 'event' && type !== 'person' && group === null)
     throw new ValidationError(`"${type}" is not a valid choice.`, `${attr}__type`);
   const operator = raw.operator === undefined || raw.operator === null ? 'exact' : textOf(raw.operator);
   if (!(OPERATORS as readonly string[]).includes(operator))
@@ -179,9 +184,18 @@ export function parseFilter(
     ...(raw.value === undefined ? {} : { value: raw.value }),
     operator,
     type,
+    ...(group === null ? {} : { group_type_index: group }),
   };
   validateValue(filter, `${attr}__value`);
   return filter;
+}
+
+/** A group filter's `group_type_index` (0-4), required. */
+function groupIndexOf(raw: Record<string, unknown>, attr: string): number {
+  const index = groupTypeIndexOf(raw.group_type_index, `${attr}__group_type_index`);
+  if (index === null)
+    throw new ValidationError('Group filters need a group_type_index.', `${attr}__group_type_index`, 'required');
+  return index;
 }
 
 function validateValue(f: PropertyFilter, attr: string): void {
@@ -281,9 +295,10 @@ function equalsTyped(prop: unknown, value: unknown): boolean {
 
 export type EventPredicate = (e: TrendEvent) => boolean;
 
-export function compileGroup(group: PropertyGroup, ctx: DateContext): EventPredicate {
+/** `groups`: group filters read the event's `$group_N` group through it (none: a group filter finds no properties). */
+export function compileGroup(group: PropertyGroup, ctx: DateContext, groups?: GroupLookup): EventPredicate {
   const parts = group.values.map((v) =>
-    isGroup(v) ? compileGroup(v, ctx) : isHogQLFilter(v) ? hogqlNotEvaluated() : compileFilter(v, ctx),
+    isGroup(v) ? compileGroup(v, ctx, groups) : isHogQLFilter(v) ? hogqlNotEvaluated() : compileFilter(v, ctx, groups),
   );
   if (!parts.length) return () => true;
   return group.type === 'OR' ? (e) => parts.some((p) => p(e)) : (e) => parts.every((p) => p(e));
@@ -311,10 +326,18 @@ export function hogqlNotEvaluated(): never {
   throw new Error('hogql property filters are not evaluated yet');
 }
 
-export function compileFilter(f: PropertyFilter, ctx: DateContext): EventPredicate {
+export function compileFilter(f: PropertyFilter, ctx: DateContext, groups: GroupLookup = NO_GROUPS): EventPredicate {
   const key = f.key;
+  const index = f.type === 'group' ? f.group_type_index : undefined;
   const read: (e: TrendEvent) => unknown =
-    f.type === 'person' ? (e) => propertyOf(e.person_properties, key) : (e) => propertyOf(e.properties, key);
+    index !== undefined
+      ? (e) => {
+          const group = groupKeyText(propertyOf(e.properties, groupColumn(index)));
+          return propertyOf(group === null ? undefined : groups(index, group), key);
+        }
+      : f.type === 'person'
+        ? (e) => propertyOf(e.person_properties, key)
+        : (e) => propertyOf(e.properties, key);
   const test = valueTest(f, ctx);
   const memo = new Map<unknown, boolean>();
   return (e) => {

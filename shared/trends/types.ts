@@ -19,12 +19,14 @@ export interface TrendEvent {
   person_properties: Record<string, unknown>;
 }
 
-/** `type`: 'event' (default) or 'person'; other types are refused at parse time. */
+/** `type`: 'event' (default), 'person' or 'group' (with `group_type_index`); other types are refused at parse time. */
 export interface PropertyFilter {
   key: string;
   value?: unknown;
   operator?: string;
   type?: string;
+  /** A group filter's type index (0-4): the property is read from the event's `$group_N` group. */
+  group_type_index?: number;
 }
 
 /**
@@ -87,6 +89,8 @@ export type MathType =
   | 'weekly_active'
   | 'monthly_active'
   | 'unique_session'
+  /** Distinct `$group_N` (`math_group_type_index`) among the matching events. */
+  | 'unique_group'
   | PropertyMath
   | CountPerActorMath;
 
@@ -156,6 +160,7 @@ export interface SeriesAction {
   math: SeriesMath;
   math_property: string | null;
   math_property_type: string | null;
+  math_group_type_index?: number;
   properties: unknown[];
 }
 
@@ -172,6 +177,8 @@ export interface TrendFilterEcho {
   breakdown?: string;
   breakdown_type?: string;
   breakdown_limit?: number;
+  breakdown_group_type_index?: number;
+  aggregation_group_type_index?: number;
   compare: boolean;
   compare_to?: string;
   formula?: string;

@@ -153,4 +153,58 @@ describe('posthog-js in Chromium against this service', () => {
       site.server.close();
     }
   }, 60_000);
+
+  it('posthog.group(): the group appears in /groups/ and a unique_group trend counts it', async () => {
+    const { key, projectId, token } = await newProject(api.as);
+    let html = '';
+    const site = await startSite(() => html);
+    html = shopPage(token, api.baseUrl);
+    const problems: string[] = [];
+    // Two visitors: one at acme (two clicks), one at globex (one click).
+    const visit = async (company: string, name: string, clicks: number) => {
+      const context = await browser!.newContext({ userAgent: DESKTOP_CHROME_UA });
+      const page = await context.newPage();
+      page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+      page.on('response', (r) => {
+        if (r.url().startsWith(api.baseUrl) && r.status() >= 400) problems.push(`${r.status()} ${r.url()}`);
+      });
+      try {
+        await page.goto(`${site.origin}/`);
+        await page.waitForFunction('window.sdkLoaded === true');
+        await page.evaluate(
+          `posthog.group('company', ${JSON.stringify(company)}, { name: ${JSON.stringify(name)}, plan: 'pro' })`,
+        );
+        for (let i = 0; i < clicks; i += 1) await page.evaluate("posthog.capture('clicked buy')");
+        // Leaving the page flushes the queue.
+        await page.click('#leave');
+        await page.waitForURL(`${site.origin}/next`);
+      } finally {
+        await context.close();
+      }
+    };
+    try {
+      await visit('acme', 'Acme', 2);
+      await visit('globex', 'Globex', 1);
+      const c = api.as(key);
+      await eventually(async () => {
+        const res = await c.get(`/api/projects/${projectId}/groups/?group_type_index=0`);
+        expect(res.body.results.map((g: any) => [g.group_key, g.group_properties.name]).sort()).toEqual([
+          ['acme', 'Acme'],
+          ['globex', 'Globex'],
+        ]);
+      }, 15_000);
+      await eventually(async () => {
+        const res = await c.post(`/api/projects/${projectId}/insights/trend/`, {
+          events: [{ id: 'clicked buy', math: 'unique_group', math_group_type_index: 0 }, { id: 'clicked buy' }],
+          date_from: '-1d',
+          display: 'BoldNumber',
+          refresh: true,
+        });
+        expect(res.body.result.map((s: any) => s.aggregated_value)).toEqual([2, 3]);
+      }, 15_000);
+      expect(problems).toEqual([]);
+    } finally {
+      site.server.close();
+    }
+  }, 90_000);
 });

@@ -263,16 +263,6 @@ describe('TrendsQuery -> the engine model', () => {
       'query__series__0__math_property_revenue_currency',
       /currency/,
     ],
-    [
-      { series: [{ ...pageviews, math: 'dau', math_group_type_index: 0 }] },
-      'query__series__0__math_group_type_index',
-      /groups/,
-    ],
-    [
-      { series: [{ ...pageviews, math: 'avg_count_per_actor', math_group_type_index: 1 }] },
-      'query__series__0__math_group_type_index',
-      /groups/,
-    ],
   ])('refuses a field that would change the numbers: %j -> %s', (patch, attr, detail) => {
     const error = errorOf(() => modelOf({ series: [pageviews], ...patch }));
     expect(error).toMatchObject({ status: 400, attr });
@@ -373,8 +363,9 @@ describe('TrendsQuery validation errors point into the query', () => {
           { ...pageviews, math: 'unique_group' },
         ],
       },
-      'query__series__1__math',
+      'query__series__1__math_group_type_index',
     ],
+    [{ series: [{ ...pageviews, math: 'dau', math_group_type_index: 5 }] }, 'query__series__0__math_group_type_index'],
     [{ series: [{ ...pageviews, math: 'sum' }] }, 'query__series__0__math_property'],
     [
       { series: [{ ...pageviews, math: 'sum', math_property: 'x', math_property_type: 'group' }] },
@@ -419,7 +410,7 @@ describe('TrendsQuery validation errors point into the query', () => {
     ],
     [
       { series: [pageviews], breakdownFilter: { breakdowns: [{ property: 'x', type: 'group' }] } },
-      'query__breakdownFilter__breakdowns__0__type',
+      'query__breakdownFilter__breakdowns__0__group_type_index',
     ],
     [{ series: [pageviews], breakdownFilter: { breakdown: ['a', 'b'] } }, 'query__breakdownFilter__breakdown'],
     [
@@ -431,7 +422,7 @@ describe('TrendsQuery validation errors point into the query', () => {
       'query__breakdownFilter__breakdown_limit',
     ],
     [{ series: [pageviews], compareFilter: { compare: true, compare_to: '+1w' } }, 'query__compareFilter__compare_to'],
-    [{ series: [pageviews], aggregation_group_type_index: 0 }, 'query__aggregation_group_type_index'],
+    [{ series: [pageviews], aggregation_group_type_index: 7 }, 'query__aggregation_group_type_index'],
   ])('the engine refuses %j: 400 on %s', (query, attr) => {
     expect(engineErrorOf(query).attr).toBe(attr);
   });

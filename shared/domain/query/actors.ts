@@ -28,6 +28,7 @@ import {
   typeOf,
 } from './expressions.ts';
 import type { Checkpoint } from './checkpoint.ts';
+import { runGroupActorsQuery } from './group-actors.ts';
 import type { QueryContext, QueryRunner } from './runner.ts';
 import { sortByKey } from './sort.ts';
 
@@ -458,11 +459,8 @@ function walkOf(context: QueryContext, query: ActorsQuery, order: Order): string
  * created meanwhile; an offset no page ended at is reached by skipping, within the scan limit.
  */
 export const runActorsQuery: QueryRunner<'ActorsQuery'> = async (context, query) => {
-  if (query.source !== undefined && query.source !== null)
-    throw new ValidationError(
-      'ActorsQuery with a source (actors of an insight, e.g. InsightActorsQuery) is not supported: this service answers ActorsQuery over all persons of the project.',
-      'query__source',
-    );
+  // Actors of an insight: the groups behind a trend's number (group-actors.ts).
+  if (query.source !== undefined && query.source !== null) return runGroupActorsQuery(context, query);
   const select = query.select?.length ? query.select : DEFAULT_SELECT;
   const ctx: EvalContext = { timezone: projectSettings(context.project).timezone, now: now() };
   const columns = select.map((raw, i) => columnOf(raw, i, ctx));

@@ -20,7 +20,9 @@ import { ValidationError } from '../../errors.ts';
 import type { EventsQuery } from '../../schemas/query/events.ts';
 import { forEachRow } from '../../segments/codec.ts';
 import { dateContext } from '../../trends/dates.ts';
+import { groupColumn } from '../../trends/groups.ts';
 import { compileGroup, isGroup, parseProperties } from '../../trends/properties.ts';
+import { filterGroupLookup } from '../trend-groups.ts';
 import type { PropertyGroup, TrendEvent } from '../../trends/types.ts';
 import { readTrendRows } from '../event-segments.ts';
 import { projectSettings } from '../projects.ts';
@@ -66,7 +68,15 @@ const MAX_DAYS_AT_ONCE = 8;
 
 /** The event properties the filters read (the columns an aggregated query decodes). */
 function eventFilterKeys(group: PropertyGroup): string[] {
-  return group.values.flatMap((v) => (isGroup(v) ? eventFilterKeys(v) : v.type === 'person' ? [] : [v.key]));
+  return group.values.flatMap((v) =>
+    isGroup(v)
+      ? eventFilterKeys(v)
+      : v.type === 'person'
+        ? []
+        : v.type === 'group'
+          ? [groupColumn((v as { group_type_index: number }).group_type_index)]
+          : [v.key],
+  );
 }
 
 /** Whether a filter reads person properties (then every candidate event's person is looked up). */
@@ -96,14 +106,14 @@ export async function runEventsQuery(context: RunContext, query: EventsQuery): P
   const order = parseOrder(query.orderBy, columns, aggregated);
   checkAggregation(columns, conditions, order, aggregated);
   const { limit, offset } = parseLimit(query.limit, query.offset);
-  const { group } = parseProperties(query.properties, 'query__properties');
+  const { group } = parseProperties(query.properties, 'query__properties', { groups: true });
   const personId = parsePersonId(query.personId);
   const firstAt = await firstEventAt(projectId);
   const now = clockNow();
   const ctx = dateContext(projectSettings(context.project), now);
   const evalCtx: EvalContext = { timezone: ctx.tz, now };
   const window = resolveWindow(query.after, query.before, ctx, firstAt?.getTime());
-  const matches = compileGroup(group, ctx);
+  const matches = compileGroup(group, ctx, await filterGroupLookup(projectId, group, 'query__properties'));
   const where = compileWhere(conditions, evalCtx);
   const person = personId === undefined ? undefined : await getPerson(projectId, personId);
   const onlyDistinctIds = personId === undefined ? null : new Set(person?.distinct_ids ?? []);

@@ -17,9 +17,10 @@ import {
   parseInterval,
   seriesModel,
 } from '../../trends/parse.ts';
+import { groupTypeIndexOf } from '../../trends/groups.ts';
 import { HOGQL } from '../../trends/hogql.ts';
 import { parseProperties } from '../../trends/properties.ts';
-import { COUNT_PER_ACTOR_MATHS, type Display, PROPERTY_MATHS } from '../../trends/types.ts';
+import { type Display, PROPERTY_MATHS } from '../../trends/types.ts';
 
 const Q = 'query';
 /** Displays PostHog answers with other computations (box plot statistics, a 2-D heatmap), not with trend series. */
@@ -27,8 +28,6 @@ const UNSUPPORTED_DISPLAYS: Record<string, string> = {
   BoxPlot: 'The BoxPlot display is not supported.',
   TwoDimensionalHeatmap: 'The TwoDimensionalHeatmap display is not supported.',
 };
-/** Maths that count actors: with `math_group_type_index` PostHog counts groups instead of persons. */
-const ACTOR_MATHS = new Set<string>(['dau', 'weekly_active', 'monthly_active', ...COUNT_PER_ACTOR_MATHS]);
 const PROPERTY_MATH_SET = new Set<string>(PROPERTY_MATHS);
 
 const present = <T>(value: T | null | undefined): value is T => value !== undefined && value !== null;
@@ -49,8 +48,7 @@ const QUERY_ATTRS: ModelAttrs = {
 
 export function trendsModelOf(query: TrendsQuery): TrendsModel {
   refuseUnsupported(query);
-  if (present(query.aggregation_group_type_index))
-    throw new ValidationError('Aggregating by groups is not supported yet.', `${Q}__aggregation_group_type_index`);
+  const aggregationGroup = groupTypeIndexOf(query.aggregation_group_type_index, `${Q}__aggregation_group_type_index`);
   const lists = { events: 0, actions: 0 };
   const series = query.series.map((node, i) => seriesOf(node, i, lists));
   const trends = query.trendsFilter;
@@ -69,6 +67,7 @@ export function trendsModelOf(query: TrendsQuery): TrendsModel {
     interval: parseInterval(query.interval, `${Q}__interval`),
     properties: parseProperties(query.properties, `${Q}__properties`, HOGQL).group,
     filterTestAccounts: query.filterTestAccounts === true,
+    aggregation_group_type_index: aggregationGroup,
     breakdownFilter: breakdownOf(query, display),
     // PostHog compares only when `compare` is true: `compare_to` alone is no comparison.
     compareFilter: {
@@ -174,16 +173,31 @@ function breakdownOf(query: TrendsQuery, display: Display): TrendsModel['breakdo
     breakdown_hide_other_aggregation: `${at}__breakdown_hide_other_aggregation`,
   };
   return entry
-    ? breakdownModel({ ...common, type: entry.type, breakdown: entry.property }, display, {
-        ...names,
-        breakdown: `${at}__breakdowns__0__property`,
-        breakdown_type: `${at}__breakdowns__0__type`,
-      })
-    : breakdownModel({ ...common, type: filter?.breakdown_type, breakdown: filter?.breakdown }, display, {
-        ...names,
-        breakdown: `${at}__breakdown`,
-        breakdown_type: `${at}__breakdown_type`,
-      });
+    ? breakdownModel(
+        { ...common, type: entry.type, breakdown: entry.property, groupTypeIndex: entry.group_type_index },
+        display,
+        {
+          ...names,
+          breakdown: `${at}__breakdowns__0__property`,
+          breakdown_type: `${at}__breakdowns__0__type`,
+          breakdown_group_type_index: `${at}__breakdowns__0__group_type_index`,
+        },
+      )
+    : breakdownModel(
+        {
+          ...common,
+          type: filter?.breakdown_type,
+          breakdown: filter?.breakdown,
+          groupTypeIndex: filter?.breakdown_group_type_index,
+        },
+        display,
+        {
+          ...names,
+          breakdown: `${at}__breakdown`,
+          breakdown_type: `${at}__breakdown_type`,
+          breakdown_group_type_index: `${at}__breakdown_group_type_index`,
+        },
+      );
 }
 
 /** Fields that would change the numbers and that the engine cannot honour. */
@@ -201,11 +215,6 @@ function refuseUnsupported(query: TrendsQuery): void {
       refuse('math_multiplier is not supported.', `series__${i}__math_multiplier`);
     if (present(node.math_property_revenue_currency) && PROPERTY_MATH_SET.has(node.math ?? ''))
       refuse('Revenue currency conversion is not supported.', `series__${i}__math_property_revenue_currency`);
-    if (present(node.math_group_type_index) && ACTOR_MATHS.has(node.math ?? ''))
-      refuse(
-        `Counting groups is not supported yet: math "${node.math}" with math_group_type_index would count groups instead of persons.`,
-        `series__${i}__math_group_type_index`,
-      );
   });
   const breakdown = query.breakdownFilter;
   if (breakdown?.breakdown_normalize_url)

@@ -11,8 +11,9 @@ const EXPRESSION_CHARS = 10_000;
 
 /**
  * PostHog's ActorsQuery over persons. Columns, orders and filters are read by the runner
- * (shared/domain/query/actors.ts), which names an unsupported one in its 400, and refuses `source`
- * (an actors query over an insight). `modifiers`, `tags`, `response` and other keys are ignored.
+ * (shared/domain/query/actors.ts), which names an unsupported one in its 400. With `source` (an
+ * InsightActorsQuery over a TrendsQuery that counts groups) it lists the groups behind a number
+ * (shared/domain/query/group-actors.ts). `modifiers`, `tags`, `response` and other keys are ignored.
  */
 export const actorsQuery = v.looseObject({
   kind: v.literal('ActorsQuery'),
@@ -36,7 +37,7 @@ export const actorsQuery = v.looseObject({
     ),
   ),
   offset: v.nullish(integerIn(0, Number.MAX_SAFE_INTEGER, 'A valid integer is required.')),
-  /** An actors query over another query (an insight's actors): refused by the runner. */
+  /** An actors query over an insight: an InsightActorsQuery over a TrendsQuery counting groups (group-actors.ts). */
   source: v.nullish(v.unknown()),
 });
 

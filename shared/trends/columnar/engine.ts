@@ -29,6 +29,7 @@ import {
   testAccountFilters,
 } from '../compute.ts';
 import type { DateContext, Period } from '../dates.ts';
+import { actorGroupOf, type GroupLookup, groupColumn, groupKeyText, NO_GROUPS, requiredGroupOf } from '../groups.ts';
 import { windowStart } from '../dates.ts';
 import { ACTIVE_WINDOW_DAYS, type RowValues, windowDays } from '../math.ts';
 import type { BreakdownModel, SeriesModel, TrendsModel } from '../model.ts';
@@ -48,7 +49,7 @@ import type { ColumnBatch, ColumnSource } from './batch.ts';
 import { bucketOf } from './buckets.ts';
 import { breakdownOf, type ColumnExpr, columnExpr, compileColumnExpr, evalContextOf, valuesOf } from './expressions.ts';
 import { type Aggregate, AggregateCells } from './hogql-math.ts';
-import { andNode, evaluate, groupNode, type Mask, type MaskNode } from './masks.ts';
+import { ALL, andNode, evaluate, groupNode, hasGroupNode, type Mask, type MaskNode } from './masks.ts';
 import { type Ranking, rankGroups } from './rank.ts';
 
 export interface ColumnarInput {
@@ -57,6 +58,8 @@ export interface ColumnarInput {
   actions: ActionDefinition[];
   now: Date;
   firstEventAt?: Date;
+  /** The current properties of the groups the query reads (group filters, group breakdown); none without. */
+  groups?: GroupLookup;
   /** Dense aggregate cells allowed per query (default DENSE_CELLS); tests lower it to exercise the hash table. */
   denseCells?: number;
 }
@@ -100,7 +103,8 @@ class Ordinals {
 
 /** `hogql`: math_hogql, counted like `count` for the ranking, its values from AggregateCells (hogql-math.ts). */
 type Family = 'count' | 'stats' | 'distinct' | 'window' | 'numbers' | 'per_actor' | 'hogql';
-type Operand = 'none' | 'person' | 'session' | 'number';
+/** `group`: the series counts groups of one type (`$group_N`) instead of persons. */
+type Operand = 'none' | 'person' | 'session' | 'number' | 'group';
 
 const isPropertyMath = (m: SeriesMath) => (PROPERTY_MATHS as readonly string[]).includes(m);
 const isPerActorMath = (m: SeriesMath) => (COUNT_PER_ACTOR_MATHS as readonly string[]).includes(m);
@@ -113,14 +117,16 @@ function familyOf(entity: SeriesModel, interval: Interval): Family {
   if (isPropertyMath(m)) return 'numbers';
   if (isPerActorMath(m)) return 'per_actor';
   if (windowDays(m, interval) !== null) return 'window';
-  if (m === 'dau' || m === 'weekly_active' || m === 'monthly_active' || m === 'unique_session') return 'distinct';
+  if (m === 'dau' || m === 'weekly_active' || m === 'monthly_active' || m === 'unique_session' || m === 'unique_group')
+    return 'distinct';
   throw new Error(`unsupported math ${m}`);
 }
 
-function operandOf(entity: SeriesModel, family: Family): Operand {
+function operandOf(entity: SeriesModel, family: Family, actorGroup: number | null): Operand {
   if (family === 'count' || family === 'hogql') return 'none';
   if (family === 'stats' || family === 'numbers') return 'number';
-  return entity.math === 'unique_session' ? 'session' : 'person';
+  if (entity.math === 'unique_session') return 'session';
+  return actorGroup === null ? 'person' : 'group';
 }
 
 /** Stats cells: sum, count of numbers, min, max. */
@@ -304,7 +310,7 @@ interface RowLookup<T extends Int32Array | Float64Array> {
   indexes: Uint32Array;
 }
 
-class BatchLookups {
+export class BatchLookups {
   private readonly cache = new Map<string, RowLookup<Int32Array> | RowLookup<Float64Array>>();
   private zeros: Uint32Array | null = null;
   constructor(
@@ -344,6 +350,23 @@ class BatchLookups {
   persons(): RowLookup<Int32Array> {
     return this.memo('person', () =>
       this.byActor(Int32Array.from(this.batch.actors, (a) => this.state.persons.of(a.person))),
+    );
+  }
+
+  /**
+   * Group ordinal per row for a series counting groups of type `index` (-1: no group; such rows are
+   * masked out before). Groups share the persons' ordinals, under keys no person id can have.
+   */
+  groupActors(index: number): RowLookup<Int32Array> {
+    return this.memo(`g:${index}`, () =>
+      this.byColumn(
+        groupColumn(index),
+        (n) => new Int32Array(n),
+        (v) => {
+          const key = groupKeyText(v);
+          return key === null ? -1 : this.state.persons.of(`\u0000${index}\u0000${key}`);
+        },
+      ),
     );
   }
 
@@ -393,6 +416,18 @@ class BatchLookups {
         return this.byActor(
           Int32Array.from(batch.actors, (a) => state.groups.of(breakdownText(propertyOf(a.properties, spec.property)))),
         );
+      if (spec.source === 'group') {
+        const index = spec.group_type_index!;
+        return this.byColumn(
+          groupColumn(index),
+          (n) => new Int32Array(n),
+          (v) => {
+            const key = groupKeyText(v);
+            const properties = key === null ? undefined : state.groupProperties(index, key);
+            return state.groups.of(breakdownText(propertyOf(properties, spec.property)));
+          },
+        );
+      }
       if (spec.source === 'event')
         return this.byColumn(
           spec.property,
@@ -418,11 +453,12 @@ const sessionKey = (id: unknown): string | null => (id === undefined || id === n
 // ---------------------------------------------------------------------------------------------
 // The query
 
-class QueryState {
+export class QueryState {
   readonly persons = new Ordinals();
   readonly sessions = new Ordinals();
   readonly groups = new Ordinals();
   durations: Map<string, number> | null = null;
+  constructor(readonly groupProperties: GroupLookup = NO_GROUPS) {}
   /** A hogql breakdown's expression, compiled once per query (its memo spans batches). */
   breakdownExpr: ColumnExpr | null = null;
 }
@@ -432,6 +468,8 @@ interface SeriesPlan {
   match: MaskNode;
   family: Family;
   operand: Operand;
+  /** The group type the series counts instead of persons (operand `group`), else null. */
+  actorGroup: number | null;
   /** Per period. */
   accumulators: Accumulator[];
   /** math_hogql: per period, the ranking its rows follow (null: no rows) and the rows' accumulators. */
@@ -439,18 +477,20 @@ interface SeriesPlan {
 }
 
 /** Each series' rows: its event/action and filters, the global filters and the applied test-account filters. */
-function seriesNodes(
+export function seriesNodes(
   query: TrendsModel,
   project: ProjectSettings,
   actions: ReadonlyMap<number, ActionDefinition>,
   ctx: DateContext,
+  groups: GroupLookup,
 ): MaskNode[] {
-  const global = groupNode(query.properties, ctx);
+  const global = groupNode(query.properties, ctx, groups);
   const testAccounts = query.filterTestAccounts
-    ? groupNode({ type: 'AND', values: testAccountFilters(query, project) }, ctx)
+    ? groupNode({ type: 'AND', values: testAccountFilters(query, project) }, ctx, groups)
     : null;
   return query.series.map((entity) => {
-    const own = groupNode(entity.properties, ctx);
+    const required = requiredGroupOf(entity, query);
+    const own = andNode(groupNode(entity.properties, ctx, groups), required === null ? ALL : hasGroupNode(required));
     let matches: MaskNode;
     if (entity.kind === 'EventsNode') {
       matches = entity.event === null ? own : andNode({ kind: 'name', name: entity.event }, own);
@@ -508,8 +548,8 @@ export function computeTrendFromColumns(query: TrendsModel, input: ColumnarInput
   const ctx = projectContext(query, input.project, input.now);
   const periods = periodsFor(query, resolveDateRange(query, input.project, input.now, input.firstEventAt));
   const actions = indexActions(query, input.actions);
-  const nodes = seriesNodes(query, input.project, actions, ctx);
-  const state = new QueryState();
+  const nodes = seriesNodes(query, input.project, actions, ctx, input.groups ?? NO_GROUPS);
+  const state = new QueryState(input.groups);
   const breakdown = query.breakdownFilter;
   const evalCtx = evalContextOf(ctx);
   if (breakdown?.expr) state.breakdownExpr = compileColumnExpr(breakdown.expr, evalCtx, breakdown.attr ?? 'breakdown');
@@ -520,11 +560,13 @@ export function computeTrendFromColumns(query: TrendsModel, input: ColumnarInput
   const denseLimit = Math.floor((input.denseCells ?? DENSE_CELLS) / Math.max(1, query.series.length * periods.length));
   const plans: SeriesPlan[] = query.series.map((entity, i) => {
     const family = familyOf(entity, query.interval);
+    const actorGroup = actorGroupOf(entity, query);
     return {
       entity,
       match: nodes[i]!,
       family,
-      operand: operandOf(entity, family),
+      operand: operandOf(entity, family, actorGroup),
+      actorGroup,
       accumulators: periods.map((p) => new Accumulator(family, p, denseLimit, breakdown !== null)),
       hogql: family === 'hogql' ? hogqlPlan(entity, evalCtx) : null,
     };
@@ -551,11 +593,13 @@ export function computeTrendFromColumns(query: TrendsModel, input: ColumnarInput
       const operand =
         plan.operand === 'person'
           ? lookups.persons()
-          : plan.operand === 'session'
-            ? lookups.sessions()
-            : plan.operand === 'number'
-              ? lookups.numbers(plan.entity)
-              : null;
+          : plan.operand === 'group'
+            ? lookups.groupActors(plan.actorGroup!)
+            : plan.operand === 'session'
+              ? lookups.sessions()
+              : plan.operand === 'number'
+                ? lookups.numbers(plan.entity)
+                : null;
       windows.forEach(({ period, lo }, p) => {
         fold(plan.accumulators[p]!, batch, mask, groups, Math.max(state.groups.size, 1), operand, lo, last, period);
         if (!breakdown && plan.hogql) plan.hogql.rows[p]!.cells.fold(batch, mask, null, lo, last);
@@ -1039,7 +1083,7 @@ function entryRow(
   }
   if (family === 'distinct') {
     const bucketValues =
-      ctx.cumulative && math === 'dau'
+      ctx.cumulative && (math === 'dau' || math === 'unique_group')
         ? firstAppearances(range(2, slotsPerRow), acc.slots, values, B, distinct)
         : Array.from({ length: B }, (_, b) => distinct.count(bucket(b), values));
     const aggregated =

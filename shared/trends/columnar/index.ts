@@ -1,5 +1,6 @@
 /** The columnar trend engine: a caller's events become one in-memory batch; storage hands over a ColumnSource. */
 import { eventPropertiesUsed } from '../compute.ts';
+import type { GroupLookup } from '../groups.ts';
 import type { TrendsModel } from '../model.ts';
 import type { ActionDefinition, ProjectSettings, TrendEvent, TrendResponse } from '../types.ts';
 import { batchOfEvents, type ColumnBatch } from './batch.ts';
@@ -27,6 +28,7 @@ export function computeTrend(
     actions: ActionDefinition[];
     now: Date;
     firstEventAt?: Date;
+    groups?: GroupLookup;
   },
 ): TrendResponse {
   let batch: ColumnBatch | undefined;
@@ -43,6 +45,7 @@ export function computeTrend(
     actions: input.actions,
     now: input.now,
     firstEventAt: input.firstEventAt,
+    groups: input.groups,
   });
 }
-export { distinctIdsOf, storedSource, type StoredColumns } from './stored.ts';
+export { distinctIdsOf, groupKeysOf, storedSource, type StoredColumns } from './stored.ts';

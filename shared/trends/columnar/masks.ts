@@ -7,6 +7,7 @@
  * (expressions.ts), then spread the same way.
  */
 import type { DateContext } from '../dates.ts';
+import { type GroupLookup, groupColumn, groupKeyText, NO_GROUPS } from '../groups.ts';
 import { isGroup, propertyOf, valueTest } from '../properties.ts';
 import { isHogQLFilter, type PropertyFilter, type PropertyGroup } from '../types.ts';
 import type { ColumnBatch } from './batch.ts';
@@ -18,7 +19,15 @@ export type Mask = Uint8Array | boolean;
 export type MaskNode =
   | { kind: 'const'; value: boolean }
   | { kind: 'name'; name: string }
-  | { kind: 'property'; person: boolean; key: string; test: (value: unknown) => boolean; memo: Map<unknown, boolean> }
+  | {
+      kind: 'property';
+      person: boolean;
+      key: string;
+      test: (value: unknown) => boolean;
+      memo: Map<unknown, boolean>;
+      /** A group filter: the property of the row's `$group_N` group, read through the query's GroupLookup. */
+      group?: { index: number; lookup: GroupLookup };
+    }
   /** A HogQL boolean expression (`{"type": "hogql", "key": ...}`): evaluated per dictionary entry or distinct tuple (expressions.ts). */
   | { kind: 'hogql'; expr: ColumnExpr }
   | { kind: 'and' | 'or'; parts: MaskNode[] };
@@ -28,18 +37,27 @@ export const ALL: MaskNode = { kind: 'const', value: true };
 /** Primitive values whose answer a filter remembers across batches (each batch's dictionary repeats the last one's). */
 const MEMO_LIMIT = 65_536;
 
-export function filterNode(f: PropertyFilter, ctx: DateContext): MaskNode {
-  return { kind: 'property', person: f.type === 'person', key: f.key, test: valueTest(f, ctx), memo: new Map() };
+export function filterNode(f: PropertyFilter, ctx: DateContext, groups: GroupLookup = NO_GROUPS): MaskNode {
+  const node = { kind: 'property', person: f.type === 'person', key: f.key, test: valueTest(f, ctx), memo: new Map() };
+  return f.type === 'group' && f.group_type_index !== undefined
+    ? { ...node, kind: 'property', group: { index: f.group_type_index, lookup: groups } }
+    : { ...node, kind: 'property' };
 }
 
-export function groupNode(group: PropertyGroup, ctx: DateContext): MaskNode {
+/** Rows that have a group of type `index` (a non-empty `$group_N`): PostHog counts only those when it aggregates by the group. */
+export function hasGroupNode(index: number): MaskNode {
+  const present = (v: unknown) => groupKeyText(v) !== null;
+  return { kind: 'property', person: false, key: groupColumn(index), test: present, memo: new Map() };
+}
+
+export function groupNode(group: PropertyGroup, ctx: DateContext, groups: GroupLookup = NO_GROUPS): MaskNode {
   const parts = group.values.map(
     (v): MaskNode =>
       isGroup(v)
-        ? groupNode(v, ctx)
+        ? groupNode(v, ctx, groups)
         : isHogQLFilter(v)
           ? { kind: 'hogql', expr: compileColumnExpr(v.expr, evalContextOf(ctx), v.attr ?? 'properties') }
-          : filterNode(v, ctx),
+          : filterNode(v, ctx, groups),
   );
   if (!parts.length) return ALL;
   return { kind: group.type === 'OR' ? 'or' : 'and', parts };
@@ -73,6 +91,7 @@ function spread(table: Uint8Array, indexes: Uint32Array | null, n: number): Mask
 }
 
 function propertyMask(node: Extract<MaskNode, { kind: 'property' }>, batch: ColumnBatch): Mask {
+  if (node.group) return groupPropertyMask(node, node.group, batch);
   if (node.person) {
     const table = Uint8Array.from(batch.actors, (a) => (answer(node, propertyOf(a.properties, node.key)) ? 1 : 0));
     return spread(table, batch.actorIndexes, batch.n);
@@ -82,6 +101,24 @@ function propertyMask(node: Extract<MaskNode, { kind: 'property' }>, batch: Colu
   const table = new Uint8Array(column.dictionary.length + 1);
   table[0] = answer(node, undefined) ? 1 : 0;
   for (let v = 0; v < column.dictionary.length; v += 1) table[v + 1] = answer(node, column.dictionary[v]) ? 1 : 0;
+  return spread(table, column.indexes, batch.n);
+}
+
+/** A group filter: answered once per group key of the batch's `$group_N` column (no group: the property is missing). */
+function groupPropertyMask(
+  node: Extract<MaskNode, { kind: 'property' }>,
+  { index, lookup }: { index: number; lookup: GroupLookup },
+  batch: ColumnBatch,
+): Mask {
+  const column = batch.columns.get(groupColumn(index));
+  if (!column) return answer(node, undefined);
+  const table = new Uint8Array(column.dictionary.length + 1);
+  table[0] = answer(node, undefined) ? 1 : 0;
+  for (let v = 0; v < column.dictionary.length; v += 1) {
+    const key = groupKeyText(column.dictionary[v]);
+    const properties = key === null ? undefined : lookup(index, key);
+    table[v + 1] = answer(node, propertyOf(properties, node.key)) ? 1 : 0;
+  }
   return spread(table, column.indexes, batch.n);
 }
 

@@ -4,6 +4,8 @@
  * day in memory. One code path for every read source.
  */
 import { decodeColumns, type FetchedSegment, type Projection } from '#shared/segments/codec.ts';
+import { groupColumn, groupKeyText } from '../groups.ts';
+import { propertyOf } from '../properties.ts';
 import { batchOfRows, batchOfSegment, type ColumnSource, type EventRow, type PersonJoin } from './batch.ts';
 
 export interface StoredColumns {
@@ -34,6 +36,43 @@ export function distinctIdsOf(stored: StoredColumns): Set<string> {
   }
   for (const r of stored.rows) if (r.t >= stored.from && r.t <= stored.to) ids.add(r.distinct_id);
   return ids;
+}
+
+/** The group keys of each type in `types` that the window's events carry (`$group_N`): whose properties storage must load. */
+export function groupKeysOf(stored: StoredColumns, types: readonly number[]): Map<number, Set<string>> {
+  const found = new Map(types.map((t) => [t, new Set<string>()]));
+  const visit = (
+    keys: Set<string>,
+    dictionary: readonly unknown[],
+    indexes: Uint32Array,
+    inWindow: (i: number) => boolean,
+  ) => {
+    const seen = new Uint8Array(dictionary.length + 1);
+    for (let i = 0; i < indexes.length; i += 1) if (inWindow(i)) seen[indexes[i]!] = 1;
+    for (let v = 1; v < seen.length; v += 1) {
+      const key = seen[v] ? groupKeyText(dictionary[v - 1]) : null;
+      if (key !== null) keys.add(key);
+    }
+  };
+  for (const [type, keys] of found) {
+    const column = groupColumn(type);
+    for (const { segment } of stored.segments) {
+      if (!segment.columns.get(column)) continue;
+      const { base, time, columns } = decodeColumns(segment, { properties: [column], distinctIds: false });
+      const decoded = columns.get(column);
+      if (!decoded) continue;
+      visit(keys, decoded.dictionary, decoded.indexes, (i) => {
+        const t = base + time[i]!;
+        return t >= stored.from && t <= stored.to;
+      });
+    }
+    for (const r of stored.rows) {
+      if (r.t < stored.from || r.t > stored.to) continue;
+      const key = groupKeyText(propertyOf(r.properties, column));
+      if (key !== null) keys.add(key);
+    }
+  }
+  return found;
 }
 
 export function storedSource(stored: StoredColumns, join: PersonJoin): ColumnSource {

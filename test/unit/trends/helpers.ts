@@ -46,9 +46,18 @@ export function ev(
 export function trend(
   request: Record<string, unknown>,
   events: TrendEvent[],
-  opts: { now: string; project?: ProjectSettings; actions?: ActionDefinition[]; firstEventAt?: string },
+  opts: {
+    now: string;
+    project?: ProjectSettings;
+    actions?: ActionDefinition[];
+    firstEventAt?: string;
+    /** Group properties by `${type index}:${key}`. */
+    groups?: Record<string, Record<string, unknown>>;
+  },
 ): TrendResponse {
+  const groups = opts.groups;
   return computeTrend(parseTrendRequest(request), {
+    groups: groups && ((index, key) => groups[`${index}:${key}`]),
     events,
     project: opts.project ?? project(),
     actions: opts.actions ?? [],

@@ -14,7 +14,11 @@ describe('series', () => {
 
   it('refuses an unknown math', () => {
     expectValidation(() => parse({ events: [{ id: 'e' }, { id: 'e', math: 'bogus' }] }), 'events__1__math');
-    expectValidation(() => parse({ events: [], actions: [{ id: 1, math: 'unique_group' }] }), 'actions__0__math');
+    expectValidation(
+      () => parse({ events: [], actions: [{ id: 1, math: 'unique_group' }] }),
+      'actions__0__math_group_type_index',
+      'required',
+    );
   });
 
   it('property math without math_property is required', () => {
@@ -59,11 +63,14 @@ describe('series', () => {
 });
 
 describe('options', () => {
-  it('breakdown_type cohort or group: not supported yet', () => {
+  it('breakdown_type cohort: not supported yet; group needs breakdown_group_type_index', () => {
     const cohort = expectValidation(() => parse({ breakdown: '[1]', breakdown_type: 'cohort' }), 'breakdown_type');
     expect(cohort.detail).toMatch(/cohort.*not supported yet/i);
-    const group = expectValidation(() => parse({ breakdown: 'name', breakdown_type: 'group' }), 'breakdown_type');
-    expect(group.detail).toMatch(/group.*not supported yet/i);
+    expectValidation(
+      () => parse({ breakdown: 'name', breakdown_type: 'group' }),
+      'breakdown_group_type_index',
+      'required',
+    );
     expectValidation(() => parse({ breakdown: 'x', breakdown_type: 'nonsense' }), 'breakdown_type', 'invalid_choice');
   });
 
@@ -101,8 +108,10 @@ describe('options', () => {
     expect(parse({ date_from: 'all', date_to: '-1dEnd' }).dateRange.date_from).toBe('all');
   });
 
-  it('groups are not supported', () => {
-    expectValidation(() => parse({ aggregation_group_type_index: 0 }), 'aggregation_group_type_index');
+  it('aggregation_group_type_index is a group type index (0-4)', () => {
+    expect(parse({ aggregation_group_type_index: '2' }).aggregation_group_type_index).toBe(2);
+    expectValidation(() => parse({ aggregation_group_type_index: 5 }), 'aggregation_group_type_index');
+    expectValidation(() => parse({ aggregation_group_type_index: 'x' }), 'aggregation_group_type_index');
   });
 
   it('an hourly range too long to answer', () => {
