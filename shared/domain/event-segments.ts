@@ -40,6 +40,7 @@ import {
   type SegmentRow,
 } from '../segments/codec.ts';
 import type { StoredColumns } from '../trends/columnar/index.ts';
+import { writeLakeDay } from './lake.ts';
 import { addToTally, emptyTally, sameTally, type Tally } from '../segments/fingerprint.ts';
 
 const DAY_MS = 86_400_000;
@@ -109,8 +110,10 @@ export async function compactDay(
   const base = dayStart(day);
   const stored = await readEventsInRange(projectId, new Date(base), new Date(base + DAY_MS - 1), null);
   const byName = new Map<string, StoredEvent[]>();
+  const included: StoredEvent[] = [];
   for (const e of stored) {
     if (e.inserted_at >= through || dayOf(e.timestamp) !== day) continue;
+    included.push(e);
     const list = byName.get(e.event);
     if (list) list.push(e);
     else byName.set(e.event, [e]);
@@ -139,6 +142,8 @@ export async function compactDay(
     for (const chunk of chunks) if (chunk >= (chunkCounts.get(event) ?? 0)) stale.push({ event, chunk });
   }
   await deleteSegmentChunks(projectId, day, stale);
+  // The same events as the segments; before the marker is cleared, so a failed write leaves the day due.
+  await writeLakeDay(projectId, day, included, now);
   const names = new Set([...after.counts.keys(), ...tallies.keys()]);
   const complete = [...names].every((name) => sameTally(tallies.get(name), after.counts.get(name)));
   if (marker) {

@@ -1,0 +1,116 @@
+/**
+ * A day's events as lake rows and Parquet files. Columns: the event's identity and time, its person,
+ * `session_id` and `group_0..4` (from `$session_id` and `$group_N`), PostHog's frequently used
+ * properties as their own columns, and every other property as JSON text in `properties`.
+ * Names are lowercase letters, digits and underscores: what Athena (Glue) accepts.
+ */
+import { type ParquetColumn, writeParquet } from '../exports/files.ts';
+
+export interface LakeEvent {
+  uuid: string;
+  event: string;
+  /** ISO UTC. */
+  timestamp: string;
+  distinct_id: string;
+  /** The person's uuid when the compaction ran (PostHog's person_id), null when the distinct id has none. */
+  person_id: string | null;
+  properties: Record<string, unknown>;
+}
+
+/**
+ * Properties with a column of their own (PostHog's most used, and its materialized columns'
+ * choice of type: text). A value that is not a string is kept as its JSON text, so that nothing
+ * is lost and a comparison sees what the JSON column would give.
+ */
+export const PROPERTY_COLUMNS: Readonly<Record<string, string>> = {
+  $session_id: 'session_id',
+  $group_0: 'group_0',
+  $group_1: 'group_1',
+  $group_2: 'group_2',
+  $group_3: 'group_3',
+  $group_4: 'group_4',
+  $browser: 'browser',
+  $browser_version: 'browser_version',
+  $os: 'os',
+  $os_version: 'os_version',
+  $device_type: 'device_type',
+  $current_url: 'current_url',
+  $host: 'host',
+  $pathname: 'pathname',
+  $referrer: 'referrer',
+  $referring_domain: 'referring_domain',
+  $lib: 'lib',
+  $lib_version: 'lib_version',
+  $screen_width: 'screen_width',
+  $screen_height: 'screen_height',
+  $geoip_country_code: 'geoip_country_code',
+  $geoip_city_name: 'geoip_city_name',
+  $pageview_id: 'pageview_id',
+  utm_source: 'utm_source',
+  utm_medium: 'utm_medium',
+  utm_campaign: 'utm_campaign',
+};
+
+/** The lake table's columns in file order, with their Parquet (and Glue) types. */
+export const LAKE_COLUMNS: readonly { name: string; type: 'STRING' | 'TIMESTAMP' }[] = [
+  { name: 'uuid', type: 'STRING' },
+  { name: 'event', type: 'STRING' },
+  { name: 'timestamp', type: 'TIMESTAMP' },
+  { name: 'distinct_id', type: 'STRING' },
+  { name: 'person_id', type: 'STRING' },
+  ...Object.values(PROPERTY_COLUMNS).map((name) => ({ name, type: 'STRING' as const })),
+  { name: 'properties', type: 'STRING' },
+];
+
+/** Rows per file: a day past this is several files (bounded memory for the writer, parallel reads). */
+export const FILE_ROWS = 1_000_000;
+/** Rows per row group: the unit a reader skips with min/max statistics (event is sorted first). */
+const ROW_GROUP_ROWS = 131_072;
+
+const text = (v: unknown): string | null =>
+  v === null || v === undefined ? null : typeof v === 'string' ? v : JSON.stringify(v);
+
+const byEventThenTime = (a: LakeEvent, b: LakeEvent) =>
+  a.event < b.event ? -1 : a.event > b.event ? 1 : a.timestamp < b.timestamp ? -1 : a.timestamp > b.timestamp ? 1 : 0;
+
+function fileColumns(events: LakeEvent[]): ParquetColumn[] {
+  const own = Object.entries(PROPERTY_COLUMNS);
+  const columns = new Map<string, unknown[]>(LAKE_COLUMNS.map((c) => [c.name, new Array(events.length)]));
+  const col = (name: string) => columns.get(name)!;
+  const [uuid, event, timestamp, distinctId, personId, properties] = [
+    'uuid',
+    'event',
+    'timestamp',
+    'distinct_id',
+    'person_id',
+    'properties',
+  ].map(col) as [unknown[], unknown[], unknown[], unknown[], unknown[], unknown[]];
+  const ownColumns = own.map(([key, name]) => [key, col(name)] as const);
+  events.forEach((e, i) => {
+    uuid[i] = e.uuid;
+    event[i] = e.event;
+    timestamp[i] = new Date(e.timestamp);
+    distinctId[i] = e.distinct_id;
+    personId[i] = e.person_id;
+    let rest: Record<string, unknown> | undefined;
+    for (const [key, values] of ownColumns) values[i] = text(e.properties[key]);
+    for (const [key, value] of Object.entries(e.properties)) {
+      if (Object.hasOwn(PROPERTY_COLUMNS, key)) continue;
+      rest ??= {};
+      rest[key] = value;
+    }
+    properties[i] = rest ? JSON.stringify(rest) : '{}';
+  });
+  return LAKE_COLUMNS.map(({ name, type }) => ({ name, type, data: col(name) }));
+}
+
+/** The day's Parquet files: rows sorted by (event, timestamp), FILE_ROWS at most each; none for no events. */
+export function lakeFiles(events: LakeEvent[]): Uint8Array[] {
+  const sorted = [...events].sort(byEventThenTime);
+  const files: Uint8Array[] = [];
+  for (let start = 0; start < sorted.length; start += FILE_ROWS) {
+    const part = sorted.slice(start, start + FILE_ROWS);
+    files.push(new Uint8Array(writeParquet(fileColumns(part), 'SNAPPY', Math.min(ROW_GROUP_ROWS, part.length))));
+  }
+  return files;
+}
