@@ -99,8 +99,15 @@ const CODECS = { none: 'SNAPPY', snappy: 'SNAPPY', gzip: 'GZIP', brotli: 'BROTLI
 export interface ParquetColumn {
   name: string;
   type: ParquetType;
-  /** One value a row, converted as columnData does (Date, bigint, string, number, boolean or null). */
+  /** One value a row, converted as columnData does (Date, bigint, string, number, boolean or null); a TIMESTAMP may also take epoch milliseconds. */
   data: unknown[];
+  /**
+   * PLAIN without min/max statistics: for columns of (nearly) unique values (uuids, JSON text), where a
+   * dictionary is never kept and statistics skip nothing, and both cost most of the writer's time.
+   */
+  unique?: boolean;
+  /** Min/max statistics (default: yes, unless `unique`). */
+  statistics?: boolean;
 }
 
 /**
@@ -113,9 +120,20 @@ export function writeParquet(
   rowGroupSize: number,
 ): ArrayBuffer {
   return parquetWriteBuffer({
-    columnData: columns.map(({ name, type, data }) => {
-      const encoding = type === 'TIMESTAMP' || type === 'INT64' ? ('DELTA_BINARY_PACKED' as const) : undefined;
-      return { name, type, data: data as never, ...(encoding ? { encoding } : {}) };
+    columnData: columns.map(({ name, type, data, unique, statistics }) => {
+      const encoding =
+        type === 'TIMESTAMP' || type === 'INT64'
+          ? ('DELTA_BINARY_PACKED' as const)
+          : unique
+            ? ('PLAIN' as const)
+            : undefined;
+      return {
+        name,
+        type,
+        data: data as never,
+        ...(encoding ? { encoding } : {}),
+        ...(unique || statistics === false ? { statistics: false } : {}),
+      };
     }),
     codec,
     compressors: COMPRESSORS,

