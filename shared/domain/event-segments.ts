@@ -40,6 +40,7 @@ import {
   type SegmentRow,
 } from '../segments/codec.ts';
 import type { StoredColumns } from '../trends/columnar/index.ts';
+import { logger } from '../observability.ts';
 import { writeLakeDay } from './lake.ts';
 import { addToTally, emptyTally, sameTally, type Tally } from '../segments/fingerprint.ts';
 
@@ -89,6 +90,8 @@ export interface CompactionResult {
   names: number;
   /** Every name's segment matched its day counter: the day is fully compacted. */
   complete: boolean;
+  /** The day's lake files were replaced (false: the lake write failed and the day stays due). */
+  lake?: boolean;
 }
 
 /**
@@ -142,8 +145,16 @@ export async function compactDay(
     for (const chunk of chunks) if (chunk >= (chunkCounts.get(event) ?? 0)) stale.push({ event, chunk });
   }
   await deleteSegmentChunks(projectId, day, stale);
-  // The same events as the segments; before the marker is cleared, so a failed write leaves the day due.
-  await writeLakeDay(projectId, day, included, now);
+  // The same events as the segments. A lake that cannot be written (S3 failing) never holds the segments
+  // back: the day is marked changed again, so the marker below stays and a later compaction writes both.
+  const lake = await writeLakeDay(projectId, day, included, now).then(
+    () => true,
+    async (error: unknown) => {
+      logger.warn('lake write failed: the day stays due', { projectId, day, error: String(error) });
+      await markChangedDays([{ projectId, day }], now);
+      return false;
+    },
+  );
   const names = new Set([...after.counts.keys(), ...tallies.keys()]);
   const complete = [...names].every((name) => sameTally(tallies.get(name), after.counts.get(name)));
   if (marker) {
@@ -158,6 +169,7 @@ export async function compactDay(
     events: [...tallies.values()].reduce((n, t) => n + t.count, 0),
     names: tallies.size,
     complete,
+    lake,
   };
 }
 
