@@ -79,7 +79,7 @@ const text = (v: unknown): string | null =>
 const byEventThenTime = (a: LakeEvent, b: LakeEvent) =>
   a.event < b.event ? -1 : a.event > b.event ? 1 : a.timestamp < b.timestamp ? -1 : a.timestamp > b.timestamp ? 1 : 0;
 
-/** Property key -> its column's values, for one file. */
+/** One file's columns, in LAKE_COLUMNS order. */
 function fileColumns(events: LakeEvent[]): ParquetColumn[] {
   const n = events.length;
   const columns = new Map<string, unknown[]>(LAKE_COLUMNS.map((c) => [c.name, new Array(n).fill(null)]));
@@ -109,7 +109,8 @@ function fileColumns(events: LakeEvent[]): ParquetColumn[] {
       const values = own.get(key);
       if (values) values[i] = text(value);
       else {
-        rest ??= {};
+        // No prototype: a property named __proto__ is kept as data, as the JSON it came from had it.
+        rest ??= Object.create(null) as Record<string, unknown>;
         rest[key] = value;
       }
     }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { dataKey, dayPrefix, manifestText, manifestUris, newGeneration, pointerKey } from '#shared/lake/layout.ts';
+import { lakeFiles } from '#shared/lake/rows.ts';
 import { folderStore } from '#shared/lake/store.ts';
 
 describe('lake layout', () => {
@@ -34,5 +35,30 @@ describe('lake layout', () => {
     expect(store.keyOf('/elsewhere/a/b')).toBeUndefined();
     await store.delete('a/b');
     expect(await store.getText('a/b')).toBeUndefined();
+  });
+});
+
+describe('lake rows', () => {
+  it('keeps a property named __proto__ as data in the JSON column', async () => {
+    const { DuckDBInstance } = await import('@duckdb/node-api');
+    const root = await mkdtemp(join(tmpdir(), 'lake-'));
+    const [file] = lakeFiles([
+      {
+        uuid: 'u',
+        event: 'e',
+        timestamp: '2024-04-18T10:00:00.000Z',
+        distinct_id: 'd',
+        person_id: null,
+        properties: JSON.parse('{"__proto__": "x", "a": 1}'),
+      },
+    ]);
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(join(root, 'f.parquet'), file!);
+    const duck = await (await DuckDBInstance.create(':memory:')).connect();
+    const rows = await (
+      await duck.runAndReadAll(`SELECT properties FROM '${join(root, 'f.parquet')}'`)
+    ).getRowObjectsJson();
+    duck.closeSync();
+    expect(JSON.parse(String(rows[0]!.properties))).toEqual(JSON.parse('{"__proto__": "x", "a": 1}'));
   });
 });
