@@ -1,3 +1,5 @@
+import { offsetAt } from '../../trends/tz.ts';
+
 /**
  * What differs between the two engines that read the lake: Athena (Trino) deployed, DuckDB locally.
  * Everything else of a query is printed once (expr.ts, trends.ts) and calls these. Both read the
@@ -19,8 +21,8 @@ export interface Dialect {
   name: 'athena' | 'duckdb';
   /** The text of a JSON property of `properties` (null when absent or JSON null). */
   jsonText(key: string): string;
-  /** A UTC instant column as wall-clock time in `tz` (a naive timestamp). */
-  localTime(column: string, tz: string): string;
+  /** A UTC instant column as wall-clock time in `tz` (a naive timestamp), for instants in [from, to]. */
+  localTime(column: string, tz: string, from: Date, to: Date): string;
   /** The start of `local`'s bucket (naive, local); weeks start on `weekStart` (0 Sunday, 1 Monday). */
   truncate(unit: 'hour' | 'day' | 'week' | 'month', local: string, weekStart: 0 | 1): string;
   /** PostHog's toFloat64OrNull of a text value. */
@@ -52,12 +54,50 @@ function zone(tz: string): string {
   return stringLiteral(tz);
 }
 
+/**
+ * The zone's UTC offsets over [from, to]: each until the instant the next one starts. Hourly probes
+ * find a change, a binary search its minute (zones change offset on whole minutes).
+ */
+export function offsetSpans(tz: string, from: Date, to: Date): { offset: number; until: number | null }[] {
+  const spans: { offset: number; until: number | null }[] = [];
+  let current = offsetAt(from.getTime(), tz);
+  const end = to.getTime();
+  for (let t = from.getTime(); t < end; ) {
+    const next = Math.min(t + 3_600_000, end);
+    if (offsetAt(next, tz) !== current) {
+      let [lo, hi] = [t, next];
+      while (hi - lo > 60_000) {
+        const mid = lo + Math.floor((hi - lo) / 120_000) * 60_000;
+        if (offsetAt(mid, tz) === current) lo = mid;
+        else hi = mid;
+      }
+      spans.push({ offset: current, until: hi });
+      current = offsetAt(hi, tz);
+    }
+    t = next;
+  }
+  spans.push({ offset: current, until: null });
+  return spans;
+}
+
 export const DUCKDB: Dialect = {
   name: 'duckdb',
   // JSON Pointer: any key, `~` and `/` escaped (no JSONPath quoting rules to get wrong).
   jsonText: (key) =>
     `json_extract_string("properties", ${stringLiteral(`/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`)})`,
-  localTime: (column, tz) => `timezone(${zone(tz)}, timezone('UTC', ${column}))`,
+  // The zone's offsets over the range as plain arithmetic: ICU's conversion per row costs more than the whole scan.
+  localTime: (column, tz, from, to) => {
+    zone(tz);
+    const shifted = (offset: number) => (offset ? `(${column} + INTERVAL '${offset / 1000} seconds')` : column);
+    const spans = offsetSpans(tz, from, to);
+    if (spans.length === 1) return shifted(spans[0]!.offset);
+    const cases = spans.map((s) =>
+      s.until === null
+        ? `ELSE ${shifted(s.offset)}`
+        : `WHEN ${column} < ${DUCKDB.timestamp(new Date(s.until))} THEN ${shifted(s.offset)}`,
+    );
+    return `(CASE ${cases.join(' ')} END)`;
+  },
   truncate: (unit, local, weekStart) =>
     unit === 'week' && weekStart === 0
       ? `(date_trunc('week', ${local} + INTERVAL 1 DAY) - INTERVAL 1 DAY)`

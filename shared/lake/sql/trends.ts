@@ -147,7 +147,7 @@ export function printTrendSql(q: LakeTrend, source: LakeSource): string {
   if (model.compareFilter.compare) throw new LakeSqlUnsupported('compare');
   const shared: Expr[] = [groupExpr(model.properties)];
   if (model.filterTestAccounts) shared.push(...q.project.test_account_filters.map(filterExpr));
-  const local = d.localTime(identifier('timestamp'), range.timezone);
+  const local = d.localTime(identifier('timestamp'), range.timezone, range.from, range.to);
   const bucket = d.truncate(model.interval, local, range.week_start_day);
   const breakdown = breakdownSql(model.breakdownFilter, d);
   const selects = model.series.map((s, i) => {

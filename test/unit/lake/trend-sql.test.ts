@@ -61,6 +61,15 @@ describe('Athena SQL of a trend (pinned per feature)', () => {
     );
   });
 
+  it('DuckDB: the zone’s offsets over the range as arithmetic (a CASE at each DST change), UTC as it is', () => {
+    const duck: LakeSource = { dialect: 'duckdb', files: ['/lake/x.parquet'] };
+    const request = { events: [{ id: 'e' }], date_from: '2024-03-09', date_to: '2024-03-11' };
+    expect(sql(request, project('America/New_York'), duck)).toContain(
+      `date_trunc('day', (CASE WHEN "timestamp" < TIMESTAMP '2024-03-10 07:00:00.000' THEN ("timestamp" + INTERVAL '-18000 seconds') ELSE ("timestamp" + INTERVAL '-14400 seconds') END)) AS bucket`,
+    );
+    expect(sql(request, project('UTC'), duck)).toContain(`date_trunc('day', "timestamp") AS bucket`);
+  });
+
   it('weeks start on the project’s day: Monday as Trino’s date_trunc, Sunday shifted by a day', () => {
     expect(sql({ events: [{ id: 'e' }], ...WEEK, interval: 'week' }, project('UTC', 1))).toContain(
       `CAST(date_trunc('week', at_timezone(with_timezone("timestamp", 'UTC'), 'UTC')) AS timestamp) AS bucket`,
