@@ -32,7 +32,7 @@ const NOW = Date.parse('2024-04-20T12:00:00Z');
 
 describe('the lake failing', () => {
   it('never holds the segments back, and leaves the day due until a compaction writes its files', {
-    timeout: 120_000,
+    timeout: 240_000,
   }, async () => {
     const { projectId, token } = await newProject(api.as);
     const day = '2024-04-19';
@@ -46,7 +46,7 @@ describe('the lake failing', () => {
     await eventually(async () => {
       const rollups = await readRollups(projectId, null, '2024-04-19T00', '2024-04-19T23');
       expect([...rollups.values()].reduce((a, b) => a + b, 0)).toBe(3);
-    }, 20_000);
+    }, 60_000);
 
     const failed = await compactDay(projectId, day, new Date(NOW + 70_000));
     expect(failed).toMatchObject({ complete: true, lake: false, events: 3 });

@@ -71,7 +71,7 @@ const total = async (projectId: number) =>
 
 async function ingested(token: string, projectId: number, events: typeof batch) {
   expect((await api.as().post('/batch', { api_key: token, batch: events })).body.accepted).toBe(events.length);
-  await eventually(async () => expect(await total(projectId)).toBe(events.length), 20_000);
+  await eventually(async () => expect(await total(projectId)).toBe(events.length), 90_000);
 }
 
 const compactAll = async (projectId: number, at: number) => {
@@ -93,7 +93,8 @@ describe('the lake', () => {
     );
     await compactAll(a.projectId, NOW + 70_000);
     await compactAll(b.projectId, NOW + 70_000);
-  });
+    // Two ingests and eight compactions: generous for a loaded machine.
+  }, 300_000);
 
   it("writes each compacted day as Parquet under events/project_id=<p>/day=<day>/, sorted by (event, timestamp), with only that project's rows", async () => {
     const lake = config().lake;
@@ -147,7 +148,9 @@ describe('the lake', () => {
     for (const f of after.files) expect(existsSync(f)).toBe(true);
   });
 
-  it('a person deletion with its events rewrites the affected days: the lake keeps none of them', async () => {
+  it('a person deletion with its events rewrites the affected days: the lake keeps none of them', {
+    timeout: 240_000,
+  }, async () => {
     const gone = 'user-3';
     const days = [...new Set(batch.filter((e) => e.distinct_id === gone).map((e) => e.timestamp.slice(0, 10)))];
     expect((await lakeRows(a.projectId, DAYS)).rows.some((r) => r.distinct_id === gone)).toBe(true);
@@ -173,7 +176,7 @@ describe('the lake', () => {
     const deleted = batch.filter((e) => e.distinct_id === gone).length;
     expect(summary.eventsDeleted).toBe(deleted);
     // The ingest worker takes the removals out of the counters and marks their days; the compactor rewrites them.
-    await eventually(async () => expect(await total(a.projectId)).toBe(batch.length - deleted), 20_000);
+    await eventually(async () => expect(await total(a.projectId)).toBe(batch.length - deleted), 60_000);
     for (const day of days) await compactDay(a.projectId, day, new Date(NOW + 10 * 60_000));
     const { rows } = await lakeRows(a.projectId, DAYS);
     expect(rows.length).toBe(batch.length - deleted);
@@ -182,7 +185,7 @@ describe('the lake', () => {
     expect((await lakeRows(b.projectId, DAYS)).rows.length).toBe(batch.length);
   });
 
-  it('a day whose events are all deleted keeps no pointer and no files', async () => {
+  it('a day whose events are all deleted keeps no pointer and no files', { timeout: 240_000 }, async () => {
     const { projectId, token } = await newProject(api.as);
     const one = [{ ...batch[0]!, distinct_id: 'only-one' }];
     await ingested(token, projectId, one);
@@ -210,7 +213,7 @@ describe('the lake', () => {
       timeLeftMs: () => 600_000,
       continueLater: async () => {},
     });
-    await eventually(async () => expect(await total(projectId)).toBe(0), 20_000);
+    await eventually(async () => expect(await total(projectId)).toBe(0), 60_000);
     await compactDay(projectId, day, new Date(NOW + 10 * 60_000));
     expect(await lakeDayUris(projectId, [day])).toEqual([]);
     expect(existsSync(files[0]!)).toBe(false);
