@@ -45,7 +45,9 @@ describe('the lake (infra/constructs/lake.ts)', () => {
   it('passes cdk-nag (AwsSolutions) with its two reviewed acknowledgements', () => {
     // The test's stand-in functions (managed policy, runtime) are not the lake's: the stage's own functions are nag-clean.
     const standIn = /\/(compact_events|ingest_events)\/(ServiceRole\/)?Resource$/;
-    const lakeFindings = nag.violations.filter((v) => v.violatingResources.some((r) => !standIn.test(r.constructPath ?? '')));
+    const lakeFindings = nag.violations.filter((v) =>
+      v.violatingResources.some((r) => !standIn.test(r.constructPath ?? '')),
+    );
     // Not vacuous: the stand-ins' own findings are there, and the lake's IAM5 wildcards were acknowledged, not absent.
     expect(nag.violations.length).toBeGreaterThan(0);
     expect(lakeFindings.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`)).toEqual([]);
