@@ -14,6 +14,7 @@ import { trendsBenchmark } from './trends.ts';
 import { exportsBenchmark } from './exports.ts';
 import { hostileBenchmark } from './hostile.ts';
 import { engineBenchmark } from './engine.ts';
+import { lakeBenchmark } from './lake.ts';
 import { heading, table } from './lib/format.ts';
 import type { Benchmark, SummaryRow } from './lib/types.ts';
 
@@ -26,6 +27,7 @@ const benchmarks: Benchmark[] = [
   exportsBenchmark,
   hostileBenchmark,
   engineBenchmark,
+  lakeBenchmark,
 ];
 
 function usage(): string {

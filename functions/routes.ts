@@ -829,6 +829,8 @@ export interface Worker {
    * own credentials: opens their sealed keys (kms:Decrypt) or assumes their role (sts:AssumeRole).
    */
   writesDestinations?: boolean;
+  /** Writes the Parquet lake (infra/constructs/lake.ts grants its prefixes and sets LAKE_BUCKET). */
+  writesLake?: boolean;
   /** The command that fires it now locally: `npm run cron -- <command>`. */
   command?: string;
   summary: string;
@@ -869,6 +871,7 @@ export const workers = [
     handler: 'workers/compact-events',
     trigger: { schedule: 'rate(5 minutes)' },
     access: 'write',
+    writesLake: true,
     timeoutSeconds: 900,
     command: 'compact-events',
     summary: 'Every 5 minutes: packs the events of changed days into compact segments that trends read',

@@ -38,6 +38,8 @@ export const ENV = {
   /** STS endpoint the exporter assumes customer roles through (the SDK's own variable name; local fakes in tests). */
   stsEndpoint: 'AWS_ENDPOINT_URL_STS',
   region: 'AWS_REGION',
+  /** The lake's S3 bucket (CDK sets it on the compactor); absent -> the local runtime writes the lake under DATA_DIR/lake. */
+  lakeBucket: 'LAKE_BUCKET',
 } as const;
 
 /** A `search` or `properties` persons list reads persons in order and stops after this many per request. */
@@ -138,6 +140,8 @@ export interface Config {
   /** Loopback (and plain http to it) export endpoints allowed: local runtime with the flag only. */
   allowLoopbackExportEndpoints: boolean;
   stsEndpoint: string;
+  /** Where the lake is written: an S3 bucket (deployed), a folder (local runtime), or nowhere (a stage without the lake). */
+  lake: { bucket: string; region: string } | { dir: string } | undefined;
 }
 
 export class ConfigError extends Error {
@@ -197,6 +201,11 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     localSecretsKeyFile: resolve(env[ENV.dataDir] || '.data', 'export-secrets.key'),
     allowLoopbackExportEndpoints: runtime === 'local' && env[ENV.allowLoopbackExportEndpoints] === 'true',
     stsEndpoint: env[ENV.stsEndpoint] || `https://sts.${env[ENV.region] || 'us-east-1'}.amazonaws.com`,
+    lake: env[ENV.lakeBucket]
+      ? { bucket: env[ENV.lakeBucket] as string, region: env[ENV.region] || 'us-east-1' }
+      : runtime === 'local'
+        ? { dir: resolve(env[ENV.dataDir] || '.data', 'lake') }
+        : undefined,
   };
 }
 

@@ -11,6 +11,7 @@ export const handler = workerHandler('compact_events', async (_event: ScheduledE
     days: compacted.length,
     events: compacted.reduce((n, c) => n + c.events, 0),
     incomplete: compacted.filter((c) => !c.complete).length,
+    lakeFailures: compacted.filter((c) => c.lake === false).length,
     left,
   };
   logger.info('compaction tick', summary);

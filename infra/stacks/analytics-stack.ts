@@ -14,6 +14,7 @@ import { routes, workers, type Route, type Worker } from '#functions/routes.ts';
 import { bundleDir, FALLBACK_FUNCTION } from '#infra/build.ts';
 import { logicalIdPath, makeUniqueId } from '#infra/constructs/logical-ids.ts';
 import { Monitoring, pascal, type DeadLetterQueue } from '#infra/constructs/monitoring.ts';
+import { Lake } from '#infra/constructs/lake.ts';
 import { acknowledgeNagFindings } from '#infra/constructs/nag.ts';
 import { PublicApi } from '#infra/constructs/public-api.ts';
 import {
@@ -67,6 +68,8 @@ export class AnalyticsStack extends Stack {
   /** The nested stack that holds `monitoring` (its own template, `<id>.nested.template.json`). */
   readonly monitoringStack: NestedStack;
   readonly monitoring: Monitoring;
+  /** The Parquet lake: bucket, Glue table, Athena workgroup (infra/constructs/lake.ts). */
+  readonly lake: Lake;
 
   constructor(scope: Construct, id: string, props: AnalyticsStackProps) {
     super(scope, id, props);
@@ -107,6 +110,7 @@ export class AnalyticsStack extends Stack {
     } = publicApi);
 
     this.addFunctions(functionProps);
+    this.lake = new Lake(this, 'Lake', { prefix, removalPolicy: stage.removalPolicy, functions: this.functions });
     this.monitoringStack = new NestedStack(this, 'MonitoringStack', {
       description: `Alarms, dashboard and alarm topic of ${prefix}`,
     });

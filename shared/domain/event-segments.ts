@@ -40,6 +40,8 @@ import {
   type SegmentRow,
 } from '../segments/codec.ts';
 import type { StoredColumns } from '../trends/columnar/index.ts';
+import { logger } from '../observability.ts';
+import { writeLakeDay } from './lake.ts';
 import { addToTally, emptyTally, sameTally, type Tally } from '../segments/fingerprint.ts';
 
 const DAY_MS = 86_400_000;
@@ -88,6 +90,8 @@ export interface CompactionResult {
   names: number;
   /** Every name's segment matched its day counter: the day is fully compacted. */
   complete: boolean;
+  /** The day's lake files were replaced (false: the lake write failed and the day stays due). */
+  lake?: boolean;
 }
 
 /**
@@ -109,8 +113,10 @@ export async function compactDay(
   const base = dayStart(day);
   const stored = await readEventsInRange(projectId, new Date(base), new Date(base + DAY_MS - 1), null);
   const byName = new Map<string, StoredEvent[]>();
+  const included: StoredEvent[] = [];
   for (const e of stored) {
     if (e.inserted_at >= through || dayOf(e.timestamp) !== day) continue;
+    included.push(e);
     const list = byName.get(e.event);
     if (list) list.push(e);
     else byName.set(e.event, [e]);
@@ -139,6 +145,16 @@ export async function compactDay(
     for (const chunk of chunks) if (chunk >= (chunkCounts.get(event) ?? 0)) stale.push({ event, chunk });
   }
   await deleteSegmentChunks(projectId, day, stale);
+  // The same events as the segments. A lake that cannot be written (S3 failing) never holds the segments
+  // back: the day is marked changed again, so the marker below stays and a later compaction writes both.
+  const lake = await writeLakeDay(projectId, day, included, now).then(
+    () => true,
+    async (error: unknown) => {
+      logger.warn('lake write failed: the day stays due', { projectId, day, error: String(error) });
+      await markChangedDays([{ projectId, day }], now);
+      return false;
+    },
+  );
   const names = new Set([...after.counts.keys(), ...tallies.keys()]);
   const complete = [...names].every((name) => sameTally(tallies.get(name), after.counts.get(name)));
   if (marker) {
@@ -153,6 +169,7 @@ export async function compactDay(
     events: [...tallies.values()].reduce((n, t) => n + t.count, 0),
     names: tallies.size,
     complete,
+    lake,
   };
 }
 

@@ -58,7 +58,7 @@ export function encodeRows(
 const TIMESTAMP_COLUMNS = new Set(['timestamp', 'created_at', '_inserted_at', 'updated_at']);
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 
-type ParquetType = 'STRING' | 'JSON' | 'TIMESTAMP' | 'INT64' | 'DOUBLE' | 'BOOLEAN';
+export type ParquetType = 'STRING' | 'JSON' | 'TIMESTAMP' | 'INT64' | 'DOUBLE' | 'BOOLEAN';
 
 /**
  * A column's Parquet type from its values: timestamps as timestamps, integers as INT64, other numbers
@@ -96,23 +96,65 @@ const COMPRESSORS = {
 };
 const CODECS = { none: 'SNAPPY', snappy: 'SNAPPY', gzip: 'GZIP', brotli: 'BROTLI', zstd: 'ZSTD' } as const;
 
+export interface ParquetColumn {
+  name: string;
+  type: ParquetType;
+  /** One value a row, converted as columnData does (Date, bigint, string, number, boolean or null); a TIMESTAMP may also take epoch milliseconds. */
+  data: unknown[];
+  /**
+   * PLAIN without min/max statistics: for columns of (nearly) unique values (uuids, JSON text), where a
+   * dictionary is never kept and statistics skip nothing, and both cost most of the writer's time.
+   */
+  unique?: boolean;
+  /** Min/max statistics (default: yes, unless `unique`). */
+  statistics?: boolean;
+}
+
+/**
+ * The one Parquet writer (batch exports and the lake): typed columns, one codec, row groups of
+ * `rowGroupSize` rows. Times and integers are delta-encoded: close values take a few bits a row where plain takes 8 bytes.
+ */
+export function writeParquet(
+  columns: ParquetColumn[],
+  codec: (typeof CODECS)[keyof typeof CODECS],
+  rowGroupSize: number,
+): ArrayBuffer {
+  return parquetWriteBuffer({
+    columnData: columns.map(({ name, type, data, unique, statistics }) => {
+      const encoding =
+        type === 'TIMESTAMP' || type === 'INT64'
+          ? ('DELTA_BINARY_PACKED' as const)
+          : unique
+            ? ('PLAIN' as const)
+            : undefined;
+      return {
+        name,
+        type,
+        data: data as never,
+        ...(encoding ? { encoding } : {}),
+        ...(unique || statistics === false ? { statistics: false } : {}),
+      };
+    }),
+    codec,
+    compressors: COMPRESSORS,
+    rowGroupSize,
+  });
+}
+
 function encodeParquet(rows: Record<string, unknown>[], columns: string[], compression: Compression): EncodedFile {
   const codec = CODECS[compression as keyof typeof CODECS];
   if (!codec || !COMPRESSIONS.Parquet.includes(compression))
     throw new Error(`Parquet compression ${compression} is not available in this runtime`);
-  const buffer = parquetWriteBuffer({
-    columnData: columns.map((name) => {
+  const buffer = writeParquet(
+    columns.map((name) => {
       const values = rows.map((r) => r[name]);
       const type = columnType(name, values);
-      // Times of a window are close together: deltas take a few bits a row where plain takes 8 bytes.
-      const encoding = type === 'TIMESTAMP' || type === 'INT64' ? ('DELTA_BINARY_PACKED' as const) : undefined;
-      return { name, type, data: columnData(type, values) as never, ...(encoding ? { encoding } : {}) };
+      return { name, type, data: columnData(type, values) };
     }),
     codec,
-    compressors: COMPRESSORS,
     // One row group per file: the files are bounded by max_file_size_mb, and readers get whole columns.
-    rowGroupSize: Math.max(1, rows.length),
-  });
+    Math.max(1, rows.length),
+  );
   return {
     body: Buffer.from(buffer),
     extension: 'parquet',

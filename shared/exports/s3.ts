@@ -201,6 +201,29 @@ function encryptionHeaders(d: S3Destination): Record<string, string> {
   };
 }
 
+/** GetObject of a small text object (at most what destinationRequest keeps of a body); undefined when absent. */
+export async function getObjectText(
+  d: S3Destination,
+  key: string,
+  net: NetworkOptions = networkOptions(),
+): Promise<string | undefined> {
+  try {
+    return (await call(d, net, 'GetObject', 'GET', key, {})).body;
+  } catch (error) {
+    if (error instanceof S3Error && error.status === 404) return undefined;
+    throw error;
+  }
+}
+
+/** DeleteObject (S3 answers 204 for a key that is already gone). */
+export async function deleteObject(
+  d: S3Destination,
+  key: string,
+  net: NetworkOptions = networkOptions(),
+): Promise<void> {
+  await call(d, net, 'DeleteObject', 'DELETE', key, {});
+}
+
 /** HeadBucket: the bucket exists and these credentials may use it (S3 answers 404 or 403 otherwise). */
 export async function headBucket(d: S3Destination, net: NetworkOptions = networkOptions()): Promise<void> {
   await call(d, net, 'HeadBucket', 'HEAD', '', {});

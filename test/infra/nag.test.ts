@@ -72,6 +72,8 @@ describe('cdk-nag AwsSolutions', () => {
       'AwsSolutions-CFR2',
       'AwsSolutions-IAM5',
       'AwsSolutions-L1',
+      // The lake bucket's own access logs (infra/constructs/lake.ts says why).
+      'AwsSolutions-S1',
       'AwsSolutions-SQS3',
     ];
     // dev: no PITR (DDB3), no CloudFront logs (CFR3), default certificate (CFR4).
@@ -79,7 +81,15 @@ describe('cdk-nag AwsSolutions', () => {
       [...everywhere, 'AwsSolutions-CFR3', 'AwsSolutions-CFR4', 'AwsSolutions-DDB3'].sort(),
     );
     // prod: PITR and CloudFront logs, so only the log bucket's own access logs (S1) and the default certificate.
-    expect(rulesOf('prod')).toEqual([...everywhere, 'AwsSolutions-CFR4', 'AwsSolutions-S1'].sort());
+    expect(rulesOf('prod')).toEqual([...everywhere, 'AwsSolutions-CFR4'].sort());
+    // S1 on the lake bucket everywhere; on the CloudFront log bucket only where there is one (prod).
+    const s1 = (stage: string) =>
+      acknowledgements(stacks.find((s) => s.stage.name === stage)!)
+        .filter(([, id]) => id === 'AwsSolutions-S1')
+        .map(([path]) => path.split('/').slice(1).join('/'))
+        .sort();
+    expect(s1('dev')).toEqual(['Lake/Bucket']);
+    expect(s1('prod')).toEqual(['Default/EdgeLogs', 'Lake/Bucket']);
     // A custom domain brings TLSv1.2_2021: CFR4 is fixed, not acknowledged.
     expect(rulesOf('full')).toEqual([...everywhere, 'AwsSolutions-CFR3', 'AwsSolutions-DDB3'].sort());
   });
@@ -89,11 +99,18 @@ describe('cdk-nag AwsSolutions', () => {
       acknowledgements(app)
         .filter(([, id]) => id.startsWith('AwsSolutions-IAM5'))
         // The table's ARN as the stage's stack names it, or as the parameter a feature stack receives it in.
-        .map(([, id]) => id.replace(/<(Table[A-Z0-9]+\.|referencetoanalytics[a-z]+Table[A-Z0-9]+)Arn>/, '<Table.Arn>')),
+        .map(([, id]) =>
+          id
+            .replace(/<(Table[A-Z0-9]+\.|referencetoanalytics[a-z]+Table[A-Z0-9]+)Arn>/, '<Table.Arn>')
+            .replace(/<Bucket[A-Z0-9]+\.Arn>/, '<LakeBucket.Arn>'),
+        ),
     );
     expect([...iam5].sort()).toEqual(
       [
         'AwsSolutions-IAM5[Resource::*]',
+        // The compactor's lake prefixes (objects named per project and day at run time).
+        'AwsSolutions-IAM5[Resource::<LakeBucket.Arn>/events/*]',
+        'AwsSolutions-IAM5[Resource::<LakeBucket.Arn>/manifests/events/*]',
         'AwsSolutions-IAM5[Resource::<Table.Arn>/index/*]',
         'AwsSolutions-IAM5[Resource::arn:*:iam::*:role/*]',
       ].sort(),

@@ -122,6 +122,16 @@ function permissionOf(st: Statement, ownLogGroup: string): string {
   if (allow && onKey && sameSet(actions, ['kms:Decrypt'])) return 'kms:open-export-secrets';
   if (allow && withoutCondition && sameSet(actions, ['sts:AssumeRole']) && resource === '"arn:*:iam::*:role/*"')
     return 'sts:assume-customer-roles';
+  const resources = [st.Resource].flat().map(json);
+  if (
+    allow &&
+    withoutCondition &&
+    sameSet(actions, ['s3:PutObject', 's3:GetObject', 's3:DeleteObject', 's3:AbortMultipartUpload']) &&
+    resources.length === 2 &&
+    resources[0]!.includes('/events/*') &&
+    resources[1]!.includes('/manifests/events/*')
+  )
+    return 'lake:write';
   const ownAccountRoles = json({
     'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::', { Ref: 'AWS::AccountId' }, ':role/*']],
   });
@@ -244,6 +254,7 @@ describe('least privilege', () => {
         ...(w.writesDestinations
           ? ['sts:assume-customer-roles', 'sts:deny-own-account-roles', 'kms:open-export-secrets']
           : []),
+        ...(w.writesLake ? ['lake:write'] : []),
       ];
       expect([w.name, permissionsOf(w.name)]).toEqual([w.name, [...BASE, ...declared].sort()]);
     }

@@ -45,7 +45,7 @@ const LAYERS: Record<Layer, LayerRule> = {
     neverFiles: ['shared/db/keys.ts'],
   },
   adapters: {
-    paths: ['shared/db/', 'shared/queues/', 'shared/exports/'],
+    paths: ['shared/db/', 'shared/queues/', 'shared/exports/', 'shared/lake/store.ts'],
     mayImport: ['adapters', 'pure', 'process'],
   },
   pure: {
@@ -53,6 +53,7 @@ const LAYERS: Record<Layer, LayerRule> = {
       'shared/trends/',
       'shared/hogql/',
       'shared/segments/',
+      'shared/lake/',
       'shared/capture/',
       'shared/auth/',
       'shared/exports/files.ts',

@@ -1,0 +1,152 @@
+import { Duration, NestedStack, Validations, type CfnElement, type RemovalPolicy } from 'aws-cdk-lib';
+import * as athena from 'aws-cdk-lib/aws-athena';
+import * as glue from 'aws-cdk-lib/aws-glue';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import type { Construct } from 'constructs';
+import { workers, type Worker } from '#functions/routes.ts';
+import { ENV } from '#shared/config.ts';
+import {
+  BYTES_SCANNED_CUTOFF,
+  EVENTS_PREFIX,
+  GLUE_COLUMNS,
+  LAKE_TABLE,
+  lakeDatabaseName,
+  MANIFESTS_PREFIX,
+  RESULTS_PREFIX,
+} from '#shared/lake/athena.ts';
+
+export interface LakeProps {
+  prefix: string;
+  removalPolicy: RemovalPolicy;
+  /** Function name -> Lambda: the workers whose row says `writesLake` are granted the lake. */
+  functions: ReadonlyMap<string, lambda.Function>;
+}
+
+/**
+ * The Parquet lake (shared/lake/): a private bucket, a Glue table Athena reads through partition
+ * projection (no partitions to manage: `project_id` is injected, so Athena itself refuses a query
+ * without a project equality; `day` is a date range), and an Athena workgroup with a per-query
+ * bytes-scanned cutoff. The table reads the pointer objects (Hive symlink manifests) of each day,
+ * so a day rewritten by the compactor switches to its new files in one PutObject. A nested stack
+ * of its own (as monitoring): the stage's stack is near CloudFormation's 500 resources.
+ */
+export class Lake extends NestedStack {
+  readonly bucket: s3.Bucket;
+  readonly database: glue.CfnDatabase;
+  readonly table: glue.CfnTable;
+  readonly workgroup: athena.CfnWorkGroup;
+
+  constructor(scope: Construct, id: string, props: LakeProps) {
+    super(scope, id, { description: `The events lake of ${props.prefix}: bucket, Glue table, Athena workgroup` });
+    const { account } = this;
+    this.bucket = new s3.Bucket(this, 'Bucket', {
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      enforceSSL: true,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      removalPolicy: props.removalPolicy,
+      lifecycleRules: [
+        // A writer that died mid-upload leaves parts only multipart listings show: gone after a day.
+        { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
+        // Query results are answers already delivered (and reused for an hour at most).
+        { id: 'expire-query-results', prefix: RESULTS_PREFIX, expiration: Duration.days(7) },
+        // Events are kept as the table keeps them (no expiry); colder storage after 90 days, reads stay instant.
+        {
+          id: 'events-infrequent-access',
+          prefix: EVENTS_PREFIX,
+          transitions: [{ storageClass: s3.StorageClass.INFREQUENT_ACCESS, transitionAfter: Duration.days(90) }],
+        },
+      ],
+    });
+
+    const databaseName = lakeDatabaseName(props.prefix);
+    this.database = new glue.CfnDatabase(this, 'Database', {
+      catalogId: account,
+      databaseInput: {
+        name: databaseName,
+        description: `${props.prefix}: the events lake (Parquet, one folder per project and day)`,
+      },
+    });
+    const lakeUri = `s3://${this.bucket.bucketName}`;
+    this.table = new glue.CfnTable(this, 'EventsTable', {
+      catalogId: account,
+      databaseName,
+      tableInput: {
+        name: LAKE_TABLE,
+        tableType: 'EXTERNAL_TABLE',
+        partitionKeys: [
+          { name: 'project_id', type: 'bigint' },
+          { name: 'day', type: 'string' },
+        ],
+        parameters: {
+          classification: 'parquet',
+          'projection.enabled': 'true',
+          'projection.project_id.type': 'injected',
+          'projection.day.type': 'date',
+          'projection.day.format': 'yyyy-MM-dd',
+          'projection.day.range': '2015-01-01,NOW+1DAYS',
+          'projection.day.interval': '1',
+          'projection.day.interval.unit': 'DAYS',
+          // Each day's pointer: the symlink manifest that lists its current files.
+          'storage.location.template': `${lakeUri}/${MANIFESTS_PREFIX}project_id=\${project_id}/day=\${day}/`,
+        },
+        storageDescriptor: {
+          columns: GLUE_COLUMNS,
+          location: `${lakeUri}/${MANIFESTS_PREFIX}`,
+          inputFormat: 'org.apache.hadoop.hive.ql.io.SymlinkTextInputFormat',
+          outputFormat: 'org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat',
+          serdeInfo: { serializationLibrary: 'org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe' },
+        },
+      },
+    });
+    this.table.addResourceDependency(this.database);
+
+    this.workgroup = new athena.CfnWorkGroup(this, 'Workgroup', {
+      name: `${props.prefix}-lake`,
+      description: `${props.prefix}: queries over the events lake`,
+      state: 'ENABLED',
+      recursiveDeleteOption: true,
+      workGroupConfiguration: {
+        bytesScannedCutoffPerQuery: BYTES_SCANNED_CUTOFF,
+        enforceWorkGroupConfiguration: true,
+        publishCloudWatchMetricsEnabled: true,
+        engineVersion: { selectedEngineVersion: 'Athena engine version 3' },
+        resultConfiguration: {
+          outputLocation: `${lakeUri}/${RESULTS_PREFIX}`,
+          encryptionConfiguration: { encryptionOption: 'SSE_S3' },
+          expectedBucketOwner: account,
+        },
+      },
+    });
+
+    Validations.of(this.bucket).acknowledge({
+      id: 'AwsSolutions-S1',
+      reason:
+        "Server access logs would add a log bucket per stage for a bucket only the stack's own roles reach: the compactor (its prefixes, by grant) and Athena through the workgroup (CloudTrail and the workgroup's CloudWatch metrics record queries). It blocks public access, enforces SSL and is encrypted.",
+    });
+    for (const w of workers as readonly Worker[]) {
+      const fn = w.writesLake ? props.functions.get(w.name) : undefined;
+      if (fn) this.grantWrite(fn);
+    }
+  }
+
+  /** The compactor: writes and replaces day files and pointers, nothing else of the bucket. */
+  grantWrite(fn: lambda.Function): void {
+    fn.addEnvironment(ENV.lakeBucket, this.bucket.bucketName);
+    fn.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['s3:PutObject', 's3:GetObject', 's3:DeleteObject', 's3:AbortMultipartUpload'],
+        resources: [this.bucket.arnForObjects(`${EVENTS_PREFIX}*`), this.bucket.arnForObjects(`${MANIFESTS_PREFIX}*`)],
+      }),
+    );
+    // cdk-nag names the bucket by its logical id in this nested stack.
+    const bucketArn = `<${this.getLogicalId(this.bucket.node.defaultChild as CfnElement)}.Arn>`;
+    for (const prefix of [EVENTS_PREFIX, MANIFESTS_PREFIX])
+      Validations.of(fn.role!).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::${bucketArn}/${prefix}*]`,
+        reason: `The lake's objects under ${prefix} (one folder per project and day, named at run time): object actions only, on this one bucket's prefix; query results and the rest of the bucket are not granted.`,
+      });
+  }
+}

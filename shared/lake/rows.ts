@@ -1,0 +1,137 @@
+/**
+ * A day's events as lake rows and Parquet files. Columns: the event's identity and time, its person,
+ * `session_id` and `group_0..4` (from `$session_id` and `$group_N`), PostHog's frequently used
+ * properties as their own columns, and every other property as JSON text in `properties`.
+ * Names are lowercase letters, digits and underscores: what Athena (Glue) accepts.
+ */
+import { type ParquetColumn, writeParquet } from '../exports/files.ts';
+
+export interface LakeEvent {
+  uuid: string;
+  event: string;
+  /** ISO UTC. */
+  timestamp: string;
+  distinct_id: string;
+  /** The person's uuid when the compaction ran (PostHog's person_id), null when the distinct id has none. */
+  person_id: string | null;
+  properties: Record<string, unknown>;
+}
+
+/**
+ * Properties with a column of their own (PostHog's most used, and its materialized columns'
+ * choice of type: text). A value that is not a string is kept as its JSON text, so that nothing
+ * is lost and a comparison sees what the JSON column would give.
+ */
+export const PROPERTY_COLUMNS: Readonly<Record<string, string>> = {
+  $session_id: 'session_id',
+  $group_0: 'group_0',
+  $group_1: 'group_1',
+  $group_2: 'group_2',
+  $group_3: 'group_3',
+  $group_4: 'group_4',
+  $browser: 'browser',
+  $browser_version: 'browser_version',
+  $os: 'os',
+  $os_version: 'os_version',
+  $device_type: 'device_type',
+  $current_url: 'current_url',
+  $host: 'host',
+  $pathname: 'pathname',
+  $referrer: 'referrer',
+  $referring_domain: 'referring_domain',
+  $lib: 'lib',
+  $lib_version: 'lib_version',
+  $screen_width: 'screen_width',
+  $screen_height: 'screen_height',
+  $geoip_country_code: 'geoip_country_code',
+  $geoip_city_name: 'geoip_city_name',
+  $pageview_id: 'pageview_id',
+  utm_source: 'utm_source',
+  utm_medium: 'utm_medium',
+  utm_campaign: 'utm_campaign',
+};
+
+/** The lake table's columns in file order, with their Parquet (and Glue) types. */
+export const LAKE_COLUMNS: readonly { name: string; type: 'STRING' | 'TIMESTAMP' }[] = [
+  { name: 'uuid', type: 'STRING' },
+  { name: 'event', type: 'STRING' },
+  { name: 'timestamp', type: 'TIMESTAMP' },
+  { name: 'distinct_id', type: 'STRING' },
+  { name: 'person_id', type: 'STRING' },
+  ...Object.values(PROPERTY_COLUMNS).map((name) => ({ name, type: 'STRING' as const })),
+  { name: 'properties', type: 'STRING' },
+];
+
+/** Columns whose values (nearly) never repeat: no dictionary, no statistics (shared/exports/files.ts writeParquet). */
+const UNIQUE = new Set(['uuid', 'properties', 'current_url', 'pageview_id']);
+
+/** Min/max statistics where a reader skips row groups by them: the sort columns. */
+const WITH_STATISTICS = new Set(['event', 'timestamp']);
+
+/** Rows per file: a day past this is several files (bounded memory for the writer, parallel reads). */
+export const FILE_ROWS = 1_000_000;
+/** Rows per row group: the unit a reader skips with min/max statistics (event is sorted first). */
+const ROW_GROUP_ROWS = 131_072;
+
+const text = (v: unknown): string | null =>
+  v === null || v === undefined ? null : typeof v === 'string' ? v : JSON.stringify(v);
+
+const byEventThenTime = (a: LakeEvent, b: LakeEvent) =>
+  a.event < b.event ? -1 : a.event > b.event ? 1 : a.timestamp < b.timestamp ? -1 : a.timestamp > b.timestamp ? 1 : 0;
+
+/** One file's columns, in LAKE_COLUMNS order. */
+function fileColumns(events: LakeEvent[]): ParquetColumn[] {
+  const n = events.length;
+  const columns = new Map<string, unknown[]>(LAKE_COLUMNS.map((c) => [c.name, new Array(n).fill(null)]));
+  const col = (name: string) => columns.get(name)!;
+  const [uuid, event, timestamp, distinctId, personId, properties] = [
+    'uuid',
+    'event',
+    'timestamp',
+    'distinct_id',
+    'person_id',
+    'properties',
+  ].map(col) as [unknown[], unknown[], unknown[], unknown[], unknown[], unknown[]];
+  const own = new Map(Object.entries(PROPERTY_COLUMNS).map(([key, name]) => [key, col(name)]));
+  for (let i = 0; i < n; i += 1) {
+    const e = events[i]!;
+    uuid[i] = e.uuid;
+    event[i] = e.event;
+    // Epoch milliseconds: the writer stores them as they are (a Date a row would cost more than the encoding).
+    timestamp[i] = Date.parse(e.timestamp);
+    distinctId[i] = e.distinct_id;
+    personId[i] = e.person_id;
+    // One pass over the event's properties: each goes to its own column or to the JSON of the rest.
+    let rest: Record<string, unknown> | undefined;
+    for (const key in e.properties) {
+      if (!Object.hasOwn(e.properties, key)) continue;
+      const value = e.properties[key];
+      const values = own.get(key);
+      if (values) values[i] = text(value);
+      else {
+        // No prototype: a property named __proto__ is kept as data, as the JSON it came from had it.
+        rest ??= Object.create(null) as Record<string, unknown>;
+        rest[key] = value;
+      }
+    }
+    properties[i] = rest ? JSON.stringify(rest) : '{}';
+  }
+  return LAKE_COLUMNS.map(({ name, type }) => ({
+    name,
+    type,
+    data: col(name),
+    unique: UNIQUE.has(name),
+    statistics: WITH_STATISTICS.has(name),
+  }));
+}
+
+/** The day's Parquet files: rows sorted by (event, timestamp), FILE_ROWS at most each; none for no events. */
+export function lakeFiles(events: LakeEvent[]): Uint8Array[] {
+  const sorted = [...events].sort(byEventThenTime);
+  const files: Uint8Array[] = [];
+  for (let start = 0; start < sorted.length; start += FILE_ROWS) {
+    const part = sorted.slice(start, start + FILE_ROWS);
+    files.push(new Uint8Array(writeParquet(fileColumns(part), 'SNAPPY', Math.min(ROW_GROUP_ROWS, part.length))));
+  }
+  return files;
+}

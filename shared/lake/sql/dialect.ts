@@ -1,0 +1,131 @@
+import { offsetAt } from '../../trends/tz.ts';
+
+/**
+ * What differs between the two engines that read the lake: Athena (Trino) deployed, DuckDB locally.
+ * Everything else of a query is printed once (expr.ts, trends.ts) and calls these. Both read the
+ * same columns: `timestamp` is a UTC wall-clock TIMESTAMP (Parquet TIMESTAMP_MILLIS, Glue `timestamp`),
+ * `project_id` and `day` are the Hive partition columns of the path.
+ */
+
+export class LakeSqlUnsupported extends Error {
+  override name = 'LakeSqlUnsupported';
+  constructor(
+    /** The construct, as the caller wrote it: what a 400 names. */
+    readonly construct: string,
+  ) {
+    super(`${construct} is not supported on the lake`);
+  }
+}
+
+export interface Dialect {
+  name: 'athena' | 'duckdb';
+  /** The text of a JSON property of `properties` (null when absent or JSON null). */
+  jsonText(key: string): string;
+  /** A UTC instant column as wall-clock time in `tz` (a naive timestamp), for instants in [from, to]. */
+  localTime(column: string, tz: string, from: Date, to: Date): string;
+  /** The start of `local`'s bucket (naive, local); weeks start on `weekStart` (0 Sunday, 1 Monday). */
+  truncate(unit: 'hour' | 'day' | 'week' | 'month', local: string, weekStart: 0 | 1): string;
+  /** PostHog's toFloat64OrNull of a text value. */
+  toFloat(text: string): string;
+  /** A RE2 match (both engines use RE2: DuckDB's regexp_matches, Trino's regexp_like). */
+  regex(text: string, pattern: string): string;
+  /** A case-insensitive LIKE. */
+  ilike(text: string, pattern: string): string;
+  /** A naive UTC timestamp literal. */
+  timestamp(at: Date): string;
+}
+
+export function stringLiteral(s: string): string {
+  // NUL ends a string in both engines' C paths: refused rather than truncated.
+  if (s.includes('\0')) throw new LakeSqlUnsupported('a NUL character in a string');
+  return `'${s.replaceAll("'", "''")}'`;
+}
+
+export const identifier = (name: string) => {
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new LakeSqlUnsupported(`the column name ${name}`);
+  return `"${name}"`;
+};
+
+const timestampText = (at: Date) => at.toISOString().replace('T', ' ').replace('Z', '');
+
+/** IANA names only (the project's setting is validated; this keeps the printer safe on its own). */
+function zone(tz: string): string {
+  if (!/^[A-Za-z][A-Za-z0-9_+\-/]{0,63}$/.test(tz)) throw new LakeSqlUnsupported(`the time zone ${tz}`);
+  return stringLiteral(tz);
+}
+
+/**
+ * The zone's UTC offsets over [from, to]: each until the instant the next one starts. Hourly probes
+ * find a change, a binary search its minute (zones change offset on whole minutes).
+ */
+export function offsetSpans(tz: string, from: Date, to: Date): { offset: number; until: number | null }[] {
+  const spans: { offset: number; until: number | null }[] = [];
+  let current = offsetAt(from.getTime(), tz);
+  const end = to.getTime();
+  for (let t = from.getTime(); t < end; ) {
+    const next = Math.min(t + 3_600_000, end);
+    if (offsetAt(next, tz) !== current) {
+      let [lo, hi] = [t, next];
+      while (hi - lo > 60_000) {
+        const mid = lo + Math.floor((hi - lo) / 120_000) * 60_000;
+        if (offsetAt(mid, tz) === current) lo = mid;
+        else hi = mid;
+      }
+      spans.push({ offset: current, until: hi });
+      current = offsetAt(hi, tz);
+    }
+    t = next;
+  }
+  spans.push({ offset: current, until: null });
+  return spans;
+}
+
+export const DUCKDB: Dialect = {
+  name: 'duckdb',
+  // JSON Pointer: any key, `~` and `/` escaped (no JSONPath quoting rules to get wrong).
+  jsonText: (key) =>
+    `json_extract_string("properties", ${stringLiteral(`/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`)})`,
+  // The zone's offsets over the range as plain arithmetic: ICU's conversion per row costs more than the whole scan.
+  localTime: (column, tz, from, to) => {
+    zone(tz);
+    const shifted = (offset: number) => (offset ? `(${column} + INTERVAL '${offset / 1000} seconds')` : column);
+    const spans = offsetSpans(tz, from, to);
+    if (spans.length === 1) return shifted(spans[0]!.offset);
+    const cases = spans.map((s) =>
+      s.until === null
+        ? `ELSE ${shifted(s.offset)}`
+        : `WHEN ${column} < ${DUCKDB.timestamp(new Date(s.until))} THEN ${shifted(s.offset)}`,
+    );
+    return `(CASE ${cases.join(' ')} END)`;
+  },
+  truncate: (unit, local, weekStart) =>
+    unit === 'week' && weekStart === 0
+      ? `(date_trunc('week', ${local} + INTERVAL 1 DAY) - INTERVAL 1 DAY)`
+      : `date_trunc('${unit}', ${local})`,
+  toFloat: (text) => `TRY_CAST(trim(${text}) AS DOUBLE)`,
+  regex: (text, pattern) => `regexp_matches(${text}, ${pattern})`,
+  ilike: (text, pattern) => `(${text} ILIKE ${pattern})`,
+  timestamp: (at) => `TIMESTAMP '${timestampText(at)}'`,
+};
+
+export const ATHENA: Dialect = {
+  name: 'athena',
+  jsonText: (key) => {
+    // Trino's JSONPath has no escape inside a quoted key: such keys are refused, not mangled.
+    if (/["\\]/.test(key)) throw new LakeSqlUnsupported(`the property name ${key}`);
+    return `json_extract_scalar("properties", ${stringLiteral(`$["${key}"]`)})`;
+  },
+  localTime: (column, tz) => `at_timezone(with_timezone(${column}, 'UTC'), ${zone(tz)})`,
+  truncate: (unit, local, weekStart) => {
+    // date_trunc on a zoned timestamp truncates in its zone; the cast keeps the local wall time.
+    const trunc =
+      unit === 'week' && weekStart === 0
+        ? `date_add('day', -1, date_trunc('week', date_add('day', 1, ${local})))`
+        : `date_trunc('${unit}', ${local})`;
+    return `CAST(${trunc} AS timestamp)`;
+  },
+  toFloat: (text) => `try_cast(trim(${text}) AS double)`,
+  regex: (text, pattern) => `regexp_like(${text}, ${pattern})`,
+  ilike: (text, pattern) => `(lower(${text}) LIKE lower(${pattern}))`,
+  timestamp: (at) => `TIMESTAMP '${timestampText(at)}'`,
+};

@@ -1,0 +1,137 @@
+/**
+ * HogQL expressions (shared/hogql/ast.ts) printed as SQL over the lake's events, per dialect. It
+ * follows shared/hogql/print.ts's seam (one case per node kind, literals escaped in one place) and
+ * prints only what it can print faithfully: every other construct is refused by name, never
+ * passed through. No input reaches the SQL as text except through stringLiteral and identifier.
+ */
+import type { CompareOp, Expr } from '../../hogql/ast.ts';
+import { printHogQL } from '../../hogql/print.ts';
+import { PROPERTY_COLUMNS } from '../rows.ts';
+import { type Dialect, identifier, LakeSqlUnsupported, stringLiteral } from './dialect.ts';
+
+/** Event fields a HogQL expression may read, and their columns. */
+const FIELDS: Record<string, string> = {
+  uuid: 'uuid',
+  event: 'event',
+  timestamp: 'timestamp',
+  distinct_id: 'distinct_id',
+  person_id: 'person_id',
+  $session_id: 'session_id',
+  $group_0: 'group_0',
+  $group_1: 'group_1',
+  $group_2: 'group_2',
+  $group_3: 'group_3',
+  $group_4: 'group_4',
+};
+
+/** An event property's text: its own column when it has one, else read from the JSON. */
+export function propertyText(key: string, d: Dialect): string {
+  const column = Object.hasOwn(PROPERTY_COLUMNS, key) ? PROPERTY_COLUMNS[key] : undefined;
+  return column ? identifier(column) : d.jsonText(key);
+}
+
+function field(chain: string[], d: Dialect): string {
+  const [head, key, ...rest] = chain;
+  if (head === 'properties' && key !== undefined && rest.length === 0) return propertyText(key, d);
+  if (chain.length === 1 && head !== undefined && Object.hasOwn(FIELDS, head)) return identifier(FIELDS[head]!);
+  throw new LakeSqlUnsupported(`the field ${chain.join('.')}`);
+}
+
+const COMPARE: Partial<Record<CompareOp, string>> = { eq: '=', notEq: '<>', lt: '<', ltEq: '<=', gt: '>', gtEq: '>=' };
+
+/** Functions printed the same in both dialects (the name is HogQL's, case-sensitive as ClickHouse's). */
+const SAME: Record<string, { sql: string; arity: [number, number] }> = {
+  lower: { sql: 'lower', arity: [1, 1] },
+  upper: { sql: 'upper', arity: [1, 1] },
+  length: { sql: 'length', arity: [1, 1] },
+  coalesce: { sql: 'coalesce', arity: [1, 16] },
+  concat: { sql: 'concat', arity: [1, 16] },
+};
+
+function call(e: Extract<Expr, { kind: 'call' }>, d: Dialect): string {
+  if (e.params?.length || e.distinct) throw new LakeSqlUnsupported(`the function ${e.name}`);
+  const args = e.args.map((a) => printLakeExpr(a, d));
+  const same = Object.hasOwn(SAME, e.name) ? SAME[e.name] : undefined;
+  if (same && args.length >= same.arity[0] && args.length <= same.arity[1]) return `${same.sql}(${args.join(', ')})`;
+  if ((e.name === 'toFloat' || e.name === 'toFloat64OrNull') && args.length === 1) return d.toFloat(args[0]!);
+  if (e.name === 'toString' && args.length === 1) return `CAST(${args[0]} AS varchar)`;
+  if (e.name === 'isNull' && args.length === 1) return `(${args[0]} IS NULL)`;
+  if (e.name === 'isNotNull' && args.length === 1) return `(${args[0]} IS NOT NULL)`;
+  if (e.name === 'positionCaseInsensitive' && args.length === 2) return `strpos(lower(${args[0]}), lower(${args[1]}))`;
+  if (e.name === 'if' && args.length === 3) return `(CASE WHEN ${args[0]} THEN ${args[1]} ELSE ${args[2]} END)`;
+  throw new LakeSqlUnsupported(`the function ${e.name}`);
+}
+
+function items(e: Expr, d: Dialect): string {
+  if (e.kind !== 'tuple' && e.kind !== 'array') return `(${printLakeExpr(e, d)})`;
+  if (!e.items.length) throw new LakeSqlUnsupported('an empty IN list');
+  return `(${e.items.map((i) => printLakeExpr(i, d)).join(', ')})`;
+}
+
+function compare(e: Extract<Expr, { kind: 'compare' }>, d: Dialect): string {
+  const isNull = (x: Expr) => x.kind === 'constant' && x.value === null;
+  if ((e.op === 'eq' || e.op === 'notEq') && (isNull(e.left) || isNull(e.right))) {
+    const other = isNull(e.right) ? e.left : e.right;
+    return `(${printLakeExpr(other, d)} IS ${e.op === 'eq' ? '' : 'NOT '}NULL)`;
+  }
+  const left = printLakeExpr(e.left, d);
+  const op = COMPARE[e.op];
+  if (op) return `(${left} ${op} ${printLakeExpr(e.right, d)})`;
+  switch (e.op) {
+    case 'in':
+      return `(${left} IN ${items(e.right, d)})`;
+    case 'notIn':
+      return `(${left} NOT IN ${items(e.right, d)})`;
+    case 'like':
+      return `(${left} LIKE ${printLakeExpr(e.right, d)})`;
+    case 'notLike':
+      return `(NOT (${left} LIKE ${printLakeExpr(e.right, d)}))`;
+    case 'ilike':
+      return d.ilike(left, printLakeExpr(e.right, d));
+    case 'notILike':
+      return `(NOT ${d.ilike(left, printLakeExpr(e.right, d))})`;
+    case 'regex':
+      return d.regex(left, printLakeExpr(e.right, d));
+    case 'notRegex':
+      return `(NOT ${d.regex(left, printLakeExpr(e.right, d))})`;
+    default:
+      throw new LakeSqlUnsupported(`the operator ${printHogQL(e)}`);
+  }
+}
+
+export function printLakeExpr(e: Expr, d: Dialect): string {
+  switch (e.kind) {
+    case 'constant': {
+      const v = e.value;
+      if (v === null) return 'NULL';
+      if (typeof v === 'boolean') return v ? 'TRUE' : 'FALSE';
+      if (typeof v === 'string') return stringLiteral(v);
+      if (!Number.isFinite(v)) throw new LakeSqlUnsupported(`the number ${v}`);
+      // A non-integer as a double: Trino reads 1.5 as a DECIMAL.
+      return Number.isInteger(v) && Math.abs(v) < 2 ** 53 ? String(v) : `CAST(${String(v)} AS double)`;
+    }
+    case 'field':
+      return field(e.chain, d);
+    case 'call':
+      return call(e, d);
+    case 'not':
+      return `(NOT ${printLakeExpr(e.expr, d)})`;
+    case 'and':
+    case 'or':
+      if (!e.exprs.length) return e.kind === 'and' ? 'TRUE' : 'FALSE';
+      return `(${e.exprs.map((x) => printLakeExpr(x, d)).join(e.kind === 'and' ? ' AND ' : ' OR ')})`;
+    case 'compare':
+      return compare(e, d);
+    case 'arithmetic':
+      if (e.op === '%') throw new LakeSqlUnsupported('the operator %');
+      // HogQL divides as floats; Trino divides integers as integers.
+      if (e.op === '/') return `(CAST(${printLakeExpr(e.left, d)} AS double) / ${printLakeExpr(e.right, d)})`;
+      return `(${printLakeExpr(e.left, d)} ${e.op} ${printLakeExpr(e.right, d)})`;
+    case 'negate':
+      return `(-${printLakeExpr(e.expr, d)})`;
+    case 'between':
+      return `(${printLakeExpr(e.expr, d)} ${e.negated ? 'NOT ' : ''}BETWEEN ${printLakeExpr(e.low, d)} AND ${printLakeExpr(e.high, d)})`;
+    default:
+      throw new LakeSqlUnsupported(`the expression ${printHogQL(e)}`);
+  }
+}

@@ -1,0 +1,173 @@
+/**
+ * A trend (the typed model, shared/trends/model.ts) as one SQL query over the lake, per dialect:
+ * per series, per breakdown value and per interval bucket (local wall-clock start), its value.
+ * Property filters become HogQL expressions (the same AST a `hogql` filter brings) and are printed
+ * by expr.ts; the project predicate is printed here, outside every input's parentheses, so that no
+ * filter can widen it. What the lake cannot answer exactly is refused (LakeSqlUnsupported): rolling
+ * active users, percentiles (Athena has approximate ones only), person properties, actions, cohorts.
+ */
+import type { Expr } from '../../hogql/ast.ts';
+import type { BreakdownModel, SeriesModel, TrendsModel } from '../../trends/model.ts';
+import { propertyText as valueText, toNumber } from '../../trends/properties.ts';
+import {
+  type DateRange,
+  type HogQLPropertyFilter,
+  isHogQLFilter,
+  type PropertyFilter,
+  type PropertyGroup,
+  type ProjectSettings,
+} from '../../trends/types.ts';
+import { ATHENA, type Dialect, DUCKDB, identifier, LakeSqlUnsupported, stringLiteral } from './dialect.ts';
+import { printLakeExpr } from './expr.ts';
+
+export interface LakeTrend {
+  projectId: number;
+  model: TrendsModel;
+  /** The resolved range (shared/trends resolveDateRange): UTC instants, the project's zone and week start. */
+  range: DateRange;
+  project: ProjectSettings;
+}
+
+/** Where the events are read from: Athena's Glue table, or DuckDB over the current files of the range's days. */
+export type LakeSource =
+  | { dialect: 'athena'; database: string; table: string }
+  | { dialect: 'duckdb'; files: string[] };
+
+const prop = (key: string): Expr => ({ kind: 'field', chain: ['properties', key] });
+const str = (value: string): Expr => ({ kind: 'constant', value });
+const num = (value: number): Expr => ({ kind: 'constant', value });
+const isNull = (e: Expr): Expr => ({ kind: 'compare', op: 'eq', left: e, right: { kind: 'constant', value: null } });
+const notNull = (e: Expr): Expr => ({
+  kind: 'compare',
+  op: 'notEq',
+  left: e,
+  right: { kind: 'constant', value: null },
+});
+const FALSE: Expr = { kind: 'constant', value: false };
+const listOf = (v: unknown): unknown[] => (Array.isArray(v) ? v : [v]);
+const toFloat = (e: Expr): Expr => ({ kind: 'call', name: 'toFloat', args: [e] });
+
+const NUMERIC: Record<string, 'gt' | 'gtEq' | 'lt' | 'ltEq'> = {
+  gt: 'gt',
+  gte: 'gtEq',
+  min: 'gtEq',
+  lt: 'lt',
+  lte: 'ltEq',
+  max: 'ltEq',
+};
+
+/**
+ * One event-property filter as a HogQL expression over the property's text (the lake keeps
+ * non-string values as their JSON text, as shared/trends/properties.ts propertyText reads them).
+ */
+export function filterExpr(f: PropertyFilter): Expr {
+  if ((f.type ?? 'event') !== 'event') throw new LakeSqlUnsupported(`a ${f.type} property filter`);
+  const p = prop(f.key);
+  const op = f.operator ?? 'exact';
+  const texts = listOf(f.value).map((v) => str(valueText(v)));
+  if (op === 'exact' || op === 'is_not') {
+    if (!texts.length) return op === 'exact' ? FALSE : { kind: 'constant', value: true };
+    const inList: Expr = { kind: 'compare', op: 'in', left: p, right: { kind: 'tuple', items: texts } };
+    return op === 'exact' ? inList : { kind: 'or', exprs: [isNull(p), { kind: 'not', expr: inList }] };
+  }
+  if (op === 'icontains' || op === 'not_icontains') {
+    const found: Expr = {
+      kind: 'or',
+      exprs: texts.map((t) => ({
+        kind: 'compare',
+        op: 'gt',
+        left: { kind: 'call', name: 'positionCaseInsensitive', args: [p, t] },
+        right: num(0),
+      })),
+    };
+    return op === 'icontains'
+      ? { kind: 'and', exprs: [notNull(p), found] }
+      : { kind: 'or', exprs: [isNull(p), { kind: 'not', expr: found }] };
+  }
+  if (op === 'regex' || op === 'not_regex') {
+    const found: Expr = { kind: 'or', exprs: texts.map((t) => ({ kind: 'compare', op: 'regex', left: p, right: t })) };
+    return op === 'regex'
+      ? { kind: 'and', exprs: [notNull(p), found] }
+      : { kind: 'or', exprs: [isNull(p), { kind: 'not', expr: found }] };
+  }
+  if (Object.hasOwn(NUMERIC, op)) {
+    const v = toNumber(f.value);
+    if (v === null) return FALSE;
+    return { kind: 'compare', op: NUMERIC[op]!, left: toFloat(p), right: num(v) };
+  }
+  if (op === 'between' || op === 'not_between') {
+    const [min, max] = Array.isArray(f.value) ? f.value.map(toNumber) : [null, null];
+    if (min === null || max === null || min === undefined || max === undefined || min > max) return FALSE;
+    const between: Expr = { kind: 'between', expr: toFloat(p), low: num(min), high: num(max), negated: false };
+    return op === 'between' ? between : { kind: 'and', exprs: [notNull(toFloat(p)), { kind: 'not', expr: between }] };
+  }
+  if (op === 'is_set') return notNull(p);
+  if (op === 'is_not_set') return isNull(p);
+  throw new LakeSqlUnsupported(`the property operator ${op}`);
+}
+
+export function groupExpr(group: PropertyGroup): Expr {
+  const exprs = group.values.map((v): Expr => {
+    if ('values' in v) return groupExpr(v);
+    if (isHogQLFilter(v as PropertyFilter | HogQLPropertyFilter)) return (v as HogQLPropertyFilter).expr;
+    return filterExpr(v as PropertyFilter);
+  });
+  return { kind: group.type === 'OR' ? 'or' : 'and', exprs };
+}
+
+function aggregate(s: SeriesModel): string {
+  if (s.math === 'total') return 'count(*)';
+  // Exact distinct counts only: an approximate function would change the numbers.
+  if (s.math === 'dau') return `count(DISTINCT coalesce(${identifier('person_id')}, ${identifier('distinct_id')}))`;
+  throw new LakeSqlUnsupported(`the math ${s.math}`);
+}
+
+function breakdownSql(b: BreakdownModel | null, d: Dialect): string {
+  if (!b) return 'CAST(NULL AS varchar)';
+  if (b.source === 'event') return printLakeExpr(prop(b.property), d);
+  if (b.source === 'hogql' && b.expr) return `CAST(${printLakeExpr(b.expr, d)} AS varchar)`;
+  throw new LakeSqlUnsupported(`a ${b.breakdown_type} breakdown`);
+}
+
+function sourceSql(source: LakeSource): string {
+  if (source.dialect === 'athena') return `${identifier(source.database)}.${identifier(source.table)}`;
+  if (!source.files.length) throw new LakeSqlUnsupported('a range without lake files');
+  const files = source.files.map(stringLiteral).join(', ');
+  // The partition columns come from the path (events/project_id=<p>/day=<d>/), typed as Glue's.
+  return `read_parquet([${files}], hive_partitioning = true, hive_types = {'project_id': BIGINT, 'day': VARCHAR})`;
+}
+
+const utcDay = (at: Date) => at.toISOString().slice(0, 10);
+
+/** The trend's SQL: columns series (0-based), breakdown (text or NULL), bucket (local start), value. */
+export function printTrendSql(q: LakeTrend, source: LakeSource): string {
+  const d = source.dialect === 'athena' ? ATHENA : DUCKDB;
+  const { model, range } = q;
+  if (!Number.isSafeInteger(q.projectId) || q.projectId < 0) throw new LakeSqlUnsupported('the project id');
+  if (model.compareFilter.compare) throw new LakeSqlUnsupported('compare');
+  const shared: Expr[] = [groupExpr(model.properties)];
+  if (model.filterTestAccounts) shared.push(...q.project.test_account_filters.map(filterExpr));
+  const local = d.localTime(identifier('timestamp'), range.timezone, range.from, range.to);
+  const bucket = d.truncate(model.interval, local, range.week_start_day);
+  const breakdown = breakdownSql(model.breakdownFilter, d);
+  const selects = model.series.map((s, i) => {
+    if (s.kind !== 'EventsNode') throw new LakeSqlUnsupported('an actions series');
+    const filters = [...shared, groupExpr(s.properties)].filter((e) => !(e.kind === 'and' && !e.exprs.length));
+    const where = [
+      // First and outside every input's parentheses: nothing below can widen it.
+      `${identifier('project_id')} = ${q.projectId}`,
+      `${identifier('day')} BETWEEN '${utcDay(range.from)}' AND '${utcDay(range.to)}'`,
+      `${identifier('timestamp')} >= ${d.timestamp(range.from)}`,
+      `${identifier('timestamp')} <= ${d.timestamp(range.to)}`,
+      ...(s.event === null ? [] : [`${identifier('event')} = ${stringLiteral(s.event)}`]),
+      ...(filters.length ? [`(${printLakeExpr({ kind: 'and', exprs: filters }, d)})`] : []),
+    ];
+    return [
+      `SELECT ${i} AS series, ${breakdown} AS breakdown, ${bucket} AS bucket, ${aggregate(s)} AS value`,
+      `FROM ${sourceSql(source)}`,
+      `WHERE ${where.join('\n  AND ')}`,
+      'GROUP BY 1, 2, 3',
+    ].join('\n');
+  });
+  return `${selects.join('\nUNION ALL\n')}\nORDER BY 1, 2, 3`;
+}

@@ -1,0 +1,356 @@
+import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import { dataKey } from '#shared/lake/layout.ts';
+import { type LakeEvent, lakeFiles } from '#shared/lake/rows.ts';
+import { LakeSqlUnsupported } from '#shared/lake/sql/dialect.ts';
+import { type LakeSource, printTrendSql } from '#shared/lake/sql/trends.ts';
+import {
+  BREAKDOWN_NULL_VALUE,
+  computeTrend,
+  parseTrendRequest,
+  type ProjectSettings,
+  resolveDateRange,
+  type TrendEvent,
+} from '#shared/trends/index.ts';
+
+const ATHENA: LakeSource = { dialect: 'athena', database: 'analytics_lake', table: 'events' };
+const NOW = new Date('2024-03-16T12:00:00Z');
+
+function project(timezone = 'UTC', week_start_day: 0 | 1 = 1, test_account_filters = [] as never[]): ProjectSettings {
+  return { timezone, week_start_day, test_account_filters };
+}
+
+function sql(request: Record<string, unknown>, settings = project(), source: LakeSource = ATHENA, projectId = 7) {
+  const model = parseTrendRequest(request);
+  return printTrendSql({ projectId, model, range: resolveDateRange(model, settings, NOW), project: settings }, source);
+}
+
+const WEEK = { date_from: '2024-03-01', date_to: '2024-03-07T23:59:59' };
+
+describe('Athena SQL of a trend (pinned per feature)', () => {
+  it('total by day: the project predicate first, then the partitions and the UTC range', () => {
+    expect(sql({ events: [{ id: '$pageview' }], ...WEEK })).toMatchInlineSnapshot(`
+      "SELECT 0 AS series, CAST(NULL AS varchar) AS breakdown, CAST(date_trunc('day', at_timezone(with_timezone("timestamp", 'UTC'), 'UTC')) AS timestamp) AS bucket, count(*) AS value
+      FROM "analytics_lake"."events"
+      WHERE "project_id" = 7
+        AND "day" BETWEEN '2024-03-01' AND '2024-03-07'
+        AND "timestamp" >= TIMESTAMP '2024-03-01 00:00:00.000'
+        AND "timestamp" <= TIMESTAMP '2024-03-07 23:59:59.999'
+        AND "event" = '$pageview'
+      GROUP BY 1, 2, 3
+      ORDER BY 1, 2, 3"
+    `);
+  });
+
+  it('dau counts exact distinct persons (the distinct id where none)', () => {
+    expect(sql({ events: [{ id: '$pageview', math: 'dau' }], ...WEEK })).toContain(
+      'count(DISTINCT coalesce("person_id", "distinct_id")) AS value',
+    );
+    expect(sql({ events: [{ id: '$pageview', math: 'dau' }], ...WEEK })).not.toMatch(/approx/i);
+  });
+
+  it('time zones: UTC instants read as the project’s wall clock, truncated there', () => {
+    expect(
+      sql({ events: [{ id: 'e' }], ...WEEK, interval: 'hour', date_to: '2024-03-02' }, project('Asia/Kolkata')),
+    ).toContain(
+      `CAST(date_trunc('hour', at_timezone(with_timezone("timestamp", 'UTC'), 'Asia/Kolkata')) AS timestamp) AS bucket`,
+    );
+  });
+
+  it('DuckDB: the zone’s offsets over the range as arithmetic (a CASE at each DST change), UTC as it is', () => {
+    const duck: LakeSource = { dialect: 'duckdb', files: ['/lake/x.parquet'] };
+    const request = { events: [{ id: 'e' }], date_from: '2024-03-09', date_to: '2024-03-11' };
+    expect(sql(request, project('America/New_York'), duck)).toContain(
+      `date_trunc('day', (CASE WHEN "timestamp" < TIMESTAMP '2024-03-10 07:00:00.000' THEN ("timestamp" + INTERVAL '-18000 seconds') ELSE ("timestamp" + INTERVAL '-14400 seconds') END)) AS bucket`,
+    );
+    expect(sql(request, project('UTC'), duck)).toContain(`date_trunc('day', "timestamp") AS bucket`);
+  });
+
+  it('weeks start on the project’s day: Monday as Trino’s date_trunc, Sunday shifted by a day', () => {
+    expect(sql({ events: [{ id: 'e' }], ...WEEK, interval: 'week' }, project('UTC', 1))).toContain(
+      `CAST(date_trunc('week', at_timezone(with_timezone("timestamp", 'UTC'), 'UTC')) AS timestamp) AS bucket`,
+    );
+    expect(sql({ events: [{ id: 'e' }], ...WEEK, interval: 'week' }, project('UTC', 0))).toContain(
+      `CAST(date_add('day', -1, date_trunc('week', date_add('day', 1, at_timezone(with_timezone("timestamp", 'UTC'), 'UTC')))) AS timestamp) AS bucket`,
+    );
+  });
+
+  it('event property filters: own columns for frequent properties, JSON for the rest; each operator', () => {
+    const text = sql({
+      events: [{ id: '$pageview' }],
+      ...WEEK,
+      properties: [
+        { key: '$browser', operator: 'exact', value: ['Chrome', "O'Brien"] },
+        { key: 'plan', operator: 'is_not', value: 'free' },
+        { key: '$current_url', operator: 'icontains', value: '/pricing' },
+        { key: 'amount', operator: 'gt', value: 10 },
+        { key: 'amount', operator: 'between', value: [1, 5] },
+        { key: '$os', operator: 'is_set' },
+        { key: 'ref', operator: 'regex', value: '^g(oogle)?' },
+      ],
+    });
+    expect(text.split('\n').at(-3)).toMatchInlineSnapshot(
+      `"  AND (((("browser" IN ('Chrome', 'O''Brien')) AND ((json_extract_scalar("properties", '$["plan"]') IS NULL) OR (NOT (json_extract_scalar("properties", '$["plan"]') IN ('free')))) AND (("current_url" IS NOT NULL) AND ((strpos(lower("current_url"), lower('/pricing')) > 0))) AND (try_cast(trim(json_extract_scalar("properties", '$["amount"]')) AS double) > 10) AND (try_cast(trim(json_extract_scalar("properties", '$["amount"]')) AS double) BETWEEN 1 AND 5) AND ("os" IS NOT NULL) AND ((json_extract_scalar("properties", '$["ref"]') IS NOT NULL) AND (regexp_like(json_extract_scalar("properties", '$["ref"]'), '^g(oogle)?'))))))"`,
+    );
+  });
+
+  it('an event-property breakdown and a HogQL filter', () => {
+    const text = sql({
+      events: [{ id: '$pageview' }],
+      ...WEEK,
+      breakdown: 'plan',
+      properties: [{ type: 'hogql', key: "properties.$browser = 'Chrome' OR properties.plan = 'pro'" }],
+    });
+    expect(text).toContain(`SELECT 0 AS series, json_extract_scalar("properties", '$["plan"]') AS breakdown`);
+    expect(text).toContain(`(("browser" = 'Chrome') OR (json_extract_scalar("properties", '$["plan"]') = 'pro'))`);
+  });
+
+  it('no filter can widen the project predicate: every input is inside parentheses after it', () => {
+    const text = sql({
+      events: [{ id: 'e' }],
+      ...WEEK,
+      properties: [{ type: 'hogql', key: 'true OR 1 = 1' }],
+    });
+    const where = text.slice(text.indexOf('WHERE'));
+    expect(where.startsWith('WHERE "project_id" = 7\n  AND ')).toBe(true);
+    expect(where).toMatch(/\n {2}AND \(+TRUE OR \(1 = 1\)\)+\nGROUP BY/);
+    // Quotes in names and values stay literals.
+    const hostile = sql({ events: [{ id: "e' OR project_id <> 7 --" }], ...WEEK });
+    expect(hostile).toContain(`"event" = 'e'' OR project_id <> 7 --'`);
+  });
+
+  it('refuses, by name, what the lake cannot answer exactly', () => {
+    const refused = (request: Record<string, unknown>) => {
+      try {
+        sql({ ...WEEK, ...request });
+      } catch (e) {
+        expect(e).toBeInstanceOf(LakeSqlUnsupported);
+        return (e as LakeSqlUnsupported).construct;
+      }
+      return 'printed';
+    };
+    expect(refused({ events: [{ id: 'e', math: 'weekly_active' }] })).toBe('the math weekly_active');
+    expect(refused({ events: [{ id: 'e', math: 'p90', math_property: 'x' }] })).toBe('the math p90');
+    expect(refused({ events: [{ id: 'e' }], compare: true })).toBe('compare');
+    expect(refused({ events: [{ id: 'e', properties: [{ key: 'email', value: 'a', type: 'person' }] }] })).toBe(
+      'a person property filter',
+    );
+    expect(
+      refused({ events: [{ id: 'e' }], properties: [{ type: 'hogql', key: 'person.properties.email = 1' }] }),
+    ).toBe('the field person.properties.email');
+    expect(refused({ events: [{ id: 'e' }], properties: [{ type: 'hogql', key: 'properties.amount % 2 = 1' }] })).toBe(
+      'the operator %',
+    );
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// DuckDB over lake files, against the columnar engine
+
+const duck = await (await DuckDBInstance.create(':memory:')).connect();
+afterAll(() => duck.closeSync());
+
+/** The events as the lake keeps them: slice 1's writer, one folder per (project, UTC day). */
+function writeLake(root: string, projectId: number, events: LakeEvent[]): string[] {
+  const byDay = new Map<string, LakeEvent[]>();
+  for (const e of events) byDay.set(e.timestamp.slice(0, 10), [...(byDay.get(e.timestamp.slice(0, 10)) ?? []), e]);
+  return [...byDay].flatMap(([day, list]) =>
+    lakeFiles(list).map((body, i) => {
+      const path = join(root, dataKey(projectId, day, 'g1', i));
+      mkdirSync(dirname(path), { recursive: true });
+      writeFileSync(path, body);
+      return path;
+    }),
+  );
+}
+
+const localText = (at: Date, tz: string) => {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat('en-CA', {
+      timeZone: tz,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+    })
+      .formatToParts(at)
+      .map((p) => [p.type, p.value]),
+  );
+  return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second}`;
+};
+
+async function compare(
+  request: Record<string, unknown>,
+  events: LakeEvent[],
+  settings: ProjectSettings,
+): Promise<{ lake: Map<string, number>; engine: Map<string, number> }> {
+  const root = mkdtempSync(join(tmpdir(), 'lake-sql-'));
+  const projectId = 7;
+  // Another project's events in the same lake (same uuids): the predicate keeps them out.
+  const files = [...writeLake(root, projectId, events), ...writeLake(root, 8, events)];
+  const model = parseTrendRequest(request);
+  const range = resolveDateRange(model, settings, NOW);
+  const text = printTrendSql({ projectId, model, range, project: settings }, { dialect: 'duckdb', files });
+  const rows = await (await duck.runAndReadAll(text)).getRowObjectsJson();
+  const lake = new Map<string, number>();
+  for (const r of rows) lake.set(`${r.series}|${r.breakdown}|${r.bucket}`, Number(r.value));
+  const trendEvents: TrendEvent[] = events.map((e) => ({
+    ...e,
+    person_id: e.person_id ?? e.distinct_id,
+    person_properties: {},
+  }));
+  const response = computeTrend(model, { events: trendEvents, project: settings, actions: [], now: NOW });
+  const engine = new Map<string, number>();
+  for (const s of response.result) {
+    const b = s.breakdown_value === undefined || s.breakdown_value === BREAKDOWN_NULL_VALUE ? null : s.breakdown_value;
+    s.data.forEach((v, i) => {
+      if (v) engine.set(`${s.action?.order ?? 0}|${b}|${localText(range.buckets[i]!, range.timezone)}`, v);
+    });
+  }
+  return { lake, engine };
+}
+
+const NAMES = ['$pageview', 'signed up', 'clicked'];
+const event = fc.record({
+  event: fc.constantFrom(...NAMES),
+  // 2024-03-01 .. 2024-03-15 (US DST starts on the 10th).
+  t: fc.integer({ min: Date.parse('2024-03-01T00:00:00Z'), max: Date.parse('2024-03-15T23:59:59Z') }),
+  user: fc.integer({ min: 0, max: 9 }),
+  browser: fc.constantFrom('Chrome', 'Safari', 'Firefox', undefined),
+  plan: fc.constantFrom('free', 'pro', 'Pro plan', undefined),
+  amount: fc.oneof(fc.integer({ min: 0, max: 100 }), fc.constant(undefined), fc.constant('42')),
+});
+
+const stringFilter = fc.record({
+  key: fc.constantFrom('$browser', 'plan'),
+  operator: fc.constantFrom('exact', 'is_not', 'icontains', 'not_icontains', 'is_set', 'is_not_set'),
+  value: fc.constantFrom('Chrome', 'pro', 'Safari', 'free', 'o'),
+});
+const numberFilter = fc.record({
+  key: fc.constant('amount'),
+  operator: fc.constantFrom('gt', 'lt', 'gte', 'lte'),
+  value: fc.integer({ min: 0, max: 100 }),
+});
+const filters = fc.array(fc.oneof(stringFilter, numberFilter), { maxLength: 2 });
+
+const trendRequest = fc
+  .record({
+    series: fc.array(
+      fc.record({ id: fc.constantFrom(...NAMES, null), math: fc.constantFrom('total', 'dau'), properties: filters }),
+      { minLength: 1, maxLength: 2 },
+    ),
+    properties: filters,
+    breakdown: fc.constantFrom(undefined, '$browser', 'plan', 'amount'),
+    interval: fc.constantFrom('hour', 'day', 'week'),
+    start: fc.integer({ min: 0, max: 12 }),
+    length: fc.integer({ min: 1, max: 3 }),
+  })
+  .map((r) => {
+    const from = new Date(Date.parse('2024-03-01T00:00:00Z') + r.start * 86_400_000);
+    const to = new Date(from.getTime() + r.length * 86_400_000 - 1000);
+    return {
+      events: r.series,
+      properties: r.properties,
+      interval: r.interval,
+      date_from: from.toISOString().slice(0, 19),
+      date_to: to.toISOString().slice(0, 19),
+      breakdown_limit: 100,
+      ...(r.breakdown ? { breakdown: r.breakdown } : {}),
+    };
+  });
+
+describe('DuckDB over lake files equals the columnar engine', () => {
+  it('a breakdown by day in a zone with DST, by hand', async () => {
+    const events: LakeEvent[] = [
+      ['2024-03-10T06:30:00Z', 'Chrome'],
+      ['2024-03-10T07:30:00Z', 'Chrome'],
+      ['2024-03-10T08:30:00Z', undefined],
+      ['2024-03-11T03:59:00Z', 'Safari'],
+    ].map(([t, b], i) => ({
+      uuid: `u${i}`,
+      event: '$pageview',
+      timestamp: t!,
+      distinct_id: `d${i % 2}`,
+      person_id: null,
+      properties: b ? { $browser: b } : {},
+    }));
+    const { lake, engine } = await compare(
+      { events: [{ id: '$pageview' }], breakdown: '$browser', date_from: '2024-03-09', date_to: '2024-03-11' },
+      events,
+      project('America/New_York'),
+    );
+    expect(lake).toEqual(engine);
+    expect(lake.get('0|Chrome|2024-03-10 00:00:00')).toBe(2);
+    expect(lake.get('0|Safari|2024-03-10 00:00:00')).toBe(1);
+  });
+
+  it('random trends (total, dau, event-property filters, breakdown, hour/day/week) give equal numbers', async () => {
+    let answered = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(event, { minLength: 60, maxLength: 200 }),
+        trendRequest,
+        fc.constantFrom('UTC', 'America/New_York', 'Asia/Kolkata'),
+        fc.constantFrom(0 as const, 1 as const),
+        async (raw, request, tz, weekStart) => {
+          const events: LakeEvent[] = raw.map((e, i) => ({
+            uuid: `00000000-0000-7000-8000-${String(i).padStart(12, '0')}`,
+            event: e.event,
+            timestamp: new Date(e.t).toISOString(),
+            distinct_id: `user-${e.user}`,
+            // Persons merge some distinct ids; the others have none in the lake (null).
+            person_id: e.user < 6 ? `person-${e.user % 3}` : null,
+            properties: Object.fromEntries(
+              Object.entries({ $browser: e.browser, plan: e.plan, amount: e.amount }).filter(
+                ([, v]) => v !== undefined,
+              ),
+            ),
+          }));
+          const { lake, engine } = await compare(request, events, project(tz, weekStart));
+          expect(lake).toEqual(engine);
+          if (lake.size) answered += 1;
+        },
+      ),
+      { numRuns: 40 },
+    );
+    // Not vacuous: many runs count something (the rest filter every event out, and must agree on that too).
+    expect(answered).toBeGreaterThan(10);
+  });
+
+  it('hostile names and values (quotes, backslashes, JSON pointer and LIKE characters, unicode) stay literals: same numbers, no other project', async () => {
+    const text = fc.string({ unit: 'binary', minLength: 1, maxLength: 12 }).filter((t) => !t.includes('\0'));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({ name: text, key: text, value: text, operator: fc.constantFrom('exact', 'is_not', 'icontains') }),
+        async ({ name, key, value, operator }) => {
+          const events: LakeEvent[] = [value, `x${value}x`, 'other'].map((v, i) => ({
+            uuid: `00000000-0000-7000-8000-00000000000${i}`,
+            event: i === 2 ? 'another' : name,
+            timestamp: `2024-03-0${i + 2}T10:00:00.000Z`,
+            distinct_id: `d${i}`,
+            person_id: null,
+            properties: { [key]: v },
+          }));
+          const request = {
+            events: [{ id: name, properties: [{ key, operator, value }] }],
+            date_from: '2024-03-01',
+            date_to: '2024-03-05',
+          };
+          const { lake, engine } = await compare(request, events, project());
+          expect(lake).toEqual(engine);
+          // Every operator here matches at least one of the events (project 8's copies are never counted).
+          expect(lake.size).toBeGreaterThan(0);
+          expect([...lake.values()].reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(2);
+        },
+      ),
+      { numRuns: 30 },
+    );
+  });
+});
