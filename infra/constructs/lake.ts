@@ -1,4 +1,4 @@
-import { Duration, NestedStack, Validations, type CfnElement, type RemovalPolicy } from 'aws-cdk-lib';
+import { Duration, Names, NestedStack, Stack, Validations, type CfnElement, type RemovalPolicy } from 'aws-cdk-lib';
 import * as athena from 'aws-cdk-lib/aws-athena';
 import * as glue from 'aws-cdk-lib/aws-glue';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -141,12 +141,17 @@ export class Lake extends NestedStack {
         resources: [this.bucket.arnForObjects(`${EVENTS_PREFIX}*`), this.bucket.arnForObjects(`${MANIFESTS_PREFIX}*`)],
       }),
     );
-    // cdk-nag names the bucket by its logical id in this nested stack.
-    const bucketArn = `<${this.getLogicalId(this.bucket.node.defaultChild as CfnElement)}.Arn>`;
-    for (const prefix of [EVENTS_PREFIX, MANIFESTS_PREFIX])
-      Validations.of(fn.role!).acknowledge({
-        id: `AwsSolutions-IAM5[Resource::${bucketArn}/${prefix}*]`,
-        reason: `The lake's objects under ${prefix} (one folder per project and day, named at run time): object actions only, on this one bucket's prefix; query results and the rest of the bucket are not granted.`,
-      });
+    // cdk-nag's aspect names the bucket by its logical id in this nested stack; the validation plugin,
+    // reading the function's synthesized template, by the output CDK passes it out through.
+    const bucket = this.bucket.node.defaultChild as CfnElement;
+    const bucketArns = [`<${this.getLogicalId(bucket)}.Arn>`];
+    if (Stack.of(fn) !== this)
+      bucketArns.push(`<${Stack.of(fn).getLogicalId(this.nestedStackResource!)}.Outputs.${Names.uniqueId(bucket)}Arn>`);
+    for (const bucketArn of bucketArns)
+      for (const prefix of [EVENTS_PREFIX, MANIFESTS_PREFIX])
+        Validations.of(fn.role!).acknowledge({
+          id: `AwsSolutions-IAM5[Resource::${bucketArn}/${prefix}*]`,
+          reason: `The lake's objects under ${prefix} (one folder per project and day, named at run time): object actions only, on this one bucket's prefix; query results and the rest of the bucket are not granted.`,
+        });
   }
 }

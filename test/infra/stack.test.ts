@@ -404,8 +404,20 @@ describe('batch export destinations and their secrets', () => {
   const withAction = (prefix: string) =>
     allStatements().filter(({ st }) => [st.Action].flat().some((a) => a.startsWith(prefix)));
 
-  it('lets no function put objects in S3 with its own identity', () => {
-    expect(withAction('s3:')).toEqual([]);
+  it("lets no function put objects in S3 with its own identity, but the compactor in the lake's day folders", () => {
+    const lakeWriters = (workers as readonly Worker[]).filter((w) => w.writesLake).map((w) => w.name);
+    expect(lakeWriters).toEqual(['compact_events']);
+    const s3 = withAction('s3:');
+    expect(s3.map(({ name }) => name)).toEqual(lakeWriters);
+    const st = s3[0]!.st as unknown as { Action: string[]; Resource: unknown[] };
+    expect([st.Action].flat().sort()).toEqual(
+      ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject', 's3:PutObject'].sort(),
+    );
+    // The lake bucket's day files and day pointers, nothing else of it and no other bucket.
+    expect(st.Resource.map((r) => JSON.stringify(r).match(/"\/([a-z/]*\*)"/)?.[1])).toEqual([
+      'events/*',
+      'manifests/events/*',
+    ]);
   });
 
   it('lets only the exporter and the destination check assume roles, any role but those of its own account', () => {
