@@ -174,9 +174,11 @@ function expressionFields(query: TrendsModel, testAccounts: Filter[]): string[][
 const appliedTestAccounts = (query: TrendsModel, project: ProjectSettings): Filter[] =>
   query.filterTestAccounts ? testAccountFilters(query, project) : [];
 
+/** Person properties and cohort membership are both read through the events' persons. */
+const readsPerson = (f: Filter) => f.type === 'person' || f.type === 'cohort';
 const groupUsesPersons = (g: PropertyGroup): boolean =>
-  g.values.some((v) => ('values' in v ? groupUsesPersons(v) : v.type === 'person'));
-const filtersUsePersons = (filters: Filter[] | undefined) => (filters ?? []).some((f) => f.type === 'person');
+  g.values.some((v) => ('values' in v ? groupUsesPersons(v) : readsPerson(v)));
+const filtersUsePersons = (filters: Filter[] | undefined) => (filters ?? []).some(readsPerson);
 
 /**
  * Whether the answer depends on who the events' persons are (merged distinct ids, person properties):
@@ -185,7 +187,8 @@ const filtersUsePersons = (filters: Filter[] | undefined) => (filters ?? []).som
  * `person.properties`. When it does not, storage skips resolving persons.
  */
 export function needsPersons(query: TrendsModel, project: ProjectSettings, actions: ActionDefinition[]): boolean {
-  if (query.breakdownFilter?.source === 'person' || groupUsesPersons(query.properties)) return true;
+  const source = query.breakdownFilter?.source;
+  if (source === 'person' || source === 'cohort' || groupUsesPersons(query.properties)) return true;
   const testAccounts = appliedTestAccounts(query, project);
   if (filtersUsePersons(testAccounts)) return true;
   if (readsActors(expressionFields(query, testAccounts))) return true;
@@ -200,9 +203,9 @@ export function needsPersons(query: TrendsModel, project: ProjectSettings, actio
 }
 
 const eventKeysOf = (g: PropertyGroup): string[] =>
-  g.values.flatMap((v) => ('values' in v ? eventKeysOf(v) : v.type === 'person' || v.type === 'hogql' ? [] : [v.key]));
+  g.values.flatMap((v) => ('values' in v ? eventKeysOf(v) : readsPerson(v) || v.type === 'hogql' ? [] : [v.key]));
 const eventFilterKeys = (filters: Filter[] | undefined) =>
-  (filters ?? []).flatMap((f) => (f.type === 'person' || isHogQLFilter(f) ? [] : [f.key]));
+  (filters ?? []).flatMap((f) => (readsPerson(f) || isHogQLFilter(f) ? [] : [f.key]));
 
 /**
  * Every event property the answer can depend on: filter keys (request, series, action steps, applied

@@ -85,4 +85,5 @@ export function parseTrendExpr(text: unknown, attr: string, kind: 'value' | 'agg
 }
 
 /** Trends evaluate `type: "hogql"` filters (request, series and test-account filters; a project stores the latter). */
-export const HOGQL: FilterOptions = { hogql: (text, attr) => parseTrendExpr(text, attr, 'value') };
+/** What trend filters take beyond event and person properties: HogQL expressions and cohorts (cohort-filters.ts). */
+export const HOGQL: FilterOptions = { hogql: (text, attr) => parseTrendExpr(text, attr, 'value'), cohorts: true };

@@ -8,6 +8,7 @@
  * `attrs`, set by whichever front end built the model.
  */
 import type { Expr } from '../hogql/ast.ts';
+import type { CohortBreakdownValue } from './cohort-filters.ts';
 import type { Display, FormulaNode, Interval, PropertyGroup, SeriesMath } from './types.ts';
 
 interface SeriesCommon {
@@ -41,10 +42,10 @@ export interface ActionsSeries extends SeriesCommon {
 export type SeriesModel = EventsSeries | ActionsSeries;
 
 /** `hogql`: an expression (`expr`) other than a plain property read, evaluated by the columnar engine. */
-export type BreakdownSource = 'event' | 'person' | 'session' | 'hogql';
+export type BreakdownSource = 'event' | 'person' | 'session' | 'hogql' | 'cohort';
 
 export interface BreakdownModel {
-  breakdown_type: 'event' | 'person' | 'session' | 'hogql';
+  breakdown_type: 'event' | 'person' | 'session' | 'hogql' | 'cohort';
   /** The breakdown as requested (echoed in `filter.breakdown`; for hogql, the expression's text). */
   breakdown: string;
   breakdown_limit: number;
@@ -60,6 +61,8 @@ export interface BreakdownModel {
   expr: Expr | null;
   /** The caller's name of the breakdown (`breakdown`, `query__breakdownFilter__breakdown`): errors while evaluating `expr` name it. */
   attr?: string;
+  /** A cohort breakdown's values (source `cohort`): each its own row (columnar/cohorts.ts). */
+  cohorts?: CohortBreakdownValue[];
 }
 
 /** The caller's names of the fields the engine's later checks can refuse. */

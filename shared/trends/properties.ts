@@ -6,6 +6,7 @@ import { RE2JS } from 're2js';
 import { textOf, ValidationError } from '#shared/errors.ts';
 import type { Expr } from '#shared/hogql/ast.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/json.ts';
+import { COHORT_FILTER_TYPES, cohortFilterEcho, isCohortFilter, parseCohortFilter } from './cohort-filters.ts';
 import { type DateContext, parseDateExpression, resolveExpression } from './dates.ts';
 import { endOfLocalDay, fromLocal } from './tz.ts';
 import {
@@ -46,7 +47,9 @@ const REGEX_OPERATORS = new Set<string>(['regex', 'not_regex']);
 const VALUELESS_OPERATORS = new Set<string>(['is_set', 'is_not_set']);
 
 const UNSUPPORTED_TYPES: Record<string, string> = {
-  cohort: 'Cohort filters are not supported yet.',
+  cohort: 'Cohort filters are not supported here.',
+  'precalculated-cohort': 'Cohort filters are not supported here.',
+  'static-cohort': 'Cohort filters are not supported here.',
   group: 'Group filters are not supported yet.',
   element: 'Element (autocapture) filters are not supported.',
   session: 'Session filters are not supported.',
@@ -61,6 +64,8 @@ export interface FilterOptions {
    * which imports compileRegex from here.
    */
   hogql?: (text: string, attr: string) => Expr;
+  /** Cohort filters (`type: "cohort"`) are read (trends: the engine tests them against loaded members); otherwise a 400. */
+  cohorts?: boolean;
 }
 
 export const EMPTY_GROUP: PropertyGroup = { type: 'AND', values: [] };
@@ -141,6 +146,7 @@ function parseGroup(raw: Record<string, unknown>, attr: string, options: FilterO
 /** Filters as echoed back: a hogql filter as sent (`{key, type: "hogql", value: null}`), without its parsed expression. */
 export function echoOf(item: Item): PropertyFilter | PropertyGroup {
   if (isGroup(item)) return echoGroup(item);
+  if (isCohortFilter(item)) return cohortFilterEcho(item);
   return isHogQLFilter(item) ? { key: item.key, type: 'hogql', value: null } : item;
 }
 
@@ -168,6 +174,7 @@ export function parseFilter(
       expr: options.hogql(raw.key, `${attr}__key`),
       attr: `${attr}__key`,
     };
+  if (options.cohorts && COHORT_FILTER_TYPES.has(type)) return parseCohortFilter(raw, attr);
   if (Object.hasOwn(UNSUPPORTED_TYPES, type)) throw new ValidationError(UNSUPPORTED_TYPES[type]!, `${attr}__type`);
   if (type !== 'event' && type !== 'person')
     throw new ValidationError(`"${type}" is not a valid choice.`, `${attr}__type`);
@@ -283,7 +290,11 @@ export type EventPredicate = (e: TrendEvent) => boolean;
 
 export function compileGroup(group: PropertyGroup, ctx: DateContext): EventPredicate {
   const parts = group.values.map((v) =>
-    isGroup(v) ? compileGroup(v, ctx) : isHogQLFilter(v) ? hogqlNotEvaluated() : compileFilter(v, ctx),
+    isGroup(v)
+      ? compileGroup(v, ctx)
+      : isHogQLFilter(v) || isCohortFilter(v)
+        ? hogqlNotEvaluated()
+        : compileFilter(v, ctx),
   );
   if (!parts.length) return () => true;
   return group.type === 'OR' ? (e) => parts.some((p) => p(e)) : (e) => parts.every((p) => p(e));
@@ -306,9 +317,9 @@ export function propertyOf(properties: Record<string, unknown> | null | undefine
 /** Distinct primitive values whose test result a compiled filter remembers (property values repeat a lot). */
 const MEMO_LIMIT = 4096;
 
-/** A hogql filter has a slot in the model but no evaluator yet: the front ends refuse it (400) before one gets here. */
+/** HogQL and cohort filters are evaluated on columns only (columnar/masks.ts): readers of event objects refuse them (400) before one gets here. */
 export function hogqlNotEvaluated(): never {
-  throw new Error('hogql property filters are not evaluated yet');
+  throw new Error('hogql and cohort property filters are evaluated by the columnar engine only');
 }
 
 export function compileFilter(f: PropertyFilter, ctx: DateContext): EventPredicate {

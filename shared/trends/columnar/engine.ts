@@ -18,6 +18,7 @@
 import { textOf } from '#shared/errors.ts';
 import { compileAggregate, type EvalContext, fieldsOf } from '#shared/hogql/index.ts';
 import { breakdownText } from '../breakdown.ts';
+import type { CohortSets } from '../cohort-filters.ts';
 import {
   actionOf,
   indexActions,
@@ -57,6 +58,8 @@ export interface ColumnarInput {
   actions: ActionDefinition[];
   now: Date;
   firstEventAt?: Date;
+  /** The members of every cohort the query names (filters, breakdown), loaded once per query. */
+  cohorts?: CohortSets;
   /** Dense aggregate cells allowed per query (default DENSE_CELLS); tests lower it to exercise the hash table. */
   denseCells?: number;
 }
@@ -444,13 +447,14 @@ function seriesNodes(
   project: ProjectSettings,
   actions: ReadonlyMap<number, ActionDefinition>,
   ctx: DateContext,
+  cohorts: CohortSets | undefined,
 ): MaskNode[] {
-  const global = groupNode(query.properties, ctx);
+  const global = groupNode(query.properties, ctx, cohorts);
   const testAccounts = query.filterTestAccounts
-    ? groupNode({ type: 'AND', values: testAccountFilters(query, project) }, ctx)
+    ? groupNode({ type: 'AND', values: testAccountFilters(query, project) }, ctx, cohorts)
     : null;
   return query.series.map((entity) => {
-    const own = groupNode(entity.properties, ctx);
+    const own = groupNode(entity.properties, ctx, cohorts);
     let matches: MaskNode;
     if (entity.kind === 'EventsNode') {
       matches = entity.event === null ? own : andNode({ kind: 'name', name: entity.event }, own);
@@ -508,7 +512,7 @@ export function computeTrendFromColumns(query: TrendsModel, input: ColumnarInput
   const ctx = projectContext(query, input.project, input.now);
   const periods = periodsFor(query, resolveDateRange(query, input.project, input.now, input.firstEventAt));
   const actions = indexActions(query, input.actions);
-  const nodes = seriesNodes(query, input.project, actions, ctx);
+  const nodes = seriesNodes(query, input.project, actions, ctx, input.cohorts);
   const state = new QueryState();
   const breakdown = query.breakdownFilter;
   const evalCtx = evalContextOf(ctx);

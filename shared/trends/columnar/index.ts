@@ -1,11 +1,20 @@
 /** The columnar trend engine: a caller's events become one in-memory batch; storage hands over a ColumnSource. */
+import type { CohortSets } from '../cohort-filters.ts';
 import { eventPropertiesUsed } from '../compute.ts';
 import type { TrendsModel } from '../model.ts';
 import type { ActionDefinition, ProjectSettings, TrendEvent, TrendResponse } from '../types.ts';
 import { batchOfEvents, type ColumnBatch } from './batch.ts';
-import { computeTrendFromColumns } from './engine.ts';
+import { computeCohortBreakdown } from './cohorts.ts';
+import { type ColumnarInput, computeTrendFromColumns as computeColumns } from './engine.ts';
 
-export { computeTrendFromColumns, type ColumnarInput } from './engine.ts';
+export type { ColumnarInput } from './engine.ts';
+
+/** The engine over a ColumnSource; a cohort breakdown is one pass per cohort (cohorts.ts). */
+export function computeTrendFromColumns(query: TrendsModel, input: ColumnarInput): TrendResponse {
+  if (query.breakdownFilter?.source === 'cohort')
+    return computeCohortBreakdown(query, input.cohorts, (pass) => computeColumns(pass, input));
+  return computeColumns(query, input);
+}
 export {
   batchOfEvents,
   batchOfRows,
@@ -27,6 +36,7 @@ export function computeTrend(
     actions: ActionDefinition[];
     now: Date;
     firstEventAt?: Date;
+    cohorts?: CohortSets;
   },
 ): TrendResponse {
   let batch: ColumnBatch | undefined;
@@ -43,6 +53,7 @@ export function computeTrend(
     actions: input.actions,
     now: input.now,
     firstEventAt: input.firstEventAt,
+    cohorts: input.cohorts,
   });
 }
 export { distinctIdsOf, storedSource, type StoredColumns } from './stored.ts';

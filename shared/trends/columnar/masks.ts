@@ -6,6 +6,7 @@
  * evaluated once per dictionary entry of the one column it reads, or per distinct tuple of several
  * (expressions.ts), then spread the same way.
  */
+import { type CohortSets, isCohortFilter, NO_COHORTS } from '../cohort-filters.ts';
 import type { DateContext } from '../dates.ts';
 import { isGroup, propertyOf, valueTest } from '../properties.ts';
 import { isHogQLFilter, type PropertyFilter, type PropertyGroup } from '../types.ts';
@@ -21,6 +22,8 @@ export type MaskNode =
   | { kind: 'property'; person: boolean; key: string; test: (value: unknown) => boolean; memo: Map<unknown, boolean> }
   /** A HogQL boolean expression (`{"type": "hogql", "key": ...}`): evaluated per dictionary entry or distinct tuple (expressions.ts). */
   | { kind: 'hogql'; expr: ColumnExpr }
+  /** A cohort filter: the cohort's members (person ids, loaded once per query) tested once per actor of a batch. */
+  | { kind: 'cohort'; members: ReadonlySet<string>; inside: boolean }
   | { kind: 'and' | 'or'; parts: MaskNode[] };
 
 export const ALL: MaskNode = { kind: 'const', value: true };
@@ -28,18 +31,24 @@ export const ALL: MaskNode = { kind: 'const', value: true };
 /** Primitive values whose answer a filter remembers across batches (each batch's dictionary repeats the last one's). */
 const MEMO_LIMIT = 65_536;
 
-export function filterNode(f: PropertyFilter, ctx: DateContext): MaskNode {
+export function filterNode(f: PropertyFilter, ctx: DateContext, cohorts: CohortSets = NO_COHORTS): MaskNode {
+  if (isCohortFilter(f)) {
+    const cohort = cohorts.get(f.value);
+    // The domain loads every cohort a query names before it runs (shared/domain/trend-cohorts.ts).
+    if (!cohort) throw new Error(`cohort ${f.value} was not loaded`);
+    return { kind: 'cohort', members: cohort.members, inside: f.operator !== 'not_in' };
+  }
   return { kind: 'property', person: f.type === 'person', key: f.key, test: valueTest(f, ctx), memo: new Map() };
 }
 
-export function groupNode(group: PropertyGroup, ctx: DateContext): MaskNode {
+export function groupNode(group: PropertyGroup, ctx: DateContext, cohorts: CohortSets = NO_COHORTS): MaskNode {
   const parts = group.values.map(
     (v): MaskNode =>
       isGroup(v)
-        ? groupNode(v, ctx)
+        ? groupNode(v, ctx, cohorts)
         : isHogQLFilter(v)
           ? { kind: 'hogql', expr: compileColumnExpr(v.expr, evalContextOf(ctx), v.attr ?? 'properties') }
-          : filterNode(v, ctx),
+          : filterNode(v, ctx, cohorts),
   );
   if (!parts.length) return ALL;
   return { kind: group.type === 'OR' ? 'or' : 'and', parts };
@@ -98,6 +107,11 @@ export function evaluate(node: MaskNode, batch: ColumnBatch): Mask {
       );
     case 'property':
       return propertyMask(node, batch);
+    case 'cohort': {
+      const { members, inside } = node;
+      const table = Uint8Array.from(batch.actors, (a) => (members.has(a.person) === inside ? 1 : 0));
+      return spread(table, batch.actorIndexes, batch.n);
+    }
     case 'hogql': {
       const { table, indexes } = valuesOf(node.expr, batch);
       return spread(
