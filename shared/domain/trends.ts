@@ -34,6 +34,8 @@ import {
 import { actionDefinitions } from './actions.ts';
 import { readTrendRows, type TrendEventSource } from './event-segments.ts';
 import { findProject, projectSettings } from './projects.ts';
+import { checkTrendCohorts, loadTrendCohorts } from './trend-cohorts.ts';
+import type { CohortRef } from '../trends/columnar/index.ts';
 import type { MembershipRecord } from '../db/organizations.ts';
 import type { ProjectRecord } from '../db/projects.ts';
 
@@ -148,6 +150,8 @@ interface TrendInputs {
   now: Date;
   range: DateRange;
   read: ReadWindow | null;
+  /** The cohorts the query names (checked to exist); their members are loaded when events are read. */
+  cohorts: CohortRef[];
 }
 
 /**
@@ -169,23 +173,24 @@ async function prepareTrend(
     if (s.kind === 'ActionsNode' && !actions.some((a) => a.id === s.id)) throw unknownAction(s);
   }
   const settings = projectSettings(project);
+  const cohorts = await checkTrendCohorts(projectId, query, settings);
   const now = clockNow();
   // The caps (shared/trends/limits.ts) before anything is read: the response's size on the requested
   // range, the days read once the range is clamped to the stored events: from the project's first
   // event, to now + 23 h (capture stores a later time as now).
   const range = resolveDateRange(query, settings, now, firstAt);
   const read = eventsToRead(query, range, firstAt, new Date(now.getTime() + FUTURE_CUTOFF_MS));
-  return { query, settings, actions, firstAt, now, range, read };
+  return { query, settings, actions, firstAt, now, range, read, cohorts };
 }
 
 async function computeFromStore(projectId: number, inputs: TrendInputs, phases: Phases, check = () => {}) {
-  const { query, settings, actions, firstAt, now, range, read } = inputs;
+  const { query, settings, firstAt, now, read } = inputs;
   const computed = canUseHourlyRollups(query, settings, now, firstAt)
     ? {
         response: await fromRollups(projectId, query, read, settings, now, firstAt, phases, check),
         source: 'rollups' as const,
       }
-    : await fromEvents(projectId, query, range, read, settings, actions, now, firstAt, phases, check);
+    : await fromEvents(projectId, inputs, phases, check);
   checkResponseBytes(query, Buffer.byteLength(JSON.stringify(computed.response)));
   return computed;
 }
@@ -222,18 +227,8 @@ async function fromRollups(
   return response;
 }
 
-async function fromEvents(
-  projectId: number,
-  query: TrendsModel,
-  range: DateRange,
-  read: ReadWindow | null,
-  settings: ProjectSettings,
-  actions: ActionDefinition[],
-  now: Date,
-  firstAt: Date | undefined,
-  phases: Phases,
-  check: () => void,
-) {
+async function fromEvents(projectId: number, inputs: TrendInputs, phases: Phases, check: () => void) {
+  const { query, range, read, settings, actions, now, firstAt } = inputs;
   const persons = needsPersons(query, settings, actions);
   const projection = { properties: eventPropertiesUsed(query, settings, actions), distinctIds: persons };
   const { columns, source, segments } =
@@ -249,7 +244,10 @@ async function fromEvents(
     'read',
     `${daysRead(read && range.buckets.length ? read : null)}; ${segments.kept} of ${segments.read} segments in memory`,
   );
-  const join = persons ? await personJoin(projectId, distinctIdsOf(columns)) : distinctIdsOnly;
+  const [join, cohorts] = await Promise.all([
+    persons ? personJoin(projectId, distinctIdsOf(columns)) : distinctIdsOnly,
+    loadTrendCohorts(projectId, inputs.cohorts),
+  ]);
   phases.mark('persons');
   check();
   const response = computeTrendFromColumns(query, {
@@ -258,6 +256,7 @@ async function fromEvents(
     actions,
     now,
     firstEventAt: firstAt,
+    cohorts,
   });
   phases.mark('compute');
   return { response, source };

@@ -79,8 +79,7 @@ describe('cohort property filters', () => {
       'properties__0__value',
     );
     expectValidation(
-      () =>
-        parseTrendRequest({ events: [{ id: 'e', properties: [{ type: 'cohort', key: 'id' }] }] }),
+      () => parseTrendRequest({ events: [{ id: 'e', properties: [{ type: 'cohort', key: 'id' }] }] }),
       'events__0__properties__0__value',
     );
   });

@@ -59,9 +59,9 @@ describe('series', () => {
 });
 
 describe('options', () => {
-  it('breakdown_type cohort or group: not supported yet', () => {
-    const cohort = expectValidation(() => parse({ breakdown: '[1]', breakdown_type: 'cohort' }), 'breakdown_type');
-    expect(cohort.detail).toMatch(/cohort.*not supported yet/i);
+  it('breakdown_type group: not supported yet; cohort takes a list of ids', () => {
+    expect(parse({ breakdown: '[1]', breakdown_type: 'cohort' }).breakdownFilter?.cohorts).toEqual([1]);
+    expectValidation(() => parse({ breakdown: '["x"]', breakdown_type: 'cohort' }), 'breakdown');
     const group = expectValidation(() => parse({ breakdown: 'name', breakdown_type: 'group' }), 'breakdown_type');
     expect(group.detail).toMatch(/group.*not supported yet/i);
     expectValidation(() => parse({ breakdown: 'x', breakdown_type: 'nonsense' }), 'breakdown_type', 'invalid_choice');
@@ -183,11 +183,12 @@ describe('property filters', () => {
       () => parse({ properties: [{ key: 'x', operator: 'like', value: 1 }] }),
       'properties__0__operator',
     );
-    const cohort = expectValidation(
-      () => parse({ properties: [{ key: 'id', value: 3, type: 'cohort' }] }),
+    const element = expectValidation(
+      () => parse({ properties: [{ key: 'tag_name', value: 'a', type: 'element' }] }),
       'properties__0__type',
     );
-    expect(cohort.detail).toMatch(/cohort/i);
+    expect(element.detail).toMatch(/element/i);
+    expectValidation(() => parse({ properties: [{ key: 'id', value: 'x', type: 'cohort' }] }), 'properties__0__value');
     expectValidation(() => parse({ properties: [{ value: 3 }] }), 'properties__0__key', 'required');
     expectValidation(
       () => parse({ properties: [{ key: 'x', operator: 'exact' }] }),
