@@ -9,8 +9,8 @@
  */
 import { getCohorts, membersPage } from '../db/cohorts.ts';
 import { ValidationError } from '../errors.ts';
-import type { CohortSets } from '../trends/cohort-filters.ts';
-import { cohortRefs, type CohortRef } from '../trends/columnar/index.ts';
+import type { CohortRef, CohortSets } from '../trends/cohort-filters.ts';
+import { cohortRefs } from '../trends/columnar/index.ts';
 import type { ProjectSettings, TrendsModel } from '../trends/index.ts';
 
 /**
@@ -28,18 +28,23 @@ export async function checkTrendCohorts(
   settings: ProjectSettings,
 ): Promise<CohortRef[]> {
   const refs = cohortRefs(query, settings);
-  if (!refs.length) return refs;
+  await checkCohortRefs(projectId, refs);
+  return refs;
+}
+
+/** Cohorts named anywhere (trends, EventsQuery, ActorsQuery): each must be a live cohort of the project. */
+export async function checkCohortRefs(projectId: number, refs: CohortRef[]): Promise<void> {
+  if (!refs.length) return;
   const ids = [...new Set(refs.map((r) => r.id))];
   const found = new Map((await getCohorts(projectId, ids)).map((c) => [c.id, c]));
   for (const ref of refs) {
     const cohort = found.get(ref.id);
     if (!cohort || cohort.deleted) throw new ValidationError(`Cohort ${ref.id} does not exist.`, ref.attr);
   }
-  return refs;
 }
 
 /** Each named cohort's name and members (person ids as the engine's actors carry them). */
-export async function loadTrendCohorts(projectId: number, refs: CohortRef[]): Promise<CohortSets> {
+export async function loadCohortMembers(projectId: number, refs: CohortRef[]): Promise<CohortSets> {
   const sets = new Map<number, { name: string; members: Set<string> }>();
   if (!refs.length) return sets;
   const ids = [...new Set(refs.map((r) => r.id))];

@@ -34,8 +34,8 @@ import {
 import { actionDefinitions } from './actions.ts';
 import { readTrendRows, type TrendEventSource } from './event-segments.ts';
 import { findProject, projectSettings } from './projects.ts';
-import { checkTrendCohorts, loadTrendCohorts } from './trend-cohorts.ts';
-import type { CohortRef } from '../trends/columnar/index.ts';
+import { checkTrendCohorts, loadCohortMembers } from './trend-cohorts.ts';
+import type { CohortRef } from '../trends/cohort-filters.ts';
 import type { MembershipRecord } from '../db/organizations.ts';
 import type { ProjectRecord } from '../db/projects.ts';
 
@@ -246,7 +246,7 @@ async function fromEvents(projectId: number, inputs: TrendInputs, phases: Phases
   );
   const [join, cohorts] = await Promise.all([
     persons ? personJoin(projectId, distinctIdsOf(columns)) : distinctIdsOnly,
-    loadTrendCohorts(projectId, inputs.cohorts),
+    loadCohortMembers(projectId, inputs.cohorts),
   ]);
   phases.mark('persons');
   check();

@@ -117,3 +117,23 @@ export function cohortBreakdownModel(raw: unknown, attr: string) {
     cohorts,
   };
 }
+
+/** Where a request names a cohort: its id and the caller's field (a 400 for an unknown cohort names it). */
+export interface CohortRef {
+  id: number;
+  attr: string;
+}
+
+type Node = PropertyFilter | { values: readonly unknown[] };
+
+/** The cohort filters of a parsed property group (groups nest), in order. */
+export function cohortRefsOf(group: { values: readonly unknown[] }, out: CohortRef[] = []): CohortRef[] {
+  for (const v of group.values as Node[]) {
+    if ('values' in v && Array.isArray(v.values) && !('key' in v)) cohortRefsOf(v, out);
+    else if (isCohortFilter(v as PropertyFilter)) {
+      const f = v as CohortPropertyFilter;
+      out.push({ id: f.value, attr: f.attr });
+    }
+  }
+  return out;
+}

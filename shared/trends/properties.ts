@@ -6,7 +6,13 @@ import { RE2JS } from 're2js';
 import { textOf, ValidationError } from '#shared/errors.ts';
 import type { Expr } from '#shared/hogql/ast.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/json.ts';
-import { COHORT_FILTER_TYPES, cohortFilterEcho, isCohortFilter, parseCohortFilter } from './cohort-filters.ts';
+import {
+  COHORT_FILTER_TYPES,
+  type CohortSets,
+  cohortFilterEcho,
+  isCohortFilter,
+  parseCohortFilter,
+} from './cohort-filters.ts';
 import { type DateContext, parseDateExpression, resolveExpression } from './dates.ts';
 import { endOfLocalDay, fromLocal } from './tz.ts';
 import {
@@ -288,17 +294,28 @@ function equalsTyped(prop: unknown, value: unknown): boolean {
 
 export type EventPredicate = (e: TrendEvent) => boolean;
 
-export function compileGroup(group: PropertyGroup, ctx: DateContext): EventPredicate {
+/**
+ * A group as a predicate over event objects. Cohort filters need their cohorts' members (`cohorts`,
+ * loaded by the caller): an event passes when its `person_id` is (not) one of them.
+ */
+export function compileGroup(group: PropertyGroup, ctx: DateContext, cohorts?: CohortSets): EventPredicate {
   const parts = group.values.map((v) =>
     isGroup(v)
-      ? compileGroup(v, ctx)
-      : isHogQLFilter(v) || isCohortFilter(v)
-        ? hogqlNotEvaluated()
-        : compileFilter(v, ctx),
+      ? compileGroup(v, ctx, cohorts)
+      : isCohortFilter(v) && cohorts?.has(v.value)
+        ? cohortPredicate(cohorts.get(v.value)!.members, v.operator !== 'not_in')
+        : isHogQLFilter(v) || isCohortFilter(v)
+          ? hogqlNotEvaluated()
+          : compileFilter(v, ctx),
   );
   if (!parts.length) return () => true;
   return group.type === 'OR' ? (e) => parts.some((p) => p(e)) : (e) => parts.every((p) => p(e));
 }
+
+const cohortPredicate =
+  (members: ReadonlySet<string>, inside: boolean): EventPredicate =>
+  (e) =>
+    members.has(e.person_id) === inside;
 
 export function compileFilters(filters: PropertyFilter[], ctx: DateContext): EventPredicate {
   return compileGroup({ type: 'AND', values: filters }, ctx);

@@ -157,7 +157,7 @@ describe('cohorts in trends, both front ends', () => {
       events: [{ id: '$pageview', math: 'dau', properties: [cohortFilter(uploaded)] }],
     });
     expect(legacySeries.body.result[0].data).toEqual([0, 0, 0, 1, 1, 2, 1, 0]);
-  });
+  }, 120_000);
 
   it('breaks a trend down by cohorts: each its own row (overlapping), labelled by name, "all" is all users', async () => {
     const breakdown = [proBuyers, uploaded, 'all'];
@@ -219,6 +219,52 @@ describe('cohorts in trends, both front ends', () => {
       expect(broken.status).toBe(400);
       expect(broken.body.attr).toBe('query__breakdownFilter__breakdown');
     }
+  });
+});
+
+describe('cohort filters in EventsQuery and ActorsQuery', () => {
+  const run = (q: Record<string, unknown>) => c.post(`/api/environments/${projectId}/query/`, { query: q });
+
+  it('EventsQuery keeps the events of the cohort’s persons (in / not_in), person columns unchanged', async () => {
+    const events = await run({
+      kind: 'EventsQuery',
+      select: ['event', 'distinct_id', 'person'],
+      event: '$pageview',
+      after: '-30d',
+      properties: [cohortFilter(uploaded)],
+    });
+    expect(events.status, JSON.stringify(events.body)).toBe(200);
+    // u2 1 + u3 3 + u4 1
+    expect(events.body.results.map((r: unknown[]) => r[1]).sort()).toEqual(['u2', 'u3', 'u3', 'u3', 'u4']);
+    expect(Object.keys(events.body.results[0][2]).sort()).toEqual(['created_at', 'distinct_id', 'properties', 'uuid']);
+    const outside = await run({
+      kind: 'EventsQuery',
+      select: ['distinct_id'],
+      event: '$pageview',
+      after: '-30d',
+      properties: [cohortFilter(proBuyers, 'not_in')],
+    });
+    expect(outside.body.results.map((r: unknown[]) => r[0]).sort()).toEqual(['u2', 'u3', 'u3', 'u3', 'u5', 'u5']);
+    const unknown = await run({ kind: 'EventsQuery', select: ['event'], properties: [cohortFilter(99_998)] });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.attr).toBe('query__properties__0__value');
+  });
+
+  it('ActorsQuery lists the cohort’s persons; an unknown cohort is a 400 naming the field', async () => {
+    const actors = await run({ kind: 'ActorsQuery', select: ['id'], properties: [cohortFilter(proBuyers)] });
+    expect(actors.status, JSON.stringify(actors.body)).toBe(200);
+    expect(actors.body.results.map((r: unknown[]) => r[0]).sort()).toEqual(
+      [persons.get('u1'), persons.get('u4')].sort(),
+    );
+    const both = await run({
+      kind: 'ActorsQuery',
+      select: ['id'],
+      properties: [cohortFilter(uploaded), { type: 'person', key: 'plan', value: 'free' }],
+    });
+    expect(both.body.results.map((r: unknown[]) => r[0])).toEqual([persons.get('u3')]);
+    const unknown = await run({ kind: 'ActorsQuery', fixedProperties: [cohortFilter(99_998)] });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.attr).toBe('query__fixedProperties__0__value');
   });
 });
 

@@ -6,11 +6,17 @@
  * the series' label when there are several series; `breakdown_value` is the cohort id or `"all"`.
  * The passes read the same source: storage is read once, the batches decoded once per cohort.
  */
-import { type CohortBreakdownValue, type CohortSets, isCohortFilter, NO_COHORTS } from '../cohort-filters.ts';
+import {
+  type CohortBreakdownValue,
+  type CohortRef,
+  cohortRefsOf,
+  type CohortSets,
+  NO_COHORTS,
+} from '../cohort-filters.ts';
 import { testAccountFilters } from '../compute.ts';
 import type { TrendsModel } from '../model.ts';
-import { echoGroup, isGroup } from '../properties.ts';
-import type { ProjectSettings, PropertyGroup, TrendResponse, TrendSeries } from '../types.ts';
+import { echoGroup } from '../properties.ts';
+import type { ProjectSettings, TrendResponse, TrendSeries } from '../types.ts';
 
 /** The label of `all` (PostHog: "all users"). */
 export const ALL_USERS_LABEL = 'all users';
@@ -62,28 +68,14 @@ export function computeCohortBreakdown(
   return { result, timezone };
 }
 
-/** Where a query names a cohort: its id and the caller's field (a 400 for an unknown cohort names it). */
-export interface CohortRef {
-  id: number;
-  attr: string;
-}
-
-function groupRefs(group: PropertyGroup, out: CohortRef[]): void {
-  for (const v of group.values) {
-    if (isGroup(v)) groupRefs(v, out);
-    else if (isCohortFilter(v)) out.push({ id: v.value, attr: v.attr });
-  }
-}
-
 /**
  * Every cohort a query names, in the order its fields are read: the request's filters, each
  * series' filters, the applied test-account filters, the breakdown's cohorts (`all` names none).
  */
 export function cohortRefs(query: TrendsModel, project: ProjectSettings): CohortRef[] {
-  const out: CohortRef[] = [];
-  groupRefs(query.properties, out);
-  for (const s of query.series) groupRefs(s.properties, out);
-  if (query.filterTestAccounts) groupRefs({ type: 'AND', values: testAccountFilters(query, project) }, out);
+  const out = cohortRefsOf(query.properties);
+  for (const s of query.series) cohortRefsOf(s.properties, out);
+  if (query.filterTestAccounts) cohortRefsOf({ values: testAccountFilters(query, project) }, out);
   const breakdown = query.breakdownFilter;
   for (const v of breakdown?.cohorts ?? [])
     if (v !== 'all') out.push({ id: v, attr: breakdown?.attr ?? query.attrs.series });

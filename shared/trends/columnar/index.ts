@@ -57,4 +57,4 @@ export function computeTrend(
   });
 }
 export { distinctIdsOf, storedSource, type StoredColumns } from './stored.ts';
-export { cohortRefs, type CohortRef } from './cohorts.ts';
+export { cohortRefs } from './cohorts.ts';
