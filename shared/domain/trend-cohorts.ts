@@ -26,29 +26,30 @@ export async function checkTrendCohorts(
   projectId: number,
   query: TrendsModel,
   settings: ProjectSettings,
-): Promise<CohortRef[]> {
-  const refs = cohortRefs(query, settings);
-  await checkCohortRefs(projectId, refs);
-  return refs;
+): Promise<NamedCohortRef[]> {
+  return checkCohortRefs(projectId, cohortRefs(query, settings));
+}
+
+/** A cohort a request names, found live in the project. */
+export interface NamedCohortRef extends CohortRef {
+  name: string;
 }
 
 /** Cohorts named anywhere (trends, EventsQuery, ActorsQuery): each must be a live cohort of the project. */
-export async function checkCohortRefs(projectId: number, refs: CohortRef[]): Promise<void> {
-  if (!refs.length) return;
+export async function checkCohortRefs(projectId: number, refs: CohortRef[]): Promise<NamedCohortRef[]> {
+  if (!refs.length) return [];
   const ids = [...new Set(refs.map((r) => r.id))];
   const found = new Map((await getCohorts(projectId, ids)).map((c) => [c.id, c]));
-  for (const ref of refs) {
+  return refs.map((ref) => {
     const cohort = found.get(ref.id);
     if (!cohort || cohort.deleted) throw new ValidationError(`Cohort ${ref.id} does not exist.`, ref.attr);
-  }
+    return { ...ref, name: cohort.name };
+  });
 }
 
 /** Each named cohort's name and members (person ids as the engine's actors carry them). */
-export async function loadCohortMembers(projectId: number, refs: CohortRef[]): Promise<CohortSets> {
+export async function loadCohortMembers(projectId: number, refs: NamedCohortRef[]): Promise<CohortSets> {
   const sets = new Map<number, { name: string; members: Set<string> }>();
-  if (!refs.length) return sets;
-  const ids = [...new Set(refs.map((r) => r.id))];
-  const names = new Map((await getCohorts(projectId, ids)).map((c) => [c.id, c.name]));
   let loaded = 0;
   for (const ref of refs) {
     if (sets.has(ref.id)) continue;
@@ -64,9 +65,9 @@ export async function loadCohortMembers(projectId: number, refs: CohortRef[]): P
         );
       for (const m of page.members) members.add(String(m.personId));
       if (!page.more || !page.members.length) break;
-      after = page.members.at(-1)!.personId;
+      after = page.members[page.members.length - 1]?.personId;
     }
-    sets.set(ref.id, { name: names.get(ref.id) ?? String(ref.id), members });
+    sets.set(ref.id, { name: ref.name, members });
   }
   return sets;
 }

@@ -34,8 +34,7 @@ import {
 import { actionDefinitions } from './actions.ts';
 import { readTrendRows, type TrendEventSource } from './event-segments.ts';
 import { findProject, projectSettings } from './projects.ts';
-import { checkTrendCohorts, loadCohortMembers } from './trend-cohorts.ts';
-import type { CohortRef } from '../trends/cohort-filters.ts';
+import { checkTrendCohorts, loadCohortMembers, type NamedCohortRef } from './trend-cohorts.ts';
 import type { MembershipRecord } from '../db/organizations.ts';
 import type { ProjectRecord } from '../db/projects.ts';
 
@@ -151,7 +150,7 @@ interface TrendInputs {
   range: DateRange;
   read: ReadWindow | null;
   /** The cohorts the query names (checked to exist); their members are loaded when events are read. */
-  cohorts: CohortRef[];
+  cohorts: NamedCohortRef[];
 }
 
 /**

@@ -1,7 +1,9 @@
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { eventually, expectErrorShape, newProject, useApi, type Client } from '../support/api.ts';
 
 const api = useApi();
+// Cohort calculations and several trends per test: generous on a shared machine.
+vi.setConfig({ testTimeout: 120_000 });
 
 /** `hour`:00 UTC, `n` days before today (the cohort worker's "last 30 days" reads the real clock, so the events follow it). */
 const daysAgo = (n: number, hour: number) => {
@@ -157,7 +159,7 @@ describe('cohorts in trends, both front ends', () => {
       events: [{ id: '$pageview', math: 'dau', properties: [cohortFilter(uploaded)] }],
     });
     expect(legacySeries.body.result[0].data).toEqual([0, 0, 0, 1, 1, 2, 1, 0]);
-  }, 120_000);
+  });
 
   it('breaks a trend down by cohorts: each its own row (overlapping), labelled by name, "all" is all users', async () => {
     const breakdown = [proBuyers, uploaded, 'all'];

@@ -296,9 +296,7 @@ async function filterOf(projectId: number, query: ActorsQuery): Promise<((p: Per
     let cohorts: CohortSets;
     try {
       group = parsePersonFilter(JSON.stringify(raw), { cohorts: true });
-      const refs = cohortRefsOf(group);
-      await checkCohortRefs(projectId, refs);
-      cohorts = await loadCohortMembers(projectId, refs);
+      cohorts = await loadCohortMembers(projectId, await checkCohortRefs(projectId, cohortRefsOf(group)));
     } catch (error) {
       if (!(error instanceof ValidationError)) throw error;
       throw new ValidationError(error.detail, `query__${field}${(error.attr ?? '').slice('properties'.length)}`);

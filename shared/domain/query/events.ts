@@ -109,8 +109,7 @@ export async function runEventsQuery(context: RunContext, query: EventsQuery): P
   const { limit, offset } = parseLimit(query.limit, query.offset);
   const { group } = parseProperties(query.properties, 'query__properties', { cohorts: true });
   const cohortRefs = cohortRefsOf(group);
-  await checkCohortRefs(projectId, cohortRefs);
-  const cohorts = await loadCohortMembers(projectId, cohortRefs);
+  const cohorts = await loadCohortMembers(projectId, await checkCohortRefs(projectId, cohortRefs));
   const personId = parsePersonId(query.personId);
   const firstAt = await firstEventAt(projectId);
   const now = clockNow();
