@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { trendToCsv } from '#shared/csv.ts';
 import type { CohortSets } from '#shared/trends/cohort-filters.ts';
+import { cohortRefs } from '#shared/trends/columnar/index.ts';
 import { computeTrend, needsPersons, parseTrendRequest, type TrendEvent } from '#shared/trends/index.ts';
 import { ev, expectValidation, project } from './helpers.ts';
 
@@ -132,5 +134,36 @@ describe('cohort breakdown', () => {
         }),
       'breakdown',
     );
+  });
+
+  it('CSV rows name the series and the cohort', () => {
+    const one = run({ events: [{ id: 'e' }], breakdown_type: 'cohort', breakdown: [7] });
+    expect(trendToCsv({ ...one, is_cached: false, last_refresh: '', next: null } as never)).toContain(
+      'e - Power users',
+    );
+    const two = run({ events: [{ id: 'e' }, { id: 'other' }], breakdown_type: 'cohort', breakdown: [8] });
+    const csv = trendToCsv({ ...two, is_cached: false, last_refresh: '', next: null } as never);
+    expect(csv).toContain('other - Chrome fans');
+    expect(csv).not.toContain('other - other');
+  });
+});
+
+describe('cohortRefs: every cohort a query names, with the field to name in a 400', () => {
+  it('request, series and applied test-account filters, then the breakdown', () => {
+    const query = parseTrendRequest({
+      events: [{ id: 'e', properties: [{ type: 'cohort', key: 'id', value: 3 }] }],
+      properties: { type: 'OR', values: [{ type: 'AND', values: [{ type: 'cohort', key: 'id', value: 2 }] }] },
+      filter_test_accounts: true,
+      breakdown_type: 'cohort',
+      breakdown: [4, 'all'],
+    });
+    const p = project('UTC', 0, [{ type: 'cohort', key: 'id', value: 5, operator: 'not_in' }]);
+    expect(cohortRefs(query, p)).toEqual([
+      { id: 2, attr: 'properties__values__0__values__0__value' },
+      { id: 3, attr: 'events__0__properties__0__value' },
+      { id: 5, attr: 'filter_test_accounts__0__value' },
+      { id: 4, attr: 'breakdown' },
+    ]);
+    expect(cohortRefs({ ...query, filterTestAccounts: false }, p).map((r) => r.id)).toEqual([2, 3, 4]);
   });
 });
