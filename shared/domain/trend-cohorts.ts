@@ -49,11 +49,11 @@ export async function checkCohortRefs(projectId: number, refs: CohortRef[]): Pro
 
 /** Each named cohort's name and members (person ids as the engine's actors carry them). */
 export async function loadCohortMembers(projectId: number, refs: NamedCohortRef[]): Promise<CohortSets> {
-  const sets = new Map<number, { name: string; members: Set<string> }>();
+  const sets = new Map<number, { name: string; members: Set<number> }>();
   let loaded = 0;
   for (const ref of refs) {
     if (sets.has(ref.id)) continue;
-    const members = new Set<string>();
+    const members = new Set<number>();
     let after: number | undefined;
     for (;;) {
       const page = await membersPage(projectId, ref.id, { limit: MEMBERS_PAGE, afterPersonId: after });
@@ -63,7 +63,7 @@ export async function loadCohortMembers(projectId: number, refs: NamedCohortRef[
           `The cohorts of this trend have more than ${MAX_TREND_COHORT_MEMBERS.toLocaleString('en-US')} members together (cohort ${ref.id} passes it); a trend loads at most that many.`,
           ref.attr,
         );
-      for (const m of page.members) members.add(String(m.personId));
+      for (const m of page.members) members.add(m.personId);
       if (!page.more || !page.members.length) break;
       after = page.members[page.members.length - 1]?.personId;
     }

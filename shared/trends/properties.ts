@@ -11,6 +11,7 @@ import {
   type CohortSets,
   cohortFilterEcho,
   isCohortFilter,
+  isMember,
   parseCohortFilter,
 } from './cohort-filters.ts';
 import { type DateContext, parseDateExpression, resolveExpression } from './dates.ts';
@@ -313,9 +314,9 @@ export function compileGroup(group: PropertyGroup, ctx: DateContext, cohorts?: C
 }
 
 const cohortPredicate =
-  (members: ReadonlySet<string>, inside: boolean): EventPredicate =>
+  (members: ReadonlySet<number>, inside: boolean): EventPredicate =>
   (e) =>
-    members.has(e.person_id) === inside;
+    isMember(members, e.person_id) === inside;
 
 export function compileFilters(filters: PropertyFilter[], ctx: DateContext): EventPredicate {
   return compileGroup({ type: 'AND', values: filters }, ctx);

@@ -6,7 +6,7 @@
  * evaluated once per dictionary entry of the one column it reads, or per distinct tuple of several
  * (expressions.ts), then spread the same way.
  */
-import { type CohortSets, isCohortFilter, NO_COHORTS } from '../cohort-filters.ts';
+import { type CohortSets, isCohortFilter, isMember, NO_COHORTS } from '../cohort-filters.ts';
 import type { DateContext } from '../dates.ts';
 import { isGroup, propertyOf, valueTest } from '../properties.ts';
 import { isHogQLFilter, type PropertyFilter, type PropertyGroup } from '../types.ts';
@@ -23,7 +23,7 @@ export type MaskNode =
   /** A HogQL boolean expression (`{"type": "hogql", "key": ...}`): evaluated per dictionary entry or distinct tuple (expressions.ts). */
   | { kind: 'hogql'; expr: ColumnExpr }
   /** A cohort filter: the cohort's members (person ids, loaded once per query) tested once per actor of a batch. */
-  | { kind: 'cohort'; members: ReadonlySet<string>; inside: boolean }
+  | { kind: 'cohort'; members: ReadonlySet<number>; inside: boolean }
   | { kind: 'and' | 'or'; parts: MaskNode[] };
 
 export const ALL: MaskNode = { kind: 'const', value: true };
@@ -109,7 +109,9 @@ export function evaluate(node: MaskNode, batch: ColumnBatch): Mask {
       return propertyMask(node, batch);
     case 'cohort': {
       const { members, inside } = node;
-      const table = Uint8Array.from(batch.actors, (a) => (members.has(a.person) === inside ? 1 : 0));
+      const table = new Uint8Array(batch.actors.length);
+      for (let i = 0; i < table.length; i += 1)
+        table[i] = isMember(members, batch.actors[i]!.person) === inside ? 1 : 0;
       return spread(table, batch.actorIndexes, batch.n);
     }
     case 'hogql': {

@@ -17,8 +17,8 @@ const EVENTS: TrendEvent[] = [
   ev('other', at, { person: '3', distinct: 'c' }),
 ];
 const COHORTS: CohortSets = new Map([
-  [7, { name: 'Power users', members: new Set(['1', '2']) }],
-  [8, { name: 'Chrome fans', members: new Set(['2', '3']) }],
+  [7, { name: 'Power users', members: new Set([1, 2]) }],
+  [8, { name: 'Chrome fans', members: new Set([2, 3]) }],
 ]);
 
 function run(request: Record<string, unknown>, p = project()) {
