@@ -2,8 +2,8 @@
  * `npm run bench -- engine`: the trend engine in-process (no DynamoDB), on compacted day segments of
  * the trends benchmark's synthetic events (bench/trends.ts generator: 30 days, 2,000 distinct ids,
  * segments per (UTC day, event name) in chunks of 50k events, persons with a `plan` property).
- * Eight queries, each at BENCH_ENGINE_SIZES events (default 100k and 1M; add 10M with
- * `BENCH_ENGINE_SIZES=100000,1000000,10000000`):
+ * The queries below, each at BENCH_ENGINE_SIZES events (default 100k and 1M; add 10M with
+ * `BENCH_ENGINE_SIZES=100000,1000000,10000000`; `BENCH_ENGINE_QUERIES=b,h` runs only those):
  *   (a) filtered + breakdown count: $pageview, $browser in 3 values, breakdown $os, by day;
  *   (b) dau with a person-property filter (plan = pro);
  *   (c) p90 of a numeric property (amount) by day;
@@ -463,6 +463,14 @@ function sizes(): number[] {
   });
 }
 
+/** `BENCH_ENGINE_QUERIES=b,h`: only these queries (a compared query needs its twin listed before it). */
+function selectedQueries(): Query[] {
+  const raw = process.env.BENCH_ENGINE_QUERIES;
+  if (!raw) return QUERIES;
+  const ids = new Set(raw.split(',').map((s) => s.trim()));
+  return QUERIES.filter((q) => ids.has(q.id));
+}
+
 const label = (n: number) => (n >= 1_000_000 ? `${n / 1_000_000}M` : `${n / 1_000}k`);
 
 export const engineBenchmark: Benchmark = {
@@ -487,7 +495,7 @@ export const engineBenchmark: Benchmark = {
           'DuckDB is not installed (npm install --no-save @duckdb/node-api@1.5.6-r.1): its column stays empty',
         );
       const runs = n >= 10_000_000 ? 2 : n >= 1_000_000 ? 3 : 5;
-      for (const q of QUERIES) {
+      for (const q of selectedQueries()) {
         // Heap from one run sampling after every batch; times from runs that do not sample (memoryUsage() costs).
         const sampled = runColumnar(data, q.request, true);
         const col = { ...repeat(runs, () => runColumnar(data, q.request, false)), heapMb: sampled.heapMb };
@@ -572,7 +580,7 @@ export const engineBenchmark: Benchmark = {
       }
       duck?.close();
     }
-    for (const q of QUERIES) {
+    for (const q of selectedQueries()) {
       const m1 = columnarMs.get(`${q.id}:1000000`);
       const m10 = columnarMs.get(`${q.id}:10000000`);
       if (m1 !== undefined && m10 !== undefined)
