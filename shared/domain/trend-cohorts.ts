@@ -48,7 +48,11 @@ export async function checkCohortRefs(projectId: number, refs: CohortRef[]): Pro
 }
 
 /** Each named cohort's name and members (person ids as the engine's actors carry them). */
-export async function loadCohortMembers(projectId: number, refs: NamedCohortRef[]): Promise<CohortSets> {
+export async function loadCohortMembers(
+  projectId: number,
+  refs: NamedCohortRef[],
+  cap = MAX_TREND_COHORT_MEMBERS,
+): Promise<CohortSets> {
   const sets = new Map<number, { name: string; members: Set<number> }>();
   let loaded = 0;
   for (const ref of refs) {
@@ -56,11 +60,14 @@ export async function loadCohortMembers(projectId: number, refs: NamedCohortRef[
     const members = new Set<number>();
     let after: number | undefined;
     for (;;) {
-      const page = await membersPage(projectId, ref.id, { limit: MEMBERS_PAGE, afterPersonId: after });
+      const page = await membersPage(projectId, ref.id, {
+        limit: Math.min(MEMBERS_PAGE, cap + 1),
+        afterPersonId: after,
+      });
       loaded += page.members.length;
-      if (loaded > MAX_TREND_COHORT_MEMBERS)
+      if (loaded > cap)
         throw new ValidationError(
-          `The cohorts of this trend have more than ${MAX_TREND_COHORT_MEMBERS.toLocaleString('en-US')} members together (cohort ${ref.id} passes it); a trend loads at most that many.`,
+          `The cohorts of this query have more than ${cap.toLocaleString('en-US')} members together (cohort ${ref.id} passes it); a query loads at most that many.`,
           ref.attr,
         );
       for (const m of page.members) members.add(m.personId);

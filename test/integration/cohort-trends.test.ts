@@ -1,4 +1,6 @@
 import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { loadCohortMembers, MAX_TREND_COHORT_MEMBERS } from '#shared/domain/trend-cohorts.ts';
+import { ValidationError } from '#shared/errors.ts';
 import { eventually, expectErrorShape, newProject, useApi, type Client } from '../support/api.ts';
 
 const api = useApi();
@@ -230,6 +232,27 @@ describe('cohorts in trends, both front ends', () => {
       expect(broken.status).toBe(400);
       expect(broken.body.attr).toBe('query__breakdownFilter__breakdown');
     }
+  });
+});
+
+describe('members loaded per query', () => {
+  it(`are capped (${MAX_TREND_COHORT_MEMBERS.toLocaleString('en-US')} in all): past the cap a 400 names the cap and the field`, async () => {
+    const named = (attr: string) => ({ id: uploaded, attr, name: 'Uploaded list' });
+    const sets = await loadCohortMembers(projectId, [named('properties__0__value')]);
+    expect([...sets.get(uploaded)!.members].sort()).toEqual(
+      [persons.get('u2'), persons.get('u3'), persons.get('u4')].sort(),
+    );
+    // Three members over a cap of two; and two cohorts sharing one cap.
+    const over = await loadCohortMembers(projectId, [named('breakdown')], 2).catch((e: unknown) => e);
+    expect(over).toBeInstanceOf(ValidationError);
+    expect((over as ValidationError).attr).toBe('breakdown');
+    expect((over as ValidationError).detail).toContain('more than 2 members');
+    const shared = await loadCohortMembers(
+      projectId,
+      [named('a'), { id: proBuyers, attr: 'b', name: 'Pro buyers' }],
+      4,
+    ).catch((e: unknown) => e);
+    expect((shared as ValidationError).attr).toBe('b');
   });
 });
 
