@@ -167,3 +167,55 @@ describe('cohortRefs: every cohort a query names, with the field to name in a 40
     expect(cohortRefs({ ...query, filterTestAccounts: false }, p).map((r) => r.id)).toEqual([2, 3, 4]);
   });
 });
+
+describe('cohorts beside groups (both lookups reach the engine)', () => {
+  // Cohort 7: persons 1, 2; cohort 8: persons 2, 3, 5. acme is tech, globex retail, initech unidentified.
+  const events: TrendEvent[] = [
+    ev('e', at, { person: '1', distinct: 'a', props: { $group_0: 'acme' } }),
+    ev('e', at, { person: '2', distinct: 'b', props: { $group_0: 'globex' } }),
+    ev('e', at, { person: '3', distinct: 'c', props: { $group_0: 'acme' } }),
+    ev('e', at, { person: '4', distinct: 'd' }),
+    ev('e', at, { person: '5', distinct: 'f', props: { $group_0: 'initech' } }),
+  ];
+  const companies: Record<string, Record<string, unknown>> = {
+    acme: { industry: 'tech' },
+    globex: { industry: 'retail' },
+  };
+  const cohorts: CohortSets = new Map([
+    [7, { name: 'Power users', members: new Set([1, 2]) }],
+    [8, { name: 'Chrome fans', members: new Set([2, 3, 5]) }],
+  ]);
+  const compute = (request: Record<string, unknown>) =>
+    computeTrend(parseTrendRequest({ date_from: '-1d', events: [{ id: 'e' }], ...request }), {
+      events,
+      project: project(),
+      actions: [],
+      now: new Date(NOW),
+      groups: (index, key) => (index === 0 ? companies[key] : undefined),
+      cohorts,
+    });
+  const tech = { type: 'group', group_type_index: 0, key: 'industry', value: 'tech' };
+
+  it('a group filter ANDed with a cohort filter reads both', () => {
+    expect(compute({ properties: [tech] }).result[0]!.count).toBe(2);
+    expect(compute({ properties: [{ type: 'cohort', key: 'id', value: 7 }] }).result[0]!.count).toBe(2);
+    expect(compute({ properties: [tech, { type: 'cohort', key: 'id', value: 7 }] }).result[0]!.count).toBe(1);
+  });
+
+  it('a cohort breakdown counts unique groups per cohort, group filters applied in each pass', () => {
+    const uniqueGroups = [{ id: 'e', math: 'unique_group', math_group_type_index: 0 }];
+    const byCohort = (properties: unknown[]) =>
+      compute({ events: uniqueGroups, properties, breakdown: [7, 8], breakdown_type: 'cohort' }).result.map((r) => [
+        r.breakdown_value,
+        r.count,
+      ]);
+    expect(byCohort([])).toEqual([
+      [7, 2],
+      [8, 3],
+    ]);
+    expect(byCohort([tech])).toEqual([
+      [7, 1],
+      [8, 1],
+    ]);
+  });
+});
