@@ -122,7 +122,13 @@ function rowName(series: TrendSeries): string {
     const base = series.action
       ? series.action.custom_name || series.action.name || 'All events'
       : `Formula (${series.filter.formula ?? ''})`;
-    name = `${base} - ${breakdownLabel(series.breakdown_value)}`;
+    // Cohort rows carry the cohort's id: their label already names the cohort (with the series when there are several).
+    name =
+      series.filter.breakdown_type === 'cohort'
+        ? series.label.startsWith(`${base} - `)
+          ? series.label
+          : `${base} - ${series.label}`
+        : `${base} - ${breakdownLabel(series.breakdown_value as string)}`;
   }
   return series.compare_label ? `${name} (${series.compare_label})` : name;
 }

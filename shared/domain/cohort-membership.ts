@@ -9,6 +9,7 @@ import {
   type CohortRecord,
 } from '../db/cohorts.ts';
 import { getPersons, personIdsOf, type PersonRecord } from '../db/persons.ts';
+import { bumpAnswersGeneration } from '../db/projects.ts';
 import { matchesCohort, parseCohortFilters } from './cohort-definitions.ts';
 
 /**
@@ -45,6 +46,7 @@ export async function refreshPersonCohorts(
   const references = new Set(defs.flatMap((d) => d.def.references));
   const memberships = new Map<number, Set<number>>();
   for (const ref of references) memberships.set(ref, await membersAmong(projectId, ref, ids));
+  let changed = false;
   await inParallel(persons, 4, async (p) => {
     const current = new Set(await cohortIdsOfPerson(projectId, p.id));
     for (const { cohort, def } of defs) {
@@ -54,10 +56,13 @@ export async function refreshPersonCohorts(
         eventCount: () => 0,
       });
       if (matches && !current.has(cohort.id))
-        await addMember(projectId, cohort.id, p.id, cohort.calculation?.id ?? 'ingest');
-      else if (!matches && current.has(cohort.id)) await removeMember(projectId, cohort.id, p.id);
+        changed = (await addMember(projectId, cohort.id, p.id, cohort.calculation?.id ?? 'ingest')) || changed;
+      else if (!matches && current.has(cohort.id))
+        changed = (await removeMember(projectId, cohort.id, p.id)) || changed;
     }
   });
+  // Trends read membership: a changed cohort makes every cached answer stale at once (answers generation, #88).
+  if (changed) await bumpAnswersGeneration(projectId);
 }
 
 /** The persons behind distinct ids, re-evaluated (the ingest worker's hook: one call per project per batch). */

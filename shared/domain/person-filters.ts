@@ -1,6 +1,7 @@
 import { now } from '../clock.ts';
 import type { PersonRecord } from '../db/persons.ts';
 import { compileGroup, isGroup, parseProperties, refuseDeepNesting } from '../trends/properties.ts';
+import type { CohortSets } from '../trends/cohort-filters.ts';
 import type { PropertyFilter, PropertyGroup } from '../trends/types.ts';
 
 /**
@@ -10,8 +11,13 @@ import type { PropertyFilter, PropertyGroup } from '../trends/types.ts';
  */
 export function personFilterFromQuery(
   raw: string | undefined,
-): ((properties: Record<string, unknown>) => boolean) | undefined {
+): ((properties: Record<string, unknown>, personId?: number) => boolean) | undefined {
   if (raw === undefined || raw === '') return undefined;
+  return compilePersonFilter(parsePersonFilter(raw));
+}
+
+/** The filter parsed (a filter without a type is a person filter); `cohorts`: cohort filters are read too (ActorsQuery). */
+export function parsePersonFilter(raw: string, options: { cohorts?: boolean } = {}): PropertyGroup {
   const asPerson = (value: unknown): unknown => {
     if (Array.isArray(value)) return value.map(asPerson);
     if (value && typeof value === 'object') {
@@ -28,14 +34,21 @@ export function personFilterFromQuery(
     // parseProperties reports it in the API's shape
   }
   refuseDeepNesting(parsed, 'properties'); // before asPerson's recursion
-  const { group } = parseProperties(asPerson(parsed), 'properties');
-  const predicate = compileGroup(personOnly(group), { tz: 'UTC', now: now().getTime(), weekStartDay: 0 });
-  return (properties) =>
+  return parseProperties(asPerson(parsed), 'properties', options).group;
+}
+
+/** A parsed person filter over a person's properties; cohort filters test its id against `cohorts`' members. */
+export function compilePersonFilter(
+  group: PropertyGroup,
+  cohorts?: CohortSets,
+): (properties: Record<string, unknown>, personId?: number) => boolean {
+  const predicate = compileGroup(personOnly(group), { tz: 'UTC', now: now().getTime(), weekStartDay: 0 }, { cohorts });
+  return (properties, personId) =>
     predicate({
       uuid: '',
       event: '',
       distinct_id: '',
-      person_id: '',
+      person_id: personId === undefined ? '' : String(personId),
       timestamp: '',
       properties: {},
       person_properties: properties,
@@ -44,7 +57,7 @@ export function personFilterFromQuery(
 
 function personOnly(group: PropertyGroup): PropertyGroup {
   const values = group.values.flatMap((v): (PropertyFilter | PropertyGroup)[] =>
-    isGroup(v) ? [personOnly(v)] : v.type === 'person' ? [v] : [],
+    isGroup(v) ? [personOnly(v)] : v.type === 'person' || v.type === 'cohort' ? [v] : [],
   );
   return { type: group.type, values };
 }

@@ -36,6 +36,7 @@ import { actionDefinitions } from './actions.ts';
 import { readTrendRows, type TrendEventSource } from './event-segments.ts';
 import { groupLookup } from './trend-groups.ts';
 import { findProject, projectSettings } from './projects.ts';
+import { checkTrendCohorts, loadCohortMembers, type NamedCohortRef } from './trend-cohorts.ts';
 import type { MembershipRecord } from '../db/organizations.ts';
 import type { ProjectRecord } from '../db/projects.ts';
 
@@ -150,6 +151,8 @@ interface TrendInputs {
   now: Date;
   range: DateRange;
   read: ReadWindow | null;
+  /** The cohorts the query names (checked to exist); their members are loaded when events are read. */
+  cohorts: NamedCohortRef[];
 }
 
 /**
@@ -171,23 +174,24 @@ async function prepareTrend(
     if (s.kind === 'ActionsNode' && !actions.some((a) => a.id === s.id)) throw unknownAction(s);
   }
   const settings = projectSettings(project);
+  const cohorts = await checkTrendCohorts(projectId, query, settings);
   const now = clockNow();
   // The caps (shared/trends/limits.ts) before anything is read: the response's size on the requested
   // range, the days read once the range is clamped to the stored events: from the project's first
   // event, to now + 23 h (capture stores a later time as now).
   const range = resolveDateRange(query, settings, now, firstAt);
   const read = eventsToRead(query, range, firstAt, new Date(now.getTime() + FUTURE_CUTOFF_MS));
-  return { query, settings, actions, firstAt, now, range, read };
+  return { query, settings, actions, firstAt, now, range, read, cohorts };
 }
 
 async function computeFromStore(projectId: number, inputs: TrendInputs, phases: Phases, check = () => {}) {
-  const { query, settings, actions, firstAt, now, range, read } = inputs;
+  const { query, settings, firstAt, now, read } = inputs;
   const computed = canUseHourlyRollups(query, settings, now, firstAt)
     ? {
         response: await fromRollups(projectId, query, read, settings, now, firstAt, phases, check),
         source: 'rollups' as const,
       }
-    : await fromEvents(projectId, query, range, read, settings, actions, now, firstAt, phases, check);
+    : await fromEvents(projectId, inputs, phases, check);
   checkResponseBytes(query, Buffer.byteLength(JSON.stringify(computed.response)));
   return computed;
 }
@@ -224,29 +228,9 @@ async function fromRollups(
   return response;
 }
 
-async function fromEvents(
-  projectId: number,
-  query: TrendsModel,
-  range: DateRange,
-  read: ReadWindow | null,
-  settings: ProjectSettings,
-  actions: ActionDefinition[],
-  now: Date,
-  firstAt: Date | undefined,
-  phases: Phases,
-  check: () => void,
-) {
-  const { source, groups, stored } = await readEvents(
-    projectId,
-    query,
-    range,
-    read,
-    settings,
-    actions,
-    now,
-    phases,
-    check,
-  );
+async function fromEvents(projectId: number, inputs: TrendInputs, phases: Phases, check: () => void) {
+  const { query, settings, actions, now, firstAt } = inputs;
+  const { source, groups, cohorts, stored } = await readEvents(projectId, inputs, phases, check);
   const response = computeTrendFromColumns(query, {
     source,
     project: settings,
@@ -254,23 +238,18 @@ async function fromEvents(
     now,
     firstEventAt: firstAt,
     groups,
+    cohorts,
   });
   phases.mark('compute');
   return { response, source: stored };
 }
 
-/** The events of the range as the engine reads them, persons joined when they matter, the groups it reads loaded. */
-async function readEvents(
-  projectId: number,
-  query: TrendsModel,
-  range: DateRange,
-  read: ReadWindow | null,
-  settings: ProjectSettings,
-  actions: ActionDefinition[],
-  now: Date,
-  phases: Phases,
-  check: () => void,
-) {
+/**
+ * The events of the range as the engine reads them, persons joined when they matter, the groups it
+ * reads and the members of the cohorts it names loaded.
+ */
+async function readEvents(projectId: number, inputs: TrendInputs, phases: Phases, check: () => void) {
+  const { query, range, read, settings, actions, now } = inputs;
   const persons = needsPersons(query, settings, actions);
   const projection = { properties: eventPropertiesUsed(query, settings, actions), distinctIds: persons };
   const { columns, source, segments } =
@@ -286,13 +265,14 @@ async function readEvents(
     'read',
     `${daysRead(read && range.buckets.length ? read : null)}; ${segments.kept} of ${segments.read} segments in memory`,
   );
-  const [join, groups] = await Promise.all([
+  const [join, groups, cohorts] = await Promise.all([
     persons ? personJoin(projectId, distinctIdsOf(columns)) : distinctIdsOnly,
     groupLookup(projectId, query, groupTypesRead(query, settings, actions), columns),
+    loadCohortMembers(projectId, inputs.cohorts),
   ]);
   phases.mark('persons');
   check();
-  return { source: checkedSource(storedSource(columns, join), check), groups, stored: source };
+  return { source: checkedSource(storedSource(columns, join), check), groups, cohorts, stored: source };
 }
 
 /**
@@ -301,19 +281,9 @@ async function readEvents(
  */
 export async function trendEngineInput(project: ProjectRecord, query: TrendsModel, check: () => void = () => {}) {
   const inputs = await prepareTrend(async () => project, project.id, query);
-  const { settings, actions, firstAt, now, range, read } = inputs;
-  const { source, groups } = await readEvents(
-    project.id,
-    query,
-    range,
-    read,
-    settings,
-    actions,
-    now,
-    new Phases(),
-    check,
-  );
-  return { source, project: settings, actions, now, firstEventAt: firstAt, groups };
+  const { settings, actions, firstAt, now } = inputs;
+  const { source, groups, cohorts } = await readEvents(project.id, inputs, new Phases(), check);
+  return { source, project: settings, actions, now, firstEventAt: firstAt, groups, cohorts };
 }
 
 /** The source with `check` called before each batch (a segment chunk or a day of rows) the engine computes. */

@@ -175,9 +175,11 @@ function expressionFields(query: TrendsModel, testAccounts: Filter[]): string[][
 const appliedTestAccounts = (query: TrendsModel, project: ProjectSettings): Filter[] =>
   query.filterTestAccounts ? testAccountFilters(query, project) : [];
 
+/** Person properties and cohort membership are both read through the events' persons. */
+const readsPerson = (f: Filter) => f.type === 'person' || f.type === 'cohort';
 const groupUsesPersons = (g: PropertyGroup): boolean =>
-  g.values.some((v) => ('values' in v ? groupUsesPersons(v) : v.type === 'person'));
-const filtersUsePersons = (filters: Filter[] | undefined) => (filters ?? []).some((f) => f.type === 'person');
+  g.values.some((v) => ('values' in v ? groupUsesPersons(v) : readsPerson(v)));
+const filtersUsePersons = (filters: Filter[] | undefined) => (filters ?? []).some(readsPerson);
 
 /**
  * Whether the answer depends on who the events' persons are (merged distinct ids, person properties):
@@ -186,7 +188,8 @@ const filtersUsePersons = (filters: Filter[] | undefined) => (filters ?? []).som
  * `person.properties`. When it does not, storage skips resolving persons.
  */
 export function needsPersons(query: TrendsModel, project: ProjectSettings, actions: ActionDefinition[]): boolean {
-  if (query.breakdownFilter?.source === 'person' || groupUsesPersons(query.properties)) return true;
+  const source = query.breakdownFilter?.source;
+  if (source === 'person' || source === 'cohort' || groupUsesPersons(query.properties)) return true;
   const testAccounts = appliedTestAccounts(query, project);
   if (filtersUsePersons(testAccounts)) return true;
   if (readsActors(expressionFields(query, testAccounts))) return true;
@@ -200,9 +203,9 @@ export function needsPersons(query: TrendsModel, project: ProjectSettings, actio
   );
 }
 
-/** The event key a filter reads: its own, a group filter's `$group_N` column, none for person and hogql filters. */
+/** The event key a filter reads: its own, a group filter's `$group_N` column, none for person, cohort and hogql filters. */
 const eventKeyOf = (f: Filter): string[] =>
-  f.type === 'person' || isHogQLFilter(f)
+  readsPerson(f) || isHogQLFilter(f)
     ? []
     : f.type === 'group'
       ? [groupColumn((f as PropertyFilter).group_type_index!)]

@@ -85,7 +85,11 @@ export function parseTrendExpr(text: unknown, attr: string, kind: 'value' | 'agg
 }
 
 /**
- * Trends evaluate `type: "hogql"` and `type: "group"` filters (request, series and test-account
- * filters; a project stores the latter).
+ * What trend filters take beyond event and person properties: HogQL expressions, `type: "group"`
+ * filters and cohorts (cohort-filters.ts); a project stores its test-account filters.
  */
-export const HOGQL: FilterOptions = { hogql: (text, attr) => parseTrendExpr(text, attr, 'value'), groups: true };
+export const HOGQL: FilterOptions = {
+  hogql: (text, attr) => parseTrendExpr(text, attr, 'value'),
+  groups: true,
+  cohorts: true,
+};

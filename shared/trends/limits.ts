@@ -93,7 +93,8 @@ export function tooManyBuckets(query: TrendsModel, buckets?: number): Validation
 export function checkResponseSize(query: TrendsModel, buckets: number): void {
   if (buckets > MAX_TREND_BUCKETS) throw tooManyBuckets(query, buckets);
   const breakdown = query.breakdownFilter;
-  const rowsPerSeries = breakdown ? breakdown.breakdown_limit + 2 : 1;
+  // A cohort breakdown has one row per listed cohort, no None or Other.
+  const rowsPerSeries = breakdown ? (breakdown.cohorts?.length ?? breakdown.breakdown_limit + 2) : 1;
   const cells = query.series.length * rowsPerSeries * (query.compareFilter.compare ? 2 : 1) * buckets;
   if (cells <= MAX_CELLS) return;
   throw new ValidationError(

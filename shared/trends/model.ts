@@ -8,6 +8,7 @@
  * `attrs`, set by whichever front end built the model.
  */
 import type { Expr } from '../hogql/ast.ts';
+import type { CohortBreakdownValue } from './cohort-filters.ts';
 import type { Display, FormulaNode, Interval, PropertyGroup, SeriesMath } from './types.ts';
 
 interface SeriesCommon {
@@ -46,10 +47,10 @@ export interface ActionsSeries extends SeriesCommon {
 export type SeriesModel = EventsSeries | ActionsSeries;
 
 /** `hogql`: an expression (`expr`) other than a plain property read, evaluated by the columnar engine. */
-export type BreakdownSource = 'event' | 'person' | 'session' | 'hogql' | 'group';
+export type BreakdownSource = 'event' | 'person' | 'session' | 'hogql' | 'group' | 'cohort';
 
 export interface BreakdownModel {
-  breakdown_type: 'event' | 'person' | 'session' | 'hogql' | 'group';
+  breakdown_type: 'event' | 'person' | 'session' | 'hogql' | 'group' | 'cohort';
   /** A group breakdown's type index (`breakdown_group_type_index`): the property of the event's `$group_N` group. */
   group_type_index?: number;
   /** The breakdown as requested (echoed in `filter.breakdown`; for hogql, the expression's text). */
@@ -67,6 +68,8 @@ export interface BreakdownModel {
   expr: Expr | null;
   /** The caller's name of the breakdown (`breakdown`, `query__breakdownFilter__breakdown`): errors while evaluating `expr` name it. */
   attr?: string;
+  /** A cohort breakdown's values (source `cohort`): each its own row (columnar/cohorts.ts). */
+  cohorts?: CohortBreakdownValue[];
 }
 
 /** The caller's names of the fields the engine's later checks can refuse. */

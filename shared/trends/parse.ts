@@ -10,6 +10,7 @@ import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/json.ts';
 import { type Expr, unalias } from '#shared/hogql/index.ts';
 import { parseDateExpression, relativeParts } from './dates.ts';
 import { parseFormula } from './formula.ts';
+import { cohortBreakdownModel } from './cohort-filters.ts';
 import { ACTOR_MATHS, groupTypeIndexOf } from './groups.ts';
 import { HOGQL, parseTrendExpr } from './hogql.ts';
 import { checkBreakdownLimit, checkEarliestYear, checkRelativeReach, checkSeriesCount, MAX_SERIES } from './limits.ts';
@@ -336,7 +337,7 @@ export function parseCompareTo(raw: unknown, attr: string): string | null {
   return value.trim();
 }
 
-const BREAKDOWN_TYPES = new Set(['event', 'person', 'session', 'hogql', 'group']);
+const BREAKDOWN_TYPES = new Set(['event', 'person', 'session', 'hogql', 'group', 'cohort']);
 
 /** The caller's names of the breakdown's fields. */
 export interface BreakdownAttrs {
@@ -377,7 +378,6 @@ export interface BreakdownInput {
 
 function parseBreakdown(raw: BreakdownInput, display: Display, attrs: BreakdownAttrs): BreakdownModel | null {
   const type = blank(raw.type) ? 'event' : textOf(raw.type);
-  if (type === 'cohort') throw new ValidationError('Breakdown by cohort is not supported yet.', attrs.breakdown_type);
   if (!BREAKDOWN_TYPES.has(type))
     throw new ValidationError(`"${type}" is not a valid choice.`, attrs.breakdown_type, 'invalid_choice');
   const limitDefault = display === 'WorldMap' ? WORLD_MAP_BREAKDOWN_LIMIT : DEFAULT_BREAKDOWN_LIMIT;
@@ -388,6 +388,7 @@ function parseBreakdown(raw: BreakdownInput, display: Display, attrs: BreakdownA
     breakdown_limit: limit,
     breakdown_hide_other_aggregation: booleanValue(raw.hideOther, attrs.breakdown_hide_other_aggregation),
   };
+  if (type === 'cohort') return { ...cohortBreakdownModel(raw.breakdown, attrs.breakdown), ...common };
   const breakdown = breakdownKey(raw.breakdown, attrs.breakdown);
   if (breakdown === null) {
     // The UI sends WorldMap with a country breakdown; without one we add it, as the map needs it.

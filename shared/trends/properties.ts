@@ -6,6 +6,14 @@ import { RE2JS } from 're2js';
 import { textOf, ValidationError } from '#shared/errors.ts';
 import type { Expr } from '#shared/hogql/ast.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/json.ts';
+import {
+  COHORT_FILTER_TYPES,
+  type CohortSets,
+  cohortFilterEcho,
+  isCohortFilter,
+  isMember,
+  parseCohortFilter,
+} from './cohort-filters.ts';
 import { type DateContext, parseDateExpression, resolveExpression } from './dates.ts';
 import { type GroupLookup, groupColumn, groupKeyText, groupTypeIndexOf, NO_GROUPS } from './groups.ts';
 import { endOfLocalDay, fromLocal } from './tz.ts';
@@ -47,7 +55,9 @@ const REGEX_OPERATORS = new Set<string>(['regex', 'not_regex']);
 const VALUELESS_OPERATORS = new Set<string>(['is_set', 'is_not_set']);
 
 const UNSUPPORTED_TYPES: Record<string, string> = {
-  cohort: 'Cohort filters are not supported yet.',
+  cohort: 'Cohort filters are not supported here.',
+  'precalculated-cohort': 'Cohort filters are not supported here.',
+  'static-cohort': 'Cohort filters are not supported here.',
   group: 'Group filters are not supported here.',
   element: 'Element (autocapture) filters are not supported.',
   session: 'Session filters are not supported.',
@@ -64,6 +74,8 @@ export interface FilterOptions {
   hogql?: (text: string, attr: string) => Expr;
   /** Whether the reader evaluates `{"type": "group", "group_type_index": n}` filters (trends); else they are a 400. */
   groups?: boolean;
+  /** Cohort filters (`type: "cohort"`) are read (trends: the engine tests them against loaded members); otherwise a 400. */
+  cohorts?: boolean;
 }
 
 export const EMPTY_GROUP: PropertyGroup = { type: 'AND', values: [] };
@@ -144,6 +156,7 @@ function parseGroup(raw: Record<string, unknown>, attr: string, options: FilterO
 /** Filters as echoed back: a hogql filter as sent (`{key, type: "hogql", value: null}`), without its parsed expression. */
 export function echoOf(item: Item): PropertyFilter | PropertyGroup {
   if (isGroup(item)) return echoGroup(item);
+  if (isCohortFilter(item)) return cohortFilterEcho(item);
   return isHogQLFilter(item) ? { key: item.key, type: 'hogql', value: null } : item;
 }
 
@@ -171,6 +184,7 @@ export function parseFilter(
       expr: options.hogql(raw.key, `${attr}__key`),
       attr: `${attr}__key`,
     };
+  if (options.cohorts && COHORT_FILTER_TYPES.has(type)) return parseCohortFilter(raw, attr);
   const group = type === 'group' && options.groups ? groupIndexOf(raw, attr) : null;
   if (group === null && Object.hasOwn(UNSUPPORTED_TYPES, type))
     throw new ValidationError(UNSUPPORTED_TYPES[type]!, `${attr}__type`);
@@ -295,14 +309,34 @@ function equalsTyped(prop: unknown, value: unknown): boolean {
 
 export type EventPredicate = (e: TrendEvent) => boolean;
 
-/** `groups`: group filters read the event's `$group_N` group through it (none: a group filter finds no properties). */
-export function compileGroup(group: PropertyGroup, ctx: DateContext, groups?: GroupLookup): EventPredicate {
+/** What a group's predicate reads beyond the event itself, loaded by the caller. */
+export interface FilterLookups {
+  /** Group filters read the event's `$group_N` group through it (none: a group filter finds no properties). */
+  groups?: GroupLookup;
+  /** Cohort filters' members: an event passes when its `person_id` is (not) one of them. */
+  cohorts?: CohortSets;
+}
+
+/** A group as a predicate over event objects. */
+export function compileGroup(group: PropertyGroup, ctx: DateContext, lookups: FilterLookups = {}): EventPredicate {
+  const { groups, cohorts } = lookups;
   const parts = group.values.map((v) =>
-    isGroup(v) ? compileGroup(v, ctx, groups) : isHogQLFilter(v) ? hogqlNotEvaluated() : compileFilter(v, ctx, groups),
+    isGroup(v)
+      ? compileGroup(v, ctx, lookups)
+      : isCohortFilter(v) && cohorts?.has(v.value)
+        ? cohortPredicate(cohorts.get(v.value)!.members, v.operator !== 'not_in')
+        : isHogQLFilter(v) || isCohortFilter(v)
+          ? hogqlNotEvaluated()
+          : compileFilter(v, ctx, groups),
   );
   if (!parts.length) return () => true;
   return group.type === 'OR' ? (e) => parts.some((p) => p(e)) : (e) => parts.every((p) => p(e));
 }
+
+const cohortPredicate =
+  (members: ReadonlySet<number>, inside: boolean): EventPredicate =>
+  (e) =>
+    isMember(members, e.person_id) === inside;
 
 export function compileFilters(filters: PropertyFilter[], ctx: DateContext): EventPredicate {
   return compileGroup({ type: 'AND', values: filters }, ctx);
@@ -321,9 +355,9 @@ export function propertyOf(properties: Record<string, unknown> | null | undefine
 /** Distinct primitive values whose test result a compiled filter remembers (property values repeat a lot). */
 const MEMO_LIMIT = 4096;
 
-/** A hogql filter has a slot in the model but no evaluator yet: the front ends refuse it (400) before one gets here. */
+/** HogQL and cohort filters are evaluated on columns only (columnar/masks.ts): readers of event objects refuse them (400) before one gets here. */
 export function hogqlNotEvaluated(): never {
-  throw new Error('hogql property filters are not evaluated yet');
+  throw new Error('hogql and cohort property filters are evaluated by the columnar engine only');
 }
 
 export function compileFilter(f: PropertyFilter, ctx: DateContext, groups: GroupLookup = NO_GROUPS): EventPredicate {

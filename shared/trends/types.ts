@@ -174,7 +174,8 @@ export interface TrendFilterEcho {
   date_to: string;
   interval: Interval;
   display: Display;
-  breakdown?: string;
+  /** A cohort breakdown echoes its list of cohort ids / `"all"`. */
+  breakdown?: string | (number | string)[];
   breakdown_type?: string;
   breakdown_limit?: number;
   breakdown_group_type_index?: number;
@@ -192,7 +193,8 @@ export interface TrendSeries {
   labels: string[];
   days: string[];
   filter: TrendFilterEcho;
-  breakdown_value?: string;
+  /** A cohort breakdown's rows carry the cohort id (a number) or `"all"`, as PostHog. */
+  breakdown_value?: string | number;
   aggregated_value?: number;
   compare?: boolean;
   compare_label?: 'current' | 'previous';

@@ -314,8 +314,11 @@ describe('EventsQuery refusals', () => {
       await refused({ properties: [{ key: 'x', operator: 'regex', value: '(a)\\1' }] }, 'query__properties__0__value'),
     ).toContain('RE2');
     expect(
-      await refused({ properties: [{ key: 'email', value: 'a', type: 'cohort' }] }, 'query__properties__0__type'),
-    ).toContain('Cohort');
+      await refused({ properties: [{ key: 'email', value: 'a', type: 'cohort' }] }, 'query__properties__0__value'),
+    ).toContain('cohort id');
+    expect(
+      await refused({ properties: [{ key: 'x', value: 'a', type: 'element' }] }, 'query__properties__0__type'),
+    ).toContain('Element');
     expect(await refused({ personId: 'not-an-id' }, 'query__personId')).toContain('integer');
   });
 

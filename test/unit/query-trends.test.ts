@@ -381,18 +381,18 @@ describe('TrendsQuery validation errors point into the query', () => {
           {
             ...pageviews,
             properties: [{ key: 'a', value: 1 }],
-            fixedProperties: [{ key: 'b', type: 'cohort', value: 3 }],
+            fixedProperties: [{ key: 'b', type: 'cohort', value: 'x' }],
           },
         ],
       },
-      'query__series__0__fixedProperties__0__type',
+      'query__series__0__fixedProperties__0__value',
     ],
     [
       {
         series: [pageviews],
         properties: { type: 'AND', values: [{ type: 'OR', values: [{ key: 'c', type: 'cohort' }] }] },
       },
-      'query__properties__values__0__values__0__type',
+      'query__properties__values__0__values__0__value',
     ],
     [{ series: [pageviews], properties: [{ value: 1 }] }, 'query__properties__0__key'],
     [{ series: [pageviews], dateRange: { date_from: 'yesterday-ish' } }, 'query__dateRange__date_from'],
@@ -405,8 +405,8 @@ describe('TrendsQuery validation errors point into the query', () => {
       'query__trendsFilter__formulaNodes__0__formula',
     ],
     [
-      { series: [pageviews], breakdownFilter: { breakdown: 1, breakdown_type: 'cohort' } },
-      'query__breakdownFilter__breakdown_type',
+      { series: [pageviews], breakdownFilter: { breakdown: 'x', breakdown_type: 'cohort' } },
+      'query__breakdownFilter__breakdown',
     ],
     [
       { series: [pageviews], breakdownFilter: { breakdowns: [{ property: 'x', type: 'group' }] } },

@@ -15,7 +15,10 @@ import {
   type HogValue,
 } from '../../hogql/index.ts';
 import { ACTORS_DEFAULT_LIMIT, type ActorsQuery } from '../../schemas/query/actors.ts';
-import { personFilterFromQuery, personSearch } from '../person-filters.ts';
+import { compilePersonFilter, parsePersonFilter, personSearch } from '../person-filters.ts';
+import { checkCohortRefs, loadCohortMembers } from '../trend-cohorts.ts';
+import { cohortRefsOf, type CohortSets } from '../../trends/cohort-filters.ts';
+import type { PropertyGroup } from '../../trends/types.ts';
 import { personResponse } from '../persons.ts';
 import { projectSettings } from '../projects.ts';
 import {
@@ -285,19 +288,22 @@ export function compareTerms(
 // Filters
 // ---------------------------------------------------------------------------------------------
 
-function filterOf(query: ActorsQuery): ((p: PersonRecord) => boolean) | undefined {
+async function filterOf(projectId: number, query: ActorsQuery): Promise<((p: PersonRecord) => boolean) | undefined> {
   const tests: ((p: PersonRecord) => boolean)[] = [];
   for (const field of ['properties', 'fixedProperties'] as const) {
     const raw = query[field];
     if (raw === undefined || raw === null) continue;
-    let predicate: ReturnType<typeof personFilterFromQuery>;
+    let group: PropertyGroup;
+    let cohorts: CohortSets;
     try {
-      predicate = personFilterFromQuery(JSON.stringify(raw));
+      group = parsePersonFilter(JSON.stringify(raw), { cohorts: true });
+      cohorts = await loadCohortMembers(projectId, await checkCohortRefs(projectId, cohortRefsOf(group)));
     } catch (error) {
       if (!(error instanceof ValidationError)) throw error;
       throw new ValidationError(error.detail, `query__${field}${(error.attr ?? '').slice('properties'.length)}`);
     }
-    if (predicate) tests.push((p) => predicate(p.properties));
+    const predicate = compilePersonFilter(group, cohorts);
+    tests.push((p) => predicate(p.properties, p.id));
   }
   if (query.search) tests.push(personSearch(query.search));
   return tests.length ? (p) => tests.every((t) => t(p)) : undefined;
@@ -465,7 +471,7 @@ export const runActorsQuery: QueryRunner<'ActorsQuery'> = async (context, query)
   const ctx: EvalContext = { timezone: projectSettings(context.project).timezone, now: now() };
   const columns = select.map((raw, i) => columnOf(raw, i, ctx));
   const order = orderOf(query.orderBy, ctx);
-  const matches = filterOf(query);
+  const matches = await filterOf(context.projectId, query);
   const limit = query.limit ?? ACTORS_DEFAULT_LIMIT;
   const offset = query.offset ?? 0;
   const walk = walkOf(context, query, order);

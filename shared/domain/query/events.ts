@@ -60,6 +60,8 @@ import {
 import { compareKeys, TopK } from './expressions.ts';
 import type { Checkpoint } from './checkpoint.ts';
 import type { RunContext } from './runner.ts';
+import { cohortRefsOf } from '../../trends/cohort-filters.ts';
+import { checkCohortRefs, loadCohortMembers } from '../trend-cohorts.ts';
 /**
  * Days read at once on the rows path (each day is 4 shard Queries): one first (a busy day fills the
  * page alone), then twice as many each round up to this, so sparse days are reached in few round trips.
@@ -71,7 +73,7 @@ function eventFilterKeys(group: PropertyGroup): string[] {
   return group.values.flatMap((v) =>
     isGroup(v)
       ? eventFilterKeys(v)
-      : v.type === 'person'
+      : filterReadsPerson(v.type)
         ? []
         : v.type === 'group'
           ? [groupColumn((v as { group_type_index: number }).group_type_index)]
@@ -79,10 +81,16 @@ function eventFilterKeys(group: PropertyGroup): string[] {
   );
 }
 
-/** Whether a filter reads person properties (then every candidate event's person is looked up). */
+/** Person properties and cohort membership are read through the event's person. */
+const filterReadsPerson = (type: string | undefined) => type === 'person' || type === 'cohort';
+
+/** Whether a filter reads person properties or cohorts (then every candidate event's person is looked up). */
 function usesPersonProperties(group: PropertyGroup): boolean {
-  return group.values.some((v) => (isGroup(v) ? usesPersonProperties(v) : v.type === 'person'));
+  return group.values.some((v) => (isGroup(v) ? usesPersonProperties(v) : filterReadsPerson(v.type)));
 }
+
+/** The person id behind each person cell (kept out of the cell, which is PostHog's person column as is). */
+const personIdOfCell = new WeakMap<PersonCell, number>();
 
 /** Each distinct id's person column: PostHog's person object, or just the distinct id when it has no person. */
 async function personCells(projectId: number, distinctIds: Iterable<string>): Promise<(id: string) => PersonCell> {
@@ -93,7 +101,10 @@ async function personCells(projectId: number, distinctIds: Iterable<string>): Pr
   return (distinct_id) => {
     const id = ids.get(`${projectId}#${distinct_id}`);
     const p = id === undefined ? undefined : persons.get(id);
-    return p ? { uuid: p.uuid, created_at: p.created_at, properties: p.properties, distinct_id } : { distinct_id };
+    if (!p) return { distinct_id };
+    const cell = { uuid: p.uuid, created_at: p.created_at, properties: p.properties, distinct_id };
+    personIdOfCell.set(cell, p.id);
+    return cell;
   };
 }
 
@@ -106,14 +117,19 @@ export async function runEventsQuery(context: RunContext, query: EventsQuery): P
   const order = parseOrder(query.orderBy, columns, aggregated);
   checkAggregation(columns, conditions, order, aggregated);
   const { limit, offset } = parseLimit(query.limit, query.offset);
-  const { group } = parseProperties(query.properties, 'query__properties', { groups: true });
+  const { group } = parseProperties(query.properties, 'query__properties', { groups: true, cohorts: true });
+  const cohortRefs = cohortRefsOf(group);
+  const cohorts = await loadCohortMembers(projectId, await checkCohortRefs(projectId, cohortRefs));
   const personId = parsePersonId(query.personId);
   const firstAt = await firstEventAt(projectId);
   const now = clockNow();
   const ctx = dateContext(projectSettings(context.project), now);
   const evalCtx: EvalContext = { timezone: ctx.tz, now };
   const window = resolveWindow(query.after, query.before, ctx, firstAt?.getTime());
-  const matches = compileGroup(group, ctx, await filterGroupLookup(projectId, group, 'query__properties'));
+  const matches = compileGroup(group, ctx, {
+    groups: await filterGroupLookup(projectId, group, 'query__properties'),
+    cohorts,
+  });
   const where = compileWhere(conditions, evalCtx);
   const person = personId === undefined ? undefined : await getPerson(projectId, personId);
   const onlyDistinctIds = personId === undefined ? null : new Set(person?.distinct_ids ?? []);
@@ -130,7 +146,7 @@ export async function runEventsQuery(context: RunContext, query: EventsQuery): P
     candidate: (e) =>
       e.t > window.after && e.t < window.before && (onlyDistinctIds === null || onlyDistinctIds.has(e.distinct_id)),
     matches: (e, cell) =>
-      matches(asTrendEvent(e, cell && 'properties' in cell ? cell.properties : NO_PROPERTIES)) &&
+      matches(asTrendEvent(e, cell && 'properties' in cell ? cell.properties : NO_PROPERTIES, cell)) &&
       where(eventReader(e, ctx.tz, cell)),
     personFilters:
       usesPersonProperties(group) ||
@@ -195,10 +211,15 @@ function checking<E>(check: Checkpoint, test: (e: E) => boolean): (e: E) => bool
 
 const NO_PROPERTIES: Record<string, unknown> = {};
 
-const asTrendEvent = (e: EventFacts, personProperties: Record<string, unknown>): TrendEvent => ({
+const asTrendEvent = (
+  e: EventFacts,
+  personProperties: Record<string, unknown>,
+  cell: PersonCell | undefined,
+): TrendEvent => ({
   event: e.event,
   distinct_id: e.distinct_id,
-  person_id: e.distinct_id,
+  // Cohort filters test the person's id (compileGroup); without a person the distinct id stands for itself.
+  person_id: cell && personIdOfCell.has(cell) ? String(personIdOfCell.get(cell)) : e.distinct_id,
   timestamp: e.t,
   properties: e.properties,
   person_properties: personProperties,

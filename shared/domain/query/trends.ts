@@ -95,7 +95,9 @@ function labelOf(row: TrendSeries, seriesCount: number, formulaLabel: string | n
   if (!row.action) return formulaLabel ?? row.label;
   const name = row.action.name ?? row.label;
   if (row.breakdown_value === undefined) return name;
-  const value = breakdownLabel(row.breakdown_value);
+  // A cohort row's value is the cohort's id: the engine labelled it with the cohort's name (columnar/cohorts.ts).
+  if (row.filter.breakdown_type === 'cohort') return row.label;
+  const value = breakdownLabel(row.breakdown_value as string);
   return seriesCount > 1 ? `${name} - ${value}` : value;
 }
 

@@ -6,7 +6,7 @@
 import { ValidationError } from '#shared/errors.ts';
 import { indexActions, periodsFor, projectContext, resolveDateRange } from '../compute.ts';
 import { bucketDay, windowStart } from '../dates.ts';
-import { groupColumn, groupKeyText, NO_GROUPS, requiredGroupOf } from '../groups.ts';
+import { groupColumn, groupKeyText, requiredGroupOf } from '../groups.ts';
 import { windowDays } from '../math.ts';
 import type { TrendsModel } from '../model.ts';
 import { BREAKDOWN_OTHER_VALUE } from '../types.ts';
@@ -63,7 +63,9 @@ export function trendGroupActors(
   if (pick.breakdown === BREAKDOWN_OTHER_VALUE)
     throw new ValidationError('The actors of the "Other" row are not listed; pick a value.', pick.attrs.breakdown);
   const actions = indexActions(query, input.actions);
-  const node = seriesNodes(query, input.project, actions, ctx, input.groups ?? NO_GROUPS)[pick.series]!;
+  const node = seriesNodes(query, input.project, actions, ctx, { groups: input.groups, cohorts: input.cohorts })[
+    pick.series
+  ]!;
   const state = new QueryState(input.groups);
   const actors = new Map<string, number>();
   const lo = Math.max(from, input.source.from);

@@ -18,6 +18,7 @@
 import { textOf } from '#shared/errors.ts';
 import { compileAggregate, type EvalContext, fieldsOf } from '#shared/hogql/index.ts';
 import { breakdownText } from '../breakdown.ts';
+import type { CohortSets } from '../cohort-filters.ts';
 import {
   actionOf,
   indexActions,
@@ -34,7 +35,7 @@ import { windowStart } from '../dates.ts';
 import { ACTIVE_WINDOW_DAYS, type RowValues, windowDays } from '../math.ts';
 import type { BreakdownModel, SeriesModel, TrendsModel } from '../model.ts';
 import { buildResponse, type PeriodResult } from '../output.ts';
-import { propertyOf, toNumber } from '../properties.ts';
+import { type FilterLookups, propertyOf, toNumber } from '../properties.ts';
 import {
   AGGREGATED_DISPLAYS,
   COUNT_PER_ACTOR_MATHS,
@@ -60,6 +61,8 @@ export interface ColumnarInput {
   firstEventAt?: Date;
   /** The current properties of the groups the query reads (group filters, group breakdown); none without. */
   groups?: GroupLookup;
+  /** The members of every cohort the query names (filters, breakdown), loaded once per query. */
+  cohorts?: CohortSets;
   /** Dense aggregate cells allowed per query (default DENSE_CELLS); tests lower it to exercise the hash table. */
   denseCells?: number;
 }
@@ -482,15 +485,15 @@ export function seriesNodes(
   project: ProjectSettings,
   actions: ReadonlyMap<number, ActionDefinition>,
   ctx: DateContext,
-  groups: GroupLookup,
+  lookups: FilterLookups,
 ): MaskNode[] {
-  const global = groupNode(query.properties, ctx, groups);
+  const global = groupNode(query.properties, ctx, lookups);
   const testAccounts = query.filterTestAccounts
-    ? groupNode({ type: 'AND', values: testAccountFilters(query, project) }, ctx, groups)
+    ? groupNode({ type: 'AND', values: testAccountFilters(query, project) }, ctx, lookups)
     : null;
   return query.series.map((entity) => {
     const required = requiredGroupOf(entity, query);
-    const own = andNode(groupNode(entity.properties, ctx, groups), required === null ? ALL : hasGroupNode(required));
+    const own = andNode(groupNode(entity.properties, ctx, lookups), required === null ? ALL : hasGroupNode(required));
     let matches: MaskNode;
     if (entity.kind === 'EventsNode') {
       matches = entity.event === null ? own : andNode({ kind: 'name', name: entity.event }, own);
@@ -548,7 +551,7 @@ export function computeTrendFromColumns(query: TrendsModel, input: ColumnarInput
   const ctx = projectContext(query, input.project, input.now);
   const periods = periodsFor(query, resolveDateRange(query, input.project, input.now, input.firstEventAt));
   const actions = indexActions(query, input.actions);
-  const nodes = seriesNodes(query, input.project, actions, ctx, input.groups ?? NO_GROUPS);
+  const nodes = seriesNodes(query, input.project, actions, ctx, { groups: input.groups, cohorts: input.cohorts });
   const state = new QueryState(input.groups);
   const breakdown = query.breakdownFilter;
   const evalCtx = evalContextOf(ctx);

@@ -1,12 +1,21 @@
 /** The columnar trend engine: a caller's events become one in-memory batch; storage hands over a ColumnSource. */
+import type { CohortSets } from '../cohort-filters.ts';
 import { eventPropertiesUsed } from '../compute.ts';
 import type { GroupLookup } from '../groups.ts';
 import type { TrendsModel } from '../model.ts';
 import type { ActionDefinition, ProjectSettings, TrendEvent, TrendResponse } from '../types.ts';
 import { batchOfEvents, type ColumnBatch } from './batch.ts';
-import { computeTrendFromColumns } from './engine.ts';
+import { computeCohortBreakdown } from './cohorts.ts';
+import { type ColumnarInput, computeTrendFromColumns as computeColumns } from './engine.ts';
 
-export { computeTrendFromColumns, type ColumnarInput } from './engine.ts';
+export type { ColumnarInput } from './engine.ts';
+
+/** The engine over a ColumnSource; a cohort breakdown is one pass per cohort (cohorts.ts). */
+export function computeTrendFromColumns(query: TrendsModel, input: ColumnarInput): TrendResponse {
+  if (query.breakdownFilter?.source === 'cohort')
+    return computeCohortBreakdown(query, input.cohorts, (pass) => computeColumns(pass, input));
+  return computeColumns(query, input);
+}
 export {
   batchOfEvents,
   batchOfRows,
@@ -29,6 +38,7 @@ export function computeTrend(
     now: Date;
     firstEventAt?: Date;
     groups?: GroupLookup;
+    cohorts?: CohortSets;
   },
 ): TrendResponse {
   let batch: ColumnBatch | undefined;
@@ -46,6 +56,8 @@ export function computeTrend(
     now: input.now,
     firstEventAt: input.firstEventAt,
     groups: input.groups,
+    cohorts: input.cohorts,
   });
 }
 export { distinctIdsOf, groupKeysOf, storedSource, type StoredColumns } from './stored.ts';
+export { cohortRefs } from './cohorts.ts';

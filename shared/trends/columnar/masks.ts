@@ -6,9 +6,10 @@
  * evaluated once per dictionary entry of the one column it reads, or per distinct tuple of several
  * (expressions.ts), then spread the same way.
  */
+import { isCohortFilter, isMember, NO_COHORTS } from '../cohort-filters.ts';
 import type { DateContext } from '../dates.ts';
 import { type GroupLookup, groupColumn, groupKeyText, NO_GROUPS } from '../groups.ts';
-import { isGroup, propertyOf, valueTest } from '../properties.ts';
+import { type FilterLookups, isGroup, propertyOf, valueTest } from '../properties.ts';
 import { isHogQLFilter, type PropertyFilter, type PropertyGroup } from '../types.ts';
 import type { ColumnBatch } from './batch.ts';
 import { type ColumnExpr, compileColumnExpr, evalContextOf, passes, valuesOf } from './expressions.ts';
@@ -30,6 +31,8 @@ export type MaskNode =
     }
   /** A HogQL boolean expression (`{"type": "hogql", "key": ...}`): evaluated per dictionary entry or distinct tuple (expressions.ts). */
   | { kind: 'hogql'; expr: ColumnExpr }
+  /** A cohort filter: the cohort's members (person ids, loaded once per query) tested once per actor of a batch. */
+  | { kind: 'cohort'; members: ReadonlySet<number>; inside: boolean }
   | { kind: 'and' | 'or'; parts: MaskNode[] };
 
 export const ALL: MaskNode = { kind: 'const', value: true };
@@ -37,10 +40,17 @@ export const ALL: MaskNode = { kind: 'const', value: true };
 /** Primitive values whose answer a filter remembers across batches (each batch's dictionary repeats the last one's). */
 const MEMO_LIMIT = 65_536;
 
-export function filterNode(f: PropertyFilter, ctx: DateContext, groups: GroupLookup = NO_GROUPS): MaskNode {
+/** `lookups`: the query's group properties (group filters) and cohort members (cohort filters). */
+export function filterNode(f: PropertyFilter, ctx: DateContext, lookups: FilterLookups = {}): MaskNode {
+  if (isCohortFilter(f)) {
+    const cohort = (lookups.cohorts ?? NO_COHORTS).get(f.value);
+    // The domain loads every cohort a query names before it runs (shared/domain/trend-cohorts.ts).
+    if (!cohort) throw new Error(`cohort ${f.value} was not loaded`);
+    return { kind: 'cohort', members: cohort.members, inside: f.operator !== 'not_in' };
+  }
   const node = { kind: 'property', person: f.type === 'person', key: f.key, test: valueTest(f, ctx), memo: new Map() };
   return f.type === 'group' && f.group_type_index !== undefined
-    ? { ...node, kind: 'property', group: { index: f.group_type_index, lookup: groups } }
+    ? { ...node, kind: 'property', group: { index: f.group_type_index, lookup: lookups.groups ?? NO_GROUPS } }
     : { ...node, kind: 'property' };
 }
 
@@ -50,14 +60,14 @@ export function hasGroupNode(index: number): MaskNode {
   return { kind: 'property', person: false, key: groupColumn(index), test: present, memo: new Map() };
 }
 
-export function groupNode(group: PropertyGroup, ctx: DateContext, groups: GroupLookup = NO_GROUPS): MaskNode {
+export function groupNode(group: PropertyGroup, ctx: DateContext, lookups: FilterLookups = {}): MaskNode {
   const parts = group.values.map(
     (v): MaskNode =>
       isGroup(v)
-        ? groupNode(v, ctx, groups)
+        ? groupNode(v, ctx, lookups)
         : isHogQLFilter(v)
           ? { kind: 'hogql', expr: compileColumnExpr(v.expr, evalContextOf(ctx), v.attr ?? 'properties') }
-          : filterNode(v, ctx, groups),
+          : filterNode(v, ctx, lookups),
   );
   if (!parts.length) return ALL;
   return { kind: group.type === 'OR' ? 'or' : 'and', parts };
@@ -135,6 +145,13 @@ export function evaluate(node: MaskNode, batch: ColumnBatch): Mask {
       );
     case 'property':
       return propertyMask(node, batch);
+    case 'cohort': {
+      const { members, inside } = node;
+      const table = new Uint8Array(batch.actors.length);
+      for (let i = 0; i < table.length; i += 1)
+        table[i] = isMember(members, batch.actors[i]!.person) === inside ? 1 : 0;
+      return spread(table, batch.actorIndexes, batch.n);
+    }
     case 'hogql': {
       const { table, indexes } = valuesOf(node.expr, batch);
       return spread(

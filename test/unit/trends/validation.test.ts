@@ -63,9 +63,9 @@ describe('series', () => {
 });
 
 describe('options', () => {
-  it('breakdown_type cohort: not supported yet; group needs breakdown_group_type_index', () => {
-    const cohort = expectValidation(() => parse({ breakdown: '[1]', breakdown_type: 'cohort' }), 'breakdown_type');
-    expect(cohort.detail).toMatch(/cohort.*not supported yet/i);
+  it('breakdown_type cohort takes a list of ids; group needs breakdown_group_type_index', () => {
+    expect(parse({ breakdown: '[1]', breakdown_type: 'cohort' }).breakdownFilter?.cohorts).toEqual([1]);
+    expectValidation(() => parse({ breakdown: '["x"]', breakdown_type: 'cohort' }), 'breakdown');
     expectValidation(
       () => parse({ breakdown: 'name', breakdown_type: 'group' }),
       'breakdown_group_type_index',
@@ -192,11 +192,12 @@ describe('property filters', () => {
       () => parse({ properties: [{ key: 'x', operator: 'like', value: 1 }] }),
       'properties__0__operator',
     );
-    const cohort = expectValidation(
-      () => parse({ properties: [{ key: 'id', value: 3, type: 'cohort' }] }),
+    const element = expectValidation(
+      () => parse({ properties: [{ key: 'tag_name', value: 'a', type: 'element' }] }),
       'properties__0__type',
     );
-    expect(cohort.detail).toMatch(/cohort/i);
+    expect(element.detail).toMatch(/element/i);
+    expectValidation(() => parse({ properties: [{ key: 'id', value: 'x', type: 'cohort' }] }), 'properties__0__value');
     expectValidation(() => parse({ properties: [{ value: 3 }] }), 'properties__0__key', 'required');
     expectValidation(
       () => parse({ properties: [{ key: 'x', operator: 'exact' }] }),
