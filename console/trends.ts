@@ -12,6 +12,7 @@ interface Series {
   aggregated_value?: number;
   breakdown_value?: unknown;
   compare_label?: string;
+  action?: { name?: string; custom_name?: string | null } | null;
 }
 
 const MATHS = [
@@ -184,15 +185,30 @@ export async function trendsPage(body: HTMLElement, ctx: Ctx): Promise<void> {
     table,
   );
 
-  void loadEventNames(ctx.projectId, names);
+  // Names are asked for when a series field is first used, not on every render of a trend.
+  const suggest = () => {
+    ev0.removeEventListener('focus', suggest);
+    ev1.removeEventListener('focus', suggest);
+    void loadEventNames(ctx.projectId, names);
+  };
+  ev0.addEventListener('focus', suggest);
+  ev1.addEventListener('focus', suggest);
   status.textContent = 'Loading…';
   let results: Series[];
   try {
-    const answer = await api('POST', `/api/environments/${ctx.projectId}/query/`, {
-      query: trendsQuery(f),
-      refresh: 'blocking',
-    });
-    results = answer.results ?? [];
+    let answer = await api('POST', `/api/environments/${ctx.projectId}/query/`, { query: trendsQuery(f) });
+    // A question that outlives the request is handed to a background run: poll it, showing progress.
+    for (let polls = 1; answer.query_status && !answer.query_status.complete; polls += 1) {
+      status.textContent = `Computing… (${polls})`;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 250 * polls)));
+      answer = await api(
+        'GET',
+        `/api/environments/${ctx.projectId}/query/${encodeURIComponent(answer.query_status.id)}/`,
+      );
+    }
+    if (answer.query_status?.error)
+      throw new ApiError(400, String(answer.query_status.error_message ?? 'The query failed.'), null, '');
+    results = answer.results ?? answer.query_status?.results ?? [];
   } catch (e) {
     status.textContent = '';
     if (!(e instanceof ApiError)) throw e;
