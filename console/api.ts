@@ -65,3 +65,21 @@ export async function csv(path: string, body: unknown): Promise<string> {
   if (!res.ok) throw new ApiError(res.status, `HTTP ${res.status}`, null, '');
   return res.text();
 }
+
+/**
+ * POST /query, following a background run to its end when the question outlived the request
+ * (PostHog's `query_status`): `progress` hears each poll. Answers as the blocking call would.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: answers are read field by field, as the API documents them
+export async function runQuery(projectId: number, query: unknown, progress?: (polls: number) => void): Promise<any> {
+  let answer = await api('POST', `/api/environments/${projectId}/query/`, { query });
+  for (let polls = 1; answer.query_status && !answer.query_status.complete; polls += 1) {
+    progress?.(polls);
+    await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 250 * polls)));
+    answer = await api('GET', `/api/environments/${projectId}/query/${encodeURIComponent(answer.query_status.id)}/`);
+  }
+  const status = answer.query_status;
+  if (status?.error) throw new ApiError(400, String(status.error_message ?? 'The query failed.'), null, '');
+  // A background run keeps the whole answer under query_status.results.
+  return answer.results === undefined && status?.results ? status.results : answer;
+}

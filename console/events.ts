@@ -1,4 +1,4 @@
-import { api } from './api.ts';
+import { runQuery } from './api.ts';
 import type { Ctx } from './main.ts';
 import { clear, h, text } from './dom.ts';
 
@@ -18,17 +18,18 @@ export async function eventsPage(body: HTMLElement, ctx: Ctx): Promise<void> {
     ctx.navigate({ page: 'events', ...(filter.value ? { event: filter.value } : {}) });
   });
   clear(body, h('h1', {}, 'Events'), form, list);
-  const answer = await api('POST', `/api/environments/${ctx.projectId}/query/`, {
-    query: {
-      kind: 'EventsQuery',
-      select: ['uuid', 'event', 'distinct_id', 'timestamp', 'properties'],
-      orderBy: ['timestamp DESC'],
-      after: '-30d',
-      limit: 100,
-      ...(ctx.params.get('event') ? { event: ctx.params.get('event') } : {}),
-    },
+  const answer = await runQuery(ctx.projectId, {
+    kind: 'EventsQuery',
+    select: ['*'],
+    orderBy: ['timestamp DESC'],
+    after: '-30d',
+    limit: 100,
+    ...(ctx.params.get('event') ? { event: ctx.params.get('event') } : {}),
   });
-  const rows: unknown[][] = answer.results ?? [];
+  // `*` answers one object per row, as PostHog's EventsQuery does.
+  const rows: { event?: unknown; distinct_id?: unknown; timestamp?: unknown; properties?: unknown }[] = (
+    answer.results ?? []
+  ).map((r: unknown[]) => r[0] ?? {});
   if (!rows.length) return clear(list, h('p', {}, 'No events in the last 30 days.'));
   const table = h(
     'table',
@@ -37,7 +38,7 @@ export async function eventsPage(body: HTMLElement, ctx: Ctx): Promise<void> {
     h('thead', {}, h('tr', {}, ...['Event', 'Person', 'Time', ''].map((c) => h('th', { scope: 'col' }, c)))),
   );
   const tbody = h('tbody');
-  for (const [, event, distinctId, timestamp, properties] of rows) {
+  for (const { event, distinct_id: distinctId, timestamp, properties } of rows) {
     const details = h('details', {}, h('summary', {}, 'Properties'), h('pre', {}, JSON.stringify(properties, null, 2)));
     tbody.append(
       h(
@@ -51,5 +52,5 @@ export async function eventsPage(body: HTMLElement, ctx: Ctx): Promise<void> {
     );
   }
   table.append(tbody);
-  clear(list, h('div', { class: 'scroll' }, table));
+  clear(list, h('div', { class: 'scroll', tabindex: 0, role: 'region', 'aria-label': 'Scrollable table' }, table));
 }

@@ -45,7 +45,7 @@ export async function personsPage(body: HTMLElement, ctx: Ctx): Promise<void> {
       h(
         'tr',
         {},
-        h('td', {}, text(p.name ?? p.distinct_ids[0])),
+        h('td', {}, text(p.properties.name ?? p.properties.email ?? p.name ?? p.distinct_ids[0])),
         h('td', {}, p.distinct_ids.join(', ')),
         h('td', {}, text(p.created_at)),
         h('td', {}, details),
@@ -68,5 +68,9 @@ export async function personsPage(body: HTMLElement, ctx: Ctx): Promise<void> {
       ...(ctx.params.get('search') ? { search: ctx.params.get('search') ?? '' } : {}),
     });
   });
-  clear(list, h('div', { class: 'scroll' }, table), more);
+  clear(
+    list,
+    h('div', { class: 'scroll', tabindex: 0, role: 'region', 'aria-label': 'Scrollable table' }, table),
+    more,
+  );
 }

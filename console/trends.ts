@@ -1,5 +1,5 @@
 import uPlot from 'uplot';
-import { api, ApiError } from './api.ts';
+import { ApiError, runQuery } from './api.ts';
 import type { Ctx } from './main.ts';
 import { clear, field, h, select, text } from './dom.ts';
 
@@ -12,7 +12,7 @@ interface Series {
   aggregated_value?: number;
   breakdown_value?: unknown;
   compare_label?: string;
-  action?: { name?: string; custom_name?: string | null } | null;
+  action?: { order?: number } | null;
 }
 
 const MATHS = [
@@ -114,8 +114,12 @@ function controlFor(attr: string | null): string {
   return 'trend-form';
 }
 
+/** The events of the trend on screen: a broken-down series is named by its event even where the answer omits it. */
+let shownEvents: string[] = [];
+
 export async function trendsPage(body: HTMLElement, ctx: Ctx): Promise<void> {
   const f = formFromUrl(ctx.params);
+  shownEvents = f.events;
   const names = h('datalist', { id: 'event-names' });
   const ev0 = h('input', { list: 'event-names', value: f.events[0] ?? '', autocomplete: 'off' });
   const ev1 = h('input', { list: 'event-names', value: f.events[1] ?? '', autocomplete: 'off' });
@@ -171,7 +175,7 @@ export async function trendsPage(body: HTMLElement, ctx: Ctx): Promise<void> {
   const headline = h('div', { class: 'headline' });
   const chart = h('div', { class: 'chart', id: 'chart' });
   const legend = h('ul', { class: 'legend', 'aria-label': 'Legend' });
-  const table = h('div', { class: 'scroll' });
+  const table = h('div', { class: 'scroll', tabindex: 0, role: 'region', 'aria-label': 'Scrollable table' });
   const download = h('button', { type: 'button', disabled: true }, 'Download CSV');
   clear(
     body,
@@ -196,23 +200,17 @@ export async function trendsPage(body: HTMLElement, ctx: Ctx): Promise<void> {
   status.textContent = 'Loading…';
   let results: Series[];
   try {
-    let answer = await api('POST', `/api/environments/${ctx.projectId}/query/`, { query: trendsQuery(f) });
-    // A question that outlives the request is handed to a background run: poll it, showing progress.
-    for (let polls = 1; answer.query_status && !answer.query_status.complete; polls += 1) {
+    const answer = await runQuery(ctx.projectId, trendsQuery(f), (polls) => {
       status.textContent = `Computing… (${polls})`;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 250 * polls)));
-      answer = await api(
-        'GET',
-        `/api/environments/${ctx.projectId}/query/${encodeURIComponent(answer.query_status.id)}/`,
-      );
-    }
-    if (answer.query_status?.error)
-      throw new ApiError(400, String(answer.query_status.error_message ?? 'The query failed.'), null, '');
-    results = answer.results ?? answer.query_status?.results ?? [];
+    });
+    results = answer.results ?? [];
   } catch (e) {
     status.textContent = '';
     if (!(e instanceof ApiError)) throw e;
-    const slot = document.getElementById(`${controlFor(e.attr)}-error`);
+    // A background run's failure names no attr: its message still says which field it is about.
+    const slot = document.getElementById(
+      `${controlFor(e.attr ?? (/formula/i.test(e.detail) ? 'formula' : null))}-error`,
+    );
     if (slot) slot.textContent = e.detail;
     return;
   }
@@ -238,14 +236,12 @@ export async function trendsPage(body: HTMLElement, ctx: Ctx): Promise<void> {
 
 async function loadEventNames(projectId: number, list: HTMLDataListElement): Promise<void> {
   try {
-    const answer = await api('POST', `/api/environments/${projectId}/query/`, {
-      query: {
-        kind: 'EventsQuery',
-        select: ['event', 'count()'],
-        orderBy: ['count() DESC'],
-        after: '-90d',
-        limit: 200,
-      },
+    const answer = await runQuery(projectId, {
+      kind: 'EventsQuery',
+      select: ['event', 'count()'],
+      orderBy: ['count() DESC'],
+      after: '-90d',
+      limit: 200,
     });
     for (const [name] of answer.results ?? []) list.append(h('option', { value: text(name) }));
   } catch {
@@ -253,10 +249,11 @@ async function loadEventNames(projectId: number, list: HTMLDataListElement): Pro
   }
 }
 
-export const seriesName = (s: Series) =>
+/** With a breakdown PostHog's `label` is the value: the series is named by its event (by `action.order`), then the value. */
+export const seriesName = (s: Series, events: readonly string[] = shownEvents) =>
   s.breakdown_value === undefined || s.breakdown_value === null || s.breakdown_value === ''
     ? s.label
-    : `${s.label} · ${text(s.breakdown_value)}`;
+    : `${events[s.action?.order ?? 0] ?? s.label} · ${text(s.breakdown_value)}`;
 
 const formatNumber = (n: number) =>
   Number.isInteger(n) ? n.toLocaleString('en-US') : n.toLocaleString('en-US', { maximumFractionDigits: 2 });

@@ -129,7 +129,7 @@ describe('the web console in Chromium', () => {
       });
       expect(answer.status).toBe(200);
       const expected = answer.body.results.map((s: any) => ({
-        name: `${s.action?.name ?? s.label} · ${s.breakdown_value}`,
+        name: `$pageview · ${s.breakdown_value}`,
         total: s.count,
       }));
       expect(rendered).toEqual(expected);
@@ -150,7 +150,7 @@ describe('the web console in Chromium', () => {
     await page.getByLabel('Series A: event').fill('$pageview');
     await page.getByLabel('Formula (optional)').fill('A +* B');
     await page.getByRole('button', { name: 'Show trend' }).click();
-    await expect.poll(() => page.locator('#formula-error').textContent()).not.toBe('');
+    await expect.poll(() => page.locator('#formula-error').textContent(), { timeout: 90_000 }).not.toBe('');
     await page.context().close();
   }, 60_000);
 
@@ -158,7 +158,12 @@ describe('the web console in Chromium', () => {
     for (const width of [1280, 375]) {
       const { page, problems } = await signedIn(width);
       await page.getByRole('link', { name: 'Events' }).click();
-      await page.getByText(HOSTILE_EVENT, { exact: true }).waitFor({ timeout: 90_000 });
+      await page
+        .getByText(HOSTILE_EVENT, { exact: true })
+        .waitFor({ timeout: 90_000 })
+        .catch(async (e) => {
+          throw new Error(`${e}\n${problems.join('\n')}\n${(await page.locator('body').innerText()).slice(-700)}`);
+        });
       await page.locator('details summary').first().click();
       await page.screenshot({ path: join(SHOTS, `events-${width}.png`), fullPage: true });
       expect(await axeViolations(page)).toEqual([]);
