@@ -100,9 +100,10 @@ describe('the web console in Chromium', () => {
       await page.getByLabel('Breakdown by event property').fill('$browser');
       await page.getByLabel('Date range').selectOption('-14d');
       await page.getByRole('button', { name: 'Show trend' }).click();
+      // The default trend shown on arrival is replaced by the submitted one: wait for its breakdown rows.
+      await page.waitForURL(/[?&]q=/);
       await page
-        .locator('#results-table tbody tr')
-        .first()
+        .locator('#results-table tbody tr', { hasText: '$pageview · Chrome' })
         .waitFor({ timeout: 90_000 })
         .catch(async (e) => {
           throw new Error(`${e}\n${problems.join('\n')}\n${(await page.locator('body').innerText()).slice(-700)}`);
