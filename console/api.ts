@@ -27,11 +27,13 @@ export async function api<T = any>(method: string, path: string, body?: unknown)
   const key = savedKey();
   const headers: Record<string, string> = {};
   if (key) headers.Authorization = `Bearer ${key}`;
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  // A form (a file upload) goes as multipart, with the boundary the browser writes.
+  const form = body instanceof FormData;
+  if (body !== undefined && !form) headers['Content-Type'] = 'application/json';
   const res = await fetch(path, {
     method,
     headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
+    body: body === undefined ? undefined : form ? body : JSON.stringify(body),
     credentials: 'omit',
     cache: 'no-store',
   });

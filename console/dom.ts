@@ -58,3 +58,15 @@ export function select(options: readonly (readonly [string, string])[], value: s
 
 /** Any value as display text: strings as they are, everything else as JSON. */
 export const text = (v: unknown): string => (typeof v === 'string' ? v : v === undefined ? '' : JSON.stringify(v));
+
+/**
+ * Shows the API's `detail` next to the control its `attr` names (`${prefix}${attr}-error`), or in the
+ * form's own slot when no control matches. Earlier messages under the form are cleared first.
+ */
+export function showFieldError(form: HTMLElement, prefix: string, attr: string | null, detail: string): void {
+  for (const slot of form.querySelectorAll('.error')) slot.textContent = '';
+  const slot =
+    (attr && form.querySelector<HTMLElement>(`[id="${prefix}${CSS.escape(attr)}-error"]`)) ||
+    form.querySelector<HTMLElement>(`[id="${prefix}form-error"]`);
+  if (slot) slot.textContent = detail;
+}

@@ -7,20 +7,28 @@ import './styles.css';
 import { api, ApiError, forgetKey, saveKey, savedKey } from './api.ts';
 import { clear, field, h } from './dom.ts';
 import { eventsPage } from './events.ts';
+import { exportsPage } from './exports.ts';
 import { personsPage } from './persons.ts';
+import { projectPage } from './project.ts';
 import { trendsPage } from './trends.ts';
 
 export interface Ctx {
   projectId: number;
+  /** The project's organization: batch exports live under it. */
+  orgId: string;
   params: URLSearchParams;
   /** Moves to another view; `replace` keeps history (a form edit), otherwise the back button returns here. */
   navigate(params: Record<string, string>, replace?: boolean): void;
+  /** Draws the current view again from the API (after an action changed what it shows). */
+  refresh(): Promise<void>;
 }
 
 const PAGES = [
   ['trends', 'Trends', trendsPage],
   ['events', 'Events', eventsPage],
   ['persons', 'Persons', personsPage],
+  ['exports', 'Batch exports', exportsPage],
+  ['project', 'Project', projectPage],
 ] as const;
 
 const root = () => document.getElementById('app') as HTMLElement;
@@ -55,7 +63,30 @@ interface Org {
   projects: { id: number; name: string }[];
 }
 
+/**
+ * Each render is numbered; `#app[data-state]` says `loading` until the newest one has drawn its page
+ * (`ready`) or failed (`failed`). Tests and assistive tech wait on it instead of on time; an older
+ * render that finishes late never marks the page ready.
+ */
+let renders = 0;
+
+function settle(generation: number, state: 'ready' | 'failed'): void {
+  if (generation === renders) root().dataset.state = state;
+}
+
 async function render(): Promise<void> {
+  const generation = ++renders;
+  root().dataset.state = 'loading';
+  try {
+    await draw();
+    settle(generation, 'ready');
+  } catch (e) {
+    settle(generation, 'failed');
+    throw e;
+  }
+}
+
+async function draw(): Promise<void> {
   if (!savedKey()) return signIn();
   const params = new URLSearchParams(location.search);
   let orgs: { results: Org[] };
@@ -68,7 +99,7 @@ async function render(): Promise<void> {
     }
     throw e;
   }
-  const projects = orgs.results.flatMap((o) => o.projects.map((p) => ({ ...p, org: o.name })));
+  const projects = orgs.results.flatMap((o) => o.projects.map((p) => ({ ...p, org: o.name, orgId: o.id })));
   const projectId = Number(params.get('project') ?? projects[0]?.id);
   const pageName = params.get('page') ?? 'trends';
   const page = PAGES.find(([name]) => name === pageName) ?? PAGES[0];
@@ -96,23 +127,18 @@ async function render(): Promise<void> {
       ),
     ),
   );
-  nav.addEventListener('click', (e) => {
-    const a = (e.target as Element).closest('a');
-    if (!a) return;
-    e.preventDefault();
-    history.pushState(null, '', a.getAttribute('href'));
-    void render();
-  });
   const signOut = h('button', { type: 'button', class: 'link' }, 'Sign out');
   signOut.addEventListener('click', () => {
     forgetKey();
     history.pushState(null, '', '/');
     signIn();
   });
-  const body = h('section', { class: 'page', 'aria-live': 'polite' });
+  const body = h('section', { class: 'page', 'aria-live': 'polite', 'aria-busy': 'true' });
   clear(root(), h('header', {}, h('strong', {}, 'Analytics'), nav, projectPicker, signOut), body);
   if (!projects.length) return clear(body, h('p', {}, 'This key sees no project.'));
-  await page[2](body, { projectId, params, navigate });
+  const orgId = projects.find((p) => p.id === projectId)?.orgId ?? '';
+  await page[2](body, { projectId, orgId, params, navigate, refresh: render });
+  body.setAttribute('aria-busy', 'false');
 }
 
 function showFailure(error: unknown): void {
@@ -120,6 +146,16 @@ function showFailure(error: unknown): void {
   const slot = document.querySelector('.page') ?? root();
   slot.append(h('p', { class: 'error', role: 'alert' }, detail));
 }
+
+// Links within the console (`?page=…`) move through its history without reloading the page.
+document.addEventListener('click', (e) => {
+  const a = (e.target as Element).closest('a');
+  const href = a?.getAttribute('href');
+  if (!a || !href?.startsWith('?') || a.hasAttribute('download') || e.ctrlKey || e.metaKey || e.shiftKey) return;
+  e.preventDefault();
+  history.pushState(null, '', href);
+  void render().catch(showFailure);
+});
 
 window.addEventListener('popstate', () => void render().catch(showFailure));
 void render().catch(showFailure);
