@@ -214,8 +214,11 @@ function exportForm(body: HTMLElement, ctx: Ctx, base: string, current: Export |
     h('div', { class: 'row' }, h('button', { type: 'submit' }, current ? 'Save export' : 'Create export')),
     h('p', { class: 'error', id: 'bx-form-error', role: 'alert' }),
   );
-  form.addEventListener('submit', async (e) => {
+  form.addEventListener('submit', (e) => {
     e.preventDefault();
+    void ctx.run(() => saveExport());
+  });
+  const saveExport = async () => {
     const config: Record<string, unknown> = { file_format: format.value, compression: compression.value || null };
     for (const [key, input] of inputs) {
       const v = input.value.trim();
@@ -237,7 +240,7 @@ function exportForm(body: HTMLElement, ctx: Ctx, base: string, current: Export |
       if (!(err instanceof ApiError)) throw err;
       showFieldError(form, 'bx-', err.attr, err.detail);
     }
-  });
+  };
   clear(body, h('h1', {}, current ? `Edit ${current.name}` : 'New batch export'), form);
 }
 
@@ -252,18 +255,20 @@ async function exportView(body: HTMLElement, ctx: Ctx, base: string, e: Export):
   flash = '';
   const act = (label: string, path: string, done: string) => {
     const b = h('button', { type: 'button' }, label);
-    b.addEventListener('click', async () => {
-      b.disabled = true;
-      try {
-        await api('POST', path);
-        flash = done;
-        await ctx.refresh();
-      } catch (err) {
-        if (!(err instanceof ApiError)) throw err;
-        message.textContent = err.detail;
-        b.disabled = false;
-      }
-    });
+    b.addEventListener('click', () =>
+      ctx.run(async () => {
+        b.disabled = true;
+        try {
+          await api('POST', path);
+          flash = done;
+          await ctx.refresh();
+        } catch (err) {
+          if (!(err instanceof ApiError)) throw err;
+          message.textContent = err.detail;
+          b.disabled = false;
+        }
+      }),
+    );
     return b;
   };
   const state = health({ paused: e.paused, latest_runs: runs.results });
@@ -281,19 +286,21 @@ async function exportView(body: HTMLElement, ctx: Ctx, base: string, e: Export):
       h('p', { class: 'error', id: 'bf-form-error', role: 'alert' }),
     ),
   );
-  backfillForm.addEventListener('submit', async (ev) => {
+  backfillForm.addEventListener('submit', (ev) => {
     ev.preventDefault();
-    try {
-      await api('POST', `${at}backfills/`, {
-        start_at: backfillStart.value.trim() || null,
-        end_at: backfillEnd.value.trim(),
-      });
-      flash = 'Backfill started.';
-      await ctx.refresh();
-    } catch (err) {
-      if (!(err instanceof ApiError)) throw err;
-      showFieldError(backfillForm, 'bf-', err.attr, err.detail);
-    }
+    void ctx.run(async () => {
+      try {
+        await api('POST', `${at}backfills/`, {
+          start_at: backfillStart.value.trim() || null,
+          end_at: backfillEnd.value.trim(),
+        });
+        flash = 'Backfill started.';
+        await ctx.refresh();
+      } catch (err) {
+        if (!(err instanceof ApiError)) throw err;
+        showFieldError(backfillForm, 'bf-', err.attr, err.detail);
+      }
+    });
   });
   const backfillRows = backfills.results.map((b) =>
     h(

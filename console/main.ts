@@ -6,6 +6,7 @@ import 'uplot/dist/uPlot.min.css';
 import './styles.css';
 import { api, ApiError, forgetKey, saveKey, savedKey } from './api.ts';
 import { clear, field, h } from './dom.ts';
+import { cohortsPage, groupsPage } from './cohorts.ts';
 import { eventsPage } from './events.ts';
 import { exportsPage } from './exports.ts';
 import { personsPage } from './persons.ts';
@@ -21,12 +22,16 @@ export interface Ctx {
   navigate(params: Record<string, string>, replace?: boolean): void;
   /** Draws the current view again from the API (after an action changed what it shows). */
   refresh(): Promise<void>;
+  /** Runs a user's action (a save, a pause) with the page marked busy until it and any redraw it starts are done. */
+  run(action: () => Promise<void>): Promise<void>;
 }
 
 const PAGES = [
   ['trends', 'Trends', trendsPage],
   ['events', 'Events', eventsPage],
   ['persons', 'Persons', personsPage],
+  ['cohorts', 'Cohorts', cohortsPage],
+  ['groups', 'Groups', groupsPage],
   ['exports', 'Batch exports', exportsPage],
   ['project', 'Project', projectPage],
 ] as const;
@@ -74,16 +79,21 @@ function settle(generation: number, state: 'ready' | 'failed'): void {
   if (generation === renders) root().dataset.state = state;
 }
 
-async function render(): Promise<void> {
+/** Marks the page loading until `work` ends; a render started meanwhile takes over the signal. */
+async function busy(work: () => Promise<void>): Promise<void> {
   const generation = ++renders;
   root().dataset.state = 'loading';
   try {
-    await draw();
+    await work();
     settle(generation, 'ready');
   } catch (e) {
     settle(generation, 'failed');
     throw e;
   }
+}
+
+function render(): Promise<void> {
+  return busy(draw);
 }
 
 async function draw(): Promise<void> {
@@ -137,7 +147,7 @@ async function draw(): Promise<void> {
   clear(root(), h('header', {}, h('strong', {}, 'Analytics'), nav, projectPicker, signOut), body);
   if (!projects.length) return clear(body, h('p', {}, 'This key sees no project.'));
   const orgId = projects.find((p) => p.id === projectId)?.orgId ?? '';
-  await page[2](body, { projectId, orgId, params, navigate, refresh: render });
+  await page[2](body, { projectId, orgId, params, navigate, refresh: render, run: busy });
   body.setAttribute('aria-busy', 'false');
 }
 

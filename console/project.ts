@@ -124,8 +124,11 @@ export async function projectPage(body: HTMLElement, ctx: Ctx): Promise<void> {
     h('p', { class: 'error', id: 'project-form-error', role: 'alert' }),
     saved,
   );
-  form.addEventListener('submit', async (e) => {
+  form.addEventListener('submit', (e) => {
     e.preventDefault();
+    void ctx.run(save);
+  });
+  const save = async () => {
     saved.textContent = '';
     const filters = [...rows.children].map((tr) => {
       const [type, key, op, value] = [
@@ -147,7 +150,7 @@ export async function projectPage(body: HTMLElement, ctx: Ctx): Promise<void> {
       const attr = err.attr?.startsWith('test_account_filters') ? 'test_account_filters' : err.attr;
       showFieldError(form, 'project-', attr, err.detail);
     }
-  });
+  };
   const tokenButton = h('button', { type: 'button' }, 'Copy token');
   tokenButton.addEventListener('click', copy(p.api_token));
   const snippetButton = h('button', { type: 'button' }, 'Copy snippet');
