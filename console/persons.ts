@@ -1,8 +1,8 @@
-import { api } from './api.ts';
+import { api, runQuery } from './api.ts';
 import type { Ctx } from './main.ts';
 import { clear, h, text } from './dom.ts';
 
-interface Person {
+export interface Person {
   id: string;
   name?: string;
   distinct_ids: string[];
@@ -12,6 +12,8 @@ interface Person {
 
 /** Persons with search and PostHog's paging (`next`); a person's properties on the row. */
 export async function personsPage(body: HTMLElement, ctx: Ctx): Promise<void> {
+  const id = ctx.params.get('person');
+  if (id) return personView(body, ctx, id);
   const search = h('input', { type: 'search', id: 'person-search', value: ctx.params.get('search') ?? '' });
   const form = h(
     'form',
@@ -33,32 +35,6 @@ export async function personsPage(body: HTMLElement, ctx: Ctx): Promise<void> {
     'GET',
     `/api/environments/${ctx.projectId}/persons/?${query}`,
   );
-  const tbody = h('tbody');
-  for (const p of page.results) {
-    const details = h(
-      'details',
-      {},
-      h('summary', {}, 'Properties'),
-      h('pre', {}, JSON.stringify(p.properties, null, 2)),
-    );
-    tbody.append(
-      h(
-        'tr',
-        {},
-        h('td', {}, text(p.properties.name ?? p.properties.email ?? p.name ?? p.distinct_ids[0])),
-        h('td', {}, p.distinct_ids.join(', ')),
-        h('td', {}, text(p.created_at)),
-        h('td', {}, details),
-      ),
-    );
-  }
-  const table = h(
-    'table',
-    {},
-    h('caption', {}, `${page.results.length} persons`),
-    h('thead', {}, h('tr', {}, ...['Name', 'Distinct ids', 'Created', ''].map((c) => h('th', { scope: 'col' }, c)))),
-    tbody,
-  );
   const more = page.next ? h('button', { type: 'button' }, 'Next page') : null;
   more?.addEventListener('click', () => {
     const offset = new URL(page.next ?? '', location.origin).searchParams.get('offset') ?? '0';
@@ -68,9 +44,88 @@ export async function personsPage(body: HTMLElement, ctx: Ctx): Promise<void> {
       ...(ctx.params.get('search') ? { search: ctx.params.get('search') ?? '' } : {}),
     });
   });
+  clear(list, personRows(ctx, page.results, 'persons-table', `${page.results.length} persons`), more);
+}
+
+/** The name a person is shown by: PostHog's name properties, else their first distinct id. */
+const displayName = (p: Person) => text(p.properties.name ?? p.properties.email ?? p.name ?? p.distinct_ids[0]);
+
+/** Persons as a table whose names link to each person's page (used by cohorts and trend click-through too). */
+export function personRows(ctx: Ctx, persons: Person[], id: string, caption: string): HTMLElement {
+  if (!persons.length) return h('p', {}, 'No persons.');
+  const rows = persons.map((p) =>
+    h(
+      'tr',
+      {},
+      h(
+        'td',
+        {},
+        h(
+          'a',
+          {
+            href: `?${new URLSearchParams({ page: 'persons', project: String(ctx.projectId), person: String(p.id) })}`,
+          },
+          displayName(p),
+        ),
+      ),
+      h('td', {}, p.distinct_ids.join(', ')),
+      h('td', {}, text(p.created_at)),
+      h(
+        'td',
+        {},
+        h('details', {}, h('summary', {}, 'Properties'), h('pre', {}, JSON.stringify(p.properties, null, 2))),
+      ),
+    ),
+  );
+  return h(
+    'div',
+    { class: 'scroll', tabindex: 0, role: 'region', 'aria-label': caption },
+    h(
+      'table',
+      { id },
+      h('caption', {}, caption),
+      h('thead', {}, h('tr', {}, ...['Name', 'Distinct ids', 'Created', ''].map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, ...rows),
+    ),
+  );
+}
+
+/** One person: properties, distinct ids and their newest events. */
+async function personView(body: HTMLElement, ctx: Ctx, id: string): Promise<void> {
+  const p = await api<Person>('GET', `/api/environments/${ctx.projectId}/persons/${encodeURIComponent(id)}/`);
+  const events = await runQuery(ctx.projectId, {
+    kind: 'EventsQuery',
+    select: ['event', 'timestamp'],
+    orderBy: ['timestamp DESC'],
+    personId: String(p.id),
+    after: '-90d',
+    limit: 50,
+  }).catch(() => ({ results: [] }));
+  const props = Object.entries(p.properties).sort(([a], [b]) => a.localeCompare(b));
   clear(
-    list,
-    h('div', { class: 'scroll', tabindex: 0, role: 'region', 'aria-label': 'Scrollable table' }, table),
-    more,
+    body,
+    h(
+      'p',
+      {},
+      h('a', { href: `?${new URLSearchParams({ page: 'persons', project: String(ctx.projectId) })}` }, '← All persons'),
+    ),
+    h('h1', { id: 'person-name' }, displayName(p)),
+    h('p', {}, 'Distinct ids: ', p.distinct_ids.join(', ')),
+    h(
+      'div',
+      { class: 'scroll', tabindex: 0, role: 'region', 'aria-label': 'Properties' },
+      h(
+        'table',
+        { id: 'person-properties' },
+        h('caption', {}, 'Properties'),
+        h('tbody', {}, ...props.map(([k, v]) => h('tr', {}, h('th', { scope: 'row' }, k), h('td', {}, text(v))))),
+      ),
+    ),
+    h('h2', {}, 'Events'),
+    h(
+      'ul',
+      { id: 'person-events' },
+      ...(events.results ?? []).map((r: unknown[]) => h('li', {}, `${text(r[1])} ${text(r[0])}`)),
+    ),
   );
 }

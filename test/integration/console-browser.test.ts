@@ -387,15 +387,18 @@ describe('the web console in Chromium', () => {
     async () => {
       const csv = join(SHOTS, 'cohort.csv');
       await writeFile(csv, 'distinct_id\nuser-0\nuser-1\n');
+      const ambiguous = join(SHOTS, 'ambiguous.csv');
+      await writeFile(ambiguous, 'a,b\n1,2\n');
       for (const width of [1280, 375]) {
         const { page, problems } = await signedIn(width);
         await open(page, 'Cohorts');
         if (width === 1280) {
           await page.getByLabel('Cohort name').fill('Early users');
+          await page.getByLabel('CSV file').setInputFiles(ambiguous);
           await page.getByRole('button', { name: 'Create cohort' }).click();
           await ready(page);
-          // No file: the API's detail is shown (by its attr where it names one).
-          await page.locator('#cohort-form .error').filter({ hasText: /\S/ }).first().waitFor();
+          // A CSV without an id column: the API's detail, next to the file field it names.
+          await page.locator('#cohort-csv-error').filter({ hasText: /\S/ }).waitFor();
           await page.getByLabel('CSV file').setInputFiles(csv);
           await page.getByRole('button', { name: 'Create cohort' }).click();
           await page.waitForURL(/[?&]cohort=/);
