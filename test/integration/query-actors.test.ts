@@ -274,13 +274,9 @@ describe('ActorsQuery over persons', () => {
     await refused(ctx, { limit: 'ten' }, 'query__limit');
     await refused(ctx, { offset: -1 }, 'query__offset');
     await refused(ctx, { search: 5 }, 'query__search');
-    expect(
-      await refused(
-        ctx,
-        { source: { kind: 'InsightActorsQuery', source: { kind: 'TrendsQuery', series: [] } } },
-        'query__source',
-      ),
-    ).toMatch(/not supported/);
+    expect(await refused(ctx, { source: { kind: 'HogQLQuery', query: 'select 1' } }, 'query__source__kind')).toMatch(
+      /InsightActorsQuery/,
+    );
     await refused(
       ctx,
       { properties: [{ key: 'n', value: 1, operator: 'sideways' }] },

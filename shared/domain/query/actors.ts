@@ -105,7 +105,7 @@ function propertyAt(p: PersonRecord, path: string[]): unknown {
 const displayName = (p: PersonRecord) => personResponse(p).name;
 
 /** The person as PostHog's actors answer it, with the spec's integer id (and the uuid beside it). */
-function personObject(p: PersonRecord) {
+export function personObject(p: PersonRecord) {
   const r = personResponse(p);
   return {
     id: r.id,
@@ -458,11 +458,6 @@ function walkOf(context: QueryContext, query: ActorsQuery, order: Order): string
  * created meanwhile; an offset no page ended at is reached by skipping, within the scan limit.
  */
 export const runActorsQuery: QueryRunner<'ActorsQuery'> = async (context, query) => {
-  if (query.source !== undefined && query.source !== null)
-    throw new ValidationError(
-      'ActorsQuery with a source (actors of an insight, e.g. InsightActorsQuery) is not supported: this service answers ActorsQuery over all persons of the project.',
-      'query__source',
-    );
   const select = query.select?.length ? query.select : DEFAULT_SELECT;
   const ctx: EvalContext = { timezone: projectSettings(context.project).timezone, now: now() };
   const columns = select.map((raw, i) => columnOf(raw, i, ctx));

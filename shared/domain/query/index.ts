@@ -18,6 +18,7 @@ import type { QueuedQuery } from '../../queues/query-runs.ts';
 import type { AnyQuery, QueryBody, QueryKind } from '../../schemas/query/index.ts';
 import type { Caller } from '../access.ts';
 import { runActorsQuery } from './actors.ts';
+import { runInsightActorsQuery } from './insight-actors.ts';
 import { requireQueryKindScope } from './kinds.ts';
 import { runEventsQuery } from './events.ts';
 import { runTrendsQuery } from './trends.ts';
@@ -35,7 +36,11 @@ import { checkpointOf, OutOfTime, RunAbandoned, untilSafePoint, watchAbandonment
 import { CLIENT_REFRESH_AFTER_MS, cacheKeyOf, decide, executionModeOf, intervalOf, readsCache } from './refresh.ts';
 
 const runners: { [K in QueryKind]?: QueryRunner<K> } = {
-  ActorsQuery: runActorsQuery,
+  // With a source, the actors behind an insight's point (insight-actors.ts); without, all persons.
+  ActorsQuery: (context, query) =>
+    query.source === undefined || query.source === null
+      ? runActorsQuery(context, query)
+      : runInsightActorsQuery(context, query),
   EventsQuery: runEventsQuery,
   TrendsQuery: runTrendsQuery,
 };

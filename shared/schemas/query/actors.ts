@@ -36,7 +36,7 @@ export const actorsQuery = v.looseObject({
     ),
   ),
   offset: v.nullish(integerIn(0, Number.MAX_SAFE_INTEGER, 'A valid integer is required.')),
-  /** An actors query over another query (an insight's actors): refused by the runner. */
+  /** An actors query over another query: an InsightActorsQuery over a TrendsQuery (shared/domain/query/insight-actors.ts). */
   source: v.nullish(v.unknown()),
 });
 
