@@ -2,6 +2,7 @@ import uPlot from 'uplot';
 import { ApiError, runQuery } from './api.ts';
 import type { Ctx } from './main.ts';
 import { clear, field, h, select, text } from './dom.ts';
+import { personRows, type Person } from './persons.ts';
 
 interface Series {
   label: string;
@@ -226,9 +227,42 @@ export async function trendsPage(body: HTMLElement, ctx: Ctx): Promise<void> {
     change ? h('span', { class: 'change' }, change) : null,
   );
   drawLegend(legend, current);
-  drawTable(table, current);
+  const actors = h('section', { id: 'actors', 'aria-label': 'Persons behind a point' });
+  // A click on a point (a chart point or a table cell) lists the persons behind it, as PostHog's persons modal.
+  const showActors = (s: Series, i: number) =>
+    ctx.run(async () => {
+      const day = s.days[i];
+      if (day === undefined) return;
+      clear(actors, h('p', { role: 'status' }, 'Loading persons…'));
+      try {
+        const answer = await runQuery(ctx.projectId, {
+          kind: 'ActorsQuery',
+          select: ['actor', 'event_count'],
+          source: {
+            kind: 'InsightActorsQuery',
+            source: trendsQuery(f),
+            day,
+            series: s.action?.order ?? 0,
+            ...(s.breakdown_value === undefined ? {} : { breakdown: s.breakdown_value }),
+          },
+          limit: 100,
+        });
+        const persons = (answer.results ?? []).map((r: [Person, number]) => r[0]);
+        clear(
+          actors,
+          h('h2', { tabindex: -1 }, `Persons: ${seriesName(s)} on ${s.labels[i] ?? day}`),
+          personRows(ctx, persons, 'actors-table', `${persons.length}${answer.hasMore ? '+' : ''} persons`),
+        );
+        (actors.querySelector('h2') as HTMLElement).focus();
+      } catch (e) {
+        if (!(e instanceof ApiError)) throw e;
+        clear(actors, h('p', { class: 'error', role: 'alert' }, e.detail));
+      }
+    });
+  drawTable(table, current, f.formula ? undefined : showActors);
+  body.append(actors);
   if (!['ActionsTable', 'BoldNumber', 'ActionsPie'].includes(f.display) && current.length)
-    drawChart(chart, current, f.display);
+    drawChart(chart, current, f.display, f.formula ? undefined : showActors);
   else if (f.display === 'ActionsPie') drawShares(chart, current);
   download.disabled = false;
   download.addEventListener('click', () => saveCsv(current));
@@ -273,7 +307,7 @@ function drawLegend(el: HTMLElement, series: Series[]): void {
   );
 }
 
-function drawTable(el: HTMLElement, series: Series[]): void {
+function drawTable(el: HTMLElement, series: Series[], pick?: (s: Series, i: number) => void): void {
   const labels = series[0]?.labels ?? [];
   const head = h(
     'tr',
@@ -287,7 +321,20 @@ function drawTable(el: HTMLElement, series: Series[]): void {
       'tr',
       {},
       h('th', { scope: 'row' }, seriesName(s)),
-      ...s.data.map((v) => h('td', {}, formatNumber(v))),
+      ...s.data.map((v, i) => {
+        if (!pick || v === 0) return h('td', {}, formatNumber(v));
+        const b = h(
+          'button',
+          {
+            type: 'button',
+            class: 'link',
+            'aria-label': `${formatNumber(v)}: persons of ${seriesName(s)} on ${s.labels[i] ?? ''}`,
+          },
+          formatNumber(v),
+        );
+        b.addEventListener('click', () => void pick(s, i));
+        return h('td', {}, b);
+      }),
       h('td', { class: 'total' }, formatNumber(s.aggregated_value ?? s.count)),
     ),
   );
@@ -310,7 +357,12 @@ function drawShares(el: HTMLElement, series: Series[]): void {
 }
 
 /** uPlot: one canvas, x as Unix seconds of each bucket, a line or bars per series. */
-export function drawChart(el: HTMLElement, series: Series[], display: string): uPlot {
+export function drawChart(
+  el: HTMLElement,
+  series: Series[],
+  display: string,
+  pick?: (s: Series, i: number) => void,
+): uPlot {
   el.replaceChildren();
   const xs = (series[0]?.days ?? []).map(
     (d) => Date.parse(d.length <= 10 ? `${d}T00:00:00Z` : d.replace(' ', 'T')) / 1000,
@@ -328,7 +380,7 @@ export function drawChart(el: HTMLElement, series: Series[], display: string): u
   );
   const bars = display === 'ActionsBar' ? uPlot.paths.bars?.({ size: [0.6, 60] }) : undefined;
   const width = Math.max(280, el.clientWidth || 600);
-  return new uPlot(
+  const plot = new uPlot(
     {
       width,
       height: 300,
@@ -347,6 +399,21 @@ export function drawChart(el: HTMLElement, series: Series[], display: string): u
     [xs, ...ys],
     el,
   );
+  // The point under the cursor: its day, and the series whose value is drawn nearest the pointer.
+  plot.over.addEventListener('click', () => {
+    const i = plot.cursor.idx;
+    const top = plot.cursor.top;
+    if (!pick || i === null || i === undefined || top === undefined) return;
+    let best = -1;
+    let distance = Number.POSITIVE_INFINITY;
+    ys.forEach((data, s) => {
+      const d = Math.abs(plot.valToPos(data[i] ?? 0, 'y') - top);
+      if (d < distance) [best, distance] = [s, d];
+    });
+    const s = series[best];
+    if (s) pick(s, i);
+  });
+  return plot;
 }
 
 function csvCell(v: unknown): string {

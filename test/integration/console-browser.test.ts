@@ -28,6 +28,15 @@ const HOSTILE_NAME = '<img src=x onerror="window.__xss=2">';
 const HOSTILE_URL = 'javascript:window.__xss=3';
 const HOSTILE_TEMPLATE = '{{constructor.constructor("window.__xss=4")()}}';
 
+/** The trend the test builds in the console, as the API is asked for it. */
+const TREND_QUERY = {
+  kind: 'TrendsQuery',
+  series: [{ kind: 'EventsNode', event: '$pageview', name: '$pageview', math: 'total' }],
+  dateRange: { date_from: '-14d' },
+  interval: 'day',
+  breakdownFilter: { breakdown: '$browser', breakdown_type: 'event' },
+  trendsFilter: { display: 'ActionsLineGraph' },
+};
 const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString();
 /** Generous: a step that waits this long on an idle machine has failed, on a loaded one it is slow. */
 const STEP_TIMEOUT = 120_000;
@@ -165,14 +174,7 @@ describe('the web console in Chromium', () => {
           })),
         );
         const answer = await api.as(ctx.key).post(`/api/environments/${ctx.projectId}/query/`, {
-          query: {
-            kind: 'TrendsQuery',
-            series: [{ kind: 'EventsNode', event: '$pageview', name: '$pageview', math: 'total' }],
-            dateRange: { date_from: '-14d' },
-            interval: 'day',
-            breakdownFilter: { breakdown: '$browser', breakdown_type: 'event' },
-            trendsFilter: { display: 'ActionsLineGraph' },
-          },
+          query: TREND_QUERY,
         });
         expect(answer.status).toBe(200);
         const expected = answer.body.results.map((s: any) => ({
@@ -187,6 +189,37 @@ describe('the web console in Chromium', () => {
         await page.screenshot({ path: join(SHOTS, `trends-${width}.png`), fullPage: true });
         expect(await axeViolations(page)).toEqual([]);
         expect(await page.evaluate('window.__xss')).toBeUndefined();
+        // A click on a point lists the persons behind it (ActorsQuery over the trend), each linking to their page.
+        const chrome = answer.body.results.find((r: any) => r.breakdown_value === 'Chrome');
+        const day = chrome.data.findIndex((v: number) => v > 0);
+        await page
+          .locator('#results-table tbody tr', { hasText: '$pageview · Chrome' })
+          .getByRole('button')
+          .first()
+          .click();
+        await ready(page);
+        await page.locator('#actors-table').waitFor();
+        const actors = await api.as(ctx.key).post(`/api/environments/${ctx.projectId}/query/`, {
+          query: {
+            kind: 'ActorsQuery',
+            source: {
+              kind: 'InsightActorsQuery',
+              source: TREND_QUERY,
+              day: chrome.days[day],
+              series: 0,
+              breakdown: 'Chrome',
+            },
+          },
+        });
+        expect(actors.status, JSON.stringify(actors.body)).toBe(200);
+        const listed = await page.$$eval('#actors-table tbody tr td:nth-child(2)', (cells) =>
+          cells.map((c) => c.textContent),
+        );
+        expect(listed.sort()).toEqual(actors.body.results.map((r: any) => r[0].distinct_ids.join(', ')).sort());
+        expect(listed.length).toBeGreaterThan(0);
+        await page.locator('#actors-table tbody tr').first().getByRole('link').click();
+        await ready(page);
+        await page.locator('#person-properties').waitFor();
         expect(problems).toEqual([]);
         await page.context().close();
       }
