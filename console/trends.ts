@@ -1,5 +1,5 @@
 import uPlot from 'uplot';
-import { ApiError, runQuery } from './api.ts';
+import { ApiError, api, runQuery } from './api.ts';
 import type { Ctx } from './main.ts';
 import { clear, field, h, select, text } from './dom.ts';
 import { personRows, type Person } from './persons.ts';
@@ -270,14 +270,11 @@ export async function trendsPage(body: HTMLElement, ctx: Ctx): Promise<void> {
 
 async function loadEventNames(projectId: number, list: HTMLDataListElement): Promise<void> {
   try {
-    const answer = await runQuery(projectId, {
-      kind: 'EventsQuery',
-      select: ['event', 'count()'],
-      orderBy: ['count() DESC'],
-      after: '-90d',
-      limit: 200,
-    });
-    for (const [name] of answer.results ?? []) list.append(h('option', { value: text(name) }));
+    const answer = await api<{ results: { name: string }[] }>(
+      'GET',
+      `/api/environments/${projectId}/event_definitions/?limit=200`,
+    );
+    for (const d of answer.results) list.append(h('option', { value: text(d.name) }));
   } catch {
     // Names are only suggestions: the field still takes any event.
   }

@@ -296,6 +296,16 @@ export const routes = [
     summary: 'Property keys per group type, with how many groups hold each',
   },
   {
+    operationId: 'event_definitions_list',
+    method: 'GET',
+    path: '/api/environments/:project_id/event_definitions',
+    scope: 'event_definition:read',
+    handler: 'definitions/event-definitions',
+    access: 'read',
+    summary:
+      "The project's event names of the last 30 days with their volume (PostHog's event definitions; search, limit/offset)",
+  },
+  {
     operationId: 'projects_retrieve',
     method: 'GET',
     path: '/api/environments/:project_id',

@@ -156,6 +156,8 @@ describe('the web console in Chromium', () => {
         expect(await page.evaluate('sessionStorage.length')).toBe(1);
         expect(await page.evaluate('localStorage.length')).toBe(0);
         await page.getByLabel('Series A: event').fill('$pageview');
+        // The field offers the project's event names (event_definitions).
+        await page.locator('#event-names option[value="$pageview"]').waitFor({ state: 'attached' });
         await page.getByLabel('Breakdown by event property').fill('$browser');
         await page.getByLabel('Date range').selectOption('-14d');
         await page.getByRole('button', { name: 'Show trend' }).click();
