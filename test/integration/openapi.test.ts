@@ -673,6 +673,14 @@ const examples: Record<string, (c: Ctx) => Example | Promise<Example>> = {
   sdk_flags: (c) => ({ body: { token: c.token, distinct_id: 'oa-main' } }),
   sdk_decide: (c) => ({ body: { token: c.token, distinct_id: 'oa-main' } }),
   sdk_static: () => ({ params: { file: 'array.js' } }),
+  console_index: () => ({}),
+  // The build the run's global setup made (dist/console): its manifest names the version.
+  console_asset: () => ({
+    params: {
+      version: JSON.parse(readFileSync(new URL('../../dist/console/manifest.json', import.meta.url), 'utf8')).version,
+      file: 'app.js',
+    },
+  }),
   sdk_static_versioned: () => ({
     params: {
       version: JSON.parse(readFileSync(new URL('../../node_modules/posthog-js/package.json', import.meta.url), 'utf8'))
