@@ -48,7 +48,8 @@ async function ready(page: Page): Promise<void> {
   const app = page.locator('#app[data-state="ready"], #app[data-state="failed"]');
   await app.waitFor();
   const state = await app.getAttribute('data-state');
-  if (state !== 'ready') throw new Error(`the console failed: ${(await page.locator('body').innerText()).slice(-700)}`);
+  if (state !== 'ready')
+    throw new Error(`the console failed: ${((await page.locator('body').textContent()) ?? '').slice(-700)}`);
 }
 
 describe('the web console in Chromium', () => {
@@ -100,9 +101,11 @@ describe('the web console in Chromium', () => {
     if (current && task.result?.state === 'fail') {
       const shown = await current.page
         .locator('body')
-        .innerText()
+        .textContent()
         .catch(() => '(page closed)');
-      console.error(`${task.name}: the page said\n${shown.slice(-1500)}\nproblems: ${current.problems.join('\n')}`);
+      console.error(
+        `${task.name}: the page said\n${(shown ?? '').slice(-1500)}\nproblems: ${current.problems.join('\n')}`,
+      );
     }
     await current?.page
       .context()
