@@ -38,7 +38,7 @@ interface RouteBase {
    */
   assumesDestinationRoles?: boolean;
   /** Files shipped beside the bundled handler: the static SDK routes serve posthog-js's browser bundles (infra/build.ts copies them). */
-  assets?: 'posthog-js';
+  assets?: 'posthog-js' | 'console';
   summary: string;
 }
 
@@ -294,6 +294,16 @@ export const routes = [
     handler: 'groups/property-definitions',
     access: 'read',
     summary: 'Property keys per group type, with how many groups hold each',
+  },
+  {
+    operationId: 'event_definitions_list',
+    method: 'GET',
+    path: '/api/environments/:project_id/event_definitions',
+    scope: 'event_definition:read',
+    handler: 'definitions/event-definitions',
+    access: 'read',
+    summary:
+      "The project's event names of the last 30 days with their volume (PostHog's event definitions; search, limit/offset)",
   },
   {
     operationId: 'projects_retrieve',
@@ -759,6 +769,27 @@ export const routes = [
     access: 'none',
     assets: 'posthog-js',
     summary: 'The same bundles at the version-qualified path posthog-js builds with strict_script_versioning',
+  },
+  // The web console (console/, built by infra/console-build.ts): a client of this API like any other.
+  {
+    operationId: 'console_index',
+    method: 'GET',
+    path: '/',
+    auth: 'public',
+    handler: 'console/index',
+    access: 'none',
+    assets: 'console',
+    summary: 'The web console: sign in with a personal API key; it calls only this public API',
+  },
+  {
+    operationId: 'console_asset',
+    method: 'GET',
+    path: '/console/:version/:file',
+    auth: 'public',
+    handler: 'console/asset',
+    access: 'none',
+    assets: 'console',
+    summary: "The console's script and stylesheet under their content version (cached for a year)",
   },
 ] as const satisfies readonly Route[];
 

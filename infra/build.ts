@@ -8,7 +8,9 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build, type Metafile } from 'esbuild';
 import { fallbackHandler, routes, workers, type Route } from '#functions/routes.ts';
+import { BUNDLED_CONSOLE_DIR } from '#shared/domain/console-assets.ts';
 import { BUNDLED_ASSETS_DIR, isServedAsset } from '#shared/domain/sdk-assets.ts';
+import { buildConsole, CONSOLE_DIST } from './console-build.ts';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const DIST = join(ROOT, 'dist', 'functions');
@@ -22,6 +24,9 @@ export function functionEntries(): Record<string, string> {
   return entries;
 }
 
+/** dist/console for the real build (the local server reads it too); beside any other outdir. */
+const consoleOutdir = (outdir: string) => (outdir === DIST ? CONSOLE_DIST : `${outdir}-console`);
+
 export const bundleDir = (functionName: string) => join(DIST, functionName);
 
 /**
@@ -31,7 +36,12 @@ export const bundleDir = (functionName: string) => join(DIST, functionName);
 export async function copyFunctionAssets(outdir: string): Promise<void> {
   const source = dirname(createRequire(import.meta.url).resolve('posthog-js/package.json'));
   const scripts = (await readdir(join(source, 'dist'))).filter(isServedAsset);
+  const consoleDir = consoleOutdir(outdir);
   for (const r of routes as readonly Route[]) {
+    if (r.assets === 'console') {
+      await cp(consoleDir, join(outdir, r.operationId, BUNDLED_CONSOLE_DIR), { recursive: true });
+      continue;
+    }
     if (r.assets !== 'posthog-js') continue;
     const target = join(outdir, r.operationId, BUNDLED_ASSETS_DIR);
     await mkdir(join(target, 'dist'), { recursive: true });
@@ -64,6 +74,8 @@ export async function buildFunctions(outdir = DIST): Promise<Metafile> {
     metafile: true,
     logLevel: 'warning',
   });
+  // The console is built beside the functions (dist/console) and copied into the routes that serve it.
+  await buildConsole(consoleOutdir(outdir));
   await copyFunctionAssets(outdir);
   return result.metafile;
 }

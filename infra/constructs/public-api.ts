@@ -162,6 +162,14 @@ function cloudFront(scope: Construct, api: apigwv2.HttpApi, { stage, edgeLogBuck
         cachePolicy: cloudfront.CachePolicy.CACHING_OPTIMIZED,
         compress: true,
       },
+      // The console's bundle: content-versioned paths, immutable, the same for everyone (no credentials).
+      '/console/*': {
+        origin: apiOrigin,
+        allowedMethods: cloudfront.AllowedMethods.ALLOW_GET_HEAD_OPTIONS,
+        viewerProtocolPolicy: cloudfront.ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
+        cachePolicy: cloudfront.CachePolicy.CACHING_OPTIMIZED,
+        compress: true,
+      },
     },
     ...(domain
       ? {

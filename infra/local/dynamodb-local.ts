@@ -21,6 +21,8 @@ function jarDirectory(): string {
   return join(lib, folder);
 }
 
+const STARTUP_TIMEOUT_MS = 120_000;
+
 /** Starts DynamoDB Local: in memory, or persisted under `dataDir` so a restart keeps the data. */
 export async function startDynamoDbLocal(options: { dataDir?: string; port?: number } = {}): Promise<DynamoDbLocal> {
   ensureJava();
@@ -53,7 +55,8 @@ export async function startDynamoDbLocal(options: { dataDir?: string; port?: num
     region: 'us-east-1',
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
   });
-  const deadline = Date.now() + 30_000;
+  // Generous: the JVM can take most of a minute to start on a loaded two-core machine (several test runs at once).
+  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`DynamoDB Local exited (${child.exitCode}): ${stderr}`);
     try {
@@ -62,7 +65,9 @@ export async function startDynamoDbLocal(options: { dataDir?: string; port?: num
     } catch {
       if (Date.now() > deadline) {
         child.kill('SIGKILL');
-        throw new Error(`DynamoDB Local did not answer on ${endpoint} within 30 s: ${stderr}`);
+        throw new Error(
+          `DynamoDB Local did not answer on ${endpoint} within ${STARTUP_TIMEOUT_MS / 1000} s: ${stderr}`,
+        );
       }
       await new Promise((r) => setTimeout(r, 100));
     }

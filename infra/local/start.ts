@@ -4,6 +4,7 @@
  * LOCAL_SCHEDULER=off leaves the scheduled workers to `npm run cron`.
  */
 import { join } from 'node:path';
+import { buildConsole } from '../console-build.ts';
 import { findChromium } from './chromium.ts';
 import { ensureDevAccess } from './dev-seed.ts';
 import { dataDir, localJsonPath, readLocalJson, writeLocalJson, type LocalStackInfo } from './local-json.ts';
@@ -12,6 +13,7 @@ import { startLocalStack } from './stack.ts';
 async function main(): Promise<void> {
   const dir = dataDir();
   const port = Number(process.env.PORT || 8000);
+  await buildConsole();
   // LOCAL_SCHEDULER=off: scheduled workers run only when asked (`npm run cron -- <name>`); benchmarks use it.
   const stack = await startLocalStack({ dataDir: dir, port, scheduler: process.env.LOCAL_SCHEDULER !== 'off' });
   const dev = await ensureDevAccess(await readLocalJson(dir));
@@ -39,6 +41,7 @@ async function main(): Promise<void> {
       `  DynamoDB Local ${info.dynamodb_endpoint}  SQS ${info.sqs_endpoint}  S3 ${info.s3_endpoint}`,
       `  data in ${join(dir)}; details in ${localJsonPath(dir)}`,
       '',
+      `  console: open ${info.base_url}/ and paste the personal API key above to sign in`,
       `  try: curl -H "Authorization: Bearer ${info.personal_api_key}" ${info.base_url}/api/organizations/`,
       `  posthog-js: posthog.init('${info.project_token}', { api_host: '${info.base_url}' }) with the snippet (README, "posthog-js")`,
       ...(findChromium()

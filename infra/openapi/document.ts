@@ -518,13 +518,31 @@ export const HAND_DOCUMENTED: Record<string, HandDocumented> = {
       'The same bundles at `/static/<version>/<name>.js` (posthog-js `strict_script_versioning`); another version than the pinned one is 404. Cached a year.',
     ...browserScript,
   },
+  console_index: {
+    description:
+      'The web console (HTML). It signs in with a personal API key kept in the tab and calls only this API. Strict CSP ' +
+      "(`script-src 'self'`, `frame-ancestors 'none'`), not cached. 404 where the console was not built.",
+    response: { type: 'string' },
+    contentType: 'text/html',
+    errors: [404, 500],
+  },
+  console_asset: {
+    description:
+      "The console's `app.js` and `app.css` under their content version: any other version or name is 404. Cached a year, immutable.",
+    ...browserScript,
+  },
 };
 
 /** The resource the operation is about: the first literal segment after the tenant (`persons`), else the first one. */
 function tagOf(route: OpenApiRoute): string {
   const path = route.aliasOf?.path ?? route.path;
   const segments = path.split('/').filter(Boolean);
-  if (segments[0] !== 'api') return route.operationId.startsWith('sdk_') ? 'sdk' : 'capture';
+  if (segments[0] !== 'api')
+    return route.operationId.startsWith('sdk_')
+      ? 'sdk'
+      : route.operationId.startsWith('console_')
+        ? 'console'
+        : 'capture';
   const afterTenant = segments.slice(2).find((s) => !s.startsWith(':'));
   return tenancyOf(path).kind === 'project' && afterTenant ? afterTenant : segments[1]!;
 }

@@ -644,7 +644,11 @@ describe('CloudFront in front of the API', () => {
     const config = Object.values(resources(template, 'AWS::CloudFront::Distribution'))[0]!.Properties!
       .DistributionConfig;
     const behaviors = config.CacheBehaviors as Record<string, unknown>[];
-    expect(behaviors).toHaveLength(1);
+    // posthog-js's scripts and the console's versioned bundle (/console/*), cached alike.
+    expect(behaviors.map((b) => b.PathPattern)).toEqual(['/static/*', '/console/*']);
+    for (const b of behaviors) expect(b).toMatchObject({ ...behaviors[0], PathPattern: b.PathPattern });
+    const consoleRoutes = routePaths.filter((r) => r.path.startsWith('/console/'));
+    expect(consoleRoutes.map((r) => [r.operationId, r.method, r.access])).toEqual([['console_asset', 'GET', 'none']]);
     expect(behaviors[0]).toMatchObject({
       PathPattern: '/static/*',
       TargetOriginId: config.DefaultCacheBehavior.TargetOriginId,

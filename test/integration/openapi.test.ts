@@ -530,6 +530,7 @@ const examples: Record<string, (c: Ctx) => Example | Promise<Example>> = {
   groups_list: (c) => ({ params: { project_id: c.projectId }, query: { group_type_index: '0', search: 'OA' } }),
   groups_find: (c) => ({ params: { project_id: c.projectId }, query: { group_type_index: '0', group_key: 'oa-co' } }),
   groups_property_definitions: (c) => ({ params: { project_id: c.projectId } }),
+  event_definitions_list: (c) => ({ params: { project_id: c.projectId } }),
   actions_list: (c) => ({ params: { project_id: c.projectId }, query: { limit: '20' } }),
   actions_create: (c) => ({
     params: { project_id: c.projectId },
@@ -672,6 +673,14 @@ const examples: Record<string, (c: Ctx) => Example | Promise<Example>> = {
   sdk_flags: (c) => ({ body: { token: c.token, distinct_id: 'oa-main' } }),
   sdk_decide: (c) => ({ body: { token: c.token, distinct_id: 'oa-main' } }),
   sdk_static: () => ({ params: { file: 'array.js' } }),
+  console_index: () => ({}),
+  // The build the run's global setup made (dist/console): its manifest names the version.
+  console_asset: () => ({
+    params: {
+      version: JSON.parse(readFileSync(new URL('../../dist/console/manifest.json', import.meta.url), 'utf8')).version,
+      file: 'app.js',
+    },
+  }),
   sdk_static_versioned: () => ({
     params: {
       version: JSON.parse(readFileSync(new URL('../../node_modules/posthog-js/package.json', import.meta.url), 'utf8'))

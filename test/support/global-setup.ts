@@ -10,6 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureTable } from '../../infra/local/table.ts';
+import { buildConsole } from '../../infra/console-build.ts';
 
 export const TEST_TABLE = 'analytics-test';
 
@@ -29,6 +30,8 @@ declare module 'vitest' {
  * toolchain notes). Test files isolate themselves by creating their own organizations and keys.
  */
 export default async function setup(project: TestProject) {
+  // The console's files (dist/console) for the local server's `/` routes.
+  await buildConsole();
   const dynamodb = await startDynamoDbLocal();
   const client = new DynamoDBClient({
     endpoint: dynamodb.endpoint,

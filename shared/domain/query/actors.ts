@@ -31,7 +31,6 @@ import {
   typeOf,
 } from './expressions.ts';
 import type { Checkpoint } from './checkpoint.ts';
-import { runGroupActorsQuery } from './group-actors.ts';
 import type { QueryContext, QueryRunner } from './runner.ts';
 import { sortByKey } from './sort.ts';
 
@@ -109,7 +108,7 @@ function propertyAt(p: PersonRecord, path: string[]): unknown {
 const displayName = (p: PersonRecord) => personResponse(p).name;
 
 /** The person as PostHog's actors answer it, with the spec's integer id (and the uuid beside it). */
-function personObject(p: PersonRecord) {
+export function personObject(p: PersonRecord) {
   const r = personResponse(p);
   return {
     id: r.id,
@@ -465,8 +464,6 @@ function walkOf(context: QueryContext, query: ActorsQuery, order: Order): string
  * created meanwhile; an offset no page ended at is reached by skipping, within the scan limit.
  */
 export const runActorsQuery: QueryRunner<'ActorsQuery'> = async (context, query) => {
-  // Actors of an insight: the groups behind a trend's number (group-actors.ts).
-  if (query.source !== undefined && query.source !== null) return runGroupActorsQuery(context, query);
   const select = query.select?.length ? query.select : DEFAULT_SELECT;
   const ctx: EvalContext = { timezone: projectSettings(context.project).timezone, now: now() };
   const columns = select.map((raw, i) => columnOf(raw, i, ctx));

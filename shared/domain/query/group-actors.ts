@@ -8,8 +8,10 @@ import * as v from 'valibot';
 import { getGroups } from '../../db/groups.ts';
 import { ValidationError } from '../../errors.ts';
 import { ACTORS_DEFAULT_LIMIT, type ActorsQuery } from '../../schemas/query/actors.ts';
+import { insightActorsQuery } from '../../schemas/query/insight-actors.ts';
 import { trendsQuery } from '../../schemas/query/trends.ts';
 import { actorGroupTypeOf, trendGroupActors } from '../../trends/columnar/actors.ts';
+import { requiredGroupOf } from '../../trends/groups.ts';
 import { propertyOf } from '../../trends/properties.ts';
 import { trendEngineInput } from '../trends.ts';
 import type { RunContext } from './runner.ts';
@@ -17,14 +19,6 @@ import { trendsModelOf } from './trends-model.ts';
 
 const S = 'query__source';
 const DEFAULT_SELECT = ['actor', 'event_count'];
-
-const insightActorsQuery = v.looseObject({
-  kind: v.literal('InsightActorsQuery'),
-  source: v.unknown(),
-  series: v.nullish(v.pipe(v.number(), v.integer(), v.minValue(0))),
-  day: v.nullish(v.union([v.string(), v.number()])),
-  breakdown: v.nullish(v.union([v.string(), v.number(), v.array(v.union([v.string(), v.number()]))])),
-});
 
 type Group = Awaited<ReturnType<typeof getGroups>>[number];
 type Cell = (g: Group, events: number) => unknown;
@@ -52,6 +46,24 @@ function columnOf(expr: string, i: number): { cell: Cell; type: string } {
     `Group actors have the columns actor, event_count, id (key), created_at and properties.<key>; "${text}" is none of them.`,
     `query__select__${i}`,
   );
+}
+
+/**
+ * Whether the source is an InsightActorsQuery whose picked series counts groups: its actors are groups
+ * (this file); otherwise persons (insight-actors.ts), which also answers every malformed source.
+ */
+export function countsGroups(source: unknown): boolean {
+  const insight = v.safeParse(insightActorsQuery, source);
+  if (!insight.success) return false;
+  const trend = v.safeParse(trendsQuery, insight.output.source);
+  if (!trend.success) return false;
+  try {
+    const model = trendsModelOf(trend.output);
+    const series = model.series[insight.output.series ?? 0];
+    return series !== undefined && requiredGroupOf(series, model) !== null;
+  } catch {
+    return false; // the persons path reports the source's own error
+  }
 }
 
 export async function runGroupActorsQuery(context: RunContext, query: ActorsQuery): Promise<Record<string, unknown>> {

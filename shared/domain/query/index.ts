@@ -18,6 +18,8 @@ import type { QueuedQuery } from '../../queues/query-runs.ts';
 import type { AnyQuery, QueryBody, QueryKind } from '../../schemas/query/index.ts';
 import type { Caller } from '../access.ts';
 import { runActorsQuery } from './actors.ts';
+import { countsGroups, runGroupActorsQuery } from './group-actors.ts';
+import { runInsightActorsQuery } from './insight-actors.ts';
 import { requireQueryKindScope } from './kinds.ts';
 import { runEventsQuery } from './events.ts';
 import { runTrendsQuery } from './trends.ts';
@@ -35,7 +37,12 @@ import { checkpointOf, OutOfTime, RunAbandoned, untilSafePoint, watchAbandonment
 import { CLIENT_REFRESH_AFTER_MS, cacheKeyOf, decide, executionModeOf, intervalOf, readsCache } from './refresh.ts';
 
 const runners: { [K in QueryKind]?: QueryRunner<K> } = {
-  ActorsQuery: runActorsQuery,
+  // With a source, the actors behind an insight's point: groups when its series counts them
+  // (group-actors.ts), persons otherwise (insight-actors.ts); without, all persons.
+  ActorsQuery: (context, query) => {
+    if (query.source === undefined || query.source === null) return runActorsQuery(context, query);
+    return countsGroups(query.source) ? runGroupActorsQuery(context, query) : runInsightActorsQuery(context, query);
+  },
   EventsQuery: runEventsQuery,
   TrendsQuery: runTrendsQuery,
 };

@@ -37,7 +37,7 @@ export const actorsQuery = v.looseObject({
     ),
   ),
   offset: v.nullish(integerIn(0, Number.MAX_SAFE_INTEGER, 'A valid integer is required.')),
-  /** An actors query over an insight: an InsightActorsQuery over a TrendsQuery counting groups (group-actors.ts). */
+  /** An actors query over another query: an InsightActorsQuery over a TrendsQuery (persons: shared/domain/query/insight-actors.ts; groups, when the series counts them: group-actors.ts). */
   source: v.nullish(v.unknown()),
 });
 

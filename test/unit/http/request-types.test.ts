@@ -36,6 +36,7 @@ const tenancyByOperation = {
   groups_list: 'project',
   groups_find: 'project',
   groups_property_definitions: 'project',
+  event_definitions_list: 'project',
   projects_retrieve: 'project',
   projects_partial_update: 'project',
   actions_list: 'project',
