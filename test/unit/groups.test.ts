@@ -17,6 +17,10 @@ describe('groupTypesNamed', () => {
     expect(groupTypesNamed('viewed', { $groups: ['company'] })).toEqual([]);
     expect(groupTypesNamed('viewed', { $groups: { company: 'a' }, $process_person_profile: false })).toEqual([]);
     expect(groupTypesNamed('viewed', { $group_type: 'company' })).toEqual([]);
+    // Type names, like keys, are at most 400 characters.
+    expect(groupTypesNamed('viewed', { $groups: { ['t'.repeat(401)]: 'a', ['t'.repeat(400)]: 'b' } })).toEqual([
+      't'.repeat(400),
+    ]);
   });
 });
 
