@@ -47,7 +47,7 @@ export function toApiGatewayEvent(
   route: Route | undefined,
   pathParameters: Record<string, string> | undefined,
 ): APIGatewayProxyEventV2 {
-  const url = new URL(req.url ?? '/', 'http://local');
+  const url = requestUrl(req);
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(req.headers)) {
     if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
@@ -111,6 +111,15 @@ const FUNCTION_FAILED: APIGatewayProxyStructuredResultV2 = {
   body: JSON.stringify({ message: 'Internal Server Error' }),
 };
 
+/**
+ * The request's URL with its target read as a path, as API Gateway reads it: `//` or `//x/y` is a
+ * path, where `new URL('//', base)` reads a host and throws.
+ */
+function requestUrl(req: IncomingMessage): URL {
+  const target = req.url ?? '/';
+  return new URL(target.startsWith('/') ? `http://local${target}` : target, 'http://local');
+}
+
 interface DispatchOptions {
   routes: readonly Route[];
   timeoutMs: number;
@@ -120,7 +129,7 @@ interface DispatchOptions {
 async function dispatch(req: IncomingMessage, res: ServerResponse, options: DispatchOptions): Promise<void> {
   const routeTable = options.routes;
   const method = (req.method ?? 'GET').toUpperCase();
-  const path = new URL(req.url ?? '/', 'http://local').pathname;
+  const path = requestUrl(req).pathname;
   const resolution = resolveRoute(routeTable, method, path);
   const body = await readBody(req);
   if (body === 'too-large') {

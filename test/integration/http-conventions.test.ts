@@ -141,6 +141,13 @@ describe('paths', () => {
     },
   );
 
+  it('answers a path of slashes (`//`, `//x//`) below 500, as API Gateway reads it: a path, not a host', async () => {
+    for (const path of ['//', '//api//organizations', '//x//']) {
+      const res = await api.as().get(path);
+      expect([path, res.status < 500]).toEqual([path, true]);
+    }
+  });
+
   it('answers 404 in the error shape for an unknown path', async () => {
     const res = await api.as().get('/api/does-not-exist/');
     expect(res.status).toBe(404);
