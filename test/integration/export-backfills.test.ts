@@ -11,7 +11,7 @@ import { MAX_CONCURRENT_BACKFILLS_PER_TEAM } from '#shared/domain/export-backfil
 import { runScheduler } from '#shared/domain/export-runs.ts';
 import { putObject, type S3Destination } from '#shared/exports/s3.ts';
 import { eventually, expectErrorShape, newProject, useApi } from '../support/api.ts';
-import { exclusiveFile } from '../support/exclusive.ts';
+import { exclusiveFile } from '../support/isolation.ts';
 
 // The scheduler's tick runs every organization's due runs: one file at a time ticks it.
 exclusiveFile('export-scheduler');

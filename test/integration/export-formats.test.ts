@@ -19,7 +19,7 @@ import { DESTINATION_TIMEOUTS } from '#shared/exports/destination-http.ts';
 import { COMPRESSIONS } from '#shared/exports/files.ts';
 import { putObject, target, type S3Destination } from '#shared/exports/s3.ts';
 import { expectErrorShape, newProject, useApi } from '../support/api.ts';
-import { exclusiveFile } from '../support/exclusive.ts';
+import { exclusiveFile } from '../support/isolation.ts';
 
 // The scheduler's tick runs every organization's due runs: one file at a time ticks it.
 exclusiveFile('export-scheduler');

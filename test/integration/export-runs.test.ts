@@ -26,7 +26,7 @@ import {
 } from '#shared/domain/export-runs.ts';
 import { putObject, type S3Destination } from '#shared/exports/s3.ts';
 import { eventually, expectErrorShape, newProject, useApi, type Client } from '../support/api.ts';
-import { exclusiveFile } from '../support/exclusive.ts';
+import { exclusiveFile } from '../support/isolation.ts';
 
 // The scheduler's tick runs every organization's due runs: one file at a time ticks it.
 exclusiveFile('export-scheduler');

@@ -1,24 +1,17 @@
 // This file sends ~10,000 requests with one key: switch the per-key rate limits off for its process.
 process.env.ANALYTICS_RATE_LIMITS = '{"enabled":false}';
 
-import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
-import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { API_TIMEOUT_SECONDS, routePaths, type Route } from '#functions/routes.ts';
 import { findUserIdByEmail } from '#shared/db/users.ts';
-import { QUEUES } from '#shared/queue-settings.ts';
-import { ensureQueues } from '../../infra/local/queues.ts';
+import { ownDeletionQueues } from '../support/isolation.ts';
 import { PROTO_KEYS, requestArbitrary, type FuzzRequest, type FuzzTargets } from '../support/fuzz-requests.ts';
 import { diffSnapshots, snapshotTenant, type Snapshot, type TenantScope } from '../support/tenant-snapshot.ts';
 import { eventually, expectErrorShape, newKey, newProject, uniqueEmail, useApi } from '../support/api.ts';
 
-// Deletes with delete_events=true may succeed here; they go to a queue of this file's own, never to the
-// run's deletion queue (test/integration/person-deletion.test.ts is the only file that uses that one).
-beforeAll(async () => {
-  const own = await ensureQueues(inject('sqsEndpoint'), `analytics-fuzz-${randomUUID().slice(0, 8)}`);
-  process.env[QUEUES.person_deletions.urlEnv] = own.person_deletions;
-  process.env[QUEUES.drain_continuations.urlEnv] = own.drain_continuations;
-});
+// Deletes with delete_events=true may succeed here; they go to a queue of this file's own.
+ownDeletionQueues('fuzz');
 
 const api = useApi();
 

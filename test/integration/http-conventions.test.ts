@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { keyRoutePaths, type KeyRoute } from '#functions/routes.ts';
 import { client, eventually, expectErrorShape, newKey, useApi, type Client } from '../support/api.ts';
 import { validBatchExportBody } from '../support/batch-export.ts';
+import { ownDeletionQueues } from '../support/isolation.ts';
 
+// Its delete_events requests succeed: they go to deletion queues of this file's own.
+ownDeletionQueues('conventions');
 const api = useApi();
 
 /** A request that succeeds for the route, against resources made for it (a fresh set for each call). */

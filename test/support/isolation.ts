@@ -1,6 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, inject } from 'vitest';
+import { QUEUES } from '#shared/queue-settings.ts';
+import { ensureQueues } from '../../infra/local/queues.ts';
 
 /**
  * Runs the calling test file alone among the files that name the same resource, for shared state no
@@ -26,4 +29,17 @@ export function exclusiveFile(resource: string, waitMs = 15 * 60_000): void {
     }
   }, waitMs + 5_000);
   afterAll(() => rm(lock, { recursive: true, force: true }));
+}
+
+/**
+ * Gives the calling file deletion queues of its own: its deletes with `delete_events` may succeed and
+ * queue requests, which must never reach the run's deletion queue (test/integration/person-deletion.test.ts
+ * counts exactly what its drain processes there). Config reads queue URLs on first use, after this hook.
+ */
+export function ownDeletionQueues(tag: string): void {
+  beforeAll(async () => {
+    const own = await ensureQueues(inject('sqsEndpoint'), `analytics-${tag}-${randomUUID().slice(0, 8)}`);
+    process.env[QUEUES.person_deletions.urlEnv] = own.person_deletions;
+    process.env[QUEUES.drain_continuations.urlEnv] = own.drain_continuations;
+  });
 }
