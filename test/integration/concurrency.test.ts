@@ -135,7 +135,8 @@ describe('concurrent capture of one batch', () => {
     expect(results.reduce((n, r) => n + r.body.accepted + r.body.deduplicated + (r.body.queued ?? 0), 0)).toBe(3_000);
     const total = async () =>
       [...(await readRollups(projectId, null, '2024-07-01T00', '2024-07-03T23')).values()].reduce((a, b) => a + b, 0);
-    await eventually(async () => expect(await total()).toBe(1_000), 30_000);
+    // Staged copies reach the table through the batch worker and then the stream: slow on a busy run.
+    await eventually(async () => expect(await total()).toBe(1_000), 90_000);
     const tripled = [...(await readRollups(projectId, 'tripled', '2024-07-01T00', '2024-07-03T23')).values()].reduce(
       (a, b) => a + b,
       0,
@@ -145,5 +146,5 @@ describe('concurrent capture of one batch', () => {
     await new Promise((r) => setTimeout(r, 1_000));
     expect(await total()).toBe(1_000);
     console.info(`concurrency: 3 x 1,000-event batches in ${Math.round(ms)} ms`);
-  }, 60_000);
+  }, 150_000);
 });

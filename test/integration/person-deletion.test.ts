@@ -64,7 +64,7 @@ async function setup() {
   return { ...p, c, base, uuids, a, b: await personOf('user-b') };
 }
 
-describe('deferred deletion of a person’s events', () => {
+describe('deferred deletion of a person’s events', { timeout: 120_000 }, () => {
   it('keeps the events until the drain, then deletes all of them (every distinct id), corrects rollups and spares others', async () => {
     const s = await setup();
     expect((await s.c.delete(`${s.base}${s.a.id}/?delete_events=true`)).status).toBe(204);
@@ -75,7 +75,7 @@ describe('deferred deletion of a person’s events', () => {
     expect(summary).toMatchObject({ processed: 1, eventsDeleted: 3, failed: 0 });
     for (const uuid of s.uuids.a) expect(await getEvent(s.projectId, uuid)).toBeUndefined();
     for (const uuid of s.uuids.b) expect(await getEvent(s.projectId, uuid)).toBeDefined();
-    await eventually(async () => expect(await total(s.projectId)).toBe(2));
+    await eventually(async () => expect(await total(s.projectId)).toBe(2), 60_000);
     expect(await readRollups(s.projectId, 'view', '2024-02-01T00', '2024-02-29T23')).toEqual(
       new Map([
         ['2024-02-01T11', 1],
@@ -122,7 +122,8 @@ describe('deferred deletion of a person’s events', () => {
     const kept = await s.c.get(`${s.base}${s.a.id}/`);
     expect(kept.status).toBe(200);
     expect(kept.body.distinct_ids.sort()).toEqual(['anon-a', 'user-a']);
-    await eventually(async () => expect(await total(s.projectId)).toBe(2));
+    // The rollups are uncounted by the ingest worker from the stream's removals: slow on a busy run.
+    await eventually(async () => expect(await total(s.projectId)).toBe(2), 60_000);
   });
 
   it('queues nothing without delete_events=true', async () => {
@@ -160,7 +161,7 @@ describe('deferred deletion of a person’s events', () => {
     const res = await s.c.post(`${s.base}bulk_delete/`, { ids: [s.a.id, s.b.id], delete_events: true });
     expect(res.status).toBe(202);
     expect(await drain()).toMatchObject({ processed: 2, eventsDeleted: 5 });
-    await eventually(async () => expect(await total(s.projectId)).toBe(0));
+    await eventually(async () => expect(await total(s.projectId)).toBe(0), 60_000);
   });
 
   it('queues the deletion of the events of persons the bulk-delete worker removes', async () => {
