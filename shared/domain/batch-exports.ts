@@ -17,7 +17,8 @@ import { Conflict, NotFound, textOf, ValidationError } from '../errors.ts';
 import { DESTINATION_TYPES, destinationConfig, type DestinationType } from '../exports/destination-rules.ts';
 import { sealSecrets } from '../exports/secrets.ts';
 import { parseExportQuery } from '../exports/hogql.ts';
-import { firstWindowEnd, isTimeZone, scheduleOf, type ExportInterval } from '../exports/intervals.ts';
+import { firstWindowEnd, scheduleOf, type ExportInterval } from '../exports/intervals.ts';
+import { isValidTimeZone } from '../trends/tz.ts';
 import { uuidv7 } from '../ids.ts';
 import { TRANSIENT, retryTransient } from '../retry.ts';
 import { parseProperties } from '../trends/properties.ts';
@@ -176,7 +177,7 @@ async function storedDestination(
  * weekly ones only (refused elsewhere rather than ignored, so a client learns they do nothing there).
  */
 function checkSchedule(e: Pick<ExportRecord, 'interval' | 'timezone' | 'offset_day' | 'offset_hour'>): void {
-  if (e.timezone && !isTimeZone(e.timezone))
+  if (e.timezone && !isValidTimeZone(e.timezone))
     throw new ValidationError(
       `"${e.timezone}" is not a time zone; give an IANA name such as Europe/Berlin.`,
       'timezone',

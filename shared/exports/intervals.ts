@@ -1,4 +1,6 @@
 /** Batch export intervals (PostHog's choices) and their window boundaries, in the export's time zone. */
+import { offsetAt, wallClock } from '../trends/tz.ts';
+
 export const INTERVALS = ['hour', 'day', 'week', 'every 5 minutes', 'every 15 minutes'] as const;
 export type ExportInterval = (typeof INTERVALS)[number];
 
@@ -32,44 +34,6 @@ export const intervalMs = (interval: ExportInterval) => LENGTH[interval];
 const asSchedule = (s: Schedule | ExportInterval): Schedule => (typeof s === 'string' ? { interval: s } : s);
 const zoneOf = (s: Schedule) => (s.timezone && s.timezone !== 'UTC' ? s.timezone : undefined);
 const calendar = (s: Schedule) => s.interval === 'day' || s.interval === 'week';
-
-/** Whether `tz` is an IANA time zone this runtime knows. */
-export function isTimeZone(tz: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: tz });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-const formatters = new Map<string, Intl.DateTimeFormat>();
-function formatter(tz: string): Intl.DateTimeFormat {
-  let f = formatters.get(tz);
-  if (!f) {
-    f = new Intl.DateTimeFormat('en-US', {
-      timeZone: tz,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: 'numeric',
-      second: 'numeric',
-    });
-    formatters.set(tz, f);
-  }
-  return f;
-}
-
-/** The zone's wall clock at instant `t`, as if it were UTC (so its date arithmetic is Date.UTC's). */
-function wallClock(t: number, tz: string): number {
-  const parts: Record<string, number> = {};
-  for (const p of formatter(tz).formatToParts(new Date(t))) if (p.type !== 'literal') parts[p.type] = Number(p.value);
-  return Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
-}
-
-const offsetAt = (t: number, tz: string) => wallClock(Math.floor(t / 1000) * 1000, tz) - Math.floor(t / 1000) * 1000;
 
 /**
  * The instant the zone's wall clock shows `wall`. A wall time skipped by a spring-forward is the

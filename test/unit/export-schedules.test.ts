@@ -2,12 +2,12 @@ import { describe, expect, it } from 'vitest';
 import {
   firstWindowEnd,
   floorBoundary,
-  isTimeZone,
   nextBoundary,
   windowCount,
   windowsBetween,
   type Schedule,
 } from '#shared/exports/intervals.ts';
+import { isValidTimeZone } from '#shared/trends/tz.ts';
 
 const iso = (w: { start: Date; end: Date }[]) => w.map((x) => [x.start.toISOString(), x.end.toISOString()]);
 const hours = (w: { start: Date; end: Date }) => (w.end.getTime() - w.start.getTime()) / 3_600_000;
@@ -67,7 +67,7 @@ describe('export windows in the customer time zone', () => {
         offset_hour: 6,
       }).toISOString(),
     ).toBe('2024-05-02T06:00:00.000Z');
-    expect(isTimeZone('Europe/Berlin')).toBe(true);
-    expect(isTimeZone('Mars/Olympus')).toBe(false);
+    expect(isValidTimeZone('Europe/Berlin')).toBe(true);
+    expect(isValidTimeZone('Mars/Olympus')).toBe(false);
   });
 });
