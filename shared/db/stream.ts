@@ -27,10 +27,15 @@ function image(value: Record<string, AttributeValue> | undefined): StoredEvent |
   return storedEvent(unmarshall(value as never) as Record<string, unknown>);
 }
 
+/**
+ * The changes of a batch's raw event records. A record with no image at all changes nothing and is
+ * dropped: DynamoDB Local streams a keys-only REMOVE for each of several BatchWriteItem deletes racing on
+ * one item (two drains deleting the same event), which DynamoDB itself never does.
+ */
 export function eventChanges(records: DynamoDBRecord[]): EventChange[] {
-  return records.filter(isRawEventRecord).map((r) => ({
-    id: r.dynamodb!.SequenceNumber!,
-    before: image(r.dynamodb!.OldImage),
-    after: r.eventName === 'REMOVE' ? undefined : image(r.dynamodb!.NewImage),
-  }));
+  return records.filter(isRawEventRecord).flatMap((r) => {
+    const before = image(r.dynamodb!.OldImage);
+    const after = r.eventName === 'REMOVE' ? undefined : image(r.dynamodb!.NewImage);
+    return before || after ? [{ id: r.dynamodb!.SequenceNumber!, before, after }] : [];
+  });
 }

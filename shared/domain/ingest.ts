@@ -27,7 +27,7 @@ export async function ingestEventChanges(changes: EventChange[]): Promise<string
     if (failed.length) firstFailure = inserts[Math.min(...failed)]!.i;
     await refreshCohortsOfEvents(inserts.filter(({ i }) => i < firstFailure).map(({ c }) => c.after!));
   } catch (error) {
-    logger.error('person update failed', { error: (error as Error).message });
+    logger.error('person update failed', { error: (error as Error).message, stack: (error as Error).stack });
     firstFailure = 0;
   }
   try {
@@ -37,7 +37,7 @@ export async function ingestEventChanges(changes: EventChange[]): Promise<string
     await markChangedDays(changedDays(changes.slice(0, firstFailure)), now());
     await retireAnswersOfDeletions(changes.slice(0, firstFailure));
   } catch (error) {
-    logger.error('rollup update failed', { error: (error as Error).message });
+    logger.error('rollup update failed', { error: (error as Error).message, stack: (error as Error).stack });
     firstFailure = 0;
   }
   recordIngestion(changes.slice(0, firstFailure));

@@ -9,6 +9,8 @@ import { applyPersonUpdates } from '#shared/domain/person-properties.ts';
 import { TRANSIENT, retryTransient } from '#shared/retry.ts';
 import { Conflict, PayloadTooLarge, textOf, ValidationError } from '#shared/errors.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/json.ts';
+import { eventChanges } from '#shared/db/stream.ts';
+import { marshall } from '@aws-sdk/util-dynamodb';
 
 /** The helpers behind the fixes the fuzz, concurrency and fault tests found (docs/reliability.md). */
 describe('reliability fixes', () => {
@@ -131,5 +133,21 @@ describe('reliability fixes', () => {
     await expect(retryTransient('Thing', async () => TRANSIENT, { deadline: Date.now() + 50 })).rejects.toBeInstanceOf(
       Conflict,
     );
+  });
+  it('#10 a keys-only REMOVE (DynamoDB Local, racing deletes) changes nothing; a REMOVE with its old image still does', () => {
+    const keys = { pk: { S: 'EVENT#29#u1' }, sk: { S: 'EVENT' } };
+    const stored = {
+      uuid: 'u1',
+      event: 'e',
+      distinct_id: 'd',
+      project_id: 29,
+      properties: '{}',
+      timestamp: '2026-01-01T00:00:00.000Z',
+      inserted_at: '2026-01-01T00:00:01.000Z',
+    };
+    const record = (SequenceNumber: string, OldImage?: unknown) =>
+      ({ eventName: 'REMOVE', dynamodb: { Keys: keys, SequenceNumber, ...(OldImage ? { OldImage } : {}) } }) as never;
+    const changes = eventChanges([record('1'), record('2', marshall(stored))]);
+    expect(changes.map((c) => [c.id, c.before?.uuid, c.after])).toEqual([['2', 'u1', undefined]]);
   });
 });
