@@ -575,6 +575,19 @@ export interface RunsPageQuery {
 /** Items a page may read before it answers with what it found (and a cursor): a filter matching little costs a bounded read. */
 const RUNS_PAGE_READ_BUDGET = 2000;
 
+const RUN_ID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+const CREATED_CURSOR = new RegExp(`^${keys.exportRunPrefix}${RUN_ID}$`);
+const WINDOW_CURSOR = new RegExp(`^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z#${RUN_ID}$`);
+
+/**
+ * Whether a cursor (from a client) is a sort key `runsPage` with this query could have returned: a forged
+ * one would reach DynamoDB as a start key it refuses (or one outside the page's key range).
+ */
+export function isRunsCursor(q: Pick<RunsPageQuery, 'order' | 'after' | 'before'>, cursor: string): boolean {
+  if (q.order === 'created') return CREATED_CURSOR.test(cursor);
+  return WINDOW_CURSOR.test(cursor) && (!q.after || cursor >= q.after) && (!q.before || cursor <= q.before);
+}
+
 /** One page of an export's runs; `next` is the sort key to resume after (absent at the end). */
 export async function runsPage(exportId: string, q: RunsPageQuery): Promise<{ runs: RunRecord[]; next?: string }> {
   const pk = keys.batchExportPartition(exportId).pk;

@@ -8,7 +8,9 @@ import {
   listBackfills,
   listExports as readExports,
   pendingBackfillRuns,
+  isRunsCursor,
   runsPage,
+  type RunsPageQuery,
   writeLog,
   type BackfillRecord,
   type ExportRecord,
@@ -333,7 +335,7 @@ export async function listRuns(
   q: { ordering: RunOrdering; status?: string[]; after?: string; before?: string; limit: number; cursor?: string },
 ) {
   const record = await findExport(membership, exportId);
-  const page = await runsPage(record.id, {
+  const query: RunsPageQuery = {
     order: q.ordering.endsWith('created_at') ? 'created' : 'window',
     descending: q.ordering.startsWith('-'),
     status: q.status,
@@ -341,7 +343,9 @@ export async function listRuns(
     before: q.before && new Date(q.before).toISOString(),
     cursor: q.cursor,
     limit: q.limit,
-  });
+  };
+  if (q.cursor !== undefined && !isRunsCursor(query, q.cursor)) throw new ValidationError('Invalid cursor.', 'cursor');
+  const page = await runsPage(record.id, query);
   return { results: page.runs.map(runResponse), next: page.next };
 }
 

@@ -355,6 +355,16 @@ describe('runs as a resource', () => {
     const page3 = await s.c.get(`${last.pathname}${last.search}`);
     expect(page3.body.results.map((r: any) => r.data_interval_start)).toEqual(['2024-05-01T10:10:00.000Z']);
     expect(page3.body.next).toBeNull();
+    // A forged cursor (not a key this listing returns, or outside its after/before range) is a 400, not a 500.
+    for (const query of [
+      'cursor=%7B%22a%22%3A1%7D',
+      'ordering=data_interval_start&cursor=RUN%23x',
+      `ordering=data_interval_start&before=2024-05-01T09:00:00Z&cursor=${encodeURIComponent(new URL(byWindow.body.next).searchParams.get('cursor')!)}`,
+    ]) {
+      const forged = await s.c.get(`${s.at}runs/?${query}`);
+      expect(forged.status, query).toBe(400);
+      expect(forged.body).toMatchObject({ type: 'validation_error', attr: 'cursor', detail: 'Invalid cursor.' });
+    }
     const desc = await s.c.get(
       `${s.at}runs/?ordering=-data_interval_start&after=2024-05-01T09:05:00Z&before=2024-05-01T10:10:00Z`,
     );
