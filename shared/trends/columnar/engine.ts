@@ -421,13 +421,19 @@ export class BatchLookups {
         );
       if (spec.source === 'group') {
         const index = spec.group_type_index!;
+        // Every batch's dictionary names the same few hundred groups again: each group's value is looked up once per query.
+        const seen = (state.groupBreakdowns ??= new Map());
         return this.byColumn(
           groupColumn(index),
           (n) => new Int32Array(n),
           (v) => {
+            const known = seen.get(v);
+            if (known !== undefined) return known;
             const key = groupKeyText(v);
             const properties = key === null ? undefined : state.groupProperties(index, key);
-            return state.groups.of(breakdownText(propertyOf(properties, spec.property)));
+            const ordinal = state.groups.of(breakdownText(propertyOf(properties, spec.property)));
+            seen.set(v, ordinal);
+            return ordinal;
           },
         );
       }
@@ -464,6 +470,8 @@ export class QueryState {
   constructor(readonly groupProperties: GroupLookup = NO_GROUPS) {}
   /** A hogql breakdown's expression, compiled once per query (its memo spans batches). */
   breakdownExpr: ColumnExpr | null = null;
+  /** A group breakdown's ordinal per `$group_N` value, filled as batches name groups (one breakdown per query). */
+  groupBreakdowns: Map<unknown, number> | null = null;
 }
 
 interface SeriesPlan {
