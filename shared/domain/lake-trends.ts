@@ -99,6 +99,8 @@ export async function lakeTrend(
   inProcess: InProcess,
   check: () => void,
   deadline: number,
+  /** Called once the lake has answered (the caller's timings), before the in-process part runs. */
+  onLake?: () => void,
   engine: LakeEngine | undefined = lakeEngine(),
 ): Promise<LakeTrendAnswer | null> {
   const { projectId, query, range, read, names } = input;
@@ -121,6 +123,8 @@ export async function lakeTrend(
   if (!inLake.some(Boolean)) return null;
 
   const lakeRows = await runLake(input, engine, inLake, counters, check, deadline);
+  if (!lakeRows) return null;
+  onLake?.();
   const rest = inProcessWindow(starts, inLake, span, window);
   const twins = Boolean(query.breakdownFilter) && query.series.some((s) => s.math !== 'total');
   const local = rest ? await inProcess(inProcessQuery(query, range, twins), windowOf(rest)) : null;
@@ -130,7 +134,7 @@ export async function lakeTrend(
   const lakeCount = inLake.filter(Boolean).length;
   return {
     response: merged,
-    engine: lakeCount === inLake.length ? engine.name : `${engine.name}+columnar`,
+    engine: lakeCount === inLake.length ? engine.name : (`${engine.name}+columnar` as QueryEngine),
     buckets: { lake: lakeCount, in_process: inLake.length - lakeCount },
   };
 }
@@ -156,7 +160,7 @@ async function runLake(
   counters: Map<string, Map<string, LakeDayCounter>>,
   check: () => void,
   deadline: number,
-): Promise<LakeCells> {
+): Promise<LakeCells | null> {
   const { projectId, query, range, settings } = input;
   const cells: LakeCells = new Map();
   const starts = range.buckets.map((b) => b.getTime());
@@ -178,12 +182,18 @@ async function runLake(
     const bucket = bucketOf.get(String(row.bucket ?? '').slice(0, 19));
     if (bucket === undefined || !inLake[bucket]) continue;
     const series = Number(row.series);
-    const value = row.breakdown ?? BREAKDOWN_NULL_VALUE;
+    // The engine reads an empty text as no value: one row with NULL's, which only a count may add up.
+    if (row.breakdown === '' && query.series[series]?.math !== 'total') return null;
+    const value = row.breakdown === null || row.breakdown === '' ? BREAKDOWN_NULL_VALUE : row.breakdown;
     const perSeries = cells.get(series) ?? new Map<string, Map<number, LakeCell>>();
     cells.set(series, perSeries);
     const perValue = perSeries.get(value) ?? new Map<number, LakeCell>();
     perSeries.set(value, perValue);
-    perValue.set(bucket, { value: Number(row.value), events: Number(row.events) });
+    const before = perValue.get(bucket);
+    perValue.set(bucket, {
+      value: Number(row.value) + (before?.value ?? 0),
+      events: Number(row.events) + (before?.events ?? 0),
+    });
   }
   return cells;
 }

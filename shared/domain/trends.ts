@@ -242,6 +242,7 @@ async function fromLake(projectId: number, inputs: TrendInputs, phases: Phases, 
       (await fromEvents(projectId, { ...inputs, query: sub, read: window }, phases, check)).response,
     lakeCheck,
     deadline,
+    () => phases.mark('lake_query'),
   );
   if (!answer) return null;
   phases.mark(
