@@ -12,7 +12,8 @@ import { readDayCounters } from '../db/segments.ts';
 import { personsVersion } from '../db/projects.ts';
 import { config } from '../config.ts';
 import { now as clockNow } from '../clock.ts';
-import { type LakeEngine, lakeEngine } from '../lake/engine.ts';
+import { logger } from '../observability.ts';
+import { type LakeEngine, type LakeRow, lakeEngine } from '../lake/engine.ts';
 import {
   countedEvents,
   inProcessWindow,
@@ -73,6 +74,9 @@ export function lakeAnswers(input: LakeTrendInput, engine: LakeEngine): boolean 
   // Aggregated displays need a whole-range distinct count; group aggregation counts groups, not persons.
   if (AGGREGATED_DISPLAYS.has(query.trendsFilter.display) || query.aggregation_group_type_index !== null) return false;
   if (query.series.some((s) => s.math_group_type_index !== null)) return false;
+  // A cumulative distinct count is the persons seen so far, not a running sum of the buckets' values.
+  if (query.trendsFilter.display === 'ActionsLineGraphCumulative' && query.series.some((s) => s.math !== 'total'))
+    return false;
   // Event-property breakdowns only: their value text is the one the printer's property test pins against the engine.
   if (breakdown && (breakdown.source !== 'event' || breakdown.expr !== null || breakdown.cohorts)) return false;
   // Two buckets with one local start (an hour repeated when clocks go back) would share a lake row.
@@ -82,8 +86,9 @@ export function lakeAnswers(input: LakeTrendInput, engine: LakeEngine): boolean 
     printTrendSql({ projectId: input.projectId, model: query, range, project: settings }, engine.source(['/']));
     return true;
   } catch (error) {
-    if (error instanceof LakeSqlUnsupported) return false;
-    throw error;
+    // Anything else the printer throws is left to the in-process path, which reports its own errors.
+    if (!(error instanceof LakeSqlUnsupported)) logger.warn('lake printer failed', { error: String(error) });
+    return false;
   }
 }
 
@@ -151,7 +156,7 @@ interface LakeCell {
 }
 
 /** (series, breakdown value, bucket) -> the lake's value and event count, for the buckets the lake answers. */
-type LakeCells = Map<number, Map<string, Map<number, LakeCell>>>;
+export type LakeCells = Map<number, Map<string, Map<number, LakeCell>>>;
 
 async function runLake(
   input: LakeTrendInput,
@@ -176,15 +181,25 @@ async function runLake(
   const files = engine.name === 'duckdb' ? await lakeDayUris(projectId, [...days].sort()) : [];
   if (engine.name === 'duckdb' && !files.length) return cells;
   const sql = printTrendSql({ projectId, model: query, range, project: settings }, engine.source(files));
-  const rows = await engine.run(sql, check, deadline);
-  const bucketOf = new Map(starts.map((t, i) => [bucketText(t, range.timezone), i]));
+  return lakeCellsOf(query, range, inLake, await engine.run(sql, check, deadline));
+}
+
+/** The lake's rows of the buckets it answers, by series, breakdown value (as the engine names it) and bucket; null where only the in-process path is exact. */
+export function lakeCellsOf(
+  query: TrendsModel,
+  range: DateRange,
+  inLake: boolean[],
+  rows: LakeRow[],
+): LakeCells | null {
+  const cells: LakeCells = new Map();
+  const bucketOf = new Map(range.buckets.map((b, i) => [bucketText(b.getTime(), range.timezone), i]));
   for (const row of rows) {
     const bucket = bucketOf.get(String(row.bucket ?? '').slice(0, 19));
     if (bucket === undefined || !inLake[bucket]) continue;
     const series = Number(row.series);
     // The engine reads an empty text as no value: one row with NULL's, which only a count may add up.
     if (row.breakdown === '' && query.series[series]?.math !== 'total') return null;
-    const value = row.breakdown === null || row.breakdown === '' ? BREAKDOWN_NULL_VALUE : row.breakdown;
+    const value = row.breakdown === null || row.breakdown === '' ? BREAKDOWN_NULL_VALUE : String(row.breakdown);
     const perSeries = cells.get(series) ?? new Map<string, Map<number, LakeCell>>();
     cells.set(series, perSeries);
     const perValue = perSeries.get(value) ?? new Map<number, LakeCell>();
@@ -203,7 +218,7 @@ async function runLake(
  * cumulative display), every breakdown value that fits one pass (an Other row says some did not), and
  * with a breakdown over a distinct count, a `total` twin per series for the ranking's event counts.
  */
-function inProcessQuery(query: TrendsModel, range: DateRange, twins: boolean): TrendsModel {
+export function inProcessQuery(query: TrendsModel, range: DateRange, twins: boolean): TrendsModel {
   const series: SeriesModel[] = twins
     ? [...query.series, ...query.series.map((s) => ({ ...s, math: 'total' as const }))]
     : query.series;
@@ -223,7 +238,7 @@ function inProcessQuery(query: TrendsModel, range: DateRange, twins: boolean): T
 const rowKey = (v: string | number | undefined) => (v === undefined ? BREAKDOWN_NULL_VALUE : String(v));
 
 /** The merged answer, or null when exactness needs the in-process path (see the module's comment). */
-function mergeSources(
+export function mergeSources(
   query: TrendsModel,
   range: DateRange,
   inLake: boolean[],
