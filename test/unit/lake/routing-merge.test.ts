@@ -179,4 +179,20 @@ describe('routing merge: lake buckets + in-process buckets = the engine alone', 
     });
     expect(mergeSources(model, range, inLake, cells!, local, true)).toBeNull();
   });
+  it('routes only shapes it merges exactly: not cumulative or aggregated distinct counts, non-event breakdowns, groups', () => {
+    const settings: ProjectSettings = { timezone: 'UTC', week_start_day: 1, test_account_filters: [] };
+    const answers = (req: Record<string, unknown>) => {
+      const model = parseTrendRequest({ date_from: '2024-03-01', date_to: '2024-03-05', ...req });
+      const range = resolveDateRange(model, settings, NOW);
+      return lakeAnswers({ projectId: PROJECT, query: model, settings, range, read: null, names: null }, engine);
+    };
+    expect(answers({ events: [{ id: 'e', math: 'dau' }] })).toBe(true);
+    expect(answers({ events: [{ id: 'e' }], display: 'ActionsLineGraphCumulative' })).toBe(true);
+    expect(answers({ events: [{ id: 'e', math: 'dau' }], display: 'ActionsLineGraphCumulative' })).toBe(false);
+    expect(answers({ events: [{ id: 'e' }], display: 'BoldNumber' })).toBe(false);
+    expect(answers({ events: [{ id: 'e' }], breakdown: 'email', breakdown_type: 'person' })).toBe(false);
+    expect(answers({ events: [{ id: 'e' }], breakdown: 'length(event)', breakdown_type: 'hogql' })).toBe(false);
+    expect(answers({ events: [{ id: 'e', math: 'dau', math_group_type_index: 0 }] })).toBe(false);
+    expect(answers({ events: [{ id: 'e', math: 'weekly_active' }] })).toBe(false);
+  });
 });
