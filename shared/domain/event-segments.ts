@@ -151,24 +151,22 @@ export async function compactDay(
   await deleteSegmentChunks(projectId, day, stale);
   // The same events as the segments. A lake that cannot be written (S3 failing) never holds the segments
   // back: the day is marked changed again, so the marker below stays and a later compaction writes both.
-  const lake = await writeLakeDay(projectId, day, included, now).then(
-    async ({ personsVersion }) => {
-      // What the files now hold, per name (zero for a name they lack): the routing's test of a current day.
-      if (personsVersion !== undefined)
-        await recordLakeDay(
-          projectId,
-          day,
-          new Map([...names(after.counts, tallies)].map((name) => [name, tallies.get(name) ?? emptyTally()])),
-          personsVersion,
-        );
-      return true;
-    },
-    async (error: unknown) => {
-      logger.warn('lake write failed: the day stays due', { projectId, day, error: String(error) });
-      await markChangedDays([{ projectId, day }], now);
-      return false;
-    },
-  );
+  let lake = true;
+  try {
+    const { personsVersion } = await writeLakeDay(projectId, day, included, now);
+    // What the files now hold, per name (zero for a name they lack): the routing's test of a current day.
+    if (personsVersion !== undefined)
+      await recordLakeDay(
+        projectId,
+        day,
+        new Map([...names(after.counts, tallies)].map((name) => [name, tallies.get(name) ?? emptyTally()])),
+        personsVersion,
+      );
+  } catch (error) {
+    logger.warn('lake write failed: the day stays due', { projectId, day, error: String(error) });
+    await markChangedDays([{ projectId, day }], now);
+    lake = false;
+  }
   const complete = [...names(after.counts, tallies)].every((name) =>
     sameTally(tallies.get(name), after.counts.get(name)),
   );
