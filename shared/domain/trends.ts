@@ -46,8 +46,9 @@ import type { ProjectRecord } from '../db/projects.ts';
 export const TREND_CACHE_SECONDS = 60;
 
 /**
- * How long the legacy endpoint waits for the lake engine (API Gateway answers 504 at 30 s): past it a
- * 503 that says to ask /query asynchronously (shared/lake/engine.ts LakeTooSlow).
+ * How long the legacy endpoint waits for the lake engine when its caller gives no deadline (the
+ * handlers pass the request's: the function's time less a margin): past it a 503 that says to ask
+ * /query asynchronously (shared/lake/engine.ts LakeTooSlow).
  */
 export const LEGACY_LAKE_BUDGET_MS = 25_000;
 
@@ -93,6 +94,8 @@ export async function computeProjectTrend(
   projectId: number,
   raw: Record<string, unknown>,
   refresh: boolean,
+  /** When the answer is due (epoch ms): the lake engine stops there with a 503 naming /query. */
+  deadline: number = Date.now() + LEGACY_LAKE_BUDGET_MS,
 ): Promise<TrendAnswer> {
   const phases = new Phases();
   const query = parseTrendRequest(raw);
@@ -118,8 +121,7 @@ export async function computeProjectTrend(
       return { body, csv: () => trendToCsv(body), source: 'cache', timing: phases.header() };
     }
   }
-  const budget = Date.now() + LEGACY_LAKE_BUDGET_MS;
-  const { response, source, engine } = await computeFromStore(projectId, inputs, phases, () => {}, budget);
+  const { response, source, engine } = await computeFromStore(projectId, inputs, phases, () => {}, deadline);
   await writeTrendCache(projectId, hash, response, now, TREND_CACHE_SECONDS);
   phases.mark('store');
   const body = {
