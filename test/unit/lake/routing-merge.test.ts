@@ -121,7 +121,7 @@ describe('routing merge: lake buckets + in-process buckets = the engine alone', 
           const local = rest
             ? computeTrend(inProcessQuery(model, range, twins), {
                 events: trendEvents.filter((e) => {
-                  const t = Date.parse(e.timestamp);
+                  const t = Date.parse(String(e.timestamp));
                   return t >= rest.from && t <= rest.to;
                 }),
                 project: settings,
