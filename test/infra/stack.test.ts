@@ -361,7 +361,7 @@ describe('least privilege', () => {
     }
   });
 
-  it('lets the query worker read the table, consume its queue and write only caches and query items; cancel only update a status', () => {
+  it('lets the query worker read the table, consume its queue and write only caches and query items (and query the lake); cancel only update a status', () => {
     expect(permissionsOf('run_queries')).toEqual(
       [
         ...BASE,
@@ -370,6 +370,7 @@ describe('least privilege', () => {
         'table:put-trend-cache',
         'table:put-query-items',
         'table:update-query-status',
+        ...LAKE_QUERY,
       ].sort(),
     );
     expect(permissionsOf('query_destroy')).toEqual(
