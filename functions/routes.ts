@@ -32,6 +32,11 @@ interface RouteBase {
   /** Seals batch-export destination secrets (IAM: kms:GenerateDataKey on the export secrets key, never Decrypt). */
   sealsSecrets?: boolean;
   /**
+   * Answers big trends from the lake (shared/domain/lake-trends.ts): infra/constructs/lake.ts grants
+   * Athena in the lake's workgroup, the Glue table, reads of the lake's objects and its query results.
+   */
+  queriesLake?: boolean;
+  /**
    * Checks a destination a member is configuring: assumes the role it names in the customer's account
    * (sts:AssumeRole with the organization id as ExternalId, never this account's roles). No kms:Decrypt:
    * the keys it tests are the ones in the request.
@@ -462,6 +467,7 @@ export const routes = [
     handler: 'insights/trend-get',
     access: 'read',
     writesCache: true,
+    queriesLake: true,
     rateLimit: 'analytics',
     csv: true,
     summary: 'Compute a trend (PostHog legacy insights/trend), query-string parameters',
@@ -474,6 +480,7 @@ export const routes = [
     handler: 'insights/trend-post',
     access: 'read',
     writesCache: true,
+    queriesLake: true,
     rateLimit: 'analytics',
     csv: true,
     summary: 'Compute a trend (PostHog legacy insights/trend), JSON body',
@@ -488,6 +495,7 @@ export const routes = [
     access: 'read',
     writesCache: true,
     writesQueries: 'results',
+    queriesLake: true,
     sends: ['query_runs'],
     rateLimit: 'analytics',
     summary: "Run a query (PostHog's query API): TrendsQuery, ActorsQuery or EventsQuery",
@@ -862,6 +870,8 @@ export interface Worker {
   writesDestinations?: boolean;
   /** Writes the Parquet lake (infra/constructs/lake.ts grants its prefixes and sets LAKE_BUCKET). */
   writesLake?: boolean;
+  /** Answers big trends from the lake, as a route's `queriesLake`. */
+  queriesLake?: boolean;
   /** The command that fires it now locally: `npm run cron -- <command>`. */
   command?: string;
   summary: string;
@@ -926,6 +936,7 @@ export const workers = [
     access: 'read',
     writesCache: true,
     writesQueries: 'results',
+    queriesLake: true,
     timeoutSeconds: 900,
     // One query per invocation: a query that runs out of memory fails only itself, not other tenants' of its batch.
     batchSize: 1,

@@ -71,6 +71,8 @@ export async function buildFunctions(outdir = DIST): Promise<Metafile> {
     legalComments: 'none',
     // Lambda gives credentials in the environment: skip the SDK's full provider chain (infra/lambda/credentials.ts).
     alias: { '@aws-sdk/credential-provider-node': join(ROOT, 'infra', 'lambda', 'credentials.ts') },
+    // The lake's local engine (native binaries, ~60 MB): the local runtime, tests and bench load it; Lambdas use Athena.
+    external: ['@duckdb/node-api'],
     metafile: true,
     logLevel: 'warning',
   });

@@ -40,7 +40,19 @@ export const ENV = {
   region: 'AWS_REGION',
   /** The lake's S3 bucket (CDK sets it on the compactor); absent -> the local runtime writes the lake under DATA_DIR/lake. */
   lakeBucket: 'LAKE_BUCKET',
+  /** The lake's Athena workgroup and Glue database (CDK sets them where trends may read the lake); absent -> no Athena. */
+  lakeWorkgroup: 'LAKE_ATHENA_WORKGROUP',
+  lakeDatabase: 'LAKE_GLUE_DATABASE',
+  /** Events in a trend's range above which its closed, current days are answered by the lake engine (default below); tests lower it. */
+  lakeRoutingEvents: 'ANALYTICS_LAKE_ROUTING_EVENTS',
 } as const;
+
+/**
+ * A trend whose range holds more events than this (the day counters say, before anything is read) is
+ * answered by the lake engine where it can be: one trend function computes ~10M events in 1.4 s and
+ * tops out near 20M (docs/benchmarks.md).
+ */
+export const DEFAULT_LAKE_ROUTING_EVENTS = 20_000_000;
 
 /** A `search` or `properties` persons list reads persons in order and stops after this many per request. */
 export const DEFAULT_PERSON_SCAN_LIMIT = 10_000;
@@ -142,6 +154,9 @@ export interface Config {
   stsEndpoint: string;
   /** Where the lake is written: an S3 bucket (deployed), a folder (local runtime), or nowhere (a stage without the lake). */
   lake: { bucket: string; region: string } | { dir: string } | undefined;
+  /** What reads the lake for trends: Athena (deployed, with its workgroup), DuckDB over the folder (local runtime), or nothing. */
+  lakeEngine: { kind: 'athena'; workgroup: string; database: string; region: string } | { kind: 'duckdb' } | undefined;
+  lakeRoutingEvents: number;
 }
 
 export class ConfigError extends Error {
@@ -206,6 +221,23 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
       : runtime === 'local'
         ? { dir: resolve(env[ENV.dataDir] || '.data', 'lake') }
         : undefined,
+    lakeEngine:
+      env[ENV.lakeBucket] && env[ENV.lakeWorkgroup] && env[ENV.lakeDatabase]
+        ? {
+            kind: 'athena',
+            workgroup: env[ENV.lakeWorkgroup] as string,
+            database: env[ENV.lakeDatabase] as string,
+            region: env[ENV.region] || 'us-east-1',
+          }
+        : !env[ENV.lakeBucket] && runtime === 'local'
+          ? { kind: 'duckdb' }
+          : undefined,
+    lakeRoutingEvents: readPositiveInteger(
+      ENV.lakeRoutingEvents,
+      env[ENV.lakeRoutingEvents],
+      DEFAULT_LAKE_ROUTING_EVENTS,
+      0,
+    ),
   };
 }
 

@@ -6,8 +6,8 @@ import { route } from '../routes.ts';
 export const handler = apiHandler(
   route('insights_trend_retrieve'),
   { query: trendGetQuery },
-  async ({ query, membership, projectId }) => {
-    const answer = await computeProjectTrend(membership, projectId, query.trend, query.refresh);
+  async ({ query, membership, projectId, deadline }) => {
+    const answer = await computeProjectTrend(membership, projectId, query.trend, query.refresh, deadline);
     return {
       status: 200,
       body: answer.body,

@@ -6,9 +6,9 @@ import { route } from '../routes.ts';
 export const handler = apiHandler(
   route('insights_trend'),
   { query: trendPostQuery, body: trendPostBody },
-  async ({ query, body, membership, projectId }) => {
+  async ({ query, body, membership, projectId, deadline }) => {
     const refresh = query.refresh === 'true' || query.refresh === '1' || body.refresh === true;
-    const answer = await computeProjectTrend(membership, projectId, body, refresh);
+    const answer = await computeProjectTrend(membership, projectId, body, refresh, deadline);
     return {
       status: 200,
       body: answer.body,

@@ -5,7 +5,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import type { Construct } from 'constructs';
-import { workers, type Worker } from '#functions/routes.ts';
+import { routes, workers, type Route, type Worker } from '#functions/routes.ts';
 import { ENV } from '#shared/config.ts';
 import {
   BYTES_SCANNED_CUTOFF,
@@ -20,7 +20,7 @@ import {
 export interface LakeProps {
   prefix: string;
   removalPolicy: RemovalPolicy;
-  /** Function name -> Lambda: the workers whose row says `writesLake` are granted the lake. */
+  /** Function name -> Lambda: the workers whose row says `writesLake` are granted the lake; the rows saying `queriesLake` its queries. */
   functions: ReadonlyMap<string, lambda.Function>;
 }
 
@@ -130,6 +130,87 @@ export class Lake extends NestedStack {
       const fn = w.writesLake ? props.functions.get(w.name) : undefined;
       if (fn) this.grantWrite(fn);
     }
+    const readers = [
+      ...(routes as readonly Route[]).filter((r) => r.queriesLake).map((r) => r.operationId),
+      ...(workers as readonly Worker[]).filter((w) => w.queriesLake).map((w) => w.name),
+    ];
+    for (const name of readers) {
+      const fn = props.functions.get(name);
+      if (fn) this.grantQuery(fn, databaseName);
+    }
+  }
+
+  /**
+   * A function that answers big trends from the lake (shared/lake/engine.ts): Athena in this workgroup
+   * (start, poll, read, stop), the Glue table it names, and what Athena reads and writes with the
+   * caller's identity: the day pointers and files (read only) and the query results (its own prefix).
+   */
+  grantQuery(fn: lambda.Function, databaseName: string): void {
+    fn.addEnvironment(ENV.lakeBucket, this.bucket.bucketName);
+    fn.addEnvironment(ENV.lakeWorkgroup, this.workgroup.name);
+    fn.addEnvironment(ENV.lakeDatabase, databaseName);
+    const stack = Stack.of(fn);
+    fn.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: [
+          'athena:StartQueryExecution',
+          'athena:GetQueryExecution',
+          'athena:GetQueryResults',
+          'athena:StopQueryExecution',
+        ],
+        resources: [stack.formatArn({ service: 'athena', resource: 'workgroup', resourceName: this.workgroup.name })],
+      }),
+    );
+    fn.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['glue:GetDatabase', 'glue:GetTable', 'glue:GetPartition', 'glue:GetPartitions'],
+        resources: [
+          stack.formatArn({ service: 'glue', resource: 'catalog' }),
+          stack.formatArn({ service: 'glue', resource: 'database', resourceName: databaseName }),
+          stack.formatArn({ service: 'glue', resource: 'table', resourceName: `${databaseName}/${LAKE_TABLE}` }),
+        ],
+      }),
+    );
+    fn.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['s3:GetBucketLocation', 's3:ListBucket'],
+        resources: [this.bucket.bucketArn],
+      }),
+    );
+    fn.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['s3:GetObject'],
+        resources: [this.bucket.arnForObjects(`${EVENTS_PREFIX}*`), this.bucket.arnForObjects(`${MANIFESTS_PREFIX}*`)],
+      }),
+    );
+    fn.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['s3:PutObject', 's3:GetObject', 's3:AbortMultipartUpload', 's3:ListMultipartUploadParts'],
+        resources: [this.bucket.arnForObjects(`${RESULTS_PREFIX}*`)],
+      }),
+    );
+    for (const bucketArn of this.bucketArnsIn(fn))
+      for (const prefix of [EVENTS_PREFIX, MANIFESTS_PREFIX, RESULTS_PREFIX])
+        Validations.of(fn.role!).acknowledge({
+          id: `AwsSolutions-IAM5[Resource::${bucketArn}/${prefix}*]`,
+          reason:
+            prefix === RESULTS_PREFIX
+              ? "Athena's query results, written and read with the caller's identity: this one bucket's results prefix only."
+              : `The lake's objects under ${prefix}, which Athena reads with the caller's identity: read only, this one bucket's prefix.`,
+        });
+  }
+
+  /** How cdk-nag names the bucket's ARN for `fn`: its aspect (this stack's logical id), and the validation plugin (the reference CDK passes into fn's stack). */
+  private bucketArnsIn(fn: lambda.Function): string[] {
+    const bucket = this.bucket.node.defaultChild as CfnElement;
+    const arns = [`<${this.getLogicalId(bucket)}.Arn>`];
+    const stack = Stack.of(fn);
+    if (stack === this) return arns;
+    const output = `${Names.uniqueId(this.nestedStackResource!)}.Outputs.${Names.uniqueId(bucket)}Arn`;
+    if (stack === this.nestedStackParent)
+      arns.push(`<${stack.getLogicalId(this.nestedStackResource!)}.Outputs.${Names.uniqueId(bucket)}Arn>`);
+    else arns.push(`<referenceto${output.replaceAll('.', '')}>`);
+    return arns;
   }
 
   /** The compactor: writes and replaces day files and pointers, nothing else of the bucket. */

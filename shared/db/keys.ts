@@ -149,6 +149,8 @@ export const keys = {
   firstEvent: (projectId: number): ItemKey => ({ pk: `PROJECT#${projectId}`, sk: 'FIRSTEVENT' }),
   /** The generation of a project's cached answers: part of every cache key, bumped when data is deleted or redefined. */
   answersGeneration: (projectId: number): ItemKey => ({ pk: `PROJECT#${projectId}`, sk: 'ANSWERS' }),
+  /** The version of a project's distinct id -> person map: bumped by merges and person deletions (the lake's person ids go stale). */
+  personsVersion: (projectId: number): ItemKey => ({ pk: `PROJECT#${projectId}`, sk: 'PERSONSVERSION' }),
   /** Person ids are integers counted per project (a global counter would be one hot item). */
   personCounter: (projectId: number) => `person#${projectId}`,
 

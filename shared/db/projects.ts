@@ -85,6 +85,32 @@ export async function bumpAnswersGeneration(projectId: number): Promise<void> {
   );
 }
 
+/**
+ * The version of the project's distinct id -> person map (0 before the first bump). The lake stores
+ * each event's person as of its day's compaction, with the version it read first: a person count from
+ * the lake is exact only while the version has not moved since (shared/domain/lake-trends.ts).
+ */
+export async function personsVersion(projectId: number): Promise<number> {
+  const out = await call(() =>
+    db().send(new GetCommand({ TableName: tableName(), Key: keys.personsVersion(projectId), ConsistentRead: true })),
+  );
+  return Number(out.Item?.version ?? 0);
+}
+
+/** Called after distinct ids changed person (merges) or lost one (person deletions, splits): one UpdateItem. */
+export async function bumpPersonsVersion(projectId: number): Promise<void> {
+  await call(() =>
+    db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.personsVersion(projectId),
+        UpdateExpression: 'ADD version :one SET entity = :e',
+        ExpressionAttributeValues: { ':one': 1, ':e': 'PersonsVersion' },
+      }),
+    ),
+  );
+}
+
 /** When the project's first event happened (undefined before any). */
 export async function firstEventAt(projectId: number): Promise<Date | undefined> {
   const out = await call(() => db().send(new GetCommand({ TableName: tableName(), Key: keys.firstEvent(projectId) })));

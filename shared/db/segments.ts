@@ -50,6 +50,8 @@ export interface DayCounter {
   tally: Tally;
   /** The newest complete build's id (absent before the first compaction, or on counters from before the field). */
   build?: string;
+  /** What the day's lake files hold of this name (absent before the day's first lake write), with the persons version they were written with. */
+  lake?: { tally: Tally; personsVersion: number };
 }
 
 /** The complete segments among a day's items (a segment's chunks must all carry chunk 0's build). */
@@ -128,6 +130,14 @@ export async function readDayCounters(
     byDay.get(day)!.set(String(item.event), {
       tally: { count: Number(item.count ?? 0), xsum: Number(item.xsum ?? 0) },
       ...(typeof item.build === 'string' ? { build: item.build } : {}),
+      ...(item.lake_count === undefined
+        ? {}
+        : {
+            lake: {
+              tally: { count: Number(item.lake_count), xsum: Number(item.lake_xsum ?? 0) },
+              personsVersion: Number(item.lake_persons ?? 0),
+            },
+          }),
     });
   }
   return byDay;
@@ -312,6 +322,32 @@ export async function recordNewestBuild(projectId: number, day: string, event: s
         ExpressionAttributeNames: { '#b': 'build' },
         ExpressionAttributeValues: { ':b': build },
       }),
+    ),
+  );
+}
+
+/**
+ * Notes on each name's day counter what the day's lake files now hold of it (a name the files lack:
+ * a zero tally), so a reader knows the lake is current exactly when these equal the counters.
+ */
+export async function recordLakeDay(
+  projectId: number,
+  day: string,
+  tallies: Map<string, Tally>,
+  personsVersion: number,
+): Promise<void> {
+  await inParallel([...tallies], 16, ([event, tally]) =>
+    conditional(() =>
+      db().send(
+        new UpdateCommand({
+          TableName: tableName(),
+          Key: keys.dayCount(projectId, day, event),
+          UpdateExpression: 'SET #c = :c, #x = :x, #p = :p',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeNames: { '#c': 'lake_count', '#x': 'lake_xsum', '#p': 'lake_persons' },
+          ExpressionAttributeValues: { ':c': tally.count, ':x': tally.xsum, ':p': personsVersion },
+        }),
+      ),
     ),
   );
 }

@@ -25,6 +25,7 @@ import {
   readDayCounters,
   readEventDay,
   readEventDays,
+  recordLakeDay,
   recordNewestBuild,
   releaseCompaction,
   rescheduleCompaction,
@@ -94,6 +95,9 @@ export interface CompactionResult {
   lake?: boolean;
 }
 
+const names = (counts: Map<string, Tally>, tallies: Map<string, Tally>) =>
+  new Set([...counts.keys(), ...tallies.keys()]);
+
 /**
  * Rebuilds a day's segments from its raw events ingested before `now` − 1 min, drops the builds they
  * supersede, and clears the day's marker when every segment matches its counter (else it stays due).
@@ -147,16 +151,25 @@ export async function compactDay(
   await deleteSegmentChunks(projectId, day, stale);
   // The same events as the segments. A lake that cannot be written (S3 failing) never holds the segments
   // back: the day is marked changed again, so the marker below stays and a later compaction writes both.
-  const lake = await writeLakeDay(projectId, day, included, now).then(
-    () => true,
-    async (error: unknown) => {
-      logger.warn('lake write failed: the day stays due', { projectId, day, error: String(error) });
-      await markChangedDays([{ projectId, day }], now);
-      return false;
-    },
+  let lake = true;
+  try {
+    const { personsVersion } = await writeLakeDay(projectId, day, included, now);
+    // What the files now hold, per name (zero for a name they lack): the routing's test of a current day.
+    if (personsVersion !== undefined)
+      await recordLakeDay(
+        projectId,
+        day,
+        new Map([...names(after.counts, tallies)].map((name) => [name, tallies.get(name) ?? emptyTally()])),
+        personsVersion,
+      );
+  } catch (error) {
+    logger.warn('lake write failed: the day stays due', { projectId, day, error: String(error) });
+    await markChangedDays([{ projectId, day }], now);
+    lake = false;
+  }
+  const complete = [...names(after.counts, tallies)].every((name) =>
+    sameTally(tallies.get(name), after.counts.get(name)),
   );
-  const names = new Set([...after.counts.keys(), ...tallies.keys()]);
-  const complete = [...names].every((name) => sameTally(tallies.get(name), after.counts.get(name)));
   if (marker) {
     // Giving up is safe: the day is read raw meanwhile, and the ingest worker marks it again when it counts more.
     if (complete || marker.attempts + 1 >= COMPACTION_ATTEMPTS) {

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { StoredEvent } from '../db/events.ts';
 import { getPersons, personIdsOf } from '../db/persons.ts';
+import { personsVersion } from '../db/projects.ts';
 import { dataKey, dayPrefix, manifestText, manifestUris, newGeneration, pointerKey } from '../lake/layout.ts';
 import { type LakeEvent, lakeFiles } from '../lake/rows.ts';
 import { type LakeStore, lakeStore } from '../lake/store.ts';
@@ -28,6 +29,8 @@ async function personUuids(projectId: number, distinctIds: string[]): Promise<Ma
 export interface LakeDayWrite {
   files: number;
   rows: number;
+  /** The project's persons version read before the person ids were looked up (undefined: no lake). */
+  personsVersion?: number;
 }
 
 /**
@@ -44,6 +47,8 @@ export async function writeLakeDay(
 ): Promise<LakeDayWrite> {
   if (!store) return { files: 0, rows: 0 };
   const own = events.filter((e) => e.project_id === projectId && e.timestamp.slice(0, 10) === day);
+  // Read before the lookup: a merge that commits after it moves the version, so the day's person ids read as stale.
+  const version = await personsVersion(projectId);
   const persons = await personUuids(projectId, [...new Set(own.map((e) => e.distinct_id))]);
   const rows: LakeEvent[] = own.map((e) => ({
     uuid: e.uuid,
@@ -67,7 +72,7 @@ export async function writeLakeDay(
     .map((uri) => store.keyOf(uri))
     .filter((key): key is string => key?.startsWith(prefix) === true && !keys.includes(key));
   await Promise.all(superseded.map((key) => store.delete(key)));
-  return { files: files.length, rows: rows.length };
+  return { files: files.length, rows: rows.length, personsVersion: version };
 }
 
 /** The files of the lake's current generation of each day (days without events have none). */

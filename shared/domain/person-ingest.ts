@@ -10,6 +10,7 @@ import {
   type PersonRecord,
   type PropertyChange,
 } from '../db/persons.ts';
+import { bumpPersonsVersion } from '../db/projects.ts';
 import { inParallel } from '../db/batch.ts';
 import { logger } from '../observability.ts';
 import { uuidv7 } from '../ids.ts';
@@ -101,6 +102,9 @@ export async function applyEventsToPersons(events: StoredEvent[]): Promise<numbe
       }
     }
   });
+  // After the merges committed: one UpdateItem per project whose distinct ids may have changed person.
+  const merged = new Set([...groups.values()].flat().flatMap(({ e }) => (isMerge(e) ? [e.project_id] : [])));
+  await Promise.all([...merged].map(bumpPersonsVersion));
   return failed;
 }
 

@@ -3,7 +3,7 @@ import { nowIso } from '../clock.ts';
 import { config } from '../config.ts';
 import { inParallel } from '../db/batch.ts';
 import { leaveCohorts } from '../db/cohorts.ts';
-import { bumpAnswersGeneration } from '../db/projects.ts';
+import { bumpAnswersGeneration, bumpPersonsVersion } from '../db/projects.ts';
 import {
   deletePersonRecord,
   deletePersonRecords,
@@ -483,7 +483,7 @@ export async function deletePerson(
     },
   );
   await leaveCohorts(projectId, personId);
-  await bumpAnswersGeneration(projectId);
+  await Promise.all([bumpAnswersGeneration(projectId), bumpPersonsVersion(projectId)]);
 }
 
 /**
@@ -512,7 +512,8 @@ export async function queuePersonEventsDeletion(
 export async function resetPersonDistinctId(projectId: number, distinctId: string): Promise<void> {
   const owner = await personIdOf(projectId, distinctId);
   if (owner === undefined || (await getPerson(projectId, owner))) return;
-  if (await releaseDistinctId(projectId, distinctId, owner)) await bumpAnswersGeneration(projectId);
+  if (await releaseDistinctId(projectId, distinctId, owner))
+    await Promise.all([bumpAnswersGeneration(projectId), bumpPersonsVersion(projectId)]);
 }
 
 export const BULK_DELETE_LIMIT = 1000;
@@ -600,7 +601,7 @@ async function removeInGroups(
       }
     }
   }
-  if (removed.size) await bumpAnswersGeneration(projectId);
+  if (removed.size) await Promise.all([bumpAnswersGeneration(projectId), bumpPersonsVersion(projectId)]);
   return { removed, left };
 }
 
@@ -796,7 +797,7 @@ export async function splitPerson(caller: Caller, projectId: number, personId: n
         person = { ...person, distinct_ids: remaining, version: person.version + 1 };
       }
       // Also when a later chunk conflicts: the earlier ones are committed.
-      if (committed) await bumpAnswersGeneration(projectId);
+      if (committed) await Promise.all([bumpAnswersGeneration(projectId), bumpPersonsVersion(projectId)]);
       return ok ? { success: true } : TRANSIENT;
     },
     {

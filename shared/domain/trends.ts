@@ -35,6 +35,8 @@ import {
 import { actionDefinitions } from './actions.ts';
 import { readTrendRows, type TrendEventSource } from './event-segments.ts';
 import { groupLookup } from './trend-groups.ts';
+import { LakeTooSlow } from '../lake/engine.ts';
+import { lakeTrend, type QueryEngine } from './lake-trends.ts';
 import { findProject, projectSettings } from './projects.ts';
 import { checkTrendCohorts, loadCohortMembers, type NamedCohortRef } from './trend-cohorts.ts';
 import type { MembershipRecord } from '../db/organizations.ts';
@@ -43,11 +45,18 @@ import type { ProjectRecord } from '../db/projects.ts';
 /** How long a computed trend is served from the cache (PostHog caches insights too; `refresh=true` bypasses). */
 export const TREND_CACHE_SECONDS = 60;
 
+/**
+ * How long the legacy endpoint waits for the lake engine when its caller gives no deadline (the
+ * handlers pass the request's: the function's time less a margin): past it a 503 that says to ask
+ * /query asynchronously (shared/lake/engine.ts LakeTooSlow).
+ */
+export const LEGACY_LAKE_BUDGET_MS = 25_000;
+
 export interface TrendAnswer {
   body: TrendResponse & { is_cached: boolean; last_refresh: string; next: null };
   csv: () => string;
-  /** Which path computed it (for logs and benchmarks): hourly rollups, compacted segments and/or raw events, or the cache. */
-  source: 'rollups' | TrendEventSource | 'cache';
+  /** Which path computed it (for logs and benchmarks): hourly rollups, compacted segments and/or raw events, the lake engine (with the in-process one), or the cache. */
+  source: 'rollups' | TrendEventSource | 'lake' | 'cache';
   /** Where the time went, as a `Server-Timing` header value (`read;dur=12.3;desc="8 days", compute;dur=4.5`): the read names the UTC days it covered. */
   timing: string;
 }
@@ -85,6 +94,8 @@ export async function computeProjectTrend(
   projectId: number,
   raw: Record<string, unknown>,
   refresh: boolean,
+  /** When the answer is due (epoch ms): the lake engine stops there with a 503 naming /query. */
+  deadline: number = Date.now() + LEGACY_LAKE_BUDGET_MS,
 ): Promise<TrendAnswer> {
   const phases = new Phases();
   const query = parseTrendRequest(raw);
@@ -110,10 +121,16 @@ export async function computeProjectTrend(
       return { body, csv: () => trendToCsv(body), source: 'cache', timing: phases.header() };
     }
   }
-  const { response, source } = await computeFromStore(projectId, inputs, phases);
+  const { response, source, engine } = await computeFromStore(projectId, inputs, phases, () => {}, deadline);
   await writeTrendCache(projectId, hash, response, now, TREND_CACHE_SECONDS);
   phases.mark('store');
-  const body = { ...response, is_cached: false, last_refresh: now.toISOString(), next: null as null };
+  const body = {
+    ...response,
+    is_cached: false,
+    last_refresh: now.toISOString(),
+    next: null as null,
+    ...(engine ? { query_engine: engine } : {}),
+  };
   return { body, csv: () => trendToCsv(body), source, timing: phases.header() };
 }
 
@@ -124,7 +141,9 @@ export interface ComputedTrend {
   /** The requested period, resolved in the project's time zone. */
   range: DateRange;
   response: TrendResponse;
-  source: 'rollups' | TrendEventSource;
+  source: 'rollups' | TrendEventSource | 'lake';
+  /** The engines that answered, where the lake did (absent: the in-process engine alone). */
+  engine?: QueryEngine;
   timings: { k: string; t: number }[];
 }
 
@@ -139,8 +158,16 @@ export async function answerTrend(
   const projectId = project.id;
   const inputs = await prepareTrend(async () => project, projectId, query);
   phases.mark('setup');
-  const { response, source } = await computeFromStore(projectId, inputs, phases, check);
-  return { query: inputs.query, range: inputs.range, response, source, timings: phases.list() };
+  // No deadline of its own: `check` carries the run's (a blocking run past it is handed to the query worker).
+  const { response, source, engine } = await computeFromStore(projectId, inputs, phases, check, Infinity);
+  return {
+    query: inputs.query,
+    range: inputs.range,
+    response,
+    source,
+    ...(engine ? { engine } : {}),
+    timings: phases.list(),
+  };
 }
 
 interface TrendInputs {
@@ -184,16 +211,47 @@ async function prepareTrend(
   return { query, settings, actions, firstAt, now, range, read, cohorts };
 }
 
-async function computeFromStore(projectId: number, inputs: TrendInputs, phases: Phases, check = () => {}) {
+async function computeFromStore(
+  projectId: number,
+  inputs: TrendInputs,
+  phases: Phases,
+  check: () => void,
+  /** When the lake engine must have answered (epoch ms): the legacy endpoint's budget, or Infinity where `check` carries it. */
+  lakeDeadline: number,
+): Promise<{ response: TrendResponse; source: ComputedTrend['source']; engine?: QueryEngine }> {
   const { query, settings, firstAt, now, read } = inputs;
   const computed = canUseHourlyRollups(query, settings, now, firstAt)
     ? {
         response: await fromRollups(projectId, query, read, settings, now, firstAt, phases, check),
         source: 'rollups' as const,
       }
-    : await fromEvents(projectId, inputs, phases, check);
+    : ((await fromLake(projectId, inputs, phases, check, lakeDeadline)) ??
+      (await fromEvents(projectId, inputs, phases, check)));
   checkResponseBytes(query, Buffer.byteLength(JSON.stringify(computed.response)));
   return computed;
+}
+
+/** Above the routing threshold, the closed days current in the lake from the lake engine, the rest in-process (lake-trends.ts). */
+async function fromLake(projectId: number, inputs: TrendInputs, phases: Phases, check: () => void, deadline: number) {
+  const { query, settings, range, read, actions } = inputs;
+  const lakeCheck = () => {
+    check();
+    if (Date.now() >= deadline) throw new LakeTooSlow();
+  };
+  const answer = await lakeTrend(
+    { projectId, query, settings, range, read, names: needsEventNames(query, actions) },
+    async (sub, window) =>
+      (await fromEvents(projectId, { ...inputs, query: sub, read: window }, phases, check)).response,
+    lakeCheck,
+    deadline,
+    () => phases.mark('lake_query'),
+  );
+  if (!answer) return null;
+  phases.mark(
+    'lake',
+    `${answer.engine}: ${answer.buckets.lake} buckets from the lake, ${answer.buckets.in_process} in-process`,
+  );
+  return { response: answer.response, source: 'lake' as const, engine: answer.engine };
 }
 
 const daysRead = (read: ReadWindow | null) => `${read?.days ?? 0} days`;

@@ -132,12 +132,62 @@ function permissionOf(st: Statement, ownLogGroup: string): string {
     resources[1]!.includes('/manifests/events/*')
   )
     return 'lake:write';
+  const lakeQuery = lakeQueryPermission(actions, resources);
+  if (allow && withoutCondition && lakeQuery) return lakeQuery;
   const ownAccountRoles = json({
     'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::', { Ref: 'AWS::AccountId' }, ':role/*']],
   });
   if (st.Effect === 'Deny' && withoutCondition && sameSet(actions, ['sts:AssumeRole']) && resource === ownAccountRoles)
     return 'sts:deny-own-account-roles';
   return `unexpected: ${json(st)}`;
+}
+
+/**
+ * The five statements of a row's `queriesLake` (infra/constructs/lake.ts grantQuery): Athena in the
+ * lake's workgroup, its Glue table, the bucket's listing, its day pointers and files read only, and
+ * Athena's results under their own prefix.
+ */
+const LAKE_QUERY = ['lake:athena', 'lake:glue', 'lake:list', 'lake:read', 'lake:results'];
+
+function lakeQueryPermission(actions: string[], resources: string[]): string | undefined {
+  const athena = [
+    'athena:StartQueryExecution',
+    'athena:GetQueryExecution',
+    'athena:GetQueryResults',
+    'athena:StopQueryExecution',
+  ];
+  if (sameSet(actions, athena) && resources.length === 1 && resources[0]!.includes(':workgroup/analytics-dev-lake"'))
+    return 'lake:athena';
+  const glue = ['glue:GetDatabase', 'glue:GetTable', 'glue:GetPartition', 'glue:GetPartitions'];
+  if (
+    sameSet(actions, glue) &&
+    resources.length === 3 &&
+    resources[0]!.includes(':catalog"') &&
+    resources[1]!.includes(':database/analytics_dev_lake"') &&
+    resources[2]!.includes(':table/analytics_dev_lake/events"')
+  )
+    return 'lake:glue';
+  const lakeBucket = (r: string) => /Lake/.test(r) && !r.includes('/');
+  if (
+    sameSet(actions, ['s3:GetBucketLocation', 's3:ListBucket']) &&
+    resources.length === 1 &&
+    lakeBucket(resources[0]!)
+  )
+    return 'lake:list';
+  if (
+    sameSet(actions, ['s3:GetObject']) &&
+    resources.length === 2 &&
+    resources[0]!.includes('/events/*') &&
+    resources[1]!.includes('/manifests/events/*')
+  )
+    return 'lake:read';
+  if (
+    sameSet(actions, ['s3:PutObject', 's3:GetObject', 's3:AbortMultipartUpload', 's3:ListMultipartUploadParts']) &&
+    resources.length === 1 &&
+    resources[0]!.includes('/athena-results/*')
+  )
+    return 'lake:results';
+  return undefined;
 }
 
 /** The grants of a row's `writesQueries`. */
@@ -233,6 +283,7 @@ describe('least privilege', () => {
         ...(r.sealsSecrets ? ['kms:seal-export-secrets'] : []),
         ...(r.assumesDestinationRoles ? ['sts:assume-customer-roles', 'sts:deny-own-account-roles'] : []),
         ...(r.sends ?? []).map((q) => `sqs:send:${q}`),
+        ...(r.queriesLake ? LAKE_QUERY : []),
       ];
       expect([r.operationId, permissionsOf(r.operationId)]).toEqual([r.operationId, [...BASE, ...declared].sort()]);
     }
@@ -255,6 +306,7 @@ describe('least privilege', () => {
           ? ['sts:assume-customer-roles', 'sts:deny-own-account-roles', 'kms:open-export-secrets']
           : []),
         ...(w.writesLake ? ['lake:write'] : []),
+        ...(w.queriesLake ? LAKE_QUERY : []),
       ];
       expect([w.name, permissionsOf(w.name)]).toEqual([w.name, [...BASE, ...declared].sort()]);
     }
@@ -309,7 +361,7 @@ describe('least privilege', () => {
     }
   });
 
-  it('lets the query worker read the table, consume its queue and write only caches and query items; cancel only update a status', () => {
+  it('lets the query worker read the table, consume its queue and write only caches and query items (and query the lake); cancel only update a status', () => {
     expect(permissionsOf('run_queries')).toEqual(
       [
         ...BASE,
@@ -318,6 +370,7 @@ describe('least privilege', () => {
         'table:put-trend-cache',
         'table:put-query-items',
         'table:update-query-status',
+        ...LAKE_QUERY,
       ].sort(),
     );
     expect(permissionsOf('query_destroy')).toEqual(
@@ -404,10 +457,21 @@ describe('batch export destinations and their secrets', () => {
   const withAction = (prefix: string) =>
     allStatements().filter(({ st }) => [st.Action].flat().some((a) => a.startsWith(prefix)));
 
-  it("lets no function put objects in S3 with its own identity, but the compactor in the lake's day folders", () => {
+  it("lets no function put objects in S3 with its own identity, but the compactor in the lake's day folders (and the lake's query functions in Athena's results)", () => {
     const lakeWriters = (workers as readonly Worker[]).filter((w) => w.writesLake).map((w) => w.name);
     expect(lakeWriters).toEqual(['compact_events']);
-    const s3 = withAction('s3:');
+    const lakeReaders = [
+      ...(routes as readonly Route[]).filter((r) => r.queriesLake).map((r) => r.operationId),
+      ...(workers as readonly Worker[]).filter((w) => w.queriesLake).map((w) => w.name),
+    ];
+    expect(lakeReaders.sort()).toEqual(['insights_trend', 'insights_trend_retrieve', 'query_create', 'run_queries']);
+    const readerS3 = withAction('s3:').filter(({ name }) => lakeReaders.includes(name));
+    // Their writes: Athena's results prefix only.
+    const puts = readerS3.filter(({ st }) => [st.Action].flat().includes('s3:PutObject'));
+    expect(puts.length).toBe(lakeReaders.length);
+    for (const { st } of puts)
+      expect([st.Resource].flat().every((r) => JSON.stringify(r).includes('/athena-results/*'))).toBe(true);
+    const s3 = withAction('s3:').filter(({ name }) => !lakeReaders.includes(name));
     expect(s3.map(({ name }) => name)).toEqual(lakeWriters);
     const st = s3[0]!.st as unknown as { Action: string[]; Resource: unknown[] };
     expect([st.Action].flat().sort()).toEqual(

@@ -45,7 +45,7 @@ const LAYERS: Record<Layer, LayerRule> = {
     neverFiles: ['shared/db/keys.ts'],
   },
   adapters: {
-    paths: ['shared/db/', 'shared/queues/', 'shared/exports/', 'shared/lake/store.ts'],
+    paths: ['shared/db/', 'shared/queues/', 'shared/exports/', 'shared/lake/store.ts', 'shared/lake/engine.ts'],
     mayImport: ['adapters', 'pure', 'process'],
   },
   pure: {

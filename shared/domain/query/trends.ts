@@ -55,6 +55,8 @@ export function trendsQueryResponse(query: TrendsQuery, computed: ComputedTrend)
     hasMore: response.result.some(isOther),
     resolved_date_range: resolved,
     timings: computed.timings,
+    // Which engines answered, where the lake did (a field PostHog's clients ignore).
+    ...(computed.engine ? { query_engine: computed.engine } : {}),
   };
 }
 

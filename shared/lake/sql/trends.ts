@@ -139,7 +139,7 @@ function sourceSql(source: LakeSource): string {
 
 const utcDay = (at: Date) => at.toISOString().slice(0, 10);
 
-/** The trend's SQL: columns series (0-based), breakdown (text or NULL), bucket (local start), value. */
+/** The trend's SQL: columns series (0-based), breakdown (text or NULL), bucket (local start), value, events (the rows counted). */
 export function printTrendSql(q: LakeTrend, source: LakeSource): string {
   const d = source.dialect === 'athena' ? ATHENA : DUCKDB;
   const { model, range } = q;
@@ -163,7 +163,8 @@ export function printTrendSql(q: LakeTrend, source: LakeSource): string {
       ...(filters.length ? [`(${printLakeExpr({ kind: 'and', exprs: filters }, d)})`] : []),
     ];
     return [
-      `SELECT ${i} AS series, ${breakdown} AS breakdown, ${bucket} AS bucket, ${aggregate(s)} AS value`,
+      // `events` beside the value: a breakdown ranks its values by event count, which adds up across sources.
+      `SELECT ${i} AS series, ${breakdown} AS breakdown, ${bucket} AS bucket, ${aggregate(s)} AS value, count(*) AS events`,
       `FROM ${sourceSql(source)}`,
       `WHERE ${where.join('\n  AND ')}`,
       'GROUP BY 1, 2, 3',

@@ -34,7 +34,7 @@ const WEEK = { date_from: '2024-03-01', date_to: '2024-03-07T23:59:59' };
 describe('Athena SQL of a trend (pinned per feature)', () => {
   it('total by day: the project predicate first, then the partitions and the UTC range', () => {
     expect(sql({ events: [{ id: '$pageview' }], ...WEEK })).toMatchInlineSnapshot(`
-      "SELECT 0 AS series, CAST(NULL AS varchar) AS breakdown, CAST(date_trunc('day', at_timezone(with_timezone("timestamp", 'UTC'), 'UTC')) AS timestamp) AS bucket, count(*) AS value
+      "SELECT 0 AS series, CAST(NULL AS varchar) AS breakdown, CAST(date_trunc('day', at_timezone(with_timezone("timestamp", 'UTC'), 'UTC')) AS timestamp) AS bucket, count(*) AS value, count(*) AS events
       FROM "analytics_lake"."events"
       WHERE "project_id" = 7
         AND "day" BETWEEN '2024-03-01' AND '2024-03-07'
