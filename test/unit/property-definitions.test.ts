@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import * as v from 'valibot';
 import { MAX_RECORDED_KEY_BYTES, inferPropertyType, sightingsOf } from '#shared/domain/property-definitions.ts';
+import { propertyDefinitionsQuery } from '#shared/schemas/definitions.ts';
 
 const event = (name: string, properties: Record<string, unknown>) => ({
   uuid: 'u',
@@ -39,5 +41,44 @@ describe('property definitions: what ingestion records', () => {
       { projectId: 7, kind: 'person', key: 'plan', type: 'String' },
       { projectId: 7, kind: 'event', key: 'b', type: 'String' },
     ]);
+  });
+});
+
+describe('property definitions: the query', () => {
+  const parse = (q: Record<string, string>) => v.safeParse(propertyDefinitionsQuery, q);
+  const refusedAt = (q: Record<string, string>) => {
+    const r = parse(q);
+    return r.success ? null : r.issues[0].path?.map((p) => p.key).join('__');
+  };
+
+  it("reads PostHog's parameters", () => {
+    const r = parse({
+      event_names: '["a","b"]',
+      properties: 'x,y,',
+      type: 'group',
+      group_type_index: '2',
+      is_numerical: 'true',
+    });
+    expect(r.success && r.output).toEqual({
+      limit: 100,
+      offset: 0,
+      type: 'group',
+      group_type_index: 2,
+      event_names: ['a', 'b'],
+      properties: ['x', 'y'],
+      is_numerical: true,
+    });
+    expect(parse({}).success && parse({}).output).toMatchObject({ type: 'event' });
+  });
+
+  it('refuses malformed and oversized lists, naming the field', () => {
+    expect(refusedAt({ event_names: 'x' })).toBe('event_names');
+    expect(refusedAt({ event_names: '[1]' })).toBe('event_names');
+    expect(refusedAt({ event_names: JSON.stringify(Array.from({ length: 51 }, (_, i) => `e${i}`)) })).toBe(
+      'event_names',
+    );
+    expect(refusedAt({ excluded_properties: '{}' })).toBe('excluded_properties');
+    expect(refusedAt({ search: 'x'.repeat(401) })).toBe('search');
+    expect(refusedAt({ properties: Array.from({ length: 201 }, (_, i) => `k${i}`).join(',') })).toBe('properties');
   });
 });
