@@ -15,6 +15,7 @@ import {
 } from '../db/property-definitions.ts';
 import { inParallel } from '../db/batch.ts';
 import { ValidationError } from '../errors.ts';
+import { logger } from '../observability.ts';
 import type { PropertyDefinitionsQuery } from '../schemas/definitions.ts';
 import { personUpdatesOf } from './person-properties.ts';
 
@@ -101,7 +102,11 @@ export async function notePersonPropertyKeys(projectId: number, set: Record<stri
     .filter(([key]) => recordable(key))
     .slice(0, MAX_SIGHTINGS_PER_BATCH)
     .map(([key, value]): PropertyKeySighting => ({ projectId, kind: 'person', key, type: inferPropertyType(value) }));
-  if (sightings.length) await recordPropertyKeys(sightings);
+  if (sightings.length === 0) return;
+  // The edit is saved: keys are only suggestions, and the next event or edit that sets them records them.
+  await recordPropertyKeys(sightings).catch((error: unknown) =>
+    logger.warn('person property keys not recorded', { projectId, error: (error as Error).message }),
+  );
 }
 
 export interface PropertyDefinition {
