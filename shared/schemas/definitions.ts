@@ -17,21 +17,31 @@ const queryBoolean = v.pipe(
   v.transform((s) => s === 'true' || s === 'True' || s === '1'),
 );
 
-/** A JSON list of strings in one query parameter (PostHog's `event_names`, `excluded_properties`). */
+/**
+ * A JSON list of strings in one query parameter (PostHog's `event_names`, `excluded_properties`): checked
+ * whole in the transformation, so every refusal names the parameter itself.
+ */
 const jsonNameList = (max: number) =>
   v.pipe(
     v.string(),
+    v.description(`A JSON list of at most ${max} strings.`),
     v.rawTransform(({ dataset, addIssue, NEVER }) => {
+      let parsed: unknown;
       try {
-        const parsed = JSON.parse(dataset.value) as unknown;
-        if (Array.isArray(parsed) && parsed.every((n) => typeof n === 'string')) return parsed as string[];
+        parsed = JSON.parse(dataset.value);
       } catch {
-        // reported below
+        parsed = undefined;
       }
-      addIssue({ message: 'Must be a JSON list of strings.' });
-      return NEVER;
+      if (!Array.isArray(parsed) || !parsed.every((n) => typeof n === 'string')) {
+        addIssue({ message: 'Must be a JSON list of strings.' });
+        return NEVER;
+      }
+      if (parsed.length > max) {
+        addIssue({ message: `At most ${max} names.` });
+        return NEVER;
+      }
+      return parsed as string[];
     }),
-    v.maxLength(max, `At most ${max} names.`),
   );
 
 /**
@@ -60,6 +70,7 @@ export const propertyDefinitionsQuery = v.object({
     v.pipe(
       v.string(),
       v.transform((s) => s.split(',').filter((n) => n !== '')),
+      v.array(v.string()),
       v.maxLength(MAX_PROPERTY_NAMES, `At most ${MAX_PROPERTY_NAMES} names.`),
     ),
   ),
