@@ -69,7 +69,7 @@ export function sightingsOf(events: readonly StoredEvent[]): PropertyKeySighting
  * seen: a project's steady traffic costs no writes. Cleared when full.
  */
 const recorded = new Map<string, boolean>();
-const MEMO_ENTRIES = 200_000;
+const MEMO_ENTRIES = 50_000;
 const memoKey = (s: PropertyKeySighting) => `${s.projectId}\u0000${s.kind}\u0000${s.event ?? ''}\u0000${s.key}`;
 
 /** Records the keys of a stream batch's new events; idempotent, so a redelivered batch is harmless. */
