@@ -35,6 +35,16 @@ const INTERVALS = [
   ['week', 'Week'],
   ['month', 'Month'],
 ] as const;
+const OPERATORS = [
+  ['exact', 'equals'],
+  ['is_not', 'does not equal'],
+  ['icontains', 'contains'],
+  ['not_icontains', 'does not contain'],
+  ['gt', 'greater than'],
+  ['lt', 'less than'],
+  ['is_set', 'is set'],
+  ['is_not_set', 'is not set'],
+] as const;
 const DISPLAYS = [
   ['ActionsLineGraph', 'Line'],
   ['ActionsBar', 'Bar'],
@@ -60,6 +70,10 @@ export interface TrendsForm {
   events: string[];
   math: string;
   breakdown: string;
+  /** One event property filter on every series (empty key: none). */
+  filter_key: string;
+  filter_operator: string;
+  filter_value: string;
   date_from: string;
   interval: string;
   compare: boolean;
@@ -71,6 +85,9 @@ const DEFAULT_FORM: TrendsForm = {
   events: ['$pageview'],
   math: 'total',
   breakdown: '',
+  filter_key: '',
+  filter_operator: 'exact',
+  filter_value: '',
   date_from: '-7d',
   interval: 'day',
   compare: false,
@@ -85,9 +102,21 @@ export function trendsQuery(f: TrendsForm): Record<string, unknown> {
     series: f.events.filter(Boolean).map((event) => ({ kind: 'EventsNode', event, name: event, math: f.math })),
     dateRange: { date_from: f.date_from },
     interval: f.interval,
+    ...(f.filter_key ? { properties: [propertyFilter(f)] } : {}),
     ...(f.breakdown ? { breakdownFilter: { breakdown: f.breakdown, breakdown_type: 'event' } } : {}),
     ...(f.compare ? { compareFilter: { compare: true } } : {}),
     trendsFilter: { display: f.display, ...(f.formula ? { formula: f.formula } : {}) },
+  };
+}
+
+/** PostHog's event property filter; `gt`/`lt` compare numbers, `is_set`/`is_not_set` take no value. */
+function propertyFilter(f: TrendsForm): Record<string, unknown> {
+  const base = { type: 'event', key: f.filter_key, operator: f.filter_operator };
+  if (f.filter_operator === 'is_set' || f.filter_operator === 'is_not_set') return base;
+  const numeric = (f.filter_operator === 'gt' || f.filter_operator === 'lt') && f.filter_value.trim() !== '';
+  return {
+    ...base,
+    value: numeric && Number.isFinite(Number(f.filter_value)) ? Number(f.filter_value) : f.filter_value,
   };
 }
 
@@ -108,6 +137,7 @@ function controlFor(attr: string | null): string {
   if (/series__1/.test(attr)) return 'event-1';
   if (/series/.test(attr)) return /math/.test(attr) ? 'math' : 'event-0';
   if (/breakdown/.test(attr)) return 'breakdown';
+  if (/properties/.test(attr)) return 'filter-key';
   if (/dateRange|date_from/.test(attr)) return 'date_from';
   if (/interval/.test(attr)) return 'interval';
   if (/formula/.test(attr)) return 'formula';
@@ -125,7 +155,21 @@ export async function trendsPage(body: HTMLElement, ctx: Ctx): Promise<void> {
   const ev0 = h('input', { list: 'event-names', value: f.events[0] ?? '', autocomplete: 'off' });
   const ev1 = h('input', { list: 'event-names', value: f.events[1] ?? '', autocomplete: 'off' });
   const math = select(MATHS, f.math);
-  const breakdown = h('input', { value: f.breakdown, placeholder: 'e.g. $browser', autocomplete: 'off' });
+  const keys = h('datalist', { id: 'property-keys' });
+  const breakdown = h('input', {
+    list: 'property-keys',
+    value: f.breakdown,
+    placeholder: 'e.g. $browser',
+    autocomplete: 'off',
+  });
+  const filterKey = h('input', {
+    list: 'property-keys',
+    value: f.filter_key,
+    placeholder: 'e.g. $browser',
+    autocomplete: 'off',
+  });
+  const filterOperator = select(OPERATORS, f.filter_operator);
+  const filterValue = h('input', { value: f.filter_value, autocomplete: 'off' });
   const dateFrom = select(RANGES, f.date_from);
   const interval = select(INTERVALS, f.interval);
   const compare = h('input', { type: 'checkbox' });
@@ -138,6 +182,9 @@ export async function trendsPage(body: HTMLElement, ctx: Ctx): Promise<void> {
     field('Series A: event', ev0, 'event-0'),
     field('Series B: event (optional)', ev1, 'event-1'),
     field('Math', math, 'math'),
+    field('Filter: event property (optional)', filterKey, 'filter-key'),
+    field('Filter: operator', filterOperator, 'filter-operator'),
+    field('Filter: value', filterValue, 'filter-value'),
     field('Breakdown by event property', breakdown, 'breakdown'),
     field('Date range', dateFrom, 'date_from'),
     field('Interval', interval, 'interval'),
@@ -156,12 +203,16 @@ export async function trendsPage(body: HTMLElement, ctx: Ctx): Promise<void> {
       h('p', { class: 'error', id: 'trend-form-error', role: 'alert' }),
     ),
     names,
+    keys,
   );
   compare.id = 'compare';
   const read = (): TrendsForm => ({
     events: [ev0.value.trim(), ev1.value.trim()].filter(Boolean),
     math: math.value,
     breakdown: breakdown.value.trim(),
+    filter_key: filterKey.value.trim(),
+    filter_operator: filterOperator.value,
+    filter_value: filterValue.value,
     date_from: dateFrom.value,
     interval: interval.value,
     compare: compare.checked,
@@ -198,6 +249,16 @@ export async function trendsPage(body: HTMLElement, ctx: Ctx): Promise<void> {
   };
   ev0.addEventListener('focus', suggest);
   ev1.addEventListener('focus', suggest);
+  // Keys are asked for when a key field is used, for the series' events as they are then (seen on them first).
+  let keysFor = '';
+  const suggestKeys = () => {
+    const events = [ev0.value.trim(), ev1.value.trim()].filter(Boolean);
+    if (JSON.stringify(events) === keysFor) return;
+    keysFor = JSON.stringify(events);
+    void loadPropertyKeys(ctx.projectId, events, keys);
+  };
+  breakdown.addEventListener('focus', suggestKeys);
+  filterKey.addEventListener('focus', suggestKeys);
   status.textContent = 'Loading…';
   let results: Series[];
   try {
@@ -277,6 +338,21 @@ async function loadEventNames(projectId: number, list: HTMLDataListElement): Pro
     for (const d of answer.results) list.append(h('option', { value: text(d.name) }));
   } catch {
     // Names are only suggestions: the field still takes any event.
+  }
+}
+
+/** Property keys from property_definitions, those seen on the series' events first (PostHog's order). */
+async function loadPropertyKeys(projectId: number, events: string[], list: HTMLDataListElement): Promise<void> {
+  const params = new URLSearchParams({ type: 'event', limit: '500' });
+  if (events.length) params.set('event_names', JSON.stringify(events));
+  try {
+    const answer = await api<{ results: { name: string }[] }>(
+      'GET',
+      `/api/environments/${projectId}/property_definitions/?${params}`,
+    );
+    clear(list, ...answer.results.map((d) => h('option', { value: text(d.name) })));
+  } catch {
+    // Keys are only suggestions: the fields still take any key.
   }
 }
 

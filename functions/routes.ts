@@ -311,6 +311,16 @@ export const routes = [
       "The project's event names of the last 30 days with their volume (PostHog's event definitions; search, limit/offset)",
   },
   {
+    operationId: 'property_definitions_list',
+    method: 'GET',
+    path: '/api/environments/:project_id/property_definitions',
+    scope: 'property_definition:read',
+    handler: 'definitions/property-definitions',
+    access: 'read',
+    summary:
+      "The project's property keys as ingestion saw them (PostHog's property definitions: type event/person/group, event_names, search, properties, limit/offset; at most 10,000 keys of a type read, then scan_limited)",
+  },
+  {
     operationId: 'projects_retrieve',
     method: 'GET',
     path: '/api/environments/:project_id',

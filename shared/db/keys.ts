@@ -216,6 +216,26 @@ export const keys = {
     sk: `${typeIndex}#${key}`,
   }),
   groupPropertyCounts: (projectId: number) => ({ pk: `PROJECT#${projectId}#GROUPPROPS` }),
+  /**
+   * Property keys seen by ingestion (`property_definitions`), one partition per project: `E#<key>` an event
+   * property, `N#<len>:<event>#<key>` a key seen on that event name, `P#<key>` a person property.
+   */
+  propertyDefinitions: (projectId: number) => ({ pk: `PROJECT#${projectId}#PROPDEFS` }),
+  eventPropertyDefinition: (projectId: number, key: string): ItemKey => ({
+    pk: `PROJECT#${projectId}#PROPDEFS`,
+    sk: `E#${key}`,
+  }),
+  eventPropertyDefinitionPrefix: 'E#',
+  eventNamePropertyDefinition: (projectId: number, event: string, key: string): ItemKey => ({
+    pk: `PROJECT#${projectId}#PROPDEFS`,
+    sk: `N#${eventNameKey(event)}#${key}`,
+  }),
+  eventNamePropertyDefinitionPrefix: (event: string) => `N#${eventNameKey(event)}#`,
+  personPropertyDefinition: (projectId: number, key: string): ItemKey => ({
+    pk: `PROJECT#${projectId}#PROPDEFS`,
+    sk: `P#${key}`,
+  }),
+  personPropertyDefinitionPrefix: 'P#',
 
   /** Raw event, keyed by its uuid so a resend is found by one GetItem (dedupe). */
   event: (projectId: number, uuid: string): ItemKey => ({ pk: `EVENT#${projectId}#${uuid}`, sk: 'EVENT' }),

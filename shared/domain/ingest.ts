@@ -8,6 +8,7 @@ import { markChangedDays } from './event-segments.ts';
 import { refreshCohortsOfEvents } from './cohort-membership.ts';
 import { applyEventsToPersons } from './person-ingest.ts';
 import { applyGroupIdentifies } from './group-ingest.ts';
+import { notePropertyKeys } from './property-definitions.ts';
 import { TRANSIENT, retryTransient } from '../retry.ts';
 
 const bucketOf = (e: StoredEvent): Bucket => ({ event: e.event, hour: e.timestamp.slice(0, 13) });
@@ -33,6 +34,7 @@ export async function ingestEventChanges(changes: EventChange[]): Promise<string
   try {
     await recount(changes.slice(0, firstFailure));
     await noteFirstEvents(changes.slice(0, firstFailure));
+    await notePropertyKeys(newEvents(changes.slice(0, firstFailure)));
     // After counting (see compactDay): a compaction racing this batch either sees the new counts or this touch.
     await markChangedDays(changedDays(changes.slice(0, firstFailure)), now());
     await retireAnswersOfDeletions(changes.slice(0, firstFailure));
@@ -56,6 +58,9 @@ function recordIngestion(done: EventChange[]): void {
   if (Number.isFinite(oldest))
     metrics.addMetric(METRIC.ingestionLag, MetricUnit.Milliseconds, Math.max(0, now().getTime() - oldest));
 }
+
+const newEvents = (changes: EventChange[]): StoredEvent[] =>
+  changes.flatMap((c) => (c.after && !c.before ? [c.after] : []));
 
 /** Keeps each project's earliest event time (trends' `date_from: all`): one conditional write per project per batch. */
 async function noteFirstEvents(changes: EventChange[]): Promise<void> {

@@ -38,6 +38,7 @@ import type { DeletionRequest } from '../queues/person-deletions.ts';
 import { TRANSIENT, conflictIfFalse, retryTransient } from '../retry.ts';
 import { refreshPersonCohorts } from './cohort-membership.ts';
 import { applyPersonUpdates } from './person-properties.ts';
+import { notePersonPropertyKeys } from './property-definitions.ts';
 
 /** PostHog's default person display-name properties, first non-empty one wins. */
 export const NAME_PROPERTIES = ['email', 'Email', '$email', 'name', 'Name', 'username', 'Username', 'UserName'];
@@ -397,6 +398,7 @@ async function editProperties(
         },
       ]);
       if (!(await savePersonEdit(next, apiChange(caller, next, set, unset, changed), record))) return TRANSIENT;
+      await notePersonPropertyKeys(projectId, set);
       await refreshPersonCohorts(projectId, [next]);
       await bumpAnswersGeneration(projectId);
       return { ...next, version: next.version + 1 };

@@ -162,6 +162,8 @@ describe('the web console in Chromium', () => {
         // The field offers the project's event names (event_definitions).
         await page.locator('#event-names option[value="$pageview"]').waitFor({ state: 'attached' });
         await page.getByLabel('Breakdown by event property').fill('$browser');
+        // The breakdown field offers the keys captured on the series' event (property_definitions).
+        await page.locator('#property-keys option[value="$browser"]').waitFor({ state: 'attached' });
         await page.getByLabel('Date range').selectOption('-14d');
         await page.getByRole('button', { name: 'Show trend' }).click();
         // The default trend shown on arrival is replaced by the submitted one: wait for its breakdown rows.
@@ -225,6 +227,23 @@ describe('the web console in Chromium', () => {
         await page.locator('#actors-table tbody tr').first().getByRole('link').click();
         await ready(page);
         await page.locator('#person-properties').waitFor();
+        if (width === 1280) {
+          // A property filter from the URL: the headline equals the API's count of the filtered trend.
+          const filtered = { events: ['$pageview'], date_from: '-14d', filter_key: '$browser', filter_value: 'Safari' };
+          await page.goto(`${api.baseUrl}/?page=trends&q=${encodeURIComponent(JSON.stringify(filtered))}`);
+          await ready(page);
+          expect(await page.getByLabel('Filter: event property (optional)').inputValue()).toBe('$browser');
+          const safari = await api.as(ctx.key).post(`/api/environments/${ctx.projectId}/query/`, {
+            query: {
+              ...TREND_QUERY,
+              breakdownFilter: undefined,
+              properties: [{ type: 'event', key: '$browser', operator: 'exact', value: 'Safari' }],
+            },
+          });
+          expect(safari.status).toBe(200);
+          expect(safari.body.results[0].count).toBe(4);
+          expect(await page.locator('#headline-total').textContent()).toBe('4');
+        }
         expect(problems).toEqual([]);
         await page.context().close();
       }

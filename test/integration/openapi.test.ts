@@ -531,6 +531,10 @@ const examples: Record<string, (c: Ctx) => Example | Promise<Example>> = {
   groups_find: (c) => ({ params: { project_id: c.projectId }, query: { group_type_index: '0', group_key: 'oa-co' } }),
   groups_property_definitions: (c) => ({ params: { project_id: c.projectId } }),
   event_definitions_list: (c) => ({ params: { project_id: c.projectId } }),
+  property_definitions_list: (c) => ({
+    params: { project_id: c.projectId },
+    query: { event_names: '["signup"]', search: 'a', limit: '20' },
+  }),
   actions_list: (c) => ({ params: { project_id: c.projectId }, query: { limit: '20' } }),
   actions_create: (c) => ({
     params: { project_id: c.projectId },

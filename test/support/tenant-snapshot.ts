@@ -106,6 +106,7 @@ export async function snapshotTenant(scope: TenantScope): Promise<Snapshot> {
         getItem(`COUNTER#action#${projectId}`, 'COUNTER').then((i) => add([i])),
         getItem(`COUNTER#person#${projectId}`, 'COUNTER').then((i) => add([i])),
         queryAll({ pk: `PROJECT#${projectId}#GROUPPROPS` }).then(add),
+        queryAll({ pk: `PROJECT#${projectId}#PROPDEFS` }).then(add),
         // Groups of every type index (0-4), each group's partition whole (its item and its changes).
         ...[0, 1, 2, 3, 4].map((index) =>
           queryAll({ pk: `PROJECT#${projectId}#GROUPS#${index}`, index: byParent }).then((groups) =>

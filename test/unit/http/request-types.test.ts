@@ -37,6 +37,7 @@ const tenancyByOperation = {
   groups_find: 'project',
   groups_property_definitions: 'project',
   event_definitions_list: 'project',
+  property_definitions_list: 'project',
   projects_retrieve: 'project',
   projects_partial_update: 'project',
   actions_list: 'project',
