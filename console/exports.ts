@@ -396,35 +396,33 @@ function backfillRow(
   act: (label: string, path: string, done: string) => HTMLButtonElement,
   message: HTMLElement,
 ): HTMLElement {
-  const status = h('td', {});
-  const progress = h('td', {});
+  const status = h('td', {}, badge(b.status));
+  const bar = h('progress', { 'aria-label': `Backfill ${b.id} progress` });
+  const counts = document.createTextNode('');
   const records = h('td', {});
-  const actions = h('td', {});
+  const actions = h(
+    'td',
+    {},
+    UNSETTLED.has(b.status) ? act('Cancel', `${at}backfills/${b.id}/cancel/`, 'Backfill cancelled.') : '',
+  );
   const row = h(
     'tr',
     {},
     status,
     h('td', {}, `${b.start_at ?? 'beginning'} → ${b.end_at}`),
-    progress,
+    h('td', {}, bar, counts),
     records,
     actions,
   );
+  // Updated in place: a Cancel button that has the keyboard focus keeps it while the backfill runs.
+  let shown = b.status;
   const show = (now: Backfill) => {
-    clear(status, badge(now.status));
-    clear(
-      progress,
-      h('progress', {
-        max: Math.max(1, now.progress.total_runs),
-        value: now.progress.finished_runs,
-        'aria-label': `Backfill ${now.id} progress`,
-      }),
-      ` ${now.progress.finished_runs} / ${now.progress.total_runs} runs`,
-    );
-    clear(records, now.total_records_count);
-    clear(
-      actions,
-      UNSETTLED.has(now.status) ? act('Cancel', `${at}backfills/${now.id}/cancel/`, 'Backfill cancelled.') : '',
-    );
+    if (now.status !== shown) clear(status, badge((shown = now.status)));
+    bar.max = Math.max(1, now.progress.total_runs);
+    bar.value = now.progress.finished_runs;
+    counts.textContent = ` ${now.progress.finished_runs} / ${now.progress.total_runs} runs`;
+    records.textContent = String(now.total_records_count);
+    if (!UNSETTLED.has(now.status)) actions.replaceChildren();
   };
   show(b);
   if (UNSETTLED.has(b.status))
