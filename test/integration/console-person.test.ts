@@ -213,6 +213,8 @@ describe('the console: person actions and backfill progress in Chromium', () => 
       // Drawn again from the API: one distinct id left, and the split in the activity.
       expect(await page.getByText('Distinct ids: user-s', { exact: true }).count()).toBe(1);
       expect(await page.locator('#person-activity tbody tr').first().textContent()).toContain('split_person');
+      await page.screenshot({ path: join(SHOTS, 'person-1280.png'), fullPage: true });
+      expect(await axeViolations(page)).toEqual([]);
 
       // Split through the API behind the page's back: the page's choice is no longer this person's id.
       const b = await personOf('user-b');
@@ -258,12 +260,12 @@ describe('the console: person actions and backfill progress in Chromium', () => 
       });
       expect(created.status, JSON.stringify(created.body)).toBe(201);
       const at = `${base}${created.body.id}/`;
-      const backfill = async () => {
-        const res = await c.post(`${at}backfills/`, { start_at: midnight(3), end_at: midnight(1) });
+      const backfill = async (from: number, to: number) => {
+        const res = await c.post(`${at}backfills/`, { start_at: midnight(from), end_at: midnight(to) });
         expect(res.status, JSON.stringify(res.body)).toBe(201);
         return res.body.id as string;
       };
-      const first = await backfill();
+      const first = await backfill(3, 1);
 
       const { page, problems } = await tab(1280);
       const polls = new Map<string, number>();
@@ -301,8 +303,8 @@ describe('the console: person actions and backfill progress in Chromium', () => 
       // Settled: half an hour later in the page it has not been asked for again.
       await page.clock.runFor(30 * 60_000);
 
-      // A second backfill, still waiting for the scheduler: watched until the page is left.
-      const second = await backfill();
+      // A second backfill (other days), still waiting for the scheduler: watched until the page is left.
+      const second = await backfill(6, 4);
       await page.getByRole('button', { name: 'Refresh' }).click();
       await ready(page);
       await row(second).filter({ hasText: '0 / 2 runs' }).waitFor();
