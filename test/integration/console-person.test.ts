@@ -12,7 +12,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runScheduler } from '#shared/domain/export-runs.ts';
 import { ensureChromium } from '../../infra/local/chromium.ts';
-import { eventually, newProject, useApi } from '../support/api.ts';
+import { eventually, newKey, newProject, useApi } from '../support/api.ts';
 import {
   axeViolations,
   type ConsoleTab,
@@ -168,6 +168,23 @@ describe('the console: person actions and backfill progress in Chromium', () => 
       expect((await api.as(ctx.key).get(`${persons}${d.id}/`)).status).toBe(200);
       expect(await page.locator('img').count()).toBe(0);
       expect(await page.evaluate('window.__xss')).toBeUndefined();
+      expect(problems).toEqual([]);
+    },
+    TEST_TIMEOUT,
+  );
+
+  it(
+    'a key without activity_log:read sees the person page and, where the activity would be, the API saying why',
+    async () => {
+      const scoped = await newKey({ email: ctx.email, scopes: ['organization:read', 'person:read', 'query:read'] });
+      current = await signedIn(browser!, api.baseUrl, scoped.key, 1280);
+      const { page, problems } = current;
+      const s = await personOf('user-s');
+      await openPerson(page, s.id);
+      const refused = await api.as(scoped.key).get(`${persons}${s.id}/activity/`);
+      expect(refused.status).toBe(403);
+      expect(await page.locator('#person-activity-error').textContent()).toBe(refused.body.detail);
+      await page.locator('#person-timeline tbody tr').first().waitFor();
       expect(problems).toEqual([]);
     },
     TEST_TIMEOUT,
