@@ -280,7 +280,7 @@ describe('the console: person actions and backfill progress in Chromium', () => 
       const backfill = async (from: number, to: number) => {
         const res = await c.post(`${at}backfills/`, { start_at: midnight(from), end_at: midnight(to) });
         expect(res.status, JSON.stringify(res.body)).toBe(201);
-        return res.body.id as string;
+        return res.body.backfill_id as string;
       };
       const first = await backfill(3, 1);
 
