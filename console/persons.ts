@@ -117,6 +117,8 @@ const shown = <T>(request: Promise<T>): Promise<Shown<T>> =>
     },
   );
 
+const plural = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+
 /** What the last action did, shown once on the view drawn after it (the list after a delete, the person after a split). */
 let flash = '';
 
@@ -212,7 +214,7 @@ function timelineTable(answer: Shown<{ points: TimelinePoint[] }>): HTMLElement 
       ),
     ),
   );
-  return scrollTable('person-timeline', `${rows.length} property changes`, ['When', 'Source', 'Changed'], rows);
+  return scrollTable('person-timeline', plural(rows.length, 'property change'), ['When', 'Source', 'Changed'], rows);
 }
 
 /** Changes made through the API (edits, property deletes, splits), newest first, with who made them. */
@@ -242,7 +244,7 @@ function activityTable(answer: Shown<{ results: Activity[]; total_count: number 
   );
   return scrollTable(
     'person-activity',
-    `${answer.ok.total_count} changes${answer.ok.total_count > rows.length ? ` (newest ${rows.length} shown)` : ''}`,
+    `${plural(answer.ok.total_count, 'change')}${answer.ok.total_count > rows.length ? ` (newest ${rows.length} shown)` : ''}`,
     ['When', 'Change', 'By', 'Details'],
     rows,
   );
