@@ -1,4 +1,5 @@
 import { api, ApiError } from './api.ts';
+import { watch } from './poll.ts';
 import type { Ctx } from './main.ts';
 import { clear, h, select, showFieldError, text } from './dom.ts';
 
@@ -75,6 +76,8 @@ const SECRETS = new Set(['aws_access_key_id', 'aws_secret_access_key']);
 /** What the last action did, shown once when the view is drawn again after it. */
 let flash = '';
 const FAILED = new Set(['Failed', 'FailedRetryable', 'FailedBilling', 'Terminated', 'TimedOut']);
+/** A backfill in these states still has runs to finish: its row is kept up to date. */
+const UNSETTLED = new Set(['Starting', 'Running']);
 
 /** What a glance at the list should say: paused, failing (the newest run failed), healthy, or not run yet. */
 export function health(e: Pick<Export, 'paused' | 'latest_runs'>): { text: string; bad: boolean } {
@@ -302,32 +305,7 @@ async function exportView(body: HTMLElement, ctx: Ctx, base: string, e: Export):
       }
     });
   });
-  const backfillRows = backfills.results.map((b) =>
-    h(
-      'tr',
-      {},
-      h('td', {}, badge(b.status)),
-      h('td', {}, `${b.start_at ?? 'beginning'} → ${b.end_at}`),
-      h(
-        'td',
-        {},
-        h('progress', {
-          max: Math.max(1, b.progress.total_runs),
-          value: b.progress.finished_runs,
-          'aria-label': `Backfill ${b.id} progress`,
-        }),
-        ` ${b.progress.finished_runs} / ${b.progress.total_runs} runs`,
-      ),
-      h('td', {}, b.total_records_count),
-      h(
-        'td',
-        {},
-        b.status === 'Starting' || b.status === 'Running'
-          ? act('Cancel', `${at}backfills/${b.id}/cancel/`, 'Backfill cancelled.')
-          : '',
-      ),
-    ),
-  );
+  const backfillRows = backfills.results.map((b) => backfillRow(b, at, act, message));
   const runRows = runs.results.map((r) =>
     h(
       'tr',
@@ -405,4 +383,63 @@ async function exportView(body: HTMLElement, ctx: Ctx, base: string, e: Export):
         )
       : h('p', {}, 'No logs yet.'),
   );
+}
+
+/**
+ * A backfill's row. While it is unsettled its progress is fetched again (`GET .../backfills/:id/`),
+ * waiting longer each time (console/poll.ts), and the row is updated in place, so a form being
+ * filled in on the page is left alone; the watch ends when the backfill settles or the row leaves the page.
+ */
+function backfillRow(
+  b: Backfill,
+  at: string,
+  act: (label: string, path: string, done: string) => HTMLButtonElement,
+  message: HTMLElement,
+): HTMLElement {
+  const status = h('td', {}, badge(b.status));
+  const bar = h('progress', { 'aria-label': `Backfill ${b.id} progress` });
+  const counts = document.createTextNode('');
+  const records = h('td', {});
+  const actions = h(
+    'td',
+    {},
+    UNSETTLED.has(b.status) ? act('Cancel', `${at}backfills/${b.id}/cancel/`, 'Backfill cancelled.') : '',
+  );
+  const row = h(
+    'tr',
+    {},
+    status,
+    h('td', {}, `${b.start_at ?? 'beginning'} → ${b.end_at}`),
+    h('td', {}, bar, counts),
+    records,
+    actions,
+  );
+  // Updated in place: a Cancel button that has the keyboard focus keeps it while the backfill runs.
+  let shown = b.status;
+  const show = (now: Backfill) => {
+    if (now.status !== shown) clear(status, badge((shown = now.status)));
+    bar.max = Math.max(1, now.progress.total_runs);
+    bar.value = now.progress.finished_runs;
+    counts.textContent = ` ${now.progress.finished_runs} / ${now.progress.total_runs} runs`;
+    records.textContent = String(now.total_records_count);
+    if (!UNSETTLED.has(now.status)) actions.replaceChildren();
+  };
+  show(b);
+  if (UNSETTLED.has(b.status))
+    watch({
+      alive: () => row.isConnected,
+      paused: () => document.hidden,
+      check: async () => {
+        const now = await api<Backfill>('GET', `${at}backfills/${encodeURIComponent(b.id)}/`);
+        if (!row.isConnected) return true;
+        show(now);
+        if (UNSETTLED.has(now.status)) return false;
+        message.textContent = `Backfill ${now.status.toLowerCase()}: ${now.progress.finished_runs} of ${now.progress.total_runs} runs finished.`;
+        return true;
+      },
+      failed: (error) => {
+        message.textContent = `Backfill progress is not updating: ${error instanceof ApiError ? error.detail : String(error)}`;
+      },
+    });
+  return row;
 }
