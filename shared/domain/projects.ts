@@ -3,6 +3,7 @@ import { getProject, updateProjectSettings, type ProjectChanges, type ProjectRec
 import { NotFound, ValidationError } from '../errors.ts';
 import { HOGQL } from '../trends/hogql.ts';
 import { parseProperties } from '../trends/properties.ts';
+import { isValidTimeZone } from '../trends/tz.ts';
 import type { ProjectSettings, PropertyFilter } from '../trends/types.ts';
 import type { MembershipRecord } from '../db/organizations.ts';
 
@@ -39,15 +40,6 @@ export function projectSettings(p: ProjectRecord): ProjectSettings {
   };
 }
 
-export function isTimeZone(name: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: name });
-    return name.length > 0;
-  } catch {
-    return false;
-  }
-}
-
 export interface ProjectInput {
   name?: string;
   timezone?: string;
@@ -60,7 +52,7 @@ export async function updateProject(membership: MembershipRecord, projectId: num
   const changes: ProjectChanges = { updated_at: nowIso() };
   if (input.name !== undefined) changes.name = input.name;
   if (input.timezone !== undefined) {
-    if (!isTimeZone(input.timezone))
+    if (!input.timezone || !isValidTimeZone(input.timezone))
       throw new ValidationError(`"${input.timezone}" is not a valid time zone.`, 'timezone', 'invalid_choice');
     changes.timezone = input.timezone;
   }

@@ -8,18 +8,24 @@
  * own signal (`#app[data-state]`, set when the newest render has drawn its page) or on an element,
  * never on time; Playwright's waits and each test's own limit are minutes, not seconds.
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runScheduler } from '#shared/domain/export-runs.ts';
 import { ensureChromium } from '../../infra/local/chromium.ts';
 import { eventually, newProject, useApi } from '../support/api.ts';
+import {
+  axeViolations,
+  type ConsoleTab,
+  DESKTOP_CHROME_UA,
+  signedIn as openSignedIn,
+  ready,
+  STEP_TIMEOUT,
+  TEST_TIMEOUT,
+} from '../support/console-browser.ts';
 
 const api = useApi();
-const DESKTOP_CHROME_UA =
-  'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
 const SHOTS = join(process.cwd(), 'console-screenshots');
 
 /** Names that would run if any value reached the page as HTML, a URL or a template. */
@@ -38,20 +44,6 @@ const TREND_QUERY = {
   trendsFilter: { display: 'ActionsLineGraph' },
 };
 const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString();
-/** Generous: a step that waits this long on an idle machine has failed, on a loaded one it is slow. */
-const STEP_TIMEOUT = 120_000;
-const TEST_TIMEOUT = 900_000;
-
-/** Waits for the console's newest render to finish; a failed one fails the step with what the page says. */
-async function ready(page: Page): Promise<void> {
-  // A locator, not a page function: the console's CSP forbids the eval a string predicate needs.
-  const app = page.locator('#app[data-state="ready"], #app[data-state="failed"]');
-  await app.waitFor();
-  const state = await app.getAttribute('data-state');
-  if (state !== 'ready')
-    throw new Error(`the console failed: ${((await page.locator('body').textContent()) ?? '').slice(-700)}`);
-}
-
 describe('the web console in Chromium', () => {
   let browser: Browser | undefined;
   let ctx: Awaited<ReturnType<typeof newProject>>;
@@ -96,7 +88,7 @@ describe('the web console in Chromium', () => {
   });
 
   /** The page of the test that is running: on a failure its text and problems are printed, then it is closed. */
-  let current: { page: Page; problems: string[] } | undefined;
+  let current: ConsoleTab | undefined;
   afterEach(async ({ task }) => {
     if (current && task.result?.state === 'fail') {
       const shown = await current.page
@@ -114,41 +106,10 @@ describe('the web console in Chromium', () => {
     current = undefined;
   });
 
-  async function signedIn(width: number): Promise<{ page: Page; problems: string[] }> {
+  async function signedIn(width: number): Promise<ConsoleTab> {
     await current?.page.context().close();
-    const context = await browser!.newContext({ userAgent: DESKTOP_CHROME_UA, viewport: { width, height: 900 } });
-    context.setDefaultTimeout(STEP_TIMEOUT);
-    context.setDefaultNavigationTimeout(STEP_TIMEOUT);
-    const page = await context.newPage();
-    const problems: string[] = [];
-    page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
-    page.on('console', (m) => {
-      // A 4xx the console shows as a field's error is expected; Chromium still logs the response.
-      if (m.type() === 'error' && !/status of 4\d\d/.test(m.text())) problems.push(`console: ${m.text()}`);
-    });
-    page.on('request', (r) => {
-      if (!r.url().startsWith(api.baseUrl)) problems.push(`left the origin: ${r.url()}`);
-      if (r.url().includes(ctx.key)) problems.push(`key in a URL: ${r.url()}`);
-    });
-    await page.goto(`${api.baseUrl}/`);
-    await page.getByLabel('Personal API key').fill(ctx.key);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await ready(page);
-    await page.getByRole('navigation', { name: 'Pages' }).waitFor();
-    current = { page, problems };
+    current = await openSignedIn(browser!, api.baseUrl, ctx.key, width);
     return current;
-  }
-
-  async function axeViolations(page: Page): Promise<string[]> {
-    const source = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-    // Evaluated through the DevTools protocol, which the page's CSP does not govern.
-    await page.evaluate(source);
-    const result = await page.evaluate<{ violations: { id: string; impact: string; nodes: unknown[] }[] }>(
-      'axe.run(document, { resultTypes: ["violations"] })',
-    );
-    return result.violations
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => `${v.id} (${v.impact}, ${v.nodes.length} nodes)`);
   }
 
   it(

@@ -33,6 +33,7 @@ describe('project settings', () => {
 
   it.each([
     [{ timezone: 'Mars/Olympus' }, 'timezone'],
+    [{ timezone: '' }, 'timezone'],
     [{ week_start_day: 3 }, 'week_start_day'],
     [{ test_account_filters: [{ key: 'x', operator: 'regex', value: '(' }] }, 'test_account_filters__0__value'],
     [{ name: '' }, 'name'],

@@ -12,6 +12,7 @@ import { insightActorsQuery } from '../../schemas/query/insight-actors.ts';
 import { trendsQuery } from '../../schemas/query/trends.ts';
 import { actorGroupTypeOf, trendGroupActors } from '../../trends/columnar/actors.ts';
 import { requiredGroupOf } from '../../trends/groups.ts';
+import type { TrendsModel } from '../../trends/model.ts';
 import { propertyOf } from '../../trends/properties.ts';
 import { trendEngineInput } from '../trends.ts';
 import type { RunContext } from './runner.ts';
@@ -48,43 +49,39 @@ function columnOf(expr: string, i: number): { cell: Cell; type: string } {
   );
 }
 
+/** An InsightActorsQuery source whose picked series counts groups, parsed once for its runner. */
+export interface GroupActorsSource {
+  insight: v.InferOutput<typeof insightActorsQuery>;
+  model: TrendsModel;
+}
+
 /**
- * Whether the source is an InsightActorsQuery whose picked series counts groups: its actors are groups
- * (this file); otherwise persons (insight-actors.ts), which also answers every malformed source.
+ * The source when it is an InsightActorsQuery whose picked series counts groups: its actors are groups
+ * (this file); otherwise null, and the persons path (insight-actors.ts) answers, malformed sources included.
  */
-export function countsGroups(source: unknown): boolean {
+export function groupActorsSource(source: unknown): GroupActorsSource | null {
   const insight = v.safeParse(insightActorsQuery, source);
-  if (!insight.success) return false;
+  if (!insight.success) return null;
   const trend = v.safeParse(trendsQuery, insight.output.source);
-  if (!trend.success) return false;
+  if (!trend.success) return null;
   try {
     const model = trendsModelOf(trend.output);
     const series = model.series[insight.output.series ?? 0];
-    return series !== undefined && requiredGroupOf(series, model) !== null;
+    return series !== undefined && requiredGroupOf(series, model) !== null ? { insight: insight.output, model } : null;
   } catch {
-    return false; // the persons path reports the source's own error
+    return null; // the persons path reports the source's own error
   }
 }
 
-export async function runGroupActorsQuery(context: RunContext, query: ActorsQuery): Promise<Record<string, unknown>> {
-  const parsed = v.safeParse(insightActorsQuery, query.source);
-  if (!parsed.success)
-    throw new ValidationError(
-      'An ActorsQuery source must be an InsightActorsQuery over a TrendsQuery (its series, day and breakdown pick the number).',
-      S,
-    );
-  const insight = parsed.output;
-  const trend = v.safeParse(trendsQuery, insight.source);
-  if (!trend.success)
-    throw new ValidationError(
-      `The insight of an ActorsQuery must be a TrendsQuery: ${trend.issues[0].message}`,
-      `${S}__source`,
-    );
+export async function runGroupActorsQuery(
+  context: RunContext,
+  query: ActorsQuery,
+  { insight, model }: GroupActorsSource,
+): Promise<Record<string, unknown>> {
   if (query.orderBy?.length && !(query.orderBy.length === 1 && /^event_count\s+desc$/i.test(query.orderBy[0]!.trim())))
     throw new ValidationError('Group actors are ordered by event_count DESC only.', 'query__orderBy');
   const select = query.select?.length ? query.select : DEFAULT_SELECT;
   const columns = select.map(columnOf);
-  const model = trendsModelOf(trend.output);
   const breakdown = insight.breakdown;
   const attrs = { series: `${S}__series`, day: `${S}__day`, breakdown: `${S}__breakdown` };
   actorGroupTypeOf(model, { series: insight.series ?? 0, attrs });

@@ -18,7 +18,7 @@ import type { QueuedQuery } from '../../queues/query-runs.ts';
 import type { AnyQuery, QueryBody, QueryKind } from '../../schemas/query/index.ts';
 import type { Caller } from '../access.ts';
 import { runActorsQuery } from './actors.ts';
-import { countsGroups, runGroupActorsQuery } from './group-actors.ts';
+import { groupActorsSource, runGroupActorsQuery } from './group-actors.ts';
 import { runInsightActorsQuery } from './insight-actors.ts';
 import { requireQueryKindScope } from './kinds.ts';
 import { runEventsQuery } from './events.ts';
@@ -41,7 +41,8 @@ const runners: { [K in QueryKind]?: QueryRunner<K> } = {
   // (group-actors.ts), persons otherwise (insight-actors.ts); without, all persons.
   ActorsQuery: (context, query) => {
     if (query.source === undefined || query.source === null) return runActorsQuery(context, query);
-    return countsGroups(query.source) ? runGroupActorsQuery(context, query) : runInsightActorsQuery(context, query);
+    const groups = groupActorsSource(query.source);
+    return groups ? runGroupActorsQuery(context, query, groups) : runInsightActorsQuery(context, query);
   },
   EventsQuery: runEventsQuery,
   TrendsQuery: runTrendsQuery,
