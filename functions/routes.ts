@@ -292,6 +292,16 @@ export const routes = [
     summary: 'Retrieve a group by group_type_index and group_key',
   },
   {
+    operationId: 'groups_property_timeline',
+    method: 'GET',
+    path: '/api/environments/:project_id/groups/property_timeline',
+    scope: 'group:read',
+    handler: 'groups/property-timeline',
+    access: 'read',
+    summary:
+      "A group's properties over time, one point per $group_set that changed them (group_type_index, group_key; from, to)",
+  },
+  {
     operationId: 'groups_property_definitions',
     method: 'GET',
     path: '/api/environments/:project_id/groups/property_definitions',

@@ -252,8 +252,17 @@ export async function groupsOfType(projectId: number, typeIndex: number, max: nu
   }
 }
 
-export async function listGroupChanges(projectId: number, typeIndex: number, groupKey: string): Promise<GroupChange[]> {
-  const items = await queryAll(keys.group(projectId, typeIndex, groupKey).pk, keys.groupChangePrefix);
+/** A group's recorded `$group_set` changes, oldest first: those at `from`..`to` (inclusive), the first `limit` of them. */
+export async function listGroupChanges(
+  projectId: number,
+  typeIndex: number,
+  groupKey: string,
+  window: { from?: string; to?: string; limit?: number } = {},
+): Promise<GroupChange[]> {
+  const items = await queryAll(keys.group(projectId, typeIndex, groupKey).pk, keys.groupChangePrefix, {
+    range: keys.changeRange(window.from, window.to),
+    limit: window.limit,
+  });
   return items.map((item) => ({
     ...(item as unknown as GroupChange),
     set: JSON.parse(String(item.set ?? '{}')) as Record<string, unknown>,

@@ -210,6 +210,11 @@ export const keys = {
     sk: `CHANGE#${timestamp}#${changeId}`,
   }),
   groupChangePrefix: 'CHANGE#',
+  /** The sort keys of the changes (a person's or a group's) at `from`..`to`, ISO instants, both inclusive. */
+  changeRange: (from?: string, to?: string): readonly [string, string] => [
+    `CHANGE#${from ?? ''}`,
+    `CHANGE#${to ?? '\uffff'}#\uffff`,
+  ],
   /** How many groups of a type hold a property key (`groups/property_definitions`), one partition per project. */
   groupPropertyCount: (projectId: number, typeIndex: number, key: string): ItemKey => ({
     pk: `PROJECT#${projectId}#GROUPPROPS`,

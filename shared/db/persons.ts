@@ -236,9 +236,17 @@ export async function mergePersonInto(
   ]);
 }
 
-/** A person's recorded property changes, oldest first. */
-export async function listPersonChanges(projectId: number, personId: number): Promise<PropertyChange[]> {
-  return (await queryAll(keys.personPartition(projectId, personId).pk, keys.personChangePrefix)).map(changeFromItem);
+/** A person's recorded property changes, oldest first: those at `from`..`to` (inclusive), the first `limit` of them. */
+export async function listPersonChanges(
+  projectId: number,
+  personId: number,
+  window: { from?: string; to?: string; limit?: number } = {},
+): Promise<PropertyChange[]> {
+  const items = await queryAll(keys.personPartition(projectId, personId).pk, keys.personChangePrefix, {
+    range: keys.changeRange(window.from, window.to),
+    limit: window.limit,
+  });
+  return items.map(changeFromItem);
 }
 
 /** Person ids for many (project, distinct id) pairs at once; key `<projectId>#<distinctId>`. */

@@ -26,7 +26,7 @@ export async function queryItems(input: QueryInput, limit?: number): Promise<Rec
   return items;
 }
 
-/** Every item of a partition (optionally those whose sort key starts with `prefix`). */
+/** Every item of a partition (optionally those whose sort key starts with `prefix`, or lies in `range`, inclusive). */
 export async function queryAll(
   pk: string,
   prefix: string,
@@ -34,12 +34,22 @@ export async function queryAll(
     newestFirst?: boolean;
     limit?: number;
     projection?: { expression: string; names: Record<string, string> };
+    range?: readonly [string, string];
   } = {},
 ): Promise<Record<string, unknown>[]> {
+  const { range } = options;
   return queryItems(
     {
-      KeyConditionExpression: prefix ? 'pk = :pk AND begins_with(sk, :p)' : 'pk = :pk',
-      ExpressionAttributeValues: prefix ? { ':pk': pk, ':p': prefix } : { ':pk': pk },
+      KeyConditionExpression: range
+        ? 'pk = :pk AND sk BETWEEN :a AND :b'
+        : prefix
+          ? 'pk = :pk AND begins_with(sk, :p)'
+          : 'pk = :pk',
+      ExpressionAttributeValues: range
+        ? { ':pk': pk, ':a': range[0], ':b': range[1] }
+        : prefix
+          ? { ':pk': pk, ':p': prefix }
+          : { ':pk': pk },
       ScanIndexForward: !options.newestFirst,
       ...(options.projection
         ? { ProjectionExpression: options.projection.expression, ExpressionAttributeNames: options.projection.names }

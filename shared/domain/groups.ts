@@ -7,10 +7,12 @@ import {
   type GroupRecord,
   type GroupsPosition,
   type GroupType,
+  listGroupChanges,
 } from '../db/groups.ts';
 import { bumpAnswersGeneration } from '../db/projects.ts';
 import { NotFound, ValidationError } from '../errors.ts';
 import { retryTransient, TRANSIENT } from '../retry.ts';
+import { type TimelineRange, timeline } from './timeline.ts';
 
 /** PostHog's group type resource. */
 function groupTypeOut(t: GroupType) {
@@ -131,6 +133,27 @@ export async function findGroup(projectId: number, typeIndex: number, groupKey: 
   const group = await getGroup(projectId, typeIndex, groupKey);
   if (!group) throw new NotFound();
   return groupOut(group);
+}
+
+/** A group's properties over time: one point per `$group_set` that changed a value (as a person's timeline). */
+export async function groupPropertiesTimeline(
+  projectId: number,
+  typeIndex: number,
+  groupKey: string,
+  range: TimelineRange,
+) {
+  if (!(await getGroup(projectId, typeIndex, groupKey))) throw new NotFound();
+  return timeline(range, async (window) =>
+    (await listGroupChanges(projectId, typeIndex, groupKey, window)).map((c) => ({
+      timestamp: c.timestamp,
+      properties: c.properties,
+      changed_keys: c.changed,
+      source: 'event',
+      event: '$groupidentify',
+      event_uuid: c.event_uuid,
+      actor: null,
+    })),
+  );
 }
 
 /** PostHog's `groups/property_definitions`: per type index, its property keys by how many groups hold them. */

@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { type TimelineRange, timeline } from './timeline.ts';
 import { nowIso } from '../clock.ts';
 import { config } from '../config.ts';
 import { inParallel } from '../db/batch.ts';
@@ -834,12 +835,10 @@ export async function personActivity(projectId: number, personId: number, pageQu
 }
 
 /** The person's properties over time: one point per recorded change (ingestion $set/$unset, merges, API edits). */
-export async function propertiesTimeline(projectId: number, personId: number, range: { from?: string; to?: string }) {
+export async function propertiesTimeline(projectId: number, personId: number, range: TimelineRange) {
   await findPerson(projectId, personId);
-  const changes = await listPersonChanges(projectId, personId);
-  const points = changes
-    .filter((c) => (!range.from || c.timestamp >= range.from) && (!range.to || c.timestamp <= range.to))
-    .map((c) => ({
+  return timeline(range, async (window) =>
+    (await listPersonChanges(projectId, personId, window)).map((c) => ({
       timestamp: c.timestamp,
       properties: c.properties,
       changed_keys: c.changed,
@@ -847,6 +846,6 @@ export async function propertiesTimeline(projectId: number, personId: number, ra
       event: c.event ?? null,
       event_uuid: c.event_uuid ?? null,
       actor: c.actor ?? null,
-    }));
-  return { points, crucial_property_keys: [...new Set(points.flatMap((p) => p.changed_keys))].sort() };
+    })),
+  );
 }

@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { timelineQuery } from './persons.ts';
 
 const GROUP_TYPE_INDEX_REQUIRED =
   'You must pass ?group_type_index= in this URL. To get a list of valid group types, call /api/:project_id/groups_types/.';
@@ -22,6 +23,9 @@ export const groupFindQuery = v.object({
   group_type_index: groupTypeIndex,
   group_key: v.pipe(v.string('This field is required.'), v.minLength(1, 'This field is required.'), v.maxLength(400)),
 });
+
+/** A group's properties timeline: the group as `find` names it, and the range as a person's timeline takes it. */
+export const groupTimelineQuery = v.object({ ...groupFindQuery.entries, ...timelineQuery.entries });
 
 const groupName = v.optional(v.nullable(v.pipe(v.string(), v.trim(), v.maxLength(400))));
 

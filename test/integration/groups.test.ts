@@ -80,6 +80,40 @@ describe('groups', () => {
     ]);
   }, 90_000);
 
+  it("serves a group's properties timeline over a range, 404 for a group never identified", async () => {
+    const { key, projectId, token } = await newProject(api.as);
+    const c = api.as(key);
+    const at = (day: number) => `2026-03-0${day}T10:00:00.000Z`;
+    const batch = [1, 2, 3].map((day) => ({
+      ...identify('company', 'acme', { plan: `plan-${day}` }),
+      timestamp: at(day),
+    }));
+    expect((await api.as().post('/batch', { api_key: token, batch })).status).toBe(200);
+    const path = `/api/environments/${projectId}/groups/property_timeline`;
+    const all = await eventually(async () => {
+      const res = await c.get(`${path}?group_type_index=0&group_key=acme`);
+      expect(res.status).toBe(200);
+      expect(res.body.points).toHaveLength(3);
+      return res.body;
+    }, 30_000);
+    expect(all.points.map((p: any) => [p.timestamp, p.properties.plan, p.changed_keys])).toEqual([
+      [at(1), 'plan-1', ['plan']],
+      [at(2), 'plan-2', ['plan']],
+      [at(3), 'plan-3', ['plan']],
+    ]);
+    expect(all.crucial_property_keys).toEqual(['plan']);
+    // Both ends inclusive, read as a key range (not filtered after reading the whole history).
+    const middle = await c.get(`${path}?group_type_index=0&group_key=acme&from=${at(2)}&to=${at(2)}`);
+    expect(middle.body.points.map((p: any) => p.properties.plan)).toEqual(['plan-2']);
+    const later = await c.get(
+      `${path}?group_type_index=0&group_key=acme&from=${encodeURIComponent('2026-03-02T00:00:00+00:00')}`,
+    );
+    expect(later.body.points.map((p: any) => p.properties.plan)).toEqual(['plan-2', 'plan-3']);
+    expect((await c.get(`${path}?group_type_index=0&group_key=nobody`)).status).toBe(404);
+    const bad = await c.get(`${path}?group_type_index=0&group_key=acme&from=yesterday`);
+    expect([bad.status, bad.body.attr]).toEqual([400, 'from']);
+  });
+
   it('assigns at most 5 types in order of first use; a sixth is dropped, the batch still accepted', async () => {
     const { key, projectId, token } = await newProject(api.as);
     const c = api.as(key);

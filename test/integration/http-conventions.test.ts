@@ -121,6 +121,7 @@ async function sampleRequest(route: KeyRoute, c: Client, token: string, projectI
     persons_cohorts: `?person_id=${personId}`,
     groups_list: '?group_type_index=0',
     groups_find: '?group_type_index=0&group_key=acme',
+    groups_property_timeline: '?group_type_index=0&group_key=acme',
   };
   const query = queries[route.operationId] ?? '';
   return { path, body, query };

@@ -529,6 +529,10 @@ const examples: Record<string, (c: Ctx) => Example | Promise<Example>> = {
   }),
   groups_list: (c) => ({ params: { project_id: c.projectId }, query: { group_type_index: '0', search: 'OA' } }),
   groups_find: (c) => ({ params: { project_id: c.projectId }, query: { group_type_index: '0', group_key: 'oa-co' } }),
+  groups_property_timeline: (c) => ({
+    params: { project_id: c.projectId },
+    query: { group_type_index: '0', group_key: 'oa-co', from: '2020-01-01T00:00:00Z' },
+  }),
   groups_property_definitions: (c) => ({ params: { project_id: c.projectId } }),
   event_definitions_list: (c) => ({ params: { project_id: c.projectId } }),
   property_definitions_list: (c) => ({

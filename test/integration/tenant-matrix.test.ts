@@ -245,7 +245,8 @@ function queryFor(route: KeyRoute): string {
   if (route.operationId === 'insights_trend_retrieve') return `?events=${encodeURIComponent('[{"id":"signed up"}]')}`;
   if (route.operationId === 'persons_cohorts') return `?person_id=${victim.personId}`;
   if (route.operationId === 'groups_list') return '?group_type_index=0';
-  if (route.operationId === 'groups_find') return `?group_type_index=0&group_key=co-${SECRET}`;
+  if (route.operationId === 'groups_find' || route.operationId === 'groups_property_timeline')
+    return `?group_type_index=0&group_key=co-${SECRET}`;
   return '';
 }
 

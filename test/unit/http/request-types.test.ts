@@ -35,6 +35,7 @@ const tenancyByOperation = {
   groups_types_update_metadata: 'project',
   groups_list: 'project',
   groups_find: 'project',
+  groups_property_timeline: 'project',
   groups_property_definitions: 'project',
   event_definitions_list: 'project',
   property_definitions_list: 'project',
