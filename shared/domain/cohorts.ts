@@ -474,7 +474,7 @@ async function matching(
 
 /**
  * One invocation's share of a calculation: pages of persons (in creation order, from where the last
- * step stopped) until `stopAt`, then the sweep of members it did not write. Progress is saved on the
+ * step stopped) until `stopAt` (one page at least), then the sweep of members it did not write. Progress is saved on the
  * cohort after every page, so a step that dies is resumed by the next; a calculation replaced by a
  * newer one stops. Returns whether it finished; if not, it queued its own continuation.
  */
@@ -515,7 +515,8 @@ export async function calculateCohortStep(
   }
   const countEvents = eventCounter(counts);
   let examined = 0;
-  while (Date.now() < stopAt) {
+  // At least one page per step, even when counting the windows took the step's time: every step advances.
+  for (let first = true; first || Date.now() < stopAt; first = false) {
     if (calc.phase === 'scan') {
       const page = await personsInCreationOrder(projectId, {
         ascending: true,
