@@ -505,7 +505,7 @@ export async function calculateCohortStep(
   } catch (error) {
     if (!(error instanceof CohortWindowTooLarge || error instanceof ValidationError)) throw error;
     // Retrying the step would fail the same way: the calculation ends failed, the count it had kept.
-    logger.warn('cohort calculation failed', {
+    logger.warn('cohort calculation ended failed (not retried)', {
       project_id: projectId,
       cohort_id: message.cohort_id,
       error: String(error),
