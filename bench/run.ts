@@ -16,6 +16,7 @@ import { hostileBenchmark } from './hostile.ts';
 import { engineBenchmark } from './engine.ts';
 import { lakeBenchmark } from './lake.ts';
 import { consoleBenchmark } from './console.ts';
+import { cohortCountBenchmark } from './cohort-count.ts';
 import { heading, table } from './lib/format.ts';
 import type { Benchmark, SummaryRow } from './lib/types.ts';
 
@@ -30,6 +31,7 @@ const benchmarks: Benchmark[] = [
   engineBenchmark,
   lakeBenchmark,
   consoleBenchmark,
+  cohortCountBenchmark,
 ];
 
 function usage(): string {

@@ -45,6 +45,8 @@ export const ENV = {
   lakeDatabase: 'LAKE_GLUE_DATABASE',
   /** Events in a trend's range above which its closed, current days are answered by the lake engine (default below); tests lower it. */
   lakeRoutingEvents: 'ANALYTICS_LAKE_ROUTING_EVENTS',
+  /** Events one behavioural cohort leaf's window may hold (default below); tests lower it. */
+  cohortWindowEvents: 'ANALYTICS_COHORT_WINDOW_EVENTS',
 } as const;
 
 /**
@@ -53,6 +55,13 @@ export const ENV = {
  * tops out near 20M (docs/benchmarks.md).
  */
 export const DEFAULT_LAKE_ROUTING_EVENTS = 20_000_000;
+
+/**
+ * A behavioural cohort leaf (performed_event in the last N days) whose window holds more events than
+ * this fails its calculation instead of being counted: the same bound as one trend function's
+ * in-process read (DEFAULT_LAKE_ROUTING_EVENTS), since a calculation step counts the window the same way.
+ */
+export const DEFAULT_COHORT_WINDOW_EVENTS = 20_000_000;
 
 /** A `search` or `properties` persons list reads persons in order and stops after this many per request. */
 export const DEFAULT_PERSON_SCAN_LIMIT = 10_000;
@@ -157,6 +166,7 @@ export interface Config {
   /** What reads the lake for trends: Athena (deployed, with its workgroup), DuckDB over the folder (local runtime), or nothing. */
   lakeEngine: { kind: 'athena'; workgroup: string; database: string; region: string } | { kind: 'duckdb' } | undefined;
   lakeRoutingEvents: number;
+  cohortWindowEvents: number;
 }
 
 export class ConfigError extends Error {
@@ -237,6 +247,11 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
       env[ENV.lakeRoutingEvents],
       DEFAULT_LAKE_ROUTING_EVENTS,
       0,
+    ),
+    cohortWindowEvents: readPositiveInteger(
+      ENV.cohortWindowEvents,
+      env[ENV.cohortWindowEvents],
+      DEFAULT_COHORT_WINDOW_EVENTS,
     ),
   };
 }

@@ -18,6 +18,8 @@ export interface CohortCalculation {
   sweep_after?: number;
   /** Members the sweep kept so far (the count, once it ends). */
   kept?: number;
+  /** When the calculation started: every step evaluates the definition (behavioural windows) at this instant. Absent on calculations started before the field. */
+  started_at?: string;
   /** When a step last saved progress: a calculation silent for STUCK_AFTER_MS is restarted by the schedule. */
   touched_at: string;
 }

@@ -18,18 +18,18 @@ import {
   type CohortCalculation,
   type CohortRecord,
 } from '../db/cohorts.ts';
-import { readEventsInRange } from '../db/events.ts';
 import { getPersons, personIdsOf, personsInCreationOrder, personsWithEmail, type PersonRecord } from '../db/persons.ts';
 import { bumpAnswersGeneration } from '../db/projects.ts';
 import { Conflict, NotFound, ValidationError } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
 import { parseQueuedMessage } from '../json.ts';
 import type { QueuedCohortCalculation } from '../queues/cohort-calculations.ts';
+import { config } from '../config.ts';
+import { logger } from '../observability.ts';
 import { TRANSIENT, retryTransient } from '../retry.ts';
-import { compileGroup } from '../trends/properties.ts';
-import type { PropertyFilter } from '../trends/types.ts';
 import type { Caller } from './access.ts';
 import { actionDefinitions } from './actions.ts';
+import { CohortWindowTooLarge, countLeafEvents, type LeafCounts } from './cohort-events.ts';
 import {
   type CohortDefinition,
   type EventLeaf,
@@ -418,7 +418,8 @@ export async function startCalculation(cohort: CohortRecord, queue: QueueCalcula
     `Cohort ${cohort.id}`,
     async (attempt) => {
       const current = attempt === 0 ? cohort : await findCohort(cohort.project_id, cohort.id);
-      const started: CohortCalculation = { id: uuidv7(), phase: 'scan', matched: 0, touched_at: nowIso() };
+      const at = nowIso();
+      const started: CohortCalculation = { id: uuidv7(), phase: 'scan', matched: 0, started_at: at, touched_at: at };
       const next = { ...current, is_calculating: true, calculation: started, version: current.version + 1 };
       return (await putCohort(next, current.version)) ? started : TRANSIENT;
     },
@@ -442,40 +443,8 @@ export function parseQueuedCalculation(body: string): QueuedCohortCalculation {
 /** Persons examined per page of a calculation. */
 export const CALCULATION_PAGE = 500;
 
-/** Loads what evaluating a definition needs beyond the person: events in behavioural windows, once per step. */
-async function eventCounter(projectId: number, def: CohortDefinition, at: number) {
-  const counts = new Map<number, Map<string, number>>();
-  for (const leaf of def.events) {
-    let names: string[] | null;
-    let match: (e: { event: string; properties: Record<string, unknown>; distinct_id: string }) => boolean;
-    if (leaf.eventType === 'events') {
-      names = [String(leaf.key)];
-      match = () => true;
-    } else {
-      const [action] = await actionDefinitions(projectId, [Number(leaf.key)]);
-      const steps = action?.steps ?? [];
-      names = steps.some((s) => s.event === null) ? null : [...new Set(steps.map((s) => s.event as string))];
-      const ctx = { tz: 'UTC', now: at, weekStartDay: 0 as const };
-      const compiled = steps.map((s) => ({
-        event: s.event,
-        test: compileGroup({ type: 'AND', values: s.properties as PropertyFilter[] }, ctx),
-      }));
-      match = (e) =>
-        compiled.some(
-          (s) =>
-            (s.event === null || s.event === e.event) &&
-            s.test({ ...e, person_id: '', timestamp: '', person_properties: {} }),
-        );
-      if (!steps.length) names = [];
-    }
-    const perDistinctId = new Map<string, number>();
-    if (names === null || names.length) {
-      const events = await readEventsInRange(projectId, new Date(at - leaf.windowMs), new Date(at), names);
-      for (const e of events)
-        if (match(e)) perDistinctId.set(e.distinct_id, (perDistinctId.get(e.distinct_id) ?? 0) + 1);
-    }
-    counts.set(leaf.index, perDistinctId);
-  }
+/** A person's matching events of a leaf's window: the sum over the person's distinct ids. */
+function eventCounter(counts: LeafCounts) {
   return (leaf: EventLeaf, person: PersonRecord) => {
     const m = counts.get(leaf.index);
     return person.distinct_ids.reduce((n, d) => n + (m?.get(d) ?? 0), 0);
@@ -505,7 +474,7 @@ async function matching(
 
 /**
  * One invocation's share of a calculation: pages of persons (in creation order, from where the last
- * step stopped) until `stopAt`, then the sweep of members it did not write. Progress is saved on the
+ * step stopped) until `stopAt` (one page at least), then the sweep of members it did not write. Progress is saved on the
  * cohort after every page, so a step that dies is resumed by the next; a calculation replaced by a
  * newer one stops. Returns whether it finished; if not, it queued its own continuation.
  */
@@ -513,12 +482,16 @@ export async function calculateCohortStep(
   message: QueuedCohortCalculation,
   queue: QueueCalculation,
   stopAt: number,
+  /** Tests lower these (the service uses CALCULATION_PAGE and config().cohortWindowEvents). */
+  options: { pageSize?: number; maxWindowEvents?: number } = {},
 ): Promise<{ finished: boolean; examined: number }> {
   let cohort = await getCohort(message.project_id, message.cohort_id);
   const stale = () => !cohort || cohort.deleted || cohort.calculation?.id !== message.calculation_id;
   if (stale()) return { finished: true, examined: 0 };
   const projectId = message.project_id;
-  const at = now().getTime();
+  let calc = cohort!.calculation!;
+  // Every step evaluates the definition at the calculation's start: one window for all its pages.
+  const at = calc.started_at === undefined ? now().getTime() : Date.parse(calc.started_at);
   let def: CohortDefinition;
   try {
     def = parseCohortFilters(cohort!.filters, at);
@@ -526,14 +499,28 @@ export async function calculateCohortStep(
     await finish(cohort!, cohort!.count ?? 0, true);
     return { finished: true, examined: 0 };
   }
-  const countEvents = await eventCounter(projectId, def, at);
-  let calc = cohort!.calculation!;
+  let counts: LeafCounts;
+  try {
+    counts = await countLeafEvents(projectId, def.events, at, options.maxWindowEvents ?? config().cohortWindowEvents);
+  } catch (error) {
+    if (!(error instanceof CohortWindowTooLarge || error instanceof ValidationError)) throw error;
+    // Retrying the step would fail the same way: the calculation ends failed, the count it had kept.
+    logger.warn('cohort calculation ended failed (not retried)', {
+      project_id: projectId,
+      cohort_id: message.cohort_id,
+      error: String(error),
+    });
+    await finish(cohort!, cohort!.count ?? 0, true);
+    return { finished: true, examined: 0 };
+  }
+  const countEvents = eventCounter(counts);
   let examined = 0;
-  while (Date.now() < stopAt) {
+  // At least one page per step, even when counting the windows took the step's time: every step advances.
+  for (let first = true; first || Date.now() < stopAt; first = false) {
     if (calc.phase === 'scan') {
       const page = await personsInCreationOrder(projectId, {
         ascending: true,
-        limit: CALCULATION_PAGE,
+        limit: options.pageSize ?? CALCULATION_PAGE,
         after: calc.after,
       });
       const matched = await matching(
@@ -552,7 +539,7 @@ export async function calculateCohortStep(
       };
     } else {
       const page = await membersPage(projectId, message.cohort_id, {
-        limit: CALCULATION_PAGE,
+        limit: options.pageSize ?? CALCULATION_PAGE,
         afterPersonId: calc.sweep_after,
       });
       const gone = page.members.filter((m) => m.calc !== calc.id).map((m) => m.personId);

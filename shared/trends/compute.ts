@@ -212,7 +212,7 @@ const eventKeyOf = (f: Filter): string[] =>
       : [f.key];
 const eventKeysOf = (g: PropertyGroup): string[] =>
   g.values.flatMap((v) => ('values' in v ? eventKeysOf(v) : v.type === 'hogql' ? [] : eventKeyOf(v)));
-const eventFilterKeys = (filters: Filter[] | undefined) => (filters ?? []).flatMap(eventKeyOf);
+export const eventFilterKeys = (filters: Filter[] | undefined) => (filters ?? []).flatMap(eventKeyOf);
 
 /**
  * Every event property the answer can depend on: filter keys (request, series, action steps, applied

@@ -487,6 +487,20 @@ interface SeriesPlan {
   hogql: { make: () => Aggregate; expr: ColumnExpr; rows: HogQLRows[] } | null;
 }
 
+/** The rows an action matches: any of its steps (the step's event, if it names one, and its filters). */
+export function actionNode(action: ActionDefinition, ctx: DateContext, attr: string): MaskNode {
+  const steps = action.steps.map((step, i) => {
+    const filters = groupNode(
+      { type: 'AND', values: parseStoredFilters(step.properties, `${attr}__steps__${i}__properties`) },
+      ctx,
+    );
+    return step.event === null || step.event === undefined
+      ? filters
+      : andNode({ kind: 'name', name: step.event }, filters);
+  });
+  return { kind: 'or', parts: steps };
+}
+
 /** Each series' rows: its event/action and filters, the global filters and the applied test-account filters. */
 export function seriesNodes(
   query: TrendsModel,
@@ -506,16 +520,7 @@ export function seriesNodes(
     if (entity.kind === 'EventsNode') {
       matches = entity.event === null ? own : andNode({ kind: 'name', name: entity.event }, own);
     } else {
-      const steps = actionOf(actions, entity.id).steps.map((step, i) => {
-        const filters = groupNode(
-          { type: 'AND', values: parseStoredFilters(step.properties, `${entity.attr}__steps__${i}__properties`) },
-          ctx,
-        );
-        return step.event === null || step.event === undefined
-          ? filters
-          : andNode({ kind: 'name', name: step.event }, filters);
-      });
-      matches = andNode({ kind: 'or', parts: steps }, own);
+      matches = andNode(actionNode(actionOf(actions, entity.id), ctx, entity.attr), own);
     }
     return testAccounts ? andNode(matches, global, testAccounts) : andNode(matches, global);
   });
