@@ -2,7 +2,7 @@ import { apiHandler } from '#shared/http/handler.ts';
 import { ok } from '#shared/http/responses.ts';
 import { cursorPaginated } from '#shared/http/pagination.ts';
 import { listPersons } from '#shared/domain/persons.ts';
-import { personFilterFromQuery } from '#shared/domain/person-filters.ts';
+import { personFilter } from '#shared/domain/person-filters.ts';
 import { personListQuery } from '#shared/schemas/persons.ts';
 import { route } from '../routes.ts';
 
@@ -12,7 +12,7 @@ export const handler = apiHandler(
   async ({ query, projectId, url, deadline }) => {
     const found = await listPersons(projectId, {
       ...query,
-      matches: personFilterFromQuery(query.properties),
+      matches: await personFilter(projectId, query.properties),
       deadline,
     });
     const body = cursorPaginated(url, query, found.count, found.results, {

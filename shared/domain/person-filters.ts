@@ -1,19 +1,24 @@
 import { now } from '../clock.ts';
 import type { PersonRecord } from '../db/persons.ts';
 import { compileGroup, isGroup, parseProperties, refuseDeepNesting } from '../trends/properties.ts';
-import type { CohortSets } from '../trends/cohort-filters.ts';
+import { type CohortSets, cohortRefsOf } from '../trends/cohort-filters.ts';
+import { checkCohortRefs, loadCohortMembers } from './trend-cohorts.ts';
 import type { PropertyFilter, PropertyGroup } from '../trends/types.ts';
 
 /**
- * The persons list's `properties` parameter, read with the trend engine's filter grammar and
- * operators (one implementation). Persons only have person properties, so, like PostHog, only
- * person-type filters apply; a filter without a type is taken as a person filter here.
+ * A person filter as the persons list's `properties` and ActorsQuery's `properties` take it, read with
+ * the trend engine's filter grammar and operators (one implementation). Persons only have person
+ * properties and cohorts, so, like PostHog, only person and cohort filters apply; a filter without a
+ * type is taken as a person filter. Referenced cohorts must exist; their members are loaded once.
  */
-export function personFilterFromQuery(
+export async function personFilter(
+  projectId: number,
   raw: string | undefined,
-): ((properties: Record<string, unknown>, personId?: number) => boolean) | undefined {
+): Promise<((properties: Record<string, unknown>, personId?: number) => boolean) | undefined> {
   if (raw === undefined || raw === '') return undefined;
-  return compilePersonFilter(parsePersonFilter(raw));
+  const group = parsePersonFilter(raw, { cohorts: true });
+  const cohorts = await loadCohortMembers(projectId, await checkCohortRefs(projectId, cohortRefsOf(group)));
+  return compilePersonFilter(group, cohorts);
 }
 
 /** The filter parsed (a filter without a type is a person filter); `cohorts`: cohort filters are read too (ActorsQuery). */

@@ -78,7 +78,7 @@ export interface PersonListQuery {
   email?: string;
   search?: string;
   /** Person-property predicate built from the `properties` parameter (person-type filters). */
-  matches?: (properties: Record<string, unknown>) => boolean;
+  matches?: (properties: Record<string, unknown>, personId: number) => boolean;
   /** When the request must answer (epoch ms): a filtered scan stops there too. */
   deadline?: number;
 }
@@ -133,7 +133,7 @@ function page(all: PersonRecord[], q: PersonListQuery): PersonPage {
  */
 export async function listPersons(projectId: number, q: PersonListQuery): Promise<PersonPage> {
   const keep = (p: PersonRecord) =>
-    (!q.matches || q.matches(p.properties)) && (!q.email || p.properties.email === q.email);
+    (!q.matches || q.matches(p.properties, p.id)) && (!q.email || p.properties.email === q.email);
   if (q.distinct_id !== undefined) {
     const id = await personIdOf(projectId, q.distinct_id);
     const person = id === undefined ? undefined : await getPerson(projectId, id);
@@ -171,7 +171,7 @@ const SCAN_READS = 40;
 async function scanPage(projectId: number, q: PersonListQuery): Promise<PersonPage> {
   const cursor = q.cursor ? decodeCursor(q.cursor, projectId) : undefined;
   const keep = (p: PersonRecord) =>
-    (!q.matches || q.matches(p.properties)) && (q.search === undefined || searchMatches(p, q.search));
+    (!q.matches || q.matches(p.properties, p.id)) && (q.search === undefined || searchMatches(p, q.search));
   const scanLimit = config().personScanLimit;
   let before = cursor?.offset ?? 0;
   let after = cursor?.position;

@@ -413,4 +413,31 @@ describe('cohorts: static', () => {
     });
     expect(notStatic.status).toBe(400);
   });
+
+  it('the persons list filters by cohort (in / not_in, with person properties), a missing cohort is a 400', async () => {
+    const ctx = await project();
+    const ids = await seed(ctx, 4, (i) => ({ n: i }));
+    const members = await ctx.c.post(ctx.base, {
+      name: 'Picked',
+      is_static: true,
+      _create_static_person_ids: [ids[1], ids[2]],
+    });
+    expect(members.body.count).toBe(2);
+    const persons = `/api/environments/${ctx.projectId}/persons/`;
+    const listed = async (properties: unknown[]) => {
+      const res = await ctx.c.get(`${persons}?properties=${encodeURIComponent(JSON.stringify(properties))}`);
+      expect(res.status).toBe(200);
+      return res.body.results.map((p: { id: number }) => p.id).sort((a: number, b: number) => a - b);
+    };
+    const cohort = (operator: string) => ({ type: 'cohort', key: 'id', value: members.body.id, operator });
+    expect(await listed([cohort('in')])).toEqual([ids[1], ids[2]]);
+    expect(await listed([cohort('not_in')])).toEqual([ids[0], ids[3]]);
+    expect(await listed([cohort('in'), { key: 'n', value: 2, operator: 'gte', type: 'person' }])).toEqual([ids[2]]);
+    const missing = await ctx.c.get(
+      `${persons}?properties=${encodeURIComponent(JSON.stringify([{ type: 'cohort', key: 'id', value: 999_999 }]))}`,
+    );
+    expect(missing.status).toBe(400);
+    expectErrorShape(missing.body);
+    expect(missing.body.detail).toContain('Cohort 999999 does not exist');
+  });
 });

@@ -15,10 +15,7 @@ import {
   type HogValue,
 } from '../../hogql/index.ts';
 import { ACTORS_DEFAULT_LIMIT, type ActorsQuery } from '../../schemas/query/actors.ts';
-import { compilePersonFilter, parsePersonFilter, personSearch } from '../person-filters.ts';
-import { checkCohortRefs, loadCohortMembers } from '../trend-cohorts.ts';
-import { cohortRefsOf, type CohortSets } from '../../trends/cohort-filters.ts';
-import type { PropertyGroup } from '../../trends/types.ts';
+import { personFilter, personSearch } from '../person-filters.ts';
 import { personResponse } from '../persons.ts';
 import { projectSettings } from '../projects.ts';
 import {
@@ -292,16 +289,13 @@ async function filterOf(projectId: number, query: ActorsQuery): Promise<((p: Per
   for (const field of ['properties', 'fixedProperties'] as const) {
     const raw = query[field];
     if (raw === undefined || raw === null) continue;
-    let group: PropertyGroup;
-    let cohorts: CohortSets;
+    let predicate: (properties: Record<string, unknown>, personId?: number) => boolean;
     try {
-      group = parsePersonFilter(JSON.stringify(raw), { cohorts: true });
-      cohorts = await loadCohortMembers(projectId, await checkCohortRefs(projectId, cohortRefsOf(group)));
+      predicate = (await personFilter(projectId, JSON.stringify(raw)))!;
     } catch (error) {
       if (!(error instanceof ValidationError)) throw error;
       throw new ValidationError(error.detail, `query__${field}${(error.attr ?? '').slice('properties'.length)}`);
     }
-    const predicate = compilePersonFilter(group, cohorts);
     tests.push((p) => predicate(p.properties, p.id));
   }
   if (query.search) tests.push(personSearch(query.search));
