@@ -9,7 +9,7 @@ export const handler = apiHandler(
   route('persons_activity'),
   { params: personIdParams, query: activityQuery },
   async ({ params, query, projectId, url }) => {
-    const { results, total_count, hasNext, hasPrevious } = await personActivity(projectId, params.id, query);
-    return ok({ results, total_count, ...pageNumberLinks(url, query.page, hasNext, hasPrevious) });
+    const { hasNext, hasPrevious, ...answer } = await personActivity(projectId, params.id, query);
+    return ok({ ...answer, ...pageNumberLinks(url, query.page, hasNext, hasPrevious) });
   },
 );

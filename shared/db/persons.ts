@@ -272,7 +272,7 @@ export interface ActivityRecord {
   }[];
 }
 
-function activityItem(a: ActivityRecord) {
+export function activityItem(a: ActivityRecord) {
   return {
     ...keys.personActivity(a.project_id, a.person_id, a.created_at, a.id),
     entity: 'PersonActivity',
@@ -559,9 +559,15 @@ export async function personsWithEmail(projectId: number, email: string): Promis
   return items.map(personFromItem);
 }
 
-export async function listPersonActivity(projectId: number, personId: number): Promise<ActivityRecord[]> {
+/** A person's API changes, newest first: the first `limit` of them. */
+export async function listPersonActivity(
+  projectId: number,
+  personId: number,
+  limit: number,
+): Promise<ActivityRecord[]> {
   const items = await queryAll(keys.personPartition(projectId, personId).pk, keys.personActivityPrefix, {
     newestFirst: true,
+    limit,
   });
   return items.map((item) => ({
     ...(item as unknown as ActivityRecord),

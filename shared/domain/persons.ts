@@ -814,8 +814,21 @@ export async function splitPerson(caller: Caller, projectId: number, personId: n
 // History
 // ---------------------------------------------------------------------------------------------
 
+/**
+ * Members can make a person's activity grow without end (every API edit is one entry): the newest
+ * ACTIVITY_PAGED entries are paged, and `total_count` counts at most those (`total_count_capped` says when there are more).
+ */
+export const ACTIVITY_PAGED = 1_000;
+
 export async function personActivity(projectId: number, personId: number, pageQuery: { limit: number; page: number }) {
-  const all = await listPersonActivity(projectId, personId);
+  if ((pageQuery.page - 1) * pageQuery.limit >= ACTIVITY_PAGED && pageQuery.page > 1)
+    throw new ValidationError(
+      `Only the newest ${ACTIVITY_PAGED.toLocaleString('en')} changes are paged: page ${pageQuery.page} of ${pageQuery.limit} starts past them.`,
+      'page',
+    );
+  const read = await listPersonActivity(projectId, personId, ACTIVITY_PAGED + 1);
+  const capped = read.length > ACTIVITY_PAGED;
+  const all = capped ? read.slice(0, ACTIVITY_PAGED) : read;
   const start = (pageQuery.page - 1) * pageQuery.limit;
   const results = all.slice(start, start + pageQuery.limit).map((a) => ({
     id: a.id,
@@ -829,6 +842,7 @@ export async function personActivity(projectId: number, personId: number, pageQu
   return {
     results,
     total_count: all.length,
+    ...(capped ? { total_count_capped: true } : {}),
     hasNext: start + pageQuery.limit < all.length,
     hasPrevious: pageQuery.page > 1,
   };

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { batchPut } from '#shared/db/batch.ts';
-import { personItems } from '#shared/db/persons.ts';
+import { activityItem, personItems } from '#shared/db/persons.ts';
+import { ACTIVITY_PAGED } from '#shared/domain/persons.ts';
 import { expectErrorShape, eventually, newProject, useApi, type Client } from '../support/api.ts';
 
 // The persons endpoints PostHog's users script against beyond list/retrieve/edit/delete: property
@@ -124,6 +125,36 @@ describe('POST persons/:id/update_property', () => {
     const activity = (await ctx.c.get(`${ctx.prefixes[0]}${person!.id}/activity/`)).body;
     expect(activity.results[0].activity).toBe('updated');
   });
+
+  it('pages only the newest 1,000 activity entries of a person whose history grew past them', async () => {
+    const ctx = await project();
+    const [person] = await seed(ctx, [{ properties: {} }]);
+    const base = Date.parse('2026-01-01T00:00:00Z');
+    await batchPut(
+      Array.from({ length: ACTIVITY_PAGED + 5 }, (_, i) =>
+        activityItem({
+          id: `0190f000-0000-7000-8000-${String(i).padStart(12, '0')}`,
+          person_id: person!.id,
+          project_id: ctx.projectId,
+          activity: 'updated',
+          user: { first_name: '', email: 'member@example.com' },
+          created_at: new Date(base + i * 1000).toISOString(),
+          changes: [{ type: 'Person', action: 'changed', field: 'n', before: i, after: i + 1 }],
+        }),
+      ),
+    );
+    const path = `${ctx.prefixes[0]}${person!.id}/activity/`;
+    const first = (await ctx.c.get(`${path}?limit=100`)).body;
+    expect(first).toMatchObject({ total_count: ACTIVITY_PAGED, total_count_capped: true });
+    // Newest first: the last entry written leads.
+    expect(first.results[0].detail.changes[0].before).toBe(ACTIVITY_PAGED + 4);
+    const last = (await ctx.c.get(`${path}?limit=100&page=10`)).body;
+    expect(last.results).toHaveLength(100);
+    expect(last.next).toBeNull();
+    const past = await ctx.c.get(`${path}?limit=100&page=11`);
+    expect([past.status, past.body.attr]).toEqual([400, 'page']);
+    expectErrorShape(past.body);
+  }, 60_000);
 
   it("answers PostHog's 400s for a missing value or key, and 404 for a missing person", async () => {
     const ctx = await project();
