@@ -1,7 +1,7 @@
 import { api, ApiError } from './api.ts';
 import type { Ctx } from './main.ts';
 import { clear, field, h, showFieldError, text } from './dom.ts';
-import { personRows, type Person } from './persons.ts';
+import { personRows, type Person, shown, type TimelinePoint, timelineTable } from './persons.ts';
 
 interface Cohort {
   id: number;
@@ -103,6 +103,7 @@ async function cohortView(body: HTMLElement, ctx: Ctx, base: string, id: string)
 interface GroupType {
   group_type_index: number;
   group_type: string;
+  name_singular: string | null;
   name_plural: string | null;
 }
 
@@ -112,6 +113,8 @@ export async function groupsPage(body: HTMLElement, ctx: Ctx): Promise<void> {
   if (!types.length)
     return clear(body, h('h1', {}, 'Groups'), h('p', {}, 'No group types yet: capture an event with $groups.'));
   const index = Number(ctx.params.get('type') ?? types[0]?.group_type_index ?? 0);
+  const key = ctx.params.get('key');
+  if (key !== null) return groupView(body, ctx, types, index, key);
   const cursor = ctx.params.get('cursor');
   const groups = await api<{
     results: { group_key: string; group_properties: unknown; created_at: string }[];
@@ -139,7 +142,11 @@ export async function groupsPage(body: HTMLElement, ctx: Ctx): Promise<void> {
     h(
       'tr',
       {},
-      h('th', { scope: 'row' }, g.group_key),
+      h(
+        'th',
+        { scope: 'row' },
+        h('a', { href: link(ctx, { page: 'groups', type: String(index), key: g.group_key }) }, g.group_key),
+      ),
       h(
         'td',
         {},
@@ -166,5 +173,38 @@ export async function groupsPage(body: HTMLElement, ctx: Ctx): Promise<void> {
         )
       : h('p', {}, 'No groups of this type yet.'),
     next ? h('a', { href: link(ctx, { page: 'groups', type: String(index), cursor: next }) }, 'Next page') : null,
+  );
+}
+
+/** One group: its properties now, and how they came to be (each `$group_set` that changed them). */
+async function groupView(body: HTMLElement, ctx: Ctx, types: GroupType[], index: number, key: string): Promise<void> {
+  const type = types.find((t) => t.group_type_index === index);
+  const query = new URLSearchParams({ group_type_index: String(index), group_key: key });
+  const [group, timeline] = await Promise.all([
+    api<{ group_key: string; group_properties: Record<string, unknown>; created_at: string }>(
+      'GET',
+      `/api/environments/${ctx.projectId}/groups/find/?${query}`,
+    ),
+    shown(
+      api<{ points: TimelinePoint[] }>('GET', `/api/environments/${ctx.projectId}/groups/property_timeline/?${query}`),
+    ),
+  ]);
+  clear(
+    body,
+    h(
+      'p',
+      {},
+      h(
+        'a',
+        { href: link(ctx, { page: 'groups', type: String(index) }) },
+        `All ${type?.name_plural || type?.group_type || 'groups'}`,
+      ),
+    ),
+    h('h1', {}, group.group_key),
+    h('p', {}, `${type?.name_singular || type?.group_type || 'Group'} since ${text(group.created_at)}`),
+    h('h2', {}, 'Properties'),
+    h('pre', { id: 'group-properties' }, JSON.stringify(group.group_properties, null, 2)),
+    h('h2', {}, 'Properties timeline'),
+    timelineTable(timeline, 'group-timeline'),
   );
 }

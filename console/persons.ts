@@ -91,7 +91,7 @@ export function personRows(ctx: Ctx, persons: Person[], id: string, caption: str
   );
 }
 
-interface TimelinePoint {
+export interface TimelinePoint {
   timestamp: string;
   properties: Record<string, unknown>;
   changed_keys: string[];
@@ -106,9 +106,9 @@ interface Activity {
   detail: { changes: { action: string; field?: string; before?: unknown; after?: unknown }[] | null };
 }
 /** A section's answer, or what the API said instead (a key without `activity_log:read` still sees the rest). */
-type Shown<T> = { ok: T } | { detail: string };
+export type Shown<T> = { ok: T } | { detail: string };
 
-const shown = <T>(request: Promise<T>): Promise<Shown<T>> =>
+export const shown = <T>(request: Promise<T>): Promise<Shown<T>> =>
   request.then(
     (ok) => ({ ok }),
     (e: unknown) => {
@@ -191,9 +191,12 @@ function scrollTable(id: string, caption: string, cols: string[], rows: HTMLElem
   );
 }
 
-/** One row per recorded change, oldest first as the API lists them: each changed key with its new value (or removed). */
-function timelineTable(answer: Shown<{ points: TimelinePoint[] }>): HTMLElement {
-  if ('detail' in answer) return h('p', { class: 'error', id: 'person-timeline-error' }, answer.detail);
+/**
+ * One row per recorded change, oldest first as the API lists them: each changed key with its new value
+ * (or removed). A person's or a group's (`id` tells the tables apart).
+ */
+export function timelineTable(answer: Shown<{ points: TimelinePoint[] }>, id = 'person-timeline'): HTMLElement {
+  if ('detail' in answer) return h('p', { class: 'error', id: `${id}-error` }, answer.detail);
   if (!answer.ok.points.length) return h('p', {}, 'No property changes recorded.');
   const rows = answer.ok.points.map((point) =>
     h(
@@ -214,7 +217,7 @@ function timelineTable(answer: Shown<{ points: TimelinePoint[] }>): HTMLElement 
       ),
     ),
   );
-  return scrollTable('person-timeline', plural(rows.length, 'property change'), ['When', 'Source', 'Changed'], rows);
+  return scrollTable(id, plural(rows.length, 'property change'), ['When', 'Source', 'Changed'], rows);
 }
 
 /** Changes made through the API (edits, property deletes, splits), newest first, with who made them. */

@@ -450,6 +450,16 @@ describe('the web console in Chromium', () => {
         );
         await page.screenshot({ path: join(SHOTS, `groups-${width}.png`), fullPage: true });
         expect(await axeViolations(page)).toEqual([]);
+        // A group's page: its properties and the $group_set that set them, the hostile name as text.
+        await page.locator('#groups-table tbody tr', { hasText: 'acme' }).getByRole('link', { name: 'acme' }).click();
+        await ready(page);
+        expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('acme');
+        expect(await page.locator('#group-properties').textContent()).toContain(HOSTILE_NAME.replace(/"/g, '\\"'));
+        const change = page.locator('#group-timeline tbody tr');
+        expect(await change.count()).toBe(1);
+        expect(await change.textContent()).toContain(`name = ${HOSTILE_NAME}`);
+        expect(await change.textContent()).toContain('event: $groupidentify');
+        expect(await axeViolations(page)).toEqual([]);
         expect(await page.locator('img').count()).toBe(0);
         expect(await page.evaluate('window.__xss')).toBeUndefined();
         expect(problems).toEqual([]);
