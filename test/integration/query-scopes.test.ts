@@ -15,6 +15,7 @@ const SAMPLE: Record<QueryKind, Record<string, unknown>> = {
   },
   ActorsQuery: { kind: 'ActorsQuery', select: ['id', 'properties.email', 'distinct_ids'] },
   EventsQuery: { kind: 'EventsQuery', select: ['*', 'person'], after: '-7d' },
+  HogQLQuery: { kind: 'HogQLQuery', query: 'SELECT event, count() FROM events GROUP BY event' },
 };
 
 type Grant = 'query:read' | 'query:write' | 'insight:read' | 'insight:write' | 'person:read' | '*';
@@ -25,6 +26,7 @@ const ALLOWED: Record<QueryKind, Grant[]> = {
   TrendsQuery: ['query:read', 'query:write', 'insight:read', 'insight:write', '*'],
   ActorsQuery: ['query:read', 'query:write', '*'],
   EventsQuery: ['query:read', 'query:write', '*'],
+  HogQLQuery: ['query:read', 'query:write', '*'],
 };
 
 let owner: { key: string; email: string };

@@ -22,6 +22,7 @@ import { countsGroups, runGroupActorsQuery } from './group-actors.ts';
 import { runInsightActorsQuery } from './insight-actors.ts';
 import { requireQueryKindScope } from './kinds.ts';
 import { runEventsQuery } from './events.ts';
+import { runHogQLQuery } from './hogql.ts';
 import { runTrendsQuery } from './trends.ts';
 import type { QueryContext, QueryRunner, RunContext } from './runner.ts';
 import { findProject, projectSettings } from '../projects.ts';
@@ -44,6 +45,7 @@ const runners: { [K in QueryKind]?: QueryRunner<K> } = {
     return countsGroups(query.source) ? runGroupActorsQuery(context, query) : runInsightActorsQuery(context, query);
   },
   EventsQuery: runEventsQuery,
+  HogQLQuery: (context, query) => runHogQLQuery(context, query),
   TrendsQuery: runTrendsQuery,
 };
 
