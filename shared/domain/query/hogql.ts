@@ -15,11 +15,11 @@ import { readDayCounters } from '../../db/segments.ts';
 import { ServiceUnavailable, ValidationError } from '../../errors.ts';
 import type { Expr } from '../../hogql/ast.ts';
 import { parseSelectStatement, type SelectStatement } from '../../hogql/select.ts';
-import { type LakeEngine, LakeQueryFailed, lakeEngine } from '../../lake/engine.ts';
+import { type LakeEngine, LakeQueryFailed, type LakeRow, lakeEngine } from '../../lake/engine.ts';
 import { utcDayOf, utcDaysBetween } from '../../lake/route.ts';
 import { LakeSqlUnsupported } from '../../lake/sql/dialect.ts';
-import { decodeCell, printSelectSql } from '../../lake/sql/select.ts';
-import { filterExpr, groupExpr } from '../../lake/sql/trends.ts';
+import { decodeCell, type LakeSelect, type PrintedSelect, printSelectSql } from '../../lake/sql/select.ts';
+import { filterExpr, groupExpr, type LakeSource } from '../../lake/sql/trends.ts';
 import { DEFAULT_HOGQL_LIMIT, type HogQLQuery, MAX_HOGQL_LIMIT } from '../../schemas/query/hogql.ts';
 import { dateContext } from '../../trends/dates.ts';
 import { parseProperties } from '../../trends/properties.ts';
@@ -168,6 +168,22 @@ function engineError(error: unknown, engine: LakeEngine): unknown {
   return new ValidationError(`HogQLQuery: the engine refused the query: ${detail}`, ATTR);
 }
 
+/** The statement's SQL, or a 400 naming what the lake cannot print. */
+export function printStatement(q: LakeSelect, source: LakeSource): PrintedSelect {
+  try {
+    return printSelectSql(q, source);
+  } catch (error) {
+    throw refused(error);
+  }
+}
+
+/** Runs printed SQL; the engine's complaints about the statement are 400s. */
+export function runStatement(engine: LakeEngine, sql: string, check: () => void, deadline: number): Promise<LakeRow[]> {
+  return engine.run(sql, check, deadline).catch((error: unknown) => {
+    throw engineError(error, engine);
+  });
+}
+
 export async function runHogQLQuery(
   context: RunContext,
   query: HogQLQuery,
@@ -200,30 +216,23 @@ export async function runHogQLQuery(
     readDayCounters(projectId, days, null),
   ]);
   context.check();
-  let printed: ReturnType<typeof printSelectSql>;
-  try {
-    // Printed even when there is nothing to read, so an unsupported statement is a 400 whatever the data.
-    printed = printSelectSql(
-      {
-        projectId,
-        statement,
-        timezone: settings.timezone,
-        weekStart: settings.week_start_day,
-        days: span,
-        limit: limit + 1,
-        offset,
-      },
-      engine.source(files.length ? files : ['/']),
-    );
-  } catch (error) {
-    throw refused(error);
-  }
+  // Printed even when there is nothing to read, so an unsupported statement is a 400 whatever the data.
+  const printed = printStatement(
+    {
+      projectId,
+      statement,
+      timezone: settings.timezone,
+      weekStart: settings.week_start_day,
+      days: span,
+      limit: limit + 1,
+      offset,
+    },
+    engine.source(files.length ? files : ['/']),
+  );
   const rows =
     engine.name === 'duckdb' && !files.length
       ? []
-      : await engine.run(printed.sql, context.check, context.deadline).catch((error: unknown) => {
-          throw engineError(error, engine);
-        });
+      : await runStatement(engine, printed.sql, context.check, context.deadline);
   const names = printed.columns.map((_, i) => `c${i}`);
   const results = rows
     .slice(0, limit)
