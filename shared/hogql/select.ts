@@ -392,7 +392,20 @@ export function parseSelectStatement(
   const { tokens, comments } = tokenize(text, limits, attr);
   refuseSubqueries(tokens, attr);
   const parser = new Parser(tokens, comments, limits, attr);
-  if (placeholder) parser.placeholder = placeholder;
+  // A placeholder's expansion (a long filter list, used many times) counts against the statement's nodes.
+  let budget = limits.maxNodes;
+  const spend = (e: Expr) => {
+    walk(e, () => {
+      budget--;
+    });
+    if (budget < 0) throw tooBig(limits, attr);
+  };
+  if (placeholder)
+    parser.placeholder = (path, at) => {
+      const e = placeholder(path, at);
+      spend(e);
+      return e;
+    };
   const raw = new SelectParser(parser, attr, limits).statement();
   // `properties.x` and `person.x` keep their meaning whatever the table's alias.
   const tables = new Set([SELECT_TABLE, ...(raw.tableAlias ? [raw.tableAlias] : [])]);
@@ -406,7 +419,16 @@ export function parseSelectStatement(
     const self = c.expr.kind === 'field' && c.expr.chain.length === 1 && c.expr.chain[0] === c.name;
     if (raw.columns[i]?.aliased && !self) aliases.set(c.name, c.expr);
   });
-  const read = (e: Expr) => inlineAliases(strip(e), aliases);
+  // Each read of an alias copies its expression: the copies count too (else `a = a AND a = a ...` multiplies a big alias).
+  const sizes = new Map([...aliases].map(([name, e]) => [name, nodeCount(e)]));
+  const read = (e: Expr) => {
+    const stripped = strip(e);
+    walk(stripped, (node) => {
+      budget -= node.kind === 'field' && node.chain.length === 1 ? (sizes.get(node.chain[0] as string) ?? 1) : 1;
+    });
+    if (budget < 0) throw tooBig(limits, attr);
+    return inlineAliases(stripped, aliases);
+  };
   // `GROUP BY 1` / `ORDER BY 2`: the column at that position, as every engine reads it.
   const key = (e: Expr, clause: string): Expr => {
     if (e.kind !== 'constant') return read(e);
@@ -441,6 +463,20 @@ export function parseSelectStatement(
   }
   return statement;
 }
+
+function nodeCount(e: Expr): number {
+  let n = 0;
+  walk(e, () => {
+    n++;
+  });
+  return n;
+}
+
+const tooBig = (limits: Limits, attr: string) =>
+  new ValidationError(
+    `HogQLQuery: the query is too large once its aliases and placeholders are expanded (the limit is ${limits.maxNodes.toLocaleString('en-US')} nodes).`,
+    attr,
+  );
 
 function hasAggregateCall(e: Expr): boolean {
   let found = false;

@@ -152,6 +152,25 @@ describe('the SELECT parser', () => {
     expect(parse('SELECT count() FROM events WHERE {filters}').where).toEqual({ kind: 'constant', value: true });
   });
 
+  it('caps what aliases and placeholders expand to (a big alias read many times is a 400, not a huge SQL text)', () => {
+    const big = Array.from({ length: 300 }, (_, i) => `event = 'e${i}'`).join(' OR ');
+    const reads = Array.from({ length: 40 }, () => 'a').join(' AND ');
+    expect(refusal(`SELECT (${big}) AS a FROM events WHERE ${reads}`)).toMatch(/too large once its aliases/);
+    const filters = {
+      properties: Array.from({ length: 200 }, (_, i) => ({
+        key: `k${i}`,
+        value: 'v',
+        operator: 'exact',
+        type: 'event',
+      })),
+    };
+    const many = Array.from({ length: 40 }, () => '{filters}').join(' AND ');
+    expect(() => parse(`SELECT count() FROM events WHERE ${many}`, { filters })).toThrow(/too large once its aliases/);
+    // Read once, each is fine.
+    expect(parse(`SELECT (${big}) AS a FROM events WHERE a`).where).not.toBeNull();
+    expect(parse('SELECT count() FROM events WHERE {filters}', { filters }).where).not.toBeNull();
+  });
+
   it('refuses a person filter in {filters} by name (the lake holds no person properties)', () => {
     expect(() =>
       parse('SELECT count() FROM events WHERE {filters}', {
@@ -311,6 +330,19 @@ describe('DuckDB over the lake files: the hand-computed numbers, this project on
         ['u2', '2024-03-04T06:30:00.000Z'],
       ],
     );
+  });
+
+  it("time buckets in the project's zone (America/New_York: UTC-5 before March 10)", async () => {
+    const ny: ProjectSettings = { ...UTC, timezone: 'America/New_York' };
+    expect(
+      await run('SELECT toStartOfDay(timestamp) AS d, count() FROM events GROUP BY d ORDER BY d', ourFiles, ny),
+    ).toEqual([
+      ['2024-03-01T00:00:00.000-05:00', 2],
+      ['2024-03-02T00:00:00.000-05:00', 2],
+      ['2024-03-04T00:00:00.000-05:00', 2],
+    ]);
+    // A zone-less date text is the project's midnight: 2024-03-02 05:00 UTC.
+    expect(await run("SELECT count() FROM events WHERE timestamp >= '2024-03-02'", ourFiles, ny)).toEqual([[4]]);
   });
 
   it("another project's files, were they listed, add nothing: the printer's predicate keeps them out", async () => {
