@@ -145,6 +145,26 @@ export function timeBounds(where: Expr | null, settings: ProjectSettings): { fro
   return bounds;
 }
 
+/**
+ * The UTC days a statement reads: from the project's first event (or the WHERE's lower bound) to
+ * tomorrow (or its upper bound); a 400 past MAX_HOGQL_DAYS.
+ */
+export function daysToRead(
+  firstEventAt: number | undefined,
+  bounds: { from: number; to: number },
+  now: number,
+): string[] {
+  const from = Math.max(firstEventAt ?? now, bounds.from);
+  const to = Math.min(now + DAY_MS, bounds.to);
+  if (from > to) return [];
+  if (Math.floor(to / DAY_MS) - Math.floor(from / DAY_MS) + 1 > MAX_HOGQL_DAYS)
+    throw new ValidationError(
+      `HogQLQuery reads at most ${MAX_HOGQL_DAYS} days of events: bound timestamp in WHERE (or {filters} with a dateRange).`,
+      ATTR,
+    );
+  return utcDaysBetween(from, to);
+}
+
 /** The row cap the text asks for, PostHog's default and ceiling applied (a larger LIMIT is lowered, as PostHog does). */
 export function limitOf(statement: SelectStatement): number {
   return Math.min(statement.limit ?? DEFAULT_HOGQL_LIMIT, MAX_HOGQL_LIMIT);
@@ -198,16 +218,11 @@ export async function runHogQLQuery(
   if (!engine)
     throw new ServiceUnavailable('HogQLQuery is answered by the lake engine, which this stage does not run.');
 
-  const first = await firstEventAt(projectId);
-  const bounds = timeBounds(statement.where, settings);
-  const from = Math.max(first?.getTime() ?? now.getTime(), bounds.from);
-  const to = Math.min(now.getTime() + DAY_MS, bounds.to);
-  const days = from <= to ? utcDaysBetween(from, to) : [];
-  if (days.length > MAX_HOGQL_DAYS)
-    throw new ValidationError(
-      `HogQLQuery reads at most ${MAX_HOGQL_DAYS} days of events: bound timestamp in WHERE (or {filters} with a dateRange).`,
-      ATTR,
-    );
+  const days = daysToRead(
+    (await firstEventAt(projectId))?.getTime(),
+    timeBounds(statement.where, settings),
+    now.getTime(),
+  );
   const span = days.length
     ? { from: days[0] as string, to: days.at(-1) as string }
     : { from: utcDayOf(now.getTime()), to: utcDayOf(now.getTime()) };

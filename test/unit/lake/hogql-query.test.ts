@@ -3,7 +3,16 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { printStatement, placeholders, runStatement, timeBounds, limitOf } from '#shared/domain/query/hogql.ts';
+import * as v from 'valibot';
+import {
+  daysToRead,
+  limitOf,
+  MAX_HOGQL_DAYS,
+  placeholders,
+  printStatement,
+  runStatement,
+  timeBounds,
+} from '#shared/domain/query/hogql.ts';
 import { ValidationError } from '#shared/errors.ts';
 import { parseSelectStatement } from '#shared/hogql/select.ts';
 import { duckdbEngine } from '#shared/lake/engine.ts';
@@ -11,7 +20,7 @@ import { dataKey } from '#shared/lake/layout.ts';
 import { type LakeEvent, lakeFiles } from '#shared/lake/rows.ts';
 import { decodeCell } from '#shared/lake/sql/select.ts';
 import type { LakeSource } from '#shared/lake/sql/trends.ts';
-import type { HogQLQuery } from '#shared/schemas/query/hogql.ts';
+import { type HogQLQuery, hogqlQuery } from '#shared/schemas/query/hogql.ts';
 import type { ProjectSettings } from '#shared/trends/types.ts';
 
 /**
@@ -169,6 +178,32 @@ describe('the SELECT parser', () => {
     // Read once, each is fine.
     expect(parse(`SELECT (${big}) AS a FROM events WHERE a`).where).not.toBeNull();
     expect(parse('SELECT count() FROM events WHERE {filters}', { filters }).where).not.toBeNull();
+  });
+
+  it('caps the text (20,000 characters), the variables and values (50 each) and the days read (3,700)', () => {
+    expect(refusal(`SELECT event FROM events WHERE ${'1 = 1 AND '.repeat(2_000)}1 = 1`)).toMatch(/too long/);
+    const variables = Object.fromEntries(
+      Array.from({ length: 51 }, (_, i) => [`v${i}`, { code_name: `v${i}`, value: i }]),
+    );
+    expect(v.safeParse(hogqlQuery, { kind: 'HogQLQuery', query: 'SELECT 1 FROM events', variables }).success).toBe(
+      false,
+    );
+    expect(v.safeParse(hogqlQuery, { kind: 'HogQLQuery', query: 'x'.repeat(20_001) }).success).toBe(false);
+    const now = NOW.getTime();
+    const years = (n: number) => now - n * 365 * 86_400_000;
+    expect(daysToRead(years(1), { from: -Infinity, to: Infinity }, now)).toHaveLength(367);
+    expect(() => daysToRead(years(11), { from: -Infinity, to: Infinity }, now)).toThrow(
+      new RegExp(`at most ${MAX_HOGQL_DAYS} days`),
+    );
+    // A WHERE bound keeps an old project's statement within the cap.
+    expect(
+      daysToRead(
+        years(11),
+        timeBounds(parse("SELECT event FROM events WHERE timestamp > '2024-03-10'").where, UTC),
+        now,
+      ),
+    ).toHaveLength(8);
+    expect(daysToRead(undefined, { from: -Infinity, to: Infinity }, now)).toEqual(['2024-03-16', '2024-03-17']);
   });
 
   it('refuses a person filter in {filters} by name (the lake holds no person properties)', () => {
@@ -348,6 +383,14 @@ describe('DuckDB over the lake files: the hand-computed numbers, this project on
   it("another project's files, were they listed, add nothing: the printer's predicate keeps them out", async () => {
     const text = 'SELECT event, count() FROM events GROUP BY event ORDER BY event';
     expect(await run(text, allFiles)).toEqual(await run(text));
+  });
+
+  it("DuckDB stops a statement at the caller's deadline (the statement timeout)", async () => {
+    const started = Date.now();
+    const slow = 'SELECT sum(i * i) FROM range(1000000000000) t(i)';
+    await expect(engine.run(slow, () => {}, Date.now() + 300)).rejects.toThrow(/did not finish in time/);
+    // Generous: an unstopped scan of 10^12 rows takes hours.
+    expect(Date.now() - started).toBeLessThan(20_000);
   });
 
   it('an engine error about the statement is a 400 (a text compared with a number)', async () => {
