@@ -15,7 +15,7 @@ import {
 } from '#shared/domain/query/hogql.ts';
 import { ValidationError } from '#shared/errors.ts';
 import { parseSelectStatement } from '#shared/hogql/select.ts';
-import { duckdbEngine } from '#shared/lake/engine.ts';
+import { type AthenaCall, athenaEngine, duckdbEngine, LakeQueryFailed } from '#shared/lake/engine.ts';
 import { dataKey } from '#shared/lake/layout.ts';
 import { type LakeEvent, lakeFiles } from '#shared/lake/rows.ts';
 import { decodeCell } from '#shared/lake/sql/select.ts';
@@ -395,6 +395,37 @@ describe('DuckDB over the lake files: the hand-computed numbers, this project on
 
   it('an engine error about the statement is a 400 (a text compared with a number)', async () => {
     await expect(run("SELECT event FROM events WHERE toStartOfDay(event) = 'x'")).rejects.toThrow(ValidationError);
+  });
+});
+
+describe("Athena (mocked calls): the statement's faults are 400s, the engine's stay 503s", () => {
+  const failing = (reason: string) => {
+    const call: AthenaCall = async (action) =>
+      action === 'StartQueryExecution'
+        ? { QueryExecutionId: 'q-1' }
+        : { QueryExecution: { Status: { State: 'FAILED', StateChangeReason: reason } } };
+    return athenaEngine({ workgroup: 'w', database: 'd' }, call, { baseMs: 0, capMs: 0 });
+  };
+  const sql = () => print('SELECT event FROM events', ATHENA).sql;
+
+  it.each([
+    'SYNTAX_ERROR: line 1:8: Cannot apply operator: varchar = integer',
+    'INVALID_CAST_ARGUMENT: Cannot cast varchar to double',
+    'TYPE_MISMATCH: line 2:3: ...',
+  ])('%s: a 400', async (reason) => {
+    const error = await runStatement(failing(reason), sql(), () => {}, Infinity).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ValidationError);
+    expect((error as Error).message).toContain(reason.slice(0, 20));
+  });
+
+  it("the bytes-scanned cutoff is not the statement's fault: 503", async () => {
+    const error = await runStatement(
+      failing('Query exhausted resources: the bytes scanned limit was exceeded'),
+      sql(),
+      () => {},
+      Infinity,
+    ).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LakeQueryFailed);
   });
 });
 
