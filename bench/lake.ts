@@ -4,7 +4,8 @@
  * compactor's writer (shared/lake/rows.ts, one file per (project, day) under the lake layout), then
  * DuckDB answers trends printed by shared/lake/sql/trends.ts over those files:
  *   (a) filtered + breakdown: $pageview, $browser in (Chrome, Firefox, Safari), breakdown $os, by day, 30 days;
- *   (b) dau of $pageview by day, 30 days.
+ *   (b) dau of $pageview by day, 30 days;
+ *   (c) (a) written as a HogQLQuery statement (its parser and printer), for the cost of that path.
  * BENCH_LAKE_EVENTS (default 10,000,000), BENCH_LAKE_RUNS (default 5, after one warm-up).
  * Also: the write rate (events/s, encoding + writing the files; generation not counted) and, for
  * Athena's cost model, the compressed bytes per event of the columns each query reads.
@@ -14,6 +15,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { dataKey } from '#shared/lake/layout.ts';
 import { type LakeEvent, lakeFiles } from '#shared/lake/rows.ts';
+import { parseSelectStatement } from '#shared/hogql/select.ts';
+import { printSelectSql } from '#shared/lake/sql/select.ts';
 import { printTrendSql } from '#shared/lake/sql/trends.ts';
 import { parseTrendRequest, type ProjectSettings, resolveDateRange } from '#shared/trends/index.ts';
 import { fixed, heading, table } from './lib/format.ts';
@@ -174,6 +177,39 @@ export const lakeBenchmark: Benchmark = {
           status: 'info',
         });
       }
+      // (c) (a) as a HogQLQuery statement (shared/hogql/select.ts, printed by shared/lake/sql/select.ts): the same rows.
+      const hogql = parseSelectStatement(
+        `SELECT properties.$os AS os, toStartOfDay(timestamp) AS d, count() FROM events WHERE event = '$pageview' AND properties.$browser IN (${FILTER_BROWSERS.map((b) => `'${b}'`).join(', ')}) AND timestamp >= '2026-01-01' AND timestamp < '2026-01-31' GROUP BY os, d ORDER BY d, os LIMIT 50000`,
+        'query',
+      );
+      const hogqlSql = printSelectSql(
+        {
+          projectId: PROJECT_ID,
+          statement: hogql,
+          timezone: 'UTC',
+          weekStart: 0,
+          days: { from: '2026-01-01', to: '2026-01-30' },
+          limit: 50_001,
+          offset: 0,
+        },
+        { dialect: 'duckdb', files },
+      ).sql;
+      await connection.runAndReadAll(hogqlSql);
+      const hogqlTimes: number[] = [];
+      let hogqlRows = 0;
+      for (let i = 0; i < runs; i += 1) {
+        const began = performance.now();
+        hogqlRows = (await connection.runAndReadAll(hogqlSql)).currentRowCount;
+        hogqlTimes.push(performance.now() - began);
+      }
+      out.push(['c', 'HogQLQuery: (a) as SQL (GROUP BY os, day)', fixed(median(hogqlTimes)), String(hogqlRows), '-']);
+      rows.push({
+        benchmark: 'lake',
+        metric: '(c) HogQLQuery: (a) as SQL p50',
+        value: `${fixed(median(hogqlTimes))} ms`,
+        target: '-',
+        status: 'info',
+      });
       console.log(table(['id', 'query', 'p50 ms', 'rows', 'bytes/event read'], out));
       connection.closeSync();
       return { rows, errors: [] };
