@@ -11,7 +11,7 @@
  * expressions wherever they are read (ClickHouse's rule), so no engine has to resolve them.
  */
 import { ValidationError } from '#shared/errors.ts';
-import { walk, withoutSpans } from './analysis.ts';
+import { childrenOf, walk, withoutSpans } from './analysis.ts';
 import type { Expr, OrderExpr } from './ast.ts';
 import { type Token, tokenize } from './lexer.ts';
 import { depthExceeded, LIMITS, type Limits } from './limits.ts';
@@ -261,13 +261,31 @@ class SelectParser {
   }
 }
 
-/** An unquoted `select` anywhere but the start (not a `.member`): a query inside the query. */
+const SET_OPERATORS = new Map([
+  ['union', 'UNION'],
+  ['intersect', 'INTERSECT'],
+  ['except', 'EXCEPT'],
+]);
+
+/**
+ * An unquoted `select` anywhere but the start (not a `.member`): a second statement after `;`, a set
+ * operation after UNION [ALL|DISTINCT] / INTERSECT / EXCEPT, else a query inside the query.
+ */
 function refuseSubqueries(tokens: Token[], attr: string): void {
+  const word = (t: Token | undefined) => (t?.type === 'ident' && !t.quoted ? t.value.toLowerCase() : '');
   tokens.forEach((tok, i) => {
-    if (i === 0 || tok.type !== 'ident' || tok.quoted || tok.value.toLowerCase() !== 'select') return;
+    if (i === 0 || word(tok) !== 'select') return;
     const prev = tokens[i - 1];
     if (prev?.type === 'op' && prev.value === '.') return;
-    throw new ValidationError('HogQLQuery: subqueries are not supported.', attr);
+    const refuse = (construct: string) => {
+      throw new ValidationError(`HogQLQuery: ${construct} not supported.`, attr);
+    };
+    if (prev?.type === 'op' && prev.value === ';') refuse('multiple statements are');
+    const setOp =
+      SET_OPERATORS.get(word(prev)) ??
+      (['all', 'distinct'].includes(word(prev)) ? SET_OPERATORS.get(word(tokens[i - 2])) : undefined);
+    if (setOp) refuse(`${setOp} is`);
+    refuse('subqueries are');
   });
 }
 
@@ -328,35 +346,9 @@ function aggregateDepthCheck(e: Expr, where: string, allowed: boolean, attr: str
       if (inside) throw new ValidationError('HogQLQuery: an aggregate function inside another aggregate.', attr);
     }
     const nested = inside || isAggregateCall(node);
-    if (node.kind === 'call') for (const a of [...(node.params ?? []), ...node.args]) visit(a, nested);
-    else for (const child of childrenOfShallow(node)) visit(child, nested);
+    for (const child of childrenOf(node)) visit(child, nested);
   };
   visit(e, false);
-}
-
-function childrenOfShallow(e: Expr): Expr[] {
-  switch (e.kind) {
-    case 'constant':
-    case 'field':
-      return [];
-    case 'array':
-    case 'tuple':
-      return e.items;
-    case 'call':
-      return [...(e.params ?? []), ...e.args];
-    case 'not':
-    case 'negate':
-    case 'alias':
-      return [e.expr];
-    case 'and':
-    case 'or':
-      return e.exprs;
-    case 'compare':
-    case 'arithmetic':
-      return [e.left, e.right];
-    case 'between':
-      return [e.expr, e.low, e.high];
-  }
 }
 
 /**
@@ -371,7 +363,7 @@ function groupedCheck(e: Expr, keys: Set<string>, attr: string): void {
         `HogQLQuery: ${printHogQL(node)} is neither in GROUP BY nor inside an aggregate function.`,
         attr,
       );
-    for (const child of childrenOfShallow(node)) visit(child);
+    for (const child of childrenOf(node)) visit(child);
   };
   visit(e);
 }
