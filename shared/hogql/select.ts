@@ -299,42 +299,45 @@ function stripTable(e: Expr, names: Set<string>): Expr {
   return e;
 }
 
-/** Output aliases read elsewhere become their expressions (one level: ClickHouse's alias rule, no engine's). */
-function inlineAliases(e: Expr, aliases: Map<string, Expr>): Expr {
-  if (e.kind === 'field' && e.chain.length === 1) return aliases.get(e.chain[0] as string) ?? e;
+/**
+ * A copy of the tree with `f` applied top-down: where `f` returns a node, that node replaces the
+ * subtree (its children are not visited); where it returns undefined, the node is copied with its
+ * children mapped.
+ */
+export function mapExpr(e: Expr, f: (e: Expr) => Expr | undefined): Expr {
+  const replaced = f(e);
+  if (replaced !== undefined) return replaced;
+  const m = (x: Expr) => mapExpr(x, f);
   switch (e.kind) {
     case 'constant':
     case 'field':
       return e;
     case 'array':
     case 'tuple':
-      return { ...e, items: e.items.map((x) => inlineAliases(x, aliases)) };
+      return { ...e, items: e.items.map(m) };
     case 'call':
-      return {
-        ...e,
-        args: e.args.map((x) => inlineAliases(x, aliases)),
-        ...(e.params ? { params: e.params.map((x) => inlineAliases(x, aliases)) } : {}),
-      };
+      return { ...e, args: e.args.map(m), ...(e.params ? { params: e.params.map(m) } : {}) };
     case 'not':
     case 'negate':
-      return { ...e, expr: inlineAliases(e.expr, aliases) };
     case 'alias':
-      return inlineAliases(e.expr, aliases);
+      return { ...e, expr: m(e.expr) };
     case 'and':
     case 'or':
-      return { ...e, exprs: e.exprs.map((x) => inlineAliases(x, aliases)) };
+      return { ...e, exprs: e.exprs.map(m) };
     case 'compare':
     case 'arithmetic':
-      return { ...e, left: inlineAliases(e.left, aliases), right: inlineAliases(e.right, aliases) };
+      return { ...e, left: m(e.left), right: m(e.right) };
     case 'between':
-      return {
-        ...e,
-        expr: inlineAliases(e.expr, aliases),
-        low: inlineAliases(e.low, aliases),
-        high: inlineAliases(e.high, aliases),
-      };
+      return { ...e, expr: m(e.expr), low: m(e.low), high: m(e.high) };
   }
 }
+
+/** Output aliases read elsewhere become their expressions (one level: ClickHouse's alias rule, no engine's). */
+const inlineAliases = (e: Expr, aliases: Map<string, Expr>): Expr =>
+  mapExpr(e, (node) => {
+    if (node.kind === 'alias') return inlineAliases(node.expr, aliases);
+    return node.kind === 'field' && node.chain.length === 1 ? aliases.get(node.chain[0] as string) : undefined;
+  });
 
 const isAggregateCall = (e: Expr) => e.kind === 'call' && SELECT_AGGREGATES.has(e.name);
 

@@ -14,14 +14,14 @@ import { firstEventAt } from '../../db/projects.ts';
 import { readDayCounters } from '../../db/segments.ts';
 import { ServiceUnavailable, ValidationError } from '../../errors.ts';
 import type { Expr } from '../../hogql/ast.ts';
-import { parseSelectStatement, type SelectStatement } from '../../hogql/select.ts';
+import { mapExpr, parseSelectStatement, type SelectStatement } from '../../hogql/select.ts';
 import { type LakeEngine, LakeQueryFailed, type LakeRow, lakeEngine } from '../../lake/engine.ts';
 import { utcDayOf, utcDaysBetween } from '../../lake/route.ts';
 import { LakeSqlUnsupported } from '../../lake/sql/dialect.ts';
 import { decodeCell, type LakeSelect, type PrintedSelect, printSelectSql } from '../../lake/sql/select.ts';
 import { filterExpr, groupExpr, type LakeSource } from '../../lake/sql/trends.ts';
 import { DEFAULT_HOGQL_LIMIT, type HogQLQuery, MAX_HOGQL_LIMIT } from '../../schemas/query/hogql.ts';
-import { dateContext } from '../../trends/dates.ts';
+import { dateContext, instantInRange } from '../../trends/dates.ts';
 import { parseProperties } from '../../trends/properties.ts';
 import type { ProjectSettings } from '../../trends/types.ts';
 import { lakeDayUris } from '../lake.ts';
@@ -98,6 +98,49 @@ export function placeholders(query: HogQLQuery, settings: ProjectSettings, now: 
     const values = query.values ?? {};
     if (path.length === 1 && Object.hasOwn(values, name)) return constant(values[name] ?? null);
     throw new ValidationError(`HogQLQuery: the placeholder {${name.slice(0, 100)}} has no value.`, ATTR);
+  };
+}
+
+const INTERVAL_MS: Record<string, number> = {
+  toIntervalSecond: 1_000,
+  toIntervalMinute: 60_000,
+  toIntervalHour: 3_600_000,
+  toIntervalDay: DAY_MS,
+  toIntervalWeek: 7 * DAY_MS,
+};
+const INTERVAL_MONTHS: Record<string, number> = { toIntervalMonth: 1, toIntervalQuarter: 3, toIntervalYear: 12 };
+
+/** `now()`, `now() - INTERVAL 7 DAY`, ...: the instant, or null for anything else (months on the UTC calendar). */
+function nowInstant(e: Expr, now: number): number | null {
+  if (e.kind === 'call' && e.name === 'now' && !e.args.length && !e.params) return now;
+  if (e.kind !== 'arithmetic' || (e.op !== '+' && e.op !== '-')) return null;
+  const base = nowInstant(e.left, now);
+  const step = e.right;
+  if (base === null || step.kind !== 'call' || step.args.length !== 1) return null;
+  const n = step.args[0]?.kind === 'constant' ? step.args[0].value : null;
+  if (typeof n !== 'number' || !Number.isSafeInteger(n)) return null;
+  const sign = e.op === '-' ? -1 : 1;
+  if (Object.hasOwn(INTERVAL_MS, step.name)) return base + sign * n * (INTERVAL_MS[step.name] as number);
+  if (!Object.hasOwn(INTERVAL_MONTHS, step.name)) return null;
+  const d = new Date(base);
+  d.setUTCMonth(d.getUTCMonth() + sign * n * (INTERVAL_MONTHS[step.name] as number));
+  return d.getTime();
+}
+
+/** The statement with `now()` (and `now() ± INTERVAL n unit`) as the one instant of the request: the clock's, not each engine's. */
+export function foldNow(statement: SelectStatement, now: number): SelectStatement {
+  const fold = (e: Expr) =>
+    mapExpr(e, (node) => {
+      const t = nowInstant(node, now);
+      return t === null ? undefined : instantInRange(t) ? toDateTime(t) : constant(null);
+    });
+  return {
+    ...statement,
+    columns: statement.columns.map((c) => ({ ...c, expr: fold(c.expr) })),
+    where: statement.where && fold(statement.where),
+    groupBy: statement.groupBy.map(fold),
+    having: statement.having && fold(statement.having),
+    orderBy: statement.orderBy.map((o) => ({ ...o, expr: fold(o.expr) })),
   };
 }
 
@@ -212,7 +255,7 @@ export async function runHogQLQuery(
   const { projectId } = context;
   const settings = projectSettings(context.project);
   const now = clockNow();
-  const statement = parseSelectStatement(query.query, ATTR, placeholders(query, settings, now));
+  const statement = foldNow(parseSelectStatement(query.query, ATTR, placeholders(query, settings, now)), now.getTime());
   const limit = limitOf(statement);
   const offset = statement.offset ?? 0;
   if (!engine)

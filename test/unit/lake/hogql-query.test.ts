@@ -6,6 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import * as v from 'valibot';
 import {
   daysToRead,
+  foldNow,
   limitOf,
   MAX_HOGQL_DAYS,
   placeholders,
@@ -329,7 +330,19 @@ beforeAll(() => {
 });
 
 async function run(text: string, files = ourFiles, settings = UTC) {
-  const printed = print(text, { dialect: 'duckdb', files }, settings);
+  const statement = foldNow(parse(text, {}, settings), NOW.getTime());
+  const printed = printStatement(
+    {
+      projectId: P,
+      statement,
+      timezone: settings.timezone,
+      weekStart: settings.week_start_day,
+      days: DAYS,
+      limit: limitOf(statement),
+      offset: statement.offset ?? 0,
+    },
+    { dialect: 'duckdb', files },
+  );
   const rows = await runStatement(engine, printed.sql, () => {}, Date.now() + 60_000);
   const names = printed.columns.map((_, i) => `c${i}`);
   return rows.map((r) => names.map((n, i) => decodeCell(printed.types[i]!, r[n] ?? null, settings.timezone)));
@@ -380,6 +393,14 @@ describe('DuckDB over the lake files: the hand-computed numbers, this project on
     ]);
     // A zone-less date text is the project's midnight: 2024-03-02 05:00 UTC.
     expect(await run("SELECT count() FROM events WHERE timestamp >= '2024-03-02'", ourFiles, ny)).toEqual([[4]]);
+  });
+
+  it("now() and now() - INTERVAL n unit are the request's instant (the clock), folded before printing", async () => {
+    expect(await run('SELECT count() FROM events WHERE timestamp > now() - INTERVAL 14 DAY')).toEqual([[4]]);
+    expect(await run('SELECT count() FROM events WHERE timestamp > now() - INTERVAL 1 MONTH')).toEqual([[6]]);
+    expect(await run('SELECT now() FROM events LIMIT 1')).toEqual([['2024-03-16T12:00:00.000Z']]);
+    const s = foldNow(parse('SELECT event FROM events WHERE timestamp >= now() - INTERVAL 2 WEEK'), NOW.getTime());
+    expect(timeBounds(s.where, UTC).from).toBe(Date.parse('2024-03-02T12:00:00Z'));
   });
 
   it("another project's files, were they listed, add nothing: the printer's predicate keeps them out", async () => {
@@ -469,6 +490,8 @@ const FRAGMENTS = [
   '99999999999999999999999',
   '-0.0',
   'toStartOfDay(timestamp)',
+  'now() - INTERVAL 3 DAY',
+  'timestamp > now() - INTERVAL 99999999999 YEAR',
   "timestamp > '2024-03-03'",
   '{filters}',
   '{variables.v}',
@@ -525,7 +548,15 @@ describe('fuzz (fixed seed)', () => {
           ),
         );
         sql = printStatement(
-          { projectId: P, statement: s, timezone: 'UTC', weekStart: 1, days: DAYS, limit: 101, offset: 0 },
+          {
+            projectId: P,
+            statement: foldNow(s, NOW.getTime()),
+            timezone: 'UTC',
+            weekStart: 1,
+            days: DAYS,
+            limit: 101,
+            offset: 0,
+          },
           source,
         ).sql;
       } catch (error) {
