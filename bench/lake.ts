@@ -5,8 +5,9 @@
  * layout) while the same events become the columnar engine's segments; then DuckDB answers trends
  * printed by shared/lake/sql/trends.ts over those files:
  *   (a) filtered + breakdown: $pageview, $browser in (Chrome, Firefox, Safari), breakdown $os, by day, 30 days;
- *   (b) dau of $pageview by day, 30 days.
- * Every cell of DuckDB's answer must equal the columnar engine's on the same events (a mismatch is an error).
+ *   (b) dau of $pageview by day, 30 days;
+ *   (q) (a) written as a HogQLQuery statement (its parser and printer), for the cost of that path.
+ * Every cell of DuckDB's trend answers must equal the columnar engine's on the same events (a mismatch is an error).
  * BENCH_LAKE_EVENTS (default 10,000,000) events are written; BENCH_LAKE_COPIES (default 1) copies each
  * day's files that many times in all, so 10 copies of 10M read as 100M events (counts scale by the
  * copies, distinct counts do not; the comparison scales them so) without 10x the writing time.
@@ -19,6 +20,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { dataKey } from '#shared/lake/layout.ts';
 import { type LakeEvent, lakeFiles } from '#shared/lake/rows.ts';
+import { parseSelectStatement } from '#shared/hogql/select.ts';
+import { printSelectSql } from '#shared/lake/sql/select.ts';
 import { printTrendSql } from '#shared/lake/sql/trends.ts';
 import {
   BREAKDOWN_NULL_VALUE,
@@ -228,6 +231,46 @@ export const lakeBenchmark: Benchmark = {
           status: 'info',
         });
       }
+      // (q) (a) as a HogQLQuery statement (shared/hogql/select.ts, printed by shared/lake/sql/select.ts): the same rows.
+      const hogql = parseSelectStatement(
+        `SELECT properties.$os AS os, toStartOfDay(timestamp) AS d, count() FROM events WHERE event = '$pageview' AND properties.$browser IN (${FILTER_BROWSERS.map((b) => `'${b}'`).join(', ')}) AND timestamp >= '2026-01-01' AND timestamp < '2026-01-31' GROUP BY os, d ORDER BY d, os LIMIT 50000`,
+        'query',
+      );
+      const hogqlSql = printSelectSql(
+        {
+          projectId: PROJECT_ID,
+          statement: hogql,
+          timezone: 'UTC',
+          weekStart: 0,
+          days: { from: '2026-01-01', to: '2026-01-30' },
+          limit: 50_001,
+          offset: 0,
+        },
+        { dialect: 'duckdb', files },
+      ).sql;
+      await connection.runAndReadAll(hogqlSql);
+      const hogqlTimes: number[] = [];
+      let hogqlRows = 0;
+      for (let i = 0; i < runs; i += 1) {
+        const began = performance.now();
+        hogqlRows = (await connection.runAndReadAll(hogqlSql)).currentRowCount;
+        hogqlTimes.push(performance.now() - began);
+      }
+      out.push([
+        'q',
+        'HogQLQuery: (a) as SQL (GROUP BY os, day)',
+        fixed(median(hogqlTimes)),
+        String(hogqlRows),
+        '-',
+        '-',
+      ]);
+      rows.push({
+        benchmark: 'lake',
+        metric: '(q) HogQLQuery: (a) as SQL p50',
+        value: `${fixed(median(hogqlTimes))} ms`,
+        target: '-',
+        status: 'info',
+      });
       console.log(table(['id', 'query', 'p50 ms', 'rows', 'bytes/event read', '= engine'], out));
       connection.closeSync();
       return { rows, errors };

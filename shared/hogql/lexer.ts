@@ -54,6 +54,10 @@ const OPERATORS = new Set([
   '?',
   ':',
   '~',
+  // A statement's end and `{filters}` placeholders (shared/hogql/select.ts); an expression refuses them as unexpected.
+  ';',
+  '{',
+  '}',
 ]);
 
 /** HogQL's whitespace: the Unicode White_Space set, plus the byte-order mark. */

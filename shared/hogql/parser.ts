@@ -67,7 +67,12 @@ export interface ParseResult {
   trailingComments: Comment[];
 }
 
-class Parser {
+/** Resolves a `{name.path}` placeholder (HogQLQuery's `{filters}`, `{variables.x}`); without one, `{` is an error. */
+export type Placeholder = (path: string[], at: number) => Expr;
+
+export class Parser {
+  /** Set by a statement parser (select.ts) that accepts placeholders. */
+  placeholder?: Placeholder;
   private pos = 0;
   private depth = 0;
   private nodes = 0;
@@ -420,6 +425,19 @@ class Parser {
       }
       case '+':
         return this.expression(BP.multiplicative);
+      case '{': {
+        if (!this.placeholder) return this.fail(tok, 'an expression');
+        const path: string[] = [];
+        for (;;) {
+          const name = this.next();
+          if (name.type !== 'ident') this.fail(name, 'a placeholder name');
+          path.push(name.value);
+          if (!this.isOp(this.peek(), '.')) break;
+          this.next();
+        }
+        this.expectOp('}');
+        return this.make(this.placeholder(path, start));
+      }
       case '*':
         throw new ValidationError(
           `HogQL: "*" at position ${start} is only supported as count(*); list the fields you want instead.`,
@@ -547,7 +565,7 @@ function describe(tok: Token): string {
 }
 
 /** Depth of the finished tree: left-nested chains (`a + b + c ...`) deepen it without recursing. */
-function treeDepth(root: Expr): number {
+export function treeDepth(root: Expr): number {
   let max = 0;
   const stack: [Expr, number][] = [[root, 1]];
   for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
@@ -558,7 +576,7 @@ function treeDepth(root: Expr): number {
   return max;
 }
 
-function start(text: unknown, attr: string, limits: Limits): Parser {
+export function start(text: unknown, attr: string, limits: Limits): Parser {
   if (typeof text !== 'string') throw new ValidationError('HogQL expression must be a string.', attr);
   checkLength(text, limits, attr);
   const { tokens, comments } = tokenize(text, limits, attr);
@@ -566,7 +584,7 @@ function start(text: unknown, attr: string, limits: Limits): Parser {
   return new Parser(tokens, comments, limits, attr);
 }
 
-function finish(parser: Parser, expr: Expr, limits: Limits, attr: string): void {
+export function finish(parser: Parser, expr: Expr, limits: Limits, attr: string): void {
   const tok = parser.peek();
   if (tok.type !== 'eof') parser.fail(tok, 'end of expression');
   if (treeDepth(expr) > limits.maxDepth) throw depthExceeded(limits, attr);

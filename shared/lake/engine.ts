@@ -194,15 +194,26 @@ export function duckdbEngine(): LakeEngine {
   return {
     name: 'duckdb',
     source: (files) => ({ dialect: 'duckdb', files: [...files] }),
-    async run(sql, check) {
+    async run(sql, check, deadline) {
       check();
       const connection = await (await duckInstance()).connect();
+      // The caller's deadline is the statement's timeout: DuckDB stops where it is (as Athena's query is stopped).
+      const left = deadline - Date.now();
+      const timer =
+        Number.isFinite(left) && left < 2 ** 31
+          ? setTimeout(() => connection.interrupt(), Math.max(0, left))
+          : undefined;
       try {
         const rows = (await connection.runAndReadAll(sql)).getRowObjectsJson();
         if (rows.length > LAKE_RESULT_ROWS) throw tooManyRows();
         check();
         return rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, text(v)])));
+      } catch (error) {
+        if (Date.now() < deadline) throw error;
+        check();
+        throw new LakeTooSlow();
       } finally {
+        clearTimeout(timer);
         connection.closeSync();
       }
     },

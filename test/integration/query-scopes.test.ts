@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { compactDay } from '#shared/domain/event-segments.ts';
 import { SUPPORTED_QUERY_KINDS, type QueryKind } from '#shared/schemas/query/index.ts';
 import { expectErrorShape, eventually, newKey, newProject, useApi } from '../support/api.ts';
 
@@ -15,6 +16,7 @@ const SAMPLE: Record<QueryKind, Record<string, unknown>> = {
   },
   ActorsQuery: { kind: 'ActorsQuery', select: ['id', 'properties.email', 'distinct_ids'] },
   EventsQuery: { kind: 'EventsQuery', select: ['*', 'person'], after: '-7d' },
+  HogQLQuery: { kind: 'HogQLQuery', query: 'SELECT distinct_id, count() FROM events GROUP BY distinct_id' },
 };
 
 type Grant = 'query:read' | 'query:write' | 'insight:read' | 'insight:write' | 'person:read' | '*';
@@ -25,6 +27,7 @@ const ALLOWED: Record<QueryKind, Grant[]> = {
   TrendsQuery: ['query:read', 'query:write', 'insight:read', 'insight:write', '*'],
   ActorsQuery: ['query:read', 'query:write', '*'],
   EventsQuery: ['query:read', 'query:write', '*'],
+  HogQLQuery: ['query:read', 'query:write', '*'],
 };
 
 let owner: { key: string; email: string };
@@ -37,6 +40,7 @@ beforeAll(async () => {
   const p = await newProject(api.as);
   owner = { key: p.key, email: p.email };
   path = `/api/environments/${p.projectId}/query/`;
+  const capturedOn = new Date().toISOString().slice(0, 10);
   await api.as().post('/batch', {
     api_key: p.token,
     batch: [{ event: 'viewed', distinct_id: 'alice', properties: { $set: { email: 'alice@example.com' } } }],
@@ -45,11 +49,19 @@ beforeAll(async () => {
     const res = await api.as(owner.key).post(path, { query: SAMPLE.ActorsQuery, refresh: 'force_blocking' });
     expect(res.body.results).toHaveLength(1);
   });
+  // HogQLQuery reads the lake: the day's events are compacted into it (both days, should the capture straddle midnight).
+  for (const day of new Set([capturedOn, new Date().toISOString().slice(0, 10)]))
+    await compactDay(p.projectId, day, new Date(Date.now() + 70_000));
   for (const grant of GRANTS) keyOf[grant] = (await newKey({ email: owner.email, scopes: [grant] })).key;
   for (const kind of SUPPORTED_QUERY_KINDS) {
     const res = await api.as(owner.key).post(path, { query: SAMPLE[kind], refresh: 'force_async' });
     expect(res.status).toBe(202);
     started[kind] = res.body.query_status.id;
+    // A project runs at most 3 background queries at once: each finishes before the next starts.
+    await eventually(async () => {
+      const status = await api.as(owner.key).get(`${path}${started[kind]}/`);
+      expect(status.body.query_status?.complete).toBe(true);
+    }, 30_000);
   }
 });
 

@@ -229,7 +229,7 @@ describe('TrendsQuery errors', () => {
   });
 
   it.each([
-    [{ kind: 'HogQLQuery', query: 'select 1' }, 'Unsupported query kind "HogQLQuery"'],
+    [{ kind: 'RetentionQuery', retentionFilter: {} }, 'Unsupported query kind "RetentionQuery"'],
     [{ kind: 'FunnelsQuery', series: [pageviews] }, 'Unsupported query kind "FunnelsQuery"'],
     [{ series: [pageviews] }, 'The query has no kind'],
   ])('refuses a query of another kind, naming the supported ones: %j', async (q, named) => {
@@ -237,7 +237,7 @@ describe('TrendsQuery errors', () => {
     expect(res.status).toBe(400);
     expectErrorShape(res.body);
     expect(res.body).toMatchObject({ type: 'validation_error', attr: 'query__kind' });
-    expect(res.body.detail).toBe(`${named}: this service answers TrendsQuery, ActorsQuery, EventsQuery.`);
+    expect(res.body.detail).toBe(`${named}: this service answers TrendsQuery, ActorsQuery, EventsQuery, HogQLQuery.`);
   });
 
   it('answers another organization project with 404', async () => {

@@ -22,6 +22,7 @@ import { groupActorsSource, runGroupActorsQuery } from './group-actors.ts';
 import { runInsightActorsQuery } from './insight-actors.ts';
 import { requireQueryKindScope } from './kinds.ts';
 import { runEventsQuery } from './events.ts';
+import { runHogQLQuery } from './hogql.ts';
 import { runTrendsQuery } from './trends.ts';
 import type { QueryContext, QueryRunner, RunContext } from './runner.ts';
 import { findProject, projectSettings } from '../projects.ts';
@@ -45,6 +46,7 @@ const runners: { [K in QueryKind]?: QueryRunner<K> } = {
     return groups ? runGroupActorsQuery(context, query, groups) : runInsightActorsQuery(context, query);
   },
   EventsQuery: runEventsQuery,
+  HogQLQuery: (context, query) => runHogQLQuery(context, query),
   TrendsQuery: runTrendsQuery,
 };
 

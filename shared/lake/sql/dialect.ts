@@ -1,3 +1,4 @@
+import type { Expr } from '../../hogql/ast.ts';
 import { offsetAt } from '../../trends/tz.ts';
 
 /**
@@ -33,6 +34,8 @@ export interface Dialect {
   ilike(text: string, pattern: string): string;
   /** A naive UTC timestamp literal. */
   timestamp(at: Date): string;
+  /** A statement printer's own nodes (aggregates, time functions: select.ts), tried before expr.ts's; undefined to fall through. */
+  extend?: (e: Expr) => string | undefined;
 }
 
 export function stringLiteral(s: string): string {

@@ -100,6 +100,8 @@ function compare(e: Extract<Expr, { kind: 'compare' }>, d: Dialect): string {
 }
 
 export function printLakeExpr(e: Expr, d: Dialect): string {
+  const extended = d.extend?.(e);
+  if (extended !== undefined) return extended;
   switch (e.kind) {
     case 'constant': {
       const v = e.value;

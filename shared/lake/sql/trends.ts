@@ -129,7 +129,7 @@ function breakdownSql(b: BreakdownModel | null, d: Dialect): string {
   throw new LakeSqlUnsupported(`a ${b.breakdown_type} breakdown`);
 }
 
-function sourceSql(source: LakeSource): string {
+export function sourceSql(source: LakeSource): string {
   if (source.dialect === 'athena') return `${identifier(source.database)}.${identifier(source.table)}`;
   if (!source.files.length) throw new LakeSqlUnsupported('a range without lake files');
   const files = source.files.map(stringLiteral).join(', ');

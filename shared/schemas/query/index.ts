@@ -1,13 +1,14 @@
 import * as v from 'valibot';
 import { actorsQuery } from './actors.ts';
 import { eventsQuery } from './events.ts';
+import { hogqlQuery } from './hogql.ts';
 import { trendsQuery } from './trends.ts';
 
 /**
  * The query kinds `POST /query` answers, each with its own schema in this folder. Adding a kind: its
  * schema here, its runner in shared/domain/query/, one entry in each table.
  */
-export const SUPPORTED_QUERY_KINDS = ['TrendsQuery', 'ActorsQuery', 'EventsQuery'] as const;
+export const SUPPORTED_QUERY_KINDS = ['TrendsQuery', 'ActorsQuery', 'EventsQuery', 'HogQLQuery'] as const;
 export type QueryKind = (typeof SUPPORTED_QUERY_KINDS)[number];
 
 function unsupportedKind(kind: unknown): string {
@@ -19,7 +20,7 @@ function unsupportedKind(kind: unknown): string {
  * `query` of the body, chosen by its `kind` (any other kind is a 400 naming the supported ones); each
  * kind's schema reports issues inside the query (`query__series__0__math`).
  */
-export const anyQuery = v.variant('kind', [trendsQuery, actorsQuery, eventsQuery], (issue) =>
+export const anyQuery = v.variant('kind', [trendsQuery, actorsQuery, eventsQuery, hogqlQuery], (issue) =>
   issue.path?.at(-1)?.key === 'kind'
     ? unsupportedKind(issue.input)
     : `Invalid data. Expected a dictionary, but got ${issue.received}.`,

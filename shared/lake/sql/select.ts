@@ -1,0 +1,283 @@
+/**
+ * A HogQLQuery statement (shared/hogql/select.ts) printed as one SQL query over the lake, per
+ * dialect. The statement's expressions go through printLakeExpr (expr.ts) with this file's own nodes
+ * added through the dialect's `extend`: exact aggregates, time buckets in the project's zone, and
+ * text compared with `timestamp` read as an instant. The source and the project predicate are the
+ * caller's, printed here outside every input's parentheses; nothing of the text names a table, a
+ * file, a column outside the lake's events or a setting.
+ */
+import type { Expr } from '../../hogql/ast.ts';
+import type { SelectStatement } from '../../hogql/select.ts';
+import { parseDateExpression, resolveExpression } from '../../trends/dates.ts';
+import { fromWallClock, offsetAt } from '../../trends/tz.ts';
+import { ATHENA, type Dialect, DUCKDB, identifier, LakeSqlUnsupported } from './dialect.ts';
+import { printLakeExpr } from './expr.ts';
+import { type LakeSource, sourceSql } from './trends.ts';
+
+export interface LakeSelect {
+  projectId: number;
+  statement: SelectStatement;
+  /** The project's zone and week start: time buckets and zone-less date texts are read in them. */
+  timezone: string;
+  weekStart: 0 | 1;
+  /** The UTC days read (inclusive): the partition predicate, and DuckDB's zone offsets. */
+  days: { from: string; to: string };
+  /** Rows asked of the engine (the caller's limit + 1, for hasMore) and skipped. */
+  limit: number;
+  offset: number;
+}
+
+export interface PrintedSelect {
+  sql: string;
+  /** Output column names (PostHog's: the alias, else the expression's HogQL). */
+  columns: string[];
+  /** Each column's ClickHouse type, as PostHog's `types` names it. */
+  types: string[];
+}
+
+const DAY = /^\d{4}-\d{2}-\d{2}$/;
+const TIME_UNITS: Record<string, 'hour' | 'day' | 'week' | 'month'> = {
+  toStartOfHour: 'hour',
+  toStartOfDay: 'day',
+  toStartOfWeek: 'week',
+  toMonday: 'week',
+  toStartOfMonth: 'month',
+};
+const TIMESTAMP = "DateTime64(6, 'UTC')";
+const INSTANT_OPS = new Set(['eq', 'notEq', 'lt', 'ltEq', 'gt', 'gtEq']);
+
+const isTimestamp = (e: Expr) => e.kind === 'field' && e.chain.length === 1 && e.chain[0] === 'timestamp';
+const isText = (e: Expr): e is { kind: 'constant'; value: string } =>
+  e.kind === 'constant' && typeof e.value === 'string';
+
+/** A date text as PostHog reads it against a DateTime: ISO, zone-less ones in the project's zone. */
+function instantOf(text: string, tz: string): Date {
+  const expr = parseDateExpression(text.trim());
+  if (expr?.kind !== 'absolute') throw new LakeSqlUnsupported(`the date text '${text.slice(0, 40)}'`);
+  return new Date(resolveExpression(expr, { tz, now: 0, weekStartDay: 0 }, undefined).t);
+}
+
+function dialectFor(base: Dialect, q: LakeSelect): Dialect {
+  if (!DAY.test(q.days.from) || !DAY.test(q.days.to)) throw new LakeSqlUnsupported('the days read');
+  const from = new Date(`${q.days.from}T00:00:00.000Z`);
+  const to = new Date(`${q.days.to}T23:59:59.999Z`);
+  const d: Dialect = { ...base };
+  const p = (e: Expr) => printLakeExpr(e, d);
+  const one = (e: Extract<Expr, { kind: 'call' }>) => {
+    if (e.args.length !== 1 || e.params?.length)
+      throw new LakeSqlUnsupported(`${e.name} with ${e.args.length} arguments`);
+    return e.args[0] as Expr;
+  };
+  const instant = (text: string) => base.timestamp(instantOf(text, q.timezone));
+  d.extend = (e) => {
+    if (e.kind === 'call') {
+      switch (e.name) {
+        case 'count':
+          if (e.params?.length || e.args.length > 1) throw new LakeSqlUnsupported('count with more than one argument');
+          if (!e.args.length) return 'count(*)';
+          return `count(${e.distinct ? 'DISTINCT ' : ''}${p(e.args[0] as Expr)})`;
+        case 'uniq':
+        case 'uniqExact':
+          // Exact: Athena's approx_distinct would change the numbers.
+          return `count(DISTINCT ${p(one(e))})`;
+        case 'sum':
+        case 'avg':
+        case 'min':
+        case 'max':
+          return `${e.name}(${e.distinct ? 'DISTINCT ' : ''}${p(one(e))})`;
+        case 'toStartOfHour':
+        case 'toStartOfDay':
+        case 'toStartOfWeek':
+        case 'toMonday':
+        case 'toStartOfMonth': {
+          if (e.distinct || e.params?.length) throw new LakeSqlUnsupported(`the function ${e.name}`);
+          const [arg, mode] = e.args;
+          if (!arg || e.args.length > 2 || (mode && e.name !== 'toStartOfWeek'))
+            throw new LakeSqlUnsupported(`${e.name} with ${e.args.length} arguments`);
+          // ClickHouse's week modes 0 (Sunday) and 1 (Monday); toMonday is mode 1.
+          let weekStart: 0 | 1 = e.name === 'toMonday' ? 1 : 0;
+          if (mode) {
+            if (mode.kind !== 'constant' || (mode.value !== 0 && mode.value !== 1))
+              throw new LakeSqlUnsupported('toStartOfWeek with a mode other than 0 or 1');
+            weekStart = mode.value;
+          }
+          const unit = TIME_UNITS[e.name] as 'hour' | 'day' | 'week' | 'month';
+          return base.truncate(unit, base.localTime(p(arg), q.timezone, from, to), weekStart);
+        }
+        case 'toDate':
+          return `CAST(${base.localTime(p(one(e)), q.timezone, from, to)} AS date)`;
+        case 'toDateTime': {
+          const arg = one(e);
+          if (isText(arg)) return instant(arg.value);
+          return undefined;
+        }
+        default:
+          return undefined;
+      }
+    }
+    // `timestamp > '2024-01-01'`: the text as an instant (Trino compares no timestamp with a varchar).
+    if (e.kind === 'compare' && INSTANT_OPS.has(e.op)) {
+      if (isTimestamp(e.left) && isText(e.right))
+        return printLakeExpr({ ...e, right: { kind: 'call', name: 'toDateTime', args: [e.right] } }, d);
+      if (isTimestamp(e.right) && isText(e.left))
+        return printLakeExpr({ ...e, left: { kind: 'call', name: 'toDateTime', args: [e.left] } }, d);
+    }
+    if (e.kind === 'between' && isTimestamp(e.expr) && (isText(e.low) || isText(e.high))) {
+      const wrap = (x: Expr): Expr => (isText(x) ? { kind: 'call', name: 'toDateTime', args: [x] } : x);
+      return printLakeExpr({ ...e, low: wrap(e.low), high: wrap(e.high) }, d);
+    }
+    return undefined;
+  };
+  return d;
+}
+
+/** The ClickHouse type PostHog would report for a column (what the cells are decoded as). */
+export function typeOf(e: Expr, tz: string): string {
+  switch (e.kind) {
+    case 'constant':
+      if (e.value === null) return 'Nullable(Nothing)';
+      if (typeof e.value === 'boolean') return 'Bool';
+      if (typeof e.value === 'string') return 'String';
+      return Number.isInteger(e.value) ? 'Int64' : 'Float64';
+    case 'field': {
+      const [head] = e.chain;
+      if (e.chain.length === 1 && head === 'timestamp') return TIMESTAMP;
+      if (e.chain.length === 1 && (head === 'uuid' || head === 'person_id')) return 'UUID';
+      return e.chain.length === 1 && (head === 'event' || head === 'distinct_id') ? 'String' : 'Nullable(String)';
+    }
+    case 'not':
+    case 'and':
+    case 'or':
+    case 'compare':
+    case 'between':
+      return 'Bool';
+    case 'arithmetic': {
+      if (e.op === '/') return 'Float64';
+      const [l, r] = [typeOf(e.left, tz), typeOf(e.right, tz)];
+      return l === 'Int64' || l === 'UInt64' ? (r === 'Int64' || r === 'UInt64' ? 'Int64' : 'Float64') : 'Float64';
+    }
+    case 'negate':
+      return typeOf(e.expr, tz);
+    case 'call':
+      switch (e.name) {
+        case 'count':
+        case 'uniq':
+        case 'uniqExact':
+        case 'length':
+          return 'UInt64';
+        case 'sum':
+        case 'avg':
+        case 'toFloat':
+        case 'toFloat64OrNull':
+          return 'Float64';
+        case 'min':
+        case 'max':
+          return e.args[0] ? typeOf(e.args[0], tz) : 'Float64';
+        case 'toStartOfHour':
+        case 'toStartOfDay':
+        case 'toStartOfWeek':
+        case 'toMonday':
+        case 'toStartOfMonth':
+          return `DateTime('${tz}')`;
+        case 'toDate':
+          return 'Date';
+        case 'toDateTime':
+          return TIMESTAMP;
+        case 'isNull':
+        case 'isNotNull':
+          return 'Bool';
+        case 'positionCaseInsensitive':
+          return 'UInt64';
+        case 'coalesce':
+        case 'if': {
+          const arg = e.name === 'if' ? e.args[1] : e.args.find((a) => !(a.kind === 'constant' && a.value === null));
+          return arg ? typeOf(arg, tz) : 'String';
+        }
+        default:
+          return 'String';
+      }
+    default:
+      return 'String';
+  }
+}
+
+const pad = (n: number, w = 2) => String(Math.abs(n)).padStart(w, '0');
+
+function offsetText(offsetMs: number): string {
+  if (offsetMs === 0) return 'Z';
+  const minutes = Math.round(Math.abs(offsetMs) / 60_000);
+  return `${offsetMs < 0 ? '-' : '+'}${pad(Math.floor(minutes / 60))}:${pad(minutes % 60)}`;
+}
+
+/** An engine's naive timestamp text (`2024-01-02 03:04:05[.678]`) as epoch ms of that wall clock. */
+function wallMs(text: string): number | null {
+  const m = /^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?/.exec(text);
+  if (!m) return null;
+  const ms = m[7] ? Number(m[7].slice(0, 3).padEnd(3, '0')) : 0;
+  return Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +m[4]!, +m[5]!, +m[6]!, ms);
+}
+
+/** ISO text of an instant in the project's zone, with its offset (PostHog shows DateTimes in the project's zone). */
+function isoIn(t: number, tz: string): string {
+  const offset = offsetAt(t, tz);
+  return new Date(t + offset).toISOString().replace('Z', offsetText(offset));
+}
+
+/** One cell of an engine's text row as JSON, by its column's type. */
+export function decodeCell(type: string, text: string | null, tz: string): unknown {
+  if (text === null) return null;
+  if (type === 'UInt64' || type === 'Int64') {
+    const n = Number(text);
+    return Number.isSafeInteger(n) ? n : text;
+  }
+  if (type === 'Float64') {
+    const n = Number(text);
+    return Number.isFinite(n) ? n : text;
+  }
+  if (type === 'Bool') return text === 'true' || text === '1';
+  if (type === TIMESTAMP) {
+    const w = wallMs(text);
+    return w === null ? text : isoIn(w, tz);
+  }
+  if (type.startsWith('DateTime(')) {
+    // A local wall clock (the bucket's start in the zone): the instant it names, shown with its offset.
+    const w = wallMs(text);
+    return w === null ? text : isoIn(fromWallClock(w, tz), tz);
+  }
+  if (type === 'Date') return text.slice(0, 10);
+  return text;
+}
+
+/** The statement's SQL, its output names and types. Columns are named c0..cN in the SQL (no input names a column). */
+export function printSelectSql(q: LakeSelect, source: LakeSource): PrintedSelect {
+  if (!Number.isSafeInteger(q.projectId) || q.projectId < 0) throw new LakeSqlUnsupported('the project id');
+  const base = source.dialect === 'athena' ? ATHENA : DUCKDB;
+  const d = dialectFor(base, q);
+  const s = q.statement;
+  const p = (e: Expr) => printLakeExpr(e, d);
+  const select = s.columns.map((c, i) => `${p(c.expr)} AS ${identifier(`c${i}`)}`);
+  const where = [
+    // First and outside every input's parentheses: nothing below can widen it.
+    `${identifier('project_id')} = ${q.projectId}`,
+    `${identifier('day')} BETWEEN '${q.days.from}' AND '${q.days.to}'`,
+    ...(s.where ? [`(${p(s.where)})`] : []),
+  ];
+  const limit = Math.max(0, Math.floor(q.limit));
+  const offset = Math.max(0, Math.floor(q.offset));
+  const lines = [
+    `SELECT ${s.distinct ? 'DISTINCT ' : ''}${select.join(', ')}`,
+    `FROM ${sourceSql(source)}`,
+    `WHERE ${where.join('\n  AND ')}`,
+    ...(s.groupBy.length ? [`GROUP BY ${s.groupBy.map(p).join(', ')}`] : []),
+    ...(s.having ? [`HAVING ${p(s.having)}`] : []),
+    ...(s.orderBy.length ? [`ORDER BY ${s.orderBy.map((o) => `${p(o.expr)} ${o.direction}`).join(', ')}`] : []),
+    // Trino wants OFFSET before LIMIT; DuckDB reads either order.
+    ...(offset ? [`OFFSET ${offset}`] : []),
+    `LIMIT ${limit}`,
+  ];
+  return {
+    sql: lines.join('\n'),
+    columns: s.columns.map((c) => c.name),
+    types: s.columns.map((c) => typeOf(c.expr, q.timezone)),
+  };
+}

@@ -1,0 +1,591 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import fc from 'fast-check';
+import { beforeAll, describe, expect, it } from 'vitest';
+import * as v from 'valibot';
+import {
+  daysToRead,
+  foldNow,
+  limitOf,
+  MAX_HOGQL_DAYS,
+  placeholders,
+  printStatement,
+  runStatement,
+  timeBounds,
+} from '#shared/domain/query/hogql.ts';
+import { ValidationError } from '#shared/errors.ts';
+import { parseSelectStatement } from '#shared/hogql/select.ts';
+import { type AthenaCall, athenaEngine, duckdbEngine, LakeQueryFailed } from '#shared/lake/engine.ts';
+import { dataKey } from '#shared/lake/layout.ts';
+import { type LakeEvent, lakeFiles } from '#shared/lake/rows.ts';
+import { decodeCell } from '#shared/lake/sql/select.ts';
+import type { LakeSource } from '#shared/lake/sql/trends.ts';
+import { type HogQLQuery, hogqlQuery } from '#shared/schemas/query/hogql.ts';
+import type { ProjectSettings } from '#shared/trends/types.ts';
+
+/**
+ * HogQLQuery on the lake: the SELECT parser (what it accepts, what it refuses by name), the SQL it
+ * prints (Athena pinned, DuckDB run for real over Parquet files of two projects), and a fuzz of
+ * hostile texts: each gives rows or a 400, and no text reads another project's rows or another file.
+ */
+const P = 7;
+const OTHER = 8;
+const UTC: ProjectSettings = { timezone: 'UTC', week_start_day: 1, test_account_filters: [] };
+const NOW = new Date('2024-03-16T12:00:00Z');
+const engine = duckdbEngine();
+
+const parse = (text: string, query: Partial<HogQLQuery> = {}, settings = UTC) =>
+  parseSelectStatement(text, 'query', placeholders({ kind: 'HogQLQuery', query: text, ...query }, settings, NOW));
+
+const refusal = (text: string): string => {
+  try {
+    parse(text);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ValidationError);
+    expect((error as ValidationError).attr).toBe('query');
+    return (error as Error).message;
+  }
+  throw new Error(`accepted: ${text}`);
+};
+
+const ATHENA: LakeSource = { dialect: 'athena', database: 'stage_lake', table: 'events' };
+const DAYS = { from: '2024-03-01', to: '2024-03-15' };
+const print = (text: string, source: LakeSource, settings = UTC, limit = 101, offset = 0) =>
+  printStatement(
+    {
+      projectId: P,
+      statement: parse(text, {}, settings),
+      timezone: settings.timezone,
+      weekStart: settings.week_start_day,
+      days: DAYS,
+      limit,
+      offset,
+    },
+    source,
+  );
+
+describe('the SELECT parser', () => {
+  it('reads the grammar: DISTINCT, aliases, table alias, WHERE, GROUP BY, HAVING, ORDER BY, LIMIT, OFFSET', () => {
+    const s = parse(
+      "SELECT DISTINCT e.event AS name, count() AS c FROM events AS e WHERE e.properties.$browser = 'Chrome' GROUP BY name HAVING c > 1 ORDER BY c DESC, 1 LIMIT 5 OFFSET 2;",
+    );
+    expect(s.distinct).toBe(true);
+    expect(s.columns.map((c) => c.name)).toEqual(['name', 'c']);
+    // Aliases are read as their expressions; the table's alias is dropped.
+    expect(s.groupBy).toMatchObject([{ kind: 'field', chain: ['event'] }]);
+    expect(s.having).toMatchObject({ kind: 'compare', left: { kind: 'call', name: 'count' } });
+    expect(s.orderBy).toMatchObject([
+      { expr: { kind: 'call', name: 'count' }, direction: 'DESC' },
+      { expr: { kind: 'field', chain: ['event'] }, direction: 'ASC' },
+    ]);
+    expect(s.where).toMatchObject({ kind: 'compare', left: { kind: 'field', chain: ['properties', '$browser'] } });
+    expect([s.limit, s.offset]).toEqual([5, 2]);
+  });
+
+  it("names unaliased columns as PostHog does (the expression's HogQL)", () => {
+    expect(
+      parse('select event, count(), uniq(distinct_id) from events group by event').columns.map((c) => c.name),
+    ).toEqual(['event', 'count()', 'uniq(distinct_id)']);
+  });
+
+  it("applies PostHog's LIMIT default (100) and ceiling (50,000)", () => {
+    expect(limitOf(parse('SELECT event FROM events'))).toBe(100);
+    expect(limitOf(parse('SELECT event FROM events LIMIT 7'))).toBe(7);
+    expect(limitOf(parse('SELECT event FROM events LIMIT 1000000'))).toBe(50_000);
+  });
+
+  it.each([
+    ['SELECT event FROM events JOIN persons ON 1 = 1', /JOINs are not supported/],
+    ['SELECT event FROM events e LEFT JOIN persons p ON e.person_id = p.id', /JOINs/],
+    ['SELECT event FROM events, persons', /JOINs/],
+    ['SELECT (SELECT 1) FROM events', /subqueries/],
+    ['SELECT event FROM (SELECT event FROM events)', /subqueries/],
+    ['SELECT event FROM events WHERE event IN (SELECT event FROM events)', /subqueries/],
+    ['SELECT event FROM events UNION ALL SELECT event FROM events', /UNION is not supported/],
+    ['SELECT event FROM events UNION', /UNION is not supported/],
+    ['SELECT event FROM events INTERSECT DISTINCT SELECT event FROM events', /INTERSECT is not supported/],
+    ['SELECT constructor FROM events UNION constructor SELECT 1', /subqueries are not supported/],
+    ['SELECT count() OVER (PARTITION BY event) FROM events', /window functions/],
+    ['SELECT id FROM persons', /the table persons/],
+    ['SELECT event FROM events_1', /the table events_1/],
+    ['SELECT event FROM other.events', /tables other than events/],
+    ["SELECT * FROM read_parquet('/etc/passwd')", /"\*"|table functions/],
+    ["SELECT event FROM read_parquet('/etc/passwd')", /table functions \(read_parquet\)/],
+    ['SELECT number FROM numbers(10)', /table functions/],
+    ['SELECT event FROM events SETTINGS max_threads = 1', /SETTINGS/],
+    ['SELECT event FROM events FORMAT JSON', /FORMAT/],
+    ["SELECT event INTO OUTFILE 'x' FROM events", /INTO/],
+    ['SELECT event FROM events; SELECT 1', /multiple statements are not supported/],
+    ['SELECT event FROM events; DROP TABLE events', /multiple statements/],
+    ['WITH x AS (SELECT 1) SELECT event FROM events', /WITH|subqueries/],
+    ['SELECT event FROM events WHERE count() > 1', /aggregate functions are not allowed in WHERE/],
+    ['SELECT event, count() FROM events', /event is neither in GROUP BY nor inside an aggregate/],
+    ['SELECT sum(count()) FROM events', /inside another aggregate/],
+    ['SELECT event FROM events ORDER BY 3', /ORDER BY 3 names no select column/],
+    ['SELECT event FROM events LIMIT -1', /LIMIT must be a non-negative integer/],
+    ['SELECT event FROM events LIMIT 1, 2', /LIMIT m, n/],
+    ['SELECT event FROM events WHERE {nope}', /placeholder \{nope\} has no value/],
+    ['SELECT event FROM events WHERE event = {variables.missing}', /variable missing has no value/],
+  ])('%s: a 400 naming the construct', (text, message) => {
+    expect(refusal(text)).toMatch(message);
+  });
+
+  it('reads {filters}, {variables.x} and {values} as PostHog expands them', () => {
+    const query: Partial<HogQLQuery> = {
+      filters: {
+        dateRange: { date_from: '2024-03-02', date_to: '2024-03-05T00:00:00Z' },
+        properties: [{ key: '$browser', value: 'Chrome', operator: 'exact', type: 'event' }],
+        filterTestAccounts: true,
+      },
+      variables: { v1: { variableId: 'v1', code_name: 'name', value: 'signed up' } },
+    };
+    const settings: ProjectSettings = {
+      ...UTC,
+      test_account_filters: [{ key: 'email', value: '@test.com', operator: 'not_icontains', type: 'event' }],
+    };
+    const text = 'SELECT count() FROM events WHERE {filters} AND event = {variables.name}';
+    const s = parse(text, query, settings);
+    const sql = printStatement(
+      { projectId: P, statement: s, timezone: 'UTC', weekStart: 1, days: DAYS, limit: 101, offset: 0 },
+      ATHENA,
+    ).sql;
+    expect(sql).toContain(`("browser" IN ('Chrome'))`);
+    expect(sql).toContain(`("timestamp" < TIMESTAMP '2024-03-05 00:00:00.000')`);
+    expect(sql).toContain(`("timestamp" >= TIMESTAMP '2024-03-02 00:00:00.000')`);
+    expect(sql).toContain(`json_extract_scalar("properties", '$["email"]')`);
+    expect(sql).toContain(`("event" = 'signed up')`);
+    // The days read follow the bounds: nothing outside [2024-03-02, 2024-03-05] can match.
+    expect(timeBounds(s.where, settings)).toEqual({
+      from: Date.parse('2024-03-02T00:00:00Z'),
+      to: Date.parse('2024-03-05T00:00:00Z'),
+    });
+    // Without filters, {filters} is TRUE (PostHog's rule).
+    expect(parse('SELECT count() FROM events WHERE {filters}').where).toEqual({ kind: 'constant', value: true });
+  });
+
+  it('caps what aliases and placeholders expand to (a big alias read many times is a 400, not a huge SQL text)', () => {
+    const big = Array.from({ length: 300 }, (_, i) => `event = 'e${i}'`).join(' OR ');
+    const reads = Array.from({ length: 40 }, () => 'a').join(' AND ');
+    expect(refusal(`SELECT (${big}) AS a FROM events WHERE ${reads}`)).toMatch(/too large once its aliases/);
+    const filters = {
+      properties: Array.from({ length: 200 }, (_, i) => ({
+        key: `k${i}`,
+        value: 'v',
+        operator: 'exact',
+        type: 'event',
+      })),
+    };
+    const many = Array.from({ length: 40 }, () => '{filters}').join(' AND ');
+    expect(() => parse(`SELECT count() FROM events WHERE ${many}`, { filters })).toThrow(/too large once its aliases/);
+    // Read once, each is fine.
+    expect(parse(`SELECT (${big}) AS a FROM events WHERE a`).where).not.toBeNull();
+    expect(parse('SELECT count() FROM events WHERE {filters}', { filters }).where).not.toBeNull();
+  });
+
+  it('caps the text (20,000 characters), the variables and values (50 each) and the days read (3,700)', () => {
+    expect(refusal(`SELECT event FROM events WHERE ${'1 = 1 AND '.repeat(2_000)}1 = 1`)).toMatch(/too long/);
+    const variables = Object.fromEntries(
+      Array.from({ length: 51 }, (_, i) => [`v${i}`, { code_name: `v${i}`, value: i }]),
+    );
+    expect(v.safeParse(hogqlQuery, { kind: 'HogQLQuery', query: 'SELECT 1 FROM events', variables }).success).toBe(
+      false,
+    );
+    expect(v.safeParse(hogqlQuery, { kind: 'HogQLQuery', query: 'x'.repeat(20_001) }).success).toBe(false);
+    const now = NOW.getTime();
+    const years = (n: number) => now - n * 365 * 86_400_000;
+    expect(daysToRead(years(1), { from: -Infinity, to: Infinity }, now)).toHaveLength(367);
+    expect(() => daysToRead(years(11), { from: -Infinity, to: Infinity }, now)).toThrow(
+      new RegExp(`at most ${MAX_HOGQL_DAYS} days`),
+    );
+    // A WHERE bound keeps an old project's statement within the cap.
+    expect(
+      daysToRead(
+        years(11),
+        timeBounds(parse("SELECT event FROM events WHERE timestamp > '2024-03-10'").where, UTC),
+        now,
+      ),
+    ).toHaveLength(8);
+    expect(daysToRead(undefined, { from: -Infinity, to: Infinity }, now)).toEqual(['2024-03-16', '2024-03-17']);
+  });
+
+  it('refuses a person filter in {filters} by name (the lake holds no person properties)', () => {
+    expect(() =>
+      parse('SELECT count() FROM events WHERE {filters}', {
+        filters: { properties: [{ key: 'email', value: 'a', operator: 'exact', type: 'person' }] },
+      }),
+    ).toThrow(/a person property filter is not supported on the lake engine/);
+  });
+});
+
+describe('the printed SQL', () => {
+  it('Athena: pinned, with the project and day predicates first and outside the statement', () => {
+    const printed = print(
+      "SELECT event, toStartOfDay(timestamp) AS day, count() AS c, uniq(person_id), sum(toFloat(properties.amount)) FROM events WHERE timestamp >= '2024-03-02' AND properties.$browser != 'Safari' GROUP BY event, day HAVING c > 1 ORDER BY c DESC LIMIT 10",
+      ATHENA,
+      { ...UTC, timezone: 'America/New_York' },
+      11,
+      5,
+    );
+    expect(printed.sql).toBe(
+      [
+        `SELECT "event" AS "c0", CAST(date_trunc('day', at_timezone(with_timezone("timestamp", 'UTC'), 'America/New_York')) AS timestamp) AS "c1", count(*) AS "c2", count(DISTINCT "person_id") AS "c3", sum(try_cast(trim(json_extract_scalar("properties", '$["amount"]')) AS double)) AS "c4"`,
+        'FROM "stage_lake"."events"',
+        `WHERE "project_id" = 7`,
+        `  AND "day" BETWEEN '2024-03-01' AND '2024-03-15'`,
+        `  AND ((("timestamp" >= TIMESTAMP '2024-03-02 05:00:00.000') AND ("browser" <> 'Safari')))`,
+        `GROUP BY "event", CAST(date_trunc('day', at_timezone(with_timezone("timestamp", 'UTC'), 'America/New_York')) AS timestamp)`,
+        'HAVING (count(*) > 1)',
+        'ORDER BY count(*) DESC',
+        'OFFSET 5',
+        'LIMIT 11',
+      ].join('\n'),
+    );
+    expect(printed.columns).toEqual(['event', 'day', 'c', 'uniq(person_id)', 'sum(toFloat(properties.amount))']);
+    expect(printed.types).toEqual(['String', "DateTime('America/New_York')", 'UInt64', 'UInt64', 'Float64']);
+  });
+
+  it.each([
+    ['SELECT person.properties.email FROM events', /the field person\.properties\.email is not supported/],
+    ['SELECT quantile(0.9)(toFloat(properties.x)) FROM events', /the function quantile/],
+    ['SELECT project_id FROM events', /the field project_id/],
+    ['SELECT day FROM events', /the field day/],
+    ["SELECT event FROM events WHERE timestamp > 'yesterday'", /the date text 'yesterday'/],
+  ])('%s: a 400 naming what the lake cannot print', (text, message) => {
+    expect(() => print(text, ATHENA)).toThrow(ValidationError);
+    expect(() => print(text, ATHENA)).toThrow(message);
+  });
+
+  it('decodes cells by type: counts as numbers, timestamps as ISO in the zone, buckets with their offset', () => {
+    expect(decodeCell('UInt64', '12', 'UTC')).toBe(12);
+    expect(decodeCell('Float64', '1.5', 'UTC')).toBe(1.5);
+    expect(decodeCell('Bool', 'true', 'UTC')).toBe(true);
+    expect(decodeCell("DateTime64(6, 'UTC')", '2024-03-02 10:00:00.5', 'UTC')).toBe('2024-03-02T10:00:00.500Z');
+    expect(decodeCell("DateTime64(6, 'UTC')", '2024-03-02 10:00:00', 'Europe/Paris')).toBe(
+      '2024-03-02T11:00:00.000+01:00',
+    );
+    expect(decodeCell("DateTime('Europe/Paris')", '2024-03-02 00:00:00', 'Europe/Paris')).toBe(
+      '2024-03-02T00:00:00.000+01:00',
+    );
+    expect(decodeCell('String', null, 'UTC')).toBeNull();
+  });
+});
+
+// -------------------------------------------------------------------------------------------------
+// DuckDB for real: project 7's files and project 8's, in one lake folder.
+
+function lakeEvent(
+  i: number,
+  day: string,
+  event: string,
+  user: string,
+  properties: Record<string, unknown>,
+): LakeEvent {
+  return {
+    uuid: `0190f100-0000-7000-8000-${String(i).padStart(12, '0')}`,
+    event,
+    timestamp: `${day}T${String(i % 24).padStart(2, '0')}:30:00.000Z`,
+    distinct_id: user,
+    person_id: null,
+    properties,
+  };
+}
+
+function writeDays(root: string, project: number, events: LakeEvent[]): string[] {
+  const byDay = new Map<string, LakeEvent[]>();
+  for (const e of events) byDay.set(e.timestamp.slice(0, 10), [...(byDay.get(e.timestamp.slice(0, 10)) ?? []), e]);
+  return [...byDay].flatMap(([day, list]) =>
+    lakeFiles(list).map((body, i) => {
+      const path = join(root, dataKey(project, day, 'g1', i));
+      mkdirSync(dirname(path), { recursive: true });
+      writeFileSync(path, body);
+      return path;
+    }),
+  );
+}
+
+// Project 7: 3 days. $pageview: Chrome x3 (u1, u2, u1), Safari x1 (u3); signed up: x2 (u1, u2, amount 10 and 5).
+const OURS: LakeEvent[] = [
+  lakeEvent(1, '2024-03-02', '$pageview', 'u1', { $browser: 'Chrome' }),
+  lakeEvent(2, '2024-03-02', '$pageview', 'u2', { $browser: 'Chrome' }),
+  lakeEvent(3, '2024-03-03', '$pageview', 'u1', { $browser: 'Chrome' }),
+  lakeEvent(4, '2024-03-03', '$pageview', 'u3', { $browser: 'Safari' }),
+  lakeEvent(5, '2024-03-04', 'signed up', 'u1', { amount: 10 }),
+  lakeEvent(6, '2024-03-04', 'signed up', 'u2', { amount: 5 }),
+];
+// Project 8: the same names and days, other numbers: any leak changes every count below.
+const THEIRS: LakeEvent[] = Array.from({ length: 9 }, (_, i) =>
+  lakeEvent(100 + i, `2024-03-0${2 + (i % 3)}`, i % 2 ? '$pageview' : 'signed up', `x${i}`, {
+    $browser: 'Chrome',
+    amount: 1000,
+  }),
+);
+
+let ourFiles: string[];
+let allFiles: string[];
+beforeAll(() => {
+  const root = mkdtempSync(join(tmpdir(), 'hogql-lake-'));
+  ourFiles = writeDays(root, P, OURS);
+  allFiles = [...ourFiles, ...writeDays(root, OTHER, THEIRS)];
+});
+
+async function run(text: string, files = ourFiles, settings = UTC) {
+  const statement = foldNow(parse(text, {}, settings), NOW.getTime());
+  const printed = printStatement(
+    {
+      projectId: P,
+      statement,
+      timezone: settings.timezone,
+      weekStart: settings.week_start_day,
+      days: DAYS,
+      limit: limitOf(statement),
+      offset: statement.offset ?? 0,
+    },
+    { dialect: 'duckdb', files },
+  );
+  const rows = await runStatement(engine, printed.sql, () => {}, Date.now() + 60_000);
+  const names = printed.columns.map((_, i) => `c${i}`);
+  return rows.map((r) => names.map((n, i) => decodeCell(printed.types[i]!, r[n] ?? null, settings.timezone)));
+}
+
+describe('DuckDB over the lake files: the hand-computed numbers, this project only', () => {
+  it('counts by event', async () => {
+    const rows = await run('SELECT event, count() AS c, uniq(distinct_id) FROM events GROUP BY event ORDER BY event');
+    expect(rows).toEqual([
+      ['$pageview', 4, 3],
+      ['signed up', 2, 2],
+    ]);
+  });
+
+  it('a breakdown by property and day, filtered, with HAVING and ORDER BY an alias', async () => {
+    const rows = await run(
+      "SELECT properties.$browser AS browser, toStartOfDay(timestamp) AS d, count() AS c FROM events WHERE event = '$pageview' AND timestamp >= '2024-03-02' GROUP BY browser, d HAVING c >= 1 ORDER BY d, browser",
+    );
+    expect(rows).toEqual([
+      ['Chrome', '2024-03-02T00:00:00.000Z', 2],
+      ['Chrome', '2024-03-03T00:00:00.000Z', 1],
+      ['Safari', '2024-03-03T00:00:00.000Z', 1],
+    ]);
+  });
+
+  it('sum, avg, min, max of a property; rows with timestamps', async () => {
+    expect(
+      await run(
+        "SELECT sum(toFloat(properties.amount)), avg(toFloat(properties.amount)), min(timestamp), max(distinct_id) FROM events WHERE event = 'signed up'",
+      ),
+    ).toEqual([[15, 7.5, '2024-03-04T05:30:00.000Z', 'u2']]);
+    expect(await run("SELECT distinct_id, timestamp FROM events WHERE event = 'signed up' ORDER BY timestamp")).toEqual(
+      [
+        ['u1', '2024-03-04T05:30:00.000Z'],
+        ['u2', '2024-03-04T06:30:00.000Z'],
+      ],
+    );
+  });
+
+  it("time buckets in the project's zone (America/New_York: UTC-5 before March 10)", async () => {
+    const ny: ProjectSettings = { ...UTC, timezone: 'America/New_York' };
+    expect(
+      await run('SELECT toStartOfDay(timestamp) AS d, count() FROM events GROUP BY d ORDER BY d', ourFiles, ny),
+    ).toEqual([
+      ['2024-03-01T00:00:00.000-05:00', 2],
+      ['2024-03-02T00:00:00.000-05:00', 2],
+      ['2024-03-04T00:00:00.000-05:00', 2],
+    ]);
+    // A zone-less date text is the project's midnight: 2024-03-02 05:00 UTC.
+    expect(await run("SELECT count() FROM events WHERE timestamp >= '2024-03-02'", ourFiles, ny)).toEqual([[4]]);
+  });
+
+  it("now() and now() - INTERVAL n unit are the request's instant (the clock), folded before printing", async () => {
+    expect(await run('SELECT count() FROM events WHERE timestamp > now() - INTERVAL 14 DAY')).toEqual([[4]]);
+    expect(await run('SELECT count() FROM events WHERE timestamp > now() - INTERVAL 1 MONTH')).toEqual([[6]]);
+    expect(await run('SELECT now() FROM events LIMIT 1')).toEqual([['2024-03-16T12:00:00.000Z']]);
+    const s = foldNow(parse('SELECT event FROM events WHERE timestamp >= now() - INTERVAL 2 WEEK'), NOW.getTime());
+    expect(timeBounds(s.where, UTC).from).toBe(Date.parse('2024-03-02T12:00:00Z'));
+  });
+
+  it("another project's files, were they listed, add nothing: the printer's predicate keeps them out", async () => {
+    const text = 'SELECT event, count() FROM events GROUP BY event ORDER BY event';
+    expect(await run(text, allFiles)).toEqual(await run(text));
+  });
+
+  it("DuckDB stops a statement at the caller's deadline (the statement timeout)", async () => {
+    const started = Date.now();
+    const slow = 'SELECT sum(i * i) FROM range(1000000000000) t(i)';
+    await expect(engine.run(slow, () => {}, Date.now() + 300)).rejects.toThrow(/did not finish in time/);
+    // Generous: an unstopped scan of 10^12 rows takes hours.
+    expect(Date.now() - started).toBeLessThan(20_000);
+  });
+
+  it('an engine error about the statement is a 400 (a text compared with a number)', async () => {
+    await expect(run("SELECT event FROM events WHERE toStartOfDay(event) = 'x'")).rejects.toThrow(ValidationError);
+  });
+});
+
+describe("Athena (mocked calls): the statement's faults are 400s, the engine's stay 503s", () => {
+  const failing = (reason: string) => {
+    const call: AthenaCall = async (action) =>
+      action === 'StartQueryExecution'
+        ? { QueryExecutionId: 'q-1' }
+        : { QueryExecution: { Status: { State: 'FAILED', StateChangeReason: reason } } };
+    return athenaEngine({ workgroup: 'w', database: 'd' }, call, { baseMs: 0, capMs: 0 });
+  };
+  const sql = () => print('SELECT event FROM events', ATHENA).sql;
+
+  it.each([
+    'SYNTAX_ERROR: line 1:8: Cannot apply operator: varchar = integer',
+    'INVALID_CAST_ARGUMENT: Cannot cast varchar to double',
+    'TYPE_MISMATCH: line 2:3: ...',
+  ])('%s: a 400', async (reason) => {
+    const error = await runStatement(failing(reason), sql(), () => {}, Infinity).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ValidationError);
+    expect((error as Error).message).toContain(reason.slice(0, 20));
+  });
+
+  it("the bytes-scanned cutoff is not the statement's fault: 503", async () => {
+    const error = await runStatement(
+      failing('Query exhausted resources: the bytes scanned limit was exceeded'),
+      sql(),
+      () => {},
+      Infinity,
+    ).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LakeQueryFailed);
+  });
+});
+
+// -------------------------------------------------------------------------------------------------
+// Fuzz: hostile texts never give anything but rows or a 400, and never read outside the project's files.
+
+const FRAGMENTS = [
+  'SELECT',
+  'event',
+  'count()',
+  'uniq(distinct_id)',
+  'FROM',
+  'events',
+  'events_1',
+  'persons',
+  'WHERE',
+  'GROUP BY',
+  'ORDER BY',
+  'LIMIT 3',
+  'OFFSET 1',
+  ',',
+  '(',
+  ')',
+  "'",
+  "''",
+  '"',
+  '`',
+  ';',
+  '--',
+  '/*',
+  '*/',
+  "read_parquet('/etc/passwd')",
+  'project_id = 8',
+  'OR 1 = 1',
+  "properties.$browser = 'Chrome'",
+  "properties['x''y']",
+  'person.properties.email',
+  '1e308',
+  '99999999999999999999999',
+  '-0.0',
+  'toStartOfDay(timestamp)',
+  'now() - INTERVAL 3 DAY',
+  'timestamp > now() - INTERVAL 99999999999 YEAR',
+  "timestamp > '2024-03-03'",
+  '{filters}',
+  '{variables.v}',
+  'é🙂',
+  '\u0000',
+  'UNION',
+  'JOIN',
+  'SETTINGS',
+  'AS x',
+  'DISTINCT',
+  'HAVING count() > 0',
+  '((((((((',
+  '))))))))',
+];
+
+const BASES = [
+  'SELECT event, count() FROM events GROUP BY event',
+  "SELECT distinct_id FROM events WHERE properties.$browser = 'Chrome'",
+  'SELECT count() FROM events WHERE {filters}',
+];
+
+const hostile = fc.oneof(
+  fc.array(fc.constantFrom(...FRAGMENTS), { minLength: 1, maxLength: 14 }).map((parts) => parts.join(' ')),
+  fc
+    .tuple(fc.constantFrom(...BASES), fc.constantFrom(...FRAGMENTS), fc.nat(80))
+    .map(
+      ([base, frag, at]) => `${base.slice(0, at % (base.length + 1))} ${frag} ${base.slice(at % (base.length + 1))}`,
+    ),
+  fc.string({ maxLength: 60 }).map((s) => `SELECT ${s} FROM events`),
+  fc.nat(200).map((n) => `SELECT ${'('.repeat(n)}1${')'.repeat(n)} FROM events`),
+  fc
+    .nat(3000)
+    .map((n) => `SELECT event FROM events WHERE ${Array.from({ length: n }, () => "event = 'a'").join(' OR ')}`),
+);
+
+/** The SQL without its string literals: what is left is the printer's own text. */
+const outsideLiterals = (sql: string) => sql.replace(/'(?:[^']|'')*'/g, "''");
+
+describe('fuzz (fixed seed)', () => {
+  it("hostile texts: rows or a ValidationError, the source and project predicate always the printer's", async () => {
+    const source: LakeSource = { dialect: 'duckdb', files: ourFiles };
+    const outcomes = { rows: 0, refused: 0 };
+    const texts = fc.sample(hostile, { numRuns: 400, seed: 25 });
+    for (const text of texts) {
+      let sql: string;
+      try {
+        const s = parseSelectStatement(
+          text,
+          'query',
+          placeholders(
+            { kind: 'HogQLQuery', query: text, variables: { a: { code_name: 'v', value: "x' OR 1=1 --" } } },
+            UTC,
+            NOW,
+          ),
+        );
+        sql = printStatement(
+          {
+            projectId: P,
+            statement: foldNow(s, NOW.getTime()),
+            timezone: 'UTC',
+            weekStart: 1,
+            days: DAYS,
+            limit: 101,
+            offset: 0,
+          },
+          source,
+        ).sql;
+      } catch (error) {
+        expect(error, text).toBeInstanceOf(ValidationError);
+        outcomes.refused++;
+        continue;
+      }
+      const own = outsideLiterals(sql);
+      expect(own.match(/read_parquet/g), text).toHaveLength(1);
+      expect(own, text).not.toMatch(/;|--|\/\*/);
+      expect(sql.split('\n')[2], text).toBe(`WHERE "project_id" = ${P}`);
+      try {
+        await runStatement(engine, sql, () => {}, Date.now() + 60_000);
+        // The same SQL over both projects' files answers the same: the predicate, not the listing, keeps project 8 out.
+        const both = sql.replace(
+          /read_parquet\(\[[^\]]*\]/,
+          `read_parquet([${allFiles.map((f) => `'${f}'`).join(', ')}]`,
+        );
+        expect(await runStatement(engine, both, () => {}, Date.now() + 60_000), text).toEqual(
+          await runStatement(engine, sql, () => {}, Date.now() + 60_000),
+        );
+        outcomes.rows++;
+      } catch (error) {
+        expect(error, `${text}\n${sql}`).toBeInstanceOf(ValidationError);
+        outcomes.refused++;
+      }
+    }
+    // Non-vacuity: both outcomes are reached often.
+    expect(outcomes.rows).toBeGreaterThan(40);
+    expect(outcomes.refused).toBeGreaterThan(100);
+  }, 120_000);
+});
