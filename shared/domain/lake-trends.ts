@@ -66,6 +66,11 @@ export interface LakeTrendAnswer {
 }
 
 const PERSON_MATHS = new Set(['dau']);
+/**
+ * Maths whose values add up across breakdown values (Other, the empty text's row). Not min/max:
+ * a value without numbers is 0 there, not absent; not avg: it needs the counts.
+ */
+const ADDITIVE = new Set(['total', 'sum']);
 
 /** The trend's shape is one the lake answers exactly (the SQL printer refuses the rest by name). */
 export function lakeAnswers(input: LakeTrendInput, engine: LakeEngine): boolean {
@@ -75,7 +80,7 @@ export function lakeAnswers(input: LakeTrendInput, engine: LakeEngine): boolean 
   if (AGGREGATED_DISPLAYS.has(query.trendsFilter.display) || query.aggregation_group_type_index !== null) return false;
   if (query.series.some((s) => s.math_group_type_index !== null)) return false;
   // A cumulative distinct count is the persons seen so far, not a running sum of the buckets' values.
-  if (query.trendsFilter.display === 'ActionsLineGraphCumulative' && query.series.some((s) => s.math !== 'total'))
+  if (query.trendsFilter.display === 'ActionsLineGraphCumulative' && query.series.some((s) => PERSON_MATHS.has(s.math)))
     return false;
   // Event-property breakdowns only: their value text is the one the printer's property test pins against the engine.
   if (breakdown && (breakdown.source !== 'event' || breakdown.expr !== null || breakdown.cohorts)) return false;
@@ -169,7 +174,7 @@ async function runLake(
   const { projectId, query, range, settings } = input;
   const cells: LakeCells = new Map();
   const starts = range.buckets.map((b) => b.getTime());
-  // The days the lake's buckets touch that hold events: DuckDB reads their current files (Athena finds them itself).
+  // The days the lake's buckets touch that hold events: DuckDB reads their current files, Athena their partitions.
   const days = new Set<string>();
   starts.forEach((start, i) => {
     if (!inLake[i]) return;
@@ -180,7 +185,11 @@ async function runLake(
   if (!days.size) return cells;
   const files = engine.name === 'duckdb' ? await lakeDayUris(projectId, [...days].sort()) : [];
   if (engine.name === 'duckdb' && !files.length) return cells;
-  const sql = printTrendSql({ projectId, model: query, range, project: settings }, engine.source(files));
+  // Only these days' partitions: Athena scans (and bills) what it answers, not the whole range.
+  const sql = printTrendSql(
+    { projectId, model: query, range, project: settings, days: [...days] },
+    engine.source(files),
+  );
   return lakeCellsOf(query, range, inLake, await engine.run(sql, check, deadline));
 }
 
@@ -197,8 +206,8 @@ export function lakeCellsOf(
     const bucket = bucketOf.get(String(row.bucket ?? '').slice(0, 19));
     if (bucket === undefined || !inLake[bucket]) continue;
     const series = Number(row.series);
-    // The engine reads an empty text as no value: one row with NULL's, which only a count may add up.
-    if (row.breakdown === '' && query.series[series]?.math !== 'total') return null;
+    // The engine reads an empty text as no value: one row with NULL's, which only a count or a sum may add up.
+    if (row.breakdown === '' && !ADDITIVE.has(query.series[series]?.math ?? '')) return null;
     const value = row.breakdown === null || row.breakdown === '' ? BREAKDOWN_NULL_VALUE : String(row.breakdown);
     const perSeries = cells.get(series) ?? new Map<string, Map<number, LakeCell>>();
     cells.set(series, perSeries);
@@ -304,8 +313,8 @@ export function mergeSources(
         const v = values.get(value)!;
         return { breakdown_value: value, values: v, aggregated: v.reduce((a, b) => a + b, 0) };
       }
-      // Other is the math over the remaining values: a sum only where the math is a count.
-      if (entity.math !== 'total') return null;
+      // Other is the math over the remaining values: a sum of theirs only where the math adds up.
+      if (!ADDITIVE.has(entity.math)) return null;
       const v = new Array<number>(n).fill(0);
       texts.forEach((t, g) => {
         if (ranking.values[ranking.rowOfGroup[g]!] !== BREAKDOWN_OTHER_VALUE) return;

@@ -27,6 +27,12 @@ export interface Dialect {
   truncate(unit: 'hour' | 'day' | 'week' | 'month', local: string, weekStart: 0 | 1): string;
   /** PostHog's toFloat64OrNull of a text value. */
   toFloat(text: string): string;
+  /**
+   * A property's text as the trend engine reads it as a number (shared/trends/properties.ts
+   * toNumber): the whole text, less JavaScript's trim() spaces, in plain decimal notation and finite;
+   * else NULL. (Both engines' casts also take `inf`, `1_000` or Java's `5d`, and overflow to Infinity.)
+   */
+  toNumber(text: string): string;
   /** A RE2 match (both engines use RE2: DuckDB's regexp_matches, Trino's regexp_like). */
   regex(text: string, pattern: string): string;
   /** A case-insensitive LIKE. */
@@ -80,6 +86,23 @@ export function offsetSpans(tz: string, from: Date, to: Date): { offset: number;
   return spans;
 }
 
+/**
+ * What String.prototype.trim removes (ECMAScript's WhiteSpace and LineTerminator code points), as
+ * chr() calls both engines know: no control or invisible character in the SQL's text.
+ */
+const JS_SPACES = `(${[9, 10, 11, 12, 13, 32, 0xa0, 0x1680, 0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200a, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000, 0xfeff].map((c) => `chr(${c})`).join(' || ')})`;
+/** properties.ts toNumber's pattern, with ASCII digit classes (Trino's joni and RE2 agree on them). */
+const DECIMAL = "'^[+-]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]+)?$'";
+
+/**
+ * The shared shape of toNumber: the trimmed text where it is all a decimal (else NULL, or '' which
+ * DuckDB's try_cast makes NULL), cast, infinities (an overflowing exponent) made NULL.
+ */
+function decimalNumber(text: string, extract: (t: string, p: string) => string, infinity: string) {
+  const cast = `try_cast(${extract(`trim(${text}, ${JS_SPACES})`, DECIMAL)} AS double)`;
+  return `nullif(nullif(${cast}, ${infinity}), -${infinity})`;
+}
+
 export const DUCKDB: Dialect = {
   name: 'duckdb',
   // JSON Pointer: any key, `~` and `/` escaped (no JSONPath quoting rules to get wrong).
@@ -103,6 +126,7 @@ export const DUCKDB: Dialect = {
       ? `(date_trunc('week', ${local} + INTERVAL 1 DAY) - INTERVAL 1 DAY)`
       : `date_trunc('${unit}', ${local})`,
   toFloat: (text) => `TRY_CAST(trim(${text}) AS DOUBLE)`,
+  toNumber: (text) => decimalNumber(text, (t, p) => `regexp_extract(${t}, ${p})`, "CAST('Infinity' AS DOUBLE)"),
   regex: (text, pattern) => `regexp_matches(${text}, ${pattern})`,
   ilike: (text, pattern) => `(${text} ILIKE ${pattern})`,
   timestamp: (at) => `TIMESTAMP '${timestampText(at)}'`,
@@ -125,6 +149,7 @@ export const ATHENA: Dialect = {
     return `CAST(${trunc} AS timestamp)`;
   },
   toFloat: (text) => `try_cast(trim(${text}) AS double)`,
+  toNumber: (text) => decimalNumber(text, (t, p) => `regexp_extract(${t}, ${p})`, 'infinity()'),
   regex: (text, pattern) => `regexp_like(${text}, ${pattern})`,
   ilike: (text, pattern) => `(lower(${text}) LIKE lower(${pattern}))`,
   timestamp: (at) => `TIMESTAMP '${timestampText(at)}'`,

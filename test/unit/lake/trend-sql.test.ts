@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { dataKey } from '#shared/lake/layout.ts';
 import { type LakeEvent, lakeFiles } from '#shared/lake/rows.ts';
 import { LakeSqlUnsupported } from '#shared/lake/sql/dialect.ts';
-import { type LakeSource, printTrendSql } from '#shared/lake/sql/trends.ts';
+import { DAY_RANGES, dayPredicate, type LakeSource, printTrendSql } from '#shared/lake/sql/trends.ts';
 import {
   BREAKDOWN_NULL_VALUE,
   computeTrend,
@@ -94,7 +94,7 @@ describe('Athena SQL of a trend (pinned per feature)', () => {
       ],
     });
     expect(text.split('\n').at(-3)).toMatchInlineSnapshot(
-      `"  AND (((("browser" IN ('Chrome', 'O''Brien')) AND ((json_extract_scalar("properties", '$["plan"]') IS NULL) OR (NOT (json_extract_scalar("properties", '$["plan"]') IN ('free')))) AND (("current_url" IS NOT NULL) AND ((strpos(lower("current_url"), lower('/pricing')) > 0))) AND (try_cast(trim(json_extract_scalar("properties", '$["amount"]')) AS double) > 10) AND (try_cast(trim(json_extract_scalar("properties", '$["amount"]')) AS double) BETWEEN 1 AND 5) AND ("os" IS NOT NULL) AND ((json_extract_scalar("properties", '$["ref"]') IS NOT NULL) AND (regexp_like(json_extract_scalar("properties", '$["ref"]'), '^g(oogle)?'))))))"`,
+      `"  AND (((("browser" IN ('Chrome', 'O''Brien')) AND ((json_extract_scalar("properties", '$["plan"]') IS NULL) OR (NOT (json_extract_scalar("properties", '$["plan"]') IN ('free')))) AND (("current_url" IS NOT NULL) AND ((strpos(lower("current_url"), lower('/pricing')) > 0))) AND (nullif(nullif(try_cast(regexp_extract(trim(json_extract_scalar("properties", '$["amount"]'), (chr(9) || chr(10) || chr(11) || chr(12) || chr(13) || chr(32) || chr(160) || chr(5760) || chr(8192) || chr(8193) || chr(8194) || chr(8195) || chr(8196) || chr(8197) || chr(8198) || chr(8199) || chr(8200) || chr(8201) || chr(8202) || chr(8232) || chr(8233) || chr(8239) || chr(8287) || chr(12288) || chr(65279))), '^[+-]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]+)?$') AS double), infinity()), -infinity()) > 10) AND (nullif(nullif(try_cast(regexp_extract(trim(json_extract_scalar("properties", '$["amount"]'), (chr(9) || chr(10) || chr(11) || chr(12) || chr(13) || chr(32) || chr(160) || chr(5760) || chr(8192) || chr(8193) || chr(8194) || chr(8195) || chr(8196) || chr(8197) || chr(8198) || chr(8199) || chr(8200) || chr(8201) || chr(8202) || chr(8232) || chr(8233) || chr(8239) || chr(8287) || chr(12288) || chr(65279))), '^[+-]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]+)?$') AS double), infinity()), -infinity()) BETWEEN 1 AND 5) AND ("os" IS NOT NULL) AND ((json_extract_scalar("properties", '$["ref"]') IS NOT NULL) AND (regexp_like(json_extract_scalar("properties", '$["ref"]'), '^g(oogle)?'))))))"`,
     );
   });
 
@@ -123,6 +123,65 @@ describe('Athena SQL of a trend (pinned per feature)', () => {
     expect(hostile).toContain(`"event" = 'e'' OR project_id <> 7 --'`);
   });
 
+  it('only the lake’s days: Athena prunes to their partitions (consecutive days as one range), not the whole range', () => {
+    const model = parseTrendRequest({ events: [{ id: '$pageview' }], ...WEEK });
+    const settings = project();
+    const range = resolveDateRange(model, settings, NOW);
+    const days = ['2024-03-05', '2024-03-01', '2024-03-02', '2024-03-03', '2024-03-07'];
+    expect(printTrendSql({ projectId: 7, model, range, project: settings, days }, ATHENA)).toMatchInlineSnapshot(`
+      "SELECT 0 AS series, CAST(NULL AS varchar) AS breakdown, CAST(date_trunc('day', at_timezone(with_timezone("timestamp", 'UTC'), 'UTC')) AS timestamp) AS bucket, count(*) AS value, count(*) AS events
+      FROM "analytics_lake"."events"
+      WHERE "project_id" = 7
+        AND ("day" BETWEEN '2024-03-01' AND '2024-03-03' OR "day" = '2024-03-05' OR "day" = '2024-03-07')
+        AND "timestamp" >= TIMESTAMP '2024-03-01 00:00:00.000'
+        AND "timestamp" <= TIMESTAMP '2024-03-07 23:59:59.999'
+        AND "event" = '$pageview'
+      GROUP BY 1, 2, 3
+      ORDER BY 1, 2, 3"
+    `);
+    expect(dayPredicate(['2024-03-04'])).toBe(`"day" = '2024-03-04'`);
+    // Month and year ends are consecutive days too.
+    expect(dayPredicate(['2024-03-01', '2024-02-29', '2023-12-31', '2024-01-01'])).toBe(
+      `("day" BETWEEN '2023-12-31' AND '2024-01-01' OR "day" BETWEEN '2024-02-29' AND '2024-03-01')`,
+    );
+    expect(() => dayPredicate(["2024-03-01' OR TRUE --"])).toThrow(LakeSqlUnsupported);
+  });
+
+  it(`caps the partition predicate at ${DAY_RANGES} ranges: the closest ranges are joined (the days between are read, and dropped by bucket)`, () => {
+    // Every other day of a year: 183 single days.
+    const days = Array.from({ length: 183 }, (_, i) =>
+      new Date(Date.UTC(2024, 0, 1 + 2 * i)).toISOString().slice(0, 10),
+    );
+    const text = dayPredicate(days);
+    expect(text.split(' OR ')).toHaveLength(DAY_RANGES);
+    expect(text.length).toBeLessThan(60 * DAY_RANGES);
+    // Still every day asked for, and nothing before the first or after the last.
+    const ranges = [...text.matchAll(/'(\d{4}-\d{2}-\d{2})'(?: AND '(\d{4}-\d{2}-\d{2})')?/g)].map((m) => [
+      m[1]!,
+      m[2] ?? m[1]!,
+    ]);
+    for (const day of days) expect(ranges.some(([a, b]) => a! <= day && day <= b!)).toBe(true);
+    expect(ranges[0]![0]).toBe(days[0]);
+    expect(ranges.at(-1)![1]).toBe(days.at(-1));
+  });
+
+  it('sum, min, max and avg of an event property: the text read as the engine reads a number (decimal, JavaScript’s trim, finite)', () => {
+    const number = `nullif(nullif(try_cast(regexp_extract(trim(json_extract_scalar("properties", '$["amount"]'), (chr(9) || chr(10) || chr(11) || chr(12) || chr(13) || chr(32) || chr(160) || chr(5760) || chr(8192) || chr(8193) || chr(8194) || chr(8195) || chr(8196) || chr(8197) || chr(8198) || chr(8199) || chr(8200) || chr(8201) || chr(8202) || chr(8232) || chr(8233) || chr(8239) || chr(8287) || chr(12288) || chr(65279))), '^[+-]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]+)?$') AS double), infinity()), -infinity())`;
+    const value = (math: string) =>
+      sql({ events: [{ id: '$pageview', math, math_property: 'amount' }], ...WEEK })
+        .split('\n')[0]!
+        .match(/ AS bucket, (.*) AS value, count\(\*\) AS events$/)![1];
+    expect(value('sum')).toBe(`sum(${number})`);
+    expect(value('min')).toBe(`min(${number})`);
+    expect(value('max')).toBe(`max(${number})`);
+    // The engine's division: sum over the count of numbers (no engine-specific avg).
+    expect(value('avg')).toBe(`(sum(${number}) / count(${number}))`);
+    // A property with its own column reads the column.
+    expect(sql({ events: [{ id: 'e', math: 'max', math_property: '$screen_width' }], ...WEEK })).toContain(
+      `max(nullif(nullif(try_cast(regexp_extract(trim("screen_width", `,
+    );
+  });
+
   it('refuses, by name, what the lake cannot answer exactly', () => {
     const refused = (request: Record<string, unknown>) => {
       try {
@@ -135,6 +194,9 @@ describe('Athena SQL of a trend (pinned per feature)', () => {
     };
     expect(refused({ events: [{ id: 'e', math: 'weekly_active' }] })).toBe('the math weekly_active');
     expect(refused({ events: [{ id: 'e', math: 'p90', math_property: 'x' }] })).toBe('the math p90');
+    expect(
+      refused({ events: [{ id: 'e', math: 'sum', math_property: 'age', math_property_type: 'person_properties' }] }),
+    ).toBe('the math sum of a person property');
     expect(refused({ events: [{ id: 'e' }], compare: true })).toBe('compare');
     expect(refused({ events: [{ id: 'e', properties: [{ key: 'email', value: 'a', type: 'person' }] }] })).toBe(
       'a person property filter',
@@ -289,6 +351,69 @@ describe('DuckDB over lake files equals the columnar engine', () => {
     expect(lake).toEqual(engine);
     expect(lake.get('0|Chrome|2024-03-10 00:00:00')).toBe(2);
     expect(lake.get('0|Safari|2024-03-10 00:00:00')).toBe(1);
+  });
+
+  it('numbers as the engine reads them: sum/min/max/avg and numeric filters over texts both casts read differently', async () => {
+    // Each text is one event on its own day: any that one side reads as a number and the other not shows.
+    const values: unknown[] = [
+      ' 5',
+      '\t6\u3000',
+      '\u00a07.5\u2028',
+      '1_000',
+      'inf',
+      '-Infinity',
+      'NaN',
+      '1e400',
+      '0x10',
+      '5d',
+      '5.',
+      '.5',
+      '+3',
+      '-2e1',
+      '\u0661',
+      '',
+      true,
+      false,
+      null,
+      2.5,
+      1e21,
+      [3],
+      { n: 3 },
+    ];
+    const events: LakeEvent[] = values.map((amount, i) => ({
+      uuid: `00000000-0000-7000-8000-${String(i).padStart(12, '0')}`,
+      event: '$pageview',
+      timestamp: new Date(Date.UTC(2024, 2, 1, i)).toISOString(),
+      distinct_id: `d${i}`,
+      person_id: null,
+      properties: { amount, $screen_width: amount },
+    }));
+    const request = (math: string, key = 'amount') => ({
+      events: [{ id: '$pageview', math, math_property: key }],
+      interval: 'hour',
+      date_from: '2024-03-01',
+      date_to: '2024-03-01T23:59:59',
+    });
+    const nonzero = (m: Map<string, number>) => new Map([...m].filter(([, v]) => v !== 0));
+    for (const math of ['sum', 'min', 'max', 'avg']) {
+      for (const key of ['amount', '$screen_width']) {
+        const { lake, engine } = await compare(request(math, key), events, project());
+        expect(nonzero(lake)).toEqual(engine);
+      }
+    }
+    // The engine reads 9 of them as numbers (' 5', '\t6 ', ' 7.5 ', '5.', '.5', '+3', '-2e1', 2.5, 1e21).
+    const { lake } = await compare(request('sum'), events, project());
+    expect([...lake.values()].filter((v) => v !== 0)).toHaveLength(9);
+    for (const operator of ['gt', 'lt']) {
+      const filtered = {
+        events: [{ id: '$pageview' }],
+        properties: [{ key: 'amount', operator, value: 0 }],
+        date_from: '2024-03-01',
+        date_to: '2024-03-01T23:59:59',
+      };
+      const { lake: l, engine: e } = await compare(filtered, events, project());
+      expect(l).toEqual(e);
+    }
   });
 
   it('random trends (total, dau, event-property filters, breakdown, hour/day/week) give equal numbers', async () => {
