@@ -109,6 +109,28 @@ const TRENDS: [string, Record<string, unknown>][] = [
     },
   ],
   ['hours', { events: [{ id: '$pageview', properties: ALL }], interval: 'hour', date_from: '-2d' }],
+  [
+    'sum, min, max and avg of an event property (each bucket from one source)',
+    {
+      events: [
+        { id: '$pageview', math: 'sum', math_property: 'amount' },
+        { id: 'signed up', math: 'min', math_property: 'amount' },
+        { id: null, math: 'max', math_property: 'amount' },
+        { id: '$pageview', math: 'avg', math_property: 'amount' },
+      ],
+      date_from: '-10d',
+    },
+  ],
+  [
+    'a sum by a breakdown with Other (sums add up), by week',
+    {
+      events: [{ id: '$pageview', math: 'sum', math_property: 'amount' }],
+      breakdown: '$browser',
+      breakdown_limit: 1,
+      interval: 'week',
+      date_from: '-10d',
+    },
+  ],
 ];
 
 describe('big trends answered by the lake engine, merged exactly', () => {
