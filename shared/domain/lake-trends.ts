@@ -8,7 +8,7 @@
  * Anything the merge could not keep exact (a distinct-count "Other" row, more values than one pass
  * holds) falls back to the in-process answer of the whole range.
  */
-import { readDayCounters } from '../db/segments.ts';
+import { type DayCounterReader, readDayCounters } from '../db/segments.ts';
 import { personsVersion } from '../db/projects.ts';
 import { config } from '../config.ts';
 import { now as clockNow } from '../clock.ts';
@@ -53,6 +53,8 @@ export interface LakeTrendInput {
   read: ReadWindow | null;
   /** The event names the trend reads (null: every name). */
   names: string[] | null;
+  /** The counters' read, shared with the in-process read that follows (day-counters.ts); else a Query of its own. */
+  readCounters?: DayCounterReader;
 }
 
 /** The in-process engine over a window of the range (the caller's read path, without its caches). */
@@ -119,7 +121,9 @@ export async function lakeTrend(
   const single = names?.length === 1 ? names[0]! : null;
   const countsPersons = query.series.some((s) => PERSON_MATHS.has(s.math));
   const [counters, version] = await Promise.all([
-    readDayCounters(projectId, days, single) as Promise<Map<string, Map<string, LakeDayCounter>>>,
+    (input.readCounters ?? ((d, e) => readDayCounters(projectId, d, e)))(days, single) as Promise<
+      Map<string, Map<string, LakeDayCounter>>
+    >,
     countsPersons ? personsVersion(projectId) : Promise.resolve(null),
   ]);
   if (countedEvents(counters, names) <= config().lakeRoutingEvents) return null;
