@@ -19,6 +19,7 @@ import {
   inProcessWindow,
   isLakeCurrent,
   lakeBuckets,
+  lakeDays,
   type LakeDayCounter,
   utcDayOf,
   utcDaysBetween,
@@ -178,22 +179,15 @@ async function runLake(
   const { projectId, query, range, settings } = input;
   const cells: LakeCells = new Map();
   const starts = range.buckets.map((b) => b.getTime());
-  // The days the lake's buckets touch that hold events: DuckDB reads their current files, Athena their partitions.
-  const days = new Set<string>();
-  starts.forEach((start, i) => {
-    if (!inLake[i]) return;
-    const hi = Math.min((starts[i + 1] ?? range.to.getTime() + 1) - 1, range.to.getTime());
-    for (const day of utcDaysBetween(Math.max(start, range.from.getTime()), hi))
-      if ([...(counters.get(day)?.values() ?? [])].some((c) => c.tally.count > 0)) days.add(day);
-  });
-  if (!days.size) return cells;
-  const files = engine.name === 'duckdb' ? await lakeDayUris(projectId, [...days].sort()) : [];
+  const span = { from: range.from.getTime(), to: range.to.getTime() };
+  const days = lakeDays(starts, inLake, span, (day) =>
+    [...(counters.get(day)?.values() ?? [])].some((c) => c.tally.count > 0),
+  );
+  if (!days.length) return cells;
+  const files = engine.name === 'duckdb' ? await lakeDayUris(projectId, days) : [];
   if (engine.name === 'duckdb' && !files.length) return cells;
   // Only these days' partitions: Athena scans (and bills) what it answers, not the whole range.
-  const sql = printTrendSql(
-    { projectId, model: query, range, project: settings, days: [...days] },
-    engine.source(files),
-  );
+  const sql = printTrendSql({ projectId, model: query, range, project: settings, days }, engine.source(files));
   return lakeCellsOf(query, range, inLake, await engine.run(sql, check, deadline));
 }
 
