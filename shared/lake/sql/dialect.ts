@@ -30,7 +30,8 @@ export interface Dialect {
   /**
    * A property's text as the trend engine reads it as a number (shared/trends/properties.ts
    * toNumber): the whole text, less JavaScript's trim() spaces, in plain decimal notation and finite;
-   * else NULL. (Both engines' casts also take `inf`, `1_000` or Java's `5d`, and overflow to Infinity.)
+   * else NULL. (The engines' casts alone also take `inf`, DuckDB's `1_000`, Java's `5d` and its
+   * trim of control characters, and overflow to Infinity.)
    */
   toNumber(text: string): string;
   /** A RE2 match (both engines use RE2: DuckDB's regexp_matches, Trino's regexp_like). */
@@ -86,22 +87,22 @@ export function offsetSpans(tz: string, from: Date, to: Date): { offset: number;
   return spans;
 }
 
-/**
- * What String.prototype.trim removes (ECMAScript's WhiteSpace and LineTerminator code points), as
- * chr() calls both engines know: no control or invisible character in the SQL's text.
- */
-const JS_SPACES = `(${[9, 10, 11, 12, 13, 32, 0xa0, 0x1680, 0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200a, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000, 0xfeff].map((c) => `chr(${c})`).join(' || ')})`;
-/** properties.ts toNumber's pattern, with ASCII digit classes (Trino's joni and RE2 agree on them). */
-const DECIMAL = "'^[+-]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]+)?$'";
+/** properties.ts toNumber's decimal, unanchored, ASCII digit classes (RE2 and Trino's joni agree on it). */
+const DECIMAL = '[+-]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]+)?';
 
 /**
- * The shared shape of toNumber: the trimmed text where it is all a decimal (else NULL, or '' which
- * DuckDB's try_cast makes NULL), cast, infinities (an overflowing exponent) made NULL.
+ * What String.prototype.trim removes (ECMAScript's WhiteSpace and LineTerminator code points): as an
+ * RE2 class for DuckDB, as chr() calls for Trino's trim (no control or invisible character in the SQL).
  */
-function decimalNumber(text: string, extract: (t: string, p: string) => string, infinity: string) {
-  const cast = `try_cast(${extract(`trim(${text}, ${JS_SPACES})`, DECIMAL)} AS double)`;
-  return `nullif(nullif(${cast}, ${infinity}), -${infinity})`;
-}
+const JS_SPACE_CODES = [
+  0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x20, 0xa0, 0x1680, 0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007,
+  0x2008, 0x2009, 0x200a, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000, 0xfeff,
+];
+const JS_SPACE_CLASS = `[${JS_SPACE_CODES.map((c) => `\\x{${c.toString(16)}}`).join('')}]*`;
+const JS_SPACE_CHARS = `(${JS_SPACE_CODES.map((c) => `chr(${c})`).join(' || ')})`;
+
+/** An infinity (an overflowing exponent) as NULL: the engine's toNumber keeps finite numbers only. */
+const finite = (n: string, infinity: string) => `nullif(nullif(${n}, ${infinity}), -${infinity})`;
 
 export const DUCKDB: Dialect = {
   name: 'duckdb',
@@ -126,7 +127,13 @@ export const DUCKDB: Dialect = {
       ? `(date_trunc('week', ${local} + INTERVAL 1 DAY) - INTERVAL 1 DAY)`
       : `date_trunc('${unit}', ${local})`,
   toFloat: (text) => `TRY_CAST(trim(${text}) AS DOUBLE)`,
-  toNumber: (text) => decimalNumber(text, (t, p) => `regexp_extract(${t}, ${p})`, "CAST('Infinity' AS DOUBLE)"),
+  // The common case (a bare decimal) by one full match; only other texts pay for the trim, in RE2.
+  toNumber: (text) =>
+    finite(
+      `(CASE WHEN regexp_full_match(${text}, '${DECIMAL}') THEN TRY_CAST(${text} AS DOUBLE) ` +
+        `ELSE TRY_CAST(regexp_extract(${text}, '^${JS_SPACE_CLASS}(${DECIMAL})${JS_SPACE_CLASS}$', 1) AS DOUBLE) END)`,
+      "CAST('Infinity' AS DOUBLE)",
+    ),
   regex: (text, pattern) => `regexp_matches(${text}, ${pattern})`,
   ilike: (text, pattern) => `(${text} ILIKE ${pattern})`,
   timestamp: (at) => `TIMESTAMP '${timestampText(at)}'`,
@@ -149,7 +156,16 @@ export const ATHENA: Dialect = {
     return `CAST(${trunc} AS timestamp)`;
   },
   toFloat: (text) => `try_cast(trim(${text}) AS double)`,
-  toNumber: (text) => decimalNumber(text, (t, p) => `regexp_extract(${t}, ${p})`, 'infinity()'),
+  // A whole-text match without anchors (the first match equals the text): joni's `^`/`$` are line
+  // anchors in some syntaxes. The bare decimal first; the trim only for other texts.
+  toNumber: (text) => {
+    const trimmed = `trim(${text}, ${JS_SPACE_CHARS})`;
+    const whole = (t: string) => `regexp_extract(${t}, '${DECIMAL}') = ${t}`;
+    return finite(
+      `(CASE WHEN ${whole(text)} THEN try_cast(${text} AS double) WHEN ${whole(trimmed)} THEN try_cast(${trimmed} AS double) END)`,
+      'infinity()',
+    );
+  },
   regex: (text, pattern) => `regexp_like(${text}, ${pattern})`,
   ilike: (text, pattern) => `(lower(${text}) LIKE lower(${pattern}))`,
   timestamp: (at) => `TIMESTAMP '${timestampText(at)}'`,
