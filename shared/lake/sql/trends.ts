@@ -152,8 +152,11 @@ function aggregate(s: SeriesModel, d: Dialect): string {
 
 const COMPARE_SQL: Partial<Record<string, string>> = { gt: '>', gtEq: '>=', lt: '<', ltEq: '<=' };
 
-/** The filters' SQL: printLakeExpr, except around the marked numeric operands (engineNumbers). */
-function printFilter(e: Expr, d: Dialect): string {
+/**
+ * The filters' SQL (groupExpr / filterExpr): printLakeExpr, except around the marked numeric operands
+ * (engineNumbers). Printing property filters with printLakeExpr alone gives HogQL's toFloat instead.
+ */
+export function printFilter(e: Expr, d: Dialect): string {
   const number = (x: Expr) =>
     x.kind === 'call' && engineNumbers.has(x) ? d.toNumber(printLakeExpr(x.args[0]!, d)) : null;
   if (e.kind === 'and' || e.kind === 'or') {
