@@ -103,6 +103,12 @@ const monthsOf = (days: readonly string[]) => [...new Set(days.map((day) => day.
 /** Month partitions of counters read at once (a 3,700-day range spans ~120). */
 const MONTHS_IN_FLIGHT = 16;
 
+/** The day counters of these days, of one name or (null) of every name, by day then name: readDayCounters' shape. */
+export type DayCounterReader = (
+  days: readonly string[],
+  event: string | null,
+) => Promise<Map<string, Map<string, DayCounter>>>;
+
 /**
  * The day counters of these days, of one name (a range Query per month) or of every name (the whole
  * month partitions), by day then name.
@@ -262,6 +268,8 @@ export async function readEventDays(
   days: readonly string[],
   event: string,
   projection: Projection,
+  /** Where the counters come from: a read the caller already made (shared/domain/day-counters.ts), or their own Query. */
+  readCounters: DayCounterReader = (d, e) => readDayCounters(projectId, d, e),
 ): Promise<Map<string, EventDay>> {
   const expression = projectionOf(projection);
   const attributes = keptAttributes(projection);
@@ -273,7 +281,7 @@ export async function readEventDays(
     }),
   );
   const [counters, cold] = await Promise.all([
-    readDayCounters(projectId, days, event),
+    readCounters(days, event),
     readChunks(
       projectId,
       days.filter((day) => !candidates.has(day)).map((day) => keys.daySegment(projectId, day, event, 0)),

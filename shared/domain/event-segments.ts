@@ -30,6 +30,7 @@ import {
   releaseCompaction,
   rescheduleCompaction,
   touchCompactionMarkers,
+  type DayCounterReader,
   type EventDay,
   type SegmentBuild,
 } from '../db/segments.ts';
@@ -228,9 +229,10 @@ async function readParts(
   names: string[] | null,
   projection: Projection,
   check: () => void,
+  readCounters: DayCounterReader,
 ): Promise<Part[]> {
   if (!names) {
-    const counters = await readDayCounters(projectId, days, null);
+    const counters = await readCounters(days, null);
     return inParallel(days, PARTS_IN_FLIGHT, async (day) => {
       check();
       return { day, name: null, data: await readEventDay(projectId, day, null, projection, counters.get(day)) };
@@ -239,7 +241,11 @@ async function readParts(
   const perName = await Promise.all(
     names.map(async (name) => {
       check();
-      return [...(await readEventDays(projectId, days, name, projection))].map(([day, data]) => ({ day, name, data }));
+      return [...(await readEventDays(projectId, days, name, projection, readCounters))].map(([day, data]) => ({
+        day,
+        name,
+        data,
+      }));
     }),
   );
   return perName.flat();
@@ -363,8 +369,10 @@ export async function readTrendRows(
   now: Date,
   /** Called between reads (each day or partition): throws to stop (a query's deadline or cancellation). */
   check: () => void = () => {},
+  /** The day counters: a read the caller already made (day-counters.ts), or a Query of their own. */
+  readCounters: DayCounterReader = (days, event) => readDayCounters(projectId, days, event),
 ): Promise<{ columns: StoredColumns; source: TrendEventSource; segments: { read: number; kept: number } }> {
-  const parts = await readParts(projectId, utcDays(from, to), names, projection, check);
+  const parts = await readParts(projectId, utcDays(from, to), names, projection, check, readCounters);
   check();
   const { raw, extra } = await planParts(projectId, parts, now);
   check();

@@ -8,7 +8,7 @@
  * Anything the merge could not keep exact (a distinct-count "Other" row, more values than one pass
  * holds) falls back to the in-process answer of the whole range.
  */
-import { readDayCounters } from '../db/segments.ts';
+import { type DayCounterReader, readDayCounters } from '../db/segments.ts';
 import { personsVersion } from '../db/projects.ts';
 import { config } from '../config.ts';
 import { now as clockNow } from '../clock.ts';
@@ -19,6 +19,7 @@ import {
   inProcessWindow,
   isLakeCurrent,
   lakeBuckets,
+  lakeDays,
   type LakeDayCounter,
   utcDayOf,
   utcDaysBetween,
@@ -53,6 +54,8 @@ export interface LakeTrendInput {
   read: ReadWindow | null;
   /** The event names the trend reads (null: every name). */
   names: string[] | null;
+  /** The counters' read, shared with the in-process read that follows (day-counters.ts); else a Query of its own. */
+  readCounters?: DayCounterReader;
 }
 
 /** The in-process engine over a window of the range (the caller's read path, without its caches). */
@@ -66,6 +69,11 @@ export interface LakeTrendAnswer {
 }
 
 const PERSON_MATHS = new Set(['dau']);
+/**
+ * Maths whose values add up across breakdown values (Other, the empty text's row). Not min/max:
+ * a value without numbers is 0 there, not absent; not avg: it needs the counts.
+ */
+const ADDITIVE = new Set(['total', 'sum']);
 
 /** The trend's shape is one the lake answers exactly (the SQL printer refuses the rest by name). */
 export function lakeAnswers(input: LakeTrendInput, engine: LakeEngine): boolean {
@@ -75,7 +83,7 @@ export function lakeAnswers(input: LakeTrendInput, engine: LakeEngine): boolean 
   if (AGGREGATED_DISPLAYS.has(query.trendsFilter.display) || query.aggregation_group_type_index !== null) return false;
   if (query.series.some((s) => s.math_group_type_index !== null)) return false;
   // A cumulative distinct count is the persons seen so far, not a running sum of the buckets' values.
-  if (query.trendsFilter.display === 'ActionsLineGraphCumulative' && query.series.some((s) => s.math !== 'total'))
+  if (query.trendsFilter.display === 'ActionsLineGraphCumulative' && query.series.some((s) => PERSON_MATHS.has(s.math)))
     return false;
   // Event-property breakdowns only: their value text is the one the printer's property test pins against the engine.
   if (breakdown && (breakdown.source !== 'event' || breakdown.expr !== null || breakdown.cohorts)) return false;
@@ -114,7 +122,9 @@ export async function lakeTrend(
   const single = names?.length === 1 ? names[0]! : null;
   const countsPersons = query.series.some((s) => PERSON_MATHS.has(s.math));
   const [counters, version] = await Promise.all([
-    readDayCounters(projectId, days, single) as Promise<Map<string, Map<string, LakeDayCounter>>>,
+    (input.readCounters ?? ((d, e) => readDayCounters(projectId, d, e)))(days, single) as Promise<
+      Map<string, Map<string, LakeDayCounter>>
+    >,
     countsPersons ? personsVersion(projectId) : Promise.resolve(null),
   ]);
   if (countedEvents(counters, names) <= config().lakeRoutingEvents) return null;
@@ -169,18 +179,15 @@ async function runLake(
   const { projectId, query, range, settings } = input;
   const cells: LakeCells = new Map();
   const starts = range.buckets.map((b) => b.getTime());
-  // The days the lake's buckets touch that hold events: DuckDB reads their current files (Athena finds them itself).
-  const days = new Set<string>();
-  starts.forEach((start, i) => {
-    if (!inLake[i]) return;
-    const hi = Math.min((starts[i + 1] ?? range.to.getTime() + 1) - 1, range.to.getTime());
-    for (const day of utcDaysBetween(Math.max(start, range.from.getTime()), hi))
-      if ([...(counters.get(day)?.values() ?? [])].some((c) => c.tally.count > 0)) days.add(day);
-  });
-  if (!days.size) return cells;
-  const files = engine.name === 'duckdb' ? await lakeDayUris(projectId, [...days].sort()) : [];
+  const span = { from: range.from.getTime(), to: range.to.getTime() };
+  const days = lakeDays(starts, inLake, span, (day) =>
+    [...(counters.get(day)?.values() ?? [])].some((c) => c.tally.count > 0),
+  );
+  if (!days.length) return cells;
+  const files = engine.name === 'duckdb' ? await lakeDayUris(projectId, days) : [];
   if (engine.name === 'duckdb' && !files.length) return cells;
-  const sql = printTrendSql({ projectId, model: query, range, project: settings }, engine.source(files));
+  // Only these days' partitions: Athena scans (and bills) what it answers, not the whole range.
+  const sql = printTrendSql({ projectId, model: query, range, project: settings, days }, engine.source(files));
   return lakeCellsOf(query, range, inLake, await engine.run(sql, check, deadline));
 }
 
@@ -197,8 +204,8 @@ export function lakeCellsOf(
     const bucket = bucketOf.get(String(row.bucket ?? '').slice(0, 19));
     if (bucket === undefined || !inLake[bucket]) continue;
     const series = Number(row.series);
-    // The engine reads an empty text as no value: one row with NULL's, which only a count may add up.
-    if (row.breakdown === '' && query.series[series]?.math !== 'total') return null;
+    // The engine reads an empty text as no value: one row with NULL's, which only a count or a sum may add up.
+    if (row.breakdown === '' && !ADDITIVE.has(query.series[series]?.math ?? '')) return null;
     const value = row.breakdown === null || row.breakdown === '' ? BREAKDOWN_NULL_VALUE : String(row.breakdown);
     const perSeries = cells.get(series) ?? new Map<string, Map<number, LakeCell>>();
     cells.set(series, perSeries);
@@ -304,8 +311,8 @@ export function mergeSources(
         const v = values.get(value)!;
         return { breakdown_value: value, values: v, aggregated: v.reduce((a, b) => a + b, 0) };
       }
-      // Other is the math over the remaining values: a sum only where the math is a count.
-      if (entity.math !== 'total') return null;
+      // Other is the math over the remaining values: a sum of theirs only where the math adds up.
+      if (!ADDITIVE.has(entity.math)) return null;
       const v = new Array<number>(n).fill(0);
       texts.forEach((t, g) => {
         if (ranking.values[ranking.rowOfGroup[g]!] !== BREAKDOWN_OTHER_VALUE) return;

@@ -6,6 +6,7 @@ import { getPersons, personIdsOf } from '../db/persons.ts';
 import { answersGeneration, firstEventAt } from '../db/projects.ts';
 import { readRollups } from '../db/rollups.ts';
 import { readTrendCache, writeTrendCache } from '../db/result-cache.ts';
+import type { DayCounterReader } from '../db/segments.ts';
 import {
   canUseHourlyRollups,
   computeTrendFromHourly,
@@ -33,6 +34,7 @@ import {
   type PersonJoin,
 } from '../trends/columnar/index.ts';
 import { actionDefinitions } from './actions.ts';
+import { sharedDayCounters } from './day-counters.ts';
 import { readTrendRows, type TrendEventSource } from './event-segments.ts';
 import { groupLookup } from './trend-groups.ts';
 import { LakeTooSlow } from '../lake/engine.ts';
@@ -220,28 +222,37 @@ async function computeFromStore(
   lakeDeadline: number,
 ): Promise<{ response: TrendResponse; source: ComputedTrend['source']; engine?: QueryEngine }> {
   const { query, settings, firstAt, now, read } = inputs;
+  // One read of the day counters for the routing decision and the in-process read after it.
+  const counters = sharedDayCounters(projectId);
   const computed = canUseHourlyRollups(query, settings, now, firstAt)
     ? {
         response: await fromRollups(projectId, query, read, settings, now, firstAt, phases, check),
         source: 'rollups' as const,
       }
-    : ((await fromLake(projectId, inputs, phases, check, lakeDeadline)) ??
-      (await fromEvents(projectId, inputs, phases, check)));
+    : ((await fromLake(projectId, inputs, phases, check, lakeDeadline, counters)) ??
+      (await fromEvents(projectId, inputs, phases, check, counters)));
   checkResponseBytes(query, Buffer.byteLength(JSON.stringify(computed.response)));
   return computed;
 }
 
 /** Above the routing threshold, the closed days current in the lake from the lake engine, the rest in-process (lake-trends.ts). */
-async function fromLake(projectId: number, inputs: TrendInputs, phases: Phases, check: () => void, deadline: number) {
+async function fromLake(
+  projectId: number,
+  inputs: TrendInputs,
+  phases: Phases,
+  check: () => void,
+  deadline: number,
+  readCounters: DayCounterReader,
+) {
   const { query, settings, range, read, actions } = inputs;
   const lakeCheck = () => {
     check();
     if (Date.now() >= deadline) throw new LakeTooSlow();
   };
   const answer = await lakeTrend(
-    { projectId, query, settings, range, read, names: needsEventNames(query, actions) },
+    { projectId, query, settings, range, read, names: needsEventNames(query, actions), readCounters },
     async (sub, window) =>
-      (await fromEvents(projectId, { ...inputs, query: sub, read: window }, phases, check)).response,
+      (await fromEvents(projectId, { ...inputs, query: sub, read: window }, phases, check, readCounters)).response,
     lakeCheck,
     deadline,
     () => phases.mark('lake_query'),
@@ -286,9 +297,15 @@ async function fromRollups(
   return response;
 }
 
-async function fromEvents(projectId: number, inputs: TrendInputs, phases: Phases, check: () => void) {
+async function fromEvents(
+  projectId: number,
+  inputs: TrendInputs,
+  phases: Phases,
+  check: () => void,
+  readCounters?: DayCounterReader,
+) {
   const { query, settings, actions, now, firstAt } = inputs;
-  const { source, groups, cohorts, stored } = await readEvents(projectId, inputs, phases, check);
+  const { source, groups, cohorts, stored } = await readEvents(projectId, inputs, phases, check, readCounters);
   const response = computeTrendFromColumns(query, {
     source,
     project: settings,
@@ -306,13 +323,28 @@ async function fromEvents(projectId: number, inputs: TrendInputs, phases: Phases
  * The events of the range as the engine reads them, persons joined when they matter, the groups it
  * reads and the members of the cohorts it names loaded.
  */
-async function readEvents(projectId: number, inputs: TrendInputs, phases: Phases, check: () => void) {
+async function readEvents(
+  projectId: number,
+  inputs: TrendInputs,
+  phases: Phases,
+  check: () => void,
+  readCounters?: DayCounterReader,
+) {
   const { query, range, read, settings, actions, now } = inputs;
   const persons = needsPersons(query, settings, actions);
   const projection = { properties: eventPropertiesUsed(query, settings, actions), distinctIds: persons };
   const { columns, source, segments } =
     read && range.buckets.length
-      ? await readTrendRows(projectId, read.from, read.to, needsEventNames(query, actions), projection, now, check)
+      ? await readTrendRows(
+          projectId,
+          read.from,
+          read.to,
+          needsEventNames(query, actions),
+          projection,
+          now,
+          check,
+          readCounters,
+        )
       : {
           columns: { segments: [], rows: [], from: 0, to: -1, projection },
           source: 'events' as const,

@@ -92,3 +92,23 @@ export function inProcessWindow(
   });
   return from <= to ? { from, to } : null;
 }
+
+/**
+ * The UTC days the lake reads: those of its buckets (within the range) that hold events. DuckDB lists
+ * only these days' current files, Athena reads only their partitions: a day outside them is either
+ * not current (its buckets are computed in-process) or empty.
+ */
+export function lakeDays(
+  buckets: readonly number[],
+  inLake: readonly boolean[],
+  range: { from: number; to: number },
+  holdsEvents: (day: string) => boolean,
+): string[] {
+  const days = new Set<string>();
+  buckets.forEach((start, i) => {
+    if (!inLake[i]) return;
+    const hi = Math.min((buckets[i + 1] ?? range.to + 1) - 1, range.to);
+    for (const day of utcDaysBetween(Math.max(start, range.from), hi)) if (holdsEvents(day)) days.add(day);
+  });
+  return [...days].sort();
+}

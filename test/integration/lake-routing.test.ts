@@ -4,7 +4,8 @@ process.env.ANALYTICS_LAKE_ROUTING_EVENTS = '5';
 // Every trend here is asked twice (routed, and in-process alone): more than the analytics limit allows a minute.
 process.env.ANALYTICS_RATE_LIMITS = '{"enabled":false}';
 
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { config } from '#shared/config.ts';
 import { personsVersion } from '#shared/db/projects.ts';
 import { getQueryStatus } from '#shared/db/query-store.ts';
@@ -71,6 +72,27 @@ const lakeBuckets = (headers: Headers) => {
   return m ? { lake: Number(m[1]), inProcess: Number(m[2]) } : null;
 };
 
+/** The day counters (DayCount items) DynamoDB hands back while `run` runs. */
+async function countersRead<T>(run: () => Promise<T>): Promise<{ result: T; counters: number }> {
+  let counters = 0;
+  const original = DynamoDBDocumentClient.prototype.send;
+  const spy = vi.spyOn(DynamoDBDocumentClient.prototype, 'send').mockImplementation(async function (
+    this: DynamoDBDocumentClient,
+    ...args: unknown[]
+  ) {
+    const out = (await (original as (...a: unknown[]) => Promise<unknown>).apply(this, args)) as {
+      Items?: Record<string, unknown>[];
+    };
+    for (const item of out?.Items ?? []) if (item.entity === 'DayCount') counters += 1;
+    return out;
+  });
+  try {
+    return { result: await run(), counters };
+  } finally {
+    spy.mockRestore();
+  }
+}
+
 /** A filter every event passes: unfiltered totals are the hourly rollups' (cheap at any size), never routed. */
 const ALL = [{ key: 'amount', operator: 'gte', value: 0 }];
 
@@ -109,6 +131,28 @@ const TRENDS: [string, Record<string, unknown>][] = [
     },
   ],
   ['hours', { events: [{ id: '$pageview', properties: ALL }], interval: 'hour', date_from: '-2d' }],
+  [
+    'sum, min, max and avg of an event property (each bucket from one source)',
+    {
+      events: [
+        { id: '$pageview', math: 'sum', math_property: 'amount' },
+        { id: 'signed up', math: 'min', math_property: 'amount' },
+        { id: null, math: 'max', math_property: 'amount' },
+        { id: '$pageview', math: 'avg', math_property: 'amount' },
+      ],
+      date_from: '-10d',
+    },
+  ],
+  [
+    'a sum by a breakdown with Other (sums add up), by week',
+    {
+      events: [{ id: '$pageview', math: 'sum', math_property: 'amount' }],
+      breakdown: '$browser',
+      breakdown_limit: 1,
+      interval: 'week',
+      date_from: '-10d',
+    },
+  ],
 ];
 
 describe('big trends answered by the lake engine, merged exactly', () => {
@@ -167,6 +211,39 @@ describe('big trends answered by the lake engine, merged exactly', () => {
     });
     expect(weekly.status).toBe(200);
     expect(weekly.body.query_engine).toBeUndefined();
+  });
+
+  it('below the threshold the day counters are read once: the routing’s read is the in-process read’s', async () => {
+    const engine = config().lakeEngine;
+    const path = `/api/environments/${p.projectId}/insights/trend/?refresh=true`;
+    const requests = [
+      { events: [{ id: '$pageview', properties: ALL }], date_from: '-10d' },
+      { events: [{ id: null, properties: ALL }], date_from: '-10d' },
+      {
+        events: [
+          { id: '$pageview', properties: ALL },
+          { id: 'signed up', math: 'dau' },
+        ],
+        date_from: '-10d',
+      },
+    ];
+    try {
+      for (const request of requests) {
+        config().lakeRoutingEvents = Number.MAX_SAFE_INTEGER;
+        const withLake = await countersRead(() => c.post(path, request));
+        config().lakeEngine = undefined;
+        const withoutLake = await countersRead(() => c.post(path, request));
+        config().lakeEngine = engine;
+        expect(withLake.result.status).toBe(200);
+        expect(withLake.result.headers.get('x-trend-source')).toBe('segments');
+        expect(withLake.result.body.result).toEqual(withoutLake.result.body.result);
+        // Not vacuous: the in-process read reads counters (11 days, one or two names).
+        expect(withoutLake.counters).toBeGreaterThanOrEqual(11);
+        expect(withLake.counters).toBe(withoutLake.counters);
+      }
+    } finally {
+      config().lakeEngine = engine;
+    }
   });
 
   it('TrendsQuery on /query: the same numbers, blocking and through the async flow (202, then query_status)', {

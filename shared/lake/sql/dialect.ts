@@ -28,6 +28,13 @@ export interface Dialect {
   truncate(unit: 'hour' | 'day' | 'week' | 'month', local: string, weekStart: 0 | 1): string;
   /** PostHog's toFloat64OrNull of a text value. */
   toFloat(text: string): string;
+  /**
+   * A property's text as the trend engine reads it as a number (shared/trends/properties.ts
+   * toNumber): the whole text, less JavaScript's trim() spaces, in plain decimal notation and finite;
+   * else NULL. (The engines' casts alone also take `inf`, DuckDB's `1_000`, Java's `5d` and its
+   * trim of control characters, and overflow to Infinity.)
+   */
+  toNumber(text: string): string;
   /** A RE2 match (both engines use RE2: DuckDB's regexp_matches, Trino's regexp_like). */
   regex(text: string, pattern: string): string;
   /** A case-insensitive LIKE. */
@@ -83,6 +90,23 @@ export function offsetSpans(tz: string, from: Date, to: Date): { offset: number;
   return spans;
 }
 
+/** properties.ts toNumber's decimal, unanchored, ASCII digit classes (RE2 and Trino's joni agree on it). */
+const DECIMAL = '[+-]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]+)?';
+
+/**
+ * What String.prototype.trim removes (ECMAScript's WhiteSpace and LineTerminator code points): as an
+ * RE2 class for DuckDB, as chr() calls for Trino's trim (no control or invisible character in the SQL).
+ */
+const JS_SPACE_CODES = [
+  0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x20, 0xa0, 0x1680, 0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007,
+  0x2008, 0x2009, 0x200a, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000, 0xfeff,
+];
+const JS_SPACE_CLASS = `[${JS_SPACE_CODES.map((c) => `\\x{${c.toString(16)}}`).join('')}]*`;
+const JS_SPACE_CHARS = `(${JS_SPACE_CODES.map((c) => `chr(${c})`).join(' || ')})`;
+
+/** An infinity (an overflowing exponent) as NULL: the engine's toNumber keeps finite numbers only. */
+const finite = (n: string, infinity: string) => `nullif(nullif(${n}, ${infinity}), -${infinity})`;
+
 export const DUCKDB: Dialect = {
   name: 'duckdb',
   // JSON Pointer: any key, `~` and `/` escaped (no JSONPath quoting rules to get wrong).
@@ -106,6 +130,13 @@ export const DUCKDB: Dialect = {
       ? `(date_trunc('week', ${local} + INTERVAL 1 DAY) - INTERVAL 1 DAY)`
       : `date_trunc('${unit}', ${local})`,
   toFloat: (text) => `TRY_CAST(trim(${text}) AS DOUBLE)`,
+  // The common case (a bare decimal) by one full match; only other texts pay for the trim, in RE2.
+  toNumber: (text) =>
+    finite(
+      `(CASE WHEN regexp_full_match(${text}, '${DECIMAL}') THEN TRY_CAST(${text} AS DOUBLE) ` +
+        `ELSE TRY_CAST(regexp_extract(${text}, '^${JS_SPACE_CLASS}(${DECIMAL})${JS_SPACE_CLASS}$', 1) AS DOUBLE) END)`,
+      "CAST('Infinity' AS DOUBLE)",
+    ),
   regex: (text, pattern) => `regexp_matches(${text}, ${pattern})`,
   ilike: (text, pattern) => `(${text} ILIKE ${pattern})`,
   timestamp: (at) => `TIMESTAMP '${timestampText(at)}'`,
@@ -128,6 +159,16 @@ export const ATHENA: Dialect = {
     return `CAST(${trunc} AS timestamp)`;
   },
   toFloat: (text) => `try_cast(trim(${text}) AS double)`,
+  // A whole-text match without anchors (the first match equals the text): joni's `^`/`$` are line
+  // anchors in some syntaxes. The bare decimal first; the trim only for other texts.
+  toNumber: (text) => {
+    const trimmed = `trim(${text}, ${JS_SPACE_CHARS})`;
+    const whole = (t: string) => `regexp_extract(${t}, '${DECIMAL}') = ${t}`;
+    return finite(
+      `(CASE WHEN ${whole(text)} THEN try_cast(${text} AS double) WHEN ${whole(trimmed)} THEN try_cast(${trimmed} AS double) END)`,
+      'infinity()',
+    );
+  },
   regex: (text, pattern) => `regexp_like(${text}, ${pattern})`,
   ilike: (text, pattern) => `(lower(${text}) LIKE lower(${pattern}))`,
   timestamp: (at) => `TIMESTAMP '${timestampText(at)}'`,

@@ -5,6 +5,8 @@
  * by expr.ts; the project predicate is printed here, outside every input's parentheses, so that no
  * filter can widen it. What the lake cannot answer exactly is refused (LakeSqlUnsupported): rolling
  * active users, percentiles (Athena has approximate ones only), person properties, actions, cohorts.
+ * A property read as a number (numeric filters, sum/avg/min/max) follows the trend engine's
+ * coercion (properties.ts toNumber: the dialect's toNumber), not HogQL's toFloat.
  */
 import type { Expr } from '../../hogql/ast.ts';
 import type { BreakdownModel, SeriesModel, TrendsModel } from '../../trends/model.ts';
@@ -26,6 +28,11 @@ export interface LakeTrend {
   /** The resolved range (shared/trends resolveDateRange): UTC instants, the project's zone and week start. */
   range: DateRange;
   project: ProjectSettings;
+  /**
+   * The UTC days (day partitions) to read, when only some of the range's are the lake's: Athena then
+   * prunes to them rather than scanning the whole range. Absent: every day of the range.
+   */
+  days?: readonly string[];
 }
 
 /** Where the events are read from: Athena's Glue table, or DuckDB over the current files of the range's days. */
@@ -45,7 +52,17 @@ const notNull = (e: Expr): Expr => ({
 });
 const FALSE: Expr = { kind: 'constant', value: false };
 const listOf = (v: unknown): unknown[] => (Array.isArray(v) ? v : [v]);
-const toFloat = (e: Expr): Expr => ({ kind: 'call', name: 'toFloat', args: [e] });
+/**
+ * The numeric operand of a property filter, marked so that this printer reads it as the trend engine
+ * does (dialect toNumber); printed elsewhere (printLakeExpr) it stays HogQL's toFloat. Marked by
+ * identity: no HogQL text can build one.
+ */
+const engineNumbers = new WeakSet<Expr>();
+const toFloat = (e: Expr): Expr => {
+  const call: Expr = { kind: 'call', name: 'toFloat', args: [e] };
+  engineNumbers.add(call);
+  return call;
+};
 
 const NUMERIC: Record<string, 'gt' | 'gtEq' | 'lt' | 'ltEq'> = {
   gt: 'gt',
@@ -115,11 +132,86 @@ export function groupExpr(group: PropertyGroup): Expr {
   return { kind: group.type === 'OR' ? 'or' : 'and', exprs };
 }
 
-function aggregate(s: SeriesModel): string {
+/**
+ * A bucket's value. sum/min/max/avg read the property as the engine does (NULL where it is not a
+ * number, skipped); a bucket without numbers is NULL here and 0 in the engine, which the reader maps.
+ * avg is sum/count as the engine divides (exact per bucket: a bucket comes wholly from one source).
+ */
+function aggregate(s: SeriesModel, d: Dialect): string {
   if (s.math === 'total') return 'count(*)';
   // Exact distinct counts only: an approximate function would change the numbers.
   if (s.math === 'dau') return `count(DISTINCT coalesce(${identifier('person_id')}, ${identifier('distinct_id')}))`;
+  if (s.math === 'sum' || s.math === 'min' || s.math === 'max' || s.math === 'avg') {
+    if (s.math_property === null || s.math_property_type !== 'event_properties')
+      throw new LakeSqlUnsupported(`the math ${s.math} of a person property`);
+    const n = d.toNumber(printLakeExpr(prop(s.math_property), d));
+    return s.math === 'avg' ? `(sum(${n}) / count(${n}))` : `${s.math}(${n})`;
+  }
   throw new LakeSqlUnsupported(`the math ${s.math}`);
+}
+
+const COMPARE_SQL: Partial<Record<string, string>> = { gt: '>', gtEq: '>=', lt: '<', ltEq: '<=' };
+
+/**
+ * The filters' SQL (groupExpr / filterExpr): printLakeExpr, except around the marked numeric operands
+ * (engineNumbers). Printing property filters with printLakeExpr alone gives HogQL's toFloat instead.
+ */
+export function printFilter(e: Expr, d: Dialect): string {
+  const number = (x: Expr) =>
+    x.kind === 'call' && engineNumbers.has(x) ? d.toNumber(printLakeExpr(x.args[0]!, d)) : null;
+  if (e.kind === 'and' || e.kind === 'or') {
+    if (!e.exprs.length) return e.kind === 'and' ? 'TRUE' : 'FALSE';
+    return `(${e.exprs.map((x) => printFilter(x, d)).join(e.kind === 'and' ? ' AND ' : ' OR ')})`;
+  }
+  if (e.kind === 'not') return `(NOT ${printFilter(e.expr, d)})`;
+  if (e.kind === 'between') {
+    const n = number(e.expr);
+    if (n !== null)
+      return `(${n} ${e.negated ? 'NOT ' : ''}BETWEEN ${printLakeExpr(e.low, d)} AND ${printLakeExpr(e.high, d)})`;
+  }
+  if (e.kind === 'compare') {
+    const n = number(e.left);
+    if (n !== null && e.op === 'notEq' && e.right.kind === 'constant' && e.right.value === null)
+      return `(${n} IS NOT NULL)`;
+    const op = COMPARE_SQL[e.op];
+    if (n !== null && op) return `(${n} ${op} ${printLakeExpr(e.right, d)})`;
+  }
+  return printLakeExpr(e, d);
+}
+
+/** At most this many day ranges in the partition predicate: past it the closest ranges are joined (more read, same answer). */
+export const DAY_RANGES = 32;
+
+/**
+ * The days as few predicates on the day partition: consecutive days as one BETWEEN, at most
+ * DAY_RANGES of them. Joining two ranges reads the days between too, which is exact: rows of a day
+ * that is not the lake's fall only in buckets the caller takes from the other source.
+ */
+export function dayPredicate(days: readonly string[]): string {
+  const sorted = [...new Set(days)].sort();
+  if (!sorted.length) throw new LakeSqlUnsupported('a range without lake days');
+  for (const day of sorted) if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) throw new LakeSqlUnsupported(`the day ${day}`);
+  const ordinal = (day: string) => Date.parse(`${day}T00:00:00Z`) / 86_400_000;
+  const ranges: [string, string][] = [];
+  for (const day of sorted) {
+    const last = ranges.at(-1);
+    if (last && ordinal(day) === ordinal(last[1]) + 1) last[1] = day;
+    else ranges.push([day, day]);
+  }
+  while (ranges.length > DAY_RANGES) {
+    let best = 1;
+    for (let i = 2; i < ranges.length; i += 1)
+      if (
+        ordinal(ranges[i]![0]) - ordinal(ranges[i - 1]![1]) <
+        ordinal(ranges[best]![0]) - ordinal(ranges[best - 1]![1])
+      )
+        best = i;
+    ranges[best - 1]![1] = ranges[best]![1];
+    ranges.splice(best, 1);
+  }
+  const column = identifier('day');
+  const terms = ranges.map(([a, b]) => (a === b ? `${column} = '${a}'` : `${column} BETWEEN '${a}' AND '${b}'`));
+  return terms.length === 1 ? terms[0]! : `(${terms.join(' OR ')})`;
 }
 
 function breakdownSql(b: BreakdownModel | null, d: Dialect): string {
@@ -156,15 +248,15 @@ export function printTrendSql(q: LakeTrend, source: LakeSource): string {
     const where = [
       // First and outside every input's parentheses: nothing below can widen it.
       `${identifier('project_id')} = ${q.projectId}`,
-      `${identifier('day')} BETWEEN '${utcDay(range.from)}' AND '${utcDay(range.to)}'`,
+      q.days ? dayPredicate(q.days) : `${identifier('day')} BETWEEN '${utcDay(range.from)}' AND '${utcDay(range.to)}'`,
       `${identifier('timestamp')} >= ${d.timestamp(range.from)}`,
       `${identifier('timestamp')} <= ${d.timestamp(range.to)}`,
       ...(s.event === null ? [] : [`${identifier('event')} = ${stringLiteral(s.event)}`]),
-      ...(filters.length ? [`(${printLakeExpr({ kind: 'and', exprs: filters }, d)})`] : []),
+      ...(filters.length ? [`(${printFilter({ kind: 'and', exprs: filters }, d)})`] : []),
     ];
     return [
       // `events` beside the value: a breakdown ranks its values by event count, which adds up across sources.
-      `SELECT ${i} AS series, ${breakdown} AS breakdown, ${bucket} AS bucket, ${aggregate(s)} AS value, count(*) AS events`,
+      `SELECT ${i} AS series, ${breakdown} AS breakdown, ${bucket} AS bucket, ${aggregate(s, d)} AS value, count(*) AS events`,
       `FROM ${sourceSql(source)}`,
       `WHERE ${where.join('\n  AND ')}`,
       'GROUP BY 1, 2, 3',

@@ -5,8 +5,11 @@ import {
   isLakeCurrent,
   type LakeDayCounter,
   lakeBuckets,
+  lakeDays,
   utcDaysBetween,
 } from '#shared/lake/route.ts';
+import { printTrendSql } from '#shared/lake/sql/trends.ts';
+import { parseTrendRequest, resolveDateRange } from '#shared/trends/index.ts';
 
 const t = (iso: string) => Date.parse(iso);
 const tally = (count: number, xsum = count * 7) => ({ count, xsum });
@@ -116,5 +119,33 @@ describe('which buckets the lake answers (each wholly from one source)', () => {
       false,
     ]);
     expect(inProcessWindow(buckets, [true, true], range, read)).toBeNull();
+  });
+
+  it('the lake reads only its buckets’ days that hold events: DuckDB their files, Athena their partitions (pinned)', () => {
+    // Asia/Kolkata days over 2024-04-10 .. 2024-04-16 (local); the 13th (UTC) is not current, the 15th empty.
+    const settings = { timezone: 'Asia/Kolkata', week_start_day: 1 as const, test_account_filters: [] };
+    const model = parseTrendRequest({
+      events: [{ id: '$pageview', math: 'sum', math_property: 'amount' }],
+      date_from: '2024-04-10',
+      date_to: '2024-04-16T23:59:59',
+    });
+    const range = resolveDateRange(model, settings, new Date('2024-04-20T12:00:00Z'));
+    const starts = range.buckets.map((b) => b.getTime());
+    const span = { from: range.from.getTime(), to: range.to.getTime() };
+    const inLake = lakeBuckets(starts, span, span, (day) => day !== '2024-04-13');
+    // Local days 10..16: the 13th and 14th touch the UTC 13th.
+    expect(inLake).toEqual([true, true, true, false, false, true, true]);
+    const days = lakeDays(starts, inLake, span, (day) => day !== '2024-04-15');
+    expect(days).toEqual(['2024-04-09', '2024-04-10', '2024-04-11', '2024-04-12', '2024-04-14', '2024-04-16']);
+    const sql = printTrendSql(
+      { projectId: 7, model, range, project: settings, days },
+      { dialect: 'athena', database: 'analytics_lake', table: 'events' },
+    );
+    expect(sql.split('\n').slice(2, 6).join('\n')).toMatchInlineSnapshot(`
+      "WHERE "project_id" = 7
+        AND ("day" BETWEEN '2024-04-09' AND '2024-04-12' OR "day" = '2024-04-14' OR "day" = '2024-04-16')
+        AND "timestamp" >= TIMESTAMP '2024-04-09 18:30:00.000'
+        AND "timestamp" <= TIMESTAMP '2024-04-16 18:29:59.999'"
+    `);
   });
 });

@@ -46,12 +46,18 @@ const event = fc.record({
   t: fc.integer({ min: Date.parse('2024-03-01T00:00:00Z'), max: Date.parse('2024-03-15T23:59:59Z') }),
   user: fc.integer({ min: 0, max: 9 }),
   browser: fc.constantFrom('Chrome', 'Safari', 'Firefox', 'Edge', undefined),
-  amount: fc.oneof(fc.integer({ min: 0, max: 100 }), fc.constant(undefined)),
+  // Halves add up exactly in any order; the texts are read as numbers or not, as the engine reads them.
+  amount: fc.oneof(
+    fc.integer({ min: 0, max: 100 }),
+    fc.integer({ min: -20, max: 200 }).map((n) => n / 2),
+    fc.constant(undefined),
+    fc.constantFrom(' 12', '1_000', 'inf', true, '7.5'),
+  ),
 });
 
 const request = fc
   .record({
-    maths: fc.array(fc.constantFrom('total', 'dau'), { minLength: 1, maxLength: 2 }),
+    maths: fc.array(fc.constantFrom('total', 'dau', 'sum', 'min', 'max', 'avg'), { minLength: 1, maxLength: 2 }),
     names: fc.array(fc.constantFrom(...NAMES, null), { minLength: 2, maxLength: 2 }),
     filter: fc.constantFrom(undefined, { key: 'amount', operator: 'gt', value: 30 }),
     breakdown: fc.constantFrom(undefined, '$browser'),
@@ -66,7 +72,11 @@ const request = fc
     const from = new Date(Date.parse('2024-03-01T00:00:00Z') + r.start * 86_400_000);
     const to = new Date(from.getTime() + r.length * 86_400_000 - 1000);
     return {
-      events: r.maths.map((math, i) => ({ id: r.names[i], math })),
+      events: r.maths.map((math, i) => ({
+        id: r.names[i],
+        math,
+        ...(math === 'total' || math === 'dau' ? {} : { math_property: 'amount' }),
+      })),
       properties: r.filter ? [r.filter] : [],
       interval: r.interval,
       display: r.display,
@@ -81,6 +91,7 @@ describe('routing merge: lake buckets + in-process buckets = the engine alone', 
   it('random trends, zones and current days give the engine’s answer exactly', { timeout: 120_000 }, async () => {
     let merged = 0;
     let mixed = 0;
+    let numeric = 0;
     await fc.assert(
       fc.asyncProperty(
         fc.array(event, { minLength: 40, maxLength: 150 }),
@@ -133,6 +144,7 @@ describe('routing merge: lake buckets + in-process buckets = the engine alone', 
           const expected = computeTrend(model, { events: trendEvents, project: settings, actions: [], now: NOW });
           if (!answer) return;
           merged += 1;
+          if (model.series.some((s) => s.math_property !== null)) numeric += 1;
           if (inLake.some(Boolean) && inLake.some((x) => !x)) mixed += 1;
           expect(answer.result).toEqual(expected.result);
         },
@@ -143,7 +155,8 @@ describe('routing merge: lake buckets + in-process buckets = the engine alone', 
     // Not vacuous: most runs merge, many of them from both sources.
     expect(merged).toBeGreaterThan(30);
     expect(mixed).toBeGreaterThan(10);
-    console.log(`routing merge: ${merged} of 60 merged, ${mixed} from both sources`);
+    expect(numeric).toBeGreaterThan(10);
+    console.log(`routing merge: ${merged} of 60 merged, ${mixed} from both sources, ${numeric} with sum/min/max/avg`);
   });
 
   it('declines a distinct-count Other row (not a sum of its values), which the in-process path answers', async () => {
@@ -196,5 +209,14 @@ describe('routing merge: lake buckets + in-process buckets = the engine alone', 
     expect(answers({ events: [{ id: 'e' }], breakdown: 'length(event)', breakdown_type: 'hogql' })).toBe(false);
     expect(answers({ events: [{ id: 'e', math: 'dau', math_group_type_index: 0 }] })).toBe(false);
     expect(answers({ events: [{ id: 'e', math: 'weekly_active' }] })).toBe(false);
+    // Property maths: each bucket from one source, so exact; a running sum of them as the engine's.
+    for (const math of ['sum', 'min', 'max', 'avg'])
+      expect(
+        answers({ events: [{ id: 'e', math, math_property: 'amount' }], display: 'ActionsLineGraphCumulative' }),
+      ).toBe(true);
+    expect(
+      answers({ events: [{ id: 'e', math: 'sum', math_property: 'age', math_property_type: 'person_properties' }] }),
+    ).toBe(false);
+    expect(answers({ events: [{ id: 'e', math: 'median', math_property: 'amount' }] })).toBe(false);
   });
 });

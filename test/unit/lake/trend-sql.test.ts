@@ -6,8 +6,8 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { dataKey } from '#shared/lake/layout.ts';
 import { type LakeEvent, lakeFiles } from '#shared/lake/rows.ts';
-import { LakeSqlUnsupported } from '#shared/lake/sql/dialect.ts';
-import { type LakeSource, printTrendSql } from '#shared/lake/sql/trends.ts';
+import { ATHENA as ATHENA_DIALECT, DUCKDB, LakeSqlUnsupported, stringLiteral } from '#shared/lake/sql/dialect.ts';
+import { DAY_RANGES, dayPredicate, type LakeSource, printTrendSql } from '#shared/lake/sql/trends.ts';
 import {
   BREAKDOWN_NULL_VALUE,
   computeTrend,
@@ -16,6 +16,7 @@ import {
   resolveDateRange,
   type TrendEvent,
 } from '#shared/trends/index.ts';
+import { toNumber } from '#shared/trends/properties.ts';
 
 const ATHENA: LakeSource = { dialect: 'athena', database: 'analytics_lake', table: 'events' };
 const NOW = new Date('2024-03-16T12:00:00Z');
@@ -94,7 +95,7 @@ describe('Athena SQL of a trend (pinned per feature)', () => {
       ],
     });
     expect(text.split('\n').at(-3)).toMatchInlineSnapshot(
-      `"  AND (((("browser" IN ('Chrome', 'O''Brien')) AND ((json_extract_scalar("properties", '$["plan"]') IS NULL) OR (NOT (json_extract_scalar("properties", '$["plan"]') IN ('free')))) AND (("current_url" IS NOT NULL) AND ((strpos(lower("current_url"), lower('/pricing')) > 0))) AND (try_cast(trim(json_extract_scalar("properties", '$["amount"]')) AS double) > 10) AND (try_cast(trim(json_extract_scalar("properties", '$["amount"]')) AS double) BETWEEN 1 AND 5) AND ("os" IS NOT NULL) AND ((json_extract_scalar("properties", '$["ref"]') IS NOT NULL) AND (regexp_like(json_extract_scalar("properties", '$["ref"]'), '^g(oogle)?'))))))"`,
+      `"  AND (((("browser" IN ('Chrome', 'O''Brien')) AND ((json_extract_scalar("properties", '$["plan"]') IS NULL) OR (NOT (json_extract_scalar("properties", '$["plan"]') IN ('free')))) AND (("current_url" IS NOT NULL) AND ((strpos(lower("current_url"), lower('/pricing')) > 0))) AND (nullif(nullif((CASE WHEN regexp_extract(json_extract_scalar("properties", '$["amount"]'), '[+-]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]+)?') = json_extract_scalar("properties", '$["amount"]') THEN try_cast(json_extract_scalar("properties", '$["amount"]') AS double) WHEN regexp_extract(trim(json_extract_scalar("properties", '$["amount"]'), (chr(9) || chr(10) || chr(11) || chr(12) || chr(13) || chr(32) || chr(160) || chr(5760) || chr(8192) || chr(8193) || chr(8194) || chr(8195) || chr(8196) || chr(8197) || chr(8198) || chr(8199) || chr(8200) || chr(8201) || chr(8202) || chr(8232) || chr(8233) || chr(8239) || chr(8287) || chr(12288) || chr(65279))), '[+-]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]+)?') = trim(json_extract_scalar("properties", '$["amount"]'), (chr(9) || chr(10) || chr(11) || chr(12) || chr(13) || chr(32) || chr(160) || chr(5760) || chr(8192) || chr(8193) || chr(8194) || chr(8195) || chr(8196) || chr(8197) || chr(8198) || chr(8199) || chr(8200) || chr(8201) || chr(8202) || chr(8232) || chr(8233) || chr(8239) || chr(8287) || chr(12288) || chr(65279))) THEN try_cast(trim(json_extract_scalar("properties", '$["amount"]'), (chr(9) || chr(10) || chr(11) || chr(12) || chr(13) || chr(32) || chr(160) || chr(5760) || chr(8192) || chr(8193) || chr(8194) || chr(8195) || chr(8196) || chr(8197) || chr(8198) || chr(8199) || chr(8200) || chr(8201) || chr(8202) || chr(8232) || chr(8233) || chr(8239) || chr(8287) || chr(12288) || chr(65279))) AS double) END), infinity()), -infinity()) > 10) AND (nullif(nullif((CASE WHEN regexp_extract(json_extract_scalar("properties", '$["amount"]'), '[+-]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]+)?') = json_extract_scalar("properties", '$["amount"]') THEN try_cast(json_extract_scalar("properties", '$["amount"]') AS double) WHEN regexp_extract(trim(json_extract_scalar("properties", '$["amount"]'), (chr(9) || chr(10) || chr(11) || chr(12) || chr(13) || chr(32) || chr(160) || chr(5760) || chr(8192) || chr(8193) || chr(8194) || chr(8195) || chr(8196) || chr(8197) || chr(8198) || chr(8199) || chr(8200) || chr(8201) || chr(8202) || chr(8232) || chr(8233) || chr(8239) || chr(8287) || chr(12288) || chr(65279))), '[+-]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]+)?') = trim(json_extract_scalar("properties", '$["amount"]'), (chr(9) || chr(10) || chr(11) || chr(12) || chr(13) || chr(32) || chr(160) || chr(5760) || chr(8192) || chr(8193) || chr(8194) || chr(8195) || chr(8196) || chr(8197) || chr(8198) || chr(8199) || chr(8200) || chr(8201) || chr(8202) || chr(8232) || chr(8233) || chr(8239) || chr(8287) || chr(12288) || chr(65279))) THEN try_cast(trim(json_extract_scalar("properties", '$["amount"]'), (chr(9) || chr(10) || chr(11) || chr(12) || chr(13) || chr(32) || chr(160) || chr(5760) || chr(8192) || chr(8193) || chr(8194) || chr(8195) || chr(8196) || chr(8197) || chr(8198) || chr(8199) || chr(8200) || chr(8201) || chr(8202) || chr(8232) || chr(8233) || chr(8239) || chr(8287) || chr(12288) || chr(65279))) AS double) END), infinity()), -infinity()) BETWEEN 1 AND 5) AND ("os" IS NOT NULL) AND ((json_extract_scalar("properties", '$["ref"]') IS NOT NULL) AND (regexp_like(json_extract_scalar("properties", '$["ref"]'), '^g(oogle)?'))))))"`,
     );
   });
 
@@ -123,6 +124,70 @@ describe('Athena SQL of a trend (pinned per feature)', () => {
     expect(hostile).toContain(`"event" = 'e'' OR project_id <> 7 --'`);
   });
 
+  it('only the lake’s days: Athena prunes to their partitions (consecutive days as one range), not the whole range', () => {
+    const model = parseTrendRequest({ events: [{ id: '$pageview' }], ...WEEK });
+    const settings = project();
+    const range = resolveDateRange(model, settings, NOW);
+    const days = ['2024-03-05', '2024-03-01', '2024-03-02', '2024-03-03', '2024-03-07'];
+    expect(printTrendSql({ projectId: 7, model, range, project: settings, days }, ATHENA)).toMatchInlineSnapshot(`
+      "SELECT 0 AS series, CAST(NULL AS varchar) AS breakdown, CAST(date_trunc('day', at_timezone(with_timezone("timestamp", 'UTC'), 'UTC')) AS timestamp) AS bucket, count(*) AS value, count(*) AS events
+      FROM "analytics_lake"."events"
+      WHERE "project_id" = 7
+        AND ("day" BETWEEN '2024-03-01' AND '2024-03-03' OR "day" = '2024-03-05' OR "day" = '2024-03-07')
+        AND "timestamp" >= TIMESTAMP '2024-03-01 00:00:00.000'
+        AND "timestamp" <= TIMESTAMP '2024-03-07 23:59:59.999'
+        AND "event" = '$pageview'
+      GROUP BY 1, 2, 3
+      ORDER BY 1, 2, 3"
+    `);
+    expect(dayPredicate(['2024-03-04'])).toBe(`"day" = '2024-03-04'`);
+    // Month and year ends are consecutive days too.
+    expect(dayPredicate(['2024-03-01', '2024-02-29', '2023-12-31', '2024-01-01'])).toBe(
+      `("day" BETWEEN '2023-12-31' AND '2024-01-01' OR "day" BETWEEN '2024-02-29' AND '2024-03-01')`,
+    );
+    expect(() => dayPredicate(["2024-03-01' OR TRUE --"])).toThrow(LakeSqlUnsupported);
+  });
+
+  it(`caps the partition predicate at ${DAY_RANGES} ranges: the closest ranges are joined (the days between are read, and dropped by bucket)`, () => {
+    // Every other day of a year: 183 single days.
+    const days = Array.from({ length: 183 }, (_, i) =>
+      new Date(Date.UTC(2024, 0, 1 + 2 * i)).toISOString().slice(0, 10),
+    );
+    const text = dayPredicate(days);
+    expect(text.split(' OR ')).toHaveLength(DAY_RANGES);
+    expect(text.length).toBeLessThan(60 * DAY_RANGES);
+    // Still every day asked for, and nothing before the first or after the last.
+    const ranges = [...text.matchAll(/'(\d{4}-\d{2}-\d{2})'(?: AND '(\d{4}-\d{2}-\d{2})')?/g)].map((m) => [
+      m[1]!,
+      m[2] ?? m[1]!,
+    ]);
+    for (const day of days) expect(ranges.some(([a, b]) => a! <= day && day <= b!)).toBe(true);
+    expect(ranges[0]![0]).toBe(days[0]);
+    expect(ranges.at(-1)![1]).toBe(days.at(-1));
+  });
+
+  it('sum, min, max and avg of an event property: the text read as the engine reads a number (decimal, JavaScript’s trim, finite)', () => {
+    const value = (math: string) =>
+      sql({ events: [{ id: '$pageview', math, math_property: 'amount' }], ...WEEK })
+        .split('\n')[0]!
+        .match(/ AS bucket, (.*) AS value, count\(\*\) AS events$/)![1];
+    // The bare decimal first (one regexp, no trim); other texts trimmed as JavaScript trims; whole-text
+    // matches without anchors; infinities NULL.
+    const sum = value('sum')!;
+    expect(sum).toMatchInlineSnapshot(
+      `"sum(nullif(nullif((CASE WHEN regexp_extract(json_extract_scalar("properties", '$["amount"]'), '[+-]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]+)?') = json_extract_scalar("properties", '$["amount"]') THEN try_cast(json_extract_scalar("properties", '$["amount"]') AS double) WHEN regexp_extract(trim(json_extract_scalar("properties", '$["amount"]'), (chr(9) || chr(10) || chr(11) || chr(12) || chr(13) || chr(32) || chr(160) || chr(5760) || chr(8192) || chr(8193) || chr(8194) || chr(8195) || chr(8196) || chr(8197) || chr(8198) || chr(8199) || chr(8200) || chr(8201) || chr(8202) || chr(8232) || chr(8233) || chr(8239) || chr(8287) || chr(12288) || chr(65279))), '[+-]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]+)?') = trim(json_extract_scalar("properties", '$["amount"]'), (chr(9) || chr(10) || chr(11) || chr(12) || chr(13) || chr(32) || chr(160) || chr(5760) || chr(8192) || chr(8193) || chr(8194) || chr(8195) || chr(8196) || chr(8197) || chr(8198) || chr(8199) || chr(8200) || chr(8201) || chr(8202) || chr(8232) || chr(8233) || chr(8239) || chr(8287) || chr(12288) || chr(65279))) THEN try_cast(trim(json_extract_scalar("properties", '$["amount"]'), (chr(9) || chr(10) || chr(11) || chr(12) || chr(13) || chr(32) || chr(160) || chr(5760) || chr(8192) || chr(8193) || chr(8194) || chr(8195) || chr(8196) || chr(8197) || chr(8198) || chr(8199) || chr(8200) || chr(8201) || chr(8202) || chr(8232) || chr(8233) || chr(8239) || chr(8287) || chr(12288) || chr(65279))) AS double) END), infinity()), -infinity()))"`,
+    );
+    const number = sum.slice('sum('.length, -1);
+    expect(value('min')).toBe(`min(${number})`);
+    expect(value('max')).toBe(`max(${number})`);
+    // The engine's division: sum over the count of numbers (no engine-specific avg).
+    expect(value('avg')).toBe(`(sum(${number}) / count(${number}))`);
+    // A property with its own column reads the column.
+    expect(sql({ events: [{ id: 'e', math: 'max', math_property: '$screen_width' }], ...WEEK })).toContain(
+      `max(nullif(nullif((CASE WHEN regexp_extract("screen_width", `,
+    );
+  });
+
   it('refuses, by name, what the lake cannot answer exactly', () => {
     const refused = (request: Record<string, unknown>) => {
       try {
@@ -135,6 +200,9 @@ describe('Athena SQL of a trend (pinned per feature)', () => {
     };
     expect(refused({ events: [{ id: 'e', math: 'weekly_active' }] })).toBe('the math weekly_active');
     expect(refused({ events: [{ id: 'e', math: 'p90', math_property: 'x' }] })).toBe('the math p90');
+    expect(
+      refused({ events: [{ id: 'e', math: 'sum', math_property: 'age', math_property_type: 'person_properties' }] }),
+    ).toBe('the math sum of a person property');
     expect(refused({ events: [{ id: 'e' }], compare: true })).toBe('compare');
     expect(refused({ events: [{ id: 'e', properties: [{ key: 'email', value: 'a', type: 'person' }] }] })).toBe(
       'a person property filter',
@@ -200,7 +268,8 @@ async function compare(
   const text = printTrendSql({ projectId, model, range, project: settings }, { dialect: 'duckdb', files });
   const rows = await (await duck.runAndReadAll(text)).getRowObjectsJson();
   const lake = new Map<string, number>();
-  for (const r of rows) lake.set(`${r.series}|${r.breakdown}|${r.bucket}`, Number(r.value));
+  // A zero (a bucket whose values sum to 0, or hold no number) is the engine's absent cell.
+  for (const r of rows) if (Number(r.value)) lake.set(`${r.series}|${r.breakdown}|${r.bucket}`, Number(r.value));
   const trendEvents: TrendEvent[] = events.map((e) => ({
     ...e,
     person_id: e.person_id ?? e.distinct_id,
@@ -225,7 +294,13 @@ const event = fc.record({
   user: fc.integer({ min: 0, max: 9 }),
   browser: fc.constantFrom('Chrome', 'Safari', 'Firefox', undefined),
   plan: fc.constantFrom('free', 'pro', 'Pro plan', undefined),
-  amount: fc.oneof(fc.integer({ min: 0, max: 100 }), fc.constant(undefined), fc.constant('42')),
+  amount: fc.oneof(
+    fc.integer({ min: 0, max: 100 }),
+    fc.constant(undefined),
+    fc.constant('42'),
+    // Halves add up exactly in any order (a sum's order differs between the engines).
+    fc.integer({ min: -40, max: 40 }).map((n) => n / 2),
+  ),
 });
 
 const stringFilter = fc.record({
@@ -243,7 +318,13 @@ const filters = fc.array(fc.oneof(stringFilter, numberFilter), { maxLength: 2 })
 const trendRequest = fc
   .record({
     series: fc.array(
-      fc.record({ id: fc.constantFrom(...NAMES, null), math: fc.constantFrom('total', 'dau'), properties: filters }),
+      fc
+        .record({
+          id: fc.constantFrom(...NAMES, null),
+          math: fc.constantFrom('total', 'dau', 'sum', 'min', 'max', 'avg'),
+          properties: filters,
+        })
+        .map((s) => (s.math === 'total' || s.math === 'dau' ? s : { ...s, math_property: 'amount' })),
       { minLength: 1, maxLength: 2 },
     ),
     properties: filters,
@@ -291,7 +372,86 @@ describe('DuckDB over lake files equals the columnar engine', () => {
     expect(lake.get('0|Safari|2024-03-10 00:00:00')).toBe(1);
   });
 
-  it('random trends (total, dau, event-property filters, breakdown, hour/day/week) give equal numbers', async () => {
+  it('numbers as the engine reads them: sum/min/max/avg and numeric filters over texts both casts read differently', async () => {
+    // Each text is one event on its own day: any that one side reads as a number and the other not shows.
+    const values: unknown[] = [
+      ' 5',
+      '\t6\u3000',
+      '\u00a07.5\u2028',
+      '1_000',
+      'inf',
+      '-Infinity',
+      'NaN',
+      '1e400',
+      '0x10',
+      '5d',
+      '5.',
+      '.5',
+      '+3',
+      '-2e1',
+      '\u0661',
+      '',
+      true,
+      false,
+      null,
+      2.5,
+      1e21,
+      [3],
+      { n: 3 },
+    ];
+    const events: LakeEvent[] = values.map((amount, i) => ({
+      uuid: `00000000-0000-7000-8000-${String(i).padStart(12, '0')}`,
+      event: '$pageview',
+      timestamp: new Date(Date.UTC(2024, 2, 1, i)).toISOString(),
+      distinct_id: `d${i}`,
+      person_id: null,
+      properties: { amount, $screen_width: amount },
+    }));
+    const request = (math: string, key = 'amount') => ({
+      events: [{ id: '$pageview', math, math_property: key }],
+      interval: 'hour',
+      date_from: '2024-03-01',
+      date_to: '2024-03-01T23:59:59',
+    });
+    const nonzero = (m: Map<string, number>) => new Map([...m].filter(([, v]) => v !== 0));
+    for (const math of ['sum', 'min', 'max', 'avg']) {
+      for (const key of ['amount', '$screen_width']) {
+        const { lake, engine } = await compare(request(math, key), events, project());
+        expect(nonzero(lake)).toEqual(engine);
+      }
+    }
+    // The engine reads 9 of them as numbers (' 5', '\t6 ', ' 7.5 ', '5.', '.5', '+3', '-2e1', 2.5, 1e21).
+    const { lake } = await compare(request('sum'), events, project());
+    expect([...lake.values()].filter((v) => v !== 0)).toHaveLength(9);
+    for (const operator of ['gt', 'lt']) {
+      const filtered = {
+        events: [{ id: '$pageview' }],
+        properties: [{ key: 'amount', operator, value: 0 }],
+        date_from: '2024-03-01',
+        date_to: '2024-03-01T23:59:59',
+      };
+      const { lake: l, engine: e } = await compare(filtered, events, project());
+      expect(l).toEqual(e);
+    }
+  });
+
+  it('both dialects’ toNumber read each text as the engine’s toNumber (the Athena form run on DuckDB: its logic, not joni)', async () => {
+    const texts = [
+      ...[' 5', '\t6\u3000', '\u00a07.5\u2028', '\ufeff8\u0085', '5\n', '\n5', '5\n6', '\u00015', '5\u0001'],
+      ...['1_000', 'inf', '-Infinity', 'NaN', '1e400', '-1e400', '1e308', '0x10', '5d', '5.', '.5', '.', '+3', '-2e1'],
+      ...['1e', '1.2.3', '\u0661', '', ' ', 'true', '12345678901234567890', '1.5e-7', '00.10', '-0'],
+    ];
+    const list = texts.map((t) => stringLiteral(t)).join(', ');
+    for (const dialect of [DUCKDB, ATHENA_DIALECT]) {
+      const expr = dialect.toNumber('x').replaceAll('infinity()', "CAST('Infinity' AS DOUBLE)");
+      const rows = await (
+        await duck.runAndReadAll(`SELECT x, ${expr} AS n FROM (SELECT unnest([${list}]) AS x)`)
+      ).getRowObjectsJson();
+      expect(rows.map((r) => (r.n === null ? null : Number(r.n)))).toEqual(texts.map((t) => toNumber(t)));
+    }
+  });
+
+  it('random trends (total, dau, sum/min/max/avg, event-property filters, breakdown, hour/day/week) give equal numbers', async () => {
     let answered = 0;
     await fc.assert(
       fc.asyncProperty(
@@ -318,7 +478,8 @@ describe('DuckDB over lake files equals the columnar engine', () => {
           if (lake.size) answered += 1;
         },
       ),
-      { numRuns: 40 },
+      // A fixed seed: the non-vacuity count below depends on the draw.
+      { numRuns: 40, seed: 20261127 },
     );
     // Not vacuous: many runs count something (the rest filter every event out, and must agree on that too).
     expect(answered).toBeGreaterThan(10);
