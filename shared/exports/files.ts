@@ -114,11 +114,65 @@ function textColumn(type: 'STRING' | 'JSON' | 'UUID', values: unknown[]): { data
     const text = typeof v === 'string' ? v : JSON.stringify(v);
     const first = seen.get(text);
     if (first !== undefined) return first;
-    const value = type === 'STRING' ? text : type === 'UUID' ? uuidBytes(text) : v;
+    const value = type === 'UUID' ? uuidBytes(text) : type === 'STRING' ? text : v;
     seen.set(text, value);
     return value;
   });
-  return { data, repeated: present > 1 && seen.size * 2 <= present };
+  const repeated = present > 1 && seen.size * 2 <= present;
+  return { data: type === 'STRING' && !repeated ? utf8Views(data as (string | null)[]) : data, repeated };
+}
+
+/** Texts per utf8Views call: one joined string of them stays far below V8's string length limit. */
+const VIEW_CHUNK = 16_384;
+
+/**
+ * Texts as UTF-8 byte views over a few shared buffers, for a plain column: the writer takes the
+ * bytes as they are, where it would otherwise encode (and allocate) every value on its own.
+ */
+export function utf8Views(texts: readonly (string | null)[]): (Uint8Array | null)[] {
+  const out: (Uint8Array | null)[] = new Array(texts.length);
+  for (let start = 0; start < texts.length; start += VIEW_CHUNK) {
+    const end = Math.min(texts.length, start + VIEW_CHUNK);
+    const present: string[] = [];
+    for (let i = start; i < end; i += 1) if (texts[i] !== null) present.push(texts[i]!);
+    const joined = present.join('');
+    const buffer = Buffer.from(joined, 'utf8');
+    // subarray of a plain Uint8Array: a Buffer's (or the three-argument constructor) costs twice as much.
+    const bytes = new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+    // As many bytes as UTF-16 units only when every character is ASCII: then lengths need no counting.
+    const ascii = bytes.length === joined.length;
+    let offset = 0;
+    for (let i = start; i < end; i += 1) {
+      const text = texts[i];
+      if (text === null || text === undefined) {
+        out[i] = null;
+        continue;
+      }
+      const length = ascii ? text.length : Buffer.byteLength(text, 'utf8');
+      out[i] = bytes.subarray(offset, offset + length);
+      offset += length;
+    }
+  }
+  return out;
+}
+
+/**
+ * A text column as the writer takes it fastest, and how to encode it: values that repeat (at most
+ * half distinct) as strings for a dictionary, others as UTF-8 views for plain pages. Counting stops
+ * as soon as the column cannot be repeated any more.
+ */
+export function textValues(texts: readonly (string | null)[]): { data: (string | Uint8Array | null)[]; repeated: boolean } {
+  const limit = texts.length / 2;
+  const distinct = new Set<string>();
+  let present = 0;
+  for (const text of texts) {
+    if (text === null) continue;
+    present += 1;
+    distinct.add(text);
+    if (distinct.size > limit) break;
+  }
+  const repeated = present > 1 && distinct.size * 2 <= present;
+  return { data: repeated || present === 0 ? (texts as (string | null)[]) : utf8Views(texts), repeated };
 }
 
 const toBytes = (b: Buffer) => new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
