@@ -161,7 +161,10 @@ export function utf8Views(texts: readonly (string | null)[]): (Uint8Array | null
  * half distinct) as strings for a dictionary, others as UTF-8 views for plain pages. Counting stops
  * as soon as the column cannot be repeated any more.
  */
-export function textValues(texts: readonly (string | null)[]): { data: (string | Uint8Array | null)[]; repeated: boolean } {
+export function textValues(texts: readonly (string | null)[]): {
+  data: (string | Uint8Array | null)[];
+  repeated: boolean;
+} {
   const limit = texts.length / 2;
   const distinct = new Set<string>();
   let present = 0;
@@ -200,6 +203,8 @@ export interface ParquetColumn {
   repeated?: boolean;
   /** Min/max statistics (default: yes, unless `unique`). */
   statistics?: boolean;
+  /** Never null (REQUIRED): no definition levels to compute and write. */
+  required?: boolean;
 }
 
 /**
@@ -212,7 +217,7 @@ export function writeParquet(
   rowGroupSize: number,
 ): ArrayBuffer {
   return parquetWriteBuffer({
-    columnData: columns.map(({ name, type, data, unique, repeated, statistics }) => {
+    columnData: columns.map(({ name, type, data, unique, repeated, statistics, required }) => {
       const encoding =
         type === 'TIMESTAMP' || type === 'INT64'
           ? ('DELTA_BINARY_PACKED' as const)
@@ -227,6 +232,7 @@ export function writeParquet(
         data: data as never,
         ...(encoding ? { encoding } : {}),
         ...(unique || statistics === false ? { statistics: false } : {}),
+        ...(required ? { nullable: false } : {}),
       };
     }),
     codec,

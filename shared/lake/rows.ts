@@ -65,6 +65,9 @@ export const LAKE_COLUMNS: readonly { name: string; type: 'STRING' | 'TIMESTAMP'
 /** Columns whose values never repeat (an event's id, its other properties' JSON): plain, no statistics. */
 const UNIQUE = new Set(['uuid', 'properties']);
 
+/** Columns every event has (LakeEvent's non-null fields, and the JSON of the rest): REQUIRED. */
+const REQUIRED = new Set(['uuid', 'event', 'timestamp', 'distinct_id', 'properties']);
+
 /** Min/max statistics where a reader skips row groups by them: the sort columns. */
 const WITH_STATISTICS = new Set(['event', 'timestamp']);
 
@@ -117,10 +120,14 @@ const byEventThenTime = (a: LakeEvent, b: LakeEvent) =>
   a.event < b.event ? -1 : a.event > b.event ? 1 : a.timestamp < b.timestamp ? -1 : a.timestamp > b.timestamp ? 1 : 0;
 
 /** One file's columns, in LAKE_COLUMNS order. */
-export function fileColumns(events: LakeEvent[]): ParquetColumn[] {
+function fileColumns(events: LakeEvent[]): ParquetColumn[] {
   const n = events.length;
-  const columns = new Map<string, unknown[]>(LAKE_COLUMNS.map((c) => [c.name, new Array(n).fill(null)]));
-  const col = (name: string) => columns.get(name)!;
+  const columns = new Map<string, unknown[]>();
+  const col = (name: string) => {
+    let values = columns.get(name);
+    if (!values) columns.set(name, (values = new Array(n).fill(null)));
+    return values;
+  };
   const [uuid, event, timestamp, distinctId, personId, properties] = [
     'uuid',
     'event',
@@ -129,7 +136,8 @@ export function fileColumns(events: LakeEvent[]): ParquetColumn[] {
     'person_id',
     'properties',
   ].map(col) as [unknown[], unknown[], unknown[], unknown[], unknown[], unknown[]];
-  const own = new Map(Object.entries(PROPERTY_COLUMNS).map(([key, name]) => [key, col(name)]));
+  // A property column's array is made when the file has a value for it: most have none in most files.
+  const ownKeys = new Set(Object.keys(PROPERTY_COLUMNS));
   const times = isoMillis();
   for (let i = 0; i < n; i += 1) {
     const e = events[i]!;
@@ -146,21 +154,24 @@ export function fileColumns(events: LakeEvent[]): ParquetColumn[] {
     for (const key in props) {
       if (!Object.hasOwn(props, key)) continue;
       const value = props[key];
-      const values = own.get(key);
-      if (values) values[i] = text(value);
+      if (ownKeys.has(key)) col(PROPERTY_COLUMNS[key]!)[i] = text(value);
       else if (value !== undefined) rest += `${rest ? ',' : ''}${JSON.stringify(key)}:${JSON.stringify(value)}`;
     }
     properties[i] = rest ? `{${rest}}` : '{}';
   }
+  // One array of nulls for every column the file has no value for.
+  const nulls: null[] = new Array(n).fill(null);
   return LAKE_COLUMNS.map(({ name, type }): ParquetColumn => {
     const statistics = WITH_STATISTICS.has(name);
-    if (type !== 'STRING') return { name, type, data: col(name), statistics };
+    const required = REQUIRED.has(name);
+    if (!columns.has(name)) return { name, type, data: nulls, unique: true };
+    if (type !== 'STRING') return { name, type, data: col(name), statistics, required };
     const texts = col(name) as (string | null)[];
     // Never repeated: plain pages of bytes encoded in a few batches, without counting.
-    if (UNIQUE.has(name)) return { name, type, data: utf8Views(texts), unique: true };
+    if (UNIQUE.has(name)) return { name, type, data: utf8Views(texts), unique: true, required };
     // Other text: a dictionary where values repeat, else plain.
     const { data, repeated } = textValues(texts);
-    return { name, type, data, repeated, unique: !repeated && !statistics, statistics };
+    return { name, type, data, repeated, unique: !repeated && !statistics, statistics, required };
   });
 }
 

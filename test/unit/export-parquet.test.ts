@@ -46,7 +46,11 @@ function rows(count: number): Record<string, unknown>[] {
       event: i % 4 ? '$pageview' : 'signed up',
       distinct_id: `user-${i % 500}`,
       person_id: i % 3 ? persons[i % 500] : null,
-      properties: { $current_url: `https://example.com/p/${i % 10}`, $browser: ['Chrome', 'Firefox'][i % 2], amount: i % 5 },
+      properties: {
+        $current_url: `https://example.com/p/${i % 10}`,
+        $browser: ['Chrome', 'Firefox'][i % 2],
+        amount: i % 5,
+      },
       person_properties: {},
       elements_chain: '',
       timestamp: at,
@@ -63,7 +67,9 @@ async function read(body: Buffer) {
     const schema = Object.fromEntries(
       (
         (
-          await duck.runAndReadAll(`SELECT name, type, logical_type FROM parquet_schema('${path}') WHERE name <> 'duckdb_schema'`)
+          await duck.runAndReadAll(
+            `SELECT name, type, logical_type FROM parquet_schema('${path}') WHERE name <> 'duckdb_schema'`,
+          )
         ).getRowObjectsJS() as { name: string; type: string; logical_type: string | null }[]
       ).map((r) => [r.name, `${r.type}${r.logical_type ? ` ${r.logical_type}` : ''}`]),
     );
@@ -86,11 +92,18 @@ async function read(body: Buffer) {
 
 describe('export Parquet files', () => {
   it('write canonical uuids as 16-byte UUIDs that read back as the exported text, repeated text with a dictionary, unique text plain', async () => {
-    const input = rows(2_000).map((r, i) => (i % 10 ? r : { ...r, properties: { unique: i, ...(r.properties as object) } }));
+    const input = rows(2_000).map((r, i) =>
+      i % 10 ? r : { ...r, properties: { unique: i, ...(r.properties as object) } },
+    );
     const file = await read(encodeRows(input, EVENT_COLUMNS, 'Parquet', 'snappy').body);
     expect(file.schema.uuid).toMatch(/^FIXED_LEN_BYTE_ARRAY UUID/);
     expect(file.schema.person_id).toMatch(/^FIXED_LEN_BYTE_ARRAY UUID/);
-    expect(file.types).toMatchObject({ uuid: 'UUID', person_id: 'UUID', distinct_id: 'VARCHAR', properties: 'VARCHAR' });
+    expect(file.types).toMatchObject({
+      uuid: 'UUID',
+      person_id: 'UUID',
+      distinct_id: 'VARCHAR',
+      properties: 'VARCHAR',
+    });
     expect(file.encodings.uuid).toBe('PLAIN');
     expect(file.encodings.person_id).toContain('RLE_DICTIONARY');
     expect(file.encodings.distinct_id).toContain('RLE_DICTIONARY');
@@ -108,7 +121,9 @@ describe('export Parquet files', () => {
 
     // Properties that never repeat: plain, as a dictionary would only add its indexes.
     const unique = input.map((r, i) => ({ ...r, properties: { n: i } }));
-    expect((await read(encodeRows(unique, EVENT_COLUMNS, 'Parquet', 'snappy').body)).encodings.properties).toBe('PLAIN');
+    expect((await read(encodeRows(unique, EVENT_COLUMNS, 'Parquet', 'snappy').body)).encodings.properties).toBe(
+      'PLAIN',
+    );
   });
 
   it('keeps uuids that are not canonical (upper case, no dashes) as the text they were', async () => {

@@ -45,7 +45,9 @@ const restJson = (properties: Record<string, unknown>) =>
 describe('lake rows', () => {
   it('hold the events as they were: times in every ISO form, text in any script, the other properties as JSON.stringify writes them', async () => {
     const odd = [
-      JSON.parse('{"__proto__": {"x": 1}, "2": "two", "a": "é\\u2028\\"q\\"", "1": [1, null, {"b": true}], "$browser": 7}'),
+      JSON.parse(
+        '{"__proto__": {"x": 1}, "2": "two", "a": "é\\u2028\\"q\\"", "1": [1, null, {"b": true}], "$browser": 7}',
+      ),
       { emoji: '😀 \ud800', n: -0.5, big: 1e21, $current_url: 'https://ex.com/ü' },
       { undef: undefined, kept: 'x' },
       {},
