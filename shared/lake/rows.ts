@@ -100,7 +100,7 @@ function isoMillis(): { parse: (iso: string) => number } {
     parse(iso) {
       if (iso.length !== 24 || iso.charCodeAt(23) !== 90 /* Z */ || iso.charCodeAt(10) !== 84 /* T */)
         return Date.parse(iso);
-      if (!iso.startsWith(day)) {
+      if (day === '' || !iso.startsWith(day)) {
         day = iso.slice(0, 11);
         dayMs = Date.parse(`${iso.slice(0, 10)}T00:00:00.000Z`);
       }
