@@ -91,7 +91,8 @@ function columnData(type: ParquetType, values: unknown[]): { data: unknown[]; re
   return {
     data: values.map((v) => {
       if (v === null || v === undefined) return null;
-      if (type === 'TIMESTAMP') return new Date(v as string);
+      // Epoch milliseconds, not a Date: the writer's statistics convert a Date one array at a time.
+      if (type === 'TIMESTAMP') return Date.parse(v as string);
       if (type === 'INT64') return BigInt(v as number);
       return v;
     }),
