@@ -15,6 +15,7 @@ import { exportsBenchmark } from './exports.ts';
 import { hostileBenchmark } from './hostile.ts';
 import { engineBenchmark } from './engine.ts';
 import { lakeBenchmark } from './lake.ts';
+import { parquetBenchmark } from './parquet.ts';
 import { consoleBenchmark } from './console.ts';
 import { cohortCountBenchmark } from './cohort-count.ts';
 import { heading, table } from './lib/format.ts';
@@ -30,6 +31,7 @@ const benchmarks: Benchmark[] = [
   hostileBenchmark,
   engineBenchmark,
   lakeBenchmark,
+  parquetBenchmark,
   consoleBenchmark,
   cohortCountBenchmark,
 ];

@@ -58,16 +58,23 @@ export function encodeRows(
 const TIMESTAMP_COLUMNS = new Set(['timestamp', 'created_at', '_inserted_at', 'updated_at']);
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 
-export type ParquetType = 'STRING' | 'JSON' | 'TIMESTAMP' | 'INT64' | 'DOUBLE' | 'BOOLEAN';
+/** Columns whose canonical uuid strings are written as 16-byte UUIDs (the events and persons schemas' ids). */
+const UUID_COLUMNS = new Set(['uuid', 'person_id']);
+/** Lowercase and dashed only: what a reader prints a UUID as, so that it reads back the very text exported. */
+const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export type ParquetType = 'STRING' | 'JSON' | 'TIMESTAMP' | 'INT64' | 'DOUBLE' | 'BOOLEAN' | 'UUID';
 
 /**
- * A column's Parquet type from its values: timestamps as timestamps, integers as INT64, other numbers
- * as DOUBLE, booleans as BOOLEAN, objects and arrays as JSON text; anything mixed is a string column.
+ * A column's Parquet type from its values: timestamps as timestamps, uuids as UUIDs (16 bytes where
+ * the text takes 36), integers as INT64, other numbers as DOUBLE, booleans as BOOLEAN, objects and
+ * arrays as JSON text; anything mixed is a string column.
  */
 function columnType(name: string, values: unknown[]): ParquetType {
   const present = values.filter((v) => v !== null && v !== undefined);
   if (present.length === 0) return 'STRING';
   if (TIMESTAMP_COLUMNS.has(name) && present.every((v) => typeof v === 'string' && ISO.test(v))) return 'TIMESTAMP';
+  if (UUID_COLUMNS.has(name) && present.every((v) => typeof v === 'string' && CANONICAL_UUID.test(v))) return 'UUID';
   if (present.every((v) => typeof v === 'number' && Number.isFinite(v)))
     return present.every((v) => Number.isSafeInteger(v)) ? 'INT64' : 'DOUBLE';
   if (present.every((v) => typeof v === 'boolean')) return 'BOOLEAN';
@@ -75,14 +82,101 @@ function columnType(name: string, values: unknown[]): ParquetType {
   return 'STRING';
 }
 
-function columnData(type: ParquetType, values: unknown[]): unknown[] {
-  return values.map((v) => {
+/** The 16 bytes of a canonical uuid string. */
+export const uuidBytes = (uuid: string): Uint8Array => Buffer.from(uuid.replaceAll('-', ''), 'hex');
+
+/** Values and whether they repeat, as a Parquet column wants them (columnType's type). */
+function columnData(type: ParquetType, values: unknown[]): { data: unknown[]; repeated?: boolean } {
+  if (type === 'STRING' || type === 'JSON' || type === 'UUID') return textColumn(type, values);
+  return {
+    data: values.map((v) => {
+      if (v === null || v === undefined) return null;
+      // Epoch milliseconds, not a Date: the writer's statistics convert a Date one array at a time.
+      if (type === 'TIMESTAMP') return Date.parse(v as string);
+      if (type === 'INT64') return BigInt(v as number);
+      return v;
+    }),
+  };
+}
+
+/**
+ * Text columns (uuids included), counted by their text: a column whose values repeat (at most half
+ * of them distinct: distinct ids, person ids, properties of a few shapes) is dictionary-encoded,
+ * else plain. The writer's own guess samples 1,000 values, and so sees nearly all of them distinct
+ * in a column of a few thousand values each repeated. Equal values become one object, which the
+ * writer then converts (JSON text, UUID bytes) once.
+ */
+function textColumn(type: 'STRING' | 'JSON' | 'UUID', values: unknown[]): { data: unknown[]; repeated: boolean } {
+  const seen = new Map<string, unknown>();
+  let present = 0;
+  const data = values.map((v) => {
     if (v === null || v === undefined) return null;
-    if (type === 'TIMESTAMP') return new Date(v as string);
-    if (type === 'INT64') return BigInt(v as number);
-    if (type === 'STRING') return typeof v === 'string' ? v : JSON.stringify(v);
-    return v;
+    present += 1;
+    const text = typeof v === 'string' ? v : JSON.stringify(v);
+    const first = seen.get(text);
+    if (first !== undefined) return first;
+    const value = type === 'UUID' ? uuidBytes(text) : type === 'STRING' ? text : v;
+    seen.set(text, value);
+    return value;
   });
+  const repeated = present > 1 && seen.size * 2 <= present;
+  return { data: type === 'STRING' && !repeated ? utf8Views(data as (string | null)[]) : data, repeated };
+}
+
+/** Texts per utf8Views call: one joined string of them stays far below V8's string length limit. */
+const VIEW_CHUNK = 16_384;
+
+/**
+ * Texts as UTF-8 byte views over a few shared buffers, for a plain column: the writer takes the
+ * bytes as they are, where it would otherwise encode (and allocate) every value on its own.
+ */
+export function utf8Views(texts: readonly (string | null)[]): (Uint8Array | null)[] {
+  const out: (Uint8Array | null)[] = new Array(texts.length);
+  for (let start = 0; start < texts.length; start += VIEW_CHUNK) {
+    const end = Math.min(texts.length, start + VIEW_CHUNK);
+    const present: string[] = [];
+    for (let i = start; i < end; i += 1) if (texts[i] !== null) present.push(texts[i]!);
+    const joined = present.join('');
+    const buffer = Buffer.from(joined, 'utf8');
+    // subarray of a plain Uint8Array: a Buffer's (or the three-argument constructor) costs twice as much.
+    const bytes = new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+    // As many bytes as UTF-16 units only when every character is ASCII: then lengths need no counting.
+    const ascii = bytes.length === joined.length;
+    let offset = 0;
+    for (let i = start; i < end; i += 1) {
+      const text = texts[i];
+      if (text === null || text === undefined) {
+        out[i] = null;
+        continue;
+      }
+      const length = ascii ? text.length : Buffer.byteLength(text, 'utf8');
+      out[i] = bytes.subarray(offset, offset + length);
+      offset += length;
+    }
+  }
+  return out;
+}
+
+/**
+ * A text column as the writer takes it fastest, and how to encode it: values that repeat (at most
+ * half distinct) as strings for a dictionary, others as UTF-8 views for plain pages. Counting stops
+ * as soon as the column cannot be repeated any more.
+ */
+export function textValues(texts: readonly (string | null)[]): {
+  data: (string | Uint8Array | null)[];
+  repeated: boolean;
+} {
+  const limit = texts.length / 2;
+  const distinct = new Set<string>();
+  let present = 0;
+  for (const text of texts) {
+    if (text === null) continue;
+    present += 1;
+    distinct.add(text);
+    if (distinct.size > limit) break;
+  }
+  const repeated = present > 1 && distinct.size * 2 <= present;
+  return { data: repeated || present === 0 ? (texts as (string | null)[]) : utf8Views(texts), repeated };
 }
 
 const toBytes = (b: Buffer) => new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
@@ -106,8 +200,12 @@ export interface ParquetColumn {
    * dictionary is never kept and statistics skip nothing, and both cost most of the writer's time.
    */
   unique?: boolean;
+  /** Dictionary-encoded whatever the writer's sample says: values known to repeat. */
+  repeated?: boolean;
   /** Min/max statistics (default: yes, unless `unique`). */
   statistics?: boolean;
+  /** Never null (REQUIRED): no definition levels to compute and write. */
+  required?: boolean;
 }
 
 /**
@@ -120,19 +218,22 @@ export function writeParquet(
   rowGroupSize: number,
 ): ArrayBuffer {
   return parquetWriteBuffer({
-    columnData: columns.map(({ name, type, data, unique, statistics }) => {
+    columnData: columns.map(({ name, type, data, unique, repeated, statistics, required }) => {
       const encoding =
         type === 'TIMESTAMP' || type === 'INT64'
           ? ('DELTA_BINARY_PACKED' as const)
           : unique
             ? ('PLAIN' as const)
-            : undefined;
+            : repeated
+              ? ('RLE_DICTIONARY' as const)
+              : undefined;
       return {
         name,
         type,
         data: data as never,
         ...(encoding ? { encoding } : {}),
         ...(unique || statistics === false ? { statistics: false } : {}),
+        ...(required ? { nullable: false } : {}),
       };
     }),
     codec,
@@ -149,7 +250,10 @@ function encodeParquet(rows: Record<string, unknown>[], columns: string[], compr
     columns.map((name) => {
       const values = rows.map((r) => r[name]);
       const type = columnType(name, values);
-      return { name, type, data: columnData(type, values) };
+      const { data, repeated } = columnData(type, values);
+      // Values that (nearly) never repeat: plain, without the statistics that would skip nothing.
+      const unique = repeated === false;
+      return { name, type, data, unique, repeated };
     }),
     codec,
     // One row group per file: the files are bounded by max_file_size_mb, and readers get whole columns.

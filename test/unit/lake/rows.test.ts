@@ -1,0 +1,108 @@
+/**
+ * The lake writer's row building (shared/lake/rows.ts), read back by DuckDB: the same values as the
+ * events hold (times, text of every script, the JSON of the other properties, byte for byte what
+ * JSON.stringify writes), and text encoded by what it holds: repeated values with a dictionary.
+ */
+import { rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { afterAll, describe, expect, it } from 'vitest';
+import { type LakeEvent, lakeFiles, PROPERTY_COLUMNS } from '#shared/lake/rows.ts';
+
+const duck = await (await DuckDBInstance.create(':memory:')).connect();
+afterAll(() => duck.closeSync());
+
+async function read(events: LakeEvent[]) {
+  const [body] = lakeFiles(events);
+  const path = join(tmpdir(), `lake-rows-${process.pid}-${Math.random().toString(36).slice(2)}.parquet`);
+  writeFileSync(path, body!);
+  try {
+    const rows = (
+      await duck.runAndReadAll(
+        `SELECT uuid, event, epoch_ms(timestamp)::DOUBLE AS ms, distinct_id, person_id, current_url, browser, properties FROM read_parquet('${path}')`,
+      )
+    ).getRowObjectsJS() as Record<string, unknown>[];
+    const encodings = Object.fromEntries(
+      (
+        (
+          await duck.runAndReadAll(
+            `SELECT path_in_schema AS name, string_agg(DISTINCT encodings) AS encodings FROM parquet_metadata('${path}') GROUP BY 1`,
+          )
+        ).getRowObjectsJS() as { name: string; encodings: string }[]
+      ).map((r) => [r.name, r.encodings]),
+    );
+    return { rows, encodings };
+  } finally {
+    rmSync(path, { force: true });
+  }
+}
+
+/** What the JSON column must hold: JSON.stringify of the properties without a column of their own. */
+const restJson = (properties: Record<string, unknown>) =>
+  JSON.stringify(Object.fromEntries(Object.entries(properties).filter(([k]) => !Object.hasOwn(PROPERTY_COLUMNS, k))));
+
+describe('lake rows', () => {
+  it('hold the events as they were: times in every ISO form, text in any script, the other properties as JSON.stringify writes them', async () => {
+    const odd = [
+      JSON.parse(
+        '{"__proto__": {"x": 1}, "2": "two", "a": "é\\u2028\\"q\\"", "1": [1, null, {"b": true}], "$browser": 7}',
+      ),
+      { emoji: '😀 \ud800', n: -0.5, big: 1e21, $current_url: 'https://ex.com/ü' },
+      { undef: undefined, kept: 'x' },
+      {},
+      { $current_url: null, nested: { deep: { deeper: ['z'] } } },
+    ];
+    const times = [
+      '2026-03-29T00:59:59.999Z',
+      '2026-03-29T01:00:00Z',
+      '2026-03-29T02:30:00.000+02:00',
+      '2026-03-29T23:59:59.000Z',
+      '2026-03-30T00:00:00.001Z',
+    ];
+    const events: LakeEvent[] = odd.map((properties, i) => ({
+      uuid: `0190f000-0000-7000-8000-00000000000${i}`,
+      event: `évent ${i}`,
+      timestamp: times[i]!,
+      distinct_id: `user-ü-${i}`,
+      person_id: i % 2 ? `0190f000-0000-7000-9000-00000000000${i}` : null,
+      properties,
+    }));
+    const { rows } = await read(events);
+    const byUuid = new Map(rows.map((r) => [String(r.uuid), r]));
+    for (const [i, e] of events.entries()) {
+      const row = byUuid.get(e.uuid)!;
+      expect(row, e.uuid).toMatchObject({
+        event: e.event,
+        ms: Date.parse(e.timestamp),
+        distinct_id: e.distinct_id,
+        person_id: e.person_id,
+      });
+      expect(String(row.properties), `event ${i}`).toBe(restJson(e.properties));
+    }
+    expect(byUuid.get(events[0]!.uuid)!.browser).toBe('7');
+    expect(byUuid.get(events[1]!.uuid)!.current_url).toBe('https://ex.com/ü');
+    expect(byUuid.get(events[4]!.uuid)!.current_url).toBe(null);
+  });
+
+  it('dictionary-encodes text that repeats (a few hundred urls over thousands of events) and writes unique text plain', async () => {
+    const events: LakeEvent[] = Array.from({ length: 4_000 }, (_, i) => ({
+      uuid: `0190f000-0000-7000-8000-${String(i).padStart(12, '0')}`,
+      event: '$pageview',
+      timestamp: new Date(Date.parse('2026-01-01T00:00:00Z') + i * 1000).toISOString(),
+      distinct_id: `user-${i % 300}`,
+      person_id: null,
+      properties: { $current_url: `https://example.com/${i % 200}`, $browser: 'Chrome', n: i },
+    }));
+    const { rows, encodings } = await read(events);
+    expect(rows).toHaveLength(4_000);
+    expect(encodings.current_url).toContain('RLE_DICTIONARY');
+    expect(encodings.distinct_id).toContain('RLE_DICTIONARY');
+    expect(encodings.uuid).toBe('PLAIN');
+    expect(encodings.properties).toBe('PLAIN');
+    expect(rows.find((r) => r.uuid === events[1234]!.uuid)).toMatchObject({
+      current_url: 'https://example.com/34',
+      properties: '{"n":1234}',
+    });
+  });
+});
