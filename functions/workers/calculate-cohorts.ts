@@ -1,5 +1,6 @@
 import type { SQSEvent } from 'aws-lambda';
-import { calculateCohortStep, parseQueuedCalculation } from '#shared/domain/cohorts.ts';
+import { calculateCohortStep } from '#shared/domain/cohort-calculation.ts';
+import { parseQueuedCalculation } from '#shared/domain/cohorts.ts';
 import { queueCohortCalculation } from '#shared/queues/cohort-calculations.ts';
 import { logger } from '#shared/observability.ts';
 import { eachRecord, workerHandler } from '#shared/workers/handler.ts';

@@ -10,7 +10,7 @@
 import { getCohorts, membersPage } from '../db/cohorts.ts';
 import { ValidationError } from '../errors.ts';
 import type { CohortRef, CohortSets } from '../trends/cohort-filters.ts';
-import { cohortRefs } from '../trends/columnar/index.ts';
+import { cohortRefs } from '../trends/columnar/cohorts.ts';
 import type { ProjectSettings, TrendsModel } from '../trends/index.ts';
 
 /**

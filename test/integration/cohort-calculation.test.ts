@@ -3,12 +3,8 @@ import { batchPut } from '#shared/db/batch.ts';
 import { type CohortRecord, getCohort, membersPage, putCohort } from '#shared/db/cohorts.ts';
 import { personItems } from '#shared/db/persons.ts';
 import type { Caller } from '#shared/domain/access.ts';
-import {
-  CALCULATION_PAGE,
-  calculateCohortStep,
-  createCohort,
-  MAX_COHORTS_PER_PROJECT,
-} from '#shared/domain/cohorts.ts';
+import { CALCULATION_PAGE, calculateCohortStep } from '#shared/domain/cohort-calculation.ts';
+import { createCohort, MAX_COHORTS_PER_PROJECT } from '#shared/domain/cohorts.ts';
 import type { QueuedCohortCalculation } from '#shared/queues/cohort-calculations.ts';
 import { expectErrorShape, newProject, useApi } from '../support/api.ts';
 
