@@ -104,6 +104,32 @@ const JS_SPACE_CODES = [
 const JS_SPACE_CLASS = `[${JS_SPACE_CODES.map((c) => `\\x{${c.toString(16)}}`).join('')}]*`;
 const JS_SPACE_CHARS = `(${JS_SPACE_CODES.map((c) => `chr(${c})`).join(' || ')})`;
 
+/** The longest text HogQL reads as a number (convert.ts MAX_PARSED_TEXT). */
+const MAX_PARSED_TEXT = 64;
+
+/**
+ * HogQL's toFloat of a text (convert.ts parseNumber): the text less JavaScript's trim() spaces, at most
+ * 64 characters, a decimal (an overflowing exponent is an infinity), or `inf`/`+inf`/`infinity`,
+ * `-inf`/`-infinity`, `nan` in any case; else NULL. A plain cast would also read `1_000` and longer texts.
+ */
+function parseNumberSql(
+  bare: string,
+  bareValue: string,
+  trimmed: string,
+  isDecimal: (t: string) => string,
+  cast: (t: string) => string,
+  words: { inf: string; nan: string },
+): string {
+  const lower = `lower(${trimmed})`;
+  return (
+    `(CASE WHEN ${bare} THEN ${bareValue} ` +
+    `WHEN length(${trimmed}) BETWEEN 1 AND ${MAX_PARSED_TEXT} AND ${isDecimal(trimmed)} THEN ${cast(trimmed)} ` +
+    `WHEN ${lower} IN ('inf', '+inf', 'infinity') THEN ${words.inf} ` +
+    `WHEN ${lower} IN ('-inf', '-infinity') THEN -${words.inf} ` +
+    `WHEN ${lower} = 'nan' THEN ${words.nan} END)`
+  );
+}
+
 /** An infinity (an overflowing exponent) as NULL: the engine's toNumber keeps finite numbers only. */
 const finite = (n: string, infinity: string) => `nullif(nullif(${n}, ${infinity}), -${infinity})`;
 
@@ -129,7 +155,18 @@ export const DUCKDB: Dialect = {
     unit === 'week' && weekStart === 0
       ? `(date_trunc('week', ${local} + INTERVAL 1 DAY) - INTERVAL 1 DAY)`
       : `date_trunc('${unit}', ${local})`,
-  toFloat: (text) => `TRY_CAST(trim(${text}) AS DOUBLE)`,
+  // HogQL's parseNumber (shared/hogql/convert.ts): the bare decimal first, then the trimmed text.
+  toFloat: (text) => {
+    const trimmed = `regexp_extract(${text}, '(?s)^${JS_SPACE_CLASS}(.*?)${JS_SPACE_CLASS}$', 1)`;
+    return parseNumberSql(
+      `(length(${text}) <= ${MAX_PARSED_TEXT} AND regexp_full_match(${text}, '${DECIMAL}'))`,
+      `TRY_CAST(${text} AS DOUBLE)`,
+      trimmed,
+      (t) => `regexp_full_match(${t}, '${DECIMAL}')`,
+      (t) => `TRY_CAST(${t} AS DOUBLE)`,
+      { inf: "CAST('Infinity' AS DOUBLE)", nan: "CAST('NaN' AS DOUBLE)" },
+    );
+  },
   // The common case (a bare decimal) by one full match; only other texts pay for the trim, in RE2.
   toNumber: (text) =>
     finite(
@@ -158,7 +195,17 @@ export const ATHENA: Dialect = {
         : `date_trunc('${unit}', ${local})`;
     return `CAST(${trunc} AS timestamp)`;
   },
-  toFloat: (text) => `try_cast(trim(${text}) AS double)`,
+  toFloat: (text) => {
+    const whole = (t: string) => `regexp_extract(${t}, '${DECIMAL}') = ${t}`;
+    return parseNumberSql(
+      `(length(${text}) <= ${MAX_PARSED_TEXT} AND ${whole(text)})`,
+      `try_cast(${text} AS double)`,
+      `trim(${text}, ${JS_SPACE_CHARS})`,
+      whole,
+      (t) => `try_cast(${t} AS double)`,
+      { inf: 'infinity()', nan: 'nan()' },
+    );
+  },
   // A whole-text match without anchors (the first match equals the text): joni's `^`/`$` are line
   // anchors in some syntaxes. The bare decimal first; the trim only for other texts.
   toNumber: (text) => {

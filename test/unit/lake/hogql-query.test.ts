@@ -20,6 +20,7 @@ import { type AthenaCall, athenaEngine, duckdbEngine, LakeQueryFailed } from '#s
 import { dataKey } from '#shared/lake/layout.ts';
 import { type LakeEvent, lakeFiles } from '#shared/lake/rows.ts';
 import { decodeCell } from '#shared/lake/sql/select.ts';
+import { ATHENA as ATHENA_DIALECT } from '#shared/lake/sql/dialect.ts';
 import type { LakeSource } from '#shared/lake/sql/trends.ts';
 import { type HogQLQuery, hogqlQuery } from '#shared/schemas/query/hogql.ts';
 import type { ProjectSettings } from '#shared/trends/types.ts';
@@ -229,7 +230,7 @@ describe('the printed SQL', () => {
     );
     expect(printed.sql).toBe(
       [
-        `SELECT "event" AS "c0", CAST(date_trunc('day', at_timezone(with_timezone("timestamp", 'UTC'), 'America/New_York')) AS timestamp) AS "c1", count(*) AS "c2", count(DISTINCT "person_id") AS "c3", sum(try_cast(trim(json_extract_scalar("properties", '$["amount"]')) AS double)) AS "c4"`,
+        `SELECT "event" AS "c0", CAST(date_trunc('day', at_timezone(with_timezone("timestamp", 'UTC'), 'America/New_York')) AS timestamp) AS "c1", count(*) AS "c2", count(DISTINCT "person_id") AS "c3", sum(${ATHENA_DIALECT.toFloat(`json_extract_scalar("properties", '$["amount"]')`)}) AS "c4"`,
         'FROM "stage_lake"."events"',
         `WHERE "project_id" = 7`,
         `  AND "day" BETWEEN '2024-03-01' AND '2024-03-15'`,

@@ -17,6 +17,7 @@ import {
   type TrendEvent,
 } from '#shared/trends/index.ts';
 import { toNumber } from '#shared/trends/properties.ts';
+import { parseNumber } from '#shared/hogql/convert.ts';
 
 const ATHENA: LakeSource = { dialect: 'athena', database: 'analytics_lake', table: 'events' };
 const NOW = new Date('2024-03-16T12:00:00Z');
@@ -448,6 +449,37 @@ describe('DuckDB over lake files equals the columnar engine', () => {
         await duck.runAndReadAll(`SELECT x, ${expr} AS n FROM (SELECT unnest([${list}]) AS x)`)
       ).getRowObjectsJson();
       expect(rows.map((r) => (r.n === null ? null : Number(r.n)))).toEqual(texts.map((t) => toNumber(t)));
+    }
+  });
+
+  it('both dialects’ toFloat read each text as HogQL’s toFloat (parseNumber; the Athena form run on DuckDB)', async () => {
+    const texts = [
+      ...[
+        ' 5',
+        '\t6\u3000',
+        '\u00a07.5\u2028',
+        '5\n6',
+        '1_000',
+        'inf',
+        '+INF',
+        '-Infinity',
+        '+infinity',
+        'NaN',
+        ' nan ',
+      ],
+      ...['1e400', '-1e400', '0x10', '5d', '5.', '.5', '.', '+3', '-2e1', '1e', '', ' ', 'true', '-0'],
+      ...[`1${'0'.repeat(63)}`, `1${'0'.repeat(64)}`, ` ${'1'.repeat(64)} `, '\u0661'],
+    ];
+    const list = texts.map((t) => stringLiteral(t)).join(', ');
+    for (const dialect of [DUCKDB, ATHENA_DIALECT]) {
+      const expr = dialect
+        .toFloat('x')
+        .replaceAll('infinity()', "CAST('Infinity' AS DOUBLE)")
+        .replaceAll('nan()', "CAST('NaN' AS DOUBLE)");
+      const rows = await (
+        await duck.runAndReadAll(`SELECT x, ${expr} AS n FROM (SELECT unnest([${list}]) AS x)`)
+      ).getRowObjectsJson();
+      expect(rows.map((r) => (r.n === null ? null : Number(r.n)))).toEqual(texts.map((t) => parseNumber(t)));
     }
   });
 
