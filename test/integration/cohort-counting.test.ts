@@ -1,11 +1,4 @@
-/**
- * Behavioural cohort leaves counted the way trends read events: compacted segments for the days the
- * compactor made whole, raw partitions for the rest (today), once per calculation step, at the
- * calculation's start instant, and refused (the calculation fails, its count kept) over the cap.
- * Steps are driven here (not by the run's queue worker) so a test can see what each one reads.
- */
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { batchPut } from '#shared/db/batch.ts';
 import { type CohortRecord, getCohort } from '#shared/db/cohorts.ts';
 import { eventItem, putEventItems, utcDays } from '#shared/db/events.ts';
@@ -17,6 +10,7 @@ import { createCohort, startCalculation } from '#shared/domain/cohorts.ts';
 import { compactDay } from '#shared/domain/event-segments.ts';
 import type { QueuedCohortCalculation } from '#shared/queues/cohort-calculations.ts';
 import { type Client, eventually, newProject, useApi } from '../support/api.ts';
+import { withItemsRead } from '../support/items-read.ts';
 
 const api = useApi();
 const DAY_MS = 86_400_000;
@@ -110,26 +104,10 @@ async function members(ctx: Ctx, id: number): Promise<number[]> {
 async function itemsRead(run: () => Promise<unknown>): Promise<{ events: number; chunks: number }> {
   let events = 0;
   let chunks = 0;
-  const original = DynamoDBDocumentClient.prototype.send;
-  const spy = vi.spyOn(DynamoDBDocumentClient.prototype, 'send').mockImplementation(async function (
-    this: DynamoDBDocumentClient,
-    ...args: unknown[]
-  ) {
-    const out = (await (original as (...a: unknown[]) => Promise<unknown>).apply(this, args)) as {
-      Items?: Record<string, unknown>[];
-      Responses?: Record<string, Record<string, unknown>[]>;
-    };
-    for (const item of [...(out?.Items ?? []), ...Object.values(out?.Responses ?? {}).flat()]) {
-      if (item.entity === 'Event') events += 1;
-      if (item.entity === 'EventSegment') chunks += 1;
-    }
-    return out;
-  });
-  try {
-    await run();
-  } finally {
-    spy.mockRestore();
-  }
+  await withItemsRead((item) => {
+    if (item.entity === 'Event') events += 1;
+    if (item.entity === 'EventSegment') chunks += 1;
+  }, run);
   return { events, chunks };
 }
 

@@ -4,8 +4,7 @@ process.env.ANALYTICS_LAKE_ROUTING_EVENTS = '5';
 // Every trend here is asked twice (routed, and in-process alone): more than the analytics limit allows a minute.
 process.env.ANALYTICS_RATE_LIMITS = '{"enabled":false}';
 
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { config } from '#shared/config.ts';
 import { personsVersion } from '#shared/db/projects.ts';
 import { getQueryStatus } from '#shared/db/query-store.ts';
@@ -14,6 +13,7 @@ import { compactDay } from '#shared/domain/event-segments.ts';
 import { drainPersonDeletions } from '#shared/domain/person-deletions.ts';
 import { runQueuedQuery } from '#shared/domain/query/index.ts';
 import { type Client, eventually, newProject, useApi } from '../support/api.ts';
+import { withItemsRead } from '../support/items-read.ts';
 
 /**
  * Trends above the routing threshold: the closed days current in the lake come from DuckDB over the
@@ -75,22 +75,10 @@ const lakeBuckets = (headers: Headers) => {
 /** The day counters (DayCount items) DynamoDB hands back while `run` runs. */
 async function countersRead<T>(run: () => Promise<T>): Promise<{ result: T; counters: number }> {
   let counters = 0;
-  const original = DynamoDBDocumentClient.prototype.send;
-  const spy = vi.spyOn(DynamoDBDocumentClient.prototype, 'send').mockImplementation(async function (
-    this: DynamoDBDocumentClient,
-    ...args: unknown[]
-  ) {
-    const out = (await (original as (...a: unknown[]) => Promise<unknown>).apply(this, args)) as {
-      Items?: Record<string, unknown>[];
-    };
-    for (const item of out?.Items ?? []) if (item.entity === 'DayCount') counters += 1;
-    return out;
-  });
-  try {
-    return { result: await run(), counters };
-  } finally {
-    spy.mockRestore();
-  }
+  const result = await withItemsRead((item) => {
+    if (item.entity === 'DayCount') counters += 1;
+  }, run);
+  return { result, counters };
 }
 
 /** A filter every event passes: unfiltered totals are the hourly rollups' (cheap at any size), never routed. */

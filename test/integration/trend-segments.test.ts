@@ -2,8 +2,8 @@
 process.env.ANALYTICS_FIXED_NOW = '2024-04-20T12:00:00Z';
 
 import { randomUUID } from 'node:crypto';
-import { DeleteCommand, DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { db, tableName } from '#shared/db/client.ts';
 import { eventItem, putEventItems } from '#shared/db/events.ts';
 import { keys } from '#shared/db/keys.ts';
@@ -11,6 +11,7 @@ import { readRollups } from '#shared/db/rollups.ts';
 import { dueCompactions, getCompactionMarker, readEventDay } from '#shared/db/segments.ts';
 import { compactDay } from '#shared/domain/event-segments.ts';
 import { eventually, newProject, useApi, type Client } from '../support/api.ts';
+import { withItemsRead } from '../support/items-read.ts';
 
 /**
  * Two projects receive the same events; only one is compacted. Every answer of the compacted one
@@ -116,31 +117,15 @@ async function segmentBytesRead<T extends { timing?: string[] }>(
   let counters = 0;
   let columnBytes = 0;
   const columnDays = new Set<string>();
-  const original = DynamoDBDocumentClient.prototype.send;
-  const spy = vi.spyOn(DynamoDBDocumentClient.prototype, 'send').mockImplementation(async function (
-    this: DynamoDBDocumentClient,
-    ...args: unknown[]
-  ) {
-    const out = (await (original as (...a: unknown[]) => Promise<unknown>).apply(this, args)) as {
-      Items?: Record<string, unknown>[];
-      Responses?: Record<string, Record<string, unknown>[]>;
-    };
-    for (const item of [...(out?.Items ?? []), ...Object.values(out?.Responses ?? {}).flat()]) {
-      if (item.entity === 'DayCount') counters += 1;
-      if (item.entity !== 'EventSegment') continue;
-      chunks += 1;
-      const bytes = Object.values(item).reduce<number>((n, v) => n + (v instanceof Uint8Array ? v.byteLength : 0), 0);
-      columnBytes += bytes;
-      if (bytes) columnDays.add(String(item.pk).slice(-10));
-    }
-    return out;
-  });
-  try {
-    const result = await run();
-    return { result, chunks, counters, columnBytes, columnDays, timing: result.timing ?? [] };
-  } finally {
-    spy.mockRestore();
-  }
+  const result = await withItemsRead((item) => {
+    if (item.entity === 'DayCount') counters += 1;
+    if (item.entity !== 'EventSegment') return;
+    chunks += 1;
+    const bytes = Object.values(item).reduce<number>((n, v) => n + (v instanceof Uint8Array ? v.byteLength : 0), 0);
+    columnBytes += bytes;
+    if (bytes) columnDays.add(String(item.pk).slice(-10));
+  }, run);
+  return { result, chunks, counters, columnBytes, columnDays, timing: result.timing ?? [] };
 }
 
 describe('trends from compacted segments', () => {
