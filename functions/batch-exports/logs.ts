@@ -9,10 +9,14 @@ export const handler = apiHandler(
   route('batch_exports_logs'),
   { params: exportIdParams, query: logsQuery },
   async ({ params, query, membership, url }) => {
-    const entries = await exportLogs(membership, params.id, {
+    const { entries, complete } = await exportLogs(membership, params.id, {
       levels: query.level,
+      search: query.search,
+      after: query.after,
+      before: query.before,
       run_id: query.run_id ?? query.instance_id,
     });
-    return ok(paginated(url, query, entries.length, entries.slice(query.offset, query.offset + query.limit)));
+    const page = entries.slice(query.offset, query.offset + query.limit);
+    return ok({ ...paginated(url, query, entries.length, page), ...(complete ? {} : { count_capped: true }) });
   },
 );

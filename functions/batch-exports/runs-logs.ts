@@ -9,7 +9,13 @@ export const handler = apiHandler(
   route('batch_exports_runs_logs'),
   { params: runParams, query: runLogsQuery },
   async ({ params, query, membership, url }) => {
-    const entries = await runLogs(membership, params.id, params.run_id, { levels: query.level });
-    return ok(paginated(url, query, entries.length, entries.slice(query.offset, query.offset + query.limit)));
+    const { entries, complete } = await runLogs(membership, params.id, params.run_id, {
+      levels: query.level,
+      search: query.search,
+      after: query.after,
+      before: query.before,
+    });
+    const page = entries.slice(query.offset, query.offset + query.limit);
+    return ok({ ...paginated(url, query, entries.length, page), ...(complete ? {} : { count_capped: true }) });
   },
 );

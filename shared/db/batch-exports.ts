@@ -532,10 +532,34 @@ export async function writeLog(exportId: string, entry: LogRecord): Promise<void
   );
 }
 
-/** Newest first; entries past their 30 days are hidden even before DynamoDB's TTL removes them. */
-export async function listLogs(exportId: string, now: Date): Promise<LogRecord[]> {
-  const items = await queryAll(keys.batchExportPartition(exportId).pk, keys.exportLogPrefix, { newestFirst: true });
-  return items
+/**
+ * Log items one request reads at most. A backfill logs at least once per window (up to 10,000 windows
+ * each, and several may overlap), so an export can hold millions of entries within 30 days; past this
+ * many, `before` and `after` narrow the read to a window of time.
+ */
+export const LOG_READ_BUDGET = 10_000;
+
+/**
+ * Newest first, strictly between `after` and `before` when given: at most LOG_READ_BUDGET items read
+ * (`complete` false when the window held more). Entries past their 30 days are hidden even before
+ * DynamoDB's TTL removes them.
+ */
+export async function listLogs(
+  exportId: string,
+  now: Date,
+  window: { after?: string; before?: string } = {},
+  budget = LOG_READ_BUDGET,
+): Promise<{ entries: LogRecord[]; complete: boolean }> {
+  // Sort keys are `LOG#<ISO timestamp>#<id>`: a timestamp bound is a key bound (after: past every id of that instant).
+  const from = `${keys.exportLogPrefix}${window.after ? `${window.after}#\uffff` : ''}`;
+  const to = `${keys.exportLogPrefix}${window.before ?? '\uffff'}`;
+  const items = await queryAll(keys.batchExportPartition(exportId).pk, keys.exportLogPrefix, {
+    newestFirst: true,
+    range: [from, to],
+    limit: budget + 1,
+  });
+  const entries = items
+    .slice(0, budget)
     .filter((i) => Number(i.expires_at) * 1000 > now.getTime())
     .map((i) => ({
       id: String(i.id),
@@ -544,6 +568,7 @@ export async function listLogs(exportId: string, now: Date): Promise<LogRecord[]
       message: String(i.message),
       run_id: (i.run_id as string | null) ?? null,
     }));
+  return { entries, complete: items.length <= budget };
 }
 
 /** Exports whose next window has closed by `now` (the sparse index: never a scan). */

@@ -360,18 +360,44 @@ export async function deleteExport(membership: MembershipRecord, exportId: strin
   await removeExport(await findExport(membership, exportId));
 }
 
-export async function exportLogs(
-  membership: MembershipRecord,
-  exportId: string,
-  filter: { levels?: string[]; run_id?: string },
-) {
+/** What a logs request narrows to (PostHog's log entry filters). */
+export interface LogFilter {
+  levels?: string[];
+  run_id?: string;
+  /** Case-insensitive substring of the message. */
+  search?: string;
+  /** ISO instants, exclusive. */
+  after?: string;
+  before?: string;
+}
+
+export async function exportLogs(membership: MembershipRecord, exportId: string, filter: LogFilter) {
   return logsOf(await findExport(membership, exportId), filter);
 }
 
-export async function logsOf(record: ExportRecord, filter: { levels?: string[]; run_id?: string }) {
-  const entries = await listLogs(record.id, clockNow());
-  return entries
+/**
+ * The export's log entries that match, newest first, as PostHog lists them. `complete` is false when the
+ * window of time held more entries than one request reads (LOG_READ_BUDGET): then `entries` are the
+ * matches among the newest that many, and `before` reaches further back.
+ */
+export async function logsOf(record: ExportRecord, filter: LogFilter) {
+  const instant = (t: string | undefined) => (t === undefined ? undefined : new Date(t).toISOString());
+  const { entries, complete } = await listLogs(record.id, clockNow(), {
+    after: instant(filter.after),
+    before: instant(filter.before),
+  });
+  const needle = filter.search?.toLowerCase();
+  const matches = entries
     .filter((e) => !filter.levels || filter.levels.includes(e.level))
     .filter((e) => !filter.run_id || e.run_id === filter.run_id)
-    .map((e) => ({ timestamp: e.timestamp, level: e.level, message: e.message, run_id: e.run_id }));
+    .filter((e) => !needle || e.message.toLowerCase().includes(needle))
+    .map((e) => ({
+      log_source_id: record.id,
+      instance_id: e.run_id,
+      timestamp: e.timestamp,
+      level: e.level,
+      message: e.message,
+      run_id: e.run_id,
+    }));
+  return { entries: matches, complete };
 }

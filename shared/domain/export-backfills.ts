@@ -23,7 +23,7 @@ import { floorBoundary, intervalMs, scheduleOf, windowCount, type ExportInterval
 import { uuidv7 } from '../ids.ts';
 import { logger } from '../observability.ts';
 import { TRANSIENT, retryTransient } from '../retry.ts';
-import { findExport, logsOf, runResponse, updateExport } from './batch-exports.ts';
+import { findExport, type LogFilter, logsOf, runResponse, updateExport } from './batch-exports.ts';
 import { BACKFILL_REQUEST_PAGE, expandBackfill, settleBackfill } from './export-runs.ts';
 
 const MAX_BACKFILL_RUNS = 10_000;
@@ -406,15 +406,13 @@ export async function cancelRun(membership: MembershipRecord, exportId: string, 
   );
 }
 
-export async function runLogs(
-  membership: MembershipRecord,
-  exportId: string,
-  runId: string,
-  filter: { levels?: string[] },
-) {
+export async function runLogs(membership: MembershipRecord, exportId: string, runId: string, filter: LogFilter) {
   const record = await findExport(membership, exportId);
   const run = await findRun(record, runId);
-  return logsOf(record, { levels: filter.levels, run_id: run.id });
+  // A run logs nothing before it exists: its creation bounds the read (a second of slack for clock skew).
+  const created = new Date(Date.parse(run.created_at) - 1000).toISOString();
+  const after = filter.after && Date.parse(filter.after) > Date.parse(created) ? filter.after : created;
+  return logsOf(record, { ...filter, after, run_id: run.id });
 }
 
 // Pause and unpause (PostHog's actions).

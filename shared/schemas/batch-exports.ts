@@ -54,9 +54,10 @@ export const destinationTestBody = v.object({
 export const exportIdParams = v.object({ id: v.string() });
 export const exportListQuery = v.object(pageQuery);
 export const backfillBody = v.object({ start_at: awareTimestamp, end_at: awareTimestamp });
-export const logsQuery = v.object({
+/** PostHog's log entry filters (`posthog/api/log_entries.py`): limit 1-500, default 50. */
+const logFilters = {
   ...pageQuery,
-  limit: v.optional(pageQuery.limit.wrapped, '50'),
+  limit: v.optional(queryInteger(1, 500), '50'),
   level: v.optional(
     v.pipe(
       v.string(),
@@ -64,6 +65,12 @@ export const logsQuery = v.object({
       v.array(v.picklist(['DEBUG', 'LOG', 'INFO', 'WARNING', 'ERROR'], 'Levels are DEBUG, LOG, INFO, WARNING, ERROR.')),
     ),
   ),
+  search: v.optional(v.pipe(v.string(), v.maxLength(200, 'search is limited to 200 characters.'))),
+  after: v.optional(awareTimestamp),
+  before: v.optional(awareTimestamp),
+};
+export const logsQuery = v.object({
+  ...logFilters,
   run_id: v.optional(v.string()),
   instance_id: v.optional(v.string()),
 });
@@ -110,10 +117,6 @@ export const runListQuery = v.object({
   after: v.optional(awareTimestamp),
   before: v.optional(awareTimestamp),
 });
-export const runLogsQuery = v.object({
-  ...pageQuery,
-  limit: v.optional(pageQuery.limit.wrapped, '50'),
-  level: logsQuery.entries.level,
-});
+export const runLogsQuery = v.object(logFilters);
 export const unpauseBody = v.object({ backfill: v.optional(v.boolean()) });
 export const emptyBody = v.object({});

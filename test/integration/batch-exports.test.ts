@@ -2,6 +2,8 @@ import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { db, tableName } from '#shared/db/client.ts';
 import { keys } from '#shared/db/keys.ts';
+import { listLogs, writeLog } from '#shared/db/batch-exports.ts';
+import { uuidv7 } from '#shared/ids.ts';
 import { expectErrorShape, newKey, useApi, type Client } from '../support/api.ts';
 
 const api = useApi();
@@ -226,9 +228,50 @@ describe('batch export update, pause, delete, logs', () => {
       expect.stringMatching(/^Batch export paused/),
       expect.stringMatching(/^Batch export created/),
     ]);
-    expect(Object.keys(logs.body.results[0]).sort()).toEqual(['level', 'message', 'run_id', 'timestamp']);
+    expect(Object.keys(logs.body.results[0]).sort()).toEqual([
+      'instance_id',
+      'level',
+      'log_source_id',
+      'message',
+      'run_id',
+      'timestamp',
+    ]);
+    expect(logs.body.results[0].log_source_id).toBe(created.id);
     expect((await c.get(`${base}${created.id}/logs/?level=ERROR`)).body.count).toBe(0);
     expect((await c.get(`${base}${created.id}/logs/?level=nope`)).status).toBe(400);
+  });
+
+  it("narrows logs by search, after and before (PostHog's filters), reading a bounded window of entries", async () => {
+    const { c, base } = await org();
+    const created = (await c.post(base, { name: 'Logged', destination: s3(), interval: 'hour', paused: true })).body;
+    const at = (minute: number) => `2026-11-01T10:${String(minute).padStart(2, '0')}:00.000Z`;
+    for (const [minute, message] of [
+      [1, 'Run started'],
+      [2, 'Upload FAILED: access denied'],
+      [3, 'Run finished'],
+      [4, 'upload failed again'],
+    ] as const)
+      await writeLog(created.id, { id: uuidv7(), timestamp: at(minute), level: 'INFO', message, run_id: null });
+    const messages = async (q: string) =>
+      (await c.get(`${base}${created.id}/logs/?${q}`)).body.results.map((l: any) => l.message);
+    expect(await messages('search=upload%20failed')).toEqual(['upload failed again', 'Upload FAILED: access denied']);
+    // Both bounds exclusive, as PostHog's.
+    expect(await messages(`after=${at(1)}&before=${at(4)}`)).toEqual(['Run finished', 'Upload FAILED: access denied']);
+    expect(await messages(`before=${at(2)}`)).toEqual(['Run started']);
+    const bad = await c.get(`${base}${created.id}/logs/?search=${'x'.repeat(201)}`);
+    expect([bad.status, bad.body.attr]).toEqual([400, 'search']);
+    expect((await c.get(`${base}${created.id}/logs/?limit=501`)).status).toBe(400);
+    expect((await c.get(`${base}${created.id}/logs/?after=yesterday`)).body.attr).toBe('after');
+    // The read stops at its budget (10,000 in the API; 3 here): the newest that many, and it says so.
+    const now = new Date(Date.parse(at(5)));
+    const read = await listLogs(created.id, now, { before: at(5) }, 3);
+    expect([read.entries.map((e) => e.message), read.complete]).toEqual([
+      ['upload failed again', 'Run finished', 'Upload FAILED: access denied'],
+      false,
+    ]);
+    const older = await listLogs(created.id, now, { before: at(3) }, 3);
+    expect(older.complete).toBe(true);
+    expect((await c.get(`${base}${created.id}/logs/`)).body.count_capped).toBeUndefined();
   });
 
   it('deletes the export with its runs and logs; a second delete is 404', async () => {
