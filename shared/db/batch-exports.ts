@@ -154,17 +154,18 @@ function runFromItem(item: Record<string, unknown>): RunRecord {
   return rest as unknown as RunRecord;
 }
 
-function backfillItem(b: BackfillRecord) {
+function backfillItem(b: BackfillRecord, teamId: number) {
   return {
     ...keys.exportBackfill(b.batch_export, b.range),
     ...(b.next_window_start !== null ? keys.backfillDue(b.created_at, b.batch_export, b.id) : {}),
+    ...keys.backfillInFlight(teamId, b.created_at, b.id),
     entity: 'ExportBackfill',
     ...b,
   };
 }
 
 function backfillFromItem(item: Record<string, unknown>): BackfillRecord {
-  const { pk: _pk, sk: _sk, due_pk: _dp, due_sk: _ds, entity: _e, ...rest } = item;
+  const { pk: _pk, sk: _sk, due_pk: _dp, due_sk: _ds, parent_pk: _pp, parent_sk: _ps, entity: _e, ...rest } = item;
   return rest as unknown as BackfillRecord;
 }
 
@@ -183,6 +184,7 @@ export async function getBackfill(exportId: string, range: string): Promise<Back
  */
 export async function createBackfill(
   b: BackfillRecord,
+  teamId: number,
   cap: number,
 ): Promise<'created' | 'exists' | 'full' | 'conflict'> {
   const outcome = await transact([
@@ -190,7 +192,7 @@ export async function createBackfill(
       name: 'backfill',
       Put: {
         TableName: tableName(),
-        Item: backfillItem(b),
+        Item: backfillItem(b, teamId),
         ConditionExpression: 'attribute_not_exists(pk) OR settled_runs >= total_runs',
       },
     },
@@ -276,9 +278,39 @@ export async function settleBackfillRun(r: RunRecord, at: string = nowIso()): Pr
   return 'conflict' in outcome ? 'conflict' : 'gone';
 }
 
-/** Every backfill of an export, in the order of their ranges (start_at, then end_at). */
+/** Every backfill of an export, in the order of their ranges (start_at, then end_at): MAX_BACKFILLS_KEPT, give or take a race. */
 export async function listBackfills(exportId: string): Promise<BackfillRecord[]> {
   return (await queryAll(keys.batchExportPartition(exportId).pk, keys.exportBackfillPrefix)).map(backfillFromItem);
+}
+
+/** Removes backfills (finished ones, to keep an export's list within its cap). */
+export async function deleteBackfills(backfills: readonly BackfillRecord[]): Promise<void> {
+  await batchDelete(backfills.map((b) => keys.exportBackfill(b.batch_export, b.range)));
+}
+
+/**
+ * The project's backfills that were in flight when last looked at (their byParent entries; the index
+ * may lag a settle by a moment). Few: an entry is written only while the project is under its cap,
+ * and `forgetInFlight` removes the settled ones each time they are counted.
+ */
+export async function backfillsMaybeInFlight(teamId: number): Promise<BackfillRecord[]> {
+  const entry = keys.backfillInFlight(teamId, '', '');
+  return (await queryIndex(TABLE_SCHEMA.indexes.byParent, entry.parent_pk)).map(backfillFromItem);
+}
+
+/** Drops a settled backfill's in-flight entry (only if it is still settled: never a pending one's). */
+export async function forgetInFlight(b: BackfillRecord): Promise<void> {
+  await conditional(() =>
+    db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.exportBackfill(b.batch_export, b.range),
+        UpdateExpression: 'REMOVE parent_pk, parent_sk',
+        ConditionExpression: 'id = :id AND (settled_runs >= total_runs OR attribute_type(cancelled_at, :s))',
+        ExpressionAttributeValues: { ':id': b.id, ':s': 'S' },
+      }),
+    ),
+  );
 }
 
 /**

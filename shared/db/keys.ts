@@ -96,6 +96,14 @@ export const keys = {
   /** A backfill by its window range (`<start_at>#<end_at>`): the same range twice finds the same item. */
   exportBackfill: (exportId: string, range: string): ItemKey => ({ pk: `EXPORT#${exportId}`, sk: `BACKFILL#${range}` }),
   exportBackfillPrefix: 'BACKFILL#',
+  /**
+   * byParent entry of a backfill while it may be in flight: a project's backfills in flight without
+   * reading every backfill of every export. Set at creation; removed when a count finds it settled.
+   */
+  backfillInFlight: (teamId: number, createdAt: string, backfillId: string) => ({
+    parent_pk: `PROJECT#${teamId}#BACKFILLS_IN_FLIGHT`,
+    parent_sk: `${createdAt}#${backfillId}`,
+  }),
   /** The export's count of backfill runs not yet settled, which the pending cap is checked against. */
   exportBackfillLedger: (exportId: string): ItemKey => ({ pk: `EXPORT#${exportId}`, sk: 'BACKFILLS' }),
   /** dueByTime entry of a backfill with windows not yet turned into runs (oldest request first). */

@@ -6,7 +6,9 @@ import {
   getBackfill,
   getRun,
   listBackfills,
-  listExports as readExports,
+  backfillsMaybeInFlight,
+  deleteBackfills,
+  forgetInFlight,
   pendingBackfillRuns,
   isRunsCursor,
   runsPage,
@@ -37,6 +39,8 @@ export const MAX_PENDING_BACKFILL_RUNS = 10_000;
  * a 429. Each pages its runs into the shared scheduler, so this bounds one team's share of its ticks.
  */
 export const MAX_CONCURRENT_BACKFILLS_PER_TEAM = 10;
+/** Backfills an export keeps: past it, creating one removes its oldest finished ones. */
+export const MAX_BACKFILLS_KEPT = 1_000;
 /** No analytics data predates it; a far-past start only queues empty windows (and weeks back to 1834 fit the cap). */
 const EARLIEST_BACKFILL_START = '2000-01-01T00:00:00.000Z';
 const BACKFILL_NOTE =
@@ -113,10 +117,25 @@ function checkOffsets(e: ExportRecord, start: Date, end: Date): void {
   }
 }
 
+/** The project's backfills in flight; settled ones found on the way leave the in-flight index. */
 async function inFlightBackfills(e: ExportRecord): Promise<number> {
-  const exports = (await readExports(e.organization_id)).filter((x) => x.team_id === e.team_id);
-  const all = await Promise.all(exports.map((x) => listBackfills(x.id)));
-  return all.flat().filter(isPending).length;
+  const seen = await backfillsMaybeInFlight(e.team_id);
+  await Promise.all(seen.filter((b) => !isPending(b)).map(forgetInFlight));
+  return seen.filter(isPending).length;
+}
+
+/**
+ * Makes room for one more backfill on an export holding MAX_BACKFILLS_KEPT: its oldest finished ones
+ * go (their runs stay). Every read of an export's backfills (list, lookup, overlap) stays that size.
+ */
+async function keepWithinCap(backfills: readonly BackfillRecord[]): Promise<void> {
+  const excess = backfills.length - MAX_BACKFILLS_KEPT + 1;
+  if (excess <= 0) return;
+  const oldestFinished = backfills
+    .filter((b) => !isPending(b))
+    .sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0))
+    .slice(0, excess);
+  await deleteBackfills(oldestFinished);
 }
 
 export interface BackfillInput {
@@ -174,10 +193,9 @@ export async function queueBackfill(
   const range = `${start.toISOString()}#${end.toISOString()}`;
   const existing = await getBackfill(record.id, range);
   if (existing && isPending(existing)) return existing;
+  const kept = await listBackfills(record.id);
   if (!options.allowOverlap) {
-    const clash = (await listBackfills(record.id)).find(
-      (b) => overlaps(b, start, end) && (isPending(b) || backfillStatus(b) === 'Completed'),
-    );
+    const clash = kept.find((b) => overlaps(b, start, end) && (isPending(b) || backfillStatus(b) === 'Completed'));
     if (clash)
       throw new Conflict(
         `This backfill overlaps backfill ${clash.id} (${clash.start_at} to ${clash.end_at}, ${backfillStatus(clash)}): its windows would be exported again. Send "allow_overlap": true to export them again anyway.`,
@@ -190,6 +208,7 @@ export async function queueBackfill(
       300,
       `This project has ${inFlight} backfills in flight, the most it may have at once (${MAX_CONCURRENT_BACKFILLS_PER_TEAM}); wait for one to finish or cancel one.`,
     );
+  await keepWithinCap(kept);
   const now = clockNow();
   const backfill: BackfillRecord = {
     id: uuidv7(),
@@ -210,7 +229,7 @@ export async function queueBackfill(
     cancelled_from: null,
   };
   const outcome = await retryTransient('The backfill', async () => {
-    const o = await createBackfill(backfill, MAX_PENDING_BACKFILL_RUNS);
+    const o = await createBackfill(backfill, record.team_id, MAX_PENDING_BACKFILL_RUNS);
     return o === 'conflict' ? TRANSIENT : o;
   });
   if (outcome === 'exists') {

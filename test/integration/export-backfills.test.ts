@@ -7,7 +7,11 @@ import { CreateBucketCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/cl
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { db, tableName } from '#shared/db/client.ts';
 import { keys } from '#shared/db/keys.ts';
-import { MAX_CONCURRENT_BACKFILLS_PER_TEAM } from '#shared/domain/export-backfills.ts';
+import { listBackfills } from '#shared/db/batch-exports.ts';
+import { batchPut } from '#shared/db/batch.ts';
+import { queryIndex } from '#shared/db/query.ts';
+import { TABLE_SCHEMA } from '#shared/db/table-schema.ts';
+import { MAX_BACKFILLS_KEPT, MAX_CONCURRENT_BACKFILLS_PER_TEAM } from '#shared/domain/export-backfills.ts';
 import { runScheduler } from '#shared/domain/export-runs.ts';
 import { putObject, type S3Destination } from '#shared/exports/s3.ts';
 import { eventually, expectErrorShape, newProject, useApi } from '../support/api.ts';
@@ -286,6 +290,58 @@ describe('backfills as a resource', () => {
       (await s.c.post(`${s.at}backfills/`, { start_at: '2024-05-01T10:00:00Z', end_at: '2024-05-01T10:05:00Z' }))
         .status,
     ).toBe(201);
+  }, 60_000);
+
+  it(`keeps at most ${MAX_BACKFILLS_KEPT} backfills per export (the oldest finished ones go), and counts in-flight ones from their own index`, async () => {
+    const s = await setup();
+    const finished = Array.from({ length: MAX_BACKFILLS_KEPT }, (_, i) => {
+      const start = new Date(Date.parse('2020-01-01T00:00:00Z') + i * 300_000).toISOString();
+      const end = new Date(Date.parse(start) + 300_000).toISOString();
+      return {
+        ...keys.exportBackfill(s.id, `${start}#${end}`),
+        entity: 'ExportBackfill',
+        id: randomUUID(),
+        batch_export: s.id,
+        organization_id: s.org.id,
+        start_at: start,
+        end_at: end,
+        range: `${start}#${end}`,
+        total_runs: 1,
+        settled_runs: 1,
+        failed_runs: 0,
+        records_exported: 0,
+        next_window_start: null,
+        created_at: new Date(Date.parse('2024-01-01T00:00:00Z') + i * 1000).toISOString(),
+        last_settled_at: null,
+        cancelled_at: null,
+        cancelled_from: null,
+      };
+    });
+    await batchPut(finished);
+    const inFlight = async () =>
+      (await queryIndex(TABLE_SCHEMA.indexes.byParent, keys.backfillInFlight(s.projectId, '', '').parent_pk)).map(
+        (i) => i.id,
+      );
+    const first = await s.c.post(`${s.at}backfills/`, {
+      start_at: '2024-05-01T08:00:00Z',
+      end_at: '2024-05-01T08:05:00Z',
+    });
+    expect(first.status).toBe(201);
+    const ids = (await listBackfills(s.id)).map((b) => b.id);
+    expect(ids).toHaveLength(MAX_BACKFILLS_KEPT);
+    expect(ids).not.toContain(finished[0]!.id);
+    expect(ids).toContain(finished[1]!.id);
+    expect(ids).toContain(first.body.backfill_id);
+    // Only backfills created while the project was under its cap have an entry; a settled one leaves it when next counted.
+    expect(await inFlight()).toEqual([first.body.backfill_id]);
+    expect((await s.c.post(`${s.at}backfills/${first.body.backfill_id}/cancel/`, {})).status).toBe(200);
+    const second = await s.c.post(`${s.at}backfills/`, {
+      start_at: '2024-05-01T09:00:00Z',
+      end_at: '2024-05-01T09:05:00Z',
+    });
+    expect(second.status).toBe(201);
+    expect(await inFlight()).toEqual([second.body.backfill_id]);
+    expect((await listBackfills(s.id)).map((b) => b.id)).not.toContain(finished[1]!.id);
   }, 60_000);
 
   it('cancels a backfill: no more runs are written, its queued runs end Cancelled without executing, the pending count is freed', async () => {
