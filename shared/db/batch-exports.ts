@@ -67,6 +67,8 @@ export interface RunRecord {
   lease_until?: string | null;
   /** The range of the backfill that queued it (its item's key), so settling the run counts it there. */
   backfill_range?: string | null;
+  /** Queued while its export is paused: kept out of the scheduler's queue until the export is unpaused. */
+  parked?: boolean;
 }
 
 /**
@@ -142,7 +144,11 @@ function runItem(r: RunRecord) {
   const at = dueAt(r);
   return {
     ...keys.exportRun(r.batch_export, r.id),
-    ...(at ? keys.runDue(r.organization_id, at, r.id) : {}),
+    ...(at
+      ? r.parked
+        ? keys.runParked(r.batch_export, r.data_interval_start, r.id)
+        : keys.runDue(r.organization_id, at, r.id)
+      : {}),
     ...keys.exportRunByWindow(r.batch_export, r.data_interval_start, r.id),
     entity: 'BatchExportRun',
     ...r,
@@ -409,7 +415,7 @@ export async function deleteExport(e: ExportRecord): Promise<void> {
 
 export async function saveRun(r: RunRecord): Promise<void> {
   const at = dueAt(r);
-  if (at) await queueOrganization(r.organization_id, at);
+  if (at && !r.parked) await queueOrganization(r.organization_id, at);
   await call(() => db().send(new PutCommand({ TableName: tableName(), Item: runItem(r) })));
 }
 
@@ -417,7 +423,7 @@ export async function saveRun(r: RunRecord): Promise<void> {
 export async function saveRuns(runs: RunRecord[]): Promise<void> {
   const earliest = new Map<string, string>();
   for (const r of runs) {
-    const at = dueAt(r);
+    const at = r.parked ? null : dueAt(r);
     if (at && !(earliest.get(r.organization_id)! <= at)) earliest.set(r.organization_id, at);
   }
   for (const [orgId, at] of earliest) await queueOrganization(orgId, at);
@@ -601,6 +607,79 @@ export async function listLogs(
       run_id: (i.run_id as string | null) ?? null,
     }));
   return { entries, complete: items.length <= budget };
+}
+
+/** Asks the scheduler to put the export's parked runs back in the queue (it was unpaused). */
+export async function requestUnpark(e: ExportRecord, at: string): Promise<void> {
+  await call(() =>
+    db().send(
+      new PutCommand({
+        TableName: tableName(),
+        Item: {
+          ...keys.exportUnpark(e.id),
+          ...keys.exportUnparkDue(at, e.id),
+          entity: 'ExportUnpark',
+          organization_id: e.organization_id,
+        },
+      }),
+    ),
+  );
+}
+
+export interface UnparkRequest {
+  exportId: string;
+  organizationId: string;
+  dueSk: string;
+}
+
+/** Unpaused exports whose parked runs are to go back in the queue, earliest first. */
+export async function dueUnparks(now: Date, limit: number): Promise<UnparkRequest[]> {
+  const keysDue = await dueKeys(keys.exportUnparkDue('', '').due_pk, now, limit);
+  return (await batchGet(keysDue)).map((i) => ({
+    exportId: String(i.pk).slice('EXPORT#'.length),
+    organizationId: String(i.organization_id),
+    dueSk: String(i.due_sk),
+  }));
+}
+
+/** Up to `limit` of the export's parked runs, in window order. */
+export async function parkedRuns(exportId: string, limit: number): Promise<RunRecord[]> {
+  const parked = keys.runParked(exportId, '', '');
+  const found = await queryIndex(TABLE_SCHEMA.indexes.dueByTime, parked.due_pk, undefined, limit);
+  return (await batchGet(found.map((i) => ({ pk: String(i.pk), sk: String(i.sk) })))).map(runFromItem);
+}
+
+/** Puts a parked run back in its organization's queue, due at `at`, if it is still parked (false if not). */
+export async function unparkRun(r: RunRecord, at: string): Promise<boolean> {
+  await queueOrganization(r.organization_id, at);
+  const due = keys.runDue(r.organization_id, at, r.id);
+  return (
+    (await conditional(() =>
+      db().send(
+        new UpdateCommand({
+          TableName: tableName(),
+          Key: keys.exportRun(r.batch_export, r.id),
+          UpdateExpression: 'SET parked = :f, next_attempt_at = :at, due_pk = :dp, due_sk = :ds',
+          ConditionExpression: 'parked = :t',
+          ExpressionAttributeValues: { ':f': false, ':t': true, ':at': at, ':dp': due.due_pk, ':ds': due.due_sk },
+        }),
+      ),
+    )) !== undefined
+  );
+}
+
+/** Done with an unpark request, unless the export was unpaused again since it was read. */
+export async function finishUnpark(u: UnparkRequest): Promise<void> {
+  await conditional(() =>
+    db().send(
+      new DeleteCommand({
+        TableName: tableName(),
+        Key: keys.exportUnpark(u.exportId),
+        ConditionExpression: 'due_sk = :seen',
+        ExpressionAttributeValues: { ':seen': u.dueSk },
+      }),
+    ),
+  );
 }
 
 /** Exports whose next window has closed by `now` (the sparse index: never a scan). */

@@ -115,6 +115,14 @@ export const keys = {
   exportDue: (at: string, exportId: string) => ({ due_pk: 'DUE#EXPORT', due_sk: `${at}#${exportId}` }),
   runDue: (orgId: string, at: string, runId: string) => ({ due_pk: `DUE#RUN#${orgId}`, due_sk: `${at}#${runId}` }),
   /** An organization that may have runs due from `at`: one entry however many runs it queued, so the scheduler can take turns. */
+  /** dueByTime entry of a queued run while its export is paused: out of the organization's queue, so never looked at until unpaused. */
+  runParked: (exportId: string, windowStart: string, runId: string) => ({
+    due_pk: `PARKED#RUN#${exportId}`,
+    due_sk: `${windowStart}#${runId}`,
+  }),
+  /** An unpaused export whose parked runs the scheduler puts back in the queue, a page a tick. */
+  exportUnpark: (exportId: string): ItemKey => ({ pk: `EXPORT#${exportId}`, sk: 'UNPARK' }),
+  exportUnparkDue: (at: string, exportId: string) => ({ due_pk: 'DUE#UNPARK', due_sk: `${at}#${exportId}` }),
   runQueue: (orgId: string): ItemKey => ({ pk: `RUNQUEUE#${orgId}`, sk: 'RUNQUEUE' }),
   runQueuePkPrefix: 'RUNQUEUE#',
   runQueueDue: (at: string, orgId: string) => ({ due_pk: 'DUE#RUNQUEUE', due_sk: `${at}#${orgId}` }),

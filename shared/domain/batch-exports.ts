@@ -5,6 +5,7 @@ import {
   latestRuns,
   listExports as readExports,
   listLogs,
+  requestUnpark,
   saveExport,
   writeLog,
   type ExportRecord,
@@ -346,6 +347,7 @@ export async function updateExport(membership: MembershipRecord, exportId: strin
         ).toISOString();
       }
       if (!(await saveExport(next, current.version))) return TRANSIENT;
+      if (resumes) await requestUnpark(next, now.toISOString());
       for (const m of messages) await log(next.id, 'INFO', m);
       return exportResponse(next, await latestRuns(next.id));
     },

@@ -1,6 +1,11 @@
 import { now as clockNow } from '../clock.ts';
 import { inParallel } from '../db/batch.ts';
 import {
+  dueUnparks,
+  finishUnpark,
+  parkedRuns,
+  unparkRun,
+  type UnparkRequest,
   advanceBackfill,
   claimRun,
   claimWindow,
@@ -78,6 +83,9 @@ export const BACKFILL_PAGE = 500;
 export const BACKFILL_REQUEST_PAGE = 100;
 /** Backfills a tick expands (oldest request first); the rest wait a tick. */
 const BACKFILLS_PER_TICK = 50;
+/** Unpaused exports whose parked runs go back in the queue each tick, and runs each of them moves a tick. */
+const UNPARKS_PER_TICK = 50;
+const UNPARK_PAGE = 500;
 /**
  * A run reads its window in slices (5 minutes, longer for windows over 4 hours so there are at most
  * 48), several at once, rather than as one Query chain per hour shard: a busy hour is then many short
@@ -129,6 +137,7 @@ export async function runScheduler(
     const e = await getExport(b.organization_id, b.batch_export);
     if (e) summary.runsCreated += await expandBackfill(e, b, now);
   }
+  for (const u of await dueUnparks(now, UNPARKS_PER_TICK)) await unparkPage(u, now);
   const organizations = await dueOrganizations(now);
   const queues = await inParallel(organizations, ORGANIZATIONS_IN_FLIGHT, async (orgId) =>
     (await dueRunsOf(orgId, now, RUNS_PER_ORGANIZATION_PER_TICK)).sort((a, b) =>
@@ -147,6 +156,20 @@ export async function runScheduler(
   metrics.addMetric(METRIC.exportRunFailures, MetricUnit.Count, summary.failed);
   await inParallel(organizations, ORGANIZATIONS_IN_FLIGHT, (orgId) => settleOrganizationQueue(orgId, now));
   return summary;
+}
+
+/**
+ * Puts a page of an unpaused export's parked runs back in its organization's queue, due now; the
+ * request stays until a page comes back short (or the export is gone or paused again).
+ */
+async function unparkPage(u: UnparkRequest, now: Date): Promise<void> {
+  const e = await getExport(u.organizationId, u.exportId);
+  if (e && !e.paused) {
+    const runs = await parkedRuns(e.id, UNPARK_PAGE);
+    await inParallel(runs, 8, (r) => unparkRun(r, now.toISOString()));
+    if (runs.length === UNPARK_PAGE) return;
+  }
+  await finishUnpark(u);
 }
 
 /** Round robin: the first run of every queue, then the second of every queue, and so on. */
@@ -264,6 +287,8 @@ export function newRun(e: ExportRecord, start: string, end: string, now: Date, b
     attempts: 0,
     next_attempt_at: at,
     backfill_id: backfillId,
+    // A paused export's runs wait outside the queue: the scheduler never looks at them until it is unpaused.
+    ...(e.paused ? { parked: true } : {}),
   };
 }
 
@@ -278,8 +303,11 @@ export async function executeRun(run: RunRecord, now: Date, put: PutObject): Pro
   }
   if (run.backfill_range && run.status !== 'Running' && (await cancelledByBackfill(run, now))) return undefined;
   if (e.paused) {
-    // Never started while paused: look again later (unpausing does not flood, these were already due).
-    await saveRun({ ...run, next_attempt_at: new Date(now.getTime() + 5 * 60_000).toISOString() });
+    // Queued before the pause: out of the queue until unpaused (updateExport asks for it back). If the
+    // unpause came between the read above and this write, its request may have missed this run: put it back.
+    await saveRun({ ...run, parked: true });
+    const again = await getExport(e.organization_id, e.id);
+    if (again && !again.paused) await unparkRun({ ...run, parked: true }, now.toISOString());
     return undefined;
   }
   const attempt = run.attempts + 1;

@@ -331,6 +331,36 @@ describe('batch export runs into S3', () => {
   });
 });
 
+describe("a paused export's queued runs", () => {
+  it('leave the queue once, stay untouched by later ticks, and run once the export is unpaused', async () => {
+    const s = await endedExport('Parked');
+    const runItems = async () =>
+      (await queryAll(keys.batchExportPartition(s.exportId).pk, keys.exportRunPrefix)).map((i) => JSON.stringify(i));
+    // Queued before the pause: the first tick that reaches them parks them.
+    expect((await s.backfill('2024-05-01T10:00:00Z', '2024-05-01T10:10:00Z')).status).toBe(200);
+    expect((await s.c.patch(`${s.base}${s.exportId}/`, { paused: true })).status).toBe(200);
+    expect((await tick('2024-05-01T10:33:00Z')).runsExecuted).toBe(0);
+    const parked = await runItems();
+    expect(parked.map((i) => JSON.parse(i).parked)).toEqual([true, true]);
+    expect(await dueRunsOf(s.org.id, new Date('2024-05-02T00:00:00Z'), 100)).toEqual([]);
+    // Later ticks do not look at them (they were re-saved every 5 minutes, and took the organization's turns).
+    await tick('2024-05-01T10:45:00Z');
+    expect(await runItems()).toEqual(parked);
+    // Queued while paused: parked from the start.
+    expect((await s.backfill('2024-05-01T10:10:00Z', '2024-05-01T10:20:00Z')).status).toBe(200);
+    expect((await runItems()).map((i) => JSON.parse(i).parked)).toEqual([true, true, true, true]);
+    expect((await s.c.patch(`${s.base}${s.exportId}/`, { paused: false })).status).toBe(200);
+    expect((await tick('2024-05-01T10:50:00Z')).runsExecuted).toBe(4);
+    expect((await runsOf(s.c, s.base, s.exportId)).map((r) => r.status)).toEqual([
+      'Completed',
+      'Completed',
+      'Completed',
+      'Completed',
+    ]);
+    expect(await queryAll(keys.exportUnpark(s.exportId).pk, keys.exportUnpark(s.exportId).sk)).toEqual([]);
+  });
+});
+
 describe('overlapping scheduler ticks', () => {
   it('execute each due run once', async () => {
     const s = await endedExport('Raced');

@@ -27,17 +27,6 @@ export type Snapshot = Map<string, string>;
 
 const IGNORED = ['RATE#', 'TRENDCACHE#'];
 
-/**
- * A run of a paused export is looked at again by the scheduler every 5 minutes (shared/domain/export-runs.ts
- * executeRun), which moves only its due time: the tenant's own scheduler, not another tenant's request.
- * Every other field of a run (status, attempts, counts, errors) is still compared.
- */
-function withoutSchedulerTimes(item: Record<string, unknown>): Record<string, unknown> {
-  if (!String(item.sk).startsWith('RUN#')) return item;
-  const { next_attempt_at: _next, due_sk: _due, ...rest } = item;
-  return rest;
-}
-
 /** Item attributes as JSON: DynamoDB returns an item's attributes in a stable order, so no key sorting is needed. */
 function replacer(this: unknown, _key: string, value: unknown): unknown {
   if (value instanceof Set) return [...value].map(String).sort();
@@ -83,7 +72,7 @@ export async function snapshotTenant(scope: TenantScope): Promise<Snapshot> {
       if (!item) continue;
       const pk = String(item.pk);
       if (IGNORED.some((p) => pk.startsWith(p))) continue;
-      snapshot.set(`${pk} | ${String(item.sk)}`, JSON.stringify(withoutSchedulerTimes(item), replacer));
+      snapshot.set(`${pk} | ${String(item.sk)}`, JSON.stringify(item, replacer));
     }
   };
   const user = queryAll({ pk: `USER#${scope.userId}` }).then(add);
