@@ -660,8 +660,18 @@ export async function unparkRun(r: RunRecord, at: string): Promise<boolean> {
           TableName: tableName(),
           Key: keys.exportRun(r.batch_export, r.id),
           UpdateExpression: 'SET parked = :f, next_attempt_at = :at, due_pk = :dp, due_sk = :ds',
-          ConditionExpression: 'parked = :t',
-          ExpressionAttributeValues: { ':f': false, ':t': true, ':at': at, ':dp': due.due_pk, ':ds': due.due_sk },
+          // Still waiting: a run cancelled while parked keeps its flag but must never come back.
+          ConditionExpression: 'parked = :t AND #st IN (:starting, :retry)',
+          ExpressionAttributeNames: { '#st': 'status' },
+          ExpressionAttributeValues: {
+            ':f': false,
+            ':t': true,
+            ':at': at,
+            ':dp': due.due_pk,
+            ':ds': due.due_sk,
+            ':starting': 'Starting',
+            ':retry': 'FailedRetryable',
+          },
         }),
       ),
     )) !== undefined

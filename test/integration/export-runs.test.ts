@@ -349,13 +349,16 @@ describe("a paused export's queued runs", () => {
     // Queued while paused: parked from the start.
     expect((await s.backfill('2024-05-01T10:10:00Z', '2024-05-01T10:20:00Z')).status).toBe(200);
     expect((await runItems()).map((i) => JSON.parse(i).parked)).toEqual([true, true, true, true]);
+    // One is cancelled while parked: it never comes back.
+    const cancelled = JSON.parse((await runItems())[3]!).id as string;
+    expect((await s.c.post(`${s.base}${s.exportId}/runs/${cancelled}/cancel/`, {})).status).toBe(200);
     expect((await s.c.patch(`${s.base}${s.exportId}/`, { paused: false })).status).toBe(200);
-    expect((await tick('2024-05-01T10:50:00Z')).runsExecuted).toBe(4);
-    expect((await runsOf(s.c, s.base, s.exportId)).map((r) => r.status)).toEqual([
-      'Completed',
-      'Completed',
-      'Completed',
-      'Completed',
+    expect((await tick('2024-05-01T10:50:00Z')).runsExecuted).toBe(3);
+    expect((await runsOf(s.c, s.base, s.exportId)).map((r) => [r.id === cancelled, r.status]).sort()).toEqual([
+      [false, 'Completed'],
+      [false, 'Completed'],
+      [false, 'Completed'],
+      [true, 'Cancelled'],
     ]);
     expect(await queryAll(keys.exportUnpark(s.exportId).pk, keys.exportUnpark(s.exportId).sk)).toEqual([]);
   });
