@@ -16,7 +16,7 @@ import { countPerDistinctId, eventByName, eventsOfAction } from '#shared/trends/
 import { fixed, heading, table } from './lib/format.ts';
 import { median } from './lib/stats.ts';
 import type { Benchmark, BenchResult, SummaryRow } from './lib/types.ts';
-import { prng } from './trends.ts';
+import { prng } from '../test/support/prng.ts';
 
 const DAY = 86_400_000;
 const DAYS = 30;

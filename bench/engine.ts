@@ -55,7 +55,8 @@ import { computeTrendByRows } from '../test/support/row-engine/compute.ts';
 import { fixed, heading, table } from './lib/format.ts';
 import { median } from './lib/stats.ts';
 import type { Benchmark, BenchResult, SummaryRow } from './lib/types.ts';
-import { DISTINCT_IDS, duckdb, EVENT_MIX, FILTER_BROWSERS, prng, syntheticProperties, weighted } from './trends.ts';
+import { DISTINCT_IDS, duckdb, EVENT_MIX, FILTER_BROWSERS, syntheticProperties, weighted } from './trends.ts';
+import { prng } from '../test/support/prng.ts';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;

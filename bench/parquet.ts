@@ -16,7 +16,8 @@ import { EVENT_COLUMNS } from '#shared/exports/hogql.ts';
 import { type LakeEvent, lakeFiles } from '#shared/lake/rows.ts';
 import { fixed, heading, table } from './lib/format.ts';
 import type { Benchmark, BenchResult, SummaryRow } from './lib/types.ts';
-import { DISTINCT_IDS, duckdb, EVENT_MIX, prng, syntheticProperties, weighted } from './trends.ts';
+import { DISTINCT_IDS, duckdb, EVENT_MIX, syntheticProperties, weighted } from './trends.ts';
+import { prng } from '../test/support/prng.ts';
 
 const TARGET_SIZE_RATIO = 0.5;
 const TARGET_WRITE_PER_CPU_S = 200_000;

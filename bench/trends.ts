@@ -52,6 +52,7 @@ import { batchWriteAll, localDynamo } from './lib/dynamo-seed.ts';
 import { fixed, heading, table } from './lib/format.ts';
 import { percentile } from './lib/stats.ts';
 import type { Benchmark, BenchResult, SummaryRow } from './lib/types.ts';
+import { prng } from '../test/support/prng.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -78,18 +79,6 @@ const END_TO_END_TARGET_MS = 2_000;
 
 // ---------------------------------------------------------------------------------------------
 // Synthetic events: one generator shapes the raw events and the rollup-only projects alike.
-
-/** mulberry32: small deterministic PRNG, so runs seed the same mix. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** One synthetic event's properties (the same draws from `rng`, in the same order, for every benchmark that generates events). */
 export function syntheticProperties(rng: () => number, user: number, t: number): Record<string, unknown> {

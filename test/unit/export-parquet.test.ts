@@ -9,21 +9,11 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, describe, expect, it } from 'vitest';
 import { encodeRows } from '#shared/exports/files.ts';
 import { EVENT_COLUMNS } from '#shared/exports/hogql.ts';
+import { prng } from '../support/prng.ts';
 
 const duck = await (await DuckDBInstance.create(':memory:')).connect();
 afterAll(() => duck.closeSync());
 
-/** A fixed-seed generator: the uuids' random bits must not make the sizes vary between runs. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const hex = (rng: () => number, n: number) =>
   Array.from({ length: n }, () => Math.floor(rng() * 16).toString(16)).join('');
 

@@ -9,17 +9,7 @@ import {
   type TrendsModel,
 } from '#shared/trends/index.ts';
 import { ev, project } from './helpers.ts';
-
-/** mulberry32: a small seeded PRNG so the "random" event set is the same on every run. */
-function prng(seed: number) {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from '../../support/prng.ts';
 
 const NOW = new Date('2024-03-15T10:30:00Z');
 const START = Date.parse('2023-01-01T00:00:00Z');
