@@ -393,6 +393,16 @@ export async function getExport(orgId: string, exportId: string): Promise<Export
   return out.Item ? exportFromItem(out.Item) : undefined;
 }
 
+/** How many exports the organization has, counting no further than `atMost` (keys only). */
+export async function countExports(orgId: string, atMost: number): Promise<number> {
+  const { pk, skPrefix } = keys.batchExportsOfOrganization(orgId);
+  const found = await queryAll(pk, skPrefix, {
+    limit: atMost,
+    projection: { expression: '#s', names: { '#s': 'sk' } },
+  });
+  return found.length;
+}
+
 /** An organization's exports in creation order (ids are UUID v7). */
 export async function listExports(orgId: string): Promise<ExportRecord[]> {
   const { pk, skPrefix } = keys.batchExportsOfOrganization(orgId);

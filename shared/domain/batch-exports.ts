@@ -1,5 +1,6 @@
 import { nowIso, now as clockNow } from '../clock.ts';
 import {
+  countExports,
   deleteExport as removeExport,
   getExport,
   latestRuns,
@@ -225,11 +226,19 @@ async function log(
   await writeLog(exportId, { id: uuidv7(), timestamp: nowIso(), level, message, run_id: runId });
 }
 
+/** Every list, delete and cleanup of an organization's exports reads them all: this many at most. */
+export const MAX_EXPORTS_PER_ORGANIZATION = 1_000;
+
 export async function createExport(
   membership: MembershipRecord,
   input: ExportInput & { name: string; interval: ExportInterval },
 ) {
   const model = input.model ?? 'events';
+  if ((await countExports(membership.organization_id, MAX_EXPORTS_PER_ORGANIZATION)) >= MAX_EXPORTS_PER_ORGANIZATION)
+    throw new ValidationError(
+      `An organization may have at most ${MAX_EXPORTS_PER_ORGANIZATION} batch exports; delete one to create another.`,
+      null,
+    );
   checkWindow(input.start_at ?? null, input.end_at ?? null);
   checkQuery(model, input.hogql_query, input.filters);
   const dest = destination(input.destination);

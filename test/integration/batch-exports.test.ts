@@ -3,6 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { db, tableName } from '#shared/db/client.ts';
 import { keys } from '#shared/db/keys.ts';
 import { listLogs, writeLog } from '#shared/db/batch-exports.ts';
+import { batchPut } from '#shared/db/batch.ts';
+import { MAX_EXPORTS_PER_ORGANIZATION } from '#shared/domain/batch-exports.ts';
 import { uuidv7 } from '#shared/ids.ts';
 import { expectErrorShape, newKey, useApi, type Client } from '../support/api.ts';
 
@@ -272,6 +274,34 @@ describe('batch export update, pause, delete, logs', () => {
     const older = await listLogs(created.id, now, { before: at(3) }, 3);
     expect(older.complete).toBe(true);
     expect((await c.get(`${base}${created.id}/logs/`)).body.count_capped).toBeUndefined();
+  });
+
+  it(`an organization has at most ${MAX_EXPORTS_PER_ORGANIZATION} exports: the next is a 400 naming the cap, and nothing is stored`, async () => {
+    const { c, base, orgId } = await org();
+    // Items standing in for exports: the cap counts the organization's export keys.
+    await batchPut(
+      Array.from({ length: MAX_EXPORTS_PER_ORGANIZATION - 1 }, (_, i) => ({
+        ...keys.batchExport(orgId, `00000000-0000-7000-8000-${String(i).padStart(12, '0')}`),
+        entity: 'BatchExport',
+      })),
+    );
+    const last = await c.post(base, { name: 'Last', destination: s3(), interval: 'hour', paused: true });
+    expect(last.status).toBe(201);
+    const over = await c.post(base, { name: 'Over', destination: s3(), interval: 'hour', paused: true });
+    expect([over.status, over.body.detail]).toEqual([
+      400,
+      `An organization may have at most ${MAX_EXPORTS_PER_ORGANIZATION} batch exports; delete one to create another.`,
+    ]);
+    expectErrorShape(over.body);
+    const stored = await db().send(
+      new QueryCommand({
+        TableName: tableName(),
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': keys.batchExportsOfOrganization(orgId).pk },
+        Select: 'COUNT',
+      }),
+    );
+    expect(stored.Count).toBe(MAX_EXPORTS_PER_ORGANIZATION);
   });
 
   it('deletes the export with its runs and logs; a second delete is 404', async () => {
