@@ -301,9 +301,17 @@ export async function personPropertyValues(
   return { results, refreshing: false, ...(complete ? {} : { scan_limited: true as const }) };
 }
 
+/** A bare offset reads the keys before it (1,000 a call): this many at most. */
+export const MAX_BARE_OFFSET = 100_000;
+
 async function unfilteredPage(projectId: number, q: PersonListQuery): Promise<PersonPage> {
   // A cursor (what `next` links carry) starts the read where the last page ended; a bare offset walks
   // the keys before it.
+  if (!q.cursor && q.offset > MAX_BARE_OFFSET)
+    throw new ValidationError(
+      `offset is limited to ${MAX_BARE_OFFSET} without a cursor; follow a page's "next" link instead (it resumes where that page ended, at any depth).`,
+      'offset',
+    );
   const after = q.cursor
     ? decodeCursor(q.cursor, projectId).position
     : q.offset > 0

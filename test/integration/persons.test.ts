@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { batchPut } from '#shared/db/batch.ts';
 import { personItems } from '#shared/db/persons.ts';
 import { expectErrorShape, eventually, newProject, useApi, type Client } from '../support/api.ts';
+import { MAX_BARE_OFFSET } from '#shared/domain/persons.ts';
 
 const api = useApi();
 
@@ -125,6 +126,11 @@ describe('persons list', () => {
     expect(exact.body.next).toBeNull();
     const beyond = await ctx.c.get(`${ctx.base}?offset=20`);
     expect(beyond.body).toMatchObject({ count: 8, results: [], next: null });
+    // A bare offset reads every key before it: capped (a cursor reaches any depth at the cost of one page).
+    expect((await ctx.c.get(`${ctx.base}?offset=${MAX_BARE_OFFSET}`)).body).toMatchObject({ results: [] });
+    const far = await ctx.c.get(`${ctx.base}?offset=${MAX_BARE_OFFSET + 1}`);
+    expect([far.status, far.body.attr]).toEqual([400, 'offset']);
+    expect(far.body.detail).toContain(String(MAX_BARE_OFFSET));
   });
 
   it('never copies a personal_api_key given in the query string into next or previous', async () => {
