@@ -63,7 +63,14 @@ export async function getActions(projectId: number, ids: number[]): Promise<Acti
   return (await batchGet(ids.map((id) => keys.action(projectId, id)))).map(fromItem);
 }
 
-/** A project's actions by id (a project has tens, not millions: one partition, read whole). */
+/** How many actions the project has, counting no further than `atMost` (keys only). */
+export async function countActions(projectId: number, atMost: number): Promise<number> {
+  const { pk, skPrefix } = keys.actionsOfProject(projectId);
+  return (await queryAll(pk, skPrefix, { limit: atMost, projection: { expression: '#s', names: { '#s': 'sk' } } }))
+    .length;
+}
+
+/** A project's actions by id (at most MAX_ACTIONS_PER_PROJECT: one partition, read whole). */
 export async function listActions(projectId: number): Promise<ActionRecord[]> {
   const { pk, skPrefix } = keys.actionsOfProject(projectId);
   return (await queryAll(pk, skPrefix)).map(fromItem);

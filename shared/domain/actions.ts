@@ -1,6 +1,7 @@
 import { nowIso } from '../clock.ts';
 import { bumpAnswersGeneration } from '../db/projects.ts';
 import {
+  countActions,
   deleteAction as removeAction,
   getAction,
   getActions,
@@ -9,7 +10,7 @@ import {
   putAction,
   type ActionRecord,
 } from '../db/actions.ts';
-import { NotFound } from '../errors.ts';
+import { NotFound, ValidationError } from '../errors.ts';
 import { parseProperties } from '../trends/properties.ts';
 import type { ActionDefinition, PropertyFilter } from '../trends/types.ts';
 import type { Caller } from './access.ts';
@@ -43,6 +44,9 @@ function steps(input: NonNullable<ActionInput['steps']>) {
   }));
 }
 
+/** The actions list and every lookup of a project's actions read them all: this many at most. */
+export const MAX_ACTIONS_PER_PROJECT = 1_000;
+
 export async function createAction(
   caller: Caller,
   projectId: number,
@@ -51,6 +55,11 @@ export async function createAction(
   const at = nowIso();
   // Validate the steps before taking an id: a rejected request must leave the table (its counter too) as it was.
   const validSteps = steps(input.steps);
+  if ((await countActions(projectId, MAX_ACTIONS_PER_PROJECT)) >= MAX_ACTIONS_PER_PROJECT)
+    throw new ValidationError(
+      `A project may have at most ${MAX_ACTIONS_PER_PROJECT} actions; delete one to create another.`,
+      null,
+    );
   const action: ActionRecord = {
     id: await nextActionId(projectId),
     project_id: projectId,

@@ -1,4 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { countActions } from '#shared/db/actions.ts';
+import { batchPut } from '#shared/db/batch.ts';
+import { keys } from '#shared/db/keys.ts';
+import { MAX_ACTIONS_PER_PROJECT } from '#shared/domain/actions.ts';
 import { expectErrorShape, newProject, useApi } from '../support/api.ts';
 
 const api = useApi();
@@ -77,6 +81,27 @@ describe('actions', () => {
     expect((await c.delete(`${base}1/`)).status).toBe(204);
     expect((await c.get(`${base}1/`)).status).toBe(404);
     expect((await c.get(base)).body.count).toBe(1);
+  });
+
+  it(`a project has at most ${MAX_ACTIONS_PER_PROJECT} actions: the next is a 400 naming the cap, and nothing is stored`, async () => {
+    const p = await newProject(api.as);
+    const c = api.as(p.key);
+    const base = `/api/environments/${p.projectId}/actions/`;
+    // Items standing in for actions (ids far from the counter's): the cap counts the project's action keys.
+    await batchPut(
+      Array.from({ length: MAX_ACTIONS_PER_PROJECT - 1 }, (_, i) => ({
+        ...keys.action(p.projectId, 100_000 + i),
+        entity: 'Action',
+      })),
+    );
+    expect((await c.post(base, { name: 'Last', steps: [{ event: 'x' }] })).status).toBe(201);
+    const over = await c.post(base, { name: 'Over', steps: [{ event: 'x' }] });
+    expect([over.status, over.body.detail]).toEqual([
+      400,
+      `A project may have at most ${MAX_ACTIONS_PER_PROJECT} actions; delete one to create another.`,
+    ]);
+    expectErrorShape(over.body);
+    expect(await countActions(p.projectId, MAX_ACTIONS_PER_PROJECT + 1)).toBe(MAX_ACTIONS_PER_PROJECT);
   });
 
   it('validates steps with the trend filter grammar', async () => {
