@@ -10,7 +10,8 @@ import type { Expr } from '../../hogql/ast.ts';
 import type { SelectStatement } from '../../hogql/select.ts';
 import { parseDateExpression, resolveExpression } from '../../trends/dates.ts';
 import { fromWallClock, offsetAt } from '../../trends/tz.ts';
-import { ATHENA, type Dialect, DUCKDB, identifier, LakeSqlUnsupported } from './dialect.ts';
+import { PROPERTY_COLUMNS } from '../rows.ts';
+import { ATHENA, type Dialect, DUCKDB, identifier, LakeSqlUnsupported, stringLiteral } from './dialect.ts';
 import { printLakeExpr } from './expr.ts';
 import { type LakeSource, sourceSql } from './trends.ts';
 
@@ -57,6 +58,43 @@ function instantOf(text: string, tz: string): Date {
   return new Date(resolveExpression(expr, { tz, now: 0, weekStartDay: 0 }, undefined).t);
 }
 
+/**
+ * All of an event's properties as JSON text (PostHog's `properties`): the lake's JSON of the rest with
+ * the properties that have a column of their own put back, as JSON strings (the column keeps text).
+ */
+function allProperties(d: Dialect): string {
+  const pairs = Object.entries(PROPERTY_COLUMNS);
+  if (d.name === 'duckdb') {
+    // A NULL member of the patch removes the key: properties the event does not have stay absent.
+    const members = pairs.map(([key, column]) => `${stringLiteral(key)}, ${identifier(column)}`).join(', ');
+    return `CAST(json_merge_patch(${identifier('properties')}, json_object(${members})) AS varchar)`;
+  }
+  const keys = pairs.map(([key]) => stringLiteral(key)).join(', ');
+  const values = pairs.map(([, column]) => `CAST(${identifier(column)} AS json)`).join(', ');
+  return (
+    `json_format(CAST(map_concat(CAST(json_parse(${identifier('properties')}) AS map(varchar, json)), ` +
+    `map_filter(MAP(ARRAY[${keys}], ARRAY[${values}]), (k, v) -> v IS NOT NULL)) AS json))`
+  );
+}
+
+/** Event fields the statement's printer reads beyond expr.ts's columns (what `*` expands to, and `person.id`). */
+function statementField(chain: readonly (string | number)[], d: Dialect): string | undefined {
+  const name = chain.join('.');
+  switch (name) {
+    case 'properties':
+      return allProperties(d);
+    // PostHog's elements_chain column: the `$elements_chain` property as captured, '' without one.
+    case 'elements_chain':
+      return `coalesce(${d.jsonText('$elements_chain')}, '')`;
+    case '$window_id':
+      return d.jsonText('$window_id');
+    case 'person.id':
+      return identifier('person_id');
+    default:
+      return undefined;
+  }
+}
+
 function dialectFor(base: Dialect, q: LakeSelect): Dialect {
   if (!DAY.test(q.days.from) || !DAY.test(q.days.to)) throw new LakeSqlUnsupported('the days read');
   const from = new Date(`${q.days.from}T00:00:00.000Z`);
@@ -70,6 +108,7 @@ function dialectFor(base: Dialect, q: LakeSelect): Dialect {
   };
   const instant = (text: string) => base.timestamp(instantOf(text, q.timezone));
   d.extend = (e) => {
+    if (e.kind === 'field') return statementField(e.chain, base);
     if (e.kind === 'call') {
       switch (e.name) {
         case 'count':
@@ -143,7 +182,9 @@ export function typeOf(e: Expr, tz: string): string {
       const [head] = e.chain;
       if (e.chain.length === 1 && head === 'timestamp') return TIMESTAMP;
       if (e.chain.length === 1 && (head === 'uuid' || head === 'person_id')) return 'UUID';
-      return e.chain.length === 1 && (head === 'event' || head === 'distinct_id') ? 'String' : 'Nullable(String)';
+      if (e.chain.length === 2 && head === 'person' && e.chain[1] === 'id') return 'UUID';
+      const always = ['event', 'distinct_id', 'properties', 'elements_chain'];
+      return e.chain.length === 1 && always.includes(head as string) ? 'String' : 'Nullable(String)';
     }
     case 'not':
     case 'and':

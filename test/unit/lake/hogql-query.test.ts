@@ -18,7 +18,7 @@ import { ValidationError } from '#shared/errors.ts';
 import { parseSelectStatement } from '#shared/hogql/select.ts';
 import { type AthenaCall, athenaEngine, duckdbEngine, LakeQueryFailed } from '#shared/lake/engine.ts';
 import { dataKey } from '#shared/lake/layout.ts';
-import { type LakeEvent, lakeFiles } from '#shared/lake/rows.ts';
+import { type LakeEvent, lakeFiles, PROPERTY_COLUMNS } from '#shared/lake/rows.ts';
 import { decodeCell } from '#shared/lake/sql/select.ts';
 import { ATHENA as ATHENA_DIALECT } from '#shared/lake/sql/dialect.ts';
 import type { LakeSource } from '#shared/lake/sql/trends.ts';
@@ -589,4 +589,95 @@ describe('fuzz (fixed seed)', () => {
     expect(outcomes.rows).toBeGreaterThan(40);
     expect(outcomes.refused).toBeGreaterThan(100);
   }, 120_000);
+});
+
+describe('SELECT * and person fields', () => {
+  it("* and events.* (or the table's alias) expand to PostHog's events fields in its order", () => {
+    const names = [
+      'uuid',
+      'event',
+      'properties',
+      'timestamp',
+      'distinct_id',
+      'elements_chain',
+      '$session_id',
+      '$window_id',
+      '$group_0',
+      '$group_1',
+      '$group_2',
+      '$group_3',
+      '$group_4',
+    ];
+    expect(parse('SELECT * FROM events').columns.map((c) => c.name)).toEqual(names);
+    expect(parse('SELECT events.* FROM events').columns.map((c) => c.name)).toEqual(names);
+    expect(parse('SELECT e.*, event FROM events e').columns).toHaveLength(14);
+    const printed = print('SELECT *, event FROM events', ATHENA);
+    expect(printed.columns).toEqual([...names, 'event']);
+    expect(printed.types).toEqual([
+      'UUID',
+      'String',
+      'String',
+      "DateTime64(6, 'UTC')",
+      'String',
+      'String',
+      ...Array(7).fill('Nullable(String)'),
+      'String',
+    ]);
+  });
+
+  it.each([
+    ['SELECT person.* FROM events', /person\.\* is not supported: the lake holds the person id only/],
+    ['SELECT p.* FROM events e', /p\.\* is not supported \(only \* and events\.\* are\)/],
+    ['SELECT * FROM events e WHERE *', /"\*"/],
+  ])('%s: a 400', (text, message) => {
+    expect(refusal(text)).toMatch(message);
+  });
+
+  it('Athena: properties is the JSON of all properties (the columned ones put back), elements_chain and $window_id from it', () => {
+    const { sql, types } = print('SELECT properties, elements_chain, $window_id, person.id FROM events', ATHENA);
+    const columned = Object.entries(PROPERTY_COLUMNS);
+    expect(sql.split('\n')[0]).toBe(
+      `SELECT json_format(CAST(map_concat(CAST(json_parse("properties") AS map(varchar, json)), map_filter(MAP(ARRAY[${columned.map(([k]) => `'${k}'`).join(', ')}], ARRAY[${columned.map(([, c]) => `CAST("${c}" AS json)`).join(', ')}]), (k, v) -> v IS NOT NULL)) AS json)) AS "c0", coalesce(json_extract_scalar("properties", '$["$elements_chain"]'), '') AS "c1", json_extract_scalar("properties", '$["$window_id"]') AS "c2", "person_id" AS "c3"`,
+    );
+    expect(types).toEqual(['String', 'String', 'Nullable(String)', 'UUID']);
+  });
+
+  it('DuckDB: SELECT * gives each event with all its properties as JSON text', async () => {
+    const rows = await run("SELECT * FROM events WHERE event = 'signed up' OR distinct_id = 'u3' ORDER BY timestamp");
+    const none = [null, null, null, null, null];
+    expect(rows).toEqual([
+      [OURS[3]!.uuid, '$pageview', '{"$browser":"Safari"}', '2024-03-03T04:30:00.000Z', 'u3', '', null, null, ...none],
+      [OURS[4]!.uuid, 'signed up', '{"amount":10}', '2024-03-04T05:30:00.000Z', 'u1', '', null, null, ...none],
+      [OURS[5]!.uuid, 'signed up', '{"amount":5}', '2024-03-04T06:30:00.000Z', 'u2', '', null, null, ...none],
+    ]);
+  });
+
+  it("DuckDB: person.id and person_id read the lake's person; elements_chain, $window_id and $session_id the properties", async () => {
+    const root = mkdtempSync(join(tmpdir(), 'hogql-person-'));
+    const person = '0190f100-0000-7000-8000-00000000abcd';
+    const files = writeDays(root, P, [
+      {
+        ...lakeEvent(1, '2024-03-02', '$autocapture', 'u1', {
+          $elements_chain: 'button:text="Buy"',
+          $window_id: 'w1',
+          $session_id: 's1',
+          $browser: 'Firefox',
+          n: [1, { a: null }],
+        }),
+        person_id: person,
+      },
+    ]);
+    expect(
+      await run('SELECT person.id, person_id, elements_chain, $window_id, $session_id, properties FROM events', files),
+    ).toEqual([
+      [
+        person,
+        person,
+        'button:text="Buy"',
+        'w1',
+        's1',
+        '{"$elements_chain":"button:text=\\"Buy\\"","$window_id":"w1","n":[1,{"a":null}],"$session_id":"s1","$browser":"Firefox"}',
+      ],
+    ]);
+  });
 });
