@@ -25,7 +25,7 @@ export interface Dialect {
   /** A UTC instant column as wall-clock time in `tz` (a naive timestamp), for instants in [from, to]. */
   localTime(column: string, tz: string, from: Date, to: Date): string;
   /** The start of `local`'s bucket (naive, local); weeks start on `weekStart` (0 Sunday, 1 Monday). */
-  truncate(unit: 'hour' | 'day' | 'week' | 'month', local: string, weekStart: 0 | 1): string;
+  truncate(unit: 'hour' | 'day' | 'week' | 'month' | 'quarter' | 'year', local: string, weekStart: 0 | 1): string;
   /** PostHog's toFloat64OrNull of a text value. */
   toFloat(text: string): string;
   /**
@@ -59,7 +59,7 @@ export const identifier = (name: string) => {
 const timestampText = (at: Date) => at.toISOString().replace('T', ' ').replace('Z', '');
 
 /** IANA names only (the project's setting is validated; this keeps the printer safe on its own). */
-function zone(tz: string): string {
+export function zone(tz: string): string {
   if (!/^[A-Za-z][A-Za-z0-9_+\-/]{0,63}$/.test(tz)) throw new LakeSqlUnsupported(`the time zone ${tz}`);
   return stringLiteral(tz);
 }

@@ -7,11 +7,13 @@
  * file, a column outside the lake's events or a setting.
  */
 import type { Expr } from '../../hogql/ast.ts';
+import { UNITS } from '../../hogql/functions/dates.ts';
+import { printHogQL } from '../../hogql/print.ts';
 import type { SelectStatement } from '../../hogql/select.ts';
 import { parseDateExpression, resolveExpression } from '../../trends/dates.ts';
 import { fromWallClock, offsetAt } from '../../trends/tz.ts';
 import { PROPERTY_COLUMNS } from '../rows.ts';
-import { ATHENA, type Dialect, DUCKDB, identifier, LakeSqlUnsupported, stringLiteral } from './dialect.ts';
+import { ATHENA, type Dialect, DUCKDB, identifier, LakeSqlUnsupported, stringLiteral, zone } from './dialect.ts';
 import { printLakeExpr } from './expr.ts';
 import { type LakeSource, sourceSql } from './trends.ts';
 
@@ -37,13 +39,28 @@ export interface PrintedSelect {
 }
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
-const TIME_UNITS: Record<string, 'hour' | 'day' | 'week' | 'month'> = {
+const TIME_UNITS: Record<string, 'hour' | 'day' | 'week' | 'month' | 'quarter' | 'year'> = {
   toStartOfHour: 'hour',
   toStartOfDay: 'day',
   toStartOfWeek: 'week',
   toMonday: 'week',
   toStartOfMonth: 'month',
+  toStartOfQuarter: 'quarter',
+  toStartOfYear: 'year',
 };
+/** Buckets of a day or longer are ClickHouse Dates; hours and days DateTimes in the zone. */
+const DATE_BUCKETS = new Set(['toStartOfWeek', 'toMonday', 'toStartOfMonth', 'toStartOfQuarter', 'toStartOfYear']);
+const INTERVALS: Record<string, string> = {
+  toIntervalSecond: 'second',
+  toIntervalMinute: 'minute',
+  toIntervalHour: 'hour',
+  toIntervalDay: 'day',
+  toIntervalWeek: 'week',
+  toIntervalMonth: 'month',
+  toIntervalQuarter: 'quarter',
+  toIntervalYear: 'year',
+};
+const SUB_DAY = new Set(['second', 'minute', 'hour']);
 const TIMESTAMP = "DateTime64(6, 'UTC')";
 const INSTANT_OPS = new Set(['eq', 'notEq', 'lt', 'ltEq', 'gt', 'gtEq']);
 
@@ -56,6 +73,29 @@ function instantOf(text: string, tz: string): Date {
   const expr = parseDateExpression(text.trim());
   if (expr?.kind !== 'absolute') throw new LakeSqlUnsupported(`the date text '${text.slice(0, 40)}'`);
   return new Date(resolveExpression(expr, { tz, now: 0, weekStartDay: 0 }, undefined).t);
+}
+
+const WEEK_MODES = new Set([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+const COMPARE_SQL: Record<string, string> = { eq: '=', notEq: '<>', lt: '<', ltEq: '<=', gt: '>', gtEq: '>=' };
+
+/** How a type's values are time: instants (naive UTC in the SQL), Dates, or wall-clock times in the zone (buckets). */
+function timeKind(type: string): 'instant' | 'date' | 'wall' | null {
+  if (type === TIMESTAMP) return 'instant';
+  if (type === 'Date') return 'date';
+  return type.startsWith('DateTime(') ? 'wall' : null;
+}
+
+/** A unit argument (`'day'`, `'d'`, `'DAY'`...): the unit, as the HogQL evaluator names it. */
+function unitOf(e: Expr, fn: string): string {
+  const unit = isText(e) && Object.hasOwn(UNITS, e.value.toLowerCase()) ? UNITS[e.value.toLowerCase()] : undefined;
+  if (!unit) throw new LakeSqlUnsupported(`${fn} with the unit ${printHogQL(e).slice(0, 40)}`);
+  return unit;
+}
+
+/** `INTERVAL n unit` (the parser's toIntervalUnit(n)): its unit and amount. */
+function intervalOf(e: Expr): { expr: Expr; unit: string; n: Expr } | undefined {
+  if (e.kind !== 'call' || !Object.hasOwn(INTERVALS, e.name) || e.args.length !== 1) return undefined;
+  return { expr: e, unit: INTERVALS[e.name] as string, n: e.args[0] as Expr };
 }
 
 /**
@@ -107,6 +147,55 @@ function dialectFor(base: Dialect, q: LakeSelect): Dialect {
     return e.args[0] as Expr;
   };
   const instant = (text: string) => base.timestamp(instantOf(text, q.timezone));
+  const tz = zone(q.timezone);
+  const utc = q.timezone === 'UTC';
+  const kindOf = (e: Expr) => timeKind(typeOf(e, q.timezone));
+  /** A time value as a naive wall-clock timestamp in the project's zone. */
+  const wall = (e: Expr): string => {
+    const kind = kindOf(e);
+    if (kind === 'date') return `CAST(${p(e)} AS timestamp)`;
+    if (kind === 'wall') return p(e);
+    const local = base.localTime(p(e), q.timezone, from, to);
+    // Trino's local time keeps its zone: cast to the naive wall clock, as DuckDB's is.
+    return base.name === 'athena' ? `CAST(${local} AS timestamp)` : local;
+  };
+  /** A Date (SQL date) as the instant its midnight is in the project's zone (naive UTC). */
+  const midnight = (e: Expr): string => {
+    if (e.kind === 'call' && e.name === 'toDate' && e.args.length === 1 && isText(e.args[0] as Expr)) {
+      const text = (e.args[0] as { value: string }).value;
+      if (DAY.test(text)) return instant(text);
+    }
+    const local = `CAST(${p(e)} AS timestamp)`;
+    if (utc) return local;
+    return base.name === 'athena'
+      ? `CAST(at_timezone(with_timezone(${local}, ${tz}), 'UTC') AS timestamp)`
+      : `timezone('UTC', timezone(${tz}, ${local}))`;
+  };
+  /**
+   * `x` plus `n` units (sign -1 subtracts), as ClickHouse adds to a value in the project's zone: an
+   * instant moves by seconds, minutes and hours as such, by days and longer on the zone's wall clock
+   * (a day across a DST change keeps the local time); a Date stays a Date; a bucket (a local wall
+   * time) stays one.
+   */
+  const add = (x: Expr, unit: string, nExpr: Expr, sign: 1 | -1): string => {
+    const kind = kindOf(x);
+    if (!kind) throw new LakeSqlUnsupported(`date arithmetic on ${printHogQL(x).slice(0, 60)}`);
+    if (nExpr.kind !== 'constant' || typeof nExpr.value !== 'number' || !Number.isSafeInteger(nExpr.value))
+      throw new LakeSqlUnsupported('an interval whose amount is not an integer constant');
+    if (kind === 'date' && SUB_DAY.has(unit)) throw new LakeSqlUnsupported(`adding ${unit}s to a Date`);
+    const n = sign * nExpr.value;
+    const zoned = kind === 'instant' && !SUB_DAY.has(unit) && !utc;
+    if (base.name === 'athena') {
+      if (zoned)
+        return `CAST(at_timezone(date_add('${unit}', ${n}, at_timezone(with_timezone(${p(x)}, 'UTC'), ${tz})), 'UTC') AS timestamp)`;
+      return `date_add('${unit}', ${n}, ${p(x)})`;
+    }
+    const interval = `INTERVAL (${n}) ${unit.toUpperCase()}`;
+    if (kind === 'date') return `CAST(${p(x)} + ${interval} AS date)`;
+    // ICU's conversions here only (a value, not a scan's bucket): a wall time it adds to is exact at DST changes.
+    if (zoned) return `timezone('UTC', timezone(${tz}, timezone(${tz}, timezone('UTC', ${p(x)})) + ${interval}))`;
+    return `(${p(x)} + ${interval})`;
+  };
   d.extend = (e) => {
     if (e.kind === 'field') return statementField(e.chain, base);
     if (e.kind === 'call') {
@@ -128,23 +217,50 @@ function dialectFor(base: Dialect, q: LakeSelect): Dialect {
         case 'toStartOfDay':
         case 'toStartOfWeek':
         case 'toMonday':
-        case 'toStartOfMonth': {
+        case 'toStartOfMonth':
+        case 'toStartOfQuarter':
+        case 'toStartOfYear': {
           if (e.distinct || e.params?.length) throw new LakeSqlUnsupported(`the function ${e.name}`);
           const [arg, mode] = e.args;
           if (!arg || e.args.length > 2 || (mode && e.name !== 'toStartOfWeek'))
             throw new LakeSqlUnsupported(`${e.name} with ${e.args.length} arguments`);
-          // ClickHouse's week modes 0 (Sunday) and 1 (Monday); toMonday is mode 1.
+          // ClickHouse's week modes: even ones start on Sunday, odd ones on Monday; toMonday is mode 1.
           let weekStart: 0 | 1 = e.name === 'toMonday' ? 1 : 0;
           if (mode) {
-            if (mode.kind !== 'constant' || (mode.value !== 0 && mode.value !== 1))
-              throw new LakeSqlUnsupported('toStartOfWeek with a mode other than 0 or 1');
-            weekStart = mode.value;
+            if (mode.kind !== 'constant' || typeof mode.value !== 'number' || !WEEK_MODES.has(mode.value))
+              throw new LakeSqlUnsupported('toStartOfWeek with a mode other than an integer from 0 to 9');
+            weekStart = (mode.value % 2) as 0 | 1;
           }
-          const unit = TIME_UNITS[e.name] as 'hour' | 'day' | 'week' | 'month';
-          return base.truncate(unit, base.localTime(p(arg), q.timezone, from, to), weekStart);
+          const unit = TIME_UNITS[e.name] as NonNullable<(typeof TIME_UNITS)[string]>;
+          // A Date or a bucket is already on the zone's calendar; anything else is read as an instant.
+          const kind = kindOf(arg);
+          const local = kind === 'date' || kind === 'wall' ? wall(arg) : base.localTime(p(arg), q.timezone, from, to);
+          const bucket = base.truncate(unit, local, weekStart);
+          return DATE_BUCKETS.has(e.name) ? `CAST(${bucket} AS date)` : bucket;
         }
-        case 'toDate':
-          return `CAST(${base.localTime(p(one(e)), q.timezone, from, to)} AS date)`;
+        case 'toDate': {
+          const arg = one(e);
+          // A date text (today() folded, or written) is that day, as ClickHouse's toDate reads it.
+          if (isText(arg) && DAY.test(arg.value)) return `DATE '${arg.value}'`;
+          return `CAST(${base.localTime(p(arg), q.timezone, from, to)} AS date)`;
+        }
+        case 'dateAdd':
+        case 'dateSub': {
+          if (e.args.length !== 3 || e.distinct || e.params?.length)
+            throw new LakeSqlUnsupported(`${e.name} with ${e.args.length} arguments`);
+          const [unit, n, x] = e.args as [Expr, Expr, Expr];
+          return add(x, unitOf(unit, e.name), n, e.name === 'dateSub' ? -1 : 1);
+        }
+        case 'dateDiff': {
+          if (e.args.length !== 3 || e.distinct || e.params?.length)
+            throw new LakeSqlUnsupported(`dateDiff with ${e.args.length} arguments`);
+          const [unitArg, a, b] = e.args as [Expr, Expr, Expr];
+          const unit = unitOf(unitArg, 'dateDiff');
+          // Seconds between instants; longer units count the boundaries crossed on the zone's calendar (ClickHouse's rule; Trino's date_diff alone counts whole units).
+          if (unit === 'second' && kindOf(a) === 'instant' && kindOf(b) === 'instant')
+            return `date_diff('second', ${p(a)}, ${p(b)})`;
+          return `date_diff('${unit}', date_trunc('${unit}', ${wall(a)}), date_trunc('${unit}', ${wall(b)}))`;
+        }
         case 'toDateTime': {
           const arg = one(e);
           if (isText(arg)) return instant(arg.value);
@@ -153,6 +269,20 @@ function dialectFor(base: Dialect, q: LakeSelect): Dialect {
         default:
           return undefined;
       }
+    }
+    // `timestamp + INTERVAL 1 DAY`, `INTERVAL 1 HOUR + timestamp`, `today() - INTERVAL 7 DAY`.
+    if (e.kind === 'arithmetic' && (e.op === '+' || e.op === '-')) {
+      const step = intervalOf(e.right) ?? (e.op === '+' ? intervalOf(e.left) : undefined);
+      if (step) {
+        const x = step.expr === e.right ? e.left : e.right;
+        return add(x, step.unit, step.n, e.op === '-' ? -1 : 1);
+      }
+    }
+    // An instant against a Date: the Date's midnight in the project's zone (ClickHouse reads the Date in the DateTime's zone).
+    if (e.kind === 'compare' && INSTANT_OPS.has(e.op)) {
+      const [l, r] = [kindOf(e.left), kindOf(e.right)];
+      if (l === 'instant' && r === 'date') return `(${p(e.left)} ${COMPARE_SQL[e.op]} ${midnight(e.right)})`;
+      if (l === 'date' && r === 'instant') return `(${midnight(e.left)} ${COMPARE_SQL[e.op]} ${p(e.right)})`;
     }
     // `timestamp > '2024-01-01'`: the text as an instant (Trino compares no timestamp with a varchar).
     if (e.kind === 'compare' && INSTANT_OPS.has(e.op)) {
@@ -193,6 +323,11 @@ export function typeOf(e: Expr, tz: string): string {
     case 'between':
       return 'Bool';
     case 'arithmetic': {
+      // A time value plus or minus an interval keeps its type.
+      if (e.op === '+' || e.op === '-') {
+        if (intervalOf(e.right)) return typeOf(e.left, tz);
+        if (e.op === '+' && intervalOf(e.left)) return typeOf(e.right, tz);
+      }
       if (e.op === '/') return 'Float64';
       const [l, r] = [typeOf(e.left, tz), typeOf(e.right, tz)];
       return l === 'Int64' || l === 'UInt64' ? (r === 'Int64' || r === 'UInt64' ? 'Int64' : 'Float64') : 'Float64';
@@ -216,12 +351,20 @@ export function typeOf(e: Expr, tz: string): string {
           return e.args[0] ? typeOf(e.args[0], tz) : 'Float64';
         case 'toStartOfHour':
         case 'toStartOfDay':
+          return `DateTime('${tz}')`;
         case 'toStartOfWeek':
         case 'toMonday':
         case 'toStartOfMonth':
-          return `DateTime('${tz}')`;
+        case 'toStartOfQuarter':
+        case 'toStartOfYear':
         case 'toDate':
+        case 'today':
           return 'Date';
+        case 'dateAdd':
+        case 'dateSub':
+          return e.args[2] ? typeOf(e.args[2], tz) : 'String';
+        case 'dateDiff':
+          return 'Int64';
         case 'toDateTime':
           return TIMESTAMP;
         case 'isNull':

@@ -15,7 +15,10 @@ import {
   timeBounds,
 } from '#shared/domain/query/hogql.ts';
 import { ValidationError } from '#shared/errors.ts';
-import { parseSelectStatement } from '#shared/hogql/select.ts';
+import { evaluateRow } from '#shared/hogql/evaluate.ts';
+import type { Expr } from '#shared/hogql/ast.ts';
+import { mapExpr, parseSelectStatement } from '#shared/hogql/select.ts';
+import { HogDate, HogDateTime, type HogValue } from '#shared/hogql/values.ts';
 import { type AthenaCall, athenaEngine, duckdbEngine, LakeQueryFailed } from '#shared/lake/engine.ts';
 import { dataKey } from '#shared/lake/layout.ts';
 import { type LakeEvent, lakeFiles, PROPERTY_COLUMNS } from '#shared/lake/rows.ts';
@@ -56,7 +59,7 @@ const print = (text: string, source: LakeSource, settings = UTC, limit = 101, of
   printStatement(
     {
       projectId: P,
-      statement: parse(text, {}, settings),
+      statement: foldNow(parse(text, {}, settings), NOW.getTime(), settings.timezone),
       timezone: settings.timezone,
       weekStart: settings.week_start_day,
       days: DAYS,
@@ -331,7 +334,7 @@ beforeAll(() => {
 });
 
 async function run(text: string, files = ourFiles, settings = UTC) {
-  const statement = foldNow(parse(text, {}, settings), NOW.getTime());
+  const statement = foldNow(parse(text, {}, settings), NOW.getTime(), settings.timezone);
   const printed = printStatement(
     {
       projectId: P,
@@ -679,5 +682,140 @@ describe('SELECT * and person fields', () => {
         '{"$elements_chain":"button:text=\\"Buy\\"","$window_id":"w1","n":[1,{"a":null}],"$session_id":"s1","$browser":"Firefox"}',
       ],
     ]);
+  });
+});
+
+describe('date functions and intervals on the lake, in the project zone (DuckDB against the HogQL evaluator)', () => {
+  const ZONES = ['UTC', 'America/New_York', 'Pacific/Auckland'];
+  // Each is evaluated per event by shared/hogql's evaluator (ClickHouse's semantics) and run on DuckDB.
+  const EXPRESSIONS = [
+    'today()',
+    'toStartOfYear(timestamp)',
+    'toStartOfQuarter(timestamp)',
+    'toStartOfMonth(timestamp)',
+    'toStartOfWeek(timestamp)',
+    'toStartOfWeek(timestamp, 1)',
+    'toStartOfWeek(timestamp, 6)',
+    // Across New York's DST change (March 10) and Auckland's (April 7): days keep the local time.
+    'timestamp + INTERVAL 7 DAY',
+    'timestamp - INTERVAL 1 MONTH',
+    'timestamp + INTERVAL 36 HOUR',
+    'INTERVAL 2 WEEK + timestamp',
+    'timestamp + INTERVAL 1 QUARTER',
+    'timestamp - INTERVAL 1 YEAR',
+    "dateAdd('day', 7, timestamp)",
+    "dateSub('hour', 30, timestamp)",
+    "dateAdd('month', 1, toDate(timestamp))",
+    'toStartOfDay(timestamp) + INTERVAL 1 DAY',
+    'today() - INTERVAL 2 WEEK',
+    "dateDiff('day', timestamp, now())",
+    "dateDiff('week', timestamp, now())",
+    "dateDiff('hour', timestamp, now())",
+    "dateDiff('second', timestamp, now())",
+    "dateDiff('month', toStartOfYear(timestamp), now())",
+    "dateDiff('minute', toStartOfDay(timestamp), timestamp)",
+    "timestamp >= toDate('2024-03-03')",
+    "timestamp < dateAdd('day', 1, toDate('2024-03-02'))",
+    'timestamp >= today() - INTERVAL 13 DAY',
+    'toStartOfMonth(timestamp) <= timestamp',
+  ];
+  const INTERVAL_UNITS: Record<string, string> = {
+    toIntervalHour: 'hour',
+    toIntervalDay: 'day',
+    toIntervalWeek: 'week',
+    toIntervalMonth: 'month',
+    toIntervalQuarter: 'quarter',
+    toIntervalYear: 'year',
+  };
+  // The evaluator has no interval values: `x ± INTERVAL n unit` is its dateAdd/dateSub (ClickHouse's same rule).
+  const asDateAdd = (e: Expr): Expr =>
+    mapExpr(e, (node) => {
+      if (node.kind !== 'arithmetic' || (node.op !== '+' && node.op !== '-')) return undefined;
+      const [step, x] =
+        node.right.kind === 'call' && INTERVAL_UNITS[node.right.name]
+          ? [node.right, node.left]
+          : node.left.kind === 'call' && INTERVAL_UNITS[node.left.name]
+            ? [node.left, node.right]
+            : [];
+      if (step?.kind !== 'call' || !x) return undefined;
+      const unit: Expr = { kind: 'constant', value: INTERVAL_UNITS[step.name]! };
+      return { kind: 'call', name: node.op === '+' ? 'dateAdd' : 'dateSub', args: [unit, step.args[0]!, asDateAdd(x)] };
+    });
+  const normal = (v: HogValue | unknown): unknown =>
+    v instanceof HogDateTime
+      ? v.ms
+      : v instanceof HogDate
+        ? new Date(v.days * 86_400_000).toISOString().slice(0, 10)
+        : v;
+
+  it.each(ZONES)("%s: every expression gives the evaluator's value for every event", async (timezone) => {
+    const settings: ProjectSettings = { ...UTC, timezone };
+    const text = `SELECT uuid, ${EXPRESSIONS.join(', ')} FROM events ORDER BY uuid`;
+    const statement = foldNow(parse(text, {}, settings), NOW.getTime(), timezone);
+    const printed = printStatement(
+      { projectId: P, statement, timezone, weekStart: 1, days: DAYS, limit: 100, offset: 0 },
+      { dialect: 'duckdb', files: ourFiles },
+    );
+    const rows = await runStatement(engine, printed.sql, () => {}, Date.now() + 60_000);
+    const raw = parse(text, {}, settings).columns.slice(1);
+    expect(rows).toHaveLength(OURS.length);
+    for (const row of rows) {
+      const event = OURS.find((e) => e.uuid === row.c0)!;
+      raw.forEach((column, i) => {
+        const type = printed.types[i + 1]!;
+        const cell = decodeCell(type, row[`c${i + 1}`] ?? null, timezone);
+        const lake = typeof cell === 'string' && /^DateTime/.test(type) ? Date.parse(cell) : cell;
+        const expected = evaluateRow(
+          asDateAdd(column.expr),
+          (chain) => (chain.join('.') === 'timestamp' ? new HogDateTime(Date.parse(event.timestamp), timezone) : null),
+          { timezone, now: NOW },
+          'query',
+        );
+        expect(lake, `${EXPRESSIONS[i]} at ${event.timestamp} in ${timezone}`).toEqual(normal(expected));
+      });
+    }
+  });
+
+  it("Athena: pinned (the zone's calendar through at_timezone, boundaries counted on truncated values)", () => {
+    const { sql, types } = print(
+      "SELECT timestamp + INTERVAL 7 DAY, timestamp - INTERVAL 2 HOUR, dateDiff('week', timestamp, now()), toStartOfQuarter(timestamp), today() FROM events WHERE timestamp >= toStartOfYear(timestamp)",
+      ATHENA,
+      { ...UTC, timezone: 'America/New_York' },
+    );
+    const local = `at_timezone(with_timezone("timestamp", 'UTC'), 'America/New_York')`;
+    expect(sql.split('\n')[0]).toBe(
+      `SELECT CAST(at_timezone(date_add('day', 7, ${local}), 'UTC') AS timestamp) AS "c0", date_add('hour', -2, "timestamp") AS "c1", date_diff('week', date_trunc('week', CAST(${local} AS timestamp)), date_trunc('week', CAST(${local} AS timestamp))) AS "c2", CAST(CAST(date_trunc('quarter', ${local}) AS timestamp) AS date) AS "c3", DATE '2024-03-16' AS "c4"`.replace(
+        `date_trunc('week', CAST(${local} AS timestamp)))`,
+        `date_trunc('week', CAST(at_timezone(with_timezone(TIMESTAMP '2024-03-16 12:00:00.000', 'UTC'), 'America/New_York') AS timestamp)))`,
+      ),
+    );
+    expect(sql).toContain(
+      `AND (("timestamp" >= CAST(at_timezone(with_timezone(CAST(CAST(CAST(date_trunc('year', ${local}) AS timestamp) AS date) AS timestamp), 'America/New_York'), 'UTC') AS timestamp)))`,
+    );
+    expect(types).toEqual(["DateTime64(6, 'UTC')", "DateTime64(6, 'UTC')", 'Int64', 'Date', 'Date']);
+  });
+
+  it("today() is the request's date in the project's zone, and bounds the days read as a date text does", () => {
+    const auckland: ProjectSettings = { ...UTC, timezone: 'Pacific/Auckland' };
+    const s = foldNow(
+      parse('SELECT event FROM events WHERE timestamp >= today()', {}, auckland),
+      NOW.getTime(),
+      'Pacific/Auckland',
+    );
+    // 12:00 UTC on March 16 is 01:00 on March 17 in Auckland (UTC+13): its midnight is 11:00 UTC on March 16.
+    expect(timeBounds(s.where, auckland).from).toBe(Date.parse('2024-03-16T11:00:00Z'));
+  });
+
+  it.each([
+    ["SELECT dateAdd('fortnight', 1, timestamp) FROM events", /dateAdd with the unit 'fortnight'/],
+    [
+      'SELECT timestamp + INTERVAL toInt(properties.n) DAY FROM events',
+      /an interval whose amount is not an integer constant/,
+    ],
+    ['SELECT today() + INTERVAL 1 HOUR FROM events', /adding hours to a Date/],
+    ['SELECT toStartOfWeek(timestamp, 10) FROM events', /toStartOfWeek with a mode other than an integer from 0 to 9/],
+    ['SELECT event + INTERVAL 1 DAY FROM events', /date arithmetic on event/],
+  ])('%s: a 400 naming what the lake cannot print', (text, message) => {
+    expect(() => print(text, ATHENA)).toThrow(message);
   });
 });
