@@ -233,7 +233,7 @@ describe('the printed SQL', () => {
     );
     expect(printed.sql).toBe(
       [
-        `SELECT "event" AS "c0", CAST(date_trunc('day', at_timezone(with_timezone("timestamp", 'UTC'), 'America/New_York')) AS timestamp) AS "c1", count(*) AS "c2", count(DISTINCT "person_id") AS "c3", sum(${ATHENA_DIALECT.toFloat(`json_extract_scalar("properties", '$["amount"]')`)}) AS "c4"`,
+        `SELECT "event" AS "c0", CAST(date_trunc('day', at_timezone(with_timezone("timestamp", 'UTC'), 'America/New_York')) AS timestamp) AS "c1", count(*) AS "c2", count(DISTINCT "person_id") AS "c3", sum(coalesce(${ATHENA_DIALECT.toFloat(`json_extract_scalar("properties", '$["amount"]')`)}, (CASE json_format(json_extract("properties", '$["amount"]')) WHEN 'true' THEN CAST(1 AS double) WHEN 'false' THEN CAST(0 AS double) END))) AS "c4"`,
         'FROM "stage_lake"."events"',
         `WHERE "project_id" = 7`,
         `  AND "day" BETWEEN '2024-03-01' AND '2024-03-15'`,
@@ -817,5 +817,41 @@ describe('date functions and intervals on the lake, in the project zone (DuckDB 
     ['SELECT event + INTERVAL 1 DAY FROM events', /date arithmetic on event/],
   ])('%s: a 400 naming what the lake cannot print', (text, message) => {
     expect(() => print(text, ATHENA)).toThrow(message);
+  });
+});
+
+describe('toFloat of a JSON boolean property (the HogQL evaluator: 1 and 0)', () => {
+  const VALUES: unknown[] = [true, false, 'true', ' 1.5 ', 2, null, 'x', [1]];
+
+  it('DuckDB: true 1, false 0, the text "true" NULL, numbers and numeric text as before; as the evaluator gives', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'hogql-bool-'));
+    const events = VALUES.map((flag, i) => lakeEvent(i + 1, '2024-03-02', 'e', `u${i}`, flag === null ? {} : { flag }));
+    const files = writeDays(root, P, events);
+    const rows = await run(
+      'SELECT distinct_id, toFloat(properties.flag), toFloat64OrNull(properties.flag) FROM events ORDER BY timestamp',
+      files,
+    );
+    expect(rows.map((r) => r[1])).toEqual([1, 0, null, 1.5, 2, null, null, null]);
+    expect(rows.map((r) => r[2])).toEqual(rows.map((r) => r[1]));
+    const expr = parse('SELECT toFloat(properties.flag) FROM events').columns[0]!.expr;
+    expect(rows.map((r) => r[1])).toEqual(
+      VALUES.map((flag) =>
+        evaluateRow(
+          expr,
+          (chain) => (chain.join('.') === 'properties.flag' ? (flag as HogValue) : null),
+          { timezone: 'UTC', now: NOW },
+          'query',
+        ),
+      ).map((v) => (Array.isArray(v) ? null : v)),
+    );
+    // A sum over them: 1 + 0 + 1.5 + 2.
+    expect(await run('SELECT sum(toFloat(properties.flag)) FROM events', files)).toEqual([[4.5]]);
+  });
+
+  it('Athena: pinned; a property with its own column is read as text only (the column keeps no JSON type)', () => {
+    const { sql } = print('SELECT toFloat(properties.flag), toFloat(properties.$screen_width) FROM events', ATHENA);
+    expect(sql.split('\n')[0]).toBe(
+      `SELECT coalesce(${ATHENA_DIALECT.toFloat(`json_extract_scalar("properties", '$["flag"]')`)}, (CASE json_format(json_extract("properties", '$["flag"]')) WHEN 'true' THEN CAST(1 AS double) WHEN 'false' THEN CAST(0 AS double) END)) AS "c0", ${ATHENA_DIALECT.toFloat('"screen_width"')} AS "c1"`,
+    );
   });
 });
