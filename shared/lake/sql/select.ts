@@ -6,6 +6,7 @@
  * caller's, printed here outside every input's parentheses; nothing of the text names a table, a
  * file, a column outside the lake's events or a setting.
  */
+import { asDateArithmetic } from '../../hogql/analysis.ts';
 import type { Expr } from '../../hogql/ast.ts';
 import { UNITS } from '../../hogql/functions/dates.ts';
 import { printHogQL } from '../../hogql/print.ts';
@@ -50,16 +51,6 @@ const TIME_UNITS: Record<string, 'hour' | 'day' | 'week' | 'month' | 'quarter' |
 };
 /** Buckets of a day or longer are ClickHouse Dates; hours and days DateTimes in the zone. */
 const DATE_BUCKETS = new Set(['toStartOfWeek', 'toMonday', 'toStartOfMonth', 'toStartOfQuarter', 'toStartOfYear']);
-const INTERVALS: Record<string, string> = {
-  toIntervalSecond: 'second',
-  toIntervalMinute: 'minute',
-  toIntervalHour: 'hour',
-  toIntervalDay: 'day',
-  toIntervalWeek: 'week',
-  toIntervalMonth: 'month',
-  toIntervalQuarter: 'quarter',
-  toIntervalYear: 'year',
-};
 const SUB_DAY = new Set(['second', 'minute', 'hour']);
 const TIMESTAMP = "DateTime64(6, 'UTC')";
 const INSTANT_OPS = new Set(['eq', 'notEq', 'lt', 'ltEq', 'gt', 'gtEq']);
@@ -90,12 +81,6 @@ function unitOf(e: Expr, fn: string): string {
   const unit = isText(e) && Object.hasOwn(UNITS, e.value.toLowerCase()) ? UNITS[e.value.toLowerCase()] : undefined;
   if (!unit) throw new LakeSqlUnsupported(`${fn} with the unit ${printHogQL(e).slice(0, 40)}`);
   return unit;
-}
-
-/** `INTERVAL n unit` (the parser's toIntervalUnit(n)): its unit and amount. */
-function intervalOf(e: Expr): { expr: Expr; unit: string; n: Expr } | undefined {
-  if (e.kind !== 'call' || !Object.hasOwn(INTERVALS, e.name) || e.args.length !== 1) return undefined;
-  return { expr: e, unit: INTERVALS[e.name] as string, n: e.args[0] as Expr };
 }
 
 /**
@@ -272,11 +257,8 @@ function dialectFor(base: Dialect, q: LakeSelect): Dialect {
     }
     // `timestamp + INTERVAL 1 DAY`, `INTERVAL 1 HOUR + timestamp`, `today() - INTERVAL 7 DAY`.
     if (e.kind === 'arithmetic' && (e.op === '+' || e.op === '-')) {
-      const step = intervalOf(e.right) ?? (e.op === '+' ? intervalOf(e.left) : undefined);
-      if (step) {
-        const x = step.expr === e.right ? e.left : e.right;
-        return add(x, step.unit, step.n, e.op === '-' ? -1 : 1);
-      }
+      const dated = asDateArithmetic(e);
+      if (dated) return p(dated);
     }
     // An instant against a Date: the Date's midnight in the project's zone (ClickHouse reads the Date in the DateTime's zone).
     if (e.kind === 'compare' && INSTANT_OPS.has(e.op)) {
@@ -324,10 +306,8 @@ export function typeOf(e: Expr, tz: string): string {
       return 'Bool';
     case 'arithmetic': {
       // A time value plus or minus an interval keeps its type.
-      if (e.op === '+' || e.op === '-') {
-        if (intervalOf(e.right)) return typeOf(e.left, tz);
-        if (e.op === '+' && intervalOf(e.left)) return typeOf(e.right, tz);
-      }
+      const dated = asDateArithmetic(e);
+      if (dated) return typeOf(dated, tz);
       if (e.op === '/') return 'Float64';
       const [l, r] = [typeOf(e.left, tz), typeOf(e.right, tz)];
       return l === 'Int64' || l === 'UInt64' ? (r === 'Int64' || r === 'UInt64' ? 'Int64' : 'Float64') : 'Float64';
