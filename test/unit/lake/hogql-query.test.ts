@@ -489,6 +489,15 @@ const FRAGMENTS = [
   "properties.$browser = 'Chrome'",
   "properties['x''y']",
   'person.properties.email',
+  '*',
+  'events.*',
+  'person.*',
+  'properties',
+  'timestamp + INTERVAL 1 DAY',
+  "dateDiff('week', timestamp, now())",
+  'today()',
+  'toStartOfQuarter(timestamp)',
+  'toFloat(properties.amount)',
   '1e308',
   '99999999999999999999999',
   '-0.0',
@@ -514,6 +523,8 @@ const BASES = [
   'SELECT event, count() FROM events GROUP BY event',
   "SELECT distinct_id FROM events WHERE properties.$browser = 'Chrome'",
   'SELECT count() FROM events WHERE {filters}',
+  'SELECT * FROM events',
+  "SELECT timestamp - INTERVAL 1 MONTH, dateAdd('day', 2, toDate(timestamp)) FROM events WHERE timestamp >= today() - INTERVAL 30 DAY",
 ];
 
 const hostile = fc.oneof(
