@@ -50,14 +50,16 @@ const SAME: Record<string, { sql: string; arity: [number, number] }> = {
 
 /**
  * HogQL's toFloat: of text, the dialect's parse; of a JSON boolean property, 1 or 0 (the property
- * type rule reads `true` as a boolean, which toFloat makes a number). Read only where the text is no
- * number; a column's property keeps text only, so its booleans cannot be told from strings.
+ * type rule reads `true` as a boolean, which toFloat makes a number). The JSON is read again only
+ * where the text is `true`/`false` (a boolean or that string); a column's property keeps text only,
+ * so its booleans cannot be told from strings.
  */
 function toFloat(arg: Expr, text: string, d: Dialect): string {
   const [head, key, ...rest] = arg.kind === 'field' ? arg.chain : [];
   if (head !== 'properties' || key === undefined || rest.length || Object.hasOwn(PROPERTY_COLUMNS, key))
     return d.toFloat(text);
-  return `coalesce(${d.toFloat(text)}, (CASE ${d.jsonRaw(key)} WHEN 'true' THEN CAST(1 AS double) WHEN 'false' THEN CAST(0 AS double) END))`;
+  const boolean = `(CASE ${d.jsonRaw(key)} WHEN 'true' THEN CAST(1 AS double) WHEN 'false' THEN CAST(0 AS double) END)`;
+  return `(CASE WHEN ${text} IN ('true', 'false') THEN ${boolean} ELSE ${d.toFloat(text)} END)`;
 }
 
 function call(e: Extract<Expr, { kind: 'call' }>, d: Dialect): string {

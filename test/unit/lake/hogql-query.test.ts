@@ -232,7 +232,7 @@ describe('the printed SQL', () => {
     );
     expect(printed.sql).toBe(
       [
-        `SELECT "event" AS "c0", CAST(date_trunc('day', at_timezone(with_timezone("timestamp", 'UTC'), 'America/New_York')) AS timestamp) AS "c1", count(*) AS "c2", count(DISTINCT "person_id") AS "c3", sum(coalesce(${ATHENA_DIALECT.toFloat(`json_extract_scalar("properties", '$["amount"]')`)}, (CASE json_format(json_extract("properties", '$["amount"]')) WHEN 'true' THEN CAST(1 AS double) WHEN 'false' THEN CAST(0 AS double) END))) AS "c4"`,
+        `SELECT "event" AS "c0", CAST(date_trunc('day', at_timezone(with_timezone("timestamp", 'UTC'), 'America/New_York')) AS timestamp) AS "c1", count(*) AS "c2", count(DISTINCT "person_id") AS "c3", sum((CASE WHEN json_extract_scalar("properties", '$["amount"]') IN ('true', 'false') THEN (CASE json_format(json_extract("properties", '$["amount"]')) WHEN 'true' THEN CAST(1 AS double) WHEN 'false' THEN CAST(0 AS double) END) ELSE ${ATHENA_DIALECT.toFloat(`json_extract_scalar("properties", '$["amount"]')`)} END)) AS "c4"`,
         'FROM "stage_lake"."events"',
         `WHERE "project_id" = 7`,
         `  AND "day" BETWEEN '2024-03-01' AND '2024-03-15'`,
@@ -839,7 +839,7 @@ describe('toFloat of a JSON boolean property (the HogQL evaluator: 1 and 0)', ()
   it('Athena: pinned; a property with its own column is read as text only (the column keeps no JSON type)', () => {
     const { sql } = print('SELECT toFloat(properties.flag), toFloat(properties.$screen_width) FROM events', ATHENA);
     expect(sql.split('\n')[0]).toBe(
-      `SELECT coalesce(${ATHENA_DIALECT.toFloat(`json_extract_scalar("properties", '$["flag"]')`)}, (CASE json_format(json_extract("properties", '$["flag"]')) WHEN 'true' THEN CAST(1 AS double) WHEN 'false' THEN CAST(0 AS double) END)) AS "c0", ${ATHENA_DIALECT.toFloat('"screen_width"')} AS "c1"`,
+      `SELECT (CASE WHEN json_extract_scalar("properties", '$["flag"]') IN ('true', 'false') THEN (CASE json_format(json_extract("properties", '$["flag"]')) WHEN 'true' THEN CAST(1 AS double) WHEN 'false' THEN CAST(0 AS double) END) ELSE ${ATHENA_DIALECT.toFloat(`json_extract_scalar("properties", '$["flag"]')`)} END) AS "c0", ${ATHENA_DIALECT.toFloat('"screen_width"')} AS "c1"`,
     );
   });
 });
