@@ -26,6 +26,40 @@ export function childrenOf(e: Expr): Expr[] {
   }
 }
 
+const INTERVAL_UNITS: Record<string, string> = {
+  toIntervalSecond: 'second',
+  toIntervalMinute: 'minute',
+  toIntervalHour: 'hour',
+  toIntervalDay: 'day',
+  toIntervalWeek: 'week',
+  toIntervalMonth: 'month',
+  toIntervalQuarter: 'quarter',
+  toIntervalYear: 'year',
+};
+
+/**
+ * `x + INTERVAL n unit`, `INTERVAL n unit + x` and `x - INTERVAL n unit` (the parser's
+ * toIntervalUnit(n)) as the dateAdd/dateSub call ClickHouse evaluates them as; null for any other node.
+ */
+export function asDateArithmetic(e: Expr): Extract<Expr, { kind: 'call' }> | null {
+  if (e.kind !== 'arithmetic' || (e.op !== '+' && e.op !== '-')) return null;
+  const isInterval = (x: Expr) =>
+    x.kind === 'call' && Object.hasOwn(INTERVAL_UNITS, x.name) && x.args.length === 1 && !x.params && !x.distinct;
+  const [step, value] = isInterval(e.right)
+    ? [e.right, e.left]
+    : e.op === '+' && isInterval(e.left)
+      ? [e.left, e.right]
+      : [null, null];
+  if (step?.kind !== 'call' || !value) return null;
+  const unit: Expr = { kind: 'constant', value: INTERVAL_UNITS[step.name] as string };
+  return {
+    kind: 'call',
+    name: e.op === '+' ? 'dateAdd' : 'dateSub',
+    args: [unit, step.args[0] as Expr, value],
+    ...(e.span ? { span: e.span } : {}),
+  };
+}
+
 /** Calls every node of the tree, parents first (iteratively: depth is capped, but no need to rely on it). */
 export function walk(root: Expr, visit: (e: Expr) => void): void {
   const stack: Expr[] = [root];

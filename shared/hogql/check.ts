@@ -1,5 +1,5 @@
 import { ValidationError } from '#shared/errors.ts';
-import { childrenOf, hasAggregate } from './analysis.ts';
+import { asDateArithmetic, childrenOf, hasAggregate } from './analysis.ts';
 import type { Expr } from './ast.ts';
 import { printHogQL } from './print.ts';
 
@@ -111,6 +111,13 @@ export function checkExpr(expr: Expr, options: CheckOptions, attr: string): void
       case 'call':
         checkCall(e, inside);
         return;
+      case 'arithmetic': {
+        // Where the catalog has dateAdd/dateSub, `x ± INTERVAL n unit` is one (else the interval is named below).
+        const dated = asDateArithmetic(e);
+        if (dated && catalog.scalar(dated.name)) visit(dated, inside);
+        else for (const child of childrenOf(e)) visit(child, inside);
+        return;
+      }
       default:
         for (const child of childrenOf(e)) visit(child, inside);
     }
@@ -120,7 +127,9 @@ export function checkExpr(expr: Expr, options: CheckOptions, attr: string): void
     const aggregate = catalog.aggregate(e.name);
     const sig = aggregate ?? catalog.scalar(e.name);
     if (sig === undefined) {
-      const interval = e.name.startsWith('toInterval') ? ' (INTERVAL is not supported: use dateAdd or dateSub)' : '';
+      const interval = e.name.startsWith('toInterval')
+        ? ' (INTERVAL n unit is read only added to or subtracted from a date, as dateAdd or dateSub)'
+        : '';
       throw new ValidationError(
         `Unsupported function "${e.name}"${at(e)}${interval}. Supported functions: ${[...catalog.names()].sort().join(', ')}. See docs/hogql.md.`,
         attr,

@@ -5,6 +5,7 @@
  * expressions with aggregates, one accumulator per group.
  */
 import { ValidationError } from '#shared/errors.ts';
+import { asDateArithmetic } from './analysis.ts';
 import type { CompareOp, Expr } from './ast.ts';
 import { parseNumber, toText, truth } from './convert.ts';
 import { CATALOG, COUNT_DISTINCT, findAggregate, findScalar, Site } from './functions/index.ts';
@@ -94,6 +95,8 @@ class Compiler {
           true,
         );
       case 'arithmetic': {
+        const dated = asDateArithmetic(e);
+        if (dated) return this.compile(dated);
         const l = this.compile(e.left);
         const r = this.compile(e.right);
         const attr = this.attr;

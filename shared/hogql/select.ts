@@ -3,7 +3,7 @@
  * its caps. The grammar is a subset of PostHog's, chosen so that every statement it accepts reads one
  * table and can be printed for the lake's engines without a query of its own inside:
  *
- *   SELECT [DISTINCT] expr [AS alias], ... FROM events [[AS] alias] [WHERE expr] [GROUP BY expr, ...]
+ *   SELECT [DISTINCT] expr [AS alias] | * | events.*, ... FROM events [[AS] alias] [WHERE expr] [GROUP BY expr, ...]
  *   [HAVING expr] [ORDER BY expr [ASC|DESC], ...] [LIMIT n [OFFSET m]] [;]
  *
  * Every other construct (JOIN, subqueries, UNION, window functions, other tables, table functions,
@@ -53,6 +53,32 @@ export const SELECT_LIMITS: Limits = { ...LIMITS, maxLength: 20_000, maxNodes: 5
 
 /** The one table a statement reads. */
 export const SELECT_TABLE = 'events';
+
+/**
+ * What `*` (and `events.*`) expands to: PostHog's events fields in its order (its table's non-hidden
+ * database fields less `team_id`), those the lake can give. `created_at` (ingestion time) is not in
+ * the lake's files, so it is left out rather than made up.
+ */
+export const EVENTS_ASTERISK: readonly string[] = [
+  'uuid',
+  'event',
+  'properties',
+  'timestamp',
+  'distinct_id',
+  'elements_chain',
+  '$session_id',
+  '$window_id',
+  '$group_0',
+  '$group_1',
+  '$group_2',
+  '$group_3',
+  '$group_4',
+];
+
+/** `*` or `<table>.*` in the select list, expanded once the FROM clause names the table and its alias. */
+interface Asterisk {
+  asterisk: string | null;
+}
 
 const CLAUSE_WORDS = new Set(['where', 'group', 'having', 'order', 'limit', 'offset', 'join', 'settings', 'format']);
 
@@ -117,6 +143,48 @@ class SelectParser {
     return out;
   }
 
+  /** A select item: an expression, `*` or `name.*`. */
+  private selectItem(): Expr | Asterisk {
+    const [first, dot, star] = [this.p.peek(), this.p.peek(1), this.p.peek(2)];
+    if (this.op(first, '*')) {
+      this.p.next();
+      return { asterisk: null };
+    }
+    if (first.type === 'ident' && this.op(dot, '.') && this.op(star, '*')) {
+      for (let i = 0; i < 3; i++) this.p.next();
+      return { asterisk: first.value };
+    }
+    return this.expr();
+  }
+
+  private selectItems(): (Expr | Asterisk)[] {
+    const out = [this.selectItem()];
+    while (this.op(this.p.peek(), ',')) {
+      this.p.next();
+      out.push(this.selectItem());
+    }
+    return out;
+  }
+
+  /** `*` and `events.*` (or the table's alias) as the events fields; `person.*` and others are refused by name. */
+  private expand(items: (Expr | Asterisk)[], tableAlias: string | null): Expr[] {
+    return items.flatMap((item): Expr[] => {
+      if (!('asterisk' in item)) return [item];
+      const table = item.asterisk;
+      if (table === 'person')
+        throw new ValidationError(
+          'HogQLQuery: person.* is not supported: the lake holds the person id only (select person.id or person_id).',
+          this.attr,
+        );
+      if (table !== null && table !== SELECT_TABLE && table !== tableAlias)
+        throw new ValidationError(
+          `HogQLQuery: ${table.slice(0, 40)}.* is not supported (only * and events.* are).`,
+          this.attr,
+        );
+      return EVENTS_ASTERISK.map((name): Expr => ({ kind: 'field', chain: [name] }));
+    });
+  }
+
   private integer(what: string): number {
     const tok = this.p.next();
     if (tok.type !== 'number' || !Number.isSafeInteger(tok.value) || tok.value < 0)
@@ -133,8 +201,9 @@ class SelectParser {
       this.p.next();
       distinct = true;
     }
-    const items = this.list();
+    const listed = this.selectItems();
     const tableAlias = this.from();
+    const items = this.expand(listed, tableAlias);
     const out: SelectStatement & { tableAlias: string | null } = {
       distinct,
       columns: items.map((e) =>

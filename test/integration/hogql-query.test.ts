@@ -133,7 +133,59 @@ describe('HogQLQuery on the lake engine', () => {
     expect((await hogql(c, a.projectId, 'SELECT uuid FROM events LIMIT 999999')).body.limit).toBe(50_000);
   });
 
+  it("SELECT * gives PostHog's events fields, properties as the JSON of all of them; dates in the project's zone", async () => {
+    const res = await hogql(
+      c,
+      a.projectId,
+      "SELECT * FROM events WHERE event = 'signed up' ORDER BY timestamp LIMIT 1",
+    );
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.columns).toEqual([
+      'uuid',
+      'event',
+      'properties',
+      'timestamp',
+      'distinct_id',
+      'elements_chain',
+      '$session_id',
+      '$window_id',
+      '$group_0',
+      '$group_1',
+      '$group_2',
+      '$group_3',
+      '$group_4',
+    ]);
+    expect(res.body.types.map((t: string[]) => t[1]).slice(0, 6)).toEqual([
+      'UUID',
+      'String',
+      'String',
+      "DateTime64(6, 'UTC')",
+      'String',
+      'String',
+    ]);
+    const [row] = res.body.results;
+    expect(row.slice(0, 6)).toEqual([
+      ours[4]!.uuid,
+      'signed up',
+      expect.any(String),
+      '2024-04-10T10:00:00.000Z',
+      'user-0',
+      '',
+    ]);
+    expect(JSON.parse(row[2])).toMatchObject({ plan: 'free' });
+
+    const dates = await hogql(
+      c,
+      a.projectId,
+      "SELECT today(), toStartOfQuarter(timestamp), timestamp + INTERVAL 1 MONTH, dateDiff('day', timestamp, now()) FROM events WHERE event = 'signed up' ORDER BY timestamp LIMIT 1",
+    );
+    expect(dates.status, JSON.stringify(dates.body)).toBe(200);
+    expect(dates.body.results).toEqual([['2024-04-20', '2024-04-01', '2024-05-10T10:00:00.000Z', 10]]);
+    expect(dates.body.types.map((t: string[]) => t[1])).toEqual(['Date', 'Date', "DateTime64(6, 'UTC')", 'Int64']);
+  });
+
   it.each([
+    ['SELECT person.* FROM events', /person\.\* is not supported/],
     ['SELECT event FROM events JOIN persons ON 1 = 1', /JOINs/],
     ['SELECT event FROM events WHERE event IN (SELECT event FROM events)', /subqueries/],
     ['SELECT count() OVER () FROM events', /window functions/],

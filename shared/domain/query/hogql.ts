@@ -23,6 +23,7 @@ import { filterExpr, groupExpr, type LakeSource } from '../../lake/sql/trends.ts
 import { DEFAULT_HOGQL_LIMIT, type HogQLQuery, MAX_HOGQL_LIMIT } from '../../schemas/query/hogql.ts';
 import { dateContext, instantInRange } from '../../trends/dates.ts';
 import { parseProperties } from '../../trends/properties.ts';
+import { localDateOf } from '../../trends/tz.ts';
 import type { ProjectSettings } from '../../trends/types.ts';
 import { lakeDayUris } from '../lake.ts';
 import { projectSettings } from '../projects.ts';
@@ -127,10 +128,20 @@ function nowInstant(e: Expr, now: number): number | null {
   return d.getTime();
 }
 
-/** The statement with `now()` (and `now() ± INTERVAL n unit`) as the one instant of the request: the clock's, not each engine's. */
-export function foldNow(statement: SelectStatement, now: number): SelectStatement {
+/**
+ * The statement with `now()` (and `now() ± INTERVAL n unit`) as the one instant of the request, and
+ * `today()` as its date in the project's zone: the clock's, not each engine's.
+ */
+export function foldNow(statement: SelectStatement, now: number, timezone = 'UTC'): SelectStatement {
+  const { year, month, day } = localDateOf(now, timezone);
+  const today: Expr = {
+    kind: 'call',
+    name: 'toDate',
+    args: [constant(`${year}-${String(month).padStart(2, '0')}-${String(day).padStart(2, '0')}`)],
+  };
   const fold = (e: Expr) =>
     mapExpr(e, (node) => {
+      if (node.kind === 'call' && node.name === 'today' && !node.args.length && !node.params) return today;
       const t = nowInstant(node, now);
       return t === null ? undefined : instantInRange(t) ? toDateTime(t) : constant(null);
     });
@@ -173,7 +184,7 @@ export function timeBounds(where: Expr | null, settings: ProjectSettings): { fro
       value.kind === 'constant'
         ? value.value
         : value.kind === 'call' &&
-            value.name === 'toDateTime' &&
+            (value.name === 'toDateTime' || value.name === 'toDate') &&
             value.args.length === 1 &&
             value.args[0]?.kind === 'constant'
           ? value.args[0].value
@@ -255,7 +266,11 @@ export async function runHogQLQuery(
   const { projectId } = context;
   const settings = projectSettings(context.project);
   const now = clockNow();
-  const statement = foldNow(parseSelectStatement(query.query, ATTR, placeholders(query, settings, now)), now.getTime());
+  const statement = foldNow(
+    parseSelectStatement(query.query, ATTR, placeholders(query, settings, now)),
+    now.getTime(),
+    settings.timezone,
+  );
   const limit = limitOf(statement);
   const offset = statement.offset ?? 0;
   if (!engine)

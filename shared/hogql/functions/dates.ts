@@ -92,7 +92,8 @@ function dayOfWeek(m: Moment, mode: number): number {
   }
 }
 
-const UNITS: Record<string, string> = {};
+/** Unit names and their aliases (dateDiff, dateAdd, dateSub, dateTrunc) -> the unit. */
+export const UNITS: Record<string, string> = {};
 for (const [unit, aliases] of Object.entries({
   second: ['second', 'seconds', 'ss', 's'],
   minute: ['minute', 'minutes', 'mi', 'n'],

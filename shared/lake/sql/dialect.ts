@@ -22,10 +22,12 @@ export interface Dialect {
   name: 'athena' | 'duckdb';
   /** The text of a JSON property of `properties` (null when absent or JSON null). */
   jsonText(key: string): string;
+  /** The JSON text of a property of `properties` as stored (`true`, `"true"`, `1`; null when absent). */
+  jsonRaw(key: string): string;
   /** A UTC instant column as wall-clock time in `tz` (a naive timestamp), for instants in [from, to]. */
   localTime(column: string, tz: string, from: Date, to: Date): string;
   /** The start of `local`'s bucket (naive, local); weeks start on `weekStart` (0 Sunday, 1 Monday). */
-  truncate(unit: 'hour' | 'day' | 'week' | 'month', local: string, weekStart: 0 | 1): string;
+  truncate(unit: 'hour' | 'day' | 'week' | 'month' | 'quarter' | 'year', local: string, weekStart: 0 | 1): string;
   /** PostHog's toFloat64OrNull of a text value. */
   toFloat(text: string): string;
   /**
@@ -59,7 +61,7 @@ export const identifier = (name: string) => {
 const timestampText = (at: Date) => at.toISOString().replace('T', ' ').replace('Z', '');
 
 /** IANA names only (the project's setting is validated; this keeps the printer safe on its own). */
-function zone(tz: string): string {
+export function zone(tz: string): string {
   if (!/^[A-Za-z][A-Za-z0-9_+\-/]{0,63}$/.test(tz)) throw new LakeSqlUnsupported(`the time zone ${tz}`);
   return stringLiteral(tz);
 }
@@ -133,11 +135,19 @@ function parseNumberSql(
 /** An infinity (an overflowing exponent) as NULL: the engine's toNumber keeps finite numbers only. */
 const finite = (n: string, infinity: string) => `nullif(nullif(${n}, ${infinity}), -${infinity})`;
 
+/** JSON Pointer: any key, `~` and `/` escaped (no JSONPath quoting rules to get wrong). */
+const duckdbPointer = (key: string) => stringLiteral(`/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`);
+
+/** Trino's JSONPath has no escape inside a quoted key: such keys are refused, not mangled. */
+function athenaPath(key: string): string {
+  if (/["\\]/.test(key)) throw new LakeSqlUnsupported(`the property name ${key}`);
+  return stringLiteral(`$["${key}"]`);
+}
+
 export const DUCKDB: Dialect = {
   name: 'duckdb',
-  // JSON Pointer: any key, `~` and `/` escaped (no JSONPath quoting rules to get wrong).
-  jsonText: (key) =>
-    `json_extract_string("properties", ${stringLiteral(`/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`)})`,
+  jsonText: (key) => `json_extract_string("properties", ${duckdbPointer(key)})`,
+  jsonRaw: (key) => `CAST(json_extract("properties", ${duckdbPointer(key)}) AS varchar)`,
   // The zone's offsets over the range as plain arithmetic: ICU's conversion per row costs more than the whole scan.
   localTime: (column, tz, from, to) => {
     zone(tz);
@@ -181,11 +191,8 @@ export const DUCKDB: Dialect = {
 
 export const ATHENA: Dialect = {
   name: 'athena',
-  jsonText: (key) => {
-    // Trino's JSONPath has no escape inside a quoted key: such keys are refused, not mangled.
-    if (/["\\]/.test(key)) throw new LakeSqlUnsupported(`the property name ${key}`);
-    return `json_extract_scalar("properties", ${stringLiteral(`$["${key}"]`)})`;
-  },
+  jsonText: (key) => `json_extract_scalar("properties", ${athenaPath(key)})`,
+  jsonRaw: (key) => `json_format(json_extract("properties", ${athenaPath(key)}))`,
   localTime: (column, tz) => `at_timezone(with_timezone(${column}, 'UTC'), ${zone(tz)})`,
   truncate: (unit, local, weekStart) => {
     // date_trunc on a zoned timestamp truncates in its zone; the cast keeps the local wall time.

@@ -48,12 +48,27 @@ const SAME: Record<string, { sql: string; arity: [number, number] }> = {
   concat: { sql: 'concat', arity: [1, 16] },
 };
 
+/**
+ * HogQL's toFloat: of text, the dialect's parse; of a JSON boolean property, 1 or 0 (the property
+ * type rule reads `true` as a boolean, which toFloat makes a number). The JSON is read again only
+ * where the text is `true`/`false` (a boolean or that string); a column's property keeps text only,
+ * so its booleans cannot be told from strings.
+ */
+function toFloat(arg: Expr, text: string, d: Dialect): string {
+  const [head, key, ...rest] = arg.kind === 'field' ? arg.chain : [];
+  if (head !== 'properties' || key === undefined || rest.length || Object.hasOwn(PROPERTY_COLUMNS, key))
+    return d.toFloat(text);
+  const boolean = `(CASE ${d.jsonRaw(key)} WHEN 'true' THEN CAST(1 AS double) WHEN 'false' THEN CAST(0 AS double) END)`;
+  return `(CASE WHEN ${text} IN ('true', 'false') THEN ${boolean} ELSE ${d.toFloat(text)} END)`;
+}
+
 function call(e: Extract<Expr, { kind: 'call' }>, d: Dialect): string {
   if (e.params?.length || e.distinct) throw new LakeSqlUnsupported(`the function ${e.name}`);
   const args = e.args.map((a) => printLakeExpr(a, d));
   const same = Object.hasOwn(SAME, e.name) ? SAME[e.name] : undefined;
   if (same && args.length >= same.arity[0] && args.length <= same.arity[1]) return `${same.sql}(${args.join(', ')})`;
-  if ((e.name === 'toFloat' || e.name === 'toFloat64OrNull') && args.length === 1) return d.toFloat(args[0]!);
+  if ((e.name === 'toFloat' || e.name === 'toFloat64OrNull') && args.length === 1)
+    return toFloat(e.args[0]!, args[0]!, d);
   if (e.name === 'toString' && args.length === 1) return `CAST(${args[0]} AS varchar)`;
   if (e.name === 'isNull' && args.length === 1) return `(${args[0]} IS NULL)`;
   if (e.name === 'isNotNull' && args.length === 1) return `(${args[0]} IS NOT NULL)`;

@@ -6,11 +6,15 @@
  * caller's, printed here outside every input's parentheses; nothing of the text names a table, a
  * file, a column outside the lake's events or a setting.
  */
+import { asDateArithmetic } from '../../hogql/analysis.ts';
 import type { Expr } from '../../hogql/ast.ts';
+import { UNITS } from '../../hogql/functions/dates.ts';
+import { printHogQL } from '../../hogql/print.ts';
 import type { SelectStatement } from '../../hogql/select.ts';
 import { parseDateExpression, resolveExpression } from '../../trends/dates.ts';
 import { fromWallClock, offsetAt } from '../../trends/tz.ts';
-import { ATHENA, type Dialect, DUCKDB, identifier, LakeSqlUnsupported } from './dialect.ts';
+import { PROPERTY_COLUMNS } from '../rows.ts';
+import { ATHENA, type Dialect, DUCKDB, identifier, LakeSqlUnsupported, stringLiteral, zone } from './dialect.ts';
 import { printLakeExpr } from './expr.ts';
 import { type LakeSource, sourceSql } from './trends.ts';
 
@@ -36,13 +40,18 @@ export interface PrintedSelect {
 }
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
-const TIME_UNITS: Record<string, 'hour' | 'day' | 'week' | 'month'> = {
+const TIME_UNITS: Record<string, 'hour' | 'day' | 'week' | 'month' | 'quarter' | 'year'> = {
   toStartOfHour: 'hour',
   toStartOfDay: 'day',
   toStartOfWeek: 'week',
   toMonday: 'week',
   toStartOfMonth: 'month',
+  toStartOfQuarter: 'quarter',
+  toStartOfYear: 'year',
 };
+/** Buckets of a day or longer are ClickHouse Dates; hours and days DateTimes in the zone. */
+const DATE_BUCKETS = new Set(['toStartOfWeek', 'toMonday', 'toStartOfMonth', 'toStartOfQuarter', 'toStartOfYear']);
+const SUB_DAY = new Set(['second', 'minute', 'hour']);
 const TIMESTAMP = "DateTime64(6, 'UTC')";
 const INSTANT_OPS = new Set(['eq', 'notEq', 'lt', 'ltEq', 'gt', 'gtEq']);
 
@@ -57,6 +66,60 @@ function instantOf(text: string, tz: string): Date {
   return new Date(resolveExpression(expr, { tz, now: 0, weekStartDay: 0 }, undefined).t);
 }
 
+const WEEK_MODES = new Set([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+const COMPARE_SQL: Record<string, string> = { eq: '=', notEq: '<>', lt: '<', ltEq: '<=', gt: '>', gtEq: '>=' };
+
+/** How a type's values are time: instants (naive UTC in the SQL), Dates, or wall-clock times in the zone (buckets). */
+function timeKind(type: string): 'instant' | 'date' | 'wall' | null {
+  if (type === TIMESTAMP) return 'instant';
+  if (type === 'Date') return 'date';
+  return type.startsWith('DateTime(') ? 'wall' : null;
+}
+
+/** A unit argument (`'day'`, `'d'`, `'DAY'`...): the unit, as the HogQL evaluator names it. */
+function unitOf(e: Expr, fn: string): string {
+  const unit = isText(e) && Object.hasOwn(UNITS, e.value.toLowerCase()) ? UNITS[e.value.toLowerCase()] : undefined;
+  if (!unit) throw new LakeSqlUnsupported(`${fn} with the unit ${printHogQL(e).slice(0, 40)}`);
+  return unit;
+}
+
+/**
+ * All of an event's properties as JSON text (PostHog's `properties`): the lake's JSON of the rest with
+ * the properties that have a column of their own put back, as JSON strings (the column keeps text).
+ */
+function allProperties(d: Dialect): string {
+  const pairs = Object.entries(PROPERTY_COLUMNS);
+  if (d.name === 'duckdb') {
+    // A NULL member of the patch removes the key: properties the event does not have stay absent.
+    const members = pairs.map(([key, column]) => `${stringLiteral(key)}, ${identifier(column)}`).join(', ');
+    return `CAST(json_merge_patch(${identifier('properties')}, json_object(${members})) AS varchar)`;
+  }
+  const keys = pairs.map(([key]) => stringLiteral(key)).join(', ');
+  const values = pairs.map(([, column]) => `CAST(${identifier(column)} AS json)`).join(', ');
+  return (
+    `json_format(CAST(map_concat(CAST(json_parse(${identifier('properties')}) AS map(varchar, json)), ` +
+    `map_filter(MAP(ARRAY[${keys}], ARRAY[${values}]), (k, v) -> v IS NOT NULL)) AS json))`
+  );
+}
+
+/** Event fields the statement's printer reads beyond expr.ts's columns (what `*` expands to, and `person.id`). */
+function statementField(chain: readonly (string | number)[], d: Dialect): string | undefined {
+  const name = chain.join('.');
+  switch (name) {
+    case 'properties':
+      return allProperties(d);
+    // PostHog's elements_chain column: the `$elements_chain` property as captured, '' without one.
+    case 'elements_chain':
+      return `coalesce(${d.jsonText('$elements_chain')}, '')`;
+    case '$window_id':
+      return d.jsonText('$window_id');
+    case 'person.id':
+      return identifier('person_id');
+    default:
+      return undefined;
+  }
+}
+
 function dialectFor(base: Dialect, q: LakeSelect): Dialect {
   if (!DAY.test(q.days.from) || !DAY.test(q.days.to)) throw new LakeSqlUnsupported('the days read');
   const from = new Date(`${q.days.from}T00:00:00.000Z`);
@@ -69,7 +132,57 @@ function dialectFor(base: Dialect, q: LakeSelect): Dialect {
     return e.args[0] as Expr;
   };
   const instant = (text: string) => base.timestamp(instantOf(text, q.timezone));
+  const tz = zone(q.timezone);
+  const utc = q.timezone === 'UTC';
+  const kindOf = (e: Expr) => timeKind(typeOf(e, q.timezone));
+  /** A time value as a naive wall-clock timestamp in the project's zone. */
+  const wall = (e: Expr): string => {
+    const kind = kindOf(e);
+    if (kind === 'date') return `CAST(${p(e)} AS timestamp)`;
+    if (kind === 'wall') return p(e);
+    const local = base.localTime(p(e), q.timezone, from, to);
+    // Trino's local time keeps its zone: cast to the naive wall clock, as DuckDB's is.
+    return base.name === 'athena' ? `CAST(${local} AS timestamp)` : local;
+  };
+  /** A Date (SQL date) as the instant its midnight is in the project's zone (naive UTC). */
+  const midnight = (e: Expr): string => {
+    if (e.kind === 'call' && e.name === 'toDate' && e.args.length === 1 && isText(e.args[0] as Expr)) {
+      const text = (e.args[0] as { value: string }).value;
+      if (DAY.test(text)) return instant(text);
+    }
+    const local = `CAST(${p(e)} AS timestamp)`;
+    if (utc) return local;
+    return base.name === 'athena'
+      ? `CAST(at_timezone(with_timezone(${local}, ${tz}), 'UTC') AS timestamp)`
+      : `timezone('UTC', timezone(${tz}, ${local}))`;
+  };
+  /**
+   * `x` plus `n` units (sign -1 subtracts), as ClickHouse adds to a value in the project's zone: an
+   * instant moves by seconds, minutes and hours as such, by days and longer on the zone's wall clock
+   * (a day across a DST change keeps the local time); a Date stays a Date; a bucket (a local wall
+   * time) stays one.
+   */
+  const add = (x: Expr, unit: string, nExpr: Expr, sign: 1 | -1): string => {
+    const kind = kindOf(x);
+    if (!kind) throw new LakeSqlUnsupported(`date arithmetic on ${printHogQL(x).slice(0, 60)}`);
+    if (nExpr.kind !== 'constant' || typeof nExpr.value !== 'number' || !Number.isSafeInteger(nExpr.value))
+      throw new LakeSqlUnsupported('an interval whose amount is not an integer constant');
+    if (kind === 'date' && SUB_DAY.has(unit)) throw new LakeSqlUnsupported(`adding ${unit}s to a Date`);
+    const n = sign * nExpr.value;
+    const zoned = kind === 'instant' && !SUB_DAY.has(unit) && !utc;
+    if (base.name === 'athena') {
+      if (zoned)
+        return `CAST(at_timezone(date_add('${unit}', ${n}, at_timezone(with_timezone(${p(x)}, 'UTC'), ${tz})), 'UTC') AS timestamp)`;
+      return `date_add('${unit}', ${n}, ${p(x)})`;
+    }
+    const interval = `INTERVAL (${n}) ${unit.toUpperCase()}`;
+    if (kind === 'date') return `CAST(${p(x)} + ${interval} AS date)`;
+    // ICU's conversions here only (a value, not a scan's bucket): a wall time it adds to is exact at DST changes.
+    if (zoned) return `timezone('UTC', timezone(${tz}, timezone(${tz}, timezone('UTC', ${p(x)})) + ${interval}))`;
+    return `(${p(x)} + ${interval})`;
+  };
   d.extend = (e) => {
+    if (e.kind === 'field') return statementField(e.chain, base);
     if (e.kind === 'call') {
       switch (e.name) {
         case 'count':
@@ -89,23 +202,50 @@ function dialectFor(base: Dialect, q: LakeSelect): Dialect {
         case 'toStartOfDay':
         case 'toStartOfWeek':
         case 'toMonday':
-        case 'toStartOfMonth': {
+        case 'toStartOfMonth':
+        case 'toStartOfQuarter':
+        case 'toStartOfYear': {
           if (e.distinct || e.params?.length) throw new LakeSqlUnsupported(`the function ${e.name}`);
           const [arg, mode] = e.args;
           if (!arg || e.args.length > 2 || (mode && e.name !== 'toStartOfWeek'))
             throw new LakeSqlUnsupported(`${e.name} with ${e.args.length} arguments`);
-          // ClickHouse's week modes 0 (Sunday) and 1 (Monday); toMonday is mode 1.
+          // ClickHouse's week modes: even ones start on Sunday, odd ones on Monday; toMonday is mode 1.
           let weekStart: 0 | 1 = e.name === 'toMonday' ? 1 : 0;
           if (mode) {
-            if (mode.kind !== 'constant' || (mode.value !== 0 && mode.value !== 1))
-              throw new LakeSqlUnsupported('toStartOfWeek with a mode other than 0 or 1');
-            weekStart = mode.value;
+            if (mode.kind !== 'constant' || typeof mode.value !== 'number' || !WEEK_MODES.has(mode.value))
+              throw new LakeSqlUnsupported('toStartOfWeek with a mode other than an integer from 0 to 9');
+            weekStart = (mode.value % 2) as 0 | 1;
           }
-          const unit = TIME_UNITS[e.name] as 'hour' | 'day' | 'week' | 'month';
-          return base.truncate(unit, base.localTime(p(arg), q.timezone, from, to), weekStart);
+          const unit = TIME_UNITS[e.name] as NonNullable<(typeof TIME_UNITS)[string]>;
+          // A Date or a bucket is already on the zone's calendar; anything else is read as an instant.
+          const kind = kindOf(arg);
+          const local = kind === 'date' || kind === 'wall' ? wall(arg) : base.localTime(p(arg), q.timezone, from, to);
+          const bucket = base.truncate(unit, local, weekStart);
+          return DATE_BUCKETS.has(e.name) ? `CAST(${bucket} AS date)` : bucket;
         }
-        case 'toDate':
-          return `CAST(${base.localTime(p(one(e)), q.timezone, from, to)} AS date)`;
+        case 'toDate': {
+          const arg = one(e);
+          // A date text (today() folded, or written) is that day, as ClickHouse's toDate reads it.
+          if (isText(arg) && DAY.test(arg.value)) return `DATE '${arg.value}'`;
+          return `CAST(${base.localTime(p(arg), q.timezone, from, to)} AS date)`;
+        }
+        case 'dateAdd':
+        case 'dateSub': {
+          if (e.args.length !== 3 || e.distinct || e.params?.length)
+            throw new LakeSqlUnsupported(`${e.name} with ${e.args.length} arguments`);
+          const [unit, n, x] = e.args as [Expr, Expr, Expr];
+          return add(x, unitOf(unit, e.name), n, e.name === 'dateSub' ? -1 : 1);
+        }
+        case 'dateDiff': {
+          if (e.args.length !== 3 || e.distinct || e.params?.length)
+            throw new LakeSqlUnsupported(`dateDiff with ${e.args.length} arguments`);
+          const [unitArg, a, b] = e.args as [Expr, Expr, Expr];
+          const unit = unitOf(unitArg, 'dateDiff');
+          // Seconds between instants; longer units count the boundaries crossed on the zone's calendar (ClickHouse's rule; Trino's date_diff alone counts whole units).
+          if (unit === 'second' && kindOf(a) === 'instant' && kindOf(b) === 'instant')
+            return `date_diff('second', ${p(a)}, ${p(b)})`;
+          return `date_diff('${unit}', date_trunc('${unit}', ${wall(a)}), date_trunc('${unit}', ${wall(b)}))`;
+        }
         case 'toDateTime': {
           const arg = one(e);
           if (isText(arg)) return instant(arg.value);
@@ -114,6 +254,17 @@ function dialectFor(base: Dialect, q: LakeSelect): Dialect {
         default:
           return undefined;
       }
+    }
+    // `timestamp + INTERVAL 1 DAY`, `INTERVAL 1 HOUR + timestamp`, `today() - INTERVAL 7 DAY`.
+    if (e.kind === 'arithmetic' && (e.op === '+' || e.op === '-')) {
+      const dated = asDateArithmetic(e);
+      if (dated) return p(dated);
+    }
+    // An instant against a Date: the Date's midnight in the project's zone (ClickHouse reads the Date in the DateTime's zone).
+    if (e.kind === 'compare' && INSTANT_OPS.has(e.op)) {
+      const [l, r] = [kindOf(e.left), kindOf(e.right)];
+      if (l === 'instant' && r === 'date') return `(${p(e.left)} ${COMPARE_SQL[e.op]} ${midnight(e.right)})`;
+      if (l === 'date' && r === 'instant') return `(${midnight(e.left)} ${COMPARE_SQL[e.op]} ${p(e.right)})`;
     }
     // `timestamp > '2024-01-01'`: the text as an instant (Trino compares no timestamp with a varchar).
     if (e.kind === 'compare' && INSTANT_OPS.has(e.op)) {
@@ -143,7 +294,9 @@ export function typeOf(e: Expr, tz: string): string {
       const [head] = e.chain;
       if (e.chain.length === 1 && head === 'timestamp') return TIMESTAMP;
       if (e.chain.length === 1 && (head === 'uuid' || head === 'person_id')) return 'UUID';
-      return e.chain.length === 1 && (head === 'event' || head === 'distinct_id') ? 'String' : 'Nullable(String)';
+      if (e.chain.length === 2 && head === 'person' && e.chain[1] === 'id') return 'UUID';
+      const always = ['event', 'distinct_id', 'properties', 'elements_chain'];
+      return e.chain.length === 1 && always.includes(head as string) ? 'String' : 'Nullable(String)';
     }
     case 'not':
     case 'and':
@@ -152,6 +305,9 @@ export function typeOf(e: Expr, tz: string): string {
     case 'between':
       return 'Bool';
     case 'arithmetic': {
+      // A time value plus or minus an interval keeps its type.
+      const dated = asDateArithmetic(e);
+      if (dated) return typeOf(dated, tz);
       if (e.op === '/') return 'Float64';
       const [l, r] = [typeOf(e.left, tz), typeOf(e.right, tz)];
       return l === 'Int64' || l === 'UInt64' ? (r === 'Int64' || r === 'UInt64' ? 'Int64' : 'Float64') : 'Float64';
@@ -175,12 +331,20 @@ export function typeOf(e: Expr, tz: string): string {
           return e.args[0] ? typeOf(e.args[0], tz) : 'Float64';
         case 'toStartOfHour':
         case 'toStartOfDay':
+          return `DateTime('${tz}')`;
         case 'toStartOfWeek':
         case 'toMonday':
         case 'toStartOfMonth':
-          return `DateTime('${tz}')`;
+        case 'toStartOfQuarter':
+        case 'toStartOfYear':
         case 'toDate':
+        case 'today':
           return 'Date';
+        case 'dateAdd':
+        case 'dateSub':
+          return e.args[2] ? typeOf(e.args[2], tz) : 'String';
+        case 'dateDiff':
+          return 'Int64';
         case 'toDateTime':
           return TIMESTAMP;
         case 'isNull':

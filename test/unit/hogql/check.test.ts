@@ -111,7 +111,24 @@ describe('checkExpr: functions', () => {
     refused(
       'now() - INTERVAL 7 DAY',
       events('forbidden'),
-      /Unsupported function "toIntervalDay" .*INTERVAL is not supported/,
+      /Unsupported function "toIntervalDay" .*INTERVAL n unit is read only added to or subtracted from a date/,
+    );
+    // With dateAdd and dateSub in the catalog, `x ± INTERVAL n unit` is one of them; an interval alone is still no value.
+    const dated: FunctionCatalog = {
+      ...CATALOG,
+      scalar: byName([
+        ...SCALARS,
+        { name: 'dateAdd', minArgs: 3, maxArgs: 3 },
+        { name: 'dateSub', minArgs: 3, maxArgs: 3 },
+      ]),
+    };
+    accepted('now() - INTERVAL 7 DAY', { ...events('forbidden'), catalog: dated });
+    accepted('INTERVAL 1 HOUR + now()', { ...events('forbidden'), catalog: dated });
+    refused('toIntervalDay(7)', { ...events('forbidden'), catalog: dated }, /Unsupported function "toIntervalDay"/);
+    refused(
+      'now() * INTERVAL 7 DAY',
+      { ...events('forbidden'), catalog: dated },
+      /Unsupported function "toIntervalDay"/,
     );
   });
 

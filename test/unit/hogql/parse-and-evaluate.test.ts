@@ -91,6 +91,21 @@ describe('HogQL text to values', () => {
     expect(valuesOf("properties['$browser'] = 'Firefox'")).toEqual([false, false, true]);
   });
 
+  it('adds and subtracts INTERVALs as ClickHouse does (dateAdd / dateSub): days on the calendar, hours as time', () => {
+    const at = (v: HogValue) => (v instanceof HogDateTime ? new Date(v.ms).toISOString() : v);
+    expect(valuesOf('timestamp + INTERVAL 1 DAY').map(at)).toEqual([
+      '2026-11-27T08:59:59.000Z',
+      '2026-11-27T09:00:00.000Z',
+      '2026-11-27T17:30:00.000Z',
+    ]);
+    expect(valuesOf('INTERVAL 30 MINUTE + timestamp').map(at)[0]).toBe('2026-11-26T09:29:59.000Z');
+    expect(valuesOf('timestamp - INTERVAL 1 MONTH').map(at)[2]).toBe('2026-10-26T17:30:00.000Z');
+    expect(valuesOf('timestamp > now() - INTERVAL 3 HOUR')).toEqual([false, false, true]);
+    expect(valuesOf("toDate(timestamp) - INTERVAL 1 WEEK = toDate('2026-11-19')")).toEqual([true, true, true]);
+    // An interval is no value of its own.
+    expect(() => valuesOf('timestamp * INTERVAL 1 DAY')).toThrow(/Unsupported function "toIntervalDay"/);
+  });
+
   it('desugars CASE, the ternary and ||', () => {
     expect(valuesOf("CASE WHEN event = 'signup' THEN 'new' ELSE 'old' END")).toEqual(['old', 'old', 'new']);
     expect(valuesOf("event = 'signup' ? 1 : 0")).toEqual([0, 0, 1]);

@@ -15,10 +15,12 @@ import {
   timeBounds,
 } from '#shared/domain/query/hogql.ts';
 import { ValidationError } from '#shared/errors.ts';
+import { evaluateRow } from '#shared/hogql/evaluate.ts';
 import { parseSelectStatement } from '#shared/hogql/select.ts';
+import { HogDate, HogDateTime, type HogValue } from '#shared/hogql/values.ts';
 import { type AthenaCall, athenaEngine, duckdbEngine, LakeQueryFailed } from '#shared/lake/engine.ts';
 import { dataKey } from '#shared/lake/layout.ts';
-import { type LakeEvent, lakeFiles } from '#shared/lake/rows.ts';
+import { type LakeEvent, lakeFiles, PROPERTY_COLUMNS } from '#shared/lake/rows.ts';
 import { decodeCell } from '#shared/lake/sql/select.ts';
 import { ATHENA as ATHENA_DIALECT } from '#shared/lake/sql/dialect.ts';
 import type { LakeSource } from '#shared/lake/sql/trends.ts';
@@ -56,7 +58,7 @@ const print = (text: string, source: LakeSource, settings = UTC, limit = 101, of
   printStatement(
     {
       projectId: P,
-      statement: parse(text, {}, settings),
+      statement: foldNow(parse(text, {}, settings), NOW.getTime(), settings.timezone),
       timezone: settings.timezone,
       weekStart: settings.week_start_day,
       days: DAYS,
@@ -230,7 +232,7 @@ describe('the printed SQL', () => {
     );
     expect(printed.sql).toBe(
       [
-        `SELECT "event" AS "c0", CAST(date_trunc('day', at_timezone(with_timezone("timestamp", 'UTC'), 'America/New_York')) AS timestamp) AS "c1", count(*) AS "c2", count(DISTINCT "person_id") AS "c3", sum(${ATHENA_DIALECT.toFloat(`json_extract_scalar("properties", '$["amount"]')`)}) AS "c4"`,
+        `SELECT "event" AS "c0", CAST(date_trunc('day', at_timezone(with_timezone("timestamp", 'UTC'), 'America/New_York')) AS timestamp) AS "c1", count(*) AS "c2", count(DISTINCT "person_id") AS "c3", sum((CASE WHEN json_extract_scalar("properties", '$["amount"]') IN ('true', 'false') THEN (CASE json_format(json_extract("properties", '$["amount"]')) WHEN 'true' THEN CAST(1 AS double) WHEN 'false' THEN CAST(0 AS double) END) ELSE ${ATHENA_DIALECT.toFloat(`json_extract_scalar("properties", '$["amount"]')`)} END)) AS "c4"`,
         'FROM "stage_lake"."events"',
         `WHERE "project_id" = 7`,
         `  AND "day" BETWEEN '2024-03-01' AND '2024-03-15'`,
@@ -331,7 +333,7 @@ beforeAll(() => {
 });
 
 async function run(text: string, files = ourFiles, settings = UTC) {
-  const statement = foldNow(parse(text, {}, settings), NOW.getTime());
+  const statement = foldNow(parse(text, {}, settings), NOW.getTime(), settings.timezone);
   const printed = printStatement(
     {
       projectId: P,
@@ -487,6 +489,15 @@ const FRAGMENTS = [
   "properties.$browser = 'Chrome'",
   "properties['x''y']",
   'person.properties.email',
+  '*',
+  'events.*',
+  'person.*',
+  'properties',
+  'timestamp + INTERVAL 1 DAY',
+  "dateDiff('week', timestamp, now())",
+  'today()',
+  'toStartOfQuarter(timestamp)',
+  'toFloat(properties.amount)',
   '1e308',
   '99999999999999999999999',
   '-0.0',
@@ -512,6 +523,8 @@ const BASES = [
   'SELECT event, count() FROM events GROUP BY event',
   "SELECT distinct_id FROM events WHERE properties.$browser = 'Chrome'",
   'SELECT count() FROM events WHERE {filters}',
+  'SELECT * FROM events',
+  "SELECT timestamp - INTERVAL 1 MONTH, dateAdd('day', 2, toDate(timestamp)) FROM events WHERE timestamp >= today() - INTERVAL 30 DAY",
 ];
 
 const hostile = fc.oneof(
@@ -589,4 +602,244 @@ describe('fuzz (fixed seed)', () => {
     expect(outcomes.rows).toBeGreaterThan(40);
     expect(outcomes.refused).toBeGreaterThan(100);
   }, 120_000);
+});
+
+describe('SELECT * and person fields', () => {
+  it("* and events.* (or the table's alias) expand to PostHog's events fields in its order", () => {
+    const names = [
+      'uuid',
+      'event',
+      'properties',
+      'timestamp',
+      'distinct_id',
+      'elements_chain',
+      '$session_id',
+      '$window_id',
+      '$group_0',
+      '$group_1',
+      '$group_2',
+      '$group_3',
+      '$group_4',
+    ];
+    expect(parse('SELECT * FROM events').columns.map((c) => c.name)).toEqual(names);
+    expect(parse('SELECT events.* FROM events').columns.map((c) => c.name)).toEqual(names);
+    expect(parse('SELECT e.*, event FROM events e').columns).toHaveLength(14);
+    const printed = print('SELECT *, event FROM events', ATHENA);
+    expect(printed.columns).toEqual([...names, 'event']);
+    expect(printed.types).toEqual([
+      'UUID',
+      'String',
+      'String',
+      "DateTime64(6, 'UTC')",
+      'String',
+      'String',
+      ...Array(7).fill('Nullable(String)'),
+      'String',
+    ]);
+  });
+
+  it.each([
+    ['SELECT person.* FROM events', /person\.\* is not supported: the lake holds the person id only/],
+    ['SELECT p.* FROM events e', /p\.\* is not supported \(only \* and events\.\* are\)/],
+    ['SELECT * FROM events e WHERE *', /"\*"/],
+  ])('%s: a 400', (text, message) => {
+    expect(refusal(text)).toMatch(message);
+  });
+
+  it('Athena: properties is the JSON of all properties (the columned ones put back), elements_chain and $window_id from it', () => {
+    const { sql, types } = print('SELECT properties, elements_chain, $window_id, person.id FROM events', ATHENA);
+    const columned = Object.entries(PROPERTY_COLUMNS);
+    expect(sql.split('\n')[0]).toBe(
+      `SELECT json_format(CAST(map_concat(CAST(json_parse("properties") AS map(varchar, json)), map_filter(MAP(ARRAY[${columned.map(([k]) => `'${k}'`).join(', ')}], ARRAY[${columned.map(([, c]) => `CAST("${c}" AS json)`).join(', ')}]), (k, v) -> v IS NOT NULL)) AS json)) AS "c0", coalesce(json_extract_scalar("properties", '$["$elements_chain"]'), '') AS "c1", json_extract_scalar("properties", '$["$window_id"]') AS "c2", "person_id" AS "c3"`,
+    );
+    expect(types).toEqual(['String', 'String', 'Nullable(String)', 'UUID']);
+  });
+
+  it('DuckDB: SELECT * gives each event with all its properties as JSON text', async () => {
+    const rows = await run("SELECT * FROM events WHERE event = 'signed up' OR distinct_id = 'u3' ORDER BY timestamp");
+    const none = [null, null, null, null, null];
+    expect(rows).toEqual([
+      [OURS[3]!.uuid, '$pageview', '{"$browser":"Safari"}', '2024-03-03T04:30:00.000Z', 'u3', '', null, null, ...none],
+      [OURS[4]!.uuid, 'signed up', '{"amount":10}', '2024-03-04T05:30:00.000Z', 'u1', '', null, null, ...none],
+      [OURS[5]!.uuid, 'signed up', '{"amount":5}', '2024-03-04T06:30:00.000Z', 'u2', '', null, null, ...none],
+    ]);
+  });
+
+  it("DuckDB: person.id and person_id read the lake's person; elements_chain, $window_id and $session_id the properties", async () => {
+    const root = mkdtempSync(join(tmpdir(), 'hogql-person-'));
+    const person = '0190f100-0000-7000-8000-00000000abcd';
+    const files = writeDays(root, P, [
+      {
+        ...lakeEvent(1, '2024-03-02', '$autocapture', 'u1', {
+          $elements_chain: 'button:text="Buy"',
+          $window_id: 'w1',
+          $session_id: 's1',
+          $browser: 'Firefox',
+          n: [1, { a: null }],
+        }),
+        person_id: person,
+      },
+    ]);
+    expect(
+      await run('SELECT person.id, person_id, elements_chain, $window_id, $session_id, properties FROM events', files),
+    ).toEqual([
+      [
+        person,
+        person,
+        'button:text="Buy"',
+        'w1',
+        's1',
+        '{"$elements_chain":"button:text=\\"Buy\\"","$window_id":"w1","n":[1,{"a":null}],"$session_id":"s1","$browser":"Firefox"}',
+      ],
+    ]);
+  });
+});
+
+describe('date functions and intervals on the lake, in the project zone (DuckDB against the HogQL evaluator)', () => {
+  const ZONES = ['UTC', 'America/New_York', 'Pacific/Auckland'];
+  // Each is evaluated per event by shared/hogql's evaluator (ClickHouse's semantics) and run on DuckDB.
+  const EXPRESSIONS = [
+    'today()',
+    'toStartOfYear(timestamp)',
+    'toStartOfQuarter(timestamp)',
+    'toStartOfMonth(timestamp)',
+    'toStartOfWeek(timestamp)',
+    'toStartOfWeek(timestamp, 1)',
+    'toStartOfWeek(timestamp, 6)',
+    // Across New York's DST change (March 10) and Auckland's (April 7): days keep the local time.
+    'timestamp + INTERVAL 7 DAY',
+    'timestamp - INTERVAL 1 MONTH',
+    'timestamp + INTERVAL 36 HOUR',
+    'INTERVAL 2 WEEK + timestamp',
+    'timestamp + INTERVAL 1 QUARTER',
+    'timestamp - INTERVAL 1 YEAR',
+    "dateAdd('day', 7, timestamp)",
+    "dateSub('hour', 30, timestamp)",
+    "dateAdd('month', 1, toDate(timestamp))",
+    'toStartOfDay(timestamp) + INTERVAL 1 DAY',
+    'today() - INTERVAL 2 WEEK',
+    "dateDiff('day', timestamp, now())",
+    "dateDiff('week', timestamp, now())",
+    "dateDiff('hour', timestamp, now())",
+    "dateDiff('second', timestamp, now())",
+    "dateDiff('month', toStartOfYear(timestamp), now())",
+    "dateDiff('minute', toStartOfDay(timestamp), timestamp)",
+    "timestamp >= toDate('2024-03-03')",
+    "timestamp < dateAdd('day', 1, toDate('2024-03-02'))",
+    'timestamp >= today() - INTERVAL 13 DAY',
+    'toStartOfMonth(timestamp) <= timestamp',
+  ];
+  const normal = (v: HogValue | unknown): unknown =>
+    v instanceof HogDateTime
+      ? v.ms
+      : v instanceof HogDate
+        ? new Date(v.days * 86_400_000).toISOString().slice(0, 10)
+        : v;
+
+  it.each(ZONES)("%s: every expression gives the evaluator's value for every event", async (timezone) => {
+    const settings: ProjectSettings = { ...UTC, timezone };
+    const text = `SELECT uuid, ${EXPRESSIONS.join(', ')} FROM events ORDER BY uuid`;
+    const statement = foldNow(parse(text, {}, settings), NOW.getTime(), timezone);
+    const printed = printStatement(
+      { projectId: P, statement, timezone, weekStart: 1, days: DAYS, limit: 100, offset: 0 },
+      { dialect: 'duckdb', files: ourFiles },
+    );
+    const rows = await runStatement(engine, printed.sql, () => {}, Date.now() + 60_000);
+    const raw = parse(text, {}, settings).columns.slice(1);
+    expect(rows).toHaveLength(OURS.length);
+    for (const row of rows) {
+      const event = OURS.find((e) => e.uuid === row.c0)!;
+      raw.forEach((column, i) => {
+        const type = printed.types[i + 1]!;
+        const cell = decodeCell(type, row[`c${i + 1}`] ?? null, timezone);
+        const lake = typeof cell === 'string' && /^DateTime/.test(type) ? Date.parse(cell) : cell;
+        const expected = evaluateRow(
+          column.expr,
+          (chain) => (chain.join('.') === 'timestamp' ? new HogDateTime(Date.parse(event.timestamp), timezone) : null),
+          { timezone, now: NOW },
+          'query',
+        );
+        expect(lake, `${EXPRESSIONS[i]} at ${event.timestamp} in ${timezone}`).toEqual(normal(expected));
+      });
+    }
+  });
+
+  it("Athena: pinned (the zone's calendar through at_timezone, boundaries counted on truncated values)", () => {
+    const { sql, types } = print(
+      "SELECT timestamp + INTERVAL 7 DAY, timestamp - INTERVAL 2 HOUR, dateDiff('week', timestamp, now()), toStartOfQuarter(timestamp), today() FROM events WHERE timestamp >= toStartOfYear(timestamp)",
+      ATHENA,
+      { ...UTC, timezone: 'America/New_York' },
+    );
+    const local = `at_timezone(with_timezone("timestamp", 'UTC'), 'America/New_York')`;
+    expect(sql.split('\n')[0]).toBe(
+      `SELECT CAST(at_timezone(date_add('day', 7, ${local}), 'UTC') AS timestamp) AS "c0", date_add('hour', -2, "timestamp") AS "c1", date_diff('week', date_trunc('week', CAST(${local} AS timestamp)), date_trunc('week', CAST(${local} AS timestamp))) AS "c2", CAST(CAST(date_trunc('quarter', ${local}) AS timestamp) AS date) AS "c3", DATE '2024-03-16' AS "c4"`.replace(
+        `date_trunc('week', CAST(${local} AS timestamp)))`,
+        `date_trunc('week', CAST(at_timezone(with_timezone(TIMESTAMP '2024-03-16 12:00:00.000', 'UTC'), 'America/New_York') AS timestamp)))`,
+      ),
+    );
+    expect(sql).toContain(
+      `AND (("timestamp" >= CAST(at_timezone(with_timezone(CAST(CAST(CAST(date_trunc('year', ${local}) AS timestamp) AS date) AS timestamp), 'America/New_York'), 'UTC') AS timestamp)))`,
+    );
+    expect(types).toEqual(["DateTime64(6, 'UTC')", "DateTime64(6, 'UTC')", 'Int64', 'Date', 'Date']);
+  });
+
+  it("today() is the request's date in the project's zone, and bounds the days read as a date text does", () => {
+    const auckland: ProjectSettings = { ...UTC, timezone: 'Pacific/Auckland' };
+    const s = foldNow(
+      parse('SELECT event FROM events WHERE timestamp >= today()', {}, auckland),
+      NOW.getTime(),
+      'Pacific/Auckland',
+    );
+    // 12:00 UTC on March 16 is 01:00 on March 17 in Auckland (UTC+13): its midnight is 11:00 UTC on March 16.
+    expect(timeBounds(s.where, auckland).from).toBe(Date.parse('2024-03-16T11:00:00Z'));
+  });
+
+  it.each([
+    ["SELECT dateAdd('fortnight', 1, timestamp) FROM events", /dateAdd with the unit 'fortnight'/],
+    [
+      'SELECT timestamp + INTERVAL toInt(properties.n) DAY FROM events',
+      /an interval whose amount is not an integer constant/,
+    ],
+    ['SELECT today() + INTERVAL 1 HOUR FROM events', /adding hours to a Date/],
+    ['SELECT toStartOfWeek(timestamp, 10) FROM events', /toStartOfWeek with a mode other than an integer from 0 to 9/],
+    ['SELECT event + INTERVAL 1 DAY FROM events', /date arithmetic on event/],
+  ])('%s: a 400 naming what the lake cannot print', (text, message) => {
+    expect(() => print(text, ATHENA)).toThrow(message);
+  });
+});
+
+describe('toFloat of a JSON boolean property (the HogQL evaluator: 1 and 0)', () => {
+  const VALUES: unknown[] = [true, false, 'true', ' 1.5 ', 2, null, 'x', [1]];
+
+  it('DuckDB: true 1, false 0, the text "true" NULL, numbers and numeric text as before; as the evaluator gives', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'hogql-bool-'));
+    const events = VALUES.map((flag, i) => lakeEvent(i + 1, '2024-03-02', 'e', `u${i}`, flag === null ? {} : { flag }));
+    const files = writeDays(root, P, events);
+    const rows = await run(
+      'SELECT distinct_id, toFloat(properties.flag), toFloat64OrNull(properties.flag) FROM events ORDER BY timestamp',
+      files,
+    );
+    expect(rows.map((r) => r[1])).toEqual([1, 0, null, 1.5, 2, null, null, null]);
+    expect(rows.map((r) => r[2])).toEqual(rows.map((r) => r[1]));
+    const expr = parse('SELECT toFloat(properties.flag) FROM events').columns[0]!.expr;
+    expect(rows.map((r) => r[1])).toEqual(
+      VALUES.map((flag) =>
+        evaluateRow(
+          expr,
+          (chain) => (chain.join('.') === 'properties.flag' ? (flag as HogValue) : null),
+          { timezone: 'UTC', now: NOW },
+          'query',
+        ),
+      ).map((v) => (Array.isArray(v) ? null : v)),
+    );
+    // A sum over them: 1 + 0 + 1.5 + 2.
+    expect(await run('SELECT sum(toFloat(properties.flag)) FROM events', files)).toEqual([[4.5]]);
+  });
+
+  it('Athena: pinned; a property with its own column is read as text only (the column keeps no JSON type)', () => {
+    const { sql } = print('SELECT toFloat(properties.flag), toFloat(properties.$screen_width) FROM events', ATHENA);
+    expect(sql.split('\n')[0]).toBe(
+      `SELECT (CASE WHEN json_extract_scalar("properties", '$["flag"]') IN ('true', 'false') THEN (CASE json_format(json_extract("properties", '$["flag"]')) WHEN 'true' THEN CAST(1 AS double) WHEN 'false' THEN CAST(0 AS double) END) ELSE ${ATHENA_DIALECT.toFloat(`json_extract_scalar("properties", '$["flag"]')`)} END) AS "c0", ${ATHENA_DIALECT.toFloat('"screen_width"')} AS "c1"`,
+    );
+  });
 });
