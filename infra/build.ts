@@ -4,9 +4,9 @@
  */
 import { cp, mkdir, readdir, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { build, type Metafile } from 'esbuild';
+import { build, type Metafile, type Plugin } from 'esbuild';
 import { fallbackHandler, routes, workers, type Route } from '#functions/routes.ts';
 import { BUNDLED_CONSOLE_DIR } from '#shared/domain/console-assets.ts';
 import { BUNDLED_ASSETS_DIR, isServedAsset } from '#shared/domain/sdk-assets.ts';
@@ -50,6 +50,37 @@ export async function copyFunctionAssets(outdir: string): Promise<void> {
   }
 }
 
+/**
+ * Each route handler imports `route('<operationId>')` from functions/routes.ts, whose table (~19 KB minified, every
+ * row with its summary) would otherwise ride in every bundle. Here a handler's `../routes.ts` resolves to a module
+ * holding only that handler's own rows, the same data (the rows are plain JSON) behind the same `route()`. Other
+ * importers (the fallback function, which matches every path) keep the whole table.
+ */
+export function ownRoutesPlugin(): Plugin {
+  const table = join(ROOT, 'functions', 'routes.ts');
+  return {
+    name: 'own-routes',
+    setup(b) {
+      b.onResolve({ filter: /^\.\.\/routes\.ts$/ }, ({ importer }) => {
+        const handler = relative(join(ROOT, 'functions'), importer).replace(/\.ts$/, '');
+        const own = (routes as readonly Route[]).filter((r) => r.handler === handler);
+        if (!own.length) return undefined;
+        return { path: handler, namespace: 'own-routes', pluginData: own };
+      });
+      b.onLoad({ filter: /.*/, namespace: 'own-routes' }, ({ pluginData }) => ({
+        contents: `const rows = ${JSON.stringify(pluginData)};
+export function route(operationId) {
+  const found = rows.find((r) => r.operationId === operationId);
+  if (!found) throw new Error(\`unknown operation \${operationId}\`);
+  return found;
+}`,
+        loader: 'js',
+        resolveDir: dirname(table),
+      }));
+    },
+  };
+}
+
 export async function buildFunctions(outdir = DIST): Promise<Metafile> {
   await rm(outdir, { recursive: true, force: true });
   const entryPoints = Object.entries(functionEntries()).map(([name, handler]) => ({
@@ -70,7 +101,12 @@ export async function buildFunctions(outdir = DIST): Promise<Metafile> {
     banner: { js: "import{createRequire as __cr}from'node:module';const require=__cr(import.meta.url);" },
     legalComments: 'none',
     // Lambda gives credentials in the environment: skip the SDK's full provider chain (infra/lambda/credentials.ts).
-    alias: { '@aws-sdk/credential-provider-node': join(ROOT, 'infra', 'lambda', 'credentials.ts') },
+    alias: {
+      '@aws-sdk/credential-provider-node': join(ROOT, 'infra', 'lambda', 'credentials.ts'),
+      // None of our SDK calls streams events; the protocols' lazy import of the codecs would still be bundled.
+      '@smithy/core/event-streams': join(ROOT, 'infra', 'lambda', 'no-event-streams.ts'),
+    },
+    plugins: [ownRoutesPlugin()],
     // The lake's local engine (native binaries, ~60 MB): the local runtime, tests and bench load it; Lambdas use Athena.
     external: ['@duckdb/node-api'],
     metafile: true,
