@@ -8,6 +8,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build, type Metafile, type Plugin } from 'esbuild';
 import { fallbackHandler, routes, workers, type Route } from '#functions/routes.ts';
+import { BUNDLED_OPENAPI_FILE } from '#shared/domain/api-document.ts';
 import { BUNDLED_CONSOLE_DIR } from '#shared/domain/console-assets.ts';
 import { BUNDLED_ASSETS_DIR, isServedAsset } from '#shared/domain/sdk-assets.ts';
 import { buildConsole, CONSOLE_DIST } from './console-build.ts';
@@ -31,13 +32,18 @@ export const bundleDir = (functionName: string) => join(DIST, functionName);
 
 /**
  * The files a route serves, copied beside its bundle: posthog-js's package.json (its version) and the
- * browser scripts of its dist/ folder, at `<bundle>/posthog-js/` where shared/domain/sdk-assets.ts looks first.
+ * browser scripts of its dist/ folder, at `<bundle>/posthog-js/` where shared/domain/sdk-assets.ts looks first;
+ * the console's build; docs/openapi.json where shared/domain/api-document.ts looks first.
  */
 export async function copyFunctionAssets(outdir: string): Promise<void> {
   const source = dirname(createRequire(import.meta.url).resolve('posthog-js/package.json'));
   const scripts = (await readdir(join(source, 'dist'))).filter(isServedAsset);
   const consoleDir = consoleOutdir(outdir);
   for (const r of routes as readonly Route[]) {
+    if (r.assets === 'openapi') {
+      await cp(join(ROOT, 'docs', 'openapi.json'), join(outdir, r.operationId, BUNDLED_OPENAPI_FILE));
+      continue;
+    }
     if (r.assets === 'console') {
       await cp(consoleDir, join(outdir, r.operationId, BUNDLED_CONSOLE_DIR), { recursive: true });
       continue;
