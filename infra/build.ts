@@ -63,7 +63,6 @@ export async function copyFunctionAssets(outdir: string): Promise<void> {
  * importers (the fallback function, which matches every path) keep the whole table.
  */
 export function ownRoutesPlugin(): Plugin {
-  const table = join(ROOT, 'functions', 'routes.ts');
   return {
     name: 'own-routes',
     setup(b) {
@@ -81,7 +80,6 @@ export function route(operationId) {
   return found;
 }`,
         loader: 'js',
-        resolveDir: dirname(table),
       }));
     },
   };

@@ -1,4 +1,4 @@
-import { readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Metafile } from 'esbuild';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { buildFunctions } from '#infra/build.ts';
+import { buildFunctions, ROOT } from '#infra/build.ts';
 import { BUNDLE_BUDGET_KB, breakdownLines, bundleSizes, kb } from '#infra/bundle-sizes.ts';
 import { lambdaContext } from '../../infra/local/lambda-context.ts';
 import { newKey } from '../support/api.ts';
@@ -74,6 +74,15 @@ describe('the deployable bundles', () => {
     expect(over.map((b) => breakdownLines(b, 8).join('\n'))).toEqual([]);
   });
 
+  it("carry their own route rows, not the whole table, and none of the SDK's event-stream codecs", () => {
+    const sizes = bundleSizes(metafile);
+    const holding = (part: string) =>
+      sizes.filter((b) => Object.keys(b.inputs).some((input) => input.includes(part))).map((b) => b.name);
+    // The fallback matches every path against the table; every other function knows its own rows only.
+    expect(holding('functions/routes.ts')).toEqual(['fallback']);
+    expect(holding('@smithy/core/dist-es/submodules/event-streams')).toEqual([]);
+  });
+
   it('leave the filter grammar, its regex engine and HogQL out of the functions that never evaluate them', () => {
     // Reads of a project, actions listed or deleted, an export paused, the API's description: none parses a
     // filter or an expression, so none should carry the code (and its cold start) that does.
@@ -127,5 +136,17 @@ describe('the deployable bundles', () => {
     expect(missing.statusCode).toBe(404);
     // The handler stays small; the scripts ride beside it, not inside it.
     expect(statSync(join(outdir, 'sdk_static', 'index.mjs')).size).toBeLessThan(400 * 1024);
+  });
+
+  it('serve the OpenAPI document from the copy beside the schema bundle, not from inside it', async () => {
+    const schema = await bundled('schema');
+    const res = await schema(httpApiEvent('GET', '/api/schema', undefined), lambdaContext('schema'));
+    expect(res.statusCode).toBe(200);
+    const committed = readFileSync(join(ROOT, 'docs', 'openapi.json'), 'utf8');
+    expect(JSON.parse(res.body)).toEqual(JSON.parse(committed));
+    // Out of the repository there is no docs/ to fall back on: the copy answered. The module holds no document.
+    expect(existsSync(join(outdir, '..', 'docs', 'openapi.json'))).toBe(false);
+    expect(committed).toContain('"x-parsed-as"');
+    expect(readFileSync(join(outdir, 'schema', 'index.mjs'), 'utf8')).not.toContain('x-parsed-as');
   });
 });
