@@ -4,12 +4,7 @@
  * events exactly as described there. Apart from the compactor so the functions that only read (trends,
  * queries, cohorts) or ingest do not bundle what it writes with (the lake's Parquet and S3 calls).
  */
-import {
-  readEventsInsertedBetween,
-  readEventsOnDays,
-  type StoredEvent,
-  utcDays,
-} from '../db/events.ts';
+import { readEventsInsertedBetween, readEventsOnDays, type StoredEvent, utcDays } from '../db/events.ts';
 import { inParallel } from '../db/batch.ts';
 import {
   readDayCounters,

@@ -20,7 +20,6 @@ import {
   recordNewestBuild,
   releaseCompaction,
   rescheduleCompaction,
-  type SegmentBuild,
 } from '../db/segments.ts';
 import { encodedSize, encodeSegment, type EncodedSegment, type SegmentRow } from '../segments/codec.ts';
 import { logger } from '../observability.ts';
