@@ -1,20 +1,29 @@
 /**
  * Per-function bundle size and module init time: one `buildFunctions()` (the same esbuild call
  * `npm run build` makes), then for every function in `functionEntries()` the minified size and the
- * median of N cold imports, each in a fresh node process.
+ * median of N cold imports, each in a fresh node process. Bundles over budget, and the largest few, are
+ * broken down by package / folder (infra/bundle-sizes.ts) so the report says why they are big.
+ *
+ * `npx tsx bench/bundles.ts [<function> ...]`: the build and the breakdowns only (no timing): the named
+ * functions, or those over budget and the largest few.
  */
 import { copyFile, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
+import { pathToFileURL } from 'node:url';
+import type { Metafile } from 'esbuild';
 import { buildFunctions, bundleDir, functionEntries } from '#infra/build.ts';
+import { BUNDLE_BUDGET_KB, breakdownLines, bundleSizes, kb } from '#infra/bundle-sizes.ts';
 import { coldImportMs } from './lib/cold-import.ts';
 import { fixed, heading, table } from './lib/format.ts';
 import { settings } from './lib/env.ts';
 import { median } from './lib/stats.ts';
 import type { Benchmark, BenchResult, SummaryRow } from './lib/types.ts';
 
-export const BUNDLE_TARGET_KB = 400;
+export const BUNDLE_TARGET_KB = BUNDLE_BUDGET_KB;
+/** Besides those over budget, the largest this many bundles are broken down. */
+const LARGEST_SHOWN = 5;
 export const INIT_TARGET_MS = 50;
 
 interface FunctionFigures {
@@ -38,7 +47,7 @@ export const bundlesBenchmark: Benchmark = {
     const errors: string[] = [];
 
     const buildStarted = performance.now();
-    await buildFunctions();
+    const metafile = await buildFunctions();
     console.log(`buildFunctions(): ${entries.length} bundles in ${Math.round(performance.now() - buildStarted)} ms`);
 
     // Imports run on copies outside the repo, as on Lambda: no node_modules to fall back on (a bundle
@@ -99,6 +108,7 @@ export const bundlesBenchmark: Benchmark = {
     for (const f of overInit)
       console.log(`  ! ${f.name}: init ${fixed(f.initMs)} ms is over the ${INIT_TARGET_MS} ms target`);
     if (!overSize.length && !overInit.length && !errors.length) console.log('  all functions within targets');
+    printBreakdowns(metafile);
 
     const rows: SummaryRow[] = [];
     for (const f of figures) {
@@ -120,3 +130,20 @@ export const bundlesBenchmark: Benchmark = {
     return { rows, errors };
   },
 };
+
+/** The named bundles, or those over budget and the LARGEST_SHOWN largest, by package / folder. */
+export function printBreakdowns(metafile: Metafile, names: readonly string[] = []): void {
+  const sizes = bundleSizes(metafile);
+  const shown = names.length
+    ? sizes.filter((b) => names.includes(b.name))
+    : sizes.filter((b, i) => i < LARGEST_SHOWN || kb(b.bytes) > BUNDLE_TARGET_KB);
+  console.log(`\nwhat the ${names.length ? 'named' : 'largest and over-budget'} bundles hold (by package / folder):`);
+  for (const bundle of shown) console.log(breakdownLines(bundle).join('\n'));
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const names = process.argv.slice(2).filter((a) => a !== '--');
+  const unknown = names.filter((n) => !(n in functionEntries()));
+  if (unknown.length) throw new Error(`unknown function(s): ${unknown.join(', ')}`);
+  printBreakdowns(await buildFunctions(), names);
+}

@@ -42,8 +42,11 @@ interface RouteBase {
    * the keys it tests are the ones in the request.
    */
   assumesDestinationRoles?: boolean;
-  /** Files shipped beside the bundled handler: the static SDK routes serve posthog-js's browser bundles (infra/build.ts copies them). */
-  assets?: 'posthog-js' | 'console';
+  /**
+   * Files shipped beside the bundled handler (infra/build.ts copies them): the static SDK routes serve posthog-js's
+   * browser bundles, the console its build, `schema` the OpenAPI document.
+   */
+  assets?: 'posthog-js' | 'console' | 'openapi';
   summary: string;
 }
 
@@ -720,13 +723,14 @@ export const routes = [
     summary: 'Unpause a batch export; {"backfill": true} backfills the paused gap',
   },
   {
-    // Public like PostHog's /api/schema/; the function only serves a file bundled with it.
+    // Public like PostHog's /api/schema/; the function only serves a file shipped beside it.
     operationId: 'schema',
     method: 'GET',
     path: '/api/schema',
     auth: 'public',
     handler: 'system/schema',
     access: 'none',
+    assets: 'openapi',
     summary: 'The OpenAPI 3.1 document of this API (docs/openapi.json, written by npm run openapi)',
   },
   {

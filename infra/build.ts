@@ -2,12 +2,13 @@
  * `npm run build`: every handler in the route table (plus the fallback) bundled by ONE esbuild call
  * into dist/functions/<operationId>/index.mjs: minified ESM, AWS SDK bundled, node 22 target.
  */
-import { cp, mkdir, readdir, rm } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { build, type Metafile } from 'esbuild';
+import { build, type Metafile, type Plugin } from 'esbuild';
 import { fallbackHandler, routes, workers, type Route } from '#functions/routes.ts';
+import { BUNDLED_OPENAPI_FILE } from '#shared/domain/api-document.ts';
 import { BUNDLED_CONSOLE_DIR } from '#shared/domain/console-assets.ts';
 import { BUNDLED_ASSETS_DIR, isServedAsset } from '#shared/domain/sdk-assets.ts';
 import { buildConsole, CONSOLE_DIST } from './console-build.ts';
@@ -31,13 +32,18 @@ export const bundleDir = (functionName: string) => join(DIST, functionName);
 
 /**
  * The files a route serves, copied beside its bundle: posthog-js's package.json (its version) and the
- * browser scripts of its dist/ folder, at `<bundle>/posthog-js/` where shared/domain/sdk-assets.ts looks first.
+ * browser scripts of its dist/ folder, at `<bundle>/posthog-js/` where shared/domain/sdk-assets.ts looks first;
+ * the console's build; docs/openapi.json where shared/domain/api-document.ts looks first.
  */
 export async function copyFunctionAssets(outdir: string): Promise<void> {
   const source = dirname(createRequire(import.meta.url).resolve('posthog-js/package.json'));
   const scripts = (await readdir(join(source, 'dist'))).filter(isServedAsset);
   const consoleDir = consoleOutdir(outdir);
   for (const r of routes as readonly Route[]) {
+    if (r.assets === 'openapi') {
+      await cp(join(ROOT, 'docs', 'openapi.json'), join(outdir, r.operationId, BUNDLED_OPENAPI_FILE));
+      continue;
+    }
     if (r.assets === 'console') {
       await cp(consoleDir, join(outdir, r.operationId, BUNDLED_CONSOLE_DIR), { recursive: true });
       continue;
@@ -48,6 +54,51 @@ export async function copyFunctionAssets(outdir: string): Promise<void> {
     await cp(join(source, 'package.json'), join(target, 'package.json'));
     await Promise.all(scripts.map((name) => cp(join(source, 'dist', name), join(target, 'dist', name))));
   }
+}
+
+/**
+ * Each route handler imports `route('<operationId>')` from functions/routes.ts, whose table (~19 KB minified, every
+ * row with its summary) would otherwise ride in every bundle. Here a handler's `../routes.ts` resolves to a module
+ * holding only that handler's own rows, the same data (the rows are plain JSON) behind the same `route()`. Other
+ * importers (the fallback function, which matches every path) keep the whole table.
+ */
+export function ownRoutesPlugin(): Plugin {
+  return {
+    name: 'own-routes',
+    setup(b) {
+      b.onResolve({ filter: /^\.\.\/routes\.ts$/ }, ({ importer }) => {
+        const handler = relative(join(ROOT, 'functions'), importer).replace(/\.ts$/, '');
+        const own = (routes as readonly Route[]).filter((r) => r.handler === handler);
+        if (!own.length) return undefined;
+        return { path: handler, namespace: 'own-routes', pluginData: own };
+      });
+      b.onLoad({ filter: /.*/, namespace: 'own-routes' }, ({ pluginData }) => ({
+        contents: `const rows = ${JSON.stringify(pluginData)};
+export function route(operationId) {
+  const found = rows.find((r) => r.operationId === operationId);
+  if (!found) throw new Error(\`unknown operation \${operationId}\`);
+  return found;
+}`,
+        loader: 'js',
+      }));
+    },
+  };
+}
+
+/**
+ * The SDK clients import their whole package.json (~2.4 KB minified each, dependencies and scripts included)
+ * for one field, the version in the user agent: a bundle gets that field alone.
+ */
+export function sdkVersionOnlyPlugin(): Plugin {
+  return {
+    name: 'sdk-version-only',
+    setup(b) {
+      b.onLoad({ filter: /[\\/]@aws-sdk[\\/]client-[^\\/]+[\\/]package\.json$/ }, async ({ path }) => {
+        const { name, version } = JSON.parse(await readFile(path, 'utf8')) as { name: string; version: string };
+        return { contents: JSON.stringify({ name, version }), loader: 'json' };
+      });
+    },
+  };
 }
 
 export async function buildFunctions(outdir = DIST): Promise<Metafile> {
@@ -70,7 +121,12 @@ export async function buildFunctions(outdir = DIST): Promise<Metafile> {
     banner: { js: "import{createRequire as __cr}from'node:module';const require=__cr(import.meta.url);" },
     legalComments: 'none',
     // Lambda gives credentials in the environment: skip the SDK's full provider chain (infra/lambda/credentials.ts).
-    alias: { '@aws-sdk/credential-provider-node': join(ROOT, 'infra', 'lambda', 'credentials.ts') },
+    alias: {
+      '@aws-sdk/credential-provider-node': join(ROOT, 'infra', 'lambda', 'credentials.ts'),
+      // None of our SDK calls streams events; the protocols' lazy import of the codecs would still be bundled.
+      '@smithy/core/event-streams': join(ROOT, 'infra', 'lambda', 'no-event-streams.ts'),
+    },
+    plugins: [ownRoutesPlugin(), sdkVersionOnlyPlugin()],
     // The lake's local engine (native binaries, ~60 MB): the local runtime, tests and bench load it; Lambdas use Athena.
     external: ['@duckdb/node-api'],
     metafile: true,

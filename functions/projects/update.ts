@@ -1,6 +1,6 @@
 import { apiHandler } from '#shared/http/handler.ts';
 import { ok } from '#shared/http/responses.ts';
-import { updateProject } from '#shared/domain/projects.ts';
+import { updateProject } from '#shared/domain/project-updates.ts';
 import { projectUpdateBody } from '#shared/schemas/projects.ts';
 import { route } from '../routes.ts';
 

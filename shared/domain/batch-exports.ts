@@ -23,7 +23,6 @@ import { firstWindowEnd, scheduleOf, type ExportInterval } from '../exports/inte
 import { isValidTimeZone } from '../trends/tz.ts';
 import { uuidv7 } from '../ids.ts';
 import { TRANSIENT, retryTransient } from '../retry.ts';
-import { parseProperties } from '../trends/properties.ts';
 import type { MembershipRecord } from '../db/organizations.ts';
 
 export interface ExportInput {
@@ -195,13 +194,26 @@ function checkWindow(startAt: string | null, endAt: string | null): void {
     throw new ValidationError('end_at must be after start_at.', 'end_at');
 }
 
-function checkQuery(model: string, hogql: string | null | undefined, filters: unknown[] | null | undefined): void {
+/**
+ * Checks an export's property filters: `checkExportFilters` (export-filters.ts, the trend engine's grammar,
+ * with its regex compiler and HogQL parser) where a request may set them, `FILTERS_UNCHANGED` where it cannot
+ * (pause, unpause: the stored filters were checked when saved), so those functions do not bundle the grammar.
+ */
+export type FilterCheck = (filters: unknown[]) => void;
+export const FILTERS_UNCHANGED: FilterCheck = () => {};
+
+function checkQuery(
+  model: string,
+  hogql: string | null | undefined,
+  filters: unknown[] | null | undefined,
+  checkFilters: FilterCheck,
+): void {
   if (hogql) {
     if (model !== 'events')
       throw new ValidationError('hogql_query is only supported for the events model.', 'hogql_query');
     parseExportQuery(hogql);
   }
-  if (filters) parseProperties(filters, 'filters');
+  if (filters) checkFilters(filters);
 }
 
 async function projectOf(membership: MembershipRecord, teamId: number | undefined): Promise<number> {
@@ -232,6 +244,7 @@ export const MAX_EXPORTS_PER_ORGANIZATION = 1_000;
 export async function createExport(
   membership: MembershipRecord,
   input: ExportInput & { name: string; interval: ExportInterval },
+  checkFilters: FilterCheck,
 ) {
   const model = input.model ?? 'events';
   if ((await countExports(membership.organization_id, MAX_EXPORTS_PER_ORGANIZATION)) >= MAX_EXPORTS_PER_ORGANIZATION)
@@ -240,7 +253,7 @@ export async function createExport(
       null,
     );
   checkWindow(input.start_at ?? null, input.end_at ?? null);
-  checkQuery(model, input.hogql_query, input.filters);
+  checkQuery(model, input.hogql_query, input.filters, checkFilters);
   const dest = destination(input.destination);
   const teamId = await projectOf(membership, input.team_id);
   const at = nowIso();
@@ -305,7 +318,12 @@ export async function listExports(membership: MembershipRecord, page: { limit: n
 
 const UPDATE_ATTEMPTS = 5;
 
-export async function updateExport(membership: MembershipRecord, exportId: string, input: ExportInput) {
+export async function updateExport(
+  membership: MembershipRecord,
+  exportId: string,
+  input: ExportInput,
+  checkFilters: FilterCheck,
+) {
   return retryTransient(
     `Batch export ${exportId}`,
     async () => {
@@ -325,7 +343,7 @@ export async function updateExport(membership: MembershipRecord, exportId: strin
       if (input.filters !== undefined) next.filters = input.filters;
       if (input.team_id !== undefined) next.team_id = await projectOf(membership, input.team_id);
       checkWindow(next.start_at, next.end_at);
-      checkQuery(next.model, next.hogql_query, next.filters);
+      checkQuery(next.model, next.hogql_query, next.filters, checkFilters);
       const messages: string[] = [];
       const now = clockNow();
       if (input.paused === true && !current.paused) {

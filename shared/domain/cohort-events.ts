@@ -17,7 +17,7 @@ import {
 } from '../trends/columnar/event-counts.ts';
 import { actionDefinitions } from './actions.ts';
 import type { EventLeaf } from './cohort-definitions.ts';
-import { readTrendRows } from './event-segments.ts';
+import { readTrendRows } from './event-days.ts';
 
 /** A leaf's window holds more events than a step may count: the calculation fails (never retried as is). */
 export class CohortWindowTooLarge extends Error {

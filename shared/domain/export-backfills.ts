@@ -25,7 +25,7 @@ import { floorBoundary, intervalMs, scheduleOf, windowCount, type ExportInterval
 import { uuidv7 } from '../ids.ts';
 import { logger } from '../observability.ts';
 import { TRANSIENT, retryTransient } from '../retry.ts';
-import { findExport, type LogFilter, logsOf, runResponse, updateExport } from './batch-exports.ts';
+import { FILTERS_UNCHANGED, findExport, type LogFilter, logsOf, runResponse, updateExport } from './batch-exports.ts';
 import { BACKFILL_REQUEST_PAGE, expandBackfill, settleBackfill } from './export-runs.ts';
 
 const MAX_BACKFILL_RUNS = 10_000;
@@ -437,7 +437,7 @@ export async function runLogs(membership: MembershipRecord, exportId: string, ru
 // Pause and unpause (PostHog's actions).
 
 export async function pauseExport(membership: MembershipRecord, exportId: string) {
-  await updateExport(membership, exportId, { paused: true });
+  await updateExport(membership, exportId, { paused: true }, FILTERS_UNCHANGED);
   return { paused: true };
 }
 
@@ -447,7 +447,7 @@ export async function pauseExport(membership: MembershipRecord, exportId: string
  */
 export async function unpauseExport(membership: MembershipRecord, exportId: string, input: { backfill?: boolean }) {
   const before = await findExport(membership, exportId);
-  await updateExport(membership, exportId, { paused: false });
+  await updateExport(membership, exportId, { paused: false }, FILTERS_UNCHANGED);
   if (!input.backfill || !before.paused || !before.last_paused_at) return { paused: false };
   const interval = scheduleOf(before);
   const start = floorBoundary(new Date(before.last_paused_at), interval);

@@ -4,7 +4,7 @@ import type { EventChange } from '../db/stream.ts';
 import { now } from '../clock.ts';
 import { logger, METRIC, metrics, MetricUnit } from '../observability.ts';
 import { bumpAnswersGeneration, noteEventTime } from '../db/projects.ts';
-import { markChangedDays } from './event-segments.ts';
+import { markChangedDays } from './event-days.ts';
 import { refreshCohortsOfEvents } from './cohort-membership.ts';
 import { applyEventsToPersons } from './person-ingest.ts';
 import { applyGroupIdentifies } from './group-ingest.ts';

@@ -35,7 +35,7 @@ import {
 } from '../trends/columnar/index.ts';
 import { actionDefinitions } from './actions.ts';
 import { sharedDayCounters } from './day-counters.ts';
-import { readTrendRows, type TrendEventSource } from './event-segments.ts';
+import { readTrendRows, type TrendEventSource } from './event-days.ts';
 import { groupLookup } from './trend-groups.ts';
 import { LakeTooSlow } from '../lake/engine.ts';
 import { lakeTrend, type QueryEngine } from './lake-trends.ts';

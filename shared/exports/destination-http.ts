@@ -1,4 +1,3 @@
-import { createHash, createHmac } from 'node:crypto';
 import { request as httpRequest, type Agent } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { globalHttpAgent, globalHttpsAgent } from 'request-filtering-agent';
@@ -43,28 +42,6 @@ export interface DestinationResponse {
   headers: Record<string, string | string[] | undefined>;
   /** At most MAX_RESPONSE_BYTES of the body, as UTF-8. */
   body: string;
-}
-
-type Data = string | ArrayBuffer | ArrayBufferView;
-const bytes = (d: Data) =>
-  typeof d === 'string'
-    ? Buffer.from(d)
-    : ArrayBuffer.isView(d)
-      ? Buffer.from(d.buffer, d.byteOffset, d.byteLength)
-      : Buffer.from(d);
-
-/** SigV4's hash for @smithy/signature-v4: SHA-256, or HMAC-SHA-256 when constructed with a secret. */
-export class Sha256 {
-  private hash;
-  constructor(secret?: Data) {
-    this.hash = secret === undefined ? createHash('sha256') : createHmac('sha256', bytes(secret));
-  }
-  update(data: Data): void {
-    this.hash.update(bytes(data));
-  }
-  async digest(): Promise<Uint8Array> {
-    return new Uint8Array(this.hash.digest());
-  }
 }
 
 const TLS_CODES = /^(CERT_|ERR_TLS|ERR_SSL|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO_|HOSTNAME_MISMATCH)/;

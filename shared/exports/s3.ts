@@ -5,10 +5,10 @@ import {
   destinationRequest,
   errorCode,
   networkOptions,
-  Sha256,
   type DestinationResponse,
   type NetworkOptions,
 } from './destination-http.ts';
+import { Sha256 } from './sha256.ts';
 
 /**
  * The five S3 calls batch exports make (PutObject, and the multipart trio plus abort), signed with

@@ -6,9 +6,9 @@ import {
   destinationRequest,
   errorCode,
   networkOptions,
-  Sha256,
   type NetworkOptions,
 } from './destination-http.ts';
+import { Sha256 } from './sha256.ts';
 
 export interface TemporaryCredentials {
   aws_access_key_id: string;

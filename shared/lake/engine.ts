@@ -9,7 +9,7 @@ import { fromEnv } from '@aws-sdk/credential-provider-env';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { config } from '../config.ts';
 import { PayloadTooLarge, ServiceUnavailable } from '../errors.ts';
-import { Sha256 } from '../exports/destination-http.ts';
+import { Sha256 } from '../exports/sha256.ts';
 import { TRANSIENT, retryTransient } from '../retry.ts';
 import { LAKE_TABLE, RESULT_REUSE } from './athena.ts';
 import type { LakeSource } from './sql/trends.ts';

@@ -24,7 +24,7 @@ import { groupColumn } from '../../trends/groups.ts';
 import { compileGroup, isGroup, parseProperties } from '../../trends/properties.ts';
 import { filterGroupLookup } from '../trend-groups.ts';
 import type { PropertyGroup, TrendEvent } from '../../trends/types.ts';
-import { readTrendRows } from '../event-segments.ts';
+import { readTrendRows } from '../event-days.ts';
 import { projectSettings } from '../projects.ts';
 import {
   checkAggregation,
