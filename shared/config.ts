@@ -38,6 +38,10 @@ export const ENV = {
   /** STS endpoint the exporter assumes customer roles through (the SDK's own variable name; local fakes in tests). */
   stsEndpoint: 'AWS_ENDPOINT_URL_STS',
   region: 'AWS_REGION',
+  /** Where DynamoDB and SQS are called (the SDK's variable names: DynamoDB Local and the local SQS in tests), else AWS's regional endpoints. */
+  dynamodbEndpoint: 'AWS_ENDPOINT_URL_DYNAMODB',
+  sqsEndpoint: 'AWS_ENDPOINT_URL_SQS',
+  awsEndpoint: 'AWS_ENDPOINT_URL',
   /** The lake's S3 bucket (CDK sets it on the compactor); absent -> the local runtime writes the lake under DATA_DIR/lake. */
   lakeBucket: 'LAKE_BUCKET',
   /** The lake's Athena workgroup and Glue database (CDK sets them where trends may read the lake); absent -> no Athena. */
@@ -161,6 +165,10 @@ export interface Config {
   /** Loopback (and plain http to it) export endpoints allowed: local runtime with the flag only. */
   allowLoopbackExportEndpoints: boolean;
   stsEndpoint: string;
+  /** The function's region (Lambda sets it); undefined only in processes that call no AWS service. */
+  region: string | undefined;
+  /** DynamoDB's and SQS's endpoints: the variables above, else https://<service>.<region>.amazonaws.com (shared/aws/endpoint.ts). */
+  awsEndpoints: { dynamodb: string | undefined; sqs: string | undefined };
   /** Where the lake is written: an S3 bucket (deployed), a folder (local runtime), or nowhere (a stage without the lake). */
   lake: { bucket: string; region: string } | { dir: string } | undefined;
   /** What reads the lake for trends: Athena (deployed, with its workgroup), DuckDB over the folder (local runtime), or nothing. */
@@ -226,6 +234,11 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     localSecretsKeyFile: resolve(env[ENV.dataDir] || '.data', 'export-secrets.key'),
     allowLoopbackExportEndpoints: runtime === 'local' && env[ENV.allowLoopbackExportEndpoints] === 'true',
     stsEndpoint: env[ENV.stsEndpoint] || `https://sts.${env[ENV.region] || 'us-east-1'}.amazonaws.com`,
+    region: env[ENV.region] || undefined,
+    awsEndpoints: {
+      dynamodb: env[ENV.dynamodbEndpoint] || env[ENV.awsEndpoint] || undefined,
+      sqs: env[ENV.sqsEndpoint] || env[ENV.awsEndpoint] || undefined,
+    },
     lake: env[ENV.lakeBucket]
       ? { bucket: env[ENV.lakeBucket] as string, region: env[ENV.region] || 'us-east-1' }
       : runtime === 'local'

@@ -1,4 +1,4 @@
-import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand } from '../aws/dynamodb.ts';
 import { batchGet } from './batch.ts';
 import { call, db, conditional, tableName } from './client.ts';
 import { nextId } from './counters.ts';

@@ -1,4 +1,4 @@
-import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '../aws/dynamodb.ts';
 import { call, db, tableName } from './client.ts';
 import { keys } from './keys.ts';
 

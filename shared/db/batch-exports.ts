@@ -1,4 +1,4 @@
-import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '../aws/dynamodb.ts';
 import { nowIso } from '../clock.ts';
 import { batchDelete, batchGet, batchPut } from './batch.ts';
 import { dueKeys, queryAll, queryIndex } from './query.ts';

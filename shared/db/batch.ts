@@ -1,4 +1,4 @@
-import { BatchGetCommand, BatchWriteCommand, type BatchWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, BatchWriteCommand, type BatchWriteCommandInput } from '../aws/dynamodb.ts';
 import { TRANSIENT, retryTransient, type RetryPolicy } from '../retry.ts';
 import { call, db, tableName } from './client.ts';
 import type { ItemKey } from './keys.ts';

@@ -1,5 +1,4 @@
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, TransactWriteCommand, type TransactWriteCommandInput } from '../aws/dynamodb.ts';
 import { DYNAMODB_TIMEOUTS, requireTableName, type InvocationKind } from '../config.ts';
 import { PayloadTooLarge, ServiceUnavailable, ValidationError } from '../errors.ts';
 import { invocationKind } from '../invocation.ts';
@@ -9,25 +8,18 @@ const clients = new Map<InvocationKind, DynamoDBDocumentClient>();
 /**
  * The client for the running invocation's kind (shared/invocation.ts), one per kind and process;
  * bounded timeouts and retries (shared/config.ts, DYNAMODB_TIMEOUTS) so a dead or hung table fails
- * instead of hanging. The request timeout only aborts a request with `throwOnRequestTimeout` (without
- * it the Smithy handler merely logs a warning and waits on).
+ * instead of hanging: an attempt past its request timeout is aborted and counts as failed.
  */
 export function db(): DynamoDBDocumentClient {
   const kind = invocationKind();
   let client = clients.get(kind);
   if (!client) {
     const t = DYNAMODB_TIMEOUTS[kind];
-    client = DynamoDBDocumentClient.from(
-      new DynamoDBClient({
-        maxAttempts: t.maxAttempts,
-        requestHandler: {
-          connectionTimeout: t.connectionTimeoutMs,
-          requestTimeout: t.requestTimeoutMs,
-          throwOnRequestTimeout: true,
-        },
-      }),
-      { marshallOptions: { removeUndefinedValues: true } },
-    );
+    client = new DynamoDBDocumentClient({
+      maxAttempts: t.maxAttempts,
+      connectionTimeoutMs: t.connectionTimeoutMs,
+      requestTimeoutMs: t.requestTimeoutMs,
+    });
     clients.set(kind, client);
   }
   return client;
@@ -75,7 +67,7 @@ function refusedInput(e: { name?: string; message?: string }): Error | undefined
   return undefined;
 }
 
-/** Runs a table call, turning transport failures and throttling (after SDK retries) into a 503, and values DynamoDB refuses into a 4xx. */
+/** Runs a table call, turning transport failures and throttling (after the client's retries) into a 503, and values DynamoDB refuses into a 4xx. */
 export async function call<T>(operation: () => Promise<T>): Promise<T> {
   try {
     return await operation();

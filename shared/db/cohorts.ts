@@ -1,4 +1,4 @@
-import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '../aws/dynamodb.ts';
 import { batchDelete, batchGet, batchPut } from './batch.ts';
 import { call, conditional, db, tableName, transact } from './client.ts';
 import { nextId } from './counters.ts';

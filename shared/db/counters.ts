@@ -1,4 +1,4 @@
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { UpdateCommand } from '../aws/dynamodb.ts';
 import { call, db, tableName } from './client.ts';
 import { keys } from './keys.ts';
 

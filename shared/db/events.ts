@@ -1,5 +1,5 @@
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand } from '../aws/dynamodb.ts';
 import { batchDelete, batchGet, batchPut, inParallel } from './batch.ts';
 import { call, db, tableName } from './client.ts';
 import { keys } from './keys.ts';

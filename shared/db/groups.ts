@@ -1,4 +1,4 @@
-import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '../aws/dynamodb.ts';
 import { batchGet } from './batch.ts';
 import { call, conditional, db, tableName, transact, type TransactItem } from './client.ts';
 import { keys } from './keys.ts';

@@ -1,4 +1,4 @@
-import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, UpdateCommand } from '../aws/dynamodb.ts';
 import { call, db, conditional, tableName, transact } from './client.ts';
 import { TRANSIENT, retryTransient, type Transient } from '../retry.ts';
 import { record } from './items.ts';

@@ -1,4 +1,4 @@
-import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand } from '../aws/dynamodb.ts';
 import { nowIso } from '../clock.ts';
 import { batchGet } from './batch.ts';
 import { call, db, tableName, transact, type TransactItem } from './client.ts';

@@ -1,4 +1,4 @@
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '../aws/dynamodb.ts';
 import { call, db, conditional, tableName } from './client.ts';
 import { nextId } from './counters.ts';
 import { record } from './items.ts';

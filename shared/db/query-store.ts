@@ -1,4 +1,4 @@
-import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, UpdateCommand } from '../aws/dynamodb.ts';
 import { batchGet } from './batch.ts';
 import { call, conditional, db, tableName } from './client.ts';
 import { type ItemKey, keys } from './keys.ts';

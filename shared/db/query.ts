@@ -1,4 +1,4 @@
-import { QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand, type QueryCommandInput } from '../aws/dynamodb.ts';
 import { call, db, tableName } from './client.ts';
 import type { ItemKey } from './keys.ts';
 import { TABLE_SCHEMA } from './table-schema.ts';

@@ -1,4 +1,4 @@
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { UpdateCommand } from '../aws/dynamodb.ts';
 import { config, type RateLimitClass, type RateWindow } from '../config.ts';
 import { Throttled } from '../errors.ts';
 import { logger } from '../observability.ts';

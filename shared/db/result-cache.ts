@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand } from '../aws/dynamodb.ts';
 import { call, db, tableName } from './client.ts';
 import { keys, type ItemKey } from './keys.ts';
 import { queryItems } from './query.ts';

@@ -1,4 +1,4 @@
-import { DeleteCommand, GetCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, ScanCommand, UpdateCommand } from '../aws/dynamodb.ts';
 import { columnAttribute, type EncodedSegment, type FetchedSegment, type Projection } from '../segments/codec.ts';
 import type { Tally } from '../segments/fingerprint.ts';
 import { batchDelete, batchGet, batchPut, inParallel } from './batch.ts';

@@ -1,4 +1,4 @@
-import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand } from '../aws/dynamodb.ts';
 import { call, db, tableName, transact } from './client.ts';
 import { record } from './items.ts';
 import { keys } from './keys.ts';

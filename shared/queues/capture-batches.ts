@@ -1,5 +1,5 @@
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { SendMessageCommand } from '../aws/sqs.ts';
 import { ConfigError, requireQueueUrl } from '../config.ts';
 import type { StoredEvent } from '../db/events.ts';
 import { ServiceUnavailable } from '../errors.ts';

@@ -1,7 +1,7 @@
-import { SQSClient } from '@aws-sdk/client-sqs';
+import { SQSClient } from '../aws/sqs.ts';
 
 let client: SQSClient | undefined;
 
 /** One SQS client per process, with bounded timeouts like the table's. */
 export const sqs = () =>
-  (client ??= new SQSClient({ maxAttempts: 3, requestHandler: { connectionTimeout: 1_000, requestTimeout: 5_000 } }));
+  (client ??= new SQSClient({ maxAttempts: 3, connectionTimeoutMs: 1_000, requestTimeoutMs: 5_000 }));

@@ -1,4 +1,4 @@
-import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { SendMessageCommand } from '../aws/sqs.ts';
 import { requireQueueUrl } from '../config.ts';
 import { sqs } from './client.ts';
 

@@ -2,7 +2,7 @@
 process.env.ANALYTICS_FIXED_NOW = '2024-05-01T10:32:00Z';
 
 import { randomUUID } from 'node:crypto';
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '#shared/aws/dynamodb.ts';
 import { CreateBucketCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { db, tableName } from '#shared/db/client.ts';

@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, ScanCommand } from '#shared/aws/dynamodb.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDynamoDbLocal, type DynamoDbLocal } from '../../infra/local/dynamodb-local.ts';
 import { configureLocalEnv } from '../../infra/local/env.ts';
@@ -197,7 +197,13 @@ describe('DynamoDB outage under load', () => {
 
     // No partial organization anywhere in the table: the create transaction wrote all its items or none.
     const items: Record<string, any>[] = [];
-    const doc = DynamoDBDocumentClient.from(admin());
+    const doc = new DynamoDBDocumentClient({
+      endpoint,
+      region: 'us-east-1',
+      maxAttempts: 3,
+      connectionTimeoutMs: 1_000,
+      requestTimeoutMs: 10_000,
+    });
     let ExclusiveStartKey: Record<string, unknown> | undefined;
     do {
       const out = await doc.send(new ScanCommand({ TableName: TABLE, ExclusiveStartKey, ConsistentRead: true }));

@@ -5,7 +5,7 @@ process.env.ANALYTICS_EVENTS_QUERY_SCAN_LIMIT = '40';
 process.env.ANALYTICS_EVENTS_QUERY_AGGREGATE_LIMIT = '60';
 process.env.ANALYTICS_EVENTS_QUERY_GROUP_LIMIT = '30';
 
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient } from '#shared/aws/dynamodb.ts';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { readRollups } from '#shared/db/rollups.ts';
 import { readEventDay } from '#shared/db/segments.ts';

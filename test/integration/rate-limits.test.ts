@@ -7,7 +7,7 @@ process.env.ANALYTICS_RATE_LIMITS = JSON.stringify({
   capture: { minute: 3 },
 });
 
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand } from '#shared/aws/dynamodb.ts';
 import { describe, expect, it } from 'vitest';
 import { secureValue } from '#shared/auth/api-keys.ts';
 import { DEFAULT_RATE_LIMITS, readConfig } from '#shared/config.ts';

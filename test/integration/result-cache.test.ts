@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand } from '#shared/aws/dynamodb.ts';
 import { db, tableName } from '#shared/db/client.ts';
 import { keys } from '#shared/db/keys.ts';
 import { loadValue, MAX_STORED_BYTES, readTrendCache, storeValue, writeTrendCache } from '#shared/db/result-cache.ts';

@@ -2,7 +2,7 @@
 process.env.ANALYTICS_FIXED_NOW = '2024-04-20T12:00:00Z';
 
 import { randomUUID } from 'node:crypto';
-import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, UpdateCommand } from '#shared/aws/dynamodb.ts';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { db, tableName } from '#shared/db/client.ts';
 import { eventItem, putEventItems } from '#shared/db/events.ts';

@@ -1,4 +1,4 @@
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient } from '#shared/aws/dynamodb.ts';
 import { vi } from 'vitest';
 
 /**

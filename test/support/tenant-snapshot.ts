@@ -1,4 +1,4 @@
-import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand } from '#shared/aws/dynamodb.ts';
 import { db, tableName } from '#shared/db/client.ts';
 import { TABLE_SCHEMA } from '#shared/db/table-schema.ts';
 

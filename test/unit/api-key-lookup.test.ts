@@ -1,4 +1,4 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand } from '#shared/aws/dynamodb.ts';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { db } from '#shared/db/client.ts';
 import { keys } from '#shared/db/keys.ts';

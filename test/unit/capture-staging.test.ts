@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { BatchGetCommand, BatchWriteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, BatchWriteCommand, GetCommand } from '#shared/aws/dynamodb.ts';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { normalizeEvents } from '#shared/capture/decode.ts';

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand } from '#shared/aws/dynamodb.ts';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { workers } from '#functions/routes.ts';
@@ -63,8 +63,7 @@ describe('DynamoDB client per invocation kind', () => {
         .send(new GetCommand({ TableName: 't', Key: { pk, sk: 'x' } }))
         .catch((e: unknown) => e);
       expect((error as Error).name).toBe('InternalServerError');
-      const handler = client.config.requestHandler as unknown as { httpHandlerConfigs(): { requestTimeout?: number } };
-      return { attempts: attempts.get(pk)!, requestTimeout: handler.httpHandlerConfigs().requestTimeout };
+      return { attempts: attempts.get(pk)!, requestTimeout: client.config.requestTimeoutMs };
     };
 
     const worker = workerHandler('probe', () => probe('worker'));

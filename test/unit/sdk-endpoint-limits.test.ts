@@ -1,6 +1,6 @@
 import { gzipSync } from 'node:zlib';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import type { GetCommand } from '@aws-sdk/lib-dynamodb';
+import type { GetCommand } from '#shared/aws/dynamodb.ts';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { handler as decide } from '#functions/sdk/decide.ts';
 import { handler as flags } from '#functions/sdk/flags.ts';
