@@ -149,7 +149,14 @@ export class TransactWriteCommand extends DocumentCommand<TransactWriteCommandIn
 }
 
 /** Fields holding one item (or key) of native values, in requests and answers. */
-const ITEMS = new Set(['Key', 'Item', 'ExclusiveStartKey', 'ExpressionAttributeValues', 'Attributes', 'LastEvaluatedKey']);
+const ITEMS = new Set([
+  'Key',
+  'Item',
+  'ExclusiveStartKey',
+  'ExpressionAttributeValues',
+  'Attributes',
+  'LastEvaluatedKey',
+]);
 /** Fields holding a list of them. */
 const ITEM_LISTS = new Set(['Keys', 'Items']);
 
@@ -188,8 +195,10 @@ const decodeMap = (m: Record<string, AttributeValue>) =>
   Object.fromEntries(Object.entries(m).map(([k, v]) => [k, decodeValue(v)]));
 
 const MARSHALL = { removeUndefinedValues: true } as const;
-const toWire = (item: unknown) => encodeMap(marshall(item as NativeItem, MARSHALL) as unknown as Record<string, AttributeValue>);
-const fromWire = (item: unknown) => unmarshall(decodeMap(item as Record<string, AttributeValue>) as never) as NativeItem;
+const toWire = (item: unknown) =>
+  encodeMap(marshall(item as NativeItem, MARSHALL) as unknown as Record<string, AttributeValue>);
+const fromWire = (item: unknown) =>
+  unmarshall(decodeMap(item as Record<string, AttributeValue>) as never) as NativeItem;
 
 /** Walks a request (or an answer) turning each item field's native values into attribute values (or back). */
 function convert(value: unknown, item: (v: unknown) => unknown, responses: boolean): unknown {
@@ -202,7 +211,9 @@ function convert(value: unknown, item: (v: unknown) => unknown, responses: boole
     else if (ITEM_LISTS.has(k)) out[k] = (v as unknown[]).map(item);
     // BatchGetItem's answer: table name -> items.
     else if (responses && k === 'Responses')
-      out[k] = Object.fromEntries(Object.entries(v as Record<string, unknown[]>).map(([t, items]) => [t, items.map(item)]));
+      out[k] = Object.fromEntries(
+        Object.entries(v as Record<string, unknown[]>).map(([t, items]) => [t, items.map(item)]),
+      );
     else out[k] = convert(v, item, responses);
   }
   return out;

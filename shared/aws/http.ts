@@ -104,7 +104,10 @@ function namedError(name: string, message: string): Error {
   return e;
 }
 
-const agents = { http: new HttpAgent({ keepAlive: true, maxSockets: 50 }), https: new HttpsAgent({ keepAlive: true, maxSockets: 50 }) };
+const agents = {
+  http: new HttpAgent({ keepAlive: true, maxSockets: 50 }),
+  https: new HttpsAgent({ keepAlive: true, maxSockets: 50 }),
+};
 
 interface RawResponse {
   status: number;
@@ -151,7 +154,12 @@ function post(
       if (!socket.connecting) return;
       const connecting = setTimeout(
         () =>
-          req.destroy(namedError('TimeoutError', `Socket timed out without establishing a connection within ${o.connectionTimeoutMs} ms`)),
+          req.destroy(
+            namedError(
+              'TimeoutError',
+              `Socket timed out without establishing a connection within ${o.connectionTimeoutMs} ms`,
+            ),
+          ),
         o.connectionTimeoutMs,
       );
       socket.once(https ? 'secureConnect' : 'connect', () => clearTimeout(connecting));
@@ -217,7 +225,8 @@ export class JsonServiceClient {
         headers['content-length'] = String(Buffer.byteLength(body));
         try {
           const res = await post(url, headers, body, o, options.abortSignal);
-          if (res.status >= 200 && res.status < 300) return (res.body ? JSON.parse(res.body) : {}) as Record<string, unknown>;
+          if (res.status >= 200 && res.status < 300)
+            return (res.body ? JSON.parse(res.body) : {}) as Record<string, unknown>;
           throw serviceError(res);
         } catch (error) {
           if (error instanceof AwsServiceError) error.$metadata.attempts = attempts;

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { BatchGetCommand, BatchWriteCommand, GetCommand } from '#shared/aws/dynamodb.ts';
-import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { SendMessageCommand } from '#shared/aws/sqs.ts';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { normalizeEvents } from '#shared/capture/decode.ts';
 import { db } from '#shared/db/client.ts';

@@ -45,7 +45,14 @@ const LAYERS: Record<Layer, LayerRule> = {
     neverFiles: ['shared/db/keys.ts'],
   },
   adapters: {
-    paths: ['shared/db/', 'shared/queues/', 'shared/exports/', 'shared/lake/store.ts', 'shared/lake/engine.ts'],
+    paths: [
+      'shared/aws/',
+      'shared/db/',
+      'shared/queues/',
+      'shared/exports/',
+      'shared/lake/store.ts',
+      'shared/lake/engine.ts',
+    ],
     mayImport: ['adapters', 'pure', 'process'],
   },
   pure: {
