@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { marshall, unmarshall, type NativeAttributeValue } from '@aws-sdk/util-dynamodb';
 import { JsonServiceClient, type CallOptions, type JsonServiceOptions } from './http.ts';
 
@@ -226,7 +227,11 @@ export class DynamoDBDocumentClient {
   }
 
   async send<I, O>(command: DocumentCommand<I, O>, options?: CallOptions): Promise<O> {
-    const answer = await this.http.call(command.operation, convert(command.input, toWire, false), options);
+    let input = command.input as Record<string, unknown>;
+    // The SDK's idempotency token, one per call (the same on each attempt): a retried transaction that
+    // had in fact committed succeeds again instead of failing its own conditions.
+    if (command instanceof TransactWriteCommand) input = { ClientRequestToken: randomUUID(), ...input };
+    const answer = await this.http.call(command.operation, convert(input, toWire, false), options);
     const out = convert(answer, fromWire, true) as Record<string, unknown>;
     out.$metadata = { httpStatusCode: 200 };
     return out as O;
