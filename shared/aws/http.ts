@@ -2,7 +2,7 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { ConfigError, ENV, config } from '../config.ts';
 import { TRANSIENT, retryTransient } from '../retry.ts';
-import { signedHeaders, type AwsCredentials } from './sigv4.ts';
+import { environmentCredentials, signedHeaders } from './sigv4.ts';
 
 /**
  * The AWS JSON 1.0 protocol (DynamoDB, SQS): one signed POST per call, `X-Amz-Target: <prefix>.<Op>`,
@@ -44,15 +44,6 @@ export class AwsServiceError extends Error {
     this.$fault = status >= 500 ? 'server' : 'client';
     this.$metadata = { httpStatusCode: status, requestId };
   }
-}
-
-/** Lambda hands a function its role's credentials in the environment (what the SDK's fromEnv reads). */
-export function environmentCredentials(env: NodeJS.ProcessEnv = process.env): AwsCredentials {
-  const accessKeyId = env.AWS_ACCESS_KEY_ID;
-  const secretAccessKey = env.AWS_SECRET_ACCESS_KEY;
-  if (!accessKeyId || !secretAccessKey)
-    throw new ConfigError('AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set (Lambda sets them)');
-  return { accessKeyId, secretAccessKey, sessionToken: env.AWS_SESSION_TOKEN || undefined };
 }
 
 /** The service's endpoint: the configured one (shared/config.ts), else AWS's regional one. */

@@ -1,4 +1,5 @@
 import { createHash, createHmac } from 'node:crypto';
+import { ConfigError } from '../config.ts';
 
 /**
  * AWS Signature Version 4 (docs.aws.amazon.com/IAM/latest/UserGuide/reference_sigv-create-signed-request.html):
@@ -27,8 +28,33 @@ export interface SignRequest {
   now?: Date;
 }
 
-/** Headers a proxy or the client may rewrite: never signed (the SDK's list). */
-const UNSIGNED = new Set(['authorization', 'connection', 'expect', 'user-agent', 'x-amzn-trace-id', 'content-length']);
+/** Headers a proxy or the client may rewrite: never signed (@smithy/signature-v4's list). */
+const UNSIGNED = new Set([
+  'authorization',
+  'cache-control',
+  'connection',
+  'expect',
+  'from',
+  'keep-alive',
+  'max-forwards',
+  'pragma',
+  'referer',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'user-agent',
+  'x-amzn-trace-id',
+]);
+
+/** Lambda hands a function its role's credentials in the environment (what the SDK's fromEnv read). */
+export function environmentCredentials(env: NodeJS.ProcessEnv = process.env): AwsCredentials {
+  const accessKeyId = env.AWS_ACCESS_KEY_ID;
+  const secretAccessKey = env.AWS_SECRET_ACCESS_KEY;
+  if (!accessKeyId || !secretAccessKey)
+    throw new ConfigError('AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set (Lambda sets them)');
+  return { accessKeyId, secretAccessKey, sessionToken: env.AWS_SESSION_TOKEN || undefined };
+}
 
 const sha256Hex = (data: string | Uint8Array) => createHash('sha256').update(data).digest('hex');
 const hmac = (key: string | Buffer, data: string) => createHmac('sha256', key).update(data).digest();

@@ -1,4 +1,3 @@
-import { SignatureV4 } from '@smithy/signature-v4';
 import { TRANSIENT, retryTransient } from '../retry.ts';
 import {
   DestinationError,
@@ -8,11 +7,11 @@ import {
   type DestinationResponse,
   type NetworkOptions,
 } from './destination-http.ts';
-import { Sha256 } from './sha256.ts';
+import { signedHeaders } from '../aws/sigv4.ts';
 
 /**
  * The five S3 calls batch exports make (PutObject, and the multipart trio plus abort), signed with
- * SigV4 by @smithy/signature-v4. The SDK's S3 client would add ~170 KB of serialization schemas and
+ * SigV4 (shared/aws/sigv4.ts). The SDK's S3 client would add ~170 KB of serialization schemas and
  * S3-only middleware to the exporter's bundle for calls this small.
  */
 export interface S3Destination {
@@ -96,29 +95,25 @@ async function call(
   headers: Record<string, string> = {},
 ): Promise<DestinationResponse> {
   const { url, path } = target(d, key);
-  const signer = new SignatureV4({
-    service: 's3',
-    // S3-compatible stores may leave the region out: us-east-1 is what their SigV4 expects then.
-    region: d.region || 'us-east-1',
-    credentials: credentials(d),
-    sha256: Sha256,
-    uriEscapePath: false,
-    applyChecksum: true,
-  });
+  // S3-compatible stores may leave the region out: us-east-1 is what their SigV4 expects then.
+  const region = d.region || 'us-east-1';
+  const creds = credentials(d);
   // Retryable failures (5xx, a reset connection) are sent again, freshly signed, with backoff; the last one is thrown.
   let last: unknown;
   return retryTransient(
     `S3 ${operation}`,
     async () => {
-      const signed = await signer.sign({
+      const signed = signedHeaders({
         method,
-        protocol: url.protocol,
-        hostname: url.hostname,
-        port: url.port ? Number(url.port) : undefined,
+        url,
         path,
         query,
-        headers: { host: url.host, 'content-length': String(body?.length ?? 0), ...headers },
+        headers: { 'content-length': String(body?.length ?? 0), ...headers },
         body,
+        service: 's3',
+        region,
+        credentials: creds,
+        s3: true,
       });
       const search = new URLSearchParams(query).toString().replace(/=(?=&|$)/g, '');
       try {
@@ -128,7 +123,7 @@ async function call(
           {
             method,
             path: search ? `${path}?${search}` : path,
-            headers: signed.headers as Record<string, string>,
+            headers: signed,
             body,
           },
           net,

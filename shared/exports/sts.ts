@@ -1,5 +1,4 @@
-import { fromEnv } from '@aws-sdk/credential-provider-env';
-import { SignatureV4 } from '@smithy/signature-v4';
+import { environmentCredentials, signedHeaders } from '../aws/sigv4.ts';
 import { config } from '../config.ts';
 import {
   DestinationError,
@@ -8,7 +7,6 @@ import {
   networkOptions,
   type NetworkOptions,
 } from './destination-http.ts';
-import { Sha256 } from './sha256.ts';
 
 export interface TemporaryCredentials {
   aws_access_key_id: string;
@@ -42,26 +40,21 @@ export async function assumeRole(
     }).toString(),
   );
   const path = url.pathname || '/';
-  const signer = new SignatureV4({ service: 'sts', region, credentials: fromEnv(), sha256: Sha256 });
-  const signed = await signer.sign({
+  const headers = signedHeaders({
     method: 'POST',
-    protocol: url.protocol,
-    hostname: url.hostname,
-    port: url.port ? Number(url.port) : undefined,
+    url,
     path,
+    query: {},
     headers: {
-      host: url.host,
       'content-type': 'application/x-www-form-urlencoded; charset=utf-8',
       'content-length': String(body.length),
     },
     body,
+    service: 'sts',
+    region,
+    credentials: environmentCredentials(),
   });
-  const res = await destinationRequest(
-    'STS AssumeRole',
-    url,
-    { method: 'POST', path, headers: signed.headers as Record<string, string>, body },
-    net,
-  );
+  const res = await destinationRequest('STS AssumeRole', url, { method: 'POST', path, headers, body }, net);
   if (res.status !== 200) {
     const code = errorCode(res.body);
     throw new DestinationError(`STS AssumeRole failed: ${res.status}${code ? ` ${code}` : ''}`);

@@ -5,11 +5,9 @@
  * routing (shared/domain/lake-trends.ts) is the same code on both. DuckDB is imported on first use
  * only, and kept out of the Lambda bundles (infra/build.ts): no function deployed with Athena loads it.
  */
-import { fromEnv } from '@aws-sdk/credential-provider-env';
-import { SignatureV4 } from '@smithy/signature-v4';
 import { config } from '../config.ts';
 import { PayloadTooLarge, ServiceUnavailable } from '../errors.ts';
-import { Sha256 } from '../exports/sha256.ts';
+import { environmentCredentials, signedHeaders } from '../aws/sigv4.ts';
 import { TRANSIENT, retryTransient } from '../retry.ts';
 import { LAKE_TABLE, RESULT_REUSE } from './athena.ts';
 import type { LakeSource } from './sql/trends.ts';
@@ -142,24 +140,19 @@ async function athenaResults(call: AthenaCall, id: string, check: () => void): P
 export function athenaHttp(region: string): AthenaCall {
   const host = `athena.${region}.amazonaws.com`;
   return async (action, body) => {
-    const c = await fromEnv()();
-    const signer = new SignatureV4({ service: 'athena', region, credentials: c, sha256: Sha256 });
     const payload = JSON.stringify(body);
-    const signed = await signer.sign({
+    const headers = signedHeaders({
       method: 'POST',
-      protocol: 'https:',
-      hostname: host,
-      path: '/',
-      headers: {
-        host,
-        'content-type': 'application/x-amz-json-1.1',
-        'x-amz-target': `AmazonAthena.${action}`,
-      },
+      url: new URL(`https://${host}/`),
+      headers: { 'content-type': 'application/x-amz-json-1.1', 'x-amz-target': `AmazonAthena.${action}` },
       body: payload,
+      service: 'athena',
+      region,
+      credentials: environmentCredentials(),
     });
     const res = await fetch(`https://${host}/`, {
       method: 'POST',
-      headers: signed.headers as Record<string, string>,
+      headers,
       body: payload,
       signal: AbortSignal.timeout(10_000),
     });

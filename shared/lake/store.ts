@@ -6,9 +6,9 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
-import { fromEnv } from '@aws-sdk/credential-provider-env';
 import { config } from '../config.ts';
 import { deleteObject, getObjectText, putObject, type S3Destination } from '../exports/s3.ts';
+import { environmentCredentials } from '../aws/sigv4.ts';
 
 export interface LakeStore {
   uri(key: string): string;
@@ -57,7 +57,7 @@ export function folderStore(root: string): LakeStore {
 
 export function bucketStore(bucket: string, region: string): LakeStore {
   const destination = async (): Promise<S3Destination> => {
-    const c = await fromEnv()();
+    const c = environmentCredentials();
     return {
       bucket_name: bucket,
       region,

@@ -2,7 +2,7 @@ import { createHash, createHmac } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { SignatureV4 } from '@smithy/signature-v4';
 
-class Sha256 {
+export class Sha256 {
   private h;
   constructor(secret?: unknown) {
     this.h = secret === undefined ? createHash('sha256') : createHmac('sha256', Buffer.from(secret as Uint8Array));

@@ -1,7 +1,7 @@
 import { SignatureV4 } from '@smithy/signature-v4';
 import { describe, expect, it } from 'vitest';
 import { signedHeaders, type SignRequest } from '#shared/aws/sigv4.ts';
-import { Sha256 } from '#shared/exports/sha256.ts';
+import { Sha256 } from '../../support/sigv4.ts';
 
 // AWS's published SigV4 test suite (aws-sig-v4-test-suite) and the IAM guide's worked example.
 const EXAMPLE = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' };
