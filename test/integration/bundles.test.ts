@@ -29,7 +29,7 @@ async function bundled(name: string) {
 }
 
 describe('the deployable bundles', () => {
-  it('run as built (ESM, SDK inside, credentials from the environment) against the table', async () => {
+  it('run as built (ESM, credentials from the environment) against the table', async () => {
     // What Lambda provides: role credentials in the environment (here DynamoDB Local's dummy ones).
     expect(process.env.AWS_ACCESS_KEY_ID).toBeTruthy();
     const { key } = await newKey();
@@ -53,7 +53,7 @@ describe('the deployable bundles', () => {
     );
     expect(res.statusCode).toBe(200);
     expect(JSON.parse(res.body).result[0].data).toHaveLength(8);
-    // SQS through the bundled client too (the SDK's event-stream codecs are stubbed out: infra/build.ts).
+    // SQS through the bundled client too.
     const query = await bundled('query_create');
     const started = await query(
       {
@@ -81,6 +81,25 @@ describe('the deployable bundles', () => {
     // The fallback matches every path against the table; every other function knows its own rows only.
     expect(holding('functions/routes.ts')).toEqual(['fallback']);
     expect(holding('@smithy/core/dist-es/submodules/event-streams')).toEqual([]);
+  });
+
+  it('speak to DynamoDB and SQS without the AWS SDK: only the functions that seal export secrets (KMS) carry it', () => {
+    const sizes = bundleSizes(metafile);
+    const holding = (part: string) =>
+      sizes.filter((b) => Object.keys(b.inputs).some((input) => input.includes(part))).map((b) => b.name);
+    for (const pkg of [
+      '@aws-sdk/client-dynamodb/',
+      '@aws-sdk/lib-dynamodb/',
+      '@aws-sdk/client-sqs/',
+      '@smithy/signature-v4/',
+      '@smithy/node-http-handler/',
+    ])
+      expect(holding(pkg), pkg).toEqual([]);
+    const kms = holding('@aws-sdk/client-kms/');
+    expect(holding('@smithy/').filter((name) => !kms.includes(name))).toEqual([]);
+    // Not vacuous: the table's client is in the bundles, and most functions carry no SDK at all.
+    expect(holding('shared/aws/dynamodb.ts').length).toBeGreaterThan(50);
+    expect(kms.length).toBeLessThan(holding('shared/aws/dynamodb.ts').length / 4);
   });
 
   it('leave the filter grammar, its regex engine and HogQL out of the functions that never evaluate them', () => {
