@@ -165,10 +165,6 @@ export interface Config {
   /** Loopback (and plain http to it) export endpoints allowed: local runtime with the flag only. */
   allowLoopbackExportEndpoints: boolean;
   stsEndpoint: string;
-  /** The function's region (Lambda sets it); undefined only in processes that call no AWS service. */
-  region: string | undefined;
-  /** DynamoDB's and SQS's endpoints: the variables above, else https://<service>.<region>.amazonaws.com (shared/aws/endpoint.ts). */
-  awsEndpoints: { dynamodb: string | undefined; sqs: string | undefined };
   /** Where the lake is written: an S3 bucket (deployed), a folder (local runtime), or nowhere (a stage without the lake). */
   lake: { bucket: string; region: string } | { dir: string } | undefined;
   /** What reads the lake for trends: Athena (deployed, with its workgroup), DuckDB over the folder (local runtime), or nothing. */
@@ -234,11 +230,6 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     localSecretsKeyFile: resolve(env[ENV.dataDir] || '.data', 'export-secrets.key'),
     allowLoopbackExportEndpoints: runtime === 'local' && env[ENV.allowLoopbackExportEndpoints] === 'true',
     stsEndpoint: env[ENV.stsEndpoint] || `https://sts.${env[ENV.region] || 'us-east-1'}.amazonaws.com`,
-    region: env[ENV.region] || undefined,
-    awsEndpoints: {
-      dynamodb: env[ENV.dynamodbEndpoint] || env[ENV.awsEndpoint] || undefined,
-      sqs: env[ENV.sqsEndpoint] || env[ENV.awsEndpoint] || undefined,
-    },
     lake: env[ENV.lakeBucket]
       ? { bucket: env[ENV.lakeBucket] as string, region: env[ENV.region] || 'us-east-1' }
       : runtime === 'local'
@@ -333,6 +324,23 @@ export function requireQueueUrl(name: QueueName): string {
   const url = config().queueUrls[name];
   if (!url) throw new ConfigError(`${QUEUES[name].urlEnv} is not set`);
   return url;
+}
+
+/**
+ * Where DynamoDB or SQS is called, and the region to sign for: read when a client is built (once per
+ * process and kind), as the SDK did, not with the cached config: the local runtime points the process
+ * at its stand-ins after the configuration may already have been read.
+ */
+export function awsServiceEndpoint(
+  service: 'dynamodb' | 'sqs',
+  env: NodeJS.ProcessEnv = process.env,
+): { url: URL; region: string } {
+  const configured = env[service === 'dynamodb' ? ENV.dynamodbEndpoint : ENV.sqsEndpoint] || env[ENV.awsEndpoint];
+  const region = env[ENV.region];
+  if (!region && !configured) throw new ConfigError(`${ENV.region} is not set`);
+  const r = region || 'us-east-1';
+  const suffix = r.startsWith('cn-') ? 'amazonaws.com.cn' : 'amazonaws.com';
+  return { url: new URL(configured || `https://${service}.${r}.${suffix}`), region: r };
 }
 
 export function requireTableName(): string {

@@ -1,6 +1,6 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { ConfigError, ENV, config } from '../config.ts';
+import { awsServiceEndpoint } from '../config.ts';
 import { TRANSIENT, retryTransient } from '../retry.ts';
 import { environmentCredentials, signedHeaders } from './sigv4.ts';
 
@@ -21,7 +21,7 @@ export interface JsonServiceOptions {
   maxAttempts: number;
   /** Extra headers the service wants on every call. */
   headers?: Record<string, string>;
-  /** Set only by tools and tests that address a table of their own; else serviceEndpoint(). */
+  /** Set only by tools and tests that address a table of their own; else awsServiceEndpoint() (shared/config.ts). */
   endpoint?: string;
   region?: string;
 }
@@ -44,16 +44,6 @@ export class AwsServiceError extends Error {
     this.$fault = status >= 500 ? 'server' : 'client';
     this.$metadata = { httpStatusCode: status, requestId };
   }
-}
-
-/** The service's endpoint: the configured one (shared/config.ts), else AWS's regional one. */
-export function serviceEndpoint(service: 'dynamodb' | 'sqs'): { url: URL; region: string } {
-  const { region, awsEndpoints } = config();
-  const configured = awsEndpoints[service];
-  if (!region && !configured) throw new ConfigError(`${ENV.region} is not set`);
-  const r = region ?? 'us-east-1';
-  const suffix = r.startsWith('cn-') ? 'amazonaws.com.cn' : 'amazonaws.com';
-  return { url: new URL(configured ?? `https://${service}.${r}.${suffix}`), region: r };
 }
 
 // The SDK's classification (@smithy/service-error-classification): what is worth another attempt.
@@ -186,13 +176,16 @@ export function serviceError(res: RawResponse): AwsServiceError {
 
 /** A client of one AWS JSON service with fixed limits: `call(operation, input)` is the parsed answer, or throws the service's error. */
 export class JsonServiceClient {
-  constructor(readonly options: JsonServiceOptions) {}
+  private readonly target: { url: URL; region: string };
+  constructor(readonly options: JsonServiceOptions) {
+    this.target = options.endpoint
+      ? { url: new URL(options.endpoint), region: options.region ?? 'us-east-1' }
+      : awsServiceEndpoint(options.service);
+  }
 
   async call(operation: string, input: unknown, options: CallOptions = {}): Promise<Record<string, unknown>> {
     const o = this.options;
-    const { url, region } = o.endpoint
-      ? { url: new URL(o.endpoint), region: o.region ?? 'us-east-1' }
-      : serviceEndpoint(o.service);
+    const { url, region } = this.target;
     const body = JSON.stringify(input);
     let last: unknown;
     let attempts = 0;

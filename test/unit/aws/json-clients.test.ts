@@ -5,6 +5,7 @@ import * as sdk from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import * as lite from '#shared/aws/dynamodb.ts';
 import { ReceiveMessageCommand, SendMessageCommand, SQSClient } from '#shared/aws/sqs.ts';
+import { awsServiceEndpoint } from '#shared/config.ts';
 
 /**
  * The light DynamoDB and SQS clients against a local server that records each request and answers
@@ -381,5 +382,27 @@ describe('SQS client (shared/aws/sqs.ts)', () => {
       ],
     ]);
     expect(seen[0]!.headers.authorization).toMatch(/\/us-east-1\/sqs\/aws4_request/);
+  });
+});
+
+describe('awsServiceEndpoint (shared/config.ts)', () => {
+  it("reads the SDK's variables: the service's own endpoint, then the general one, then AWS's regional endpoint", () => {
+    const at = (env: NodeJS.ProcessEnv, service: 'dynamodb' | 'sqs' = 'dynamodb') => {
+      const { url, region } = awsServiceEndpoint(service, env);
+      return `${url.href} ${region}`;
+    };
+    expect(at({ AWS_REGION: 'eu-west-1' })).toBe('https://dynamodb.eu-west-1.amazonaws.com/ eu-west-1');
+    expect(at({ AWS_REGION: 'cn-north-1' }, 'sqs')).toBe('https://sqs.cn-north-1.amazonaws.com.cn/ cn-north-1');
+    expect(at({ AWS_REGION: 'eu-west-1', AWS_ENDPOINT_URL: 'http://127.0.0.1:1' })).toBe(
+      'http://127.0.0.1:1/ eu-west-1',
+    );
+    expect(
+      at({
+        AWS_ENDPOINT_URL: 'http://127.0.0.1:1',
+        AWS_ENDPOINT_URL_DYNAMODB: 'http://127.0.0.1:2',
+        AWS_ENDPOINT_URL_SQS: 'http://x:3',
+      }),
+    ).toBe('http://127.0.0.1:2/ us-east-1');
+    expect(() => awsServiceEndpoint('sqs', {})).toThrow(/AWS_REGION is not set/);
   });
 });
