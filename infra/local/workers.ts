@@ -2,7 +2,7 @@ import type { Context } from 'aws-lambda';
 import { type Worker, workers } from '#functions/routes.ts';
 import { invokeWithTimeout } from './lambda-context.ts';
 import { nextRun } from './schedule.ts';
-import { ReceiveMessageCommand, DeleteMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '#shared/aws/sqs.ts';
 import type { QueueName } from '#shared/queue-settings.ts';
 
 type Handler = (event: unknown, context: Context) => Promise<unknown>;
@@ -91,10 +91,14 @@ export function queueSources(
  * at a time).
  */
 export function startQueuePollers(endpoint: string, urls: Partial<Record<QueueName, string>>): Stoppable {
+  // The functions' own SQS client (shared/aws/sqs.ts), so the local runtime exercises it too.
   const sqs = new SQSClient({
     endpoint,
     region: 'us-east-1',
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    maxAttempts: 3,
+    connectionTimeoutMs: 1_000,
+    requestTimeoutMs: 10_000,
   });
   let stopped = false;
   const loops = queueSources().flatMap(({ worker, queue, batchSize, pollers }) => {

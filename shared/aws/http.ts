@@ -2,7 +2,7 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { awsServiceEndpoint } from '../config.ts';
 import { TRANSIENT, retryTransient } from '../retry.ts';
-import { environmentCredentials, signedHeaders } from './sigv4.ts';
+import { environmentCredentials, signedHeaders, type AwsCredentials } from './sigv4.ts';
 
 /**
  * The AWS JSON 1.0 protocol (DynamoDB, SQS): one signed POST per call, `X-Amz-Target: <prefix>.<Op>`,
@@ -24,6 +24,7 @@ export interface JsonServiceOptions {
   /** Set only by tools and tests that address a table of their own; else awsServiceEndpoint() (shared/config.ts). */
   endpoint?: string;
   region?: string;
+  credentials?: AwsCredentials;
 }
 
 export interface CallOptions {
@@ -204,7 +205,7 @@ export class JsonServiceClient {
           body,
           service: o.service,
           region,
-          credentials: environmentCredentials(),
+          credentials: o.credentials ?? environmentCredentials(),
         });
         headers['content-length'] = String(Buffer.byteLength(body));
         try {

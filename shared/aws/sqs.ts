@@ -87,4 +87,7 @@ export class SQSClient {
     const out = await this.http.call(command.operation, command.input, options);
     return { ...out, $metadata: { httpStatusCode: 200 } } as O;
   }
+
+  /** Connections are pooled per process and closed with it. */
+  destroy(): void {}
 }
