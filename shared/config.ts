@@ -38,9 +38,10 @@ export const ENV = {
   /** STS endpoint the exporter assumes customer roles through (the SDK's own variable name; local fakes in tests). */
   stsEndpoint: 'AWS_ENDPOINT_URL_STS',
   region: 'AWS_REGION',
-  /** Where DynamoDB and SQS are called (the SDK's variable names: DynamoDB Local and the local SQS in tests), else AWS's regional endpoints. */
+  /** Where DynamoDB, SQS and KMS are called (the SDK's variable names: DynamoDB Local and the local SQS in tests), else AWS's regional endpoints. */
   dynamodbEndpoint: 'AWS_ENDPOINT_URL_DYNAMODB',
   sqsEndpoint: 'AWS_ENDPOINT_URL_SQS',
+  kmsEndpoint: 'AWS_ENDPOINT_URL_KMS',
   awsEndpoint: 'AWS_ENDPOINT_URL',
   /** The lake's S3 bucket (CDK sets it on the compactor); absent -> the local runtime writes the lake under DATA_DIR/lake. */
   lakeBucket: 'LAKE_BUCKET',
@@ -326,16 +327,19 @@ export function requireQueueUrl(name: QueueName): string {
   return url;
 }
 
+export type AwsService = 'dynamodb' | 'sqs' | 'kms';
+
 /**
- * Where DynamoDB or SQS is called, and the region to sign for: read when a client is built (once per
+ * Where DynamoDB, SQS or KMS is called, and the region to sign for: read when a client is built (once per
  * process and kind), as the SDK did, not with the cached config: the local runtime points the process
  * at its stand-ins after the configuration may already have been read.
  */
 export function awsServiceEndpoint(
-  service: 'dynamodb' | 'sqs',
+  service: AwsService,
   env: NodeJS.ProcessEnv = process.env,
 ): { url: URL; region: string } {
-  const configured = env[service === 'dynamodb' ? ENV.dynamodbEndpoint : ENV.sqsEndpoint] || env[ENV.awsEndpoint];
+  const own = { dynamodb: ENV.dynamodbEndpoint, sqs: ENV.sqsEndpoint, kms: ENV.kmsEndpoint }[service];
+  const configured = env[own] || env[ENV.awsEndpoint];
   const region = env[ENV.region];
   if (!region && !configured) throw new ConfigError(`${ENV.region} is not set`);
   const r = region || 'us-east-1';

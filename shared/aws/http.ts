@@ -1,19 +1,21 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { awsServiceEndpoint } from '../config.ts';
+import { awsServiceEndpoint, type AwsService } from '../config.ts';
 import { TRANSIENT, retryTransient } from '../retry.ts';
 import { environmentCredentials, signedHeaders, type AwsCredentials } from './sigv4.ts';
 
 /**
- * The AWS JSON 1.0 protocol (DynamoDB, SQS): one signed POST per call, `X-Amz-Target: <prefix>.<Op>`,
+ * The AWS JSON protocols (1.0: DynamoDB, SQS; 1.1: KMS): one signed POST per call, `X-Amz-Target: <prefix>.<Op>`,
  * JSON in and out, over keep-alive connections. What the SDK did for our calls, without its
  * middleware stack, schemas and credential chain (~170 KB of every bundle and of cold-start init).
  */
 export interface JsonServiceOptions {
-  /** The signing name and the endpoint's first label: `dynamodb`, `sqs`. */
-  service: 'dynamodb' | 'sqs';
-  /** `DynamoDB_20120810`, `AmazonSQS`. */
+  /** The signing name and the endpoint's first label: `dynamodb`, `sqs`, `kms`. */
+  service: AwsService;
+  /** `DynamoDB_20120810`, `AmazonSQS`, `TrentService`. */
   targetPrefix: string;
+  /** AWS JSON 1.0 (DynamoDB, SQS) or 1.1 (KMS): the same but for this header. */
+  jsonVersion?: '1.0' | '1.1';
   connectionTimeoutMs: number;
   /** Per attempt, from the request's start: the attempt is aborted (a TimeoutError) and counts as failed. */
   requestTimeoutMs: number;
@@ -198,7 +200,7 @@ export class JsonServiceClient {
           method: 'POST',
           url,
           headers: {
-            'content-type': 'application/x-amz-json-1.0',
+            'content-type': `application/x-amz-json-${o.jsonVersion ?? '1.0'}`,
             'x-amz-target': `${o.targetPrefix}.${operation}`,
             ...o.headers,
           },

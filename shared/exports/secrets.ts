@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { DecryptCommand, GenerateDataKeyCommand, KMSClient } from '@aws-sdk/client-kms';
+import { DecryptCommand, GenerateDataKeyCommand, KMSClient } from '../aws/kms.ts';
 import { config, ConfigError, ENV } from '../config.ts';
 
 /**
@@ -28,7 +28,9 @@ export interface SecretsContext {
 }
 
 let kms: KMSClient | undefined;
-const kmsClient = () => (kms ??= new KMSClient({}));
+// The SDK's KMS client waited without a bound; three attempts of 5 s each keep a create or a run from hanging.
+const kmsClient = () =>
+  (kms ??= new KMSClient({ maxAttempts: 3, connectionTimeoutMs: 1_000, requestTimeoutMs: 5_000 }));
 
 const aad = (context: SecretsContext) =>
   Buffer.from(JSON.stringify({ organization_id: context.organization_id, batch_export_id: context.batch_export_id }));

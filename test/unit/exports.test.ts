@@ -348,7 +348,7 @@ describe('sealed export secrets', () => {
   it('uses a KMS data key with the export as encryption context when the stage names a key, and never a key file in a deployed stage', async () => {
     vi.stubEnv('EXPORT_SEALING_KMS_KEY_ID', 'arn:aws:kms:us-east-1:123456789012:key/k');
     vi.resetModules();
-    const { KMSClient } = await import('@aws-sdk/client-kms');
+    const { KMSClient } = await import('#shared/aws/kms.ts');
     const { openSecrets, sealSecrets } = await import('#shared/exports/secrets.ts');
     const dataKey = randomBytes(32);
     const inputs: { name: string; input: any }[] = [];

@@ -1,9 +1,11 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import * as sdk_kms from '@aws-sdk/client-kms';
 import * as sdk from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import * as lite from '#shared/aws/dynamodb.ts';
+import * as lite_kms from '#shared/aws/kms.ts';
 import { ReceiveMessageCommand, SendMessageCommand, SQSClient } from '#shared/aws/sqs.ts';
 import { awsServiceEndpoint } from '#shared/config.ts';
 
@@ -404,5 +406,49 @@ describe('awsServiceEndpoint (shared/config.ts)', () => {
       }),
     ).toBe('http://127.0.0.1:2/ us-east-1');
     expect(() => awsServiceEndpoint('sqs', {})).toThrow(/AWS_REGION is not set/);
+  });
+});
+
+describe('KMS client (shared/aws/kms.ts)', () => {
+  it('sends GenerateDataKey and Decrypt as @aws-sdk/client-kms does (AWS JSON 1.1, blobs in base64) and reads the blobs back', async () => {
+    const ours = new lite_kms.KMSClient({ ...limits, endpoint });
+    const theirs = new sdk_kms.KMSClient({
+      endpoint,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      maxAttempts: 1,
+    });
+    const key = Buffer.from('0123456789abcdef0123456789abcdef');
+    const generated = {
+      KeyId: 'k',
+      Plaintext: key.toString('base64'),
+      CiphertextBlob: Buffer.from('wrapped').toString('base64'),
+    };
+    const context = { organization_id: 'o', batch_export_id: 'e' };
+    const generate = { KeyId: 'k', KeySpec: 'AES_256', EncryptionContext: context } as const;
+    const decrypt = { CiphertextBlob: Buffer.from('wrapped'), EncryptionContext: context, KeyId: 'k' };
+    answers = [
+      { status: 200, body: generated },
+      { status: 200, body: generated },
+      { status: 200, body: { KeyId: 'k', Plaintext: key.toString('base64') } },
+      { status: 200, body: { KeyId: 'k', Plaintext: key.toString('base64') } },
+    ];
+    const a = await ours.send(new lite_kms.GenerateDataKeyCommand(generate));
+    const b = await theirs.send(new sdk_kms.GenerateDataKeyCommand(generate));
+    const c = await ours.send(new lite_kms.DecryptCommand(decrypt));
+    const d = await theirs.send(new sdk_kms.DecryptCommand(decrypt));
+    expect(Buffer.from(a.Plaintext!)).toEqual(key);
+    expect(Buffer.from(a.CiphertextBlob!)).toEqual(Buffer.from(b.CiphertextBlob!));
+    expect(Buffer.from(c.Plaintext!)).toEqual(Buffer.from(d.Plaintext!));
+    const [g1, g2, d1, d2] = seen;
+    expect([g1!.target, d1!.target]).toEqual(['TrentService.GenerateDataKey', 'TrentService.Decrypt']);
+    expect(g1!.headers['content-type']).toBe('application/x-amz-json-1.1');
+    expect([g1!.target, g1!.headers['content-type'], g1!.body]).toEqual([
+      g2!.target,
+      g2!.headers['content-type'],
+      g2!.body,
+    ]);
+    expect([d1!.target, d1!.body]).toEqual([d2!.target, d2!.body]);
+    expect((d1!.body as { CiphertextBlob: string }).CiphertextBlob).toBe(Buffer.from('wrapped').toString('base64'));
   });
 });
