@@ -1,12 +1,20 @@
+import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import * as sdk_kms from '@aws-sdk/client-kms';
+import * as sdk_sqs from '@aws-sdk/client-sqs';
 import * as sdk from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import * as lite from '#shared/aws/dynamodb.ts';
 import * as lite_kms from '#shared/aws/kms.ts';
-import { ReceiveMessageCommand, SendMessageCommand, SQSClient } from '#shared/aws/sqs.ts';
+import {
+  ChangeMessageVisibilityCommand,
+  DeleteMessageCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '#shared/aws/sqs.ts';
 import { awsServiceEndpoint } from '#shared/config.ts';
 
 /**
@@ -384,6 +392,70 @@ describe('SQS client (shared/aws/sqs.ts)', () => {
       ],
     ]);
     expect(seen[0]!.headers.authorization).toMatch(/\/us-east-1\/sqs\/aws4_request/);
+  });
+});
+
+describe('SQS client against @aws-sdk/client-sqs', () => {
+  it('sends the four calls as the SDK does and reads their answers the same', async () => {
+    const ours = new SQSClient({ ...limits, endpoint });
+    const theirs = new sdk_sqs.SQSClient({
+      endpoint,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      maxAttempts: 1,
+    });
+    const md5 = (s: string) => createHash('md5').update(s).digest('hex');
+    const QueueUrl = `${endpoint}/000000000000/q`;
+    const cases: [string, object, object][] = [
+      [
+        'SendMessage',
+        { QueueUrl, MessageBody: 'hé', DelaySeconds: 3 },
+        { MessageId: 'm', MD5OfMessageBody: md5('hé') },
+      ],
+      [
+        'ReceiveMessage',
+        { QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageSystemAttributeNames: ['All'] },
+        {
+          Messages: [
+            {
+              MessageId: 'm',
+              ReceiptHandle: 'r',
+              Body: 'hé',
+              MD5OfBody: md5('hé'),
+              Attributes: { ApproximateReceiveCount: '3' },
+            },
+          ],
+        },
+      ],
+      ['DeleteMessage', { QueueUrl, ReceiptHandle: 'r' }, {}],
+      ['ChangeMessageVisibility', { QueueUrl, ReceiptHandle: 'r', VisibilityTimeout: 30 }, {}],
+    ];
+    const LITE = { SendMessageCommand, ReceiveMessageCommand, DeleteMessageCommand, ChangeMessageVisibilityCommand };
+    const SDK = {
+      SendMessageCommand: sdk_sqs.SendMessageCommand,
+      ReceiveMessageCommand: sdk_sqs.ReceiveMessageCommand,
+      DeleteMessageCommand: sdk_sqs.DeleteMessageCommand,
+      ChangeMessageVisibilityCommand: sdk_sqs.ChangeMessageVisibilityCommand,
+    };
+    for (const [op, input, answer] of cases) {
+      const name = `${op}Command` as keyof typeof LITE;
+      answers = [
+        { status: 200, body: answer },
+        { status: 200, body: answer },
+      ];
+      const Lite = LITE[name] as unknown as new (i: object) => SendMessageCommand;
+      const a: object = await ours.send(new Lite(input));
+      const Sdk = SDK[name] as unknown as new (i: object) => object;
+      const b = await (theirs.send as (c: object) => Promise<object>)(new Sdk(input));
+      const [x, y] = seen.splice(0);
+      expect([x!.target, x!.headers['content-type'], x!.headers['x-amzn-query-mode'], x!.body], op).toEqual([
+        y!.target,
+        y!.headers['content-type'],
+        y!.headers['x-amzn-query-mode'],
+        y!.body,
+      ]);
+      expect({ ...a, $metadata: undefined }, op).toEqual({ ...b, $metadata: undefined });
+    }
   });
 });
 
