@@ -264,7 +264,10 @@ export class Regex {
         }
       }
       if (!matched) {
-        if (ncap) cap[0] = pos;
+        if (ncap) {
+          cap.fill(-1);
+          cap[0] = pos;
+        }
         add(clist, start, pos);
         if (found) break;
       }
