@@ -14,7 +14,7 @@ export function rng(seed: number): () => number {
 }
 
 /** Text characters: ASCII, case-folding specials (Kelvin sign, long s, final sigma), accents, astral. */
-const TEXT = ['a', 'b', 'c', 'A', 'B', 'k', 'K', 's', 'S', 'ſ', 'K', 'é', 'É', 'γ', 'Σ', 'σ', 'ς', '😀', '😂', '1', '9', '_', ' ', '-', '.', '/', '\n'];
+const TEXT = ['a', 'a', 'a', 'b', 'b', 'c', '1', '_', ' ', 'A', 'B', 'k', 'K', 's', 'S', 'ſ', 'K', 'é', 'É', 'γ', 'Σ', 'σ', 'ς', '😀', '😂', '1', '9', '_', ' ', '-', '.', '/', '\n'];
 
 const LITERALS = ['a', 'b', 'c', 'A', 'k', 's', 'é', 'σ', 'Σ', '😀', '1', '_', ' ', '-', '\\.', '/', '\\n', '\\x41', '\\x{1F600}', '\\141', '\\Q.*\\E', '\\-', '\\ '];
 const CLASSES = ['[abc]', '[^a-c]', '[a-zA-Z]', '[[:alpha:]]', '[[:^digit:]x]', '[\\d_]', '\\pL', '\\p{Greek}', '\\PL', '\\p{^Greek}', '[\\p{Lu}1]', '[😀-😂]', '[^\\s]', '[a-]', '[]a]', '[^\\n]', '[\\w-]', '\\p{Lu}', '[[:upper:]]', '[k]', '[^k]', '[^\\PL]'];
@@ -37,10 +37,10 @@ export function pattern(r: () => number, depth = 0): string {
   };
   const piece = () => {
     let a = atom();
-    if (r() < 0.35) a += pick(QUANTIFIERS) + (r() < 0.3 ? '?' : '');
+    if (r() < 0.45) a += pick(QUANTIFIERS) + (r() < 0.3 ? '?' : '');
     return a;
   };
-  const seq = () => Array.from({ length: 1 + Math.floor(r() * 4) }, piece).join('');
+  const seq = () => Array.from({ length: 1 + Math.floor(r() * 3) }, piece).join('');
   let p = seq();
   while (r() < 0.25) p += `|${seq()}`;
   if (depth === 0 && r() < 0.3) p = pick(['(?i)', '(?m)', '(?s)', '(?U)', '(?im)', '(?i-s)']) + p;
