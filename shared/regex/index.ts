@@ -220,7 +220,10 @@ export class Regex {
           add(q, arg[pc]!, pos);
           return;
         case SAVE: {
-          if (!ncap) return add(q, out[pc]!, pos);
+          if (!ncap) {
+            add(q, out[pc]!, pos);
+            return;
+          }
           const slot = arg[pc]!;
           const old = cap[slot]!;
           cap[slot] = pos;

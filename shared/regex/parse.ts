@@ -118,7 +118,13 @@ export class CharSet {
 
 /** RE2's names: general categories, scripts, and four of its own. */
 function property(name: string): string | null {
-  const special: Record<string, string> = { Any: 'Any', Ascii: 'ASCII', Assigned: 'Assigned', Lc: 'gc=LC', LC: 'gc=LC' };
+  const special: Record<string, string> = {
+    Any: 'Any',
+    Ascii: 'ASCII',
+    Assigned: 'Assigned',
+    Lc: 'gc=LC',
+    LC: 'gc=LC',
+  };
   const js = `\\p{${special[name] ?? (/^[A-Z][a-z]?$/.test(name) ? `gc=${name}` : `sc=${name}`)}}`;
   try {
     new RegExp(js, 'v');
@@ -209,7 +215,7 @@ export function parse(pattern: string): Parsed {
     return true;
   };
 
-  const escape = (): number => {
+  const escaped = (): number => {
     const start = i;
     i++;
     if (!more()) throw new RegexSyntaxError('error parsing regexp: trailing backslash at end of expression: ``');
@@ -271,7 +277,7 @@ export function parse(pattern: string): Parsed {
       const item = i;
       const char = () => {
         if (!more()) fail('missing closing ]', pattern.slice(start));
-        return pattern[i] === '\\' ? escape() : pop();
+        return pattern[i] === '\\' ? escaped() : pop();
       };
       const lo = char();
       let hi = lo;
@@ -423,7 +429,7 @@ export function parse(pattern: string): Parsed {
           i = end < 0 ? pattern.length : end + 2;
           for (const ch of text) items.push(literal(ch.codePointAt(0)!, flags));
         } else if (unicodeClass(b) || perlClass(b)) items.push({ k: 'char', c: setOf(b, false, flags.fold) });
-        else items.push(literal(escape(), flags));
+        else items.push(literal(escaped(), flags));
       } else items.push(literal(pop(), flags));
       lastRepeat = repeated;
     }

@@ -14,12 +14,116 @@ export function rng(seed: number): () => number {
 }
 
 /** Text characters: ASCII, case-folding specials (Kelvin sign, long s, final sigma), accents, astral. */
-const TEXT = ['a', 'a', 'a', 'b', 'b', 'c', '1', '_', ' ', 'A', 'B', 'k', 'K', 's', 'S', 'ſ', 'K', 'é', 'É', 'γ', 'Σ', 'σ', 'ς', '😀', '😂', '1', '9', '_', ' ', '-', '.', '/', '\n'];
+const TEXT = [
+  'a',
+  'a',
+  'a',
+  'b',
+  'b',
+  'c',
+  '1',
+  '_',
+  ' ',
+  'A',
+  'B',
+  'k',
+  'K',
+  's',
+  'S',
+  'ſ',
+  'K',
+  'é',
+  'É',
+  'γ',
+  'Σ',
+  'σ',
+  'ς',
+  '😀',
+  '😂',
+  '1',
+  '9',
+  '_',
+  ' ',
+  '-',
+  '.',
+  '/',
+  '\n',
+];
 
-const LITERALS = ['a', 'b', 'c', 'A', 'k', 's', 'é', 'σ', 'Σ', '😀', '1', '_', ' ', '-', '\\.', '/', '\\n', '\\x41', '\\x{1F600}', '\\141', '\\Q.*\\E', '\\-', '\\ '];
-const CLASSES = ['[abc]', '[^a-c]', '[a-zA-Z]', '[[:alpha:]]', '[[:^digit:]x]', '[\\d_]', '\\pL', '\\p{Greek}', '\\PL', '\\p{^Greek}', '[\\p{Lu}1]', '[😀-😂]', '[^\\s]', '[a-]', '[]a]', '[^\\n]', '[\\w-]', '\\p{Lu}', '[[:upper:]]', '[k]', '[^k]', '[^\\PL]'];
+const LITERALS = [
+  'a',
+  'b',
+  'c',
+  'A',
+  'k',
+  's',
+  'é',
+  'σ',
+  'Σ',
+  '😀',
+  '1',
+  '_',
+  ' ',
+  '-',
+  '\\.',
+  '/',
+  '\\n',
+  '\\x41',
+  '\\x{1F600}',
+  '\\141',
+  '\\Q.*\\E',
+  '\\-',
+  '\\ ',
+];
+const CLASSES = [
+  '[abc]',
+  '[^a-c]',
+  '[a-zA-Z]',
+  '[[:alpha:]]',
+  '[[:^digit:]x]',
+  '[\\d_]',
+  '\\pL',
+  '\\p{Greek}',
+  '\\PL',
+  '\\p{^Greek}',
+  '[\\p{Lu}1]',
+  '[😀-😂]',
+  '[^\\s]',
+  '[a-]',
+  '[]a]',
+  '[^\\n]',
+  '[\\w-]',
+  '\\p{Lu}',
+  '[[:upper:]]',
+  '[k]',
+  '[^k]',
+  '[^\\PL]',
+];
 const ESCAPES = ['\\d', '\\D', '\\w', '\\W', '\\s', '\\S', '\\b', '\\B', '\\A', '\\z', '^', '$', '.'];
-const INVALID = ['\\1', '(?=a)', '(?!a)', '(?<=a)', 'a**', '[z-a]', '(', ')', 'a{1001}', '\\8', '(?P<>a)', '[[:foo:]]', '\\p{Foo}', '\\C', 'x{2}{3}', '*', '(?P=n)', '\\', '[a', '(?i', '\\x{110000}', '(?<!a)'];
+const INVALID = [
+  '\\1',
+  '(?=a)',
+  '(?!a)',
+  '(?<=a)',
+  'a**',
+  '[z-a]',
+  '(',
+  ')',
+  'a{1001}',
+  '\\8',
+  '(?P<>a)',
+  '[[:foo:]]',
+  '\\p{Foo}',
+  '\\C',
+  'x{2}{3}',
+  '*',
+  '(?P=n)',
+  '\\',
+  '[a',
+  '(?i',
+  '\\x{110000}',
+  '(?<!a)',
+];
 const QUANTIFIERS = ['*', '+', '?', '{2}', '{1,}', '{0,2}', '{1,3}', '{0}', '{,2}', '{x}'];
 
 export function pattern(r: () => number, depth = 0): string {
@@ -28,7 +132,15 @@ export function pattern(r: () => number, depth = 0): string {
     const x = r();
     if (depth < 3 && x < 0.2) {
       const inner = pattern(r, depth + 1);
-      return pick([`(${inner})`, `(?:${inner})`, `(?P<g${depth}${Math.floor(r() * 99)}>${inner})`, `(?i:${inner})`, `(?s:${inner})`, `(?U:${inner})`, `(?<n${Math.floor(r() * 99)}>${inner})`]);
+      return pick([
+        `(${inner})`,
+        `(?:${inner})`,
+        `(?P<g${depth}${Math.floor(r() * 99)}>${inner})`,
+        `(?i:${inner})`,
+        `(?s:${inner})`,
+        `(?U:${inner})`,
+        `(?<n${Math.floor(r() * 99)}>${inner})`,
+      ]);
     }
     if (x < 0.55) return pick(LITERALS);
     if (x < 0.8) return pick(CLASSES);

@@ -60,7 +60,8 @@ describe('shared/regex answers as re2js does (differential, fixed seed)', () => 
   });
 
   it('pinned: flags, anchors, folding, Unicode classes, astral text, lazy and counted repetition', () => {
-    const same = (p: string, t: string) => expect(trace(new Regex(p), t), `${p} on ${t}`).toBe(trace(RE2JS.compile(p), t));
+    const same = (p: string, t: string) =>
+      expect(trace(new Regex(p), t), `${p} on ${t}`).toBe(trace(RE2JS.compile(p), t));
     same('(?i)^chr', 'Chromium');
     same('^Chrome$', 'Chrome 120');
     same('(?i)é', 'É');
