@@ -78,6 +78,37 @@ class Queue {
   }
 }
 
+/** What an assertion needs to know of the character on one side of a position. */
+const BOUNDARY = 0;
+const NEWLINE = 1;
+const WORD = 2;
+const OTHER = 3;
+const contextOf = (c: number) => (c === 10 ? NEWLINE : isWord(c) ? WORD : OTHER);
+const MAX_DFA_STATES = 2_000;
+const MAX_DFA_EDGES = 50_000;
+
+/** Transition table cells: not computed yet, or the program matches before the character. */
+const UNKNOWN = 0;
+const MATCHES = 1;
+
+/**
+ * test() runs a lazily built DFA: a state is the set of instructions threads wait at (plus the
+ * context of the character before), and its successor per character is computed once, by the same
+ * closure the Pike VM follows, then looked up. Order does not matter for "is there a match". Flat
+ * tables (state x ASCII character; one map for other code points) keep the garbage collector out of it.
+ */
+class Dfa {
+  readonly ids = new Map<string, number>();
+  readonly pcs: number[][] = [];
+  readonly prev: number[] = [];
+  /** Successor + 2 per state x ASCII character (UNKNOWN, MATCHES). */
+  table = new Int32Array(128 * 64);
+  /** Same for other code points, keyed state x 0x110000 + code point. */
+  readonly other = new Map<number, number>();
+  /** Whether each state matches at the end of the text (0 unknown, 1 yes, 2 no). */
+  readonly atEnd: number[] = [];
+}
+
 const isWord = (c: number) => (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95;
 
 export class Regex {
@@ -85,6 +116,8 @@ export class Regex {
   readonly size: number;
   /** VM steps (instruction visits) since construction: linearity is asserted on it. */
   steps = 0;
+  /** Times test()'s DFA cache hit its cap and started over. */
+  cacheResets = 0;
   private readonly groups: number;
   private readonly op: Uint8Array;
   private readonly out: Int32Array;
@@ -96,6 +129,8 @@ export class Regex {
   /** A code point every match begins with, to skip ahead by indexOf while no thread is alive (-1: none). */
   private readonly first: number;
   private queues?: [Queue, Queue];
+  private seen?: Uint8Array;
+  private dfa = new Dfa();
 
   constructor(pattern: string, maxSize = Number.POSITIVE_INFINITY) {
     const { node, groups } = parse(pattern);
@@ -175,13 +210,130 @@ export class Regex {
     this.first = lead.k === 'char' && typeof lead.c === 'number' ? lead.c : -1;
   }
 
+  /** DFA states test() holds in memory now (capped). */
+  get cachedStates(): number {
+    return this.dfa.pcs.length;
+  }
+
   groupCount(): number {
     return this.groups;
   }
 
   /** Whether the pattern matches anywhere in `s`. */
   test(s: string): boolean {
-    return this.run(s, 0, false) !== null;
+    const len = s.length;
+    let dfa = this.dfa;
+    let st = this.state(BOUNDARY, []);
+    let pos = 0;
+    while (pos < len) {
+      if (dfa.pcs[st]!.length === 0) {
+        // Nothing alive but the next start: a ^-anchored pattern is done, a literal-led one skips ahead.
+        if (this.anchored && dfa.prev[st] !== BOUNDARY) return false;
+        if (this.first >= 0) {
+          const next = s.indexOf(String.fromCodePoint(this.first), pos);
+          if (next < 0) return false;
+          if (next > pos) st = this.state(contextOf(s.codePointAt(next - 1)!), []);
+          pos = next;
+        }
+      }
+      const c = s.codePointAt(pos)!;
+      let to = c < 128 ? dfa.table[st * 128 + c]! : (dfa.other.get(st * 0x110000 + c) ?? UNKNOWN);
+      if (to === UNKNOWN) {
+        if (dfa.pcs.length >= MAX_DFA_STATES || dfa.other.size >= MAX_DFA_EDGES) {
+          // Bounded memory: past the cap the cache starts over (each character still costs at most one closure).
+          const [prev, pcs] = [dfa.prev[st]!, dfa.pcs[st]!];
+          dfa = this.dfa = new Dfa();
+          this.cacheResets++;
+          st = this.state(prev, pcs);
+        }
+        to = this.transition(st, c);
+        if (c < 128) dfa.table[st * 128 + c] = to;
+        else dfa.other.set(st * 0x110000 + c, to);
+      } else this.steps++;
+      if (to === MATCHES) return true;
+      st = to - 2;
+      pos += c > 0xffff ? 2 : 1;
+    }
+    const end = dfa.atEnd[st] || (dfa.atEnd[st] = this.closure(st, BOUNDARY) === null ? 1 : 2);
+    return end === 1;
+  }
+
+  /** The DFA state for threads waiting at `pcs` after a character of context `prev`, memoized. */
+  private state(prev: number, pcs: number[]): number {
+    const dfa = this.dfa;
+    const key = `${prev}:${pcs.join(',')}`;
+    let id = dfa.ids.get(key);
+    if (id === undefined) {
+      dfa.ids.set(key, (id = dfa.pcs.push(pcs) - 1));
+      dfa.prev.push(prev);
+      if (dfa.table.length < (id + 1) * 128) {
+        const grown = new Int32Array(dfa.table.length * 2);
+        grown.set(dfa.table);
+        dfa.table = grown;
+      }
+    }
+    return id;
+  }
+
+  private closure(st: number, next: number): number[] | null {
+    const { op, out, arg } = this;
+    const seen = (this.seen ??= new Uint8Array(op.length)).fill(0);
+    const stack = [this.start, ...this.dfa.pcs[st]!.slice().reverse()];
+    const consume: number[] = [];
+    const prev = this.dfa.prev[st]!;
+    while (stack.length) {
+      const pc = stack.pop()!;
+      this.steps++;
+      if (seen[pc]) continue;
+      seen[pc] = 1;
+      switch (op[pc]) {
+        case MATCH:
+          return null;
+        case ALT:
+          stack.push(arg[pc]!, out[pc]!);
+          break;
+        case SAVE:
+          stack.push(out[pc]!);
+          break;
+        case ASSERT: {
+          const a = arg[pc]!;
+          const holds =
+            a === 0
+              ? prev === BOUNDARY
+              : a === 1
+                ? next === BOUNDARY
+                : a === 2
+                  ? prev <= NEWLINE
+                  : a === 3
+                    ? next <= NEWLINE
+                    : ((prev === WORD) !== (next === WORD)) === (a === 4);
+          if (holds) stack.push(out[pc]!);
+          break;
+        }
+        default:
+          consume.push(pc);
+      }
+    }
+    return consume;
+  }
+
+  /** The successor of `st` over `c`, as a table cell. */
+  private transition(st: number, c: number): number {
+    const consume = this.closure(st, contextOf(c));
+    if (consume === null) return MATCHES;
+    const { op, out, arg, sets } = this;
+    const targets = new Set<number>();
+    for (const pc of consume) {
+      const o = op[pc];
+      if (o === CHAR ? c === arg[pc] : o === DOT ? c !== 10 : o === ANY || sets[arg[pc]!]!.has(c))
+        targets.add(out[pc]!);
+    }
+    return (
+      this.state(
+        contextOf(c),
+        [...targets].sort((a, b) => a - b),
+      ) + 2
+    );
   }
 
   /** Capture positions (UTF-16 offsets, -1 when unset) of the leftmost-first match at or after `from`. */

@@ -153,4 +153,29 @@ describe('shared/regex: bounded work whatever the pattern', () => {
       expect(re.steps, p).toBeGreaterThan(s.length);
     }
   });
+
+  it('keeps test() in bounded memory: a pattern with more DFA states than the cache holds still answers right', () => {
+    // The 13th character from the end decides: 4,096 subsets of threads, over the 2,000-state cache.
+    const p = 'a[ab]{12}$';
+    const r = rng(7);
+    let s = '';
+    for (let k = 0; k < 20_000; k++) s += r() < 0.5 ? 'a' : 'b';
+    const re = new Regex(p);
+    const ref = RE2JS.compile(p);
+    for (const t of [`${s}b${'a'.repeat(12)}`, `${s}a${'b'.repeat(12)}`, s.slice(0, 5_000), s.slice(5_000)]) {
+      expect(re.test(t)).toBe(ref.test(t));
+      expect(re.test(t)).toBe(re.matcher(t).find());
+      expect(re.cachedStates).toBeLessThanOrEqual(2_000);
+    }
+    expect(re.cacheResets).toBeGreaterThan(0);
+    expect(re.steps).toBeLessThanOrEqual(4 * 4 * 25_001 * re.size * 2);
+    // 60,000 distinct Han code points (BMP and astral): one transition each, over the 50,000-edge cap beyond ASCII.
+    const han = Array.from({ length: 60_000 }, (_, k) =>
+      String.fromCodePoint(k < 20_000 ? 0x4e00 + k : 0x20000 + k),
+    ).join('');
+    const wide = new Regex('[^a]{3}z|\\p{Han}{4}$');
+    const answer = RE2JS.compile('[^a]{3}z|\\p{Han}{4}$').test(han);
+    for (let k = 0; k < 2; k++) expect(wide.test(han)).toBe(answer);
+    expect(wide.cacheResets).toBeGreaterThan(0);
+  });
 });
