@@ -116,7 +116,10 @@ export class CharSet {
   }
 }
 
-/** RE2's names: general categories, scripts, and four of its own. */
+/** Script names of four letters: every other four-letter name is an ISO 15924 alias, which RE2 does not know. */
+const FOUR_LETTER_SCRIPTS = ['Ahom', 'Cham', 'Kawi', 'Lisu', 'Miao', 'Modi', 'Newa', 'Thai', 'Toto'];
+
+/** RE2's names: general categories, scripts, and four of its own; as a native property escape. */
 function property(name: string): string | null {
   const special: Record<string, string> = {
     Any: 'Any',
@@ -125,13 +128,21 @@ function property(name: string): string | null {
     Lc: 'gc=LC',
     LC: 'gc=LC',
   };
-  const js = `\\p{${special[name] ?? (/^[A-Z][a-z]?$/.test(name) ? `gc=${name}` : `sc=${name}`)}}`;
-  try {
-    new RegExp(js, 'v');
-    return js;
-  } catch {
-    return null;
+  const candidates = special[name]
+    ? [special[name]]
+    : [
+        ...(/^[A-Z][a-z]?$/.test(name) ? [`gc=${name}`] : []),
+        ...(name.length !== 4 || FOUR_LETTER_SCRIPTS.includes(name) ? [`sc=${name}`] : []),
+      ];
+  for (const c of candidates) {
+    try {
+      new RegExp(`\\p{${c}}`, 'v');
+      return `\\p{${c}}`;
+    } catch {
+      // not this kind of name
+    }
   }
+  return null;
 }
 
 interface Flags {
@@ -156,6 +167,7 @@ export function parse(pattern: string): Parsed {
   let i = 0;
   let groups = 0;
   const names = new Set<string>();
+  const sets = new Map<string, CharSet>();
   const fail = (what: string, piece: string): never => {
     throw new RegexSyntaxError(`error parsing regexp: ${what}: \`${piece}\``);
   };
@@ -174,7 +186,12 @@ export function parse(pattern: string): Parsed {
       if (!negated && r.length === 2 && r[0] === r[1]) return r[0]!;
       return new CharSet(negated ? negate(r) : r, null, false);
     }
-    return new CharSet([], `[${negated ? '^' : ''}${jsRanges(b.ranges)}${b.js.join('')}]`, fold);
+    // One native RegExp per distinct class: `(?i)aaaa` compiles one.
+    const source = `[${negated ? '^' : ''}${jsRanges(b.ranges)}${b.js.join('')}]`;
+    const key = `${fold}${source}`;
+    let set = sets.get(key);
+    if (!set) sets.set(key, (set = new CharSet([], source, fold)));
+    return set;
   };
   const addGroup = (b: ClassBuild, r: Ranges, positive: boolean) => {
     if (positive) b.ranges.push(...r);

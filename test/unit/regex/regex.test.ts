@@ -89,6 +89,9 @@ describe('shared/regex answers as re2js does (differential, fixed seed)', () => 
     same('[[:alpha:]]+\\b', '12abc def');
     same('\\Q.*\\E+', 'a.**');
     same('(?P<x>\\d+)-(?<y>\\d+)', 'id 12-345');
+    same('.|x*', 'a\udc00b\ud800');
+    same('[^a]\\x{D800}', '\ud800\ud800');
+    same('\\p{Yi}|\\p{Thai}+|\\p{Nko}', 'aก꒐');
   });
 
   it('refuses what RE2 refuses, with its wording', () => {
@@ -109,6 +112,8 @@ describe('shared/regex answers as re2js does (differential, fixed seed)', () => 
     refuse('\\C', /invalid escape sequence/);
     refuse('[z-a]', /invalid character class range/);
     refuse('\\p{Foo}', /invalid character class range/);
+    refuse('\\p{Grek}', /invalid character class range/);
+    refuse('\\p{Letter}', /invalid character class range/);
     refuse('[[:foo:]]', /invalid character class range/);
     refuse('(a', /missing closing \)/);
     refuse('a)', /unexpected \)/);
