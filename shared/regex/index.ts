@@ -221,10 +221,15 @@ export class Regex {
 
   /** Whether the pattern matches anywhere in `s`. */
   test(s: string): boolean {
+    return this.scan(s, 0);
+  }
+
+  /** Whether a match starts at or after `from`, by the DFA. */
+  private scan(s: string, from: number): boolean {
     const len = s.length;
     let dfa = this.dfa;
-    let st = this.state(BOUNDARY, []);
-    let pos = 0;
+    let st = this.state(from === 0 ? BOUNDARY : contextOf(s.charCodeAt(from - 1)), []);
+    let pos = from;
     while (pos < len) {
       if (dfa.pcs[st]!.length === 0) {
         // Nothing alive but the next start: a ^-anchored pattern is done, a literal-led one skips ahead.
@@ -338,25 +343,27 @@ export class Regex {
 
   /** Capture positions (UTF-16 offsets, -1 when unset) of the leftmost-first match at or after `from`. */
   exec(s: string, from: number): Int32Array | null {
-    return this.run(s, from, true);
+    // The DFA says whether there is a match at all, at a fraction of the VM's cost per character.
+    return this.scan(s, from) ? this.run(s, from) : null;
   }
 
   matcher(s: string): Matcher {
     return new Matcher(this, s);
   }
 
-  private run(s: string, from: number, capture: boolean): Int32Array | null {
+  /** The Pike VM: captures of the leftmost-first match at or after `from`. */
+  private run(s: string, from: number): Int32Array | null {
     const { op, out, arg, sets, start, first } = this;
     const n = op.length;
     const len = s.length;
-    const ncap = capture ? 2 * (this.groups + 1) : 0;
-    // Reused across calls (matching never re-enters): a test() allocates nothing per call but its captures.
+    const ncap = 2 * (this.groups + 1);
+    // Reused across calls (matching never re-enters).
     let [clist, nlist] = (this.queues ??= [new Queue(n), new Queue(n)]);
     clist.size = 0;
     let matched: Int32Array | null = null;
-    let found = false;
     const cap = new Int32Array(ncap).fill(-1);
-    const none = new Int32Array(0);
+    // Capture arrays of finished threads, reused: a thread per instruction per character would churn the heap.
+    const pool: Int32Array[] = [];
     let steps = 0;
     // Follows the empty-width instructions from pc, queueing each instruction once per position.
     const add = (q: Queue, pc: number, pos: number): void => {
@@ -372,10 +379,6 @@ export class Regex {
           add(q, arg[pc]!, pos);
           return;
         case SAVE: {
-          if (!ncap) {
-            add(q, out[pc]!, pos);
-            return;
-          }
           const slot = arg[pc]!;
           const old = cap[slot]!;
           cap[slot] = pos;
@@ -386,12 +389,11 @@ export class Regex {
         case ASSERT:
           if (holds(arg[pc]!, pos)) add(q, out[pc]!, pos);
           return;
-        case MATCH:
-          if (!ncap) found = true;
-          q.caps[pc] = ncap ? cap.slice() : none;
-          return;
-        default:
-          q.caps[pc] = ncap ? cap.slice() : none;
+        default: {
+          const t = pool.pop() ?? new Int32Array(ncap);
+          t.set(cap);
+          q.caps[pc] = t;
+        }
       }
     };
     const holds = (a: number, pos: number): boolean => {
@@ -419,12 +421,9 @@ export class Regex {
         }
       }
       if (!matched) {
-        if (ncap) {
-          cap.fill(-1);
-          cap[0] = pos;
-        }
+        cap.fill(-1);
+        cap[0] = pos;
         add(clist, start, pos);
-        if (found) break;
       }
       const c = pos < len ? s.codePointAt(pos)! : -1;
       const w = c > 0xffff ? 2 : 1;
@@ -437,8 +436,13 @@ export class Regex {
         switch (op[pc]) {
           case MATCH:
             t[1] = pos;
+            if (matched) pool.push(matched);
             matched = t;
-            j = clist.size; // leftmost-first: lower-priority threads are cut off
+            // Leftmost-first: lower-priority threads are cut off.
+            for (j++; j < clist.size; j++) {
+              const rest = clist.caps[clist.dense[j]!];
+              if (rest) pool.push(rest);
+            }
             continue;
           case CHAR:
             ok = c === arg[pc];
@@ -454,16 +458,17 @@ export class Regex {
             break;
         }
         if (ok) {
-          if (ncap) cap.set(t);
+          cap.set(t);
           add(nlist, out[pc]!, pos + w);
         }
+        pool.push(t);
       }
-      if (found || pos >= len) break;
+      if (pos >= len) break;
       pos += w;
       [clist, nlist] = [nlist, clist];
     }
     this.steps += steps;
-    return found ? none : matched;
+    return matched;
   }
 }
 
