@@ -1,8 +1,9 @@
 /**
  * Users' regexes under RE2's rules, matched in time linear in the text whatever the pattern: a Pike VM
  * runs every thread of the compiled program in lockstep, one code point at a time, each program
- * instruction at most once per position, with RE2's leftmost-first priority for captures. Replaces
- * re2js (147 KB in every bundle that filters by regex) with the few features the service needs.
+ * instruction at most once per position, with RE2's leftmost-first priority for captures; test() (and
+ * find()'s "is there any match") run a lazily built DFA over the same program. Replaces re2js (147 KB
+ * in every bundle that filters by regex) with the few features the service needs.
  */
 import { type CharTest, type Node, parse } from './parse.ts';
 
@@ -84,8 +85,10 @@ const NEWLINE = 1;
 const WORD = 2;
 const OTHER = 3;
 const contextOf = (c: number) => (c === 10 ? NEWLINE : isWord(c) ? WORD : OTHER);
+/** The DFA cache's caps: states, transitions beyond ASCII, and thread entries over all states (~ a few MB). */
 const MAX_DFA_STATES = 2_000;
 const MAX_DFA_EDGES = 50_000;
+const MAX_DFA_THREADS = 250_000;
 
 /** Transition table cells: not computed yet, or the program matches before the character. */
 const UNKNOWN = 0;
@@ -102,11 +105,13 @@ class Dfa {
   readonly pcs: number[][] = [];
   readonly prev: number[] = [];
   /** Successor + 2 per state x ASCII character (UNKNOWN, MATCHES). */
-  table = new Int32Array(128 * 64);
+  table = new Int32Array(128 * 8);
   /** Same for other code points, keyed state x 0x110000 + code point. */
   readonly other = new Map<number, number>();
   /** Whether each state matches at the end of the text (0 unknown, 1 yes, 2 no). */
   readonly atEnd: number[] = [];
+  /** Thread entries held by all states. */
+  threads = 0;
 }
 
 const isWord = (c: number) => (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95;
@@ -244,7 +249,7 @@ export class Regex {
       const c = s.codePointAt(pos)!;
       let to = c < 128 ? dfa.table[st * 128 + c]! : (dfa.other.get(st * 0x110000 + c) ?? UNKNOWN);
       if (to === UNKNOWN) {
-        if (dfa.pcs.length >= MAX_DFA_STATES || dfa.other.size >= MAX_DFA_EDGES) {
+        if (dfa.pcs.length >= MAX_DFA_STATES || dfa.other.size >= MAX_DFA_EDGES || dfa.threads >= MAX_DFA_THREADS) {
           // Bounded memory: past the cap the cache starts over (each character still costs at most one closure).
           const [prev, pcs] = [dfa.prev[st]!, dfa.pcs[st]!];
           dfa = this.dfa = new Dfa();
@@ -271,6 +276,7 @@ export class Regex {
     if (id === undefined) {
       dfa.ids.set(key, (id = dfa.pcs.push(pcs) - 1));
       dfa.prev.push(prev);
+      dfa.threads += pcs.length;
       if (dfa.table.length < (id + 1) * 128) {
         const grown = new Int32Array(dfa.table.length * 2);
         grown.set(dfa.table);

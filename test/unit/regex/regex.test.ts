@@ -187,5 +187,11 @@ describe('shared/regex: bounded work whatever the pattern', () => {
     const answer = RE2JS.compile('[^a]{3}z|\\p{Han}{4}$').test(han);
     for (let k = 0; k < 2; k++) expect(wide.test(han)).toBe(answer);
     expect(wide.cacheResets).toBeGreaterThan(0);
+    // Large states: ~200 threads each, over the 250,000 thread entries the cache holds before 2,000 states.
+    const big = new Regex('a[ab]{400}$', 2_000);
+    const many = `${s.slice(0, 3_000)}b${'a'.repeat(400)}`;
+    expect(big.test(many)).toBe(RE2JS.compile('a[ab]{400}$').test(many));
+    expect(big.cacheResets).toBeGreaterThan(0);
+    expect(big.cachedStates).toBeLessThan(1_500);
   });
 });
