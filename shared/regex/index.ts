@@ -133,6 +133,7 @@ export class Regex {
   private readonly anchored: boolean;
   /** A code point every match begins with, to skip ahead by indexOf while no thread is alive (-1: none). */
   private readonly first: number;
+  private readonly firstText: string;
   private queues?: [Queue, Queue];
   private seen?: Uint8Array;
   private dfa = new Dfa();
@@ -213,6 +214,7 @@ export class Regex {
       lead = lead.k === 'cat' ? lead.subs[0]! : lead.sub;
     this.anchored = lead.k === 'assert' && lead.a === 'bot';
     this.first = lead.k === 'char' && typeof lead.c === 'number' ? lead.c : -1;
+    this.firstText = this.first < 0 ? '' : String.fromCodePoint(this.first);
   }
 
   /** DFA states test() holds in memory now (capped). */
@@ -240,7 +242,7 @@ export class Regex {
         // Nothing alive but the next start: a ^-anchored pattern is done, a literal-led one skips ahead.
         if (this.anchored && dfa.prev[st] !== BOUNDARY) return false;
         if (this.first >= 0) {
-          const next = s.indexOf(String.fromCodePoint(this.first), pos);
+          const next = s.indexOf(this.firstText, pos);
           if (next < 0) return false;
           if (next > pos) st = this.state(contextOf(s.codePointAt(next - 1)!), []);
           pos = next;
@@ -421,7 +423,7 @@ export class Regex {
       if (clist.size === 0) {
         if (matched || (this.anchored && pos > 0)) break;
         if (first >= 0) {
-          const next = s.indexOf(String.fromCodePoint(first), pos);
+          const next = s.indexOf(this.firstText, pos);
           if (next < 0) break;
           pos = next;
         }
