@@ -77,6 +77,9 @@ describe('shared/regex answers as re2js does (differential, fixed seed)', () => 
     same('(?i)k', '\u212a');
     same('(?i)\\W', '\u212aſ!');
     same('(?i)[^k]', 'kK\u212ax');
+    // Simple case folding as RE2 has it: ß/ẞ, µ/μ/Μ, θ/ϑ/ϴ are one orbit; ı and İ are alone.
+    for (const p of ['(?i)ß', '(?i)µ', '(?i)ϑ', '(?i)ı', '(?i)İ', '(?i)\\P{Lu}', '(?i)[[:^lower:]]', '(?i)ǅ'])
+      same(p, 'ẞßμΜθϴΘiIǄǆx');
     same('\\p{Greek}+|\\p{^Greek}', 'abγδε');
     same('a{2,4}?', 'aaaaa');
     same('(?U)a+', 'aaa');
