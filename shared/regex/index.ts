@@ -237,6 +237,7 @@ export class Regex {
     let dfa = this.dfa;
     let st = this.state(from === 0 ? BOUNDARY : contextOf(s.charCodeAt(from - 1)), []);
     let pos = from;
+    let hits = 0;
     while (pos < len) {
       if (dfa.pcs[st]!.length === 0) {
         // Nothing alive but the next start: a ^-anchored pattern is done, a literal-led one skips ahead.
@@ -248,7 +249,8 @@ export class Regex {
           pos = next;
         }
       }
-      const c = s.codePointAt(pos)!;
+      const unit = s.charCodeAt(pos);
+      const c = unit < 0xd800 ? unit : s.codePointAt(pos)!;
       let to = c < 128 ? dfa.table[st * 128 + c]! : (dfa.other.get(st * 0x110000 + c) ?? UNKNOWN);
       if (to === UNKNOWN) {
         if (dfa.pcs.length >= MAX_DFA_STATES || dfa.other.size >= MAX_DFA_EDGES || dfa.threads >= MAX_DFA_THREADS) {
@@ -261,11 +263,15 @@ export class Regex {
         to = this.transition(st, c);
         if (c < 128) dfa.table[st * 128 + c] = to;
         else dfa.other.set(st * 0x110000 + c, to);
-      } else this.steps++;
-      if (to === MATCHES) return true;
+      } else hits++;
+      if (to === MATCHES) {
+        this.steps += hits;
+        return true;
+      }
       st = to - 2;
       pos += c > 0xffff ? 2 : 1;
     }
+    this.steps += hits;
     const end = dfa.atEnd[st] || (dfa.atEnd[st] = this.closure(st, BOUNDARY) === null ? 1 : 2);
     return end === 1;
   }
