@@ -9,7 +9,7 @@ import { fixed, heading, table } from './lib/format.ts';
 import type { Benchmark, BenchResult } from './lib/types.ts';
 
 const CALLS = 1_000_000;
-const ROUNDS = 2;
+const ROUNDS = 4;
 
 const PATTERNS = [
   '^https?://[^/]+/(docs|blog)/.*$',
