@@ -235,7 +235,7 @@ export function parse(pattern: string): Parsed {
   const escaped = (): number => {
     const start = i;
     i++;
-    if (!more()) throw new RegexSyntaxError('error parsing regexp: trailing backslash at end of expression: ``');
+    if (!more()) throw new RegexSyntaxError('error parsing regexp: trailing backslash at end of expression');
     const c = String.fromCodePoint(pop());
     const bad = () => fail('invalid escape sequence', pattern.slice(start, i));
     if (c >= '0' && c <= '7' && (c === '0' || /[0-7]/.test(pattern[i] ?? ''))) {
@@ -455,9 +455,8 @@ export function parse(pattern: string): Parsed {
   };
 
   const group = (flags: Flags, depth: number): Node => {
-    const start = i;
     const node = body(flags, depth + 1);
-    if (!more()) fail('missing closing )', pattern.slice(start));
+    if (!more()) fail('missing closing )', pattern);
     i++;
     return node;
   };
