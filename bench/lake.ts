@@ -99,7 +99,7 @@ const QUERIES = [
 ] as const;
 
 /** Day by day (no 10M objects at once): the engine benchmark's events, each day's files encoded and written (timed). */
-function writeLake(root: string, count: number) {
+export function writeLake(root: string, count: number) {
   const files: { path: string; day: string; part: number }[] = [];
   let writeMs = 0;
   // CPU time (user + system) of this process: what a Lambda is billed for, and what other load on the machine disturbs least.

@@ -68,6 +68,15 @@ function items(e: Expr, d: Dialect): string {
   return `(${e.items.map((i) => printLakeExpr(i, d)).join(', ')})`;
 }
 
+/** The values of a list of text constants (none NULL), else undefined. */
+function textList(e: Expr): string[] | undefined {
+  if ((e.kind !== 'tuple' && e.kind !== 'array') || !e.items.length) return undefined;
+  const texts = e.items.map((i) => (i.kind === 'constant' && typeof i.value === 'string' ? i.value : undefined));
+  return texts.every((t) => t !== undefined) ? (texts as string[]) : undefined;
+}
+
+const isTimestampField = (e: Expr) => e.kind === 'field' && e.chain.length === 1 && e.chain[0] === 'timestamp';
+
 function compare(e: Extract<Expr, { kind: 'compare' }>, d: Dialect): string {
   const isNull = (x: Expr) => x.kind === 'constant' && x.value === null;
   if ((e.op === 'eq' || e.op === 'notEq') && (isNull(e.left) || isNull(e.right))) {
@@ -78,8 +87,13 @@ function compare(e: Extract<Expr, { kind: 'compare' }>, d: Dialect): string {
   const op = COMPARE[e.op];
   if (op) return `(${left} ${op} ${printLakeExpr(e.right, d)})`;
   switch (e.op) {
-    case 'in':
+    case 'in': {
+      const texts = textList(e.right);
+      // A text column (never timestamp, never a printer's own node) against texts: the dialect's fastest exact test.
+      if (texts && e.left.kind === 'field' && !isTimestampField(e.left) && left === field(e.left.chain, d))
+        return d.inTexts(left, texts.map(stringLiteral));
       return `(${left} IN ${items(e.right, d)})`;
+    }
     case 'notIn':
       return `(${left} NOT IN ${items(e.right, d)})`;
     case 'like':
