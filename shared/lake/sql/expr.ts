@@ -30,11 +30,18 @@ export function propertyText(key: string, d: Dialect): string {
   return column ? identifier(column) : d.jsonText(key);
 }
 
-function field(chain: string[], d: Dialect): string {
+/** An event field's column, or undefined where the chain names none. */
+function fieldColumn(chain: string[], d: Dialect): string | undefined {
   const [head, key, ...rest] = chain;
   if (head === 'properties' && key !== undefined && rest.length === 0) return propertyText(key, d);
   if (chain.length === 1 && head !== undefined && Object.hasOwn(FIELDS, head)) return identifier(FIELDS[head]!);
-  throw new LakeSqlUnsupported(`the field ${chain.join('.')}`);
+  return undefined;
+}
+
+function field(chain: string[], d: Dialect): string {
+  const column = fieldColumn(chain, d);
+  if (column === undefined) throw new LakeSqlUnsupported(`the field ${chain.join('.')}`);
+  return column;
 }
 
 const COMPARE: Partial<Record<CompareOp, string>> = { eq: '=', notEq: '<>', lt: '<', ltEq: '<=', gt: '>', gtEq: '>=' };
@@ -89,8 +96,8 @@ function compare(e: Extract<Expr, { kind: 'compare' }>, d: Dialect): string {
   switch (e.op) {
     case 'in': {
       const texts = textList(e.right);
-      // A text column (never timestamp, never a printer's own node) against texts: the dialect's fastest exact test.
-      if (texts && e.left.kind === 'field' && !isTimestampField(e.left) && left === field(e.left.chain, d))
+      // An event column of text (not timestamp, not what a statement printer's extend made of the field) against texts.
+      if (texts && e.left.kind === 'field' && !isTimestampField(e.left) && left === fieldColumn(e.left.chain, d))
         return d.inTexts(left, texts.map(stringLiteral));
       return `(${left} IN ${items(e.right, d)})`;
     }

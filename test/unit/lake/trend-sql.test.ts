@@ -136,6 +136,21 @@ describe('Athena SQL of a trend (pinned per feature)', () => {
       `(NOT list_contains(['free'], json_extract_string("properties", '/plan')))`,
     );
     expect(sql(request)).toContain(`("browser" IN ('Chrome', 'O''Brien'))`);
+    // Not a column, or not only texts: IN as it is.
+    const hogql = sql(
+      {
+        events: [{ id: 'e' }],
+        ...WEEK,
+        properties: [
+          { type: 'hogql', key: "lower(properties.$browser) IN ('chrome') AND properties.$os IN ('Mac', 1)" },
+        ],
+      },
+      project(),
+      duck,
+    );
+    expect(hogql).toContain(`(lower("browser") IN ('chrome'))`);
+    expect(hogql).toContain(`("os" IN ('Mac', 1))`);
+    expect(hogql).not.toContain('list_contains');
   });
 
   it('event property filters: own columns for frequent properties, JSON for the rest; each operator', () => {
