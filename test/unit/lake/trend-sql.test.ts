@@ -400,7 +400,7 @@ const trendRequest = fc
     ),
     properties: filters,
     breakdown: fc.constantFrom(undefined, '$browser', 'plan', 'amount'),
-    interval: fc.constantFrom('hour', 'day', 'week'),
+    interval: fc.constantFrom('hour', 'day', 'week', 'month'),
     start: fc.integer({ min: 0, max: 12 }),
     length: fc.integer({ min: 1, max: 3 }),
   })
@@ -586,7 +586,7 @@ describe('DuckDB over lake files equals the columnar engine', () => {
     }
   });
 
-  it('random trends (total, dau, sum/min/max/avg, event-property filters, breakdown, hour/day/week) give equal numbers', async () => {
+  it('random trends (total, dau, sum/min/max/avg, event-property filters, breakdown, hour/day/week/month) give equal numbers', async () => {
     let answered = 0;
     await fc.assert(
       fc.asyncProperty(
