@@ -18,6 +18,7 @@ import { lakeBenchmark } from './lake.ts';
 import { parquetBenchmark } from './parquet.ts';
 import { consoleBenchmark } from './console.ts';
 import { cohortCountBenchmark } from './cohort-count.ts';
+import { regexBenchmark } from './regex.ts';
 import { heading, table } from './lib/format.ts';
 import type { Benchmark, SummaryRow } from './lib/types.ts';
 
@@ -34,6 +35,7 @@ const benchmarks: Benchmark[] = [
   parquetBenchmark,
   consoleBenchmark,
   cohortCountBenchmark,
+  regexBenchmark,
 ];
 
 function usage(): string {

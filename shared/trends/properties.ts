@@ -2,10 +2,10 @@
  * Property filters (posthog/models/property/util.py, posthog/hogql/property.py): validation at
  * parse time, then compiled into predicates over events.
  */
-import { RE2JS } from 're2js';
 import { textOf, ValidationError } from '#shared/errors.ts';
 import type { Expr } from '#shared/hogql/ast.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/json.ts';
+import { Regex, RegexTooLarge } from '#shared/regex/index.ts';
 import {
   COHORT_FILTER_TYPES,
   type CohortSets,
@@ -250,40 +250,36 @@ function isDateValue(v: unknown): boolean {
 /** Longest regex pattern accepted. */
 export const MAX_REGEX_LENGTH = 1_000;
 /**
- * Largest compiled regex, in RE2 instructions. Matching costs up to (instructions x text length) when
- * the engine falls back from its DFA, and counted repetition multiplies a short pattern's size
- * (`(\w){999}` is 3,000): twice the length cap admits any pattern without such expansion.
+ * Largest compiled regex, in instructions of shared/regex's program (as re2js counted them, within a
+ * few). Matching costs up to (instructions x text length), and counted repetition multiplies a short
+ * pattern's size (`(\w){999}` is 3,000): twice the length cap admits any pattern without such expansion.
  */
 export const MAX_REGEX_PROGRAM = 2_000;
 
 /**
  * A user's pattern under RE2's rules, as ClickHouse's match() reads it (inline flags like `(?i)`;
- * no backreferences or lookarounds), run by an RE2 engine so matching takes linear time whatever
+ * no backreferences or lookarounds), run by shared/regex so matching takes linear time whatever
  * the pattern. Refused patterns are a 400 on `attr`.
  */
-export function compileRegex(pattern: string, attr: string | null): RE2JS {
+export function compileRegex(pattern: string, attr: string | null): Regex {
   if (pattern.length > MAX_REGEX_LENGTH)
     throw new ValidationError(
       `Invalid regular expression: patterns are limited to ${MAX_REGEX_LENGTH} characters.`,
       attr,
     );
-  let regex: RE2JS;
   try {
-    regex = RE2JS.compile(pattern);
+    return new Regex(pattern, MAX_REGEX_PROGRAM);
   } catch (error) {
+    if (error instanceof RegexTooLarge)
+      throw new ValidationError(
+        `Invalid regular expression: too complex (compiles to ${error.size} RE2 instructions, the limit is ${MAX_REGEX_PROGRAM}; counted repetition like {n} multiplies a pattern's size).`,
+        attr,
+      );
     throw new ValidationError(
       `Invalid regular expression: ${(error as Error).message} (RE2 syntax: no backreferences or lookarounds).`,
       attr,
     );
   }
-  const size = (regex.re2Input.prog as { numInst(): number }).numInst();
-  if (size > MAX_REGEX_PROGRAM) {
-    throw new ValidationError(
-      `Invalid regular expression: too complex (compiles to ${size} RE2 instructions, the limit is ${MAX_REGEX_PROGRAM}; counted repetition like {n} multiplies a pattern's size).`,
-      attr,
-    );
-  }
-  return regex;
 }
 
 const listOf = (v: unknown): unknown[] => (Array.isArray(v) ? v : [v]);

@@ -58,6 +58,7 @@ const LAYERS: Record<Layer, LayerRule> = {
   pure: {
     paths: [
       'shared/trends/',
+      'shared/regex/',
       'shared/hogql/',
       'shared/segments/',
       'shared/lake/',

@@ -4,7 +4,7 @@
  * positions, substrings, pads and reverse count characters (ClickHouse's ...UTF8 variants), so they
  * never split a character; for ASCII both are the same.
  */
-import type { RE2JS } from 're2js';
+import type { Regex } from '#shared/regex/index.ts';
 import { compileRegex } from '#shared/trends/properties.ts';
 import { toNum, toText } from '../convert.ts';
 import { compileLike } from '../operators.ts';
@@ -125,7 +125,7 @@ function regexReplace(site: Site, s: string, pattern: string, replacement: strin
   return site.text(out + s.slice(last));
 }
 
-export function regexOf(site: Site, pattern: string): RE2JS {
+export function regexOf(site: Site, pattern: string): Regex {
   return site.memo(`re:${pattern}`, (p) => compileRegex(p.slice(3), site.attr));
 }
 

@@ -30,11 +30,18 @@ export function propertyText(key: string, d: Dialect): string {
   return column ? identifier(column) : d.jsonText(key);
 }
 
-function field(chain: string[], d: Dialect): string {
+/** An event field's column, or undefined where the chain names none. */
+function fieldColumn(chain: string[], d: Dialect): string | undefined {
   const [head, key, ...rest] = chain;
   if (head === 'properties' && key !== undefined && rest.length === 0) return propertyText(key, d);
   if (chain.length === 1 && head !== undefined && Object.hasOwn(FIELDS, head)) return identifier(FIELDS[head]!);
-  throw new LakeSqlUnsupported(`the field ${chain.join('.')}`);
+  return undefined;
+}
+
+function field(chain: string[], d: Dialect): string {
+  const column = fieldColumn(chain, d);
+  if (column === undefined) throw new LakeSqlUnsupported(`the field ${chain.join('.')}`);
+  return column;
 }
 
 const COMPARE: Partial<Record<CompareOp, string>> = { eq: '=', notEq: '<>', lt: '<', ltEq: '<=', gt: '>', gtEq: '>=' };
@@ -83,6 +90,15 @@ function items(e: Expr, d: Dialect): string {
   return `(${e.items.map((i) => printLakeExpr(i, d)).join(', ')})`;
 }
 
+/** The values of a list of text constants (none NULL), else undefined. */
+function textList(e: Expr): string[] | undefined {
+  if ((e.kind !== 'tuple' && e.kind !== 'array') || !e.items.length) return undefined;
+  const texts = e.items.map((i) => (i.kind === 'constant' && typeof i.value === 'string' ? i.value : undefined));
+  return texts.every((t) => t !== undefined) ? (texts as string[]) : undefined;
+}
+
+const isTimestampField = (e: Expr) => e.kind === 'field' && e.chain.length === 1 && e.chain[0] === 'timestamp';
+
 function compare(e: Extract<Expr, { kind: 'compare' }>, d: Dialect): string {
   const isNull = (x: Expr) => x.kind === 'constant' && x.value === null;
   if ((e.op === 'eq' || e.op === 'notEq') && (isNull(e.left) || isNull(e.right))) {
@@ -93,8 +109,13 @@ function compare(e: Extract<Expr, { kind: 'compare' }>, d: Dialect): string {
   const op = COMPARE[e.op];
   if (op) return `(${left} ${op} ${printLakeExpr(e.right, d)})`;
   switch (e.op) {
-    case 'in':
+    case 'in': {
+      const texts = textList(e.right);
+      // An event column of text (not timestamp, not what a statement printer's extend made of the field) against texts.
+      if (texts && e.left.kind === 'field' && !isTimestampField(e.left) && left === fieldColumn(e.left.chain, d))
+        return d.inTexts(left, texts.map(stringLiteral));
       return `(${left} IN ${items(e.right, d)})`;
+    }
     case 'notIn':
       return `(${left} NOT IN ${items(e.right, d)})`;
     case 'like':

@@ -19,7 +19,7 @@ import {
   type PropertyGroup,
   type ProjectSettings,
 } from '../../trends/types.ts';
-import { ATHENA, type Dialect, DUCKDB, identifier, LakeSqlUnsupported, stringLiteral } from './dialect.ts';
+import { ATHENA, type Dialect, DUCKDB, identifier, LakeSqlUnsupported, offsetSpans, stringLiteral } from './dialect.ts';
 import { printLakeExpr } from './expr.ts';
 
 export interface LakeTrend {
@@ -230,6 +230,25 @@ export function sourceSql(source: LakeSource): string {
 }
 
 const utcDay = (at: Date) => at.toISOString().slice(0, 10);
+const DAY_MS = 86_400_000;
+
+/**
+ * What the day partitions read already say, so that neither engine works it out from `timestamp` row
+ * by row (the compactor puts an event in the partition of its timestamp's UTC day: shared/domain/lake.ts).
+ * A bound of the range on a UTC midnight, with no partition read past it, holds for every row read;
+ * a range whose zone is UTC throughout (offset 0) has its day, week and month buckets in the day
+ * column, which is one value per file (DuckDB) or per partition (Athena, which then need not scan
+ * `timestamp` at all: fewer bytes billed).
+ */
+function partitionFacts(q: LakeTrend, first: string, last: string) {
+  const { range } = q;
+  const span = offsetSpans(range.timezone, range.from, range.to);
+  return {
+    lowerBound: !(range.from.getTime() % DAY_MS === 0 && first >= utcDay(range.from)),
+    upperBound: !((range.to.getTime() + 1) % DAY_MS === 0 && last <= utcDay(range.to)),
+    utc: span.length === 1 && span[0]!.offset === 0,
+  };
+}
 
 /** The trend's SQL: columns series (0-based), breakdown (text or NULL), bucket (local start), value, events (the rows counted). */
 export function printTrendSql(q: LakeTrend, source: LakeSource): string {
@@ -239,8 +258,16 @@ export function printTrendSql(q: LakeTrend, source: LakeSource): string {
   if (model.compareFilter.compare) throw new LakeSqlUnsupported('compare');
   const shared: Expr[] = [groupExpr(model.properties)];
   if (model.filterTestAccounts) shared.push(...q.project.test_account_filters.map(filterExpr));
-  const local = d.localTime(identifier('timestamp'), range.timezone, range.from, range.to);
-  const bucket = d.truncate(model.interval, local, range.week_start_day);
+  const days = q.days ? [...q.days].sort() : [utcDay(range.from), utcDay(range.to)];
+  const facts = partitionFacts(q, days[0]!, days.at(-1)!);
+  const bucket =
+    model.interval !== 'hour' && facts.utc
+      ? d.dayBucket(model.interval, identifier('day'), range.week_start_day)
+      : d.truncate(
+          model.interval,
+          d.localTime(identifier('timestamp'), range.timezone, range.from, range.to),
+          range.week_start_day,
+        );
   const breakdown = breakdownSql(model.breakdownFilter, d);
   const selects = model.series.map((s, i) => {
     if (s.kind !== 'EventsNode') throw new LakeSqlUnsupported('an actions series');
@@ -248,9 +275,9 @@ export function printTrendSql(q: LakeTrend, source: LakeSource): string {
     const where = [
       // First and outside every input's parentheses: nothing below can widen it.
       `${identifier('project_id')} = ${q.projectId}`,
-      q.days ? dayPredicate(q.days) : `${identifier('day')} BETWEEN '${utcDay(range.from)}' AND '${utcDay(range.to)}'`,
-      `${identifier('timestamp')} >= ${d.timestamp(range.from)}`,
-      `${identifier('timestamp')} <= ${d.timestamp(range.to)}`,
+      q.days ? dayPredicate(q.days) : `${identifier('day')} BETWEEN '${days[0]}' AND '${days[1]}'`,
+      ...(facts.lowerBound ? [`${identifier('timestamp')} >= ${d.timestamp(range.from)}`] : []),
+      ...(facts.upperBound ? [`${identifier('timestamp')} <= ${d.timestamp(range.to)}`] : []),
       ...(s.event === null ? [] : [`${identifier('event')} = ${stringLiteral(s.event)}`]),
       ...(filters.length ? [`(${printFilter({ kind: 'and', exprs: filters }, d)})`] : []),
     ];

@@ -34,18 +34,40 @@ function sql(request: Record<string, unknown>, settings = project(), source: Lak
 const WEEK = { date_from: '2024-03-01', date_to: '2024-03-07T23:59:59' };
 
 describe('Athena SQL of a trend (pinned per feature)', () => {
-  it('total by day: the project predicate first, then the partitions and the UTC range', () => {
+  it('total by day: the project predicate first, then the partitions; whole UTC days need no time bounds, the day partition is the bucket', () => {
     expect(sql({ events: [{ id: '$pageview' }], ...WEEK })).toMatchInlineSnapshot(`
-      "SELECT 0 AS series, CAST(NULL AS varchar) AS breakdown, CAST(date_trunc('day', at_timezone(with_timezone("timestamp", 'UTC'), 'UTC')) AS timestamp) AS bucket, count(*) AS value, count(*) AS events
+      "SELECT 0 AS series, CAST(NULL AS varchar) AS breakdown, CAST(CAST("day" AS date) AS timestamp) AS bucket, count(*) AS value, count(*) AS events
       FROM "analytics_lake"."events"
       WHERE "project_id" = 7
         AND "day" BETWEEN '2024-03-01' AND '2024-03-07'
-        AND "timestamp" >= TIMESTAMP '2024-03-01 00:00:00.000'
-        AND "timestamp" <= TIMESTAMP '2024-03-07 23:59:59.999'
         AND "event" = '$pageview'
       GROUP BY 1, 2, 3
       ORDER BY 1, 2, 3"
     `);
+  });
+
+  it('a range that starts or ends inside a UTC day keeps that bound on the timestamp; a zone off UTC buckets the timestamp', () => {
+    const exact = { events: [{ id: '$pageview' }], explicit_date: true };
+    const from = sql({ ...exact, date_from: '2024-03-01T06:00:00', date_to: '2024-03-07T23:59:59.999' });
+    expect(from).toContain(`"timestamp" >= TIMESTAMP '2024-03-01 06:00:00.000'`);
+    expect(from).not.toContain(`"timestamp" <=`);
+    expect(from).toContain(`CAST(CAST("day" AS date) AS timestamp) AS bucket`);
+    const to = sql({ ...exact, date_from: '2024-03-01', date_to: '2024-03-07T12:00:00' });
+    expect(to).not.toContain(`"timestamp" >=`);
+    expect(to).toContain(`"timestamp" <= TIMESTAMP '2024-03-07 12:00:00.000'`);
+    // Local midnights in New York are 05:00 UTC: both bounds, and the bucket from the timestamp in the zone.
+    const zoned = sql({ events: [{ id: '$pageview' }], ...WEEK }, project('America/New_York'));
+    expect(zoned).toContain(`"timestamp" >= TIMESTAMP '2024-03-01 05:00:00.000'`);
+    expect(zoned).toContain(`"timestamp" <= TIMESTAMP '2024-03-08 04:59:59.999'`);
+    expect(zoned).toContain(`at_timezone(with_timezone("timestamp", 'UTC'), 'America/New_York')`);
+    // A zone at UTC's offset all through the range (London in winter) reads the day partition too.
+    expect(sql({ events: [{ id: '$pageview' }], ...WEEK }, project('Europe/London'))).toContain(
+      `CAST(CAST("day" AS date) AS timestamp) AS bucket`,
+    );
+    // Hours always come from the timestamp.
+    expect(sql({ events: [{ id: '$pageview' }], ...WEEK, interval: 'hour' })).toContain(
+      `CAST(date_trunc('hour', at_timezone(with_timezone("timestamp", 'UTC'), 'UTC')) AS timestamp) AS bucket`,
+    );
   });
 
   it('dau counts exact distinct persons (the distinct id where none)', () => {
@@ -69,16 +91,66 @@ describe('Athena SQL of a trend (pinned per feature)', () => {
     expect(sql(request, project('America/New_York'), duck)).toContain(
       `date_trunc('day', (CASE WHEN "timestamp" < TIMESTAMP '2024-03-10 07:00:00.000' THEN ("timestamp" + INTERVAL '-18000 seconds') ELSE ("timestamp" + INTERVAL '-14400 seconds') END)) AS bucket`,
     );
-    expect(sql(request, project('UTC'), duck)).toContain(`date_trunc('day', "timestamp") AS bucket`);
+    expect(sql(request, project('UTC'), duck)).toContain(`CAST("day" AS TIMESTAMP) AS bucket`);
+    expect(sql({ ...request, interval: 'hour' }, project('UTC'), duck)).toContain(
+      `date_trunc('hour', "timestamp") AS bucket`,
+    );
   });
 
   it('weeks start on the project’s day: Monday as Trino’s date_trunc, Sunday shifted by a day', () => {
+    expect(sql({ events: [{ id: 'e' }], ...WEEK, interval: 'week' }, project('Asia/Kolkata', 1))).toContain(
+      `CAST(date_trunc('week', at_timezone(with_timezone("timestamp", 'UTC'), 'Asia/Kolkata')) AS timestamp) AS bucket`,
+    );
+    expect(sql({ events: [{ id: 'e' }], ...WEEK, interval: 'week' }, project('Asia/Kolkata', 0))).toContain(
+      `CAST(date_add('day', -1, date_trunc('week', date_add('day', 1, at_timezone(with_timezone("timestamp", 'UTC'), 'Asia/Kolkata')))) AS timestamp) AS bucket`,
+    );
+    // In UTC, from the day partition.
     expect(sql({ events: [{ id: 'e' }], ...WEEK, interval: 'week' }, project('UTC', 1))).toContain(
-      `CAST(date_trunc('week', at_timezone(with_timezone("timestamp", 'UTC'), 'UTC')) AS timestamp) AS bucket`,
+      `CAST(date_trunc('week', CAST("day" AS date)) AS timestamp) AS bucket`,
     );
     expect(sql({ events: [{ id: 'e' }], ...WEEK, interval: 'week' }, project('UTC', 0))).toContain(
-      `CAST(date_add('day', -1, date_trunc('week', date_add('day', 1, at_timezone(with_timezone("timestamp", 'UTC'), 'UTC')))) AS timestamp) AS bucket`,
+      `CAST(date_add('day', -1, date_trunc('week', date_add('day', 1, CAST("day" AS date)))) AS timestamp) AS bucket`,
     );
+    expect(sql({ events: [{ id: 'e' }], ...WEEK, interval: 'month' }, project('UTC', 0))).toContain(
+      `CAST(date_trunc('month', CAST("day" AS date)) AS timestamp) AS bucket`,
+    );
+  });
+
+  it('DuckDB: a text column IN texts as list_contains (evaluated per dictionary entry), Athena’s IN as it is', () => {
+    const duck: LakeSource = { dialect: 'duckdb', files: ['/lake/x.parquet'] };
+    const request = {
+      events: [{ id: 'e' }],
+      ...WEEK,
+      properties: [
+        { key: '$browser', operator: 'exact', value: ['Chrome', "O'Brien"] },
+        { key: 'plan', operator: 'is_not', value: 'free' },
+      ],
+    };
+    expect(sql(request, project(), duck)).toContain(
+      `list_contains(['Chrome', 'O''Brien'], "browser") AND (("plan_text" IS NULL)`.replace(
+        '"plan_text"',
+        `json_extract_string("properties", '/plan')`,
+      ),
+    );
+    expect(sql(request, project(), duck)).toContain(
+      `(NOT list_contains(['free'], json_extract_string("properties", '/plan')))`,
+    );
+    expect(sql(request)).toContain(`("browser" IN ('Chrome', 'O''Brien'))`);
+    // Not a column, or not only texts: IN as it is.
+    const hogql = sql(
+      {
+        events: [{ id: 'e' }],
+        ...WEEK,
+        properties: [
+          { type: 'hogql', key: "lower(properties.$browser) IN ('chrome') AND properties.$os IN ('Mac', 1)" },
+        ],
+      },
+      project(),
+      duck,
+    );
+    expect(hogql).toContain(`(lower("browser") IN ('chrome'))`);
+    expect(hogql).toContain(`("os" IN ('Mac', 1))`);
+    expect(hogql).not.toContain('list_contains');
   });
 
   it('event property filters: own columns for frequent properties, JSON for the rest; each operator', () => {
@@ -131,12 +203,10 @@ describe('Athena SQL of a trend (pinned per feature)', () => {
     const range = resolveDateRange(model, settings, NOW);
     const days = ['2024-03-05', '2024-03-01', '2024-03-02', '2024-03-03', '2024-03-07'];
     expect(printTrendSql({ projectId: 7, model, range, project: settings, days }, ATHENA)).toMatchInlineSnapshot(`
-      "SELECT 0 AS series, CAST(NULL AS varchar) AS breakdown, CAST(date_trunc('day', at_timezone(with_timezone("timestamp", 'UTC'), 'UTC')) AS timestamp) AS bucket, count(*) AS value, count(*) AS events
+      "SELECT 0 AS series, CAST(NULL AS varchar) AS breakdown, CAST(CAST("day" AS date) AS timestamp) AS bucket, count(*) AS value, count(*) AS events
       FROM "analytics_lake"."events"
       WHERE "project_id" = 7
         AND ("day" BETWEEN '2024-03-01' AND '2024-03-03' OR "day" = '2024-03-05' OR "day" = '2024-03-07')
-        AND "timestamp" >= TIMESTAMP '2024-03-01 00:00:00.000'
-        AND "timestamp" <= TIMESTAMP '2024-03-07 23:59:59.999'
         AND "event" = '$pageview'
       GROUP BY 1, 2, 3
       ORDER BY 1, 2, 3"
@@ -330,7 +400,7 @@ const trendRequest = fc
     ),
     properties: filters,
     breakdown: fc.constantFrom(undefined, '$browser', 'plan', 'amount'),
-    interval: fc.constantFrom('hour', 'day', 'week'),
+    interval: fc.constantFrom('hour', 'day', 'week', 'month'),
     start: fc.integer({ min: 0, max: 12 }),
     length: fc.integer({ min: 1, max: 3 }),
   })
@@ -371,6 +441,39 @@ describe('DuckDB over lake files equals the columnar engine', () => {
     expect(lake).toEqual(engine);
     expect(lake.get('0|Chrome|2024-03-10 00:00:00')).toBe(2);
     expect(lake.get('0|Safari|2024-03-10 00:00:00')).toBe(1);
+  });
+
+  it('buckets from the day partition (UTC, or a zone at UTC’s offset) and bounds inside a day: day, week from Sunday or Monday, month', async () => {
+    // Every 5 hours from Feb 26 to Mar 14: across a month's and weeks' starts, 4-5 events a day.
+    const events: LakeEvent[] = Array.from({ length: 80 }, (_, i) => ({
+      uuid: `u${i}`,
+      event: '$pageview',
+      timestamp: new Date(Date.parse('2024-02-26T01:00:00Z') + i * 5 * 3_600_000).toISOString(),
+      distinct_id: `d${i % 7}`,
+      person_id: null,
+      properties: { $browser: ['Chrome', 'Safari', 'Firefox'][i % 3] },
+    }));
+    let cells = 0;
+    for (const tz of ['UTC', 'Europe/London'])
+      for (const weekStart of [0, 1] as const)
+        for (const interval of ['day', 'week', 'month'])
+          for (const range of [
+            { date_from: '2024-02-27', date_to: '2024-03-12' },
+            // Explicit times inside days: the first and last day are cut by the timestamp bounds.
+            { date_from: '2024-02-27T07:30:00', date_to: '2024-03-12T13:00:00', explicit_date: true },
+          ]) {
+            const request = {
+              events: [{ id: '$pageview' }, { id: '$pageview', math: 'dau' }],
+              properties: [{ key: '$browser', operator: 'exact', value: ['Chrome', 'Safari'] }],
+              breakdown: '$browser',
+              interval,
+              ...range,
+            };
+            const { lake, engine } = await compare(request, events, project(tz, weekStart));
+            expect(lake, `${tz} ${weekStart} ${interval} ${range.date_from}`).toEqual(engine);
+            cells += lake.size;
+          }
+    expect(cells).toBeGreaterThan(100);
   });
 
   it('numbers as the engine reads them: sum/min/max/avg and numeric filters over texts both casts read differently', async () => {
@@ -483,7 +586,7 @@ describe('DuckDB over lake files equals the columnar engine', () => {
     }
   });
 
-  it('random trends (total, dau, sum/min/max/avg, event-property filters, breakdown, hour/day/week) give equal numbers', async () => {
+  it('random trends (total, dau, sum/min/max/avg, event-property filters, breakdown, hour/day/week/month) give equal numbers', async () => {
     let answered = 0;
     await fc.assert(
       fc.asyncProperty(
