@@ -1,8 +1,8 @@
 /**
  * `npm run build`: every handler in the route table (plus the fallback) bundled by ONE esbuild call
- * into dist/functions/<operationId>/index.mjs: minified ESM, AWS SDK bundled, node 22 target.
+ * into dist/functions/<operationId>/index.mjs: minified ESM, no AWS SDK (shared/aws speaks to AWS), node 22 target.
  */
-import { cp, mkdir, readdir, readFile, rm } from 'node:fs/promises';
+import { cp, mkdir, readdir, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -85,22 +85,6 @@ export function route(operationId) {
   };
 }
 
-/**
- * The SDK clients import their whole package.json (~2.4 KB minified each, dependencies and scripts included)
- * for one field, the version in the user agent: a bundle gets that field alone.
- */
-export function sdkVersionOnlyPlugin(): Plugin {
-  return {
-    name: 'sdk-version-only',
-    setup(b) {
-      b.onLoad({ filter: /[\\/]@aws-sdk[\\/]client-[^\\/]+[\\/]package\.json$/ }, async ({ path }) => {
-        const { name, version } = JSON.parse(await readFile(path, 'utf8')) as { name: string; version: string };
-        return { contents: JSON.stringify({ name, version }), loader: 'json' };
-      });
-    },
-  };
-}
-
 export async function buildFunctions(outdir = DIST): Promise<Metafile> {
   await rm(outdir, { recursive: true, force: true });
   const entryPoints = Object.entries(functionEntries()).map(([name, handler]) => ({
@@ -120,13 +104,8 @@ export async function buildFunctions(outdir = DIST): Promise<Metafile> {
     // Some CommonJS dependencies call require() for node built-ins; give the ESM bundle one.
     banner: { js: "import{createRequire as __cr}from'node:module';const require=__cr(import.meta.url);" },
     legalComments: 'none',
-    // Lambda gives credentials in the environment: skip the SDK's full provider chain (infra/lambda/credentials.ts).
-    alias: {
-      '@aws-sdk/credential-provider-node': join(ROOT, 'infra', 'lambda', 'credentials.ts'),
-      // None of our SDK calls streams events; the protocols' lazy import of the codecs would still be bundled.
-      '@smithy/core/event-streams': join(ROOT, 'infra', 'lambda', 'no-event-streams.ts'),
-    },
-    plugins: [ownRoutesPlugin(), sdkVersionOnlyPlugin()],
+    // No AWS SDK to trim: DynamoDB, SQS and KMS are called through shared/aws (the bundles test checks it).
+    plugins: [ownRoutesPlugin()],
     // The lake's local engine (native binaries, ~60 MB): the local runtime, tests and bench load it; Lambdas use Athena.
     external: ['@duckdb/node-api'],
     metafile: true,
