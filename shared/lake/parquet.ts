@@ -8,7 +8,7 @@
  * per-value work this file does not need: per-row conversions, levels for columns with no value,
  * text encoded value by value into growing buffers (batch exports still use it: shared/exports/files.ts).
  */
-import { snappyCompress } from 'hyparquet-writer/src/snappy.js';
+import { snappyCompress } from './snappy.ts';
 
 export interface TextColumn {
   name: string;
