@@ -443,7 +443,8 @@ function minMax(entries: Utf8Entries, ids: ArrayLike<number>, from: number, end:
   const { bytes, offsets } = entries;
   let min = -1;
   let max = -1;
-  const compare = (a: number, b: number) => bytes.compare(bytes, offsets[a]!, offsets[a + 1]!, offsets[b]!, offsets[b + 1]!);
+  // buf.compare(target, targetStart, targetEnd, sourceStart, sourceEnd) orders the source against the target.
+  const compare = (a: number, b: number) => bytes.compare(bytes, offsets[b]!, offsets[b + 1]!, offsets[a]!, offsets[a + 1]!);
   for (let i = from; i < end; i += 1) {
     const id = ids[i]!;
     if (id < 0 || id === min || id === max) continue;
@@ -611,8 +612,7 @@ export function writeLakeParquet(columns: readonly LakeParquetColumn[], rows: nu
         s.i32(1, BYTE_ARRAY)
           .i32(3, c.required ? REQUIRED : OPTIONAL)
           .string(4, c.name)
-          .i32(6, UTF8)
-          .struct(10, (l) => l.struct(1, () => {}));
+          .i32(6, UTF8);
       else s.i32(1, INT64).i32(3, REQUIRED).string(4, c.name).i32(6, TIMESTAMP_MILLIS);
     })
     .i64(3, rows)
