@@ -303,7 +303,8 @@ function deltaBinaryPacked(out: Bytes, values: Float64Array, from: number, end: 
         const v = deltas[k]! - min;
         if (v > max) max = v;
       }
-      const width = max === 0 ? 0 : max < TWO_32 ? 32 - Math.clz32(max) : 32 + (32 - Math.clz32(Math.floor(max / TWO_32)));
+      const width =
+        max === 0 ? 0 : max < TWO_32 ? 32 - Math.clz32(max) : 32 + (32 - Math.clz32(Math.floor(max / TWO_32)));
       out.buf[widthsAt + m] = width;
       if (width === 0) continue;
       for (let k = 0; k < MINIBLOCK; k += 1) {
@@ -393,7 +394,8 @@ export function utf8Entries(texts: readonly string[]): Utf8Entries {
     const part: string[] = new Array(end - start);
     for (let i = start; i < end; i += 1) part[i - start] = texts[i]!;
     joined = part.join('');
-    if (out.at + joined.length * 3 > MAX_ENTRY_BYTES) throw new Error(`a lake column's texts pass ${MAX_ENTRY_BYTES} bytes`);
+    if (out.at + joined.length * 3 > MAX_ENTRY_BYTES)
+      throw new Error(`a lake column's texts pass ${MAX_ENTRY_BYTES} bytes`);
     out.ensure(joined.length * 3);
     const written = out.buf.write(joined, out.at, 'utf8');
     const ascii = written === joined.length;
@@ -439,12 +441,18 @@ function plainEntries(out: Bytes, entries: Utf8Entries, ids: ArrayLike<number>, 
 }
 
 /** The least and greatest of entries (by id) in Parquet's order for BYTE_ARRAY statistics: unsigned bytes. */
-function minMax(entries: Utf8Entries, ids: ArrayLike<number>, from: number, end: number): { min: Uint8Array; max: Uint8Array } | undefined {
+function minMax(
+  entries: Utf8Entries,
+  ids: ArrayLike<number>,
+  from: number,
+  end: number,
+): { min: Uint8Array; max: Uint8Array } | undefined {
   const { bytes, offsets } = entries;
   let min = -1;
   let max = -1;
   // buf.compare(target, targetStart, targetEnd, sourceStart, sourceEnd) orders the source against the target.
-  const compare = (a: number, b: number) => bytes.compare(bytes, offsets[b]!, offsets[b + 1]!, offsets[a]!, offsets[a + 1]!);
+  const compare = (a: number, b: number) =>
+    bytes.compare(bytes, offsets[b]!, offsets[b + 1]!, offsets[a]!, offsets[a + 1]!);
   for (let i = from; i < end; i += 1) {
     const id = ids[i]!;
     if (id < 0 || id === min || id === max) continue;
@@ -486,7 +494,14 @@ const local = { of: new Int32Array(0) };
 /** One text column chunk: rows [from, end) of the file. */
 function textChunk(column: TextColumn, from: number, end: number): Chunk {
   const rows = end - from;
-  const chunk: Chunk = { pages: [], encodings: [], uncompressed: 0, compressed: 0, dictionaryPage: false, dictionaryBytes: 0 };
+  const chunk: Chunk = {
+    pages: [],
+    encodings: [],
+    uncompressed: 0,
+    compressed: 0,
+    dictionaryPage: false,
+    dictionaryBytes: 0,
+  };
   const { ids, entries } = column;
   const out = scratch;
   out.reset();
@@ -561,7 +576,14 @@ const int64 = (n: number): Uint8Array => {
 };
 
 function millisChunk(column: MillisColumn, from: number, end: number): Chunk {
-  const chunk: Chunk = { pages: [], encodings: [DELTA_BINARY_PACKED], uncompressed: 0, compressed: 0, dictionaryPage: false, dictionaryBytes: 0 };
+  const chunk: Chunk = {
+    pages: [],
+    encodings: [DELTA_BINARY_PACKED],
+    uncompressed: 0,
+    compressed: 0,
+    dictionaryPage: false,
+    dictionaryBytes: 0,
+  };
   const out = scratch;
   out.reset();
   deltaBinaryPacked(out, column.values, from, end);
@@ -582,18 +604,34 @@ function millisChunk(column: MillisColumn, from: number, end: number): Chunk {
 const CREATED_BY = 'posthog-lite lake writer version 1.0.0';
 
 /** A Parquet file of `rows` rows in row groups of `rowGroupRows` rows. */
-export function writeLakeParquet(columns: readonly LakeParquetColumn[], rows: number, rowGroupRows: number): Uint8Array {
+export function writeLakeParquet(
+  columns: readonly LakeParquetColumn[],
+  rows: number,
+  rowGroupRows: number,
+): Uint8Array {
   for (const c of columns) {
     const length = c.kind === 'millis' ? c.values.length : c.ids === null ? rows : c.ids.length;
     if (length !== rows) throw new Error(`column ${c.name} has ${length} values for ${rows} rows`);
   }
   const parts: Uint8Array[] = [Buffer.from('PAR1')];
   let offset = 4;
-  const groups: { chunks: { chunk: Chunk; offset: number; column: LakeParquetColumn }[]; rows: number; offset: number; bytes: number; compressed: number }[] = [];
+  const groups: {
+    chunks: { chunk: Chunk; offset: number; column: LakeParquetColumn }[];
+    rows: number;
+    offset: number;
+    bytes: number;
+    compressed: number;
+  }[] = [];
   for (let from = 0; from < rows || (rows === 0 && groups.length === 0); from += rowGroupRows) {
     if (rows === 0) break;
     const end = Math.min(rows, from + rowGroupRows);
-    const group = { chunks: [] as { chunk: Chunk; offset: number; column: LakeParquetColumn }[], rows: end - from, offset, bytes: 0, compressed: 0 };
+    const group = {
+      chunks: [] as { chunk: Chunk; offset: number; column: LakeParquetColumn }[],
+      rows: end - from,
+      offset,
+      bytes: 0,
+      compressed: 0,
+    };
     for (const column of columns) {
       const chunk = column.kind === 'text' ? textChunk(column, from, end) : millisChunk(column, from, end);
       group.chunks.push({ chunk, offset, column });

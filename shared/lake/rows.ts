@@ -84,7 +84,7 @@ const text = (v: unknown): string | null =>
  * their digits against the last day seen (a day's file is one day), anything else by Date.parse.
  * Date.parse took a sixth of the lake's row building.
  */
-export function isoMillis(): { parse: (iso: string) => number } {
+function isoMillis(): { parse: (iso: string) => number } {
   let day = '';
   let dayMs = Number.NaN;
   const digits = (iso: string, at: number, count: number): number => {
@@ -181,7 +181,7 @@ class TextBuilder {
  * Float64Array of (time - first time) * n + row, natively: a comparator sort of the events took a
  * fifth of the write.
  */
-export function sortedRows(events: readonly LakeEvent[], ms: Float64Array): Int32Array {
+function sortedRows(events: readonly LakeEvent[], ms: Float64Array): Int32Array {
   const n = events.length;
   const groups = new Map<string, number[]>();
   let min = Number.POSITIVE_INFINITY;
@@ -216,7 +216,7 @@ export function sortedRows(events: readonly LakeEvent[], ms: Float64Array): Int3
 }
 
 /** The day's text columns, in the events' order: LAKE_COLUMNS' text columns by name (a property column only once it has a value). */
-export function dayColumns(events: readonly LakeEvent[]): Map<string, TextBuilder> {
+function dayColumns(events: readonly LakeEvent[]): Map<string, TextBuilder> {
   const n = events.length;
   const columns = new Map<string, TextBuilder>();
   const builder = (name: string) => new TextBuilder(n, !UNIQUE.has(name));

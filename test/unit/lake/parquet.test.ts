@@ -92,10 +92,25 @@ describe('lake Parquet encoder', () => {
     const columns: LakeParquetColumn[] = [
       textColumn('mixed', values),
       textColumn('plain', values, { dictionary: false }),
-      textColumn('required', values.map((v) => v ?? 'filled'), { required: true }),
-      textColumn('one_value', values.map(() => 'same')),
-      textColumn('all_null', values.map(() => null)),
-      { name: 'timestamp', kind: 'millis', values: Float64Array.from(values, (_, i) => 1_700_000_000_000 + i * 997), statistics: true },
+      textColumn(
+        'required',
+        values.map((v) => v ?? 'filled'),
+        { required: true },
+      ),
+      textColumn(
+        'one_value',
+        values.map(() => 'same'),
+      ),
+      textColumn(
+        'all_null',
+        values.map(() => null),
+      ),
+      {
+        name: 'timestamp',
+        kind: 'millis',
+        values: Float64Array.from(values, (_, i) => 1_700_000_000_000 + i * 997),
+        statistics: true,
+      },
     ];
     const rows = await withFile(writeLakeParquet(columns, n, 4), (path) => cells(path, columns));
     expect(rows).toHaveLength(n);
@@ -109,7 +124,10 @@ describe('lake Parquet encoder', () => {
         timestamp: 1_700_000_000_000 + i * 997,
       });
     });
-    const one: LakeParquetColumn[] = [textColumn('only', ['😀x']), { name: 't', kind: 'millis', values: Float64Array.of(-1), statistics: true }];
+    const one: LakeParquetColumn[] = [
+      textColumn('only', ['😀x']),
+      { name: 't', kind: 'millis', values: Float64Array.of(-1), statistics: true },
+    ];
     expect(await withFile(writeLakeParquet(one, 1, 10), (path) => cells(path, one))).toEqual([{ only: '😀x', t: -1 }]);
   });
 
@@ -121,13 +139,22 @@ describe('lake Parquet encoder', () => {
       const distinct = 1 + Math.floor(rng() ** 2 * n);
       const nullRate = [0, 0.01, 0.5, 0.99][round % 4]!;
       const texts: (string | null)[] = Array.from({ length: n }, (_, i) =>
-        rng() < nullRate || (i % 500 < 20 && round % 3 === 0) ? null : `${SHAPES[Math.floor(rng() * SHAPES.length)]!.slice(0, 30)}-${Math.floor(rng() * distinct)}`,
+        rng() < nullRate || (i % 500 < 20 && round % 3 === 0)
+          ? null
+          : `${SHAPES[Math.floor(rng() * SHAPES.length)]!.slice(0, 30)}-${Math.floor(rng() * distinct)}`,
       );
       // Millisecond times: close, equal, decreasing, and deltas past 2^32 (years apart).
       let t = -86_400_000 * 365 * 10;
       const times = Float64Array.from({ length: n }, () => {
         const r = rng();
-        t += r < 0.1 ? 0 : r < 0.2 ? -Math.floor(rng() * 1e6) : r < 0.25 ? Math.floor(rng() * 2 ** 40) : Math.floor(rng() * 5_000);
+        t +=
+          r < 0.1
+            ? 0
+            : r < 0.2
+              ? -Math.floor(rng() * 1e6)
+              : r < 0.25
+                ? Math.floor(rng() * 2 ** 40)
+                : Math.floor(rng() * 5_000);
         return t;
       });
       const columns: LakeParquetColumn[] = [
@@ -167,7 +194,10 @@ describe('lake Parquet encoder', () => {
     const n = 1_000;
     const columns: LakeParquetColumn[] = [
       // First row group: 500 rows of 10 values; second: 500 distinct.
-      textColumn('url', Array.from({ length: n }, (_, i) => (i < 500 ? `/page/${i % 10}` : `/unique/${i}`))),
+      textColumn(
+        'url',
+        Array.from({ length: n }, (_, i) => (i < 500 ? `/page/${i % 10}` : `/unique/${i}`)),
+      ),
     ];
     const groups = await withFile(writeLakeParquet(columns, n, 500), async (path) => ({
       encodings: await rowsOf(`SELECT row_group_id, encodings FROM parquet_metadata('${path}') ORDER BY row_group_id`),
@@ -177,7 +207,9 @@ describe('lake Parquet encoder', () => {
       expect.stringContaining('RLE_DICTIONARY'),
       expect.not.stringContaining('DICTIONARY'),
     ]);
-    expect(groups.rows.map((r) => r.url)).toEqual(Array.from({ length: n }, (_, i) => (i < 500 ? `/page/${i % 10}` : `/unique/${i}`)));
+    expect(groups.rows.map((r) => r.url)).toEqual(
+      Array.from({ length: n }, (_, i) => (i < 500 ? `/page/${i % 10}` : `/unique/${i}`)),
+    );
   });
 
   it('writes a day past ROW_GROUP_ROWS as several row groups sorted by (event, timestamp), with the min/max of event and timestamp per group', async () => {
@@ -210,7 +242,12 @@ describe('lake Parquet encoder', () => {
         const part = expected.slice(g * 131_072, (g + 1) * 131_072);
         const texts = part.map((r) => Buffer.from(r.event));
         const byBytes = [...texts].sort(Buffer.compare);
-        expect(stats[2 * g]).toMatchObject({ col: 'event', min: byBytes[0]!.toString(), max: byBytes.at(-1)!.toString(), nulls: 0n });
+        expect(stats[2 * g]).toMatchObject({
+          col: 'event',
+          min: byBytes[0]!.toString(),
+          max: byBytes.at(-1)!.toString(),
+          nulls: 0n,
+        });
         const ms = part.map((r) => r.ms);
         const iso = (t: number) => new Date(t).toISOString().replace('T', ' ').replace('Z', '');
         expect(stats[2 * g + 1]).toMatchObject({ col: 'timestamp', nulls: 0n });
@@ -226,7 +263,9 @@ describe('lake Parquet encoder', () => {
   it('declares the lake schema as the batch exports writer does for the same types (what Glue and Athena read)', async () => {
     const schema = async (body: Uint8Array) =>
       withFile(body, (path) =>
-        rowsOf(`SELECT name, type, converted_type, logical_type FROM parquet_schema('${path}') WHERE name <> 'schema' AND name <> 'root'`),
+        rowsOf(
+          `SELECT name, type, converted_type, logical_type FROM parquet_schema('${path}') WHERE name <> 'schema' AND name <> 'root'`,
+        ),
       );
     const event: LakeEvent = {
       uuid: '0190f000-0000-7000-8000-000000000001',
@@ -247,7 +286,10 @@ describe('lake Parquet encoder', () => {
       ),
     );
     expect(ours).toEqual(theirs);
-    expect(ours.find((c) => c.name === 'timestamp')).toMatchObject({ type: 'INT64', converted_type: 'TIMESTAMP_MILLIS' });
+    expect(ours.find((c) => c.name === 'timestamp')).toMatchObject({
+      type: 'INT64',
+      converted_type: 'TIMESTAMP_MILLIS',
+    });
     expect(ours.find((c) => c.name === 'browser')).toMatchObject({ type: 'BYTE_ARRAY', converted_type: 'UTF8' });
   });
 
@@ -259,7 +301,8 @@ describe('lake Parquet encoder', () => {
         new Uint8Array(size).fill(7),
         Uint8Array.from({ length: size }, (_, i) => 97 + ((i * 7 + (i >> 5)) % 8)),
       ];
-      for (const input of inputs) expect(Buffer.from(snappyCompress(input))).toEqual(Buffer.from(hyparquetSnappy(input)));
+      for (const input of inputs)
+        expect(Buffer.from(snappyCompress(input))).toEqual(Buffer.from(hyparquetSnappy(input)));
     }
   });
 });
