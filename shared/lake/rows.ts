@@ -141,27 +141,20 @@ class TextBuilder {
 
   add(row: number, text: string): void {
     const map = this.map;
-    if (map === null) {
-      this.ids[row] = this.entries.length;
-      this.entries.push(text);
-      return;
-    }
-    let id = map.get(text);
+    let id = map === null ? undefined : map.get(text);
     if (id === undefined) {
       id = this.entries.length;
-      if (id >= this.limit) {
-        this.byRow(row);
-        this.add(row, text);
-        return;
+      if (map !== null) {
+        if (id < this.limit) map.set(text, id);
+        else id = this.byRow(row);
       }
-      map.set(text, id);
       this.entries.push(text);
     }
     this.ids[row] = id;
   }
 
-  /** From an entry per text to an entry per row (the rows before `row` re-pointed). */
-  private byRow(row: number): void {
+  /** From an entry per text to an entry per row (the rows before `row` re-pointed): the next entry's id. */
+  private byRow(row: number): number {
     const byRow: string[] = [];
     for (let r = 0; r < row; r += 1) {
       const id = this.ids[r]!;
@@ -172,6 +165,7 @@ class TextBuilder {
     }
     this.entries = byRow;
     this.map = null;
+    return byRow.length;
   }
 }
 
@@ -235,12 +229,13 @@ function dayColumns(events: readonly LakeEvent[]): Map<string, TextBuilder> {
     event.add(i, e.event);
     distinctId.add(i, e.distinct_id);
     if (e.person_id !== null) personId.add(i, e.person_id);
-    // One pass over the event's properties (own enumerable keys, in order: what JSON.stringify visits):
+    // One pass over the event's own enumerable properties, in order (what JSON.stringify visits):
     // each goes to its own column or to the JSON of the rest, written as JSON.stringify writes an
     // object (undefined left out), without building one.
     const props = e.properties;
     let rest = '';
-    for (const key of Object.keys(props)) {
+    for (const key in props) {
+      if (!Object.hasOwn(props, key)) continue;
       const value = props[key];
       let column = own.get(key);
       if (column !== undefined) {
