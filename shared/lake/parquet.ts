@@ -3,7 +3,8 @@
  * Text columns (BYTE_ARRAY UTF8, REQUIRED or OPTIONAL) as a dictionary where values repeat, else
  * PLAIN; millisecond times (INT64 TIMESTAMP_MILLIS, REQUIRED) DELTA_BINARY_PACKED; a column with no
  * value as one run of null definition levels. One V1 data page per column chunk, snappy-compressed
- * (hyparquet-writer's compressor), min/max statistics where asked, a thrift compact footer.
+ * (shared/lake/snappy.ts), min/max statistics where asked, a thrift compact footer. The schema is the
+ * one hyparquet-writer gave these types (converted types, no logical types), as Glue declares it.
  * hyparquet-writer, general (any type, nesting, codec), spent most of the lake's write time on
  * per-value work this file does not need: per-row conversions, levels for columns with no value,
  * text encoded value by value into growing buffers (batch exports still use it: shared/exports/files.ts).
@@ -51,8 +52,6 @@ const DICTIONARY_PAGE = 2;
 const SNAPPY = 1;
 
 // Thrift compact protocol field types.
-const T_TRUE = 1;
-const T_FALSE = 2;
 const T_I32 = 5;
 const T_I64 = 6;
 const T_BINARY = 8;
@@ -92,10 +91,6 @@ class Thrift {
   i64(id: number, n: number): this {
     this.field(id, T_I64);
     this.zigzag(n);
-    return this;
-  }
-  bool(id: number, b: boolean): this {
-    this.field(id, b ? T_TRUE : T_FALSE);
     return this;
   }
   binary(id: number, bytes: Uint8Array): this {
@@ -609,6 +604,7 @@ export function writeLakeParquet(
   rows: number,
   rowGroupRows: number,
 ): Uint8Array {
+  if (!(rowGroupRows >= 1)) throw new Error(`row groups of ${rowGroupRows} rows`);
   for (const c of columns) {
     const length = c.kind === 'millis' ? c.values.length : c.ids === null ? rows : c.ids.length;
     if (length !== rows) throw new Error(`column ${c.name} has ${length} values for ${rows} rows`);
@@ -622,8 +618,7 @@ export function writeLakeParquet(
     bytes: number;
     compressed: number;
   }[] = [];
-  for (let from = 0; from < rows || (rows === 0 && groups.length === 0); from += rowGroupRows) {
-    if (rows === 0) break;
+  for (let from = 0; from < rows; from += rowGroupRows) {
     const end = Math.min(rows, from + rowGroupRows);
     const group = {
       chunks: [] as { chunk: Chunk; offset: number; column: LakeParquetColumn }[],
