@@ -14,6 +14,11 @@ export interface LakeEvent {
   distinct_id: string;
   /** The person's uuid when the compaction ran (PostHog's person_id), null when the distinct id has none. */
   person_id: string | null;
+  /**
+   * The person's properties as JSON text when the day was written (PostHog's persons-on-events
+   * `person_properties`): what `person.properties.x` reads on the lake. Null without a person.
+   */
+  person_properties?: string | null;
   properties: Record<string, unknown>;
 }
 
@@ -60,6 +65,7 @@ export const LAKE_COLUMNS: readonly { name: string; type: 'STRING' | 'TIMESTAMP'
   { name: 'person_id', type: 'STRING' },
   ...Object.values(PROPERTY_COLUMNS).map((name) => ({ name, type: 'STRING' as const })),
   { name: 'properties', type: 'STRING' },
+  { name: 'person_properties', type: 'STRING' },
 ];
 
 /** Columns whose values never repeat (an event's id, its other properties' JSON): plain, no statistics. */
@@ -136,6 +142,7 @@ function fileColumns(events: LakeEvent[]): ParquetColumn[] {
     'person_id',
     'properties',
   ].map(col) as [unknown[], unknown[], unknown[], unknown[], unknown[], unknown[]];
+  // Made only when some event of the file has a person's properties.
   // A property column's array is made when the file has a value for it: most have none in most files.
   const ownKeys = new Set(Object.keys(PROPERTY_COLUMNS));
   const times = isoMillis();
@@ -147,6 +154,7 @@ function fileColumns(events: LakeEvent[]): ParquetColumn[] {
     timestamp[i] = times.parse(e.timestamp);
     distinctId[i] = e.distinct_id;
     personId[i] = e.person_id;
+    if (e.person_properties != null) col('person_properties')[i] = e.person_properties;
     // One pass over the event's properties: each goes to its own column or to the JSON of the rest,
     // written as JSON.stringify writes an object (same order; undefined left out), without building one.
     const props = e.properties;

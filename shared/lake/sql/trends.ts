@@ -238,7 +238,8 @@ export function sourceSql(source: LakeSource): string {
   if (!source.files.length) throw new LakeSqlUnsupported('a range without lake files');
   const files = source.files.map(stringLiteral).join(', ');
   // The partition columns come from the path (events/project_id=<p>/day=<d>/), typed as Glue's.
-  return `read_parquet([${files}], hive_partitioning = true, hive_types = {'project_id': BIGINT, 'day': VARCHAR})`;
+  // By name: a day written before a column was added lacks it, and reads it as NULL (as Athena reads Parquet).
+  return `read_parquet([${files}], hive_partitioning = true, hive_types = {'project_id': BIGINT, 'day': VARCHAR}, union_by_name = true)`;
 }
 
 const utcDay = (at: Date) => at.toISOString().slice(0, 10);
