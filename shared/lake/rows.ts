@@ -14,6 +14,11 @@ export interface LakeEvent {
   distinct_id: string;
   /** The person's uuid when the compaction ran (PostHog's person_id), null when the distinct id has none. */
   person_id: string | null;
+  /**
+   * The person's properties as JSON text when the day was written (PostHog's persons-on-events
+   * `person_properties`): what `person.properties.x` reads on the lake. Null without a person.
+   */
+  person_properties?: string | null;
   properties: Record<string, unknown>;
 }
 
@@ -60,6 +65,7 @@ export const LAKE_COLUMNS: readonly { name: string; type: 'STRING' | 'TIMESTAMP'
   { name: 'person_id', type: 'STRING' },
   ...Object.values(PROPERTY_COLUMNS).map((name) => ({ name, type: 'STRING' as const })),
   { name: 'properties', type: 'STRING' },
+  { name: 'person_properties', type: 'STRING' },
 ];
 
 /** Columns whose values never repeat (an event's id, its other properties' JSON): plain, never a dictionary. */
@@ -219,6 +225,8 @@ function dayColumns(events: readonly LakeEvent[]): Map<string, TextBuilder> {
   const distinctId = builder('distinct_id');
   const personId = builder('person_id');
   const properties = builder('properties');
+  // Made once some event of the day has a person's properties.
+  let personProperties: TextBuilder | null = null;
   // Every column's property key, to its builder once the day has a value for it (most have none on most days).
   const own = new Map<string, TextBuilder | null>(Object.keys(PROPERTY_COLUMNS).map((key) => [key, null]));
   // Keys of the other properties as JSON, once each.
@@ -229,6 +237,7 @@ function dayColumns(events: readonly LakeEvent[]): Map<string, TextBuilder> {
     event.add(i, e.event);
     distinctId.add(i, e.distinct_id);
     if (e.person_id !== null) personId.add(i, e.person_id);
+    if (e.person_properties != null) (personProperties ??= builder('person_properties')).add(i, e.person_properties);
     // One pass over the event's own enumerable properties, in order (what JSON.stringify visits):
     // each goes to its own column or to the JSON of the rest, written as JSON.stringify writes an
     // object (undefined left out), without building one.
@@ -253,6 +262,7 @@ function dayColumns(events: readonly LakeEvent[]): Map<string, TextBuilder> {
   }
   columns.set('uuid', uuid).set('event', event).set('distinct_id', distinctId).set('person_id', personId);
   for (const [key, column] of own) if (column) columns.set(PROPERTY_COLUMNS[key]!, column);
+  if (personProperties) columns.set('person_properties', personProperties);
   return columns.set('properties', properties);
 }
 
