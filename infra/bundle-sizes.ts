@@ -8,6 +8,22 @@ import type { Metafile } from 'esbuild';
 /** A bundle's budget, minified (1 KB = 1024 bytes): docs/benchmarks.md, "Bundles and module init". */
 export const BUNDLE_BUDGET_KB = 400;
 
+/**
+ * The functions still over the budget (session 32), each held to a ceiling a little above its size
+ * so it cannot grow unnoticed while it is brought under: the AWS SDK is ~170 KB of each, and DynamoDB
+ * and SQS without it is the cut that does (docs/benchmarks.md). `npm run bench -- bundles` still
+ * reports them against the budget itself.
+ */
+export const OVER_BUDGET_CEILINGS_KB: Readonly<Record<string, number>> = {
+  query_create: 590,
+  run_queries: 545,
+  insights_trend: 475,
+  insights_trend_retrieve: 475,
+  run_batch_exports: 410,
+};
+
+export const ceilingOf = (name: string): number => OVER_BUDGET_CEILINGS_KB[name] ?? BUNDLE_BUDGET_KB;
+
 export interface BundleSize {
   /** The function (dist/functions/<name>/index.mjs). */
   name: string;

@@ -13,15 +13,18 @@ import { type LakeStore, lakeStore } from '../lake/store.ts';
 
 const PARQUET = 'application/vnd.apache.parquet';
 
-/** distinct id -> the person's uuid, for the distinct ids of one project's day. */
-async function personUuids(projectId: number, distinctIds: string[]): Promise<Map<string, string>> {
+/** distinct id -> the person's uuid and properties (JSON text), for the distinct ids of one project's day. */
+async function personsOf(
+  projectId: number,
+  distinctIds: string[],
+): Promise<Map<string, { uuid: string; properties: string }>> {
   const ids = await personIdsOf(distinctIds.map((distinctId) => ({ projectId, distinctId })));
   const persons = await getPersons(projectId, [...new Set(ids.values())]);
-  const uuidOf = new Map(persons.map((p) => [p.id, p.uuid]));
-  const out = new Map<string, string>();
+  const byId = new Map(persons.map((p) => [p.id, { uuid: p.uuid, properties: JSON.stringify(p.properties ?? {}) }]));
+  const out = new Map<string, { uuid: string; properties: string }>();
   for (const [key, id] of ids) {
-    const uuid = uuidOf.get(id);
-    if (uuid) out.set(key.slice(`${projectId}#`.length), uuid);
+    const person = byId.get(id);
+    if (person) out.set(key.slice(`${projectId}#`.length), person);
   }
   return out;
 }
@@ -49,13 +52,14 @@ export async function writeLakeDay(
   const own = events.filter((e) => e.project_id === projectId && e.timestamp.slice(0, 10) === day);
   // Read before the lookup: a merge that commits after it moves the version, so the day's person ids read as stale.
   const version = await personsVersion(projectId);
-  const persons = await personUuids(projectId, [...new Set(own.map((e) => e.distinct_id))]);
+  const persons = await personsOf(projectId, [...new Set(own.map((e) => e.distinct_id))]);
   const rows: LakeEvent[] = own.map((e) => ({
     uuid: e.uuid,
     event: e.event,
     timestamp: e.timestamp,
     distinct_id: e.distinct_id,
-    person_id: persons.get(e.distinct_id) ?? null,
+    person_id: persons.get(e.distinct_id)?.uuid ?? null,
+    person_properties: persons.get(e.distinct_id)?.properties ?? null,
     properties: e.properties,
   }));
   const files = lakeFiles(rows);

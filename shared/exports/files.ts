@@ -130,7 +130,7 @@ const VIEW_CHUNK = 16_384;
  * Texts as UTF-8 byte views over a few shared buffers, for a plain column: the writer takes the
  * bytes as they are, where it would otherwise encode (and allocate) every value on its own.
  */
-export function utf8Views(texts: readonly (string | null)[]): (Uint8Array | null)[] {
+function utf8Views(texts: readonly (string | null)[]): (Uint8Array | null)[] {
   const out: (Uint8Array | null)[] = new Array(texts.length);
   for (let start = 0; start < texts.length; start += VIEW_CHUNK) {
     const end = Math.min(texts.length, start + VIEW_CHUNK);
@@ -155,28 +155,6 @@ export function utf8Views(texts: readonly (string | null)[]): (Uint8Array | null
     }
   }
   return out;
-}
-
-/**
- * A text column as the writer takes it fastest, and how to encode it: values that repeat (at most
- * half distinct) as strings for a dictionary, others as UTF-8 views for plain pages. Counting stops
- * as soon as the column cannot be repeated any more.
- */
-export function textValues(texts: readonly (string | null)[]): {
-  data: (string | Uint8Array | null)[];
-  repeated: boolean;
-} {
-  const limit = texts.length / 2;
-  const distinct = new Set<string>();
-  let present = 0;
-  for (const text of texts) {
-    if (text === null) continue;
-    present += 1;
-    distinct.add(text);
-    if (distinct.size > limit) break;
-  }
-  const repeated = present > 1 && distinct.size * 2 <= present;
-  return { data: repeated || present === 0 ? (texts as (string | null)[]) : utf8Views(texts), repeated };
 }
 
 const toBytes = (b: Buffer) => new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
@@ -209,7 +187,7 @@ export interface ParquetColumn {
 }
 
 /**
- * The one Parquet writer (batch exports and the lake): typed columns, one codec, row groups of
+ * The batch exports' Parquet writer (the lake has its own for its few shapes: shared/lake/parquet.ts): typed columns, one codec, row groups of
  * `rowGroupSize` rows. Times and integers are delta-encoded: close values take a few bits a row where plain takes 8 bytes.
  */
 export function writeParquet(

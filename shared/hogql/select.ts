@@ -173,7 +173,7 @@ class SelectParser {
       const table = item.asterisk;
       if (table === 'person')
         throw new ValidationError(
-          'HogQLQuery: person.* is not supported: the lake holds the person id only (select person.id or person_id).',
+          'HogQLQuery: person.* is not supported: select person.id (or person_id) and person.properties.<name>.',
           this.attr,
         );
       if (table !== null && table !== SELECT_TABLE && table !== tableAlias)

@@ -7,7 +7,14 @@ import { pathToFileURL } from 'node:url';
 import type { Metafile } from 'esbuild';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildFunctions, ROOT } from '#infra/build.ts';
-import { BUNDLE_BUDGET_KB, breakdownLines, bundleSizes, kb } from '#infra/bundle-sizes.ts';
+import {
+  BUNDLE_BUDGET_KB,
+  breakdownLines,
+  bundleSizes,
+  ceilingOf,
+  kb,
+  OVER_BUDGET_CEILINGS_KB,
+} from '#infra/bundle-sizes.ts';
 import { lambdaContext } from '../../infra/local/lambda-context.ts';
 import { newKey } from '../support/api.ts';
 import { httpApiEvent } from '../support/lambda-event.ts';
@@ -69,9 +76,15 @@ describe('the deployable bundles', () => {
     expect(JSON.parse(started.body).query_status).toMatchObject({ complete: false });
   });
 
-  it(`stay within their size budget (${BUNDLE_BUDGET_KB} KB minified; the offenders named with what fills them)`, () => {
-    const over = bundleSizes(metafile).filter((b) => kb(b.bytes) > BUNDLE_BUDGET_KB);
+  it(`stay within their size budget (${BUNDLE_BUDGET_KB} KB minified, or the named ceiling of one still over it; the offenders named with what fills them)`, () => {
+    const sizes = bundleSizes(metafile);
+    const over = sizes.filter((b) => kb(b.bytes) > ceilingOf(b.name));
     expect(over.map((b) => breakdownLines(b, 8).join('\n'))).toEqual([]);
+    // A ceiling is for a function still over the budget: once under it, the ceiling goes.
+    const needless = Object.keys(OVER_BUDGET_CEILINGS_KB).filter(
+      (name) => kb(sizes.find((b) => b.name === name)?.bytes ?? 0) <= BUNDLE_BUDGET_KB,
+    );
+    expect(needless).toEqual([]);
   });
 
   it("carry their own route rows, not the whole table, and none of the SDK's event-stream codecs", () => {

@@ -194,7 +194,7 @@ describe('HogQLQuery on the lake engine', () => {
     ['SELECT event FROM events_1', /the table events_1/],
     ['SELECT event FROM events SETTINGS max_threads = 1', /SETTINGS/],
     ['SELECT event FROM events; SELECT 1', /multiple statements are not supported/],
-    ['SELECT person.properties.email FROM events', /person\.properties\.email/],
+    ['SELECT person.created_at FROM events', /person\.created_at/],
   ])('%s: 400 naming the construct', async (query, detail) => {
     const res = await hogql(c, a.projectId, query);
     expect(res.status).toBe(400);
@@ -235,4 +235,37 @@ describe('HogQLQuery on the lake engine', () => {
     expect(after.body.results).toEqual([[7]]);
     expect(after.body.lake_pending_events).toBe(0);
   });
+});
+
+describe("person properties on the lake: as the person had them when the day was written (PostHog's persons on events)", () => {
+  it('reads person.properties.x and person filters in {filters}; an event of no person reads null', async () => {
+    const day = DAYS[0]!;
+    const at = (h: number) => `${day}T${String(h).padStart(2, '0')}:00:00.000Z`;
+    const p = await seeded([
+      {
+        event: 'paid',
+        distinct_id: 'alice',
+        timestamp: at(1),
+        properties: { $set: { email: 'alice@x.io', plan: 'pro' } },
+      },
+      { event: 'paid', distinct_id: 'bob', timestamp: at(2), properties: { $set: { email: 'bob@y.io' } } },
+      { event: 'paid', distinct_id: 'carol', timestamp: at(3), properties: { $process_person_profile: false } },
+    ]);
+    const c = api.as(p.key);
+    const res = await hogql(
+      c,
+      p.projectId,
+      'SELECT distinct_id, person.properties.email, person.properties.plan FROM events ORDER BY distinct_id',
+    );
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.results).toEqual([
+      ['alice', 'alice@x.io', 'pro'],
+      ['bob', 'bob@y.io', null],
+      ['carol', null, null],
+    ]);
+    const filtered = await hogql(c, p.projectId, 'SELECT distinct_id FROM events WHERE {filters}', {
+      filters: { properties: [{ key: 'email', value: 'y.io', operator: 'icontains', type: 'person' }] },
+    });
+    expect(filtered.body.results).toEqual([['bob']]);
+  }, 120_000);
 });

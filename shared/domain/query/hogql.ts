@@ -56,6 +56,9 @@ function instant(raw: string, settings: ProjectSettings, now: Date, attr: string
   return t;
 }
 
+/** `{filters}` reads person filters from the lake's person properties, as PostHog's SQL does on events. */
+const PERSONS_ON_EVENTS = { personProperties: true };
+
 /**
  * `{filters}`, `{filters.dateRange.from|to}`, `{variables.<code_name>}` and `{<name>}` (the query's
  * `values`), as PostHog expands them: filters into event-property, date and test-account conditions.
@@ -76,11 +79,11 @@ export function placeholders(query: HogQLQuery, settings: ProjectSettings, now: 
     const name = path.join('.');
     if (name === 'filters') {
       const exprs: Expr[] = [];
-      if (properties) exprs.push(lakeExpr(() => groupExpr(properties)));
+      if (properties) exprs.push(lakeExpr(() => groupExpr(properties, PERSONS_ON_EVENTS)));
       if (to !== null) exprs.push(compareTime('lt', to));
       if (from !== null) exprs.push(compareTime('gtEq', from));
       if (filters?.filterTestAccounts)
-        exprs.push(...settings.test_account_filters.map((f) => lakeExpr(() => filterExpr(f))));
+        exprs.push(...settings.test_account_filters.map((f) => lakeExpr(() => filterExpr(f, PERSONS_ON_EVENTS))));
       if (!exprs.length) return constant(true);
       return exprs.length === 1 ? (exprs[0] as Expr) : { kind: 'and', exprs };
     }

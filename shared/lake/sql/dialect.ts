@@ -18,12 +18,15 @@ export class LakeSqlUnsupported extends Error {
   }
 }
 
+/** The lake's JSON text columns: the event's other properties, and its person's properties when the day was written. */
+export type JsonColumn = 'properties' | 'person_properties';
+
 export interface Dialect {
   name: 'athena' | 'duckdb';
   /** The text of a JSON property of `properties` (null when absent or JSON null). */
-  jsonText(key: string): string;
+  jsonText(key: string, column?: JsonColumn): string;
   /** The JSON text of a property of `properties` as stored (`true`, `"true"`, `1`; null when absent). */
-  jsonRaw(key: string): string;
+  jsonRaw(key: string, column?: JsonColumn): string;
   /** A UTC instant column as wall-clock time in `tz` (a naive timestamp), for instants in [from, to]. */
   localTime(column: string, tz: string, from: Date, to: Date): string;
   /** The start of `local`'s bucket (naive, local); weeks start on `weekStart` (0 Sunday, 1 Monday). */
@@ -153,8 +156,9 @@ function athenaPath(key: string): string {
 
 export const DUCKDB: Dialect = {
   name: 'duckdb',
-  jsonText: (key) => `json_extract_string("properties", ${duckdbPointer(key)})`,
-  jsonRaw: (key) => `CAST(json_extract("properties", ${duckdbPointer(key)}) AS varchar)`,
+  jsonText: (key, column = 'properties') => `json_extract_string(${identifier(column)}, ${duckdbPointer(key)})`,
+  jsonRaw: (key, column = 'properties') =>
+    `CAST(json_extract(${identifier(column)}, ${duckdbPointer(key)}) AS varchar)`,
   // The zone's offsets over the range as plain arithmetic: ICU's conversion per row costs more than the whole scan.
   localTime: (column, tz, from, to) => {
     zone(tz);
@@ -203,8 +207,8 @@ export const DUCKDB: Dialect = {
 
 export const ATHENA: Dialect = {
   name: 'athena',
-  jsonText: (key) => `json_extract_scalar("properties", ${athenaPath(key)})`,
-  jsonRaw: (key) => `json_format(json_extract("properties", ${athenaPath(key)}))`,
+  jsonText: (key, column = 'properties') => `json_extract_scalar(${identifier(column)}, ${athenaPath(key)})`,
+  jsonRaw: (key, column = 'properties') => `json_format(json_extract(${identifier(column)}, ${athenaPath(key)}))`,
   localTime: (column, tz) => `at_timezone(with_timezone(${column}, 'UTC'), ${zone(tz)})`,
   truncate: (unit, local, weekStart) => {
     // date_trunc on a zoned timestamp truncates in its zone; the cast keeps the local wall time.

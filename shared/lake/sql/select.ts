@@ -102,7 +102,7 @@ function allProperties(d: Dialect): string {
   );
 }
 
-/** Event fields the statement's printer reads beyond expr.ts's columns (what `*` expands to, and `person.id`). */
+/** Event fields the statement's printer reads beyond expr.ts's columns (what `*` expands to, `person.id`, `person.properties.x`). */
 function statementField(chain: readonly (string | number)[], d: Dialect): string | undefined {
   const name = chain.join('.');
   switch (name) {
@@ -116,6 +116,9 @@ function statementField(chain: readonly (string | number)[], d: Dialect): string
     case 'person.id':
       return identifier('person_id');
     default:
+      // PostHog's person properties on events: as the person had them when the event's day was written to the lake.
+      if (chain.length === 3 && chain[0] === 'person' && chain[1] === 'properties' && typeof chain[2] === 'string')
+        return d.jsonText(chain[2], 'person_properties');
       return undefined;
   }
 }

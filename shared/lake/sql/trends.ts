@@ -41,6 +41,16 @@ export type LakeSource =
   | { dialect: 'duckdb'; files: string[] };
 
 const prop = (key: string): Expr => ({ kind: 'field', chain: ['properties', key] });
+const personProp = (key: string): Expr => ({ kind: 'field', chain: ['person', 'properties', key] });
+
+/**
+ * Where a filter's person properties come from. A HogQLQuery reads them as PostHog's persons-on-events
+ * do (the lake's `person_properties`: as they were when the day was written); a routed trend must equal
+ * the in-process engine, which reads the person's current properties, so it takes event filters only.
+ */
+export interface FilterOptions {
+  personProperties?: boolean;
+}
 const str = (value: string): Expr => ({ kind: 'constant', value });
 const num = (value: number): Expr => ({ kind: 'constant', value });
 const isNull = (e: Expr): Expr => ({ kind: 'compare', op: 'eq', left: e, right: { kind: 'constant', value: null } });
@@ -77,9 +87,11 @@ const NUMERIC: Record<string, 'gt' | 'gtEq' | 'lt' | 'ltEq'> = {
  * One event-property filter as a HogQL expression over the property's text (the lake keeps
  * non-string values as their JSON text, as shared/trends/properties.ts propertyText reads them).
  */
-export function filterExpr(f: PropertyFilter): Expr {
-  if ((f.type ?? 'event') !== 'event') throw new LakeSqlUnsupported(`a ${f.type} property filter`);
-  const p = prop(f.key);
+export function filterExpr(f: PropertyFilter, options: FilterOptions = {}): Expr {
+  const type = f.type ?? 'event';
+  if (type !== 'event' && !(type === 'person' && options.personProperties))
+    throw new LakeSqlUnsupported(`a ${f.type} property filter`);
+  const p = type === 'person' ? personProp(f.key) : prop(f.key);
   const op = f.operator ?? 'exact';
   const texts = listOf(f.value).map((v) => str(valueText(v)));
   if (op === 'exact' || op === 'is_not') {
@@ -123,11 +135,11 @@ export function filterExpr(f: PropertyFilter): Expr {
   throw new LakeSqlUnsupported(`the property operator ${op}`);
 }
 
-export function groupExpr(group: PropertyGroup): Expr {
+export function groupExpr(group: PropertyGroup, options: FilterOptions = {}): Expr {
   const exprs = group.values.map((v): Expr => {
-    if ('values' in v) return groupExpr(v);
+    if ('values' in v) return groupExpr(v, options);
     if (isHogQLFilter(v as PropertyFilter | HogQLPropertyFilter)) return (v as HogQLPropertyFilter).expr;
-    return filterExpr(v as PropertyFilter);
+    return filterExpr(v as PropertyFilter, options);
   });
   return { kind: group.type === 'OR' ? 'or' : 'and', exprs };
 }
@@ -226,7 +238,8 @@ export function sourceSql(source: LakeSource): string {
   if (!source.files.length) throw new LakeSqlUnsupported('a range without lake files');
   const files = source.files.map(stringLiteral).join(', ');
   // The partition columns come from the path (events/project_id=<p>/day=<d>/), typed as Glue's.
-  return `read_parquet([${files}], hive_partitioning = true, hive_types = {'project_id': BIGINT, 'day': VARCHAR})`;
+  // By name: a day written before a column was added lacks it, and reads it as NULL (as Athena reads Parquet).
+  return `read_parquet([${files}], hive_partitioning = true, hive_types = {'project_id': BIGINT, 'day': VARCHAR}, union_by_name = true)`;
 }
 
 const utcDay = (at: Date) => at.toISOString().slice(0, 10);
@@ -257,7 +270,7 @@ export function printTrendSql(q: LakeTrend, source: LakeSource): string {
   if (!Number.isSafeInteger(q.projectId) || q.projectId < 0) throw new LakeSqlUnsupported('the project id');
   if (model.compareFilter.compare) throw new LakeSqlUnsupported('compare');
   const shared: Expr[] = [groupExpr(model.properties)];
-  if (model.filterTestAccounts) shared.push(...q.project.test_account_filters.map(filterExpr));
+  if (model.filterTestAccounts) shared.push(...q.project.test_account_filters.map((f) => filterExpr(f)));
   const days = q.days ? [...q.days].sort() : [utcDay(range.from), utcDay(range.to)];
   const facts = partitionFacts(q, days[0]!, days.at(-1)!);
   const bucket =

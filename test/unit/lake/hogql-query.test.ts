@@ -54,11 +54,18 @@ const refusal = (text: string): string => {
 
 const ATHENA: LakeSource = { dialect: 'athena', database: 'stage_lake', table: 'events' };
 const DAYS = { from: '2024-03-01', to: '2024-03-15' };
-const print = (text: string, source: LakeSource, settings = UTC, limit = 101, offset = 0) =>
+const print = (
+  text: string,
+  source: LakeSource,
+  settings = UTC,
+  limit = 101,
+  offset = 0,
+  query: Partial<HogQLQuery> = {},
+) =>
   printStatement(
     {
       projectId: P,
-      statement: foldNow(parse(text, {}, settings), NOW.getTime(), settings.timezone),
+      statement: foldNow(parse(text, query, settings), NOW.getTime(), settings.timezone),
       timezone: settings.timezone,
       weekStart: settings.week_start_day,
       days: DAYS,
@@ -212,12 +219,17 @@ describe('the SELECT parser', () => {
     expect(daysToRead(undefined, { from: -Infinity, to: Infinity }, now)).toEqual(['2024-03-16', '2024-03-17']);
   });
 
-  it('refuses a person filter in {filters} by name (the lake holds no person properties)', () => {
+  it("reads a person filter in {filters} from the person's properties on the lake (PostHog's persons on events)", () => {
+    const printed = print('SELECT count() FROM events WHERE {filters}', ATHENA, UTC, 100, 0, {
+      filters: { properties: [{ key: 'email', value: 'a@x.io', operator: 'exact', type: 'person' }] },
+    });
+    expect(printed.sql).toContain(`json_extract_scalar("person_properties", '$["email"]') IN ('a@x.io')`);
+    // A cohort filter is not a person property: still refused.
     expect(() =>
       parse('SELECT count() FROM events WHERE {filters}', {
-        filters: { properties: [{ key: 'email', value: 'a', operator: 'exact', type: 'person' }] },
+        filters: { properties: [{ key: 'id', value: 3, type: 'cohort' }] },
       }),
-    ).toThrow(/a person property filter is not supported on the lake engine/);
+    ).toThrow(ValidationError);
   });
 });
 
@@ -249,7 +261,7 @@ describe('the printed SQL', () => {
   });
 
   it.each([
-    ['SELECT person.properties.email FROM events', /the field person\.properties\.email is not supported/],
+    ['SELECT person.created_at FROM events', /the field person\.created_at is not supported/],
     ['SELECT quantile(0.9)(toFloat(properties.x)) FROM events', /the function quantile/],
     ['SELECT project_id FROM events', /the field project_id/],
     ['SELECT day FROM events', /the field day/],
@@ -332,8 +344,8 @@ beforeAll(() => {
   allFiles = [...ourFiles, ...writeDays(root, OTHER, THEIRS)];
 });
 
-async function run(text: string, files = ourFiles, settings = UTC) {
-  const statement = foldNow(parse(text, {}, settings), NOW.getTime(), settings.timezone);
+async function run(text: string, files = ourFiles, settings = UTC, query: Partial<HogQLQuery> = {}) {
+  const statement = foldNow(parse(text, query, settings), NOW.getTime(), settings.timezone);
   const printed = printStatement(
     {
       projectId: P,
@@ -639,7 +651,10 @@ describe('SELECT * and person fields', () => {
   });
 
   it.each([
-    ['SELECT person.* FROM events', /person\.\* is not supported: the lake holds the person id only/],
+    [
+      'SELECT person.* FROM events',
+      /person\.\* is not supported: select person\.id \(or person_id\) and person\.properties/,
+    ],
     ['SELECT p.* FROM events e', /p\.\* is not supported \(only \* and events\.\* are\)/],
     ['SELECT * FROM events e WHERE *', /"\*"/],
   ])('%s: a 400', (text, message) => {
@@ -692,6 +707,36 @@ describe('SELECT * and person fields', () => {
         '{"$elements_chain":"button:text=\\"Buy\\"","$window_id":"w1","n":[1,{"a":null}],"$session_id":"s1","$browser":"Firefox"}',
       ],
     ]);
+  });
+});
+
+describe('person properties on the lake (as the person had them when the day was written)', () => {
+  it('DuckDB: person.properties.x reads them; a person filter in {filters} too; an event without a person reads NULL', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'hogql-person-props-'));
+    const files = writeDays(root, P, [
+      {
+        ...lakeEvent(1, '2024-03-02', 'paid', 'u1', {}),
+        person_id: 'p1',
+        person_properties: '{"email":"a@x.io","plan":"pro","n":3}',
+      },
+      { ...lakeEvent(2, '2024-03-02', 'paid', 'u2', {}), person_id: 'p2', person_properties: '{"email":"b@y.io"}' },
+      lakeEvent(3, '2024-03-02', 'paid', 'anonymous', {}),
+    ]);
+    expect(
+      await run(
+        'SELECT distinct_id, person.properties.email, person.properties.plan, person.properties.n FROM events ORDER BY distinct_id',
+        files,
+      ),
+    ).toEqual([
+      ['anonymous', null, null, null],
+      ['u1', 'a@x.io', 'pro', '3'],
+      ['u2', 'b@y.io', null, null],
+    ]);
+    expect(
+      await run('SELECT distinct_id FROM events WHERE {filters}', files, UTC, {
+        filters: { properties: [{ key: 'plan', value: 'pro', operator: 'exact', type: 'person' }] },
+      }),
+    ).toEqual([['u1']]);
   });
 });
 
