@@ -9,18 +9,11 @@ import type { Metafile } from 'esbuild';
 export const BUNDLE_BUDGET_KB = 400;
 
 /**
- * The functions still over the budget (session 32), each held to a ceiling a little above its size
- * so it cannot grow unnoticed while it is brought under: the AWS SDK is ~170 KB of each, and DynamoDB
- * and SQS without it is the cut that does (docs/benchmarks.md). `npm run bench -- bundles` still
- * reports them against the budget itself.
+ * Functions allowed over the budget for a while, each held to a ceiling a little above its size so it
+ * cannot grow unnoticed while it is brought under (the bundles test fails a ceiling no longer needed).
+ * None since DynamoDB, SQS and KMS are called without the AWS SDK (docs/benchmarks.md).
  */
-export const OVER_BUDGET_CEILINGS_KB: Readonly<Record<string, number>> = {
-  query_create: 590,
-  run_queries: 545,
-  insights_trend: 475,
-  insights_trend_retrieve: 475,
-  run_batch_exports: 410,
-};
+export const OVER_BUDGET_CEILINGS_KB: Readonly<Record<string, number>> = {};
 
 export const ceilingOf = (name: string): number => OVER_BUDGET_CEILINGS_KB[name] ?? BUNDLE_BUDGET_KB;
 
