@@ -15,6 +15,7 @@ import { type LakeParquetColumn, utf8Entries, writeLakeParquet } from '#shared/l
 import { type LakeEvent, LAKE_COLUMNS, lakeFiles } from '#shared/lake/rows.ts';
 import { snappyCompress } from '#shared/lake/snappy.ts';
 import { snappyCompress as hyparquetSnappy } from 'hyparquet-writer/src/snappy.js';
+import { prng } from '../../support/prng.ts';
 
 const duck = await (await DuckDBInstance.create(':memory:')).connect();
 afterAll(() => duck.closeSync());
@@ -69,18 +70,6 @@ async function cells(path: string, columns: LakeParquetColumn[]) {
     .map((c) => (c.kind === 'millis' ? `epoch_ms("${c.name}")::DOUBLE AS "${c.name}"` : `"${c.name}"`))
     .join(', ');
   return rowsOf(`SELECT ${select} FROM read_parquet('${path}')`);
-}
-
-/** A small seeded generator (mulberry32): the same cases on every run. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const SHAPES = ['', 'a', 'é', '😀', '\ud800', 'x'.repeat(70), 'long ü '.repeat(2_000), '"q"\\\n', 'Chrome', 'Safari'];

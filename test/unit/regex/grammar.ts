@@ -2,16 +2,9 @@
  * Random RE2 patterns and texts for the differential test against re2js: a small grammar over the
  * features the service accepts (and some it must refuse), with a fixed-seed generator.
  */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from '../../support/prng.ts';
+
+export const rng = prng;
 
 /** Text characters: ASCII, case-folding specials (Kelvin sign, long s, final sigma), accents, astral. */
 const TEXT = [
