@@ -15,6 +15,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runScheduler } from '#shared/domain/export-runs.ts';
 import { ensureChromium } from '../../infra/local/chromium.ts';
 import { eventually, newProject, useApi } from '../support/api.ts';
+import { exclusively } from '../support/isolation.ts';
 import {
   axeViolations,
   type ConsoleTab,
@@ -365,10 +366,13 @@ describe('the web console in Chromium', () => {
           await ready(page);
           await page.locator('#backfills-table tbody tr', { hasText: '0 / 2 runs' }).waitFor();
 
-          // The scheduler's tick, as the deployed one would run it: the first day's upload fails.
-          await runScheduler(new Date(), async (_config, key) => {
-            if (key.includes(`${from}-`)) throw new Error('destination down');
-          });
+          // The scheduler's tick, as the deployed one would run it: the first day's upload fails. It
+          // runs every organization's due runs, so it waits for the files that tick on their own.
+          await exclusively('export-scheduler', () =>
+            runScheduler(new Date(), async (_config, key) => {
+              if (key.includes(`${from}-`)) throw new Error('destination down');
+            }),
+          );
           await page.getByRole('button', { name: 'Refresh' }).click();
           await ready(page);
           await page.locator('#backfills-table tbody tr', { hasText: '/ 2 runs' }).waitFor();

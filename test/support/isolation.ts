@@ -13,23 +13,42 @@ import { ensureQueues } from '../../infra/local/queues.ts';
  * Call it before the file's other hooks.
  */
 export function exclusiveFile(resource: string, waitMs = 15 * 60_000): void {
-  const lock = join(inject('dataDir'), 'locks', resource);
-  beforeAll(async () => {
-    await mkdir(join(lock, '..'), { recursive: true });
-    const deadline = Date.now() + waitMs;
-    for (;;) {
-      try {
-        await mkdir(lock);
-        return;
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-      }
-      if (Date.now() > deadline) throw new Error(`Waited ${waitMs} ms for ${resource}`);
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
-  }, waitMs + 5_000);
-  afterAll(() => rm(lock, { recursive: true, force: true }));
+  beforeAll(() => acquire(resource, waitMs), waitMs + 5_000);
+  afterAll(() => release(resource));
 }
+
+/**
+ * The same lock for one block of a test that cannot hold it for its whole file (a browser walk that
+ * ticks the scheduler once): it waits for whichever file holds the resource to finish.
+ */
+export async function exclusively<T>(resource: string, work: () => Promise<T>, waitMs = 10 * 60_000): Promise<T> {
+  await acquire(resource, waitMs);
+  try {
+    return await work();
+  } finally {
+    await release(resource);
+  }
+}
+
+const lockOf = (resource: string) => join(inject('dataDir'), 'locks', resource);
+
+async function acquire(resource: string, waitMs: number): Promise<void> {
+  const lock = lockOf(resource);
+  await mkdir(join(lock, '..'), { recursive: true });
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      await mkdir(lock);
+      return;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    if (Date.now() > deadline) throw new Error(`Waited ${waitMs} ms for ${resource}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+const release = (resource: string) => rm(lockOf(resource), { recursive: true, force: true });
 
 /**
  * Gives the calling file deletion queues of its own: its deletes with `delete_events` may succeed and
