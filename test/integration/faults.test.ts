@@ -141,8 +141,12 @@ describe('DynamoDB outage under load', () => {
       const start = Date.now();
       while (Date.now() - start < minMs || (count() < 20 && Date.now() - start < maxMs)) await sleep(100);
     };
-    // At least 3.5 s of healthy load: creates acknowledged more than 2 s before the kill are checked for durability below.
+    // At least 3.5 s of healthy load, and a create acknowledged 2 s before the kill (checked for
+    // durability below), however slow a busy machine makes the first requests.
     await enough(() => traffic.samples.length, 3_500, 15_000);
+    const settledCreate = () =>
+      traffic.samples.some((s) => s.op === 'create' && s.status === 201 && s.endedAt < Date.now() - 2_000);
+    for (const start = Date.now(); !settledCreate() && Date.now() - start < 20_000; ) await sleep(100);
     const killedAt = Date.now();
     dynamodb.process.kill('SIGKILL');
     await new Promise((r) =>
