@@ -2,7 +2,7 @@
  * `npm run bench -- lake`: the Parquet lake on this machine. The engine benchmark's synthetic events
  * (bench/engine.ts `generate`: 30 days, 2,000 distinct ids, the trends property mix) are written day
  * by day with the compactor's writer (shared/lake/rows.ts, one file per (project, day) under the lake
- * layout) while the same events become the columnar engine's segments; then DuckDB answers trends
+ * layout; each day's events handed over as the compactor reads them: asTheCompactorReadsThem) while the same events become the columnar engine's segments; then DuckDB answers trends
  * printed by shared/lake/sql/trends.ts over those files:
  *   (a) filtered + breakdown: $pageview, $browser in (Chrome, Firefox, Safari), breakdown $os, by day, 30 days;
  *   (b) dau of $pageview by day, 30 days;
@@ -21,6 +21,8 @@
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { shardOf } from '#shared/db/events.ts';
+import { keys } from '#shared/db/keys.ts';
 import { dataKey } from '#shared/lake/layout.ts';
 import { LAKE_COLUMNS, type LakeEvent, lakeFiles } from '#shared/lake/rows.ts';
 import { parseSelectStatement } from '#shared/hogql/select.ts';
@@ -95,6 +97,21 @@ const QUERIES = [
   },
 ] as const;
 
+/**
+ * The day's events as the compactor hands them to the lake writer (shared/domain/event-segments.ts
+ * compactDay): parsed from the store's JSON (fresh objects and flat strings, where the generator's are
+ * concatenations no parse gives) and in the order it reads them, shard by shard (shardOf), each
+ * shard by the eventsByDay sort key (event name, then time). Not timed: the store does this work.
+ */
+export function asTheCompactorReadsThem(events: readonly LakeEvent[]): LakeEvent[] {
+  const sortKey = (e: LakeEvent) => keys.eventsByDaySk(e.event, e.timestamp, e.uuid);
+  const stored = events
+    .map((e) => ({ e, shard: shardOf(e.uuid), key: sortKey(e) }))
+    .sort((a, b) => a.shard - b.shard || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+    .map(({ e }) => e);
+  return JSON.parse(JSON.stringify(stored)) as LakeEvent[];
+}
+
 /** Day by day (no 10M objects at once): the engine benchmark's events, each day's files encoded and written (timed). */
 export function writeLake(root: string, count: number) {
   const files: { path: string; day: string; part: number }[] = [];
@@ -105,15 +122,17 @@ export function writeLake(root: string, count: number) {
   let serial = 0;
   const data = generate(count, 25, (rows) => {
     if (!rows.length) return;
-    const events: LakeEvent[] = rows.map(({ event, row }) => ({
-      uuid: `0190f000-0000-7000-8000-${String(serial++).padStart(12, '0')}`,
-      event,
-      timestamp: new Date(row.t).toISOString(),
-      distinct_id: row.distinct_id,
-      // The engine's persons are one per distinct id, so the lake's coalesce(person_id, distinct_id) counts alike.
-      person_id: null,
-      properties: row.properties,
-    }));
+    const events = asTheCompactorReadsThem(
+      rows.map(({ event, row }) => ({
+        uuid: `0190f000-0000-7000-8000-${String(serial++).padStart(12, '0')}`,
+        event,
+        timestamp: new Date(row.t).toISOString(),
+        distinct_id: row.distinct_id,
+        // The engine's persons are one per distinct id, so the lake's coalesce(person_id, distinct_id) counts alike.
+        person_id: null,
+        properties: row.properties,
+      })),
+    );
     const day = new Date(rows[0]!.row.t).toISOString().slice(0, 10);
     const began = performance.now();
     const cpuBegan = process.cpuUsage();

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { type Compression, COMPRESSIONS, encodeFiles } from '#shared/exports/files.ts';
 import { EVENT_COLUMNS } from '#shared/exports/hogql.ts';
 import { type LakeEvent, lakeFiles } from '#shared/lake/rows.ts';
+import { asTheCompactorReadsThem } from './lake.ts';
 import { fixed, heading, table } from './lib/format.ts';
 import type { Benchmark, BenchResult, SummaryRow } from './lib/types.ts';
 import { DISTINCT_IDS, duckdb, EVENT_MIX, syntheticProperties, weighted } from './trends.ts';
@@ -67,11 +68,11 @@ function exportRows(count: number): Record<string, unknown>[] {
   });
 }
 
-/** The lake benchmark's events (bench/lake.ts): one day of them. */
+/** The lake benchmark's events (bench/lake.ts): one day of them, as the compactor hands them over. */
 function lakeEvents(count: number): LakeEvent[] {
   const rng = prng(25);
   const dayStart = Date.parse('2026-01-01T00:00:00Z');
-  return Array.from({ length: count }, (_, i) => {
+  const events = Array.from({ length: count }, (_, i): LakeEvent => {
     const user = Math.floor(rng() * DISTINCT_IDS);
     const t = dayStart + Math.floor((i / count) * 86_400_000);
     return {
@@ -83,6 +84,7 @@ function lakeEvents(count: number): LakeEvent[] {
       properties: syntheticProperties(rng, user, t),
     };
   });
+  return asTheCompactorReadsThem(events);
 }
 
 const cpuMs = () => {

@@ -33,7 +33,8 @@ export class EventTooLarge extends Error {
   override name = 'EventTooLarge';
 }
 
-function shardOf(uuid: string): number {
+/** The eventsByDay shard of an event: the last byte of its uuid. */
+export function shardOf(uuid: string): number {
   return parseInt(uuid.slice(-2), 16) % TABLE_SCHEMA.eventDayShards;
 }
 

@@ -14,16 +14,34 @@ import { snappyCompress } from './snappy.ts';
 export interface TextColumn {
   name: string;
   kind: 'text';
-  /** The texts the column's rows name. */
-  entries: Utf8Entries;
-  /** One entry a row of the file (-1 for null); null for a column with no value in any row. */
-  ids: Int32Array | null;
+  /** The rows' texts; null for a column with no value in any row. */
+  values: DictionaryTexts | PlainTexts | null;
   /** Never null (REQUIRED). */
   required: boolean;
-  /** Dictionary-encoded where a row group's values repeat (at most half distinct); PLAIN otherwise. */
-  dictionary: boolean;
   /** Min/max (and null count) in the column chunk's metadata. */
   statistics: boolean;
+}
+
+/**
+ * Texts that repeat: each distinct text once, and each row's entry (-1 for null). Dictionary-encoded
+ * where a row group's values repeat (at most half distinct); PLAIN otherwise.
+ */
+export interface DictionaryTexts {
+  encoding: 'dictionary';
+  entries: Utf8Entries;
+  ids: Int32Array;
+}
+
+/**
+ * Texts that do not repeat (an event's id, its other properties' JSON), already as PLAIN BYTE_ARRAY
+ * values (a 4-byte length, then UTF-8) in row order: row r's is bytes[offsets[r], offsets[r + 1]),
+ * empty for null. A row group's page body is one slice.
+ */
+export interface PlainTexts {
+  encoding: 'plain';
+  bytes: Buffer;
+  /** rows + 1 offsets. */
+  offsets: Int32Array;
 }
 
 export interface MillisColumn {
@@ -406,6 +424,68 @@ export function utf8Entries(texts: readonly string[]): Utf8Entries {
   return { bytes: out.buf, offsets };
 }
 
+/**
+ * `text` as UTF-8 into `buf` at `at` (room checked by the caller), the byte count: ASCII by code
+ * unit in JS, anything else natively. Buffer#write's checks cost more than a short value's bytes.
+ */
+function writeUtf8(buf: Buffer, text: string, at: number): number {
+  const n = text.length;
+  if (n <= 128) {
+    let k = 0;
+    for (; k < n; k += 1) {
+      const c = text.charCodeAt(k);
+      if (c >= 128) break;
+      buf[at + k] = c;
+    }
+    if (k === n) return n;
+  }
+  return buf.write(text, at, 'utf8');
+}
+
+/**
+ * PlainTexts written row by row, in row order (rows not given are null): each text goes straight
+ * into one growing buffer, so no row keeps a string of its own alive.
+ */
+export class PlainTextsBuilder {
+  private readonly out = new Bytes();
+  private readonly offsets: Int32Array;
+  /** Rows whose offsets are set: offsets[0..next]. */
+  private next = 0;
+
+  constructor(private readonly rows: number) {
+    this.offsets = new Int32Array(rows + 1);
+  }
+
+  add(row: number, text: string): void {
+    this.nullsTo(row);
+    const out = this.out;
+    const at = out.at;
+    // UTF-8 takes at most 3 bytes per UTF-16 code unit.
+    if (at + 4 + text.length * 3 > MAX_ENTRY_BYTES && at + 4 + Buffer.byteLength(text, 'utf8') > MAX_ENTRY_BYTES)
+      throw new Error(`a lake column's texts pass ${MAX_ENTRY_BYTES} bytes`);
+    out.ensure(4 + text.length * 3);
+    const buf = out.buf;
+    const length = writeUtf8(buf, text, at + 4);
+    buf[at] = length & 255;
+    buf[at + 1] = (length >>> 8) & 255;
+    buf[at + 2] = (length >>> 16) & 255;
+    buf[at + 3] = length >>> 24;
+    out.at = at + 4 + length;
+    this.offsets[row + 1] = out.at;
+    this.next = row + 1;
+  }
+
+  private nullsTo(row: number): void {
+    const at = this.out.at;
+    while (this.next < row) this.offsets[++this.next] = at;
+  }
+
+  texts(): PlainTexts {
+    this.nullsTo(this.rows);
+    return { encoding: 'plain', bytes: this.out.buf, offsets: this.offsets };
+  }
+}
+
 /** Entries' bytes, each after its 4-byte length (PLAIN BYTE_ARRAY), at the end of `out`. */
 function plainEntries(out: Bytes, entries: Utf8Entries, ids: ArrayLike<number>, from: number, end: number): void {
   const { bytes, offsets } = entries;
@@ -459,23 +539,51 @@ function minMax(
   return { min: copy(min), max: copy(max) };
 }
 
-/** Definition levels of ids[from, end) (1 present, 0 null) after a 4-byte length, as V1 pages have them; the count present. */
-function definitionLevels(out: Bytes, ids: Int32Array | null, from: number, end: number): number {
+/** The least and greatest present value of rows [from, end) of PlainTexts, in the same order. */
+function plainMinMax(texts: PlainTexts, from: number, end: number): { min: Uint8Array; max: Uint8Array } | undefined {
+  const { bytes, offsets } = texts;
+  let min = -1;
+  let max = -1;
+  // A row's value past its 4-byte length.
+  const compare = (a: number, b: number) =>
+    bytes.compare(bytes, offsets[b]! + 4, offsets[b + 1]!, offsets[a]! + 4, offsets[a + 1]!);
+  for (let r = from; r < end; r += 1) {
+    if (offsets[r + 1] === offsets[r]) continue;
+    if (min < 0 || compare(r, min) < 0) min = r;
+    if (max < 0 || compare(r, max) > 0) max = r;
+  }
+  if (min < 0) return undefined;
+  const copy = (r: number) => Uint8Array.from(bytes.subarray(offsets[r]! + 4, offsets[r + 1]!));
+  return { min: copy(min), max: copy(max) };
+}
+
+/** Definition levels of rows [from, end) (1 present, 0 null) after a 4-byte length, as V1 pages have them; the count present. */
+function definitionLevels(out: Bytes, values: DictionaryTexts | PlainTexts | null, from: number, end: number): number {
   const n = end - from;
   out.ensure(8);
   const lengthAt = out.at;
   out.at += 4;
   let present = 0;
-  if (ids === null) {
+  if (values === null) {
     out.varint(n * 2);
     out.byte(0);
   } else {
     if (levels.buf.length < n) levels.buf = new Uint8Array(n);
     const lv = levels.buf;
-    for (let i = 0; i < n; i += 1) {
-      const p = ids[from + i]! >= 0 ? 1 : 0;
-      lv[i] = p;
-      present += p;
+    if (values.encoding === 'dictionary') {
+      const ids = values.ids;
+      for (let i = 0; i < n; i += 1) {
+        const p = ids[from + i]! >= 0 ? 1 : 0;
+        lv[i] = p;
+        present += p;
+      }
+    } else {
+      const offsets = values.offsets;
+      for (let i = 0; i < n; i += 1) {
+        const p = offsets[from + i + 1]! > offsets[from + i]! ? 1 : 0;
+        lv[i] = p;
+        present += p;
+      }
     }
     hybrid(out, lv, 0, n, 1);
   }
@@ -497,23 +605,35 @@ function textChunk(column: TextColumn, from: number, end: number): Chunk {
     dictionaryPage: false,
     dictionaryBytes: 0,
   };
-  const { ids, entries } = column;
+  const { values } = column;
   const out = scratch;
   out.reset();
   let present = rows;
   if (!column.required) {
-    present = definitionLevels(out, ids, from, end);
+    present = definitionLevels(out, values, from, end);
     chunk.encodings.push(RLE);
   }
   const levelsEnd = out.at;
-  if (ids === null || present === 0) {
+  if (values === null || present === 0) {
     writeData(chunk, out.view(), rows, PLAIN);
     chunk.encodings.push(PLAIN);
     if (column.statistics) chunk.stats = { nulls: rows };
     return chunk;
   }
+  if (values.encoding === 'plain') {
+    if (column.statistics) chunk.stats = { ...plainMinMax(values, from, end), nulls: rows - present };
+    const start = values.offsets[from]!;
+    const length = values.offsets[end]! - start;
+    out.ensure(length);
+    values.bytes.copy(out.buf, out.at, start, start + length);
+    out.at += length;
+    writeData(chunk, out.view(), rows, PLAIN);
+    chunk.encodings.push(PLAIN);
+    return chunk;
+  }
+  const { ids, entries } = values;
   if (column.statistics) chunk.stats = { ...minMax(entries, ids, from, end), nulls: rows - present };
-  if (column.dictionary && present > 1) {
+  if (present > 1) {
     // The row group's own dictionary: its entries in order of first use.
     const count = entries.offsets.length - 1;
     if (local.of.length < count) local.of = new Int32Array(count).fill(-1);
@@ -606,7 +726,14 @@ export function writeLakeParquet(
 ): Uint8Array {
   if (!(rowGroupRows >= 1)) throw new Error(`row groups of ${rowGroupRows} rows`);
   for (const c of columns) {
-    const length = c.kind === 'millis' ? c.values.length : c.ids === null ? rows : c.ids.length;
+    const length =
+      c.kind === 'millis'
+        ? c.values.length
+        : c.values === null
+          ? rows
+          : c.values.encoding === 'dictionary'
+            ? c.values.ids.length
+            : c.values.offsets.length - 1;
     if (length !== rows) throw new Error(`column ${c.name} has ${length} values for ${rows} rows`);
   }
   const parts: Uint8Array[] = [Buffer.from('PAR1')];

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, describe, expect, it } from 'vitest';
 import { writeParquet } from '#shared/exports/files.ts';
-import { type LakeParquetColumn, utf8Entries, writeLakeParquet } from '#shared/lake/parquet.ts';
+import { type LakeParquetColumn, PlainTextsBuilder, utf8Entries, writeLakeParquet } from '#shared/lake/parquet.ts';
 import { type LakeEvent, LAKE_COLUMNS, lakeFiles } from '#shared/lake/rows.ts';
 import { snappyCompress } from '#shared/lake/snappy.ts';
 import { snappyCompress as hyparquetSnappy } from 'hyparquet-writer/src/snappy.js';
@@ -38,27 +38,32 @@ function textColumn(
   values: (string | null)[],
   options: { required?: boolean; dictionary?: boolean; statistics?: boolean } = {},
 ): LakeParquetColumn {
-  // As rows.ts builds them: a dictionary column's equal texts are one entry, other columns' an entry a row.
+  // As rows.ts builds them: a dictionary column's equal texts are one entry, other columns' plain bytes a row.
+  const allNull = values.every((v) => v === null);
+  const base = {
+    name,
+    kind: 'text' as const,
+    required: options.required ?? false,
+    statistics: options.statistics ?? false,
+  };
+  if (options.dictionary === false) {
+    const plain = new PlainTextsBuilder(values.length);
+    values.forEach((v, i) => {
+      if (v !== null) plain.add(i, v);
+    });
+    return { ...base, values: allNull ? null : plain.texts() };
+  }
   const entries: string[] = [];
   const seen = new Map<string, number>();
   const ids = new Int32Array(values.length);
   values.forEach((v, i) => {
     if (v === null) ids[i] = -1;
-    else if (options.dictionary === false) ids[i] = entries.push(v) - 1;
     else {
       if (!seen.has(v)) seen.set(v, entries.push(v) - 1);
       ids[i] = seen.get(v)!;
     }
   });
-  return {
-    name,
-    kind: 'text',
-    entries: utf8Entries(entries),
-    ids: values.every((v) => v === null) ? null : ids,
-    required: options.required ?? false,
-    dictionary: options.dictionary ?? true,
-    statistics: options.statistics ?? false,
-  };
+  return { ...base, values: allNull ? null : { encoding: 'dictionary', entries: utf8Entries(entries), ids } };
 }
 
 /** What a reader gives back for a JS string: its UTF-8 (an unpaired surrogate is U+FFFD). */
@@ -148,16 +153,21 @@ describe('lake Parquet encoder', () => {
       });
       const columns: LakeParquetColumn[] = [
         textColumn('text', texts, { statistics: true }),
-        textColumn('plain', texts, { dictionary: false }),
+        textColumn('plain', texts, { dictionary: false, statistics: true }),
         { name: 'time', kind: 'millis', values: times, statistics: true },
       ];
       const rowGroupRows = 1 + Math.floor(rng() * n);
-      const { rows, stats } = await withFile(writeLakeParquet(columns, n, rowGroupRows), async (path) => ({
+      const { rows, stats, plainStats } = await withFile(writeLakeParquet(columns, n, rowGroupRows), async (path) => ({
         rows: await cells(path, columns),
         stats: await rowsOf(
           `SELECT stats_min_value AS min, stats_max_value AS max, stats_null_count AS nulls FROM parquet_metadata('${path}') WHERE path_in_schema = 'text' ORDER BY row_group_id`,
         ),
+        plainStats: await rowsOf(
+          `SELECT stats_min_value AS min, stats_max_value AS max, stats_null_count AS nulls FROM parquet_metadata('${path}') WHERE path_in_schema = 'plain' ORDER BY row_group_id`,
+        ),
       }));
+      // The same from plain bytes as from a dictionary.
+      expect(plainStats).toEqual(stats);
       // Statistics per row group: min and max in byte order (unsigned UTF-8), nulls counted.
       expect(stats).toEqual(
         Array.from({ length: Math.ceil(n / rowGroupRows) }, (_, g) => {

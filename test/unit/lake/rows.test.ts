@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type LakeEvent, lakeFiles, PROPERTY_COLUMNS } from '#shared/lake/rows.ts';
+import { prng } from '../../support/prng.ts';
 
 const duck = await (await DuckDBInstance.create(':memory:')).connect();
 afterAll(() => duck.closeSync());
@@ -104,5 +105,28 @@ describe('lake rows', () => {
       current_url: 'https://example.com/34',
       properties: '{"n":1234}',
     });
+  });
+
+  it('keeps every cell of a column that starts repeating and turns unique past half the day (nulls between), whatever order the events come in', async () => {
+    const rng = prng(7);
+    const n = 3_000;
+    const events: LakeEvent[] = Array.from({ length: n }, (_, i) => ({
+      uuid: `0190f000-0000-7000-8000-${String(i).padStart(12, '0')}`,
+      event: i % 7 === 0 ? 'signed up' : '$pageview',
+      timestamp: new Date(Date.parse('2026-01-01T00:00:00Z') + i * 1000).toISOString(),
+      distinct_id: `user-${i % 300}`,
+      person_id: null,
+      properties: i % 3 === 0 ? {} : { $current_url: i < 500 ? `/p/${i % 5}` : `/unique/${i}/é` },
+    }));
+    // Shuffled: the writer's order is the file's (event, timestamp), not the input's.
+    for (let i = n - 1; i > 0; i -= 1) {
+      const j = Math.floor(rng() * (i + 1));
+      [events[i], events[j]] = [events[j]!, events[i]!];
+    }
+    const { rows, encodings } = await read(events);
+    expect(encodings.current_url).not.toContain('DICTIONARY');
+    const byUuid = new Map(rows.map((r) => [r.uuid, r.current_url]));
+    for (const e of events)
+      expect(byUuid.get(e.uuid), e.uuid).toBe((e.properties.$current_url as string | undefined) ?? null);
   });
 });
