@@ -5,11 +5,14 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { API_TIMEOUT_SECONDS, routePaths, type Route } from '#functions/routes.ts';
 import { findUserIdByEmail } from '#shared/db/users.ts';
-import { ownDeletionQueues } from '../support/isolation.ts';
+import { exclusiveFile, ownDeletionQueues } from '../support/isolation.ts';
 import { PROTO_KEYS, requestArbitrary, type FuzzRequest, type FuzzTargets } from '../support/fuzz-requests.ts';
 import { diffSnapshots, snapshotTenant, type Snapshot, type TenantScope } from '../support/tenant-snapshot.ts';
 import { eventually, expectErrorShape, newKey, newProject, uniqueEmail, useApi } from '../support/api.ts';
 
+// A scheduler tick from another file (at the real time) would park or run this tenant's export runs
+// between snapshots, a change no fuzzed request made: no tick runs while this file does.
+exclusiveFile('export-scheduler');
 // Deletes with delete_events=true may succeed here; they go to a queue of this file's own.
 ownDeletionQueues('fuzz');
 
