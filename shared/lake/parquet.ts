@@ -9,7 +9,7 @@
  * per-value work this file does not need: per-row conversions, levels for columns with no value,
  * text encoded value by value into growing buffers (batch exports still use it: shared/exports/files.ts).
  */
-import { snappyCompress } from './snappy.ts';
+import { snappyBound, snappyCompress } from './snappy.ts';
 
 export interface TextColumn {
   name: string;
@@ -170,8 +170,8 @@ class Thrift {
  * a Buffer for its native UTF-8 writes.
  */
 class Bytes {
-  buf = Buffer.allocUnsafe(1 << 16);
   at = 0;
+  constructor(public buf: Buffer = Buffer.allocUnsafe(1 << 16)) {}
   reset(): void {
     this.at = 0;
   }
@@ -197,6 +197,11 @@ class Bytes {
   }
   zigzag(n: number): void {
     this.varint(n >= 0 ? n * 2 : -n * 2 - 1);
+  }
+  append(bytes: Uint8Array): void {
+    this.ensure(bytes.length);
+    this.buf.set(bytes, this.at);
+    this.at += bytes.length;
   }
   view(): Uint8Array {
     return new Uint8Array(this.buf.buffer, this.buf.byteOffset, this.at);
@@ -352,9 +357,8 @@ function packWide(out: Bytes, lo: Uint32Array, hi: Uint32Array, width: number): 
   }
 }
 
-/** A chunk's written pages and what its metadata says of them. */
+/** What a column chunk's metadata says of its pages (written to the file as they are made). */
 interface Chunk {
-  pages: Uint8Array[];
   encodings: number[];
   uncompressed: number;
   compressed: number;
@@ -365,19 +369,33 @@ interface Chunk {
   stats?: { min?: Uint8Array; max?: Uint8Array; nulls: number };
 }
 
-/** A page: its header (thrift compact: type, sizes, then the kind's own header) then its bytes, snappy-compressed. */
+/**
+ * A page, appended to the file: its header (thrift compact: type, sizes, then the kind's own header)
+ * then its bytes, snappy-compressed.
+ */
 function page(chunk: Chunk, body: Uint8Array, type: number, header: (t: Thrift) => void): number {
-  const compressed = snappyCompress(body);
+  compressedPage.reset();
+  compressedPage.ensure(snappyBound(body.length));
+  const compressed = snappyCompress(body, compressedPage.buf);
   const t = new Thrift().i32(1, type).i32(2, body.length).i32(3, compressed.length);
   header(t);
   const head = t.end();
-  chunk.pages.push(head, compressed);
+  file.append(head);
+  file.append(compressed);
   chunk.uncompressed += head.length + body.length;
   chunk.compressed += head.length + compressed.length;
   return head.length + compressed.length;
 }
 
+/*
+ * Buffers reused from page to page and file to file (the writer is synchronous). Fresh ones for each
+ * day (tens of MB) set off a full collection of the whole heap, the day's events included, a day or
+ * two, as external memory pressure: a tenth of the lake's write time.
+ */
 const scratch = new Bytes();
+const compressedPage = new Bytes();
+/** The file being written: its pages as they are made, then the footer; copied out whole. */
+const file = new Bytes();
 const levels = { buf: new Uint8Array(0) };
 
 /** Texts encoded to UTF-8 once: entry i is bytes[offsets[i], offsets[i + 1]). */
@@ -447,7 +465,7 @@ function writeUtf8(buf: Buffer, text: string, at: number): number {
  * into one growing buffer, so no row keeps a string of its own alive.
  */
 export class PlainTextsBuilder {
-  private readonly out = new Bytes();
+  private readonly out = new Bytes(sparePlainBytes.pop());
   private readonly offsets: Int32Array;
   /** Rows whose offsets are set: offsets[0..next]. */
   private next = 0;
@@ -457,21 +475,37 @@ export class PlainTextsBuilder {
   }
 
   add(row: number, text: string): void {
+    this.open(row);
+    this.write(text);
+    this.close(row);
+  }
+
+  /** Row `row`'s text in parts: open, write each part, close. Rows come in increasing order. */
+  open(row: number): void {
     this.nullsTo(row);
+    this.out.ensure(4);
+    // The length goes here on close.
+    this.out.at += 4;
+  }
+
+  write(text: string): void {
     const out = this.out;
-    const at = out.at;
     // UTF-8 takes at most 3 bytes per UTF-16 code unit.
-    if (at + 4 + text.length * 3 > MAX_ENTRY_BYTES && at + 4 + Buffer.byteLength(text, 'utf8') > MAX_ENTRY_BYTES)
+    if (out.at + text.length * 3 > MAX_ENTRY_BYTES && out.at + Buffer.byteLength(text, 'utf8') > MAX_ENTRY_BYTES)
       throw new Error(`a lake column's texts pass ${MAX_ENTRY_BYTES} bytes`);
-    out.ensure(4 + text.length * 3);
-    const buf = out.buf;
-    const length = writeUtf8(buf, text, at + 4);
-    buf[at] = length & 255;
-    buf[at + 1] = (length >>> 8) & 255;
-    buf[at + 2] = (length >>> 16) & 255;
-    buf[at + 3] = length >>> 24;
-    out.at = at + 4 + length;
-    this.offsets[row + 1] = out.at;
+    out.ensure(text.length * 3);
+    out.at += writeUtf8(out.buf, text, out.at);
+  }
+
+  close(row: number): void {
+    const { buf, at } = this.out;
+    const start = this.offsets[row]!;
+    const length = at - start - 4;
+    buf[start] = length & 255;
+    buf[start + 1] = (length >>> 8) & 255;
+    buf[start + 2] = (length >>> 16) & 255;
+    buf[start + 3] = length >>> 24;
+    this.offsets[row + 1] = at;
     this.next = row + 1;
   }
 
@@ -484,6 +518,18 @@ export class PlainTextsBuilder {
     this.nullsTo(this.rows);
     return { encoding: 'plain', bytes: this.out.buf, offsets: this.offsets };
   }
+}
+
+/**
+ * Bytes of PlainTexts written and given back, for the next builders (a day's unique texts are tens of
+ * MB: fresh ones each day were most of the writer's external memory pressure; see `scratch`).
+ */
+const sparePlainBytes: Buffer[] = [];
+const SPARE_PLAIN_BYTES = 4;
+
+/** `texts`' bytes may be reused: nothing reads `texts` after this. */
+export function releasePlainTexts(texts: PlainTexts): void {
+  if (sparePlainBytes.length < SPARE_PLAIN_BYTES) sparePlainBytes.push(texts.bytes);
 }
 
 /** Entries' bytes, each after its 4-byte length (PLAIN BYTE_ARRAY), at the end of `out`. */
@@ -598,7 +644,6 @@ const local = { of: new Int32Array(0) };
 function textChunk(column: TextColumn, from: number, end: number): Chunk {
   const rows = end - from;
   const chunk: Chunk = {
-    pages: [],
     encodings: [],
     uncompressed: 0,
     compressed: 0,
@@ -692,7 +737,6 @@ const int64 = (n: number): Uint8Array => {
 
 function millisChunk(column: MillisColumn, from: number, end: number): Chunk {
   const chunk: Chunk = {
-    pages: [],
     encodings: [DELTA_BINARY_PACKED],
     uncompressed: 0,
     compressed: 0,
@@ -716,6 +760,7 @@ function millisChunk(column: MillisColumn, from: number, end: number): Chunk {
   return chunk;
 }
 
+const MAGIC = Buffer.from('PAR1', 'latin1');
 const CREATED_BY = 'posthog-lite lake writer version 1.0.0';
 
 /** A Parquet file of `rows` rows in row groups of `rowGroupRows` rows. */
@@ -736,7 +781,8 @@ export function writeLakeParquet(
             : c.values.offsets.length - 1;
     if (length !== rows) throw new Error(`column ${c.name} has ${length} values for ${rows} rows`);
   }
-  const parts: Uint8Array[] = [Buffer.from('PAR1')];
+  file.reset();
+  file.append(MAGIC);
   let offset = 4;
   const groups: {
     chunks: { chunk: Chunk; offset: number; column: LakeParquetColumn }[];
@@ -757,7 +803,6 @@ export function writeLakeParquet(
     for (const column of columns) {
       const chunk = column.kind === 'text' ? textChunk(column, from, end) : millisChunk(column, from, end);
       group.chunks.push({ chunk, offset, column });
-      for (const p of chunk.pages) parts.push(p);
       offset += chunk.compressed;
       group.bytes += chunk.uncompressed;
       group.compressed += chunk.compressed;
@@ -804,9 +849,12 @@ export function writeLakeParquet(
     .string(6, CREATED_BY)
     .structs(7, columns, (o) => o.struct(1, () => {}));
   const footer = t.end();
-  const tail = Buffer.alloc(8);
-  tail.writeUInt32LE(footer.length, 0);
-  tail.write('PAR1', 4, 'latin1');
-  parts.push(footer, tail);
-  return Buffer.concat(parts);
+  file.append(footer);
+  file.ensure(4);
+  file.u32(footer.length);
+  file.append(MAGIC);
+  // A copy: the file's buffer is the next file's.
+  const copy = Buffer.allocUnsafe(file.at);
+  file.buf.copy(copy, 0, 0, file.at);
+  return copy;
 }

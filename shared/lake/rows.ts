@@ -9,6 +9,7 @@ import {
   type LakeParquetColumn,
   type PlainTexts,
   PlainTextsBuilder,
+  releasePlainTexts,
   utf8Entries,
   writeLakeParquet,
 } from './parquet.ts';
@@ -75,8 +76,8 @@ export const LAKE_COLUMNS: readonly { name: string; type: 'STRING' | 'TIMESTAMP'
   { name: 'person_properties', type: 'STRING' },
 ];
 
-/** Columns whose values never repeat (an event's id, its other properties' JSON): plain, never a dictionary. */
-const UNIQUE = new Set(['uuid', 'properties']);
+/** Columns whose values never repeat (an event's id; its other properties' JSON is written apart): plain, never a dictionary. */
+const UNIQUE = new Set(['uuid']);
 
 /** Columns every event has (LakeEvent's non-null fields, and the JSON of the rest): REQUIRED. */
 const REQUIRED = new Set(['uuid', 'event', 'timestamp', 'distinct_id', 'properties']);
@@ -245,12 +246,13 @@ function dayColumns(events: readonly LakeEvent[], order: Int32Array): Map<string
   const event = builder('event');
   const distinctId = builder('distinct_id');
   const personId = builder('person_id');
-  const properties = builder('properties');
+  // Written part by part: the JSON of the properties without a column of their own.
+  const properties = new PlainTextsBuilder(n);
   // Made once some event of the day has a person's properties.
   let personProperties: TextBuilder | null = null;
   // Every column's property key, to its builder once the day has a value for it (most have none on most days).
   const own = new Map<string, TextBuilder | null>(Object.keys(PROPERTY_COLUMNS).map((key) => [key, null]));
-  // Keys of the other properties as JSON, once each.
+  // Keys of the other properties as JSON (with the colon), once each.
   const keysJson = new Map<string, string>();
   for (let i = 0; i < n; i += 1) {
     const e = events[order[i]!]!;
@@ -261,9 +263,10 @@ function dayColumns(events: readonly LakeEvent[], order: Int32Array): Map<string
     if (e.person_properties != null) (personProperties ??= builder('person_properties')).add(i, e.person_properties);
     // One pass over the event's own enumerable properties, in order (what JSON.stringify visits):
     // each goes to its own column or to the JSON of the rest, written as JSON.stringify writes an
-    // object (undefined left out), without building one.
+    // object (what has no JSON left out), straight into the column's bytes without a string of its own.
     const props = e.properties;
-    let rest = '';
+    properties.open(i);
+    let first = true;
     for (const key in props) {
       if (!Object.hasOwn(props, key)) continue;
       const value = props[key];
@@ -273,13 +276,19 @@ function dayColumns(events: readonly LakeEvent[], order: Int32Array): Map<string
         if (t === null) continue;
         if (column === null) own.set(key, (column = builder(PROPERTY_COLUMNS[key]!)));
         column.add(i, t);
-      } else if (value !== undefined) {
+      } else {
+        const json = JSON.stringify(value) as string | undefined;
+        if (json === undefined) continue;
         let keyJson = keysJson.get(key);
-        if (keyJson === undefined) keysJson.set(key, (keyJson = JSON.stringify(key)));
-        rest += `${rest ? ',' : '{'}${keyJson}:${JSON.stringify(value)}`;
+        if (keyJson === undefined) keysJson.set(key, (keyJson = `${JSON.stringify(key)}:`));
+        properties.write(first ? '{' : ',');
+        properties.write(keyJson);
+        properties.write(json);
+        first = false;
       }
     }
-    properties.add(i, rest ? `${rest}}` : '{}');
+    properties.write(first ? '{}' : '}');
+    properties.close(i);
   }
   const columns = new Map<string, DictionaryTexts | PlainTexts>()
     .set('uuid', uuid.texts())
@@ -329,5 +338,6 @@ export function lakeFiles(events: LakeEvent[]): Uint8Array[] {
     });
     files.push(writeLakeParquet(columns, end - start, ROW_GROUP_ROWS));
   }
+  for (const column of texts.values()) if (column.encoding === 'plain') releasePlainTexts(column);
   return files;
 }

@@ -14,11 +14,15 @@ const hash = (key: number, shift: number) => Math.imul(key, 0x1e35a7bd) >>> shif
 const load32 = (a: Uint8Array, at: number) => a[at]! | (a[at + 1]! << 8) | (a[at + 2]! << 16) | (a[at + 3]! << 24);
 
 /** Snappy's bound on a block's compressed size. */
-const maxCompressedLength = (n: number) => 32 + n + Math.floor(n / 6);
+export const snappyBound = (n: number) => 32 + n + Math.floor(n / 6);
 
-export function snappyCompress(input: Uint8Array): Uint8Array {
+/** `input` compressed into `out` (at least snappyBound(input.length) bytes): a view of `out`'s start. */
+export function snappyCompress(
+  input: Uint8Array,
+  out: Uint8Array = new Uint8Array(snappyBound(input.length)),
+): Uint8Array {
   const n = input.length;
-  const out = new Uint8Array(maxCompressedLength(n));
+  if (out.length < snappyBound(n)) throw new Error(`snappy: ${out.length} bytes of room for ${n} bytes`);
   let op = 0;
   // The uncompressed length, a varint.
   for (let v = n; ; ) {

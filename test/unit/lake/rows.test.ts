@@ -14,10 +14,11 @@ import { prng } from '../../support/prng.ts';
 const duck = await (await DuckDBInstance.create(':memory:')).connect();
 afterAll(() => duck.closeSync());
 
-async function read(events: LakeEvent[]) {
-  const [body] = lakeFiles(events);
+const read = (events: LakeEvent[]) => readFile(lakeFiles(events)[0]!);
+
+async function readFile(body: Uint8Array) {
   const path = join(tmpdir(), `lake-rows-${process.pid}-${Math.random().toString(36).slice(2)}.parquet`);
-  writeFileSync(path, body!);
+  writeFileSync(path, body);
   try {
     const rows = (
       await duck.runAndReadAll(
@@ -50,7 +51,7 @@ describe('lake rows', () => {
         '{"__proto__": {"x": 1}, "2": "two", "a": "é\\u2028\\"q\\"", "1": [1, null, {"b": true}], "$browser": 7}',
       ),
       { emoji: '😀 \ud800', n: -0.5, big: 1e21, $current_url: 'https://ex.com/ü' },
-      { undef: undefined, kept: 'x' },
+      { undef: undefined, kept: 'x', fn: () => 1, sym: Symbol('s') },
       {},
       { $current_url: null, nested: { deep: { deeper: ['z'] } } },
     ];
@@ -128,5 +129,31 @@ describe('lake rows', () => {
     const byUuid = new Map(rows.map((r) => [r.uuid, r.current_url]));
     for (const e of events)
       expect(byUuid.get(e.uuid), e.uuid).toBe((e.properties.$current_url as string | undefined) ?? null);
+  });
+
+  it("keeps each day's file its own when days are written one after another (the writer reuses its buffers from day to day)", async () => {
+    const day = (n: number, tag: string): LakeEvent[] =>
+      Array.from({ length: n }, (_, i) => ({
+        uuid: `${tag}-${String(i).padStart(8, '0')}`,
+        event: '$pageview',
+        timestamp: new Date(Date.parse('2026-01-01T00:00:00Z') + i * 1000).toISOString(),
+        distinct_id: `${tag}-user-${i % 40}`,
+        person_id: null,
+        properties: { $current_url: `/${tag}/${i % 9}`, note: `${tag} ${i}` },
+      }));
+    const first = day(2_000, 'first');
+    const [firstBody] = lakeFiles(first);
+    // A larger day then a smaller one: written into the buffers the first day's file came from.
+    lakeFiles(day(5_000, 'second'));
+    const [thirdBody] = lakeFiles(day(300, 'third'));
+    for (const [body, events] of [
+      [firstBody!, first],
+      [thirdBody!, day(300, 'third')],
+    ] as const) {
+      const { rows } = await readFile(body);
+      expect(rows.map((r) => [r.uuid, r.distinct_id, r.current_url, r.properties])).toEqual(
+        events.map((e) => [e.uuid, e.distinct_id, e.properties.$current_url, restJson(e.properties)]),
+      );
+    }
   });
 });
