@@ -13,15 +13,25 @@ import { type LakeStore, lakeStore } from '../lake/store.ts';
 
 const PARQUET = 'application/vnd.apache.parquet';
 
-/** distinct id -> the person's uuid and properties (JSON text), for the distinct ids of one project's day. */
-async function personsOf(
-  projectId: number,
-  distinctIds: string[],
-): Promise<Map<string, { uuid: string; properties: string }>> {
+interface LakePerson {
+  uuid: string;
+  /** JSON text. */
+  properties: string;
+  /** Epoch milliseconds. */
+  createdAt: number;
+}
+
+/** distinct id -> the person's uuid, properties and creation time, for the distinct ids of one project's day. */
+async function personsOf(projectId: number, distinctIds: string[]): Promise<Map<string, LakePerson>> {
   const ids = await personIdsOf(distinctIds.map((distinctId) => ({ projectId, distinctId })));
   const persons = await getPersons(projectId, [...new Set(ids.values())]);
-  const byId = new Map(persons.map((p) => [p.id, { uuid: p.uuid, properties: JSON.stringify(p.properties ?? {}) }]));
-  const out = new Map<string, { uuid: string; properties: string }>();
+  const byId = new Map(
+    persons.map((p): [number, LakePerson] => [
+      p.id,
+      { uuid: p.uuid, properties: JSON.stringify(p.properties ?? {}), createdAt: Date.parse(p.created_at) },
+    ]),
+  );
+  const out = new Map<string, LakePerson>();
   for (const [key, id] of ids) {
     const person = byId.get(id);
     if (person) out.set(key.slice(`${projectId}#`.length), person);
@@ -53,15 +63,19 @@ export async function writeLakeDay(
   // Read before the lookup: a merge that commits after it moves the version, so the day's person ids read as stale.
   const version = await personsVersion(projectId);
   const persons = await personsOf(projectId, [...new Set(own.map((e) => e.distinct_id))]);
-  const rows: LakeEvent[] = own.map((e) => ({
-    uuid: e.uuid,
-    event: e.event,
-    timestamp: e.timestamp,
-    distinct_id: e.distinct_id,
-    person_id: persons.get(e.distinct_id)?.uuid ?? null,
-    person_properties: persons.get(e.distinct_id)?.properties ?? null,
-    properties: e.properties,
-  }));
+  const rows: LakeEvent[] = own.map((e) => {
+    const person = persons.get(e.distinct_id);
+    return {
+      uuid: e.uuid,
+      event: e.event,
+      timestamp: e.timestamp,
+      distinct_id: e.distinct_id,
+      person_id: person?.uuid ?? null,
+      person_properties: person?.properties ?? null,
+      person_created_at: person && Number.isFinite(person.createdAt) ? person.createdAt : null,
+      properties: e.properties,
+    };
+  });
   const files = lakeFiles(rows);
   const generation = newGeneration(now, randomUUID());
   const keys = files.map((_, i) => dataKey(projectId, day, generation, i));

@@ -1,7 +1,7 @@
 /**
  * The lake's Parquet encoder: the few shapes the lake writes (shared/lake/rows.ts), and nothing else.
  * Text columns (BYTE_ARRAY UTF8, REQUIRED or OPTIONAL) as a dictionary where values repeat, else
- * PLAIN; millisecond times (INT64 TIMESTAMP_MILLIS, REQUIRED) DELTA_BINARY_PACKED; a column with no
+ * PLAIN; millisecond times (INT64 TIMESTAMP_MILLIS, REQUIRED or OPTIONAL) DELTA_BINARY_PACKED; a column with no
  * value as one run of null definition levels. One V1 data page per column chunk, snappy-compressed
  * (shared/lake/snappy.ts), min/max statistics where asked, a thrift compact footer. The schema is the
  * one hyparquet-writer gave these types (converted types, no logical types), as Glue declares it.
@@ -47,8 +47,10 @@ export interface PlainTexts {
 export interface MillisColumn {
   name: string;
   kind: 'millis';
-  /** Epoch milliseconds, one a row (REQUIRED). */
+  /** Epoch milliseconds, one a row; NaN for a null (only where not required). */
   values: Float64Array;
+  /** Never null (REQUIRED). */
+  required: boolean;
   statistics: boolean;
 }
 
@@ -604,7 +606,12 @@ function plainMinMax(texts: PlainTexts, from: number, end: number): { min: Uint8
 }
 
 /** Definition levels of rows [from, end) (1 present, 0 null) after a 4-byte length, as V1 pages have them; the count present. */
-function definitionLevels(out: Bytes, values: DictionaryTexts | PlainTexts | null, from: number, end: number): number {
+function definitionLevels(
+  out: Bytes,
+  values: DictionaryTexts | PlainTexts | Float64Array | null,
+  from: number,
+  end: number,
+): number {
   const n = end - from;
   out.ensure(8);
   const lengthAt = out.at;
@@ -616,7 +623,13 @@ function definitionLevels(out: Bytes, values: DictionaryTexts | PlainTexts | nul
   } else {
     if (levels.buf.length < n) levels.buf = new Uint8Array(n);
     const lv = levels.buf;
-    if (values.encoding === 'dictionary') {
+    if (values instanceof Float64Array) {
+      for (let i = 0; i < n; i += 1) {
+        const p = Number.isNaN(values[from + i]!) ? 0 : 1;
+        lv[i] = p;
+        present += p;
+      }
+    } else if (values.encoding === 'dictionary') {
       const ids = values.ids;
       for (let i = 0; i < n; i += 1) {
         const p = ids[from + i]! >= 0 ? 1 : 0;
@@ -735,9 +748,12 @@ const int64 = (n: number): Uint8Array => {
   return Uint8Array.from(b);
 };
 
+/** The present values of an OPTIONAL time column's row group, in row order: reused, as `levels`. */
+const presentMillis = { buf: new Float64Array(0) };
+
 function millisChunk(column: MillisColumn, from: number, end: number): Chunk {
   const chunk: Chunk = {
-    encodings: [DELTA_BINARY_PACKED],
+    encodings: [],
     uncompressed: 0,
     compressed: 0,
     dictionaryPage: false,
@@ -745,16 +761,34 @@ function millisChunk(column: MillisColumn, from: number, end: number): Chunk {
   };
   const out = scratch;
   out.reset();
-  deltaBinaryPacked(out, column.values, from, end);
-  if (column.statistics && end > from) {
-    let min = column.values[from]!;
+  let values = column.values;
+  let [first, last] = [from, end];
+  if (!column.required) {
+    const present = definitionLevels(out, values, from, end);
+    chunk.encodings.push(RLE);
+    if (present === 0) {
+      chunk.encodings.push(PLAIN);
+      if (column.statistics) chunk.stats = { nulls: end - from };
+      writeData(chunk, out.view(), end - from, PLAIN);
+      return chunk;
+    }
+    if (presentMillis.buf.length < present) presentMillis.buf = new Float64Array(present);
+    const kept = presentMillis.buf;
+    let k = 0;
+    for (let i = from; i < end; i += 1) if (!Number.isNaN(values[i]!)) kept[k++] = values[i]!;
+    [values, first, last] = [kept, 0, present];
+  }
+  chunk.encodings.push(DELTA_BINARY_PACKED);
+  deltaBinaryPacked(out, values, first, last);
+  if (column.statistics) {
+    let min = values[first]!;
     let max = min;
-    for (let i = from + 1; i < end; i += 1) {
-      const v = column.values[i]!;
+    for (let i = first + 1; i < last; i += 1) {
+      const v = values[i]!;
       if (v < min) min = v;
       else if (v > max) max = v;
     }
-    chunk.stats = { min: int64(min), max: int64(max), nulls: 0 };
+    chunk.stats = { min: int64(min), max: int64(max), nulls: end - from - (last - first) };
   }
   writeData(chunk, out.view(), end - from, DELTA_BINARY_PACKED);
   return chunk;
@@ -818,7 +852,11 @@ export function writeLakeParquet(
           .i32(3, c.required ? REQUIRED : OPTIONAL)
           .string(4, c.name)
           .i32(6, UTF8);
-      else s.i32(1, INT64).i32(3, REQUIRED).string(4, c.name).i32(6, TIMESTAMP_MILLIS);
+      else
+        s.i32(1, INT64)
+          .i32(3, c.required ? REQUIRED : OPTIONAL)
+          .string(4, c.name)
+          .i32(6, TIMESTAMP_MILLIS);
     })
     .i64(3, rows)
     .structs(4, groups, (g, group) => {

@@ -27,6 +27,8 @@ export interface LakeEvent {
    * `person_properties`): what `person.properties.x` reads on the lake. Null without a person.
    */
   person_properties?: string | null;
+  /** When the person was created (epoch milliseconds; PostHog's `person.created_at`). Null without a person. */
+  person_created_at?: number | null;
   properties: Record<string, unknown>;
 }
 
@@ -74,12 +76,13 @@ export const LAKE_COLUMNS: readonly { name: string; type: 'STRING' | 'TIMESTAMP'
   ...Object.values(PROPERTY_COLUMNS).map((name) => ({ name, type: 'STRING' as const })),
   { name: 'properties', type: 'STRING' },
   { name: 'person_properties', type: 'STRING' },
+  { name: 'person_created_at', type: 'TIMESTAMP' },
 ];
 
 /** Columns whose values never repeat (an event's id; its other properties' JSON is written apart): plain, never a dictionary. */
 const UNIQUE = new Set(['uuid']);
 
-/** Columns every event has (LakeEvent's non-null fields, and the JSON of the rest): REQUIRED. */
+/** Columns every event has (LakeEvent's non-null fields, and the JSON of the rest): REQUIRED. The rest are OPTIONAL. */
 const REQUIRED = new Set(['uuid', 'event', 'timestamp', 'distinct_id', 'properties']);
 
 /** Min/max statistics where a reader skips row groups by them: the sort columns. */
@@ -319,20 +322,31 @@ export function lakeFiles(events: LakeEvent[]): Uint8Array[] {
   }
   const order = sortedRows(events, ms);
   const sortedMs = new Float64Array(n);
-  for (let j = 0; j < n; j += 1) sortedMs[j] = ms[order[j]!]!;
+  // NaN where the event has no person: a null of the OPTIONAL column.
+  const personCreatedMs = new Float64Array(n);
+  for (let j = 0; j < n; j += 1) {
+    sortedMs[j] = ms[order[j]!]!;
+    personCreatedMs[j] = events[order[j]!]!.person_created_at ?? Number.NaN;
+  }
+  const timeColumns = new Map([
+    ['timestamp', sortedMs],
+    ['person_created_at', personCreatedMs],
+  ]);
   const texts = dayColumns(events, order);
   const files: Uint8Array[] = [];
   for (let start = 0; start < n; start += FILE_ROWS) {
     const end = Math.min(n, start + FILE_ROWS);
     const columns = LAKE_COLUMNS.map(({ name, type }): LakeParquetColumn => {
       const statistics = WITH_STATISTICS.has(name);
-      if (type === 'TIMESTAMP') return { name, kind: 'millis', values: sortedMs.subarray(start, end), statistics };
+      const required = REQUIRED.has(name);
+      if (type === 'TIMESTAMP')
+        return { name, kind: 'millis', values: timeColumns.get(name)!.subarray(start, end), required, statistics };
       const column = texts.get(name);
       return {
         name,
         kind: 'text',
         values: column ? rowsOf(column, start, end) : null,
-        required: REQUIRED.has(name),
+        required,
         statistics,
       };
     });

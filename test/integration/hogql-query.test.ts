@@ -194,13 +194,37 @@ describe('HogQLQuery on the lake engine', () => {
     ['SELECT event FROM events_1', /the table events_1/],
     ['SELECT event FROM events SETTINGS max_threads = 1', /SETTINGS/],
     ['SELECT event FROM events; SELECT 1', /multiple statements are not supported/],
-    ['SELECT person.created_at FROM events', /person\.created_at/],
   ])('%s: 400 naming the construct', async (query, detail) => {
     const res = await hogql(c, a.projectId, query);
     expect(res.status).toBe(400);
     expectErrorShape(res.body);
     expect(res.body).toMatchObject({ type: 'validation_error', attr: 'query' });
     expect(res.body.detail).toMatch(detail);
+  });
+
+  it("person.created_at: the event's person's creation time, as the persons API gives it", async () => {
+    const person = (await c.get(`/api/environments/${a.projectId}/persons/?distinct_id=user-0`)).body.results[0];
+    expect(person?.created_at).toEqual(expect.any(String));
+    const res = await hogql(
+      c,
+      a.projectId,
+      `SELECT distinct_id, person.created_at, count() FROM events WHERE person.created_at <= '${person.created_at}' AND distinct_id = 'user-0' GROUP BY distinct_id, person.created_at`,
+    );
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.types).toEqual([
+      ['distinct_id', 'String'],
+      ['person.created_at', "DateTime64(6, 'UTC')"],
+      ['count()', 'UInt64'],
+    ]);
+    const [[distinctId, createdAt, count]] = res.body.results;
+    expect([distinctId, Date.parse(createdAt), count]).toEqual(['user-0', Date.parse(person.created_at), 9]);
+    // Before the person existed: no row of theirs.
+    const before = await hogql(
+      c,
+      a.projectId,
+      `SELECT count() FROM events WHERE distinct_id = 'user-0' AND person.created_at < '${new Date(Date.parse(person.created_at) - 1).toISOString()}'`,
+    );
+    expect(before.body.results).toEqual([[0]]);
   });
 
   it('a key without query:read gets 403', async () => {

@@ -27,8 +27,11 @@ export interface Dialect {
   jsonText(key: string, column?: JsonColumn): string;
   /** The JSON text of a property of `properties` as stored (`true`, `"true"`, `1`; null when absent). */
   jsonRaw(key: string, column?: JsonColumn): string;
-  /** A UTC instant column as wall-clock time in `tz` (a naive timestamp), for instants in [from, to]. */
-  localTime(column: string, tz: string, from: Date, to: Date): string;
+  /**
+   * A UTC instant as wall-clock time in `tz` (a naive timestamp). With `from` and `to`, only for
+   * instants in [from, to] (the event's own timestamp over the days read); without, for any.
+   */
+  localTime(column: string, tz: string, from?: Date, to?: Date): string;
   /** The start of `local`'s bucket (naive, local); weeks start on `weekStart` (0 Sunday, 1 Monday). */
   truncate(unit: 'hour' | 'day' | 'week' | 'month' | 'quarter' | 'year', local: string, weekStart: 0 | 1): string;
   /** The bucket of a UTC day partition's rows (`day`: its 'YYYY-MM-DD' column), as truncate gives it. */
@@ -161,6 +164,8 @@ export const DUCKDB: Dialect = {
     `CAST(json_extract(${identifier(column)}, ${duckdbPointer(key)}) AS varchar)`,
   // The zone's offsets over the range as plain arithmetic: ICU's conversion per row costs more than the whole scan.
   localTime: (column, tz, from, to) => {
+    // Any instant (a person's creation, shifted times): ICU's conversion, exact across every DST change.
+    if (!from || !to) return `timezone(${zone(tz)}, timezone('UTC', ${column}))`;
     zone(tz);
     const shifted = (offset: number) => (offset ? `(${column} + INTERVAL '${offset / 1000} seconds')` : column);
     const spans = offsetSpans(tz, from, to);

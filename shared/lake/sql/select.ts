@@ -2,7 +2,7 @@
  * A HogQLQuery statement (shared/hogql/select.ts) printed as one SQL query over the lake, per
  * dialect. The statement's expressions go through printLakeExpr (expr.ts) with this file's own nodes
  * added through the dialect's `extend`: exact aggregates, time buckets in the project's zone, and
- * text compared with `timestamp` read as an instant. The source and the project predicate are the
+ * text compared with `timestamp` or `person.created_at` read as an instant. The source and the project predicate are the
  * caller's, printed here outside every input's parentheses; nothing of the text names a table, a
  * file, a column outside the lake's events or a setting.
  */
@@ -56,6 +56,10 @@ const TIMESTAMP = "DateTime64(6, 'UTC')";
 const INSTANT_OPS = new Set(['eq', 'notEq', 'lt', 'ltEq', 'gt', 'gtEq']);
 
 const isTimestamp = (e: Expr) => e.kind === 'field' && e.chain.length === 1 && e.chain[0] === 'timestamp';
+const isPersonCreatedAt = (e: Expr) =>
+  e.kind === 'field' && e.chain.length === 2 && e.chain[0] === 'person' && e.chain[1] === 'created_at';
+/** Fields whose values are instants: a text compared with one is read as an instant. */
+const isTimeField = (e: Expr) => isTimestamp(e) || isPersonCreatedAt(e);
 const isText = (e: Expr): e is { kind: 'constant'; value: string } =>
   e.kind === 'constant' && typeof e.value === 'string';
 
@@ -115,6 +119,8 @@ function statementField(chain: readonly (string | number)[], d: Dialect): string
       return d.jsonText('$window_id');
     case 'person.id':
       return identifier('person_id');
+    case 'person.created_at':
+      return identifier('person_created_at');
     default:
       // PostHog's person properties on events: as the person had them when the event's day was written to the lake.
       if (chain.length === 3 && chain[0] === 'person' && chain[1] === 'properties' && typeof chain[2] === 'string')
@@ -138,12 +144,15 @@ function dialectFor(base: Dialect, q: LakeSelect): Dialect {
   const tz = zone(q.timezone);
   const utc = q.timezone === 'UTC';
   const kindOf = (e: Expr) => timeKind(typeOf(e, q.timezone));
+  /** An instant as the zone's wall clock: the range read bounds the event's own timestamp only. */
+  const localTime = (e: Expr) =>
+    isTimestamp(e) ? base.localTime(p(e), q.timezone, from, to) : base.localTime(p(e), q.timezone);
   /** A time value as a naive wall-clock timestamp in the project's zone. */
   const wall = (e: Expr): string => {
     const kind = kindOf(e);
     if (kind === 'date') return `CAST(${p(e)} AS timestamp)`;
     if (kind === 'wall') return p(e);
-    const local = base.localTime(p(e), q.timezone, from, to);
+    const local = localTime(e);
     // Trino's local time keeps its zone: cast to the naive wall clock, as DuckDB's is.
     return base.name === 'athena' ? `CAST(${local} AS timestamp)` : local;
   };
@@ -222,7 +231,7 @@ function dialectFor(base: Dialect, q: LakeSelect): Dialect {
           const unit = TIME_UNITS[e.name] as NonNullable<(typeof TIME_UNITS)[string]>;
           // A Date or a bucket is already on the zone's calendar; anything else is read as an instant.
           const kind = kindOf(arg);
-          const local = kind === 'date' || kind === 'wall' ? wall(arg) : base.localTime(p(arg), q.timezone, from, to);
+          const local = kind === 'date' || kind === 'wall' ? wall(arg) : localTime(arg);
           const bucket = base.truncate(unit, local, weekStart);
           return DATE_BUCKETS.has(e.name) ? `CAST(${bucket} AS date)` : bucket;
         }
@@ -230,7 +239,7 @@ function dialectFor(base: Dialect, q: LakeSelect): Dialect {
           const arg = one(e);
           // A date text (today() folded, or written) is that day, as ClickHouse's toDate reads it.
           if (isText(arg) && DAY.test(arg.value)) return `DATE '${arg.value}'`;
-          return `CAST(${base.localTime(p(arg), q.timezone, from, to)} AS date)`;
+          return `CAST(${localTime(arg)} AS date)`;
         }
         case 'dateAdd':
         case 'dateSub': {
@@ -271,12 +280,12 @@ function dialectFor(base: Dialect, q: LakeSelect): Dialect {
     }
     // `timestamp > '2024-01-01'`: the text as an instant (Trino compares no timestamp with a varchar).
     if (e.kind === 'compare' && INSTANT_OPS.has(e.op)) {
-      if (isTimestamp(e.left) && isText(e.right))
+      if (isTimeField(e.left) && isText(e.right))
         return printLakeExpr({ ...e, right: { kind: 'call', name: 'toDateTime', args: [e.right] } }, d);
-      if (isTimestamp(e.right) && isText(e.left))
+      if (isTimeField(e.right) && isText(e.left))
         return printLakeExpr({ ...e, left: { kind: 'call', name: 'toDateTime', args: [e.left] } }, d);
     }
-    if (e.kind === 'between' && isTimestamp(e.expr) && (isText(e.low) || isText(e.high))) {
+    if (e.kind === 'between' && isTimeField(e.expr) && (isText(e.low) || isText(e.high))) {
       const wrap = (x: Expr): Expr => (isText(x) ? { kind: 'call', name: 'toDateTime', args: [x] } : x);
       return printLakeExpr({ ...e, low: wrap(e.low), high: wrap(e.high) }, d);
     }
@@ -295,7 +304,7 @@ export function typeOf(e: Expr, tz: string): string {
       return Number.isInteger(e.value) ? 'Int64' : 'Float64';
     case 'field': {
       const [head] = e.chain;
-      if (e.chain.length === 1 && head === 'timestamp') return TIMESTAMP;
+      if (isTimeField(e)) return TIMESTAMP;
       if (e.chain.length === 1 && (head === 'uuid' || head === 'person_id')) return 'UUID';
       if (e.chain.length === 2 && head === 'person' && e.chain[1] === 'id') return 'UUID';
       const always = ['event', 'distinct_id', 'properties', 'elements_chain'];

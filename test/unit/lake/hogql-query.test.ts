@@ -261,7 +261,6 @@ describe('the printed SQL', () => {
   });
 
   it.each([
-    ['SELECT person.created_at FROM events', /the field person\.created_at is not supported/],
     ['SELECT quantile(0.9)(toFloat(properties.x)) FROM events', /the function quantile/],
     ['SELECT project_id FROM events', /the field project_id/],
     ['SELECT day FROM events', /the field day/],
@@ -269,6 +268,34 @@ describe('the printed SQL', () => {
   ])('%s: a 400 naming what the lake cannot print', (text, message) => {
     expect(() => print(text, ATHENA)).toThrow(ValidationError);
     expect(() => print(text, ATHENA)).toThrow(message);
+  });
+
+  it("prints person.created_at as the person's creation instant: texts compared with it read as instants, buckets in the zone", () => {
+    const ny = { ...UTC, timezone: 'America/New_York' };
+    const printed = print(
+      "SELECT person.created_at, toStartOfDay(person.created_at) FROM events WHERE person.created_at >= '2024-01-01'",
+      ATHENA,
+      ny,
+    );
+    expect(printed.sql).toBe(
+      [
+        `SELECT "person_created_at" AS "c0", CAST(date_trunc('day', at_timezone(with_timezone("person_created_at", 'UTC'), 'America/New_York')) AS timestamp) AS "c1"`,
+        'FROM "stage_lake"."events"',
+        `WHERE "project_id" = 7`,
+        `  AND "day" BETWEEN '2024-03-01' AND '2024-03-15'`,
+        `  AND (("person_created_at" >= TIMESTAMP '2024-01-01 05:00:00.000'))`,
+        'LIMIT 101',
+      ].join('\n'),
+    );
+    expect(printed.types).toEqual(["DateTime64(6, 'UTC')", "DateTime('America/New_York')"]);
+    // DuckDB: ICU's conversion for any instant; the range's offsets only for the event's own timestamp.
+    const duck = print(
+      'SELECT toStartOfDay(person.created_at), toStartOfDay(timestamp) FROM events',
+      { dialect: 'duckdb', files: ['/x.parquet'] },
+      ny,
+    );
+    expect(duck.sql).toContain(`date_trunc('day', timezone('America/New_York', timezone('UTC', "person_created_at")))`);
+    expect(duck.sql).toMatch(/date_trunc\('day', \(CASE WHEN "timestamp" < TIMESTAMP '2024-03-10 07:00:00\.000' THEN/);
   });
 
   it('decodes cells by type: counts as numbers, timestamps as ISO in the zone, buckets with their offset', () => {
@@ -320,10 +347,12 @@ function writeDays(root: string, project: number, events: LakeEvent[]): string[]
 }
 
 // Project 7: 3 days. $pageview: Chrome x3 (u1, u2, u1), Safari x1 (u3); signed up: x2 (u1, u2, amount 10 and 5).
+// u1's person was created on 2023-07-01 at 04:30 UTC: 00:30 in New York (EDT), months outside the range read.
+const U1_CREATED = Date.parse('2023-07-01T04:30:00.000Z');
 const OURS: LakeEvent[] = [
-  lakeEvent(1, '2024-03-02', '$pageview', 'u1', { $browser: 'Chrome' }),
+  { ...lakeEvent(1, '2024-03-02', '$pageview', 'u1', { $browser: 'Chrome' }), person_created_at: U1_CREATED },
   lakeEvent(2, '2024-03-02', '$pageview', 'u2', { $browser: 'Chrome' }),
-  lakeEvent(3, '2024-03-03', '$pageview', 'u1', { $browser: 'Chrome' }),
+  { ...lakeEvent(3, '2024-03-03', '$pageview', 'u1', { $browser: 'Chrome' }), person_created_at: U1_CREATED },
   lakeEvent(4, '2024-03-03', '$pageview', 'u3', { $browser: 'Safari' }),
   lakeEvent(5, '2024-03-04', 'signed up', 'u1', { amount: 10 }),
   lakeEvent(6, '2024-03-04', 'signed up', 'u2', { amount: 5 }),
@@ -408,6 +437,28 @@ describe('DuckDB over the lake files: the hand-computed numbers, this project on
     ]);
     // A zone-less date text is the project's midnight: 2024-03-02 05:00 UTC.
     expect(await run("SELECT count() FROM events WHERE timestamp >= '2024-03-02'", ourFiles, ny)).toEqual([[4]]);
+  });
+
+  it("person.created_at: the person's instant (null without one), its day in the zone even far outside the range read", async () => {
+    const ny: ProjectSettings = { ...UTC, timezone: 'America/New_York' };
+    expect(
+      await run(
+        "SELECT distinct_id, person.created_at, toStartOfDay(person.created_at), count() FROM events WHERE event = '$pageview' GROUP BY distinct_id, person.created_at ORDER BY distinct_id",
+        ourFiles,
+        ny,
+      ),
+    ).toEqual([
+      // The range's offsets (EST until March 10, 2024) would put this at 23:30 on June 30.
+      ['u1', '2023-07-01T00:30:00.000-04:00', '2023-07-01T00:00:00.000-04:00', 2],
+      ['u2', null, null, 1],
+      ['u3', null, null, 1],
+    ]);
+    expect(await run("SELECT count() FROM events WHERE person.created_at < '2023-07-01 00:31'", ourFiles, ny)).toEqual([
+      [2],
+    ]);
+    expect(await run("SELECT count() FROM events WHERE person.created_at < '2023-07-01 00:30'", ourFiles, ny)).toEqual([
+      [0],
+    ]);
   });
 
   it("now() and now() - INTERVAL n unit are the request's instant (the clock), folded before printing", async () => {

@@ -103,7 +103,22 @@ describe('lake Parquet encoder', () => {
         name: 'timestamp',
         kind: 'millis',
         values: Float64Array.from(values, (_, i) => 1_700_000_000_000 + i * 997),
+        required: true,
         statistics: true,
+      },
+      {
+        name: 'maybe_time',
+        kind: 'millis',
+        values: Float64Array.from(values, (v, i) => (v === null ? Number.NaN : -5_000 + i)),
+        required: false,
+        statistics: true,
+      },
+      {
+        name: 'no_time',
+        kind: 'millis',
+        values: new Float64Array(n).fill(Number.NaN),
+        required: false,
+        statistics: false,
       },
     ];
     const rows = await withFile(writeLakeParquet(columns, n, 4), (path) => cells(path, columns));
@@ -116,11 +131,13 @@ describe('lake Parquet encoder', () => {
         one_value: 'same',
         all_null: null,
         timestamp: 1_700_000_000_000 + i * 997,
+        maybe_time: values[i] === null ? null : -5_000 + i,
+        no_time: null,
       });
     });
     const one: LakeParquetColumn[] = [
       textColumn('only', ['😀x']),
-      { name: 't', kind: 'millis', values: Float64Array.of(-1), statistics: true },
+      { name: 't', kind: 'millis', values: Float64Array.of(-1), required: true, statistics: true },
     ];
     expect(await withFile(writeLakeParquet(one, 1, 10), (path) => cells(path, one))).toEqual([{ only: '😀x', t: -1 }]);
   });
@@ -154,18 +171,33 @@ describe('lake Parquet encoder', () => {
       const columns: LakeParquetColumn[] = [
         textColumn('text', texts, { statistics: true }),
         textColumn('plain', texts, { dictionary: false, statistics: true }),
-        { name: 'time', kind: 'millis', values: times, statistics: true },
+        { name: 'time', kind: 'millis', values: times, required: true, statistics: true },
+        {
+          name: 'nullable_time',
+          kind: 'millis',
+          values: times.map((x, i) => (texts[i] === null ? Number.NaN : x)),
+          required: false,
+          statistics: true,
+        },
       ];
       const rowGroupRows = 1 + Math.floor(rng() * n);
-      const { rows, stats, plainStats } = await withFile(writeLakeParquet(columns, n, rowGroupRows), async (path) => ({
-        rows: await cells(path, columns),
-        stats: await rowsOf(
-          `SELECT stats_min_value AS min, stats_max_value AS max, stats_null_count AS nulls FROM parquet_metadata('${path}') WHERE path_in_schema = 'text' ORDER BY row_group_id`,
-        ),
-        plainStats: await rowsOf(
-          `SELECT stats_min_value AS min, stats_max_value AS max, stats_null_count AS nulls FROM parquet_metadata('${path}') WHERE path_in_schema = 'plain' ORDER BY row_group_id`,
-        ),
-      }));
+      const { rows, stats, plainStats, timeNulls } = await withFile(
+        writeLakeParquet(columns, n, rowGroupRows),
+        async (path) => ({
+          rows: await cells(path, columns),
+          stats: await rowsOf(
+            `SELECT stats_min_value AS min, stats_max_value AS max, stats_null_count AS nulls FROM parquet_metadata('${path}') WHERE path_in_schema = 'text' ORDER BY row_group_id`,
+          ),
+          plainStats: await rowsOf(
+            `SELECT stats_min_value AS min, stats_max_value AS max, stats_null_count AS nulls FROM parquet_metadata('${path}') WHERE path_in_schema = 'plain' ORDER BY row_group_id`,
+          ),
+          timeNulls: await rowsOf(
+            `SELECT stats_null_count AS nulls FROM parquet_metadata('${path}') WHERE path_in_schema = 'nullable_time' ORDER BY row_group_id`,
+          ),
+        }),
+      );
+      // The time column's nulls are the text's, per row group.
+      expect(timeNulls.map((r) => r.nulls)).toEqual(stats.map((r) => r.nulls));
       // The same from plain bytes as from a dictionary.
       expect(plainStats).toEqual(stats);
       // Statistics per row group: min and max in byte order (unsigned UTF-8), nulls counted.
@@ -184,6 +216,7 @@ describe('lake Parquet encoder', () => {
       expect(rows.map((r) => r.text)).toEqual(texts.map(utf8));
       expect(rows.map((r) => r.plain)).toEqual(texts.map(utf8));
       expect(rows.map((r) => r.time)).toEqual([...times]);
+      expect(rows.map((r) => r.nullable_time)).toEqual([...times].map((x, i) => (texts[i] === null ? null : x)));
       if (texts.some((x) => x === null) && texts.some((x) => x !== null) && rowGroupRows < n) nonVacuous += 1;
     }
     expect(nonVacuous).toBeGreaterThanOrEqual(4);

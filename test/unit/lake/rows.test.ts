@@ -22,7 +22,7 @@ async function readFile(body: Uint8Array) {
   try {
     const rows = (
       await duck.runAndReadAll(
-        `SELECT uuid, event, epoch_ms(timestamp)::DOUBLE AS ms, distinct_id, person_id, current_url, browser, properties FROM read_parquet('${path}')`,
+        `SELECT uuid, event, epoch_ms(timestamp)::DOUBLE AS ms, distinct_id, person_id, epoch_ms(person_created_at)::DOUBLE AS person_created_ms, current_url, browser, properties FROM read_parquet('${path}')`,
       )
     ).getRowObjectsJS() as Record<string, unknown>[];
     const encodings = Object.fromEntries(
@@ -45,7 +45,7 @@ const restJson = (properties: Record<string, unknown>) =>
   JSON.stringify(Object.fromEntries(Object.entries(properties).filter(([k]) => !Object.hasOwn(PROPERTY_COLUMNS, k))));
 
 describe('lake rows', () => {
-  it('hold the events as they were: times in every ISO form, text in any script, the other properties as JSON.stringify writes them', async () => {
+  it("hold the events as they were: times in every ISO form (the person's creation too), text in any script, the other properties as JSON.stringify writes them", async () => {
     const odd = [
       JSON.parse(
         '{"__proto__": {"x": 1}, "2": "two", "a": "é\\u2028\\"q\\"", "1": [1, null, {"b": true}], "$browser": 7}',
@@ -68,6 +68,8 @@ describe('lake rows', () => {
       timestamp: times[i]!,
       distinct_id: `user-ü-${i}`,
       person_id: i % 2 ? `0190f000-0000-7000-9000-00000000000${i}` : null,
+      // Years before the day, with milliseconds; none without a person.
+      person_created_at: i % 2 ? Date.parse(`2019-0${i}-1${i}T23:59:59.99${i}Z`) : null,
       properties,
     }));
     const { rows } = await read(events);
@@ -79,6 +81,7 @@ describe('lake rows', () => {
         ms: Date.parse(e.timestamp),
         distinct_id: e.distinct_id,
         person_id: e.person_id,
+        person_created_ms: e.person_created_at,
       });
       expect(String(row.properties), `event ${i}`).toBe(restJson(e.properties));
     }
