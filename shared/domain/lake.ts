@@ -73,6 +73,7 @@ export async function writeLakeDay(
       person_id: person?.uuid ?? null,
       person_properties: person?.properties ?? null,
       person_created_at: person && Number.isFinite(person.createdAt) ? person.createdAt : null,
+      created_at: e.inserted_at,
       properties: e.properties,
     };
   });

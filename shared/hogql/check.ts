@@ -46,6 +46,7 @@ export const SCOPE_COLUMNS: Record<Scope, readonly string[]> = {
     'person_id',
     '$session_id',
     'elements_chain',
+    'created_at',
     'person.created_at',
   ],
   persons: ['id', 'created_at', 'is_identified'],

@@ -56,8 +56,8 @@ export const SELECT_TABLE = 'events';
 
 /**
  * What `*` (and `events.*`) expands to: PostHog's events fields in its order (its table's non-hidden
- * database fields less `team_id`), those the lake can give. `created_at` (ingestion time) is not in
- * the lake's files, so it is left out rather than made up.
+ * database fields less `team_id`). `created_at` (ingestion time) is NULL in a day's files written
+ * before the lake kept it, until the day is compacted again.
  */
 export const EVENTS_ASTERISK: readonly string[] = [
   'uuid',
@@ -66,6 +66,7 @@ export const EVENTS_ASTERISK: readonly string[] = [
   'timestamp',
   'distinct_id',
   'elements_chain',
+  'created_at',
   '$session_id',
   '$window_id',
   '$group_0',

@@ -29,6 +29,8 @@ export interface LakeEvent {
   person_properties?: string | null;
   /** When the person was created (epoch milliseconds; PostHog's `person.created_at`). Null without a person. */
   person_created_at?: number | null;
+  /** When the event was ingested (ISO UTC; PostHog's `created_at`). */
+  created_at?: string;
   properties: Record<string, unknown>;
 }
 
@@ -77,6 +79,7 @@ export const LAKE_COLUMNS: readonly { name: string; type: 'STRING' | 'TIMESTAMP'
   { name: 'properties', type: 'STRING' },
   { name: 'person_properties', type: 'STRING' },
   { name: 'person_created_at', type: 'TIMESTAMP' },
+  { name: 'created_at', type: 'TIMESTAMP' },
 ];
 
 /** Columns whose values never repeat (an event's id; its other properties' JSON is written apart): plain, never a dictionary. */
@@ -322,15 +325,20 @@ export function lakeFiles(events: LakeEvent[]): Uint8Array[] {
   }
   const order = sortedRows(events, ms);
   const sortedMs = new Float64Array(n);
-  // NaN where the event has no person: a null of the OPTIONAL column.
+  // NaN where the event has no person (or no ingestion time): a null of the OPTIONAL column.
   const personCreatedMs = new Float64Array(n);
+  const createdMs = new Float64Array(n);
+  const ingested = isoMillis();
   for (let j = 0; j < n; j += 1) {
+    const e = events[order[j]!]!;
     sortedMs[j] = ms[order[j]!]!;
-    personCreatedMs[j] = events[order[j]!]!.person_created_at ?? Number.NaN;
+    personCreatedMs[j] = e.person_created_at ?? Number.NaN;
+    createdMs[j] = e.created_at === undefined ? Number.NaN : ingested.parse(e.created_at);
   }
   const timeColumns = new Map([
     ['timestamp', sortedMs],
     ['person_created_at', personCreatedMs],
+    ['created_at', createdMs],
   ]);
   const texts = dayColumns(events, order);
   const files: Uint8Array[] = [];

@@ -8,7 +8,7 @@ import { CATALOG, type Expr, fieldsOf, type HogValue, parseExpr } from '#shared/
 import type { FilterOptions } from './properties.ts';
 
 /**
- * Where a field is read from. `null`: a field this engine has no column for (uuid, person.created_at):
+ * Where a field is read from. `null`: a field this engine has no column for (uuid, created_at, person.created_at):
  * the caller refuses those with a 400 before running (unavailableField).
  */
 export type Route =
@@ -67,7 +67,7 @@ export const readsActors = (fields: readonly (readonly string[])[]): boolean =>
 
 /**
  * A trend's expression: a plain one (breakdowns, filters) or an aggregate per bucket (math_hogql).
- * Fields events storage does not keep for trends (`uuid`, `person.created_at`) are a 400 too.
+ * Fields events storage does not keep for trends (`uuid`, `created_at`, `person.created_at`) are a 400 too.
  */
 export function parseTrendExpr(text: unknown, attr: string, kind: 'value' | 'aggregate'): Expr {
   const expr = parseExpr(text, attr, {

@@ -147,6 +147,7 @@ describe('HogQLQuery on the lake engine', () => {
       'timestamp',
       'distinct_id',
       'elements_chain',
+      'created_at',
       '$session_id',
       '$window_id',
       '$group_0',
@@ -225,6 +226,31 @@ describe('HogQLQuery on the lake engine', () => {
       `SELECT count() FROM events WHERE distinct_id = 'user-0' AND person.created_at < '${new Date(Date.parse(person.created_at) - 1).toISOString()}'`,
     );
     expect(before.body.results).toEqual([[0]]);
+  });
+
+  it('created_at: the ingestion time, as EventsQuery gives it for the same event; refused where compacted days serve', async () => {
+    const res = await hogql(
+      c,
+      a.projectId,
+      "SELECT uuid, created_at FROM events WHERE event = 'signed up' ORDER BY timestamp LIMIT 1",
+    );
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.types[1]).toEqual(['created_at', "DateTime64(6, 'UTC')"]);
+    const [[uuid, createdAt]] = res.body.results;
+    expect(uuid).toBe(ours[4]!.uuid);
+    const events = (select: string[], where: string) =>
+      c.post(`/api/projects/${a.projectId}/query/`, {
+        query: { kind: 'EventsQuery', select, where: [where], after: '2024-04-01' },
+      });
+    const rows = await events(['uuid', 'created_at'], `uuid = '${uuid}'`);
+    expect(rows.status, JSON.stringify(rows.body)).toBe(200);
+    expect(rows.body.results).toEqual([[uuid, expect.any(String)]]);
+    expect(Number.isFinite(Date.parse(createdAt))).toBe(true);
+    expect(Date.parse(createdAt)).toBe(Date.parse(rows.body.results[0][1]));
+    const grouped = await events(['created_at', 'count()'], "event = 'signed up'");
+    expect(grouped.status).toBe(400);
+    expectErrorShape(grouped.body);
+    expect(grouped.body.detail).toMatch(/"created_at" cannot be read when aggregating/);
   });
 
   it('a key without query:read gets 403', async () => {

@@ -252,12 +252,14 @@ export function checkAggregation(
       );
   });
   const uses = [...columns.flatMap((c) => (c.kind === 'expr' ? [c] : [])), ...conditions, ...order];
-  const withUuid = uses.find((u) => u.fields.some((f) => f.length === 1 && f[0] === 'uuid'));
-  if (withUuid)
-    throw new ValidationError(
-      '"uuid" cannot be read when aggregating (a group per uuid is a row per event; compacted days do not keep it): group by other columns.',
-      withUuid.attr,
-    );
+  for (const field of ['uuid', 'created_at']) {
+    const use = uses.find((u) => u.fields.some((f) => f.length === 1 && f[0] === field));
+    if (use)
+      throw new ValidationError(
+        `"${field}" cannot be read when aggregating (a group per ${field} is about a row per event; compacted days do not keep it): group by other columns.`,
+        use.attr,
+      );
+  }
 }
 
 /** Whether any of these reads the event's person (then persons are looked up for the events it runs on). */
@@ -386,6 +388,8 @@ export function starCell(e: ExplorerEvent, projectId: number): Record<string, un
 /** What expressions read of an event; `uuid` only on the rows paths (raw events). */
 export interface EventFacts {
   uuid?: string;
+  /** Ingestion time, ISO UTC (PostHog's `created_at`): raw events only, as uuid. */
+  inserted_at?: string;
   event: string;
   distinct_id: string;
   /** Epoch ms. */
@@ -407,6 +411,8 @@ export function eventReader(e: EventFacts, tz: string, person: PersonCell | unde
         return e.distinct_id;
       case 'uuid':
         return e.uuid ?? null;
+      case 'created_at':
+        return e.inserted_at ? new HogDateTime(Date.parse(e.inserted_at), tz) : null;
       case 'timestamp':
         return new HogDateTime(e.t, tz);
       case 'properties':
@@ -477,6 +483,7 @@ function fieldType(expr: Expr): string | undefined {
     distinct_id: 'String',
     uuid: 'UUID',
     timestamp: "DateTime64(6, 'UTC')",
+    created_at: "DateTime64(6, 'UTC')",
     elements_chain: 'String',
     $session_id: 'Nullable(String)',
     person_id: 'Nullable(UUID)',

@@ -58,8 +58,9 @@ const INSTANT_OPS = new Set(['eq', 'notEq', 'lt', 'ltEq', 'gt', 'gtEq']);
 const isTimestamp = (e: Expr) => e.kind === 'field' && e.chain.length === 1 && e.chain[0] === 'timestamp';
 const isPersonCreatedAt = (e: Expr) =>
   e.kind === 'field' && e.chain.length === 2 && e.chain[0] === 'person' && e.chain[1] === 'created_at';
+const isCreatedAt = (e: Expr) => e.kind === 'field' && e.chain.length === 1 && e.chain[0] === 'created_at';
 /** Fields whose values are instants: a text compared with one is read as an instant. */
-const isTimeField = (e: Expr) => isTimestamp(e) || isPersonCreatedAt(e);
+const isTimeField = (e: Expr) => isTimestamp(e) || isCreatedAt(e) || isPersonCreatedAt(e);
 const isText = (e: Expr): e is { kind: 'constant'; value: string } =>
   e.kind === 'constant' && typeof e.value === 'string';
 
@@ -121,6 +122,8 @@ function statementField(chain: readonly (string | number)[], d: Dialect): string
       return identifier('person_id');
     case 'person.created_at':
       return identifier('person_created_at');
+    case 'created_at':
+      return identifier('created_at');
     default:
       // PostHog's person properties on events: as the person had them when the event's day was written to the lake.
       if (chain.length === 3 && chain[0] === 'person' && chain[1] === 'properties' && typeof chain[2] === 'string')

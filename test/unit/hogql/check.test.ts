@@ -71,6 +71,7 @@ describe('checkExpr: fields', () => {
     'person_id',
     '$session_id',
     'elements_chain',
+    'created_at',
     'properties.$os',
     'properties.$a.b',
     "properties['a b']",

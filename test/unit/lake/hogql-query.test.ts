@@ -288,6 +288,17 @@ describe('the printed SQL', () => {
       ].join('\n'),
     );
     expect(printed.types).toEqual(["DateTime64(6, 'UTC')", "DateTime('America/New_York')"]);
+    // The event's ingestion time, the same way.
+    expect(print("SELECT created_at FROM events WHERE created_at < '2024-03-05'", ATHENA, ny).sql).toBe(
+      [
+        `SELECT "created_at" AS "c0"`,
+        'FROM "stage_lake"."events"',
+        `WHERE "project_id" = 7`,
+        `  AND "day" BETWEEN '2024-03-01' AND '2024-03-15'`,
+        `  AND (("created_at" < TIMESTAMP '2024-03-05 05:00:00.000'))`,
+        'LIMIT 101',
+      ].join('\n'),
+    );
     // DuckDB: ICU's conversion for any instant; the range's offsets only for the event's own timestamp.
     const duck = print(
       'SELECT toStartOfDay(person.created_at), toStartOfDay(timestamp) FROM events',
@@ -354,7 +365,8 @@ const OURS: LakeEvent[] = [
   lakeEvent(2, '2024-03-02', '$pageview', 'u2', { $browser: 'Chrome' }),
   { ...lakeEvent(3, '2024-03-03', '$pageview', 'u1', { $browser: 'Chrome' }), person_created_at: U1_CREATED },
   lakeEvent(4, '2024-03-03', '$pageview', 'u3', { $browser: 'Safari' }),
-  lakeEvent(5, '2024-03-04', 'signed up', 'u1', { amount: 10 }),
+  // Ingested a day late.
+  { ...lakeEvent(5, '2024-03-04', 'signed up', 'u1', { amount: 10 }), created_at: '2024-03-05T05:30:00.250Z' },
   lakeEvent(6, '2024-03-04', 'signed up', 'u2', { amount: 5 }),
 ];
 // Project 8: the same names and days, other numbers: any leak changes every count below.
@@ -453,6 +465,14 @@ describe('DuckDB over the lake files: the hand-computed numbers, this project on
       ['u2', null, null, 1],
       ['u3', null, null, 1],
     ]);
+    // created_at: the ingestion time; null where the writer was given none.
+    expect(
+      await run("SELECT uuid, created_at FROM events WHERE event = 'signed up' ORDER BY timestamp", ourFiles, ny),
+    ).toEqual([
+      [OURS[4]!.uuid, '2024-03-05T00:30:00.250-05:00'],
+      [OURS[5]!.uuid, null],
+    ]);
+    expect(await run("SELECT count() FROM events WHERE created_at >= '2024-03-05'", ourFiles, ny)).toEqual([[1]]);
     expect(await run("SELECT count() FROM events WHERE person.created_at < '2023-07-01 00:31'", ourFiles, ny)).toEqual([
       [2],
     ]);
@@ -676,6 +696,7 @@ describe('SELECT * and person fields', () => {
       'timestamp',
       'distinct_id',
       'elements_chain',
+      'created_at',
       '$session_id',
       '$window_id',
       '$group_0',
@@ -686,7 +707,7 @@ describe('SELECT * and person fields', () => {
     ];
     expect(parse('SELECT * FROM events').columns.map((c) => c.name)).toEqual(names);
     expect(parse('SELECT events.* FROM events').columns.map((c) => c.name)).toEqual(names);
-    expect(parse('SELECT e.*, event FROM events e').columns).toHaveLength(14);
+    expect(parse('SELECT e.*, event FROM events e').columns).toHaveLength(15);
     const printed = print('SELECT *, event FROM events', ATHENA);
     expect(printed.columns).toEqual([...names, 'event']);
     expect(printed.types).toEqual([
@@ -696,6 +717,7 @@ describe('SELECT * and person fields', () => {
       "DateTime64(6, 'UTC')",
       'String',
       'String',
+      "DateTime64(6, 'UTC')",
       ...Array(7).fill('Nullable(String)'),
       'String',
     ]);
@@ -725,9 +747,31 @@ describe('SELECT * and person fields', () => {
     const rows = await run("SELECT * FROM events WHERE event = 'signed up' OR distinct_id = 'u3' ORDER BY timestamp");
     const none = [null, null, null, null, null];
     expect(rows).toEqual([
-      [OURS[3]!.uuid, '$pageview', '{"$browser":"Safari"}', '2024-03-03T04:30:00.000Z', 'u3', '', null, null, ...none],
-      [OURS[4]!.uuid, 'signed up', '{"amount":10}', '2024-03-04T05:30:00.000Z', 'u1', '', null, null, ...none],
-      [OURS[5]!.uuid, 'signed up', '{"amount":5}', '2024-03-04T06:30:00.000Z', 'u2', '', null, null, ...none],
+      [
+        OURS[3]!.uuid,
+        '$pageview',
+        '{"$browser":"Safari"}',
+        '2024-03-03T04:30:00.000Z',
+        'u3',
+        '',
+        null,
+        null,
+        null,
+        ...none,
+      ],
+      [
+        OURS[4]!.uuid,
+        'signed up',
+        '{"amount":10}',
+        '2024-03-04T05:30:00.000Z',
+        'u1',
+        '',
+        '2024-03-05T05:30:00.250Z',
+        null,
+        null,
+        ...none,
+      ],
+      [OURS[5]!.uuid, 'signed up', '{"amount":5}', '2024-03-04T06:30:00.000Z', 'u2', '', null, null, null, ...none],
     ]);
   });
 

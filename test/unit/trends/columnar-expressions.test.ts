@@ -339,6 +339,9 @@ describe('the issue examples through the HogQL library', () => {
 
   it('fields trends cannot read are a 400 naming the caller field', () => {
     expect(() => parseTrendExpr('uuid', 'breakdown', 'value')).toThrow(/uuid is not available in trends/);
+    expect(() => parseTrendExpr("created_at > '2024-01-01'", 'breakdown', 'value')).toThrow(
+      /created_at is not available in trends/,
+    );
     expect(() => parseTrendExpr('sum(1)', 'breakdown', 'value')).toThrow(/not allowed here/);
     expect(() => parseTrendExpr('properties.x', 'events__0__math_hogql', 'aggregate')).toThrow(/must aggregate/);
   });
