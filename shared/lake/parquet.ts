@@ -444,6 +444,14 @@ export function utf8Entries(texts: readonly string[]): Utf8Entries {
   return { bytes: out.buf, offsets };
 }
 
+/** A PLAIN BYTE_ARRAY value's 4-byte little-endian length at `at`: by hand, as Buffer#writeUInt32LE's checks cost more a value. */
+function putLength(buf: Uint8Array, at: number, length: number): void {
+  buf[at] = length & 255;
+  buf[at + 1] = (length >>> 8) & 255;
+  buf[at + 2] = (length >>> 16) & 255;
+  buf[at + 3] = length >>> 24;
+}
+
 /**
  * `text` as UTF-8 into `buf` at `at` (room checked by the caller), the byte count: ASCII by code
  * unit in JS, anything else natively. Buffer#write's checks cost more than a short value's bytes.
@@ -502,11 +510,7 @@ export class PlainTextsBuilder {
   close(row: number): void {
     const { buf, at } = this.out;
     const start = this.offsets[row]!;
-    const length = at - start - 4;
-    buf[start] = length & 255;
-    buf[start + 1] = (length >>> 8) & 255;
-    buf[start + 2] = (length >>> 16) & 255;
-    buf[start + 3] = length >>> 24;
+    putLength(buf, start, at - start - 4);
     this.offsets[row + 1] = at;
     this.next = row + 1;
   }
@@ -550,10 +554,7 @@ function plainEntries(out: Bytes, entries: Utf8Entries, ids: ArrayLike<number>, 
     if (id < 0) continue;
     const s = offsets[id]!;
     const len = offsets[id + 1]! - s;
-    buf[at] = len & 255;
-    buf[at + 1] = (len >>> 8) & 255;
-    buf[at + 2] = (len >>> 16) & 255;
-    buf[at + 3] = len >>> 24;
+    putLength(buf, at, len);
     at += 4;
     // Short values byte by byte: a native copy's call costs more than a uuid's 36 bytes.
     if (len <= 64) for (let k = 0; k < len; k += 1) buf[at + k] = bytes[s + k]!;
