@@ -17,8 +17,8 @@ interface LakePerson {
   uuid: string;
   /** JSON text. */
   properties: string;
-  /** Epoch milliseconds. */
-  createdAt: number;
+  /** Epoch milliseconds (null if the stored text is not a time). */
+  createdAt: number | null;
 }
 
 /** distinct id -> the person's uuid, properties and creation time, for the distinct ids of one project's day. */
@@ -26,10 +26,17 @@ async function personsOf(projectId: number, distinctIds: string[]): Promise<Map<
   const ids = await personIdsOf(distinctIds.map((distinctId) => ({ projectId, distinctId })));
   const persons = await getPersons(projectId, [...new Set(ids.values())]);
   const byId = new Map(
-    persons.map((p): [number, LakePerson] => [
-      p.id,
-      { uuid: p.uuid, properties: JSON.stringify(p.properties ?? {}), createdAt: Date.parse(p.created_at) },
-    ]),
+    persons.map((p): [number, LakePerson] => {
+      const createdAt = Date.parse(p.created_at);
+      return [
+        p.id,
+        {
+          uuid: p.uuid,
+          properties: JSON.stringify(p.properties ?? {}),
+          createdAt: Number.isFinite(createdAt) ? createdAt : null,
+        },
+      ];
+    }),
   );
   const out = new Map<string, LakePerson>();
   for (const [key, id] of ids) {
@@ -72,7 +79,7 @@ export async function writeLakeDay(
       distinct_id: e.distinct_id,
       person_id: person?.uuid ?? null,
       person_properties: person?.properties ?? null,
-      person_created_at: person && Number.isFinite(person.createdAt) ? person.createdAt : null,
+      person_created_at: person?.createdAt ?? null,
       created_at: e.inserted_at,
       properties: e.properties,
     };

@@ -391,8 +391,8 @@ function page(chunk: Chunk, body: Uint8Array, type: number, header: (t: Thrift) 
 
 /*
  * Buffers reused from page to page and file to file (the writer is synchronous). Fresh ones for each
- * day (tens of MB) set off a full collection of the whole heap, the day's events included, a day or
- * two, as external memory pressure: a tenth of the lake's write time.
+ * day (tens of MB) set off full collections of the whole heap, the day's events included, as external
+ * memory pressure: two a 333k-event day, 90-150 ms each (docs/benchmarks.md, stop 34).
  */
 const scratch = new Bytes();
 const compressedPage = new Bytes();
@@ -818,7 +818,6 @@ export function writeLakeParquet(
   }
   file.reset();
   file.append(MAGIC);
-  let offset = 4;
   const groups: {
     chunks: { chunk: Chunk; offset: number; column: LakeParquetColumn }[];
     rows: number;
@@ -831,14 +830,15 @@ export function writeLakeParquet(
     const group = {
       chunks: [] as { chunk: Chunk; offset: number; column: LakeParquetColumn }[],
       rows: end - from,
-      offset,
+      // Pages are appended as they are made: where the file ends is where the next chunk starts.
+      offset: file.at,
       bytes: 0,
       compressed: 0,
     };
     for (const column of columns) {
+      const offset = file.at;
       const chunk = column.kind === 'text' ? textChunk(column, from, end) : millisChunk(column, from, end);
       group.chunks.push({ chunk, offset, column });
-      offset += chunk.compressed;
       group.bytes += chunk.uncompressed;
       group.compressed += chunk.compressed;
     }

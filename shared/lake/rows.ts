@@ -330,8 +330,9 @@ export function lakeFiles(events: LakeEvent[]): Uint8Array[] {
   const createdMs = new Float64Array(n);
   const ingested = isoMillis();
   for (let j = 0; j < n; j += 1) {
-    const e = events[order[j]!]!;
-    sortedMs[j] = ms[order[j]!]!;
+    const row = order[j]!;
+    const e = events[row]!;
+    sortedMs[j] = ms[row]!;
     personCreatedMs[j] = e.person_created_at ?? Number.NaN;
     createdMs[j] = e.created_at === undefined ? Number.NaN : ingested.parse(e.created_at);
   }

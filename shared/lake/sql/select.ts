@@ -2,9 +2,9 @@
  * A HogQLQuery statement (shared/hogql/select.ts) printed as one SQL query over the lake, per
  * dialect. The statement's expressions go through printLakeExpr (expr.ts) with this file's own nodes
  * added through the dialect's `extend`: exact aggregates, time buckets in the project's zone, and
- * text compared with `timestamp` or `person.created_at` read as an instant. The source and the project predicate are the
- * caller's, printed here outside every input's parentheses; nothing of the text names a table, a
- * file, a column outside the lake's events or a setting.
+ * text compared with a time field (`timestamp`, `created_at`, `person.created_at`) read as an
+ * instant. The source and the project predicate are the caller's, printed here outside every input's
+ * parentheses; nothing of the text names a table, a file, a column outside the lake's events or a setting.
  */
 import { asDateArithmetic } from '../../hogql/analysis.ts';
 import type { Expr } from '../../hogql/ast.ts';
@@ -56,11 +56,9 @@ const TIMESTAMP = "DateTime64(6, 'UTC')";
 const INSTANT_OPS = new Set(['eq', 'notEq', 'lt', 'ltEq', 'gt', 'gtEq']);
 
 const isTimestamp = (e: Expr) => e.kind === 'field' && e.chain.length === 1 && e.chain[0] === 'timestamp';
-const isPersonCreatedAt = (e: Expr) =>
-  e.kind === 'field' && e.chain.length === 2 && e.chain[0] === 'person' && e.chain[1] === 'created_at';
-const isCreatedAt = (e: Expr) => e.kind === 'field' && e.chain.length === 1 && e.chain[0] === 'created_at';
 /** Fields whose values are instants: a text compared with one is read as an instant. */
-const isTimeField = (e: Expr) => isTimestamp(e) || isCreatedAt(e) || isPersonCreatedAt(e);
+const TIME_FIELDS = new Set(['timestamp', 'created_at', 'person.created_at']);
+const isTimeField = (e: Expr) => e.kind === 'field' && TIME_FIELDS.has(e.chain.join('.'));
 const isText = (e: Expr): e is { kind: 'constant'; value: string } =>
   e.kind === 'constant' && typeof e.value === 'string';
 
