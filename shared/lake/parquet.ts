@@ -395,9 +395,10 @@ function page(chunk: Chunk, body: Uint8Array, type: number, header: (t: Thrift) 
  * memory pressure: two a 333k-event day, 90-150 ms each (docs/benchmarks.md, stop 34).
  */
 const scratch = new Bytes();
-const compressedPage = new Bytes();
+// Empty until the first file: loading the encoder (the SQL printers import rows.ts) allocates nothing.
+const compressedPage = new Bytes(Buffer.alloc(0));
 /** The file being written: its pages as they are made, then the footer; copied out whole. */
-const file = new Bytes();
+const file = new Bytes(Buffer.alloc(0));
 const levels = { buf: new Uint8Array(0) };
 
 /** Texts encoded to UTF-8 once: entry i is bytes[offsets[i], offsets[i + 1]). */
