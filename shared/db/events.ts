@@ -123,14 +123,9 @@ export async function getEvent(projectId: number, uuid: string): Promise<StoredE
   return item ? storedEvent(item) : undefined;
 }
 
-/**
- * Deletes a distinct id's events with a timestamp up to `until` (later ones belong to whoever uses the
- * id after the deletion). Keys come from the keys-only eventsByDistinctId index; the stream's REMOVE
- * records then take the events out of the rollups. Returns how many were deleted.
- */
-export async function deleteEventsOfDistinctId(projectId: number, distinctId: string, until: string): Promise<number> {
+/** One page after another of a distinct id's event keys (the keys-only eventsByDistinctId index), up to `until`. */
+async function* distinctIdEventPages(projectId: number, distinctId: string, until: string) {
   const index = TABLE_SCHEMA.indexes.eventsByDistinctId;
-  let deleted = 0;
   let ExclusiveStartKey: Record<string, unknown> | undefined;
   do {
     const out = await call(() =>
@@ -149,12 +144,42 @@ export async function deleteEventsOfDistinctId(projectId: number, distinctId: st
         }),
       ),
     );
-    const found = (out.Items ?? []).map((item) => ({ pk: String(item.pk), sk: String(item.sk) }));
-    await batchDelete(found);
-    deleted += found.length;
+    const items = out.Items ?? [];
+    yield {
+      keys: items.map((item) => ({ pk: String(item.pk), sk: String(item.sk) })),
+      // The index's sort key is `<timestamp>#<uuid>`: the event's UTC day without reading the event.
+      days: items.map((item) => String(item[index.sortKey]).slice(0, 10)),
+    };
     ExclusiveStartKey = out.LastEvaluatedKey;
   } while (ExclusiveStartKey);
-  return deleted;
+}
+
+/**
+ * Deletes a distinct id's events with a timestamp up to `until` (later ones belong to whoever uses the
+ * id after the deletion). Keys come from the keys-only eventsByDistinctId index; the stream's REMOVE
+ * records then take the events out of the rollups. Returns how many were deleted, and their UTC days.
+ */
+export async function deleteEventsOfDistinctId(
+  projectId: number,
+  distinctId: string,
+  until: string,
+): Promise<{ deleted: number; days: Set<string> }> {
+  let deleted = 0;
+  const days = new Set<string>();
+  for await (const page of distinctIdEventPages(projectId, distinctId, until)) {
+    await batchDelete(page.keys);
+    deleted += page.keys.length;
+    for (const day of page.days) days.add(day);
+  }
+  return { deleted, days };
+}
+
+/** The UTC days holding a distinct id's events up to `until` (the keys-only index: no event is read). */
+export async function daysOfDistinctId(projectId: number, distinctId: string, until: string): Promise<Set<string>> {
+  const days = new Set<string>();
+  for await (const page of distinctIdEventPages(projectId, distinctId, until))
+    for (const day of page.days) days.add(day);
+  return days;
 }
 
 /**

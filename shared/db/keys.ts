@@ -319,6 +319,18 @@ export const keys = {
     due_sk: `${at}#${projectId}#${day}`,
   }),
 
+  /**
+   * What the lake must not serve until the days named are rewritten (a person deleted, a person's
+   * property removed, a person's events deleted): one partition per project, a lake query reads it all.
+   */
+  lakeHidePartition: (projectId: number) => ({ pk: `LAKEHIDE#${projectId}` }),
+  lakeHide: (projectId: number, id: string): ItemKey => ({ pk: `LAKEHIDE#${projectId}`, sk: id }),
+  /** dueByTime entry of a hide whose days are not yet known: the compactor finds them from `at` on. */
+  lakeHideDue: (at: string, projectId: number, id: string) => ({
+    due_pk: 'DUE#LAKEHIDE',
+    due_sk: `${at}#${projectId}#${id}`,
+  }),
+
   /** Hourly count of one event name (or of all events: `event` null) in a project, one partition per month. */
   rollup: (projectId: number, event: string | null, hour: string): ItemKey => ({
     pk: `ROLLUP#${projectId}#${event === null ? '*' : eventNameKey(event)}#${hour.slice(0, 7)}`,

@@ -427,6 +427,36 @@ export async function touchCompactionMarkers(days: { projectId: number; day: str
   });
 }
 
+/**
+ * #54 made due at `dueAt` whatever it was due at before (a lake hide waits for these days: shared/domain/lake-hides.ts).
+ * `touches` moves too, so a compaction running on the day leaves it due for the next tick.
+ */
+export async function scheduleCompactions(days: { projectId: number; day: string }[], dueAt: string): Promise<void> {
+  await inParallel(days, 8, ({ projectId, day }) => {
+    const due = keys.compactionDue(dueAt, projectId, day);
+    return call(() =>
+      db().send(
+        new UpdateCommand({
+          TableName: tableName(),
+          Key: keys.compactionMarker(projectId, day),
+          UpdateExpression:
+            'SET due_pk = :dp, due_sk = :ds, entity = :entity, project_id = :p, #d = :d, attempts = :zero ADD touches :one',
+          ExpressionAttributeNames: { '#d': 'day' },
+          ExpressionAttributeValues: {
+            ':dp': due.due_pk,
+            ':ds': due.due_sk,
+            ':entity': 'CompactionMarker',
+            ':p': projectId,
+            ':d': day,
+            ':one': 1,
+            ':zero': 0,
+          },
+        }),
+      ),
+    );
+  });
+}
+
 export interface CompactionMarker {
   projectId: number;
   day: string;

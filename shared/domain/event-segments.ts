@@ -25,6 +25,7 @@ import { encodedSize, encodeSegment, type EncodedSegment, type SegmentRow } from
 import { logger } from '../observability.ts';
 import { dayOf, markChangedDays, VISIBILITY_MS } from './event-days.ts';
 import { writeLakeDay } from './lake.ts';
+import { scheduleLakeRewrites, settleLakeDay } from './lake-hides.ts';
 import { addToTally, emptyTally, sameTally, type Tally } from '../segments/fingerprint.ts';
 
 const DAY_MS = 86_400_000;
@@ -127,6 +128,8 @@ export async function compactDay(
         new Map([...names(after.counts, tallies)].map((name) => [name, tallies.get(name) ?? emptyTally()])),
         personsVersion,
       );
+    // The files now hold what the deletions left (or there is no lake): the hides waiting for this day no longer need to.
+    await settleLakeDay(projectId, day, now);
   } catch (error) {
     logger.warn('lake write failed: the day stays due', { projectId, day, error: String(error) });
     await markChangedDays([{ projectId, day }], now);
@@ -156,6 +159,8 @@ export async function compactDueDays(
   now: Date,
   remainingMs: () => number = () => Infinity,
 ): Promise<{ compacted: CompactionResult[]; left: number }> {
+  // Days a lake hide waits for are due at once: found first, so this tick rewrites them.
+  await scheduleLakeRewrites(now, remainingMs);
   const due = await dueCompactions(now);
   const compacted: CompactionResult[] = [];
   for (const [i, { projectId, day }] of due.entries()) {

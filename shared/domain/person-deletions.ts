@@ -5,6 +5,7 @@ import { inParallel } from '../db/batch.ts';
 import { parseQueuedMessage } from '../json.ts';
 import { logger, METRIC, metrics, MetricUnit } from '../observability.ts';
 import type { DeletionRequest } from '../queues/person-deletions.ts';
+import { deletedEventsSettled, hideDeletedEvents } from './lake-hides.ts';
 
 export interface DeletionMessage {
   body: string;
@@ -59,9 +60,16 @@ export async function drainPersonDeletions(deps: DrainDeps): Promise<DrainSummar
     await inParallel(messages, 4, async (m) => {
       try {
         const request = parse(m.body);
+        // The lake stops serving the events before they go from the table (lake-hides.ts), then waits for their days' rewrite.
+        const hide = await hideDeletedEvents(request.project_id, request.distinct_ids, request.requested_at);
         let deleted = 0;
-        for (const distinctId of request.distinct_ids)
-          deleted += await deleteEventsOfDistinctId(request.project_id, distinctId, request.requested_at);
+        const days = new Set<string>();
+        for (const distinctId of request.distinct_ids) {
+          const out = await deleteEventsOfDistinctId(request.project_id, distinctId, request.requested_at);
+          deleted += out.deleted;
+          for (const day of out.days) days.add(day);
+        }
+        await deletedEventsSettled(hide, days);
         // Before the message goes: a failed bump is retried with it. (Counts move later, in the ingest worker, which bumps again.)
         if (deleted > 0) await bumpAnswersGeneration(request.project_id);
         await deps.acknowledge(m.receiptHandle);

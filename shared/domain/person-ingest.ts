@@ -10,7 +10,7 @@ import {
   type PersonRecord,
   type PropertyChange,
 } from '../db/persons.ts';
-import { bumpPersonsVersion } from '../db/projects.ts';
+import { bumpAnswersGeneration, bumpPersonsVersion } from '../db/projects.ts';
 import { inParallel } from '../db/batch.ts';
 import { logger } from '../observability.ts';
 import { uuidv7 } from '../ids.ts';
@@ -22,6 +22,7 @@ import {
   mergeProperties,
   personUpdatesOf,
 } from './person-properties.ts';
+import { hideRemovedProperties, removedKeys } from './lake-hides.ts';
 
 const ATTEMPTS = 8;
 
@@ -128,6 +129,9 @@ export async function applyEventToPersons(e: StoredEvent): Promise<void> {
 async function updateProperties(e: StoredEvent): Promise<void> {
   const updates = personUpdatesOf(e.properties);
   const identify = e.event === '$identify';
+  // One hide however many attempts (each attempt's put replaces it).
+  const hideId = uuidv7();
+  let removed = false;
   await retryTransient(
     `Person ${e.distinct_id}`,
     async () => {
@@ -145,6 +149,10 @@ async function updateProperties(e: StoredEvent): Promise<void> {
       const becomesIdentified = identify && !person.is_identified;
       if (changed.length === 0 && !becomesIdentified) return true;
       const next = { ...person, properties, is_identified: person.is_identified || identify };
+      // Before the save: the lake stops serving an `$unset` key from now on (lake-hides.ts).
+      const unset = removedKeys(person.properties, updates.unset);
+      await hideRemovedProperties(e.project_id, person, unset, hideId);
+      removed = unset.length > 0;
       return conflictIfFalse(
         await savePerson(next, { change: changed.length ? change(next, e, 'update', { changed }) : undefined }),
       );
@@ -154,6 +162,8 @@ async function updateProperties(e: StoredEvent): Promise<void> {
       gaveUp: () => new Error(`person update for ${e.distinct_id} kept conflicting (event ${e.uuid})`),
     },
   );
+  // A cached answer may hold the removed value (a HogQLQuery reading person.properties): retired.
+  if (removed) await bumpAnswersGeneration(e.project_id);
 }
 
 /** `$identify` / `$create_alias`: `other` joins the person of the event's distinct_id. */

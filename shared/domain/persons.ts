@@ -38,6 +38,7 @@ import type { QueuedBulkDelete } from '../queues/person-bulk-deletes.ts';
 import type { DeletionRequest } from '../queues/person-deletions.ts';
 import { TRANSIENT, conflictIfFalse, retryTransient } from '../retry.ts';
 import { refreshPersonCohorts } from './cohort-membership.ts';
+import { hideDeletedPersons, hideRemovedProperties, removedKeys } from './lake-hides.ts';
 import { applyPersonUpdates } from './person-properties.ts';
 import { notePersonPropertyKeys } from './property-definitions.ts';
 
@@ -390,12 +391,16 @@ async function editProperties(
   kind: 'updated' | 'property_deleted',
   deadline?: number,
 ): Promise<PersonRecord> {
+  // One hide however many attempts (each attempt's put replaces it).
+  const hideId = uuidv7();
   return retryTransient(
     `Person ${personId}`,
     async () => {
       const person = await findPerson(projectId, personId);
       const { properties, changed } = applyPersonUpdates(person.properties, { set, setOnce: {}, unset });
       if (changed.length === 0) return person;
+      // Before the save: the lake stops serving a removed key from now on (lake-hides.ts).
+      await hideRemovedProperties(projectId, person, removedKeys(person.properties, unset), hideId);
       const next = { ...person, properties };
       const record = activity(caller, next, kind, [
         {
@@ -469,10 +474,13 @@ export async function deletePerson(
   queue: QueueDeletion,
   read?: PersonRecord,
 ): Promise<void> {
+  const hideId = uuidv7();
   await retryTransient(
     `Person ${personId}`,
     async (attempt) => {
       const person = attempt === 0 && read ? read : await findPerson(projectId, personId);
+      // Before the delete: the lake stops serving the person's columns from now on (lake-hides.ts).
+      await hideDeletedPersons(projectId, [person], [hideId]);
       if (deleteEvents) {
         await queue({
           project_id: projectId,
@@ -596,6 +604,10 @@ async function removeInGroups(
     if (fits) {
       if (deleteEvents)
         await inParallel(group, QUEUE_CONCURRENCY, ({ person }) => queue(deletionRequest(actor, person)));
+      await hideDeletedPersons(
+        projectId,
+        group.map(({ person }) => person),
+      );
       if (await deletePersonRecords(group)) {
         for (const { person } of group) removed.add(person.id);
         await inParallel(group, QUEUE_CONCURRENCY, ({ person }) => leaveCohorts(projectId, person.id));

@@ -26,6 +26,7 @@ import { parseProperties } from '../../trends/properties.ts';
 import { localDateOf } from '../../trends/tz.ts';
 import type { ProjectSettings } from '../../trends/types.ts';
 import { lakeDayUris } from '../lake.ts';
+import { lakeHidden, MAX_LAKE_HIDES } from '../lake-hides.ts';
 import { projectSettings } from '../projects.ts';
 import { checkAnswerBytes, parseInstant } from './events-shape.ts';
 import type { RunContext } from './runner.ts';
@@ -287,11 +288,17 @@ export async function runHogQLQuery(
   const span = days.length
     ? { from: days[0] as string, to: days.at(-1) as string }
     : { from: utcDayOf(now.getTime()), to: utcDayOf(now.getTime()) };
-  const [files, counters] = await Promise.all([
+  const [files, counters, hidden] = await Promise.all([
     engine.name === 'duckdb' ? lakeDayUris(projectId, days) : Promise.resolve([]),
     readDayCounters(projectId, days, null),
+    lakeHidden(projectId),
   ]);
   context.check();
+  // Past the caps the lake cannot leave out what was deleted: nothing is served until its days are rewritten.
+  if (!hidden)
+    throw new ServiceUnavailable(
+      `HogQLQuery: the lake is rewriting this project's days after more than ${MAX_LAKE_HIDES} recent person deletions or property removals; ask again in a few minutes.`,
+    );
   // Printed even when there is nothing to read, so an unsupported statement is a 400 whatever the data.
   const printed = printStatement(
     {
@@ -302,6 +309,7 @@ export async function runHogQLQuery(
       days: span,
       limit: limit + 1,
       offset,
+      hidden,
     },
     engine.source(files.length ? files : ['/']),
   );

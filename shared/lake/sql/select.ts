@@ -13,6 +13,7 @@ import { printHogQL } from '../../hogql/print.ts';
 import type { SelectStatement } from '../../hogql/select.ts';
 import { parseDateExpression, resolveExpression } from '../../trends/dates.ts';
 import { fromWallClock, offsetAt } from '../../trends/tz.ts';
+import { hiddenRowsSql, type LakeHidden, personColumnSql, personPropertySql } from '../hidden.ts';
 import { PROPERTY_COLUMNS } from '../rows.ts';
 import { ATHENA, type Dialect, DUCKDB, identifier, LakeSqlUnsupported, stringLiteral, zone } from './dialect.ts';
 import { printLakeExpr } from './expr.ts';
@@ -29,6 +30,8 @@ export interface LakeSelect {
   /** Rows asked of the engine (the caller's limit + 1, for hasMore) and skipped. */
   limit: number;
   offset: number;
+  /** What the lake's files hold but must not serve (deleted events, deleted or changed persons). */
+  hidden?: LakeHidden;
 }
 
 export interface PrintedSelect {
@@ -106,7 +109,7 @@ function allProperties(d: Dialect): string {
 }
 
 /** Event fields the statement's printer reads beyond expr.ts's columns (what `*` expands to, `person.id`, `person.properties.x`). */
-function statementField(chain: readonly (string | number)[], d: Dialect): string | undefined {
+function statementField(chain: readonly (string | number)[], d: Dialect, hidden?: LakeHidden): string | undefined {
   const name = chain.join('.');
   switch (name) {
     case 'properties':
@@ -116,16 +119,17 @@ function statementField(chain: readonly (string | number)[], d: Dialect): string
       return `coalesce(${d.jsonText('$elements_chain')}, '')`;
     case '$window_id':
       return d.jsonText('$window_id');
+    case 'person_id':
     case 'person.id':
-      return identifier('person_id');
+      return personColumnSql(identifier('person_id'), hidden);
     case 'person.created_at':
-      return identifier('person_created_at');
+      return personColumnSql(identifier('person_created_at'), hidden);
     case 'created_at':
       return identifier('created_at');
     default:
       // PostHog's person properties on events: as the person had them when the event's day was written to the lake.
       if (chain.length === 3 && chain[0] === 'person' && chain[1] === 'properties' && typeof chain[2] === 'string')
-        return d.jsonText(chain[2], 'person_properties');
+        return personPropertySql(chain[2], d.jsonText(chain[2], 'person_properties'), hidden);
       return undefined;
   }
 }
@@ -195,7 +199,7 @@ function dialectFor(base: Dialect, q: LakeSelect): Dialect {
     return `(${p(x)} + ${interval})`;
   };
   d.extend = (e) => {
-    if (e.kind === 'field') return statementField(e.chain, base);
+    if (e.kind === 'field') return statementField(e.chain, base, q.hidden);
     if (e.kind === 'call') {
       switch (e.name) {
         case 'count':
@@ -437,6 +441,7 @@ export function printSelectSql(q: LakeSelect, source: LakeSource): PrintedSelect
     // First and outside every input's parentheses: nothing below can widen it.
     `${identifier('project_id')} = ${q.projectId}`,
     `${identifier('day')} BETWEEN '${q.days.from}' AND '${q.days.to}'`,
+    ...[hiddenRowsSql(q.hidden, base)].filter((sql) => sql !== null),
     ...(s.where ? [`(${p(s.where)})`] : []),
   ];
   const limit = Math.max(0, Math.floor(q.limit));

@@ -19,6 +19,7 @@ import {
   type PropertyGroup,
   type ProjectSettings,
 } from '../../trends/types.ts';
+import { hiddenRowsSql, type LakeHidden } from '../hidden.ts';
 import { ATHENA, type Dialect, DUCKDB, identifier, LakeSqlUnsupported, offsetSpans, stringLiteral } from './dialect.ts';
 import { printLakeExpr } from './expr.ts';
 
@@ -33,6 +34,8 @@ export interface LakeTrend {
    * prunes to them rather than scanning the whole range. Absent: every day of the range.
    */
   days?: readonly string[];
+  /** Deleted events the lake's files still hold: left out (shared/lake/hidden.ts). */
+  hidden?: LakeHidden;
 }
 
 /** Where the events are read from: Athena's Glue table, or DuckDB over the current files of the range's days. */
@@ -289,6 +292,7 @@ export function printTrendSql(q: LakeTrend, source: LakeSource): string {
       // First and outside every input's parentheses: nothing below can widen it.
       `${identifier('project_id')} = ${q.projectId}`,
       q.days ? dayPredicate(q.days) : `${identifier('day')} BETWEEN '${days[0]}' AND '${days[1]}'`,
+      ...[hiddenRowsSql(q.hidden, d)].filter((sql) => sql !== null),
       ...(facts.lowerBound ? [`${identifier('timestamp')} >= ${d.timestamp(range.from)}`] : []),
       ...(facts.upperBound ? [`${identifier('timestamp')} <= ${d.timestamp(range.to)}`] : []),
       ...(s.event === null ? [] : [`${identifier('event')} = ${stringLiteral(s.event)}`]),
