@@ -4,7 +4,7 @@
  * (UUID v7: time order); a hide whose days are not yet known carries a dueByTime entry the compactor
  * takes. Access patterns #136-#139 (docs/access-patterns.md).
  */
-import { DeleteCommand, UpdateCommand } from '../aws/dynamodb.ts';
+import { UpdateCommand } from '../aws/dynamodb.ts';
 import { batchDelete, batchGet, batchPut, inParallel } from './batch.ts';
 import { conditional, db, tableName } from './client.ts';
 import { keys } from './keys.ts';
@@ -32,6 +32,8 @@ export interface LakeHideRecord {
   until?: string;
   /** The UTC days whose rewrite it waits for; undefined while the compactor has not found them. */
   days?: string[];
+  /** Every day rewritten: it stays (and is applied) until its dueByTime entry, then is deleted. */
+  settled?: boolean;
 }
 
 function item(h: LakeHideRecord): Record<string, unknown> {
@@ -61,8 +63,9 @@ function record(i: Record<string, unknown>): LakeHideRecord {
     ...(Array.isArray(i.keys) ? { keys: i.keys.map(String) } : {}),
     distinctIds: Array.isArray(i.distinct_ids) ? i.distinct_ids.map(String) : [],
     ...(typeof i.until === 'string' ? { until: i.until } : {}),
-    // Resolved (no due entry) with no days left: an empty set is no attribute in DynamoDB.
-    ...(days ? { days } : i.due_pk === undefined ? { days: [] } : {}),
+    // Resolved (no due entry) or settled with no days left: an empty set is no attribute in DynamoDB.
+    ...(days ? { days } : i.due_pk === undefined || i.settled === true ? { days: [] } : {}),
+    ...(i.settled === true ? { settled: true } : {}),
   };
 }
 
@@ -77,7 +80,7 @@ export async function readLakeHides(projectId: number, limit?: number): Promise<
   return items.map(record);
 }
 
-/** #138: hides whose days the compactor has yet to find, oldest first. */
+/** #138: hides whose days the compactor has yet to find, and settled ones whose time is up; oldest first. */
 export async function dueLakeHides(now: Date, limit: number): Promise<LakeHideRecord[]> {
   const found = await dueKeys(keys.lakeHideDue('', 0, '').due_pk, now, limit);
   return (await batchGet(found)).map(record);
@@ -87,7 +90,12 @@ export async function dueLakeHides(now: Date, limit: number): Promise<LakeHideRe
  * #138: the hide's days are known: added to its set, its due entry removed. Only while it is still
  * due when `ifDue` (the compactor's finding must not undo a later one). False: someone else resolved it.
  */
-export async function resolveLakeHide(h: LakeHideRecord, days: readonly string[], ifDue: boolean): Promise<boolean> {
+export async function resolveLakeHide(
+  h: LakeHideRecord,
+  days: readonly string[],
+  ifDue: boolean,
+  settledUntil: string,
+): Promise<boolean> {
   const done = await conditional(() =>
     db().send(
       new UpdateCommand({
@@ -101,12 +109,17 @@ export async function resolveLakeHide(h: LakeHideRecord, days: readonly string[]
     ),
   );
   if (done === undefined) return false;
-  if (!days.length) await dropIfDone(h.projectId, h.id);
+  if (!days.length) await settleIfDone(h.projectId, h.id, settledUntil);
   return true;
 }
 
-/** #139: `day` was rewritten; each hide waiting for it no longer does, and one waiting for nothing goes. */
-export async function settleLakeHides(projectId: number, day: string, ids: readonly string[]): Promise<void> {
+/** #139: `day` was rewritten; each hide waiting for it no longer does, and one waiting for nothing is settled until `settledUntil(at)`. */
+export async function settleLakeHides(
+  projectId: number,
+  day: string,
+  ids: readonly string[],
+  settledUntil: (at: string) => string,
+): Promise<void> {
   await inParallel(ids, 8, async (id) => {
     const out = await conditional(() =>
       db().send(
@@ -121,25 +134,30 @@ export async function settleLakeHides(projectId: number, day: string, ids: reado
         }),
       ),
     );
-    if (out && !out.Attributes?.days && out.Attributes?.due_pk === undefined) await dropIfDone(projectId, id);
+    const left = out?.Attributes;
+    if (left && !left.days && left.due_pk === undefined)
+      await settleIfDone(projectId, id, settledUntil(String(left.at)));
   });
 }
 
-/** Deletes a hide that waits for no day and is not due (a resolution racing it keeps it). */
-async function dropIfDone(projectId: number, id: string): Promise<void> {
+/** Marks a hide that waits for no day (and is not due: a resolution racing it keeps it) settled, due for deletion at `until`. */
+async function settleIfDone(projectId: number, id: string, until: string): Promise<void> {
+  const due = keys.lakeHideDue(until, projectId, id);
   await conditional(() =>
     db().send(
-      new DeleteCommand({
+      new UpdateCommand({
         TableName: tableName(),
         Key: keys.lakeHide(projectId, id),
-        ConditionExpression: 'attribute_not_exists(#days) AND attribute_not_exists(due_pk)',
+        UpdateExpression: 'SET settled = :true, due_pk = :dp, due_sk = :ds',
+        ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(#days) AND attribute_not_exists(due_pk)',
         ExpressionAttributeNames: { '#days': 'days' },
+        ExpressionAttributeValues: { ':true': true, ':dp': due.due_pk, ':ds': due.due_sk },
       }),
     ),
   );
 }
 
-/** #136: hides replaced by later ones (the drain's, once it knows the days). */
+/** #136, #138: hides replaced by later ones (the drain's, once it knows the days), and settled ones whose time is up. */
 export async function deleteLakeHides(projectId: number, ids: readonly string[]): Promise<void> {
   await batchDelete(ids.map((id) => keys.lakeHide(projectId, id)));
 }

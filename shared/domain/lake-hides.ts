@@ -9,7 +9,11 @@
  * - the compactor finds the days a hide concerns (the distinct ids' keys-only index) and makes them
  *   due at once (the drain already knows its days, and schedules them itself);
  * - a day rewritten at least VISIBILITY_MS after the hide was recorded reads the deletion, so the
- *   hide stops waiting for it; a hide waiting for no day is deleted.
+ *   hide stops waiting for it; a hide waiting for no day is settled, and deleted SETTLED_MS after it
+ *   was recorded. Until then it is still applied (it changes nothing the files do not already say, a
+ *   key set again after its removal aside): Athena reuses a result of the same SQL text for up to 60
+ *   minutes (shared/lake/athena.ts RESULT_REUSE), and a text without the hide is the text of before
+ *   the deletion.
  *
  * Bounds: a lake query applies at most MAX_LAKE_HIDES hides holding at most MAX_HIDDEN_CHARACTERS
  * of ids; past either a trend is answered in-process (exact without the lake) and a HogQLQuery is a
@@ -39,6 +43,13 @@ export const MAX_LAKE_HIDES = 2_000;
 export const MAX_HIDDEN_CHARACTERS = 128 * 1024;
 /** Hides the compactor resolves per tick. */
 const RESOLVE_PER_TICK = 200;
+/**
+ * How long after it was recorded a settled hide goes: past Athena's result reuse (60 minutes,
+ * shared/lake/athena.ts RESULT_REUSE: not imported, it would bundle the lake's writer here), so no
+ * answer computed before the deletion is reused once the SQL text is as it was.
+ */
+export const SETTLED_MS = 65 * 60_000;
+const settledUntil = (at: string) => new Date(Date.parse(at) + SETTLED_MS).toISOString();
 
 const isoNow = () => clockNow().toISOString();
 
@@ -158,12 +169,16 @@ export async function scheduleLakeRewrites(now: Date, remainingMs: () => number 
   let resolved = 0;
   for (const hide of due) {
     if (remainingMs() < 120_000) break;
+    if (hide.settled) {
+      await deleteLakeHides(hide.projectId, [hide.id]);
+      continue;
+    }
     const until = hide.until ?? now.toISOString();
     const days = new Set<string>();
     for (const id of hide.distinctIds)
       for (const day of await daysOfDistinctId(hide.projectId, id, until)) days.add(day);
     await scheduleRewrites(hide.projectId, [...days], hide.at);
-    if (await resolveLakeHide(hide, [...days], true)) resolved += 1;
+    if (await resolveLakeHide(hide, [...days], true, settledUntil(hide.at))) resolved += 1;
   }
   if (due.length) logger.info('lake hides resolved', { due: due.length, resolved });
   return resolved;
@@ -183,6 +198,7 @@ export async function settleLakeDay(projectId: number, day: string, now: Date): 
     projectId,
     day,
     settled.map((h) => h.id),
+    settledUntil,
   );
   const latest = Math.max(...hides.map((h) => Date.parse(h.at)));
   if (latest > read) await scheduleRewrites(projectId, [day], new Date(latest).toISOString());

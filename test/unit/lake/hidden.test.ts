@@ -2,8 +2,10 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { SETTLED_MS } from '#shared/domain/lake-hides.ts';
 import { foldNow, placeholders, printStatement, runStatement } from '#shared/domain/query/hogql.ts';
 import { parseSelectStatement } from '#shared/hogql/select.ts';
+import { RESULT_REUSE } from '#shared/lake/athena.ts';
 import { duckdbEngine } from '#shared/lake/engine.ts';
 import { type LakeHidden, NOTHING_HIDDEN } from '#shared/lake/hidden.ts';
 import { dataKey } from '#shared/lake/layout.ts';
@@ -155,4 +157,8 @@ describe('a routed trend with hides', () => {
       `AND (NOT (("distinct_id" IN ('u2', 'o''neil --x') AND "timestamp" <= TIMESTAMP '2024-03-03 03:00:00.000')))`,
     );
   });
+});
+
+it("a settled hide outlives Athena's result reuse: no answer from before a deletion is reused once the SQL text is as it was", () => {
+  expect(SETTLED_MS).toBeGreaterThan(RESULT_REUSE.ResultReuseByAgeConfiguration.MaxAgeInMinutes * 60_000);
 });
