@@ -159,8 +159,11 @@ export async function compactDueDays(
   now: Date,
   remainingMs: () => number = () => Infinity,
 ): Promise<{ compacted: CompactionResult[]; left: number }> {
-  // Days a lake hide waits for are due at once: found first, so this tick rewrites them.
-  await scheduleLakeRewrites(now, remainingMs);
+  // Days a lake hide waits for are due at once: found first, so this tick rewrites them. A failure
+  // here holds no compaction back (the hides stay due for the next tick).
+  await scheduleLakeRewrites(now, remainingMs).catch((error: unknown) =>
+    logger.warn('lake hides not resolved', { error: String(error) }),
+  );
   const due = await dueCompactions(now);
   const compacted: CompactionResult[] = [];
   for (const [i, { projectId, day }] of due.entries()) {

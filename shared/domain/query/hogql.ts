@@ -26,7 +26,7 @@ import { parseProperties } from '../../trends/properties.ts';
 import { localDateOf } from '../../trends/tz.ts';
 import type { ProjectSettings } from '../../trends/types.ts';
 import { lakeDayUris } from '../lake.ts';
-import { lakeHidden, MAX_LAKE_HIDES } from '../lake-hides.ts';
+import { lakeHidden, MAX_HIDDEN_CHARACTERS, MAX_LAKE_HIDES } from '../lake-hides.ts';
 import { projectSettings } from '../projects.ts';
 import { checkAnswerBytes, parseInstant } from './events-shape.ts';
 import type { RunContext } from './runner.ts';
@@ -297,7 +297,7 @@ export async function runHogQLQuery(
   // Past the caps the lake cannot leave out what was deleted: nothing is served until its days are rewritten.
   if (!hidden)
     throw new ServiceUnavailable(
-      `HogQLQuery: the lake is rewriting this project's days after more than ${MAX_LAKE_HIDES} recent person deletions or property removals; ask again in a few minutes.`,
+      `HogQLQuery: the lake is rewriting this project's days after more recent person deletions and property removals than one query leaves out (${MAX_LAKE_HIDES}, or ${MAX_HIDDEN_CHARACTERS / 1024} KiB of ids); ask again in a few minutes.`,
     );
   // Printed even when there is nothing to read, so an unsupported statement is a 400 whatever the data.
   const printed = printStatement(
