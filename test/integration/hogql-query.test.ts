@@ -129,6 +129,10 @@ describe('HogQLQuery on the lake engine', () => {
     const last = await hogql(c, a.projectId, 'SELECT uuid FROM events ORDER BY timestamp LIMIT 5 OFFSET 15');
     expect(last.body).toMatchObject({ hasMore: false, limit: 5, offset: 15 });
     expect(last.body.results).toHaveLength(3);
+    // LIMIT 0: no rows, and no page follows (a client paging by OFFSET += LIMIT would never move).
+    const none = await hogql(c, a.projectId, 'SELECT uuid FROM events ORDER BY timestamp LIMIT 0');
+    expect(none.status, JSON.stringify(none.body)).toBe(200);
+    expect(none.body).toMatchObject({ results: [], hasMore: false, limit: 0, offset: 0 });
     // PostHog's ceiling: a larger LIMIT is lowered to 50,000.
     expect((await hogql(c, a.projectId, 'SELECT uuid FROM events LIMIT 999999')).body.limit).toBe(50_000);
   });

@@ -192,6 +192,13 @@ describe('EventsQuery rows', () => {
     expect(pages).toEqual(all.map((e) => e.uuid));
   });
 
+  it("limit 0 is PostHog's default page (100 rows), not an empty page that says more follow", async () => {
+    const all = batch.filter((e) => e.event === '$pageview').sort(newestFirst);
+    const body = await ok({ select: ['uuid'], event: '$pageview', ...WEEK, limit: 0 });
+    expect(body).toMatchObject({ limit: 100, offset: 0, hasMore: false });
+    expect(body.results.map((r: string[]) => r[0])).toEqual(all.map((e) => e.uuid));
+  });
+
   it('person is the person object (or just the distinct id without a person)', async () => {
     const body = await ok({ select: ['person', 'distinct_id'], event: '$pageview', ...WEEK, limit: 50 });
     const ofUser1 = body.results.find((r: any[]) => r[1] === 'user-1');
@@ -302,7 +309,7 @@ describe('EventsQuery reads only the named event', () => {
 describe('EventsQuery refusals', () => {
   it('names what is wrong, with attr into the query', async () => {
     expect(await refused({ limit: 10_001 }, 'query__limit')).toContain('10000');
-    expect(await refused({ limit: 0 }, 'query__limit')).toContain('1');
+    expect(await refused({ limit: -1 }, 'query__limit')).toContain('greater than or equal to 0');
     expect(await refused({ fixedProperties: [{ key: 'a', value: 1 }] }, 'query__fixedProperties')).toContain(
       'fixedProperties',
     );

@@ -227,6 +227,9 @@ export function limitOf(statement: SelectStatement): number {
   return Math.min(statement.limit ?? DEFAULT_HOGQL_LIMIT, MAX_HOGQL_LIMIT);
 }
 
+/** Rows asked of the engine: one past the page says whether more follow; `LIMIT 0` asks for none, so no page follows it. */
+export const rowsToFetch = (limit: number): number => (limit === 0 ? 0 : limit + 1);
+
 /** An engine's complaint about the statement itself (types, casts, a bad argument): the caller's 400, not our 5xx. */
 const DUCKDB_QUERY_ERROR =
   /^(Binder|Conversion|Out of Range|Invalid Input|Parser|Not implemented|Catalog|Invalid Type|Type Mismatch) Error/;
@@ -300,7 +303,7 @@ export async function runHogQLQuery(
       timezone: settings.timezone,
       weekStart: settings.week_start_day,
       days: span,
-      limit: limit + 1,
+      limit: rowsToFetch(limit),
       offset,
     },
     engine.source(files.length ? files : ['/']),

@@ -8,6 +8,7 @@ import {
   daysToRead,
   foldNow,
   limitOf,
+  rowsToFetch,
   MAX_HOGQL_DAYS,
   placeholders,
   printStatement,
@@ -103,6 +104,13 @@ describe('the SELECT parser', () => {
     expect(limitOf(parse('SELECT event FROM events'))).toBe(100);
     expect(limitOf(parse('SELECT event FROM events LIMIT 7'))).toBe(7);
     expect(limitOf(parse('SELECT event FROM events LIMIT 1000000'))).toBe(50_000);
+  });
+
+  it('asks the engine for one row past the page (hasMore), and for none under LIMIT 0', () => {
+    expect(limitOf(parse('SELECT event FROM events LIMIT 0'))).toBe(0);
+    expect(rowsToFetch(0)).toBe(0);
+    expect(rowsToFetch(7)).toBe(8);
+    expect(rowsToFetch(limitOf(parse('SELECT event FROM events')))).toBe(101);
   });
 
   it.each([
