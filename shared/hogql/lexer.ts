@@ -182,7 +182,11 @@ export function tokenize(text: string, limits: Limits, attr: string): { tokens: 
       if (text.charAt(i) !== '.' || isDigit(text.charAt(i + 1))) fail(`invalid number at position ${start}.`);
     }
     if (integral && value > MAX_EXACT_INTEGER)
-      throw integerNotExact(`the integer ${text.slice(start, Math.min(i, start + 40))} at position ${start}`, attr);
+      throw integerNotExact(
+        `the integer ${text.slice(start, Math.min(i, start + 40))} at position ${start}`,
+        attr,
+        " Compare such ids as strings ('...').",
+      );
     return value;
   };
 

@@ -63,9 +63,9 @@ export function tooManyItems(what: 'Array' | 'Tuple', limits: Limits, attr: stri
  */
 export const MAX_EXACT_INTEGER = Number.MAX_SAFE_INTEGER;
 
-export function integerNotExact(what: string, attr: string): ValidationError {
+export function integerNotExact(what: string, attr: string, hint = ''): ValidationError {
   return new ValidationError(
-    `HogQL: ${what} is beyond ±(2^53 - 1) = ±${fmt(MAX_EXACT_INTEGER)}, the largest integer carried exactly; it would be rounded. Compare such ids as strings ('...').`,
+    `HogQL: ${what} is beyond ±(2^53 - 1) = ±${fmt(MAX_EXACT_INTEGER)}, the largest integer carried exactly; it would be rounded.${hint}`,
     attr,
   );
 }

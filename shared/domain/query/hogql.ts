@@ -111,7 +111,7 @@ export function placeholders(query: HogQLQuery, settings: ProjectSettings, now: 
 /** A placeholder's value; a JSON integer past 2^53 was rounded when the body was read, so it is refused (send it as a string). */
 function exactConstant(value: string | number | boolean | null, name: string): Expr {
   if (typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value))
-    throw integerNotExact(`the value of {${name.slice(0, 100)}}`, ATTR);
+    throw integerNotExact(`the value of {${name.slice(0, 100)}}`, ATTR, ' Send it as a string.');
   return constant(value);
 }
 
