@@ -220,6 +220,16 @@ describe('arithmetic', () => {
     expect(ev(arith('+', 1e20, 1))).toBe(1e20);
     expect(ev(arith('*', 0.5, max))).toBe(max / 2);
   });
+  it('a property holding an integer past 2^53 as text compares exactly with any literal we take', () => {
+    // Literals stop at 2^53 - 1; reading the text as a double rounds it to 2^53 or more, never below: the order holds.
+    const big = withX('9007199254740993');
+    expect(ev(cmp('eq', x, Number.MAX_SAFE_INTEGER), big)).toBe(false);
+    expect(ev(cmp('gt', x, Number.MAX_SAFE_INTEGER), big)).toBe(true);
+    expect(ev(cmp('lt', x, Number.MAX_SAFE_INTEGER), big)).toBe(false);
+    // As strings, exact digit for digit.
+    expect(ev(cmp('eq', x, '9007199254740993'), big)).toBe(true);
+    expect(ev(cmp('eq', x, '9007199254740992'), big)).toBe(false);
+  });
   it('toInt of text beyond 2^53 and sum past it are 400s, not rounded', () => {
     expect(fn('toInt', '9007199254740991')).toBe(Number.MAX_SAFE_INTEGER);
     expect(failure(() => fn('toInt', '9007199254740993')).detail).toMatch(/toInt\('9007199254740993'\) is beyond/);
