@@ -1,6 +1,7 @@
 import { ValidationError } from '#shared/errors.ts';
 import { asDateArithmetic, childrenOf, hasAggregate } from './analysis.ts';
 import type { Expr } from './ast.ts';
+import { checkIntervals } from './intervals.ts';
 import { printHogQL } from './print.ts';
 
 /**
@@ -85,6 +86,7 @@ export function checkExpr(expr: Expr, options: CheckOptions, attr: string): void
   const fail = (detail: string): never => {
     throw new ValidationError(detail, attr);
   };
+  checkIntervals(expr, attr);
   const isAggregate = (name: string): boolean => catalog.aggregate(name) !== undefined;
   const aggregated = hasAggregate(expr, isAggregate);
   if (options.aggregates === 'required' && !aggregated) {

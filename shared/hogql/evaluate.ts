@@ -101,16 +101,8 @@ class Compiler {
         const r = this.compile(e.right);
         const attr = this.attr;
         const op =
-          e.op === '+'
-            ? plus
-            : e.op === '-'
-              ? minus
-              : e.op === '*'
-                ? multiply
-                : e.op === '/'
-                  ? divide
-                  : (a: HogValue, b: HogValue) => modulo(a, b, attr);
-        return this.fold([l, r], ([a, b]) => op(a ?? null, b ?? null));
+          e.op === '+' ? plus : e.op === '-' ? minus : e.op === '*' ? multiply : e.op === '/' ? divide : modulo;
+        return this.fold([l, r], ([a, b]) => op(a ?? null, b ?? null, attr));
       }
       case 'compare':
         return this.nullSafe(e.op, this.compile(e.left), this.compile(e.right));

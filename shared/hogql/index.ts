@@ -18,6 +18,7 @@ export {
   SCOPE_COLUMNS,
   type Scope,
 } from './check.ts';
+export { KIND_NAMES, kindOf, type ValueKind } from './kinds.ts';
 export { LIMITS, type Limits } from './limits.ts';
 export { compileAggregate, compileScalar, evaluateRow, type FieldReader } from './evaluate.ts';
 export { CATALOG } from './functions/index.ts';

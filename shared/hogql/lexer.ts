@@ -1,5 +1,5 @@
 import { ValidationError } from '#shared/errors.ts';
-import { type Limits, stringTooLong } from './limits.ts';
+import { integerNotExact, type Limits, MAX_EXACT_INTEGER, stringTooLong } from './limits.ts';
 
 /**
  * HogQL's tokens (read from PostHog's HogQLLexer grammar). Keywords are not tokens of their own:
@@ -150,6 +150,8 @@ export function tokenize(text: string, limits: Limits, attr: string): { tokens: 
   const readNumber = (): number => {
     const start = i;
     let value: number;
+    // An integer literal (ClickHouse's UInt64/Int64), not a float: one a double cannot hold exactly is refused.
+    let integral = true;
     const prefix = text.charAt(i) === '0' ? text.charAt(i + 1).toLowerCase() : '';
     if (prefix === 'x' || prefix === 'b') {
       i += 2;
@@ -161,12 +163,14 @@ export function tokenize(text: string, limits: Limits, attr: string): { tokens: 
     } else {
       while (i < n && isDigit(text.charAt(i))) i++;
       if (text.charAt(i) === '.' && (i === start || !isIdentStart(text.charAt(i + 1)))) {
+        integral = false;
         i++;
         while (i < n && isDigit(text.charAt(i))) i++;
       }
       if ((text.charAt(i) === 'e' || text.charAt(i) === 'E') && i > start) {
         const sign = text.charAt(i + 1) === '+' || text.charAt(i + 1) === '-' ? 1 : 0;
         if (isDigit(text.charAt(i + 1 + sign))) {
+          integral = false;
           i += 1 + sign;
           while (i < n && isDigit(text.charAt(i))) i++;
         }
@@ -177,6 +181,12 @@ export function tokenize(text: string, limits: Limits, attr: string): { tokens: 
       // `1abc`, `0x1g`, `1.2.3`: a malformed number, not a number followed by a name.
       if (text.charAt(i) !== '.' || isDigit(text.charAt(i + 1))) fail(`invalid number at position ${start}.`);
     }
+    if (integral && value > MAX_EXACT_INTEGER)
+      throw integerNotExact(
+        `the integer ${text.slice(start, Math.min(i, start + 40))} at position ${start}`,
+        attr,
+        " Compare such ids as strings ('...').",
+      );
     return value;
   };
 

@@ -56,3 +56,42 @@ export function tooManyArgs(name: string, limits: Limits, attr: string): Validat
 export function tooManyItems(what: 'Array' | 'Tuple', limits: Limits, attr: string): ValidationError {
   return new ValidationError(`${what} has too many items (the limit is ${fmt(limits.maxItems)}).`, attr);
 }
+
+/**
+ * The largest integer a HogQL value carries exactly: values are JS numbers (doubles), whose integers
+ * are exact only up to 2^53 - 1. A literal or an integer result beyond it is refused, never rounded.
+ */
+export const MAX_EXACT_INTEGER = Number.MAX_SAFE_INTEGER;
+
+export function integerNotExact(what: string, attr: string, hint = ''): ValidationError {
+  return new ValidationError(
+    `HogQL: ${what} is beyond ±(2^53 - 1) = ±${fmt(MAX_EXACT_INTEGER)}, the largest integer carried exactly; it would be rounded.${hint}`,
+    attr,
+  );
+}
+
+/**
+ * The most of each unit one interval (`INTERVAL n unit`, dateAdd, dateSub) may move, either way: 400
+ * years, the span of the dates HogQL represents (1900-01-01 to 2299-12-31, DateTime64's range). Past
+ * it no date can land in range, so the interval is a 400 naming this cap, never a NULL.
+ */
+export const MAX_INTERVAL: Readonly<Record<string, number>> = {
+  second: 12_622_780_800,
+  minute: 210_379_680,
+  hour: 3_506_328,
+  day: 146_097,
+  week: 20_871,
+  month: 4_800,
+  quarter: 1_600,
+  year: 400,
+};
+
+/** `n` of `unit` (second ... year) within MAX_INTERVAL, else a 400 naming the cap. */
+export function checkInterval(n: number, unit: string, attr: string): void {
+  const max = MAX_INTERVAL[unit];
+  if (max === undefined || Math.abs(n) <= max) return;
+  throw new ValidationError(
+    `HogQL: an interval of ${String(n).slice(0, 40)} ${unit}s is out of range: at most ${fmt(max)} ${unit}s either way (400 years, the span of the dates HogQL represents, 1900-01-01 to 2299-12-31).`,
+    attr,
+  );
+}

@@ -14,6 +14,7 @@ import {
   toNum,
   truth,
 } from './convert.ts';
+import { integerNotExact } from './limits.ts';
 import { HogDate, HogDateTime, HogTuple, type HogValue } from './values.ts';
 import { fromLocal } from '#shared/trends/tz.ts';
 
@@ -253,7 +254,17 @@ function matchSegments(segments: Segment[], text: string | string[]): boolean {
 
 const isInt = (n: number) => Number.isInteger(n);
 
-export function plus(a: HogValue, b: HogValue): HogValue {
+/**
+ * Integer arithmetic stays exact (ClickHouse's is, in Int64): two exact integers whose result a double
+ * cannot hold exactly are refused with a 400 naming 2^53, never rounded. Floats keep Float64's rounding.
+ */
+function exact(x: number, op: string, y: number, result: number, attr: string): number {
+  if (Number.isSafeInteger(x) && Number.isSafeInteger(y) && !Number.isSafeInteger(result))
+    throw integerNotExact(`${x} ${op} ${y}`, attr);
+  return result;
+}
+
+export function plus(a: HogValue, b: HogValue, attr: string): HogValue {
   if (a === null || b === null) return null;
   if (a instanceof HogDateTime && typeof b === 'number') return dateTimeOrNull(a.ms + b * 1000, a.timezone);
   if (b instanceof HogDateTime && typeof a === 'number') return dateTimeOrNull(b.ms + a * 1000, b.timezone);
@@ -262,24 +273,24 @@ export function plus(a: HogValue, b: HogValue): HogValue {
   if (isDateLike(a) || isDateLike(b)) return null;
   const x = toNum(a);
   const y = toNum(b);
-  return x === null || y === null ? null : x + y;
+  return x === null || y === null ? null : exact(x, '+', y, x + y, attr);
 }
 
-export function minus(a: HogValue, b: HogValue): HogValue {
+export function minus(a: HogValue, b: HogValue, attr: string): HogValue {
   if (a === null || b === null) return null;
   if (a instanceof HogDateTime && typeof b === 'number') return dateTimeOrNull(a.ms - b * 1000, a.timezone);
   if (a instanceof HogDate && typeof b === 'number') return dateOrNull(a.days - Math.trunc(b));
   if (isDateLike(a) || isDateLike(b)) return null;
   const x = toNum(a);
   const y = toNum(b);
-  return x === null || y === null ? null : x - y;
+  return x === null || y === null ? null : exact(x, '-', y, x - y, attr);
 }
 
-export function multiply(a: HogValue, b: HogValue): HogValue {
+export function multiply(a: HogValue, b: HogValue, attr: string): HogValue {
   if (isDateLike(a) || isDateLike(b)) return null;
   const x = toNum(a);
   const y = toNum(b);
-  return x === null || y === null ? null : x * y;
+  return x === null || y === null ? null : exact(x, '*', y, x * y, attr);
 }
 
 /** `/` is always a float division: x/0 is inf or -inf, 0/0 is nan (ClickHouse's divide). */

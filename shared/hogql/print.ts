@@ -133,6 +133,8 @@ export function printConstant(value: Constant): string {
   if (value === Infinity) return 'inf';
   if (value === -Infinity) return '-inf';
   if (Object.is(value, -0)) return '-0';
+  // A float with an integer value past 2^53 (`1e20`) prints as a float: its digits would read as an integer literal, which is refused.
+  if (Number.isInteger(value) && !Number.isSafeInteger(value)) return value.toExponential();
   return String(value);
 }
 

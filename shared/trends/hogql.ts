@@ -4,7 +4,17 @@
  * caller's field. The columnar engine evaluates them (columnar/expressions.ts, columnar/hogql-math.ts).
  */
 import { ValidationError } from '#shared/errors.ts';
-import { CATALOG, type Expr, fieldsOf, type HogValue, parseExpr } from '#shared/hogql/index.ts';
+import {
+  CATALOG,
+  type Expr,
+  fieldsOf,
+  type HogValue,
+  KIND_NAMES,
+  kindOf,
+  parseExpr,
+  printHogQL,
+  type ValueKind,
+} from '#shared/hogql/index.ts';
 import type { FilterOptions } from './properties.ts';
 
 /**
@@ -81,8 +91,23 @@ export function parseTrendExpr(text: unknown, attr: string, kind: 'value' | 'agg
       `HogQL field ${missing} is not available in trends: use event, timestamp, distinct_id, person_id, $session_id, elements_chain, properties.<key> or person.properties.<key>.`,
       attr,
     );
+  if (kind === 'aggregate') {
+    const value = kindOf(expr);
+    if (!TREND_VALUE_KINDS.has(value))
+      throw new ValidationError(
+        `math_hogql must give a number per interval: ${printHogQL(expr).slice(0, 200)} gives ${KIND_NAMES[value]}. Aggregate a number (e.g. toUnixTimestamp(max(timestamp)), count(DISTINCT event), max(toFloat(properties.x))).`,
+        attr,
+      );
+  }
   return expr;
 }
+
+/**
+ * What a trend's value may be (columnar/hogql-math.ts trendNumber): numbers, booleans as 0/1, and
+ * what the rows decide (a property's number or numeric text). A String, a date, an array or a NULL
+ * would be charted as zeros: refused when the request is read.
+ */
+const TREND_VALUE_KINDS: ReadonlySet<ValueKind> = new Set(['number', 'boolean', 'unknown']);
 
 /**
  * What trend filters take beyond event and person properties: HogQL expressions, `type: "group"`

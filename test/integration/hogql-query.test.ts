@@ -129,6 +129,10 @@ describe('HogQLQuery on the lake engine', () => {
     const last = await hogql(c, a.projectId, 'SELECT uuid FROM events ORDER BY timestamp LIMIT 5 OFFSET 15');
     expect(last.body).toMatchObject({ hasMore: false, limit: 5, offset: 15 });
     expect(last.body.results).toHaveLength(3);
+    // LIMIT 0: no rows, and no page follows (a client paging by OFFSET += LIMIT would never move).
+    const none = await hogql(c, a.projectId, 'SELECT uuid FROM events ORDER BY timestamp LIMIT 0');
+    expect(none.status, JSON.stringify(none.body)).toBe(200);
+    expect(none.body).toMatchObject({ results: [], hasMore: false, limit: 0, offset: 0 });
     // PostHog's ceiling: a larger LIMIT is lowered to 50,000.
     expect((await hogql(c, a.projectId, 'SELECT uuid FROM events LIMIT 999999')).body.limit).toBe(50_000);
   });
@@ -201,6 +205,50 @@ describe('HogQLQuery on the lake engine', () => {
     expectErrorShape(res.body);
     expect(res.body).toMatchObject({ type: 'validation_error', attr: 'query' });
     expect(res.body.detail).toMatch(detail);
+  });
+
+  it("integers past 2^53: a literal is a 400 naming it; the engine's exact Int64 arithmetic comes back as exact text", async () => {
+    for (const query of [
+      'SELECT 9007199254740993 FROM events',
+      'SELECT event FROM events WHERE properties.id = 9007199254740993',
+      'SELECT event FROM events LIMIT 9007199254740993',
+    ]) {
+      const res = await hogql(c, a.projectId, query);
+      expect(res.status, query).toBe(400);
+      expectErrorShape(res.body);
+      expect(res.body.detail).toMatch(/beyond ±\(2\^53 - 1\)/);
+    }
+    const values = await hogql(c, a.projectId, 'SELECT {big} FROM events LIMIT 1', { values: { big: 2 ** 53 + 2 } });
+    expect(values.status).toBe(400);
+    expect(values.body.detail).toMatch(/the value of \{big\} is beyond ±\(2\^53 - 1\)/);
+    // 2^53 - 1 + 2 = 9007199254740993, which no double holds: DuckDB's BIGINT keeps it, the answer carries its digits.
+    const sum = await hogql(
+      c,
+      a.projectId,
+      "SELECT 9007199254740991 + 2 FROM events WHERE event = 'signed up' LIMIT 1",
+    );
+    expect(sum.status, JSON.stringify(sum.body)).toBe(200);
+    expect(sum.body.results).toEqual([['9007199254740993']]);
+    expect(sum.body.types[0][1]).toBe('Int64');
+  });
+
+  it('an INTERVAL past 400 years is a 400 naming the cap, not a silent NULL that matches no row', async () => {
+    for (const [query, cap] of [
+      ['SELECT count() FROM events WHERE timestamp > now() - INTERVAL 999999999999 YEAR', 'at most 400 years'],
+      ['SELECT count() FROM events WHERE timestamp > now() - toIntervalDay(1e30)', 'at most 146,097 days'],
+      ["SELECT dateAdd('hour', 99999999999, timestamp) FROM events", 'at most 3,506,328 hours'],
+    ]) {
+      const res = await hogql(c, a.projectId, query as string);
+      expect(res.status, query).toBe(400);
+      expectErrorShape(res.body);
+      expect(res.body).toMatchObject({ type: 'validation_error', attr: 'query' });
+      expect(res.body.detail).toContain(cap);
+      expect(res.body.detail).toContain('1900-01-01 to 2299-12-31');
+    }
+    // Within the cap the window holds every event (12 pageviews, 6 sign-ups).
+    const wide = await hogql(c, a.projectId, 'SELECT count() FROM events WHERE timestamp > now() - INTERVAL 400 YEAR');
+    expect(wide.status, JSON.stringify(wide.body)).toBe(200);
+    expect(wide.body.results).toEqual([[18]]);
   });
 
   it("person.created_at: the event's person's creation time, as the persons API gives it", async () => {

@@ -192,6 +192,13 @@ describe('EventsQuery rows', () => {
     expect(pages).toEqual(all.map((e) => e.uuid));
   });
 
+  it("limit 0 is PostHog's default page (100 rows), not an empty page that says more follow", async () => {
+    const all = batch.filter((e) => e.event === '$pageview').sort(newestFirst);
+    const body = await ok({ select: ['uuid'], event: '$pageview', ...WEEK, limit: 0 });
+    expect(body).toMatchObject({ limit: 100, offset: 0, hasMore: false });
+    expect(body.results.map((r: string[]) => r[0])).toEqual(all.map((e) => e.uuid));
+  });
+
   it('person is the person object (or just the distinct id without a person)', async () => {
     const body = await ok({ select: ['person', 'distinct_id'], event: '$pageview', ...WEEK, limit: 50 });
     const ofUser1 = body.results.find((r: any[]) => r[1] === 'user-1');
@@ -302,7 +309,7 @@ describe('EventsQuery reads only the named event', () => {
 describe('EventsQuery refusals', () => {
   it('names what is wrong, with attr into the query', async () => {
     expect(await refused({ limit: 10_001 }, 'query__limit')).toContain('10000');
-    expect(await refused({ limit: 0 }, 'query__limit')).toContain('1');
+    expect(await refused({ limit: -1 }, 'query__limit')).toContain('greater than or equal to 0');
     expect(await refused({ fixedProperties: [{ key: 'a', value: 1 }] }, 'query__fixedProperties')).toContain(
       'fixedProperties',
     );
@@ -525,6 +532,37 @@ describe('EventsQuery HogQL expressions', () => {
     expect(await refused({ select: ['event', 'count()'], orderBy: ['distinct_id'] }, 'query__orderBy__0')).toContain(
       'grouped by',
     );
+  });
+
+  it('integers past 2^53 are a 400 naming it (a literal, or a product of the rows), never a rounded neighbour', async () => {
+    const literal = await refused({ where: ['properties.amount = 9007199254740993'] }, 'query__where__0');
+    expect(literal).toMatch(/9007199254740993 at position 20 is beyond ±\(2\^53 - 1\)/);
+    // amount is 0..47: times 10^14 stays below 2^53 (exact), times 10^15 passes it from amount 10 on.
+    const exact = await ok({
+      select: ['properties.amount', 'properties.amount * 100000000000000'],
+      ...WEEK,
+      limit: 20,
+    });
+    expect(exact.results.length).toBeGreaterThan(0);
+    for (const [amount, product] of exact.results) expect(product).toBe(Number(amount) * 1e14);
+    const past = await refused(
+      { select: ['event', 'properties.amount * 1000000000000000'], ...WEEK, limit: 20 },
+      'query__select__1',
+    );
+    expect(past).toMatch(/\* 1000000000000000 is beyond ±\(2\^53 - 1\)/);
+  });
+
+  it('an INTERVAL past 400 years is a 400 naming the cap (where, select), not a NULL', async () => {
+    const where = await refused({ where: ['timestamp > now() - INTERVAL 999999999999 YEAR'] }, 'query__where__0');
+    expect(where).toMatch(/999999999999 years is out of range: at most 400 years either way/);
+    const select = await refused({ select: ['event', "dateAdd('day', 1e30, timestamp)"] }, 'query__select__1');
+    expect(select).toContain('at most 146,097 days');
+    // A row's amount too: amount is 0..47 days here, 10^6 times that is past the cap.
+    const rows = await refused(
+      { select: ['event', "dateAdd('day', properties.amount * 1000000, timestamp)"], ...WEEK, limit: 5 },
+      'query__select__1',
+    );
+    expect(rows).toContain('at most 146,097 days');
   });
 
   it('caps what aggregating holds: the events read and the groups kept, each a 400 naming the number', async () => {

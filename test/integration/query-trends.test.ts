@@ -347,4 +347,44 @@ describe('TrendsQuery with HogQL expressions (issue 22)', () => {
     expectErrorShape(res.body);
     expect(res.body).toMatchObject({ type: 'validation_error', attr });
   });
+
+  it.each([
+    ['max(timestamp)', 'a DateTime'],
+    ['any(event)', 'a String'],
+    ['argMax(event, timestamp)', 'a String'],
+  ])(
+    'math_hogql %s (not a number) is a 400 naming it and what it gives, not a series of zeros',
+    async (math, gives) => {
+      const res = await trends({ series: [{ ...pageviews, math: 'hogql', math_hogql: math }] });
+      expect(res.status, JSON.stringify(res.body)).toBe(400);
+      expectErrorShape(res.body);
+      expect(res.body).toMatchObject({ type: 'validation_error', attr: 'query__series__0__math_hogql' });
+      expect(res.body.detail).toContain(`math_hogql must give a number per interval: ${math} gives ${gives}.`);
+    },
+  );
+
+  it.each([
+    [
+      {
+        breakdownFilter: { breakdown: 'toStartOfDay(timestamp - INTERVAL 999999999999 YEAR)', breakdown_type: 'hogql' },
+      },
+      'query__breakdownFilter__breakdown',
+      'at most 400 years',
+    ],
+    [
+      { properties: [{ type: 'hogql', key: 'timestamp > now() - toIntervalDay(1e30)' }] },
+      'query__properties__0__key',
+      'at most 146,097 days',
+    ],
+  ])(
+    'an INTERVAL past its cap, %j: 400 on %s naming the cap (not a NULL breakdown or filter)',
+    async (q, attr, cap) => {
+      const res = await trends({ series: [pageviews], ...q });
+      expect(res.status, JSON.stringify(res.body)).toBe(400);
+      expectErrorShape(res.body);
+      expect(res.body).toMatchObject({ type: 'validation_error', attr });
+      expect(res.body.detail).toContain(cap);
+      expect(res.body.detail).toContain('1900-01-01 to 2299-12-31');
+    },
+  );
 });

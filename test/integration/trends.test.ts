@@ -445,6 +445,16 @@ describe('HogQL expressions in a trend (issue 22)', () => {
       /must aggregate/,
     ],
     [{ events: [{ id: '$pageview', math: 'hogql' }] }, 'events__0__math_hogql', /needs a math_hogql/],
+    [
+      { events: [{ id: '$pageview', math: 'hogql', math_hogql: 'max(timestamp)' }] },
+      'events__0__math_hogql',
+      /math_hogql must give a number per interval: max\(timestamp\) gives a DateTime/,
+    ],
+    [
+      { events: [{ id: '$pageview' }, { id: '$pageview', math: 'hogql', math_hogql: 'any(event)' }] },
+      'events__1__math_hogql',
+      /any\(event\) gives a String/,
+    ],
   ])('refuses %j with a 400 on %s', async (body, attr, detail) => {
     const res = await ctx.c.post(ctx.path, { events: [{ id: '$pageview' }], ...days, ...body });
     expect(res.status).toBe(400);

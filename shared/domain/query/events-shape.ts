@@ -349,7 +349,8 @@ export function parseLimit(limit: number | undefined, offset: number | undefined
     throw new ValidationError(`The limit may be at most ${MAX_EVENTS_LIMIT}.`, 'query__limit');
   if (offset !== undefined && offset > MAX_EVENTS_OFFSET)
     throw new ValidationError(`The offset may be at most ${MAX_EVENTS_OFFSET}.`, 'query__offset');
-  return { limit: limit ?? DEFAULT_EVENTS_LIMIT, offset: offset ?? 0 };
+  // A limit of 0 is no limit given, as PostHog's paginator reads it (`limit if limit and limit > 0 else default`).
+  return { limit: limit || DEFAULT_EVENTS_LIMIT, offset: offset ?? 0 };
 }
 
 /** One event as the rows path reads it. */

@@ -14,6 +14,9 @@ import { firstEventAt } from '../../db/projects.ts';
 import { readDayCounters } from '../../db/segments.ts';
 import { ServiceUnavailable, ValidationError } from '../../errors.ts';
 import type { Expr } from '../../hogql/ast.ts';
+import { checkIntervals } from '../../hogql/intervals.ts';
+import { integerNotExact } from '../../hogql/limits.ts';
+import { printHogQL } from '../../hogql/print.ts';
 import { mapExpr, parseSelectStatement, type SelectStatement } from '../../hogql/select.ts';
 import { type LakeEngine, LakeQueryFailed, type LakeRow, lakeEngine } from '../../lake/engine.ts';
 import { utcDayOf, utcDaysBetween } from '../../lake/route.ts';
@@ -21,7 +24,7 @@ import { LakeSqlUnsupported } from '../../lake/sql/dialect.ts';
 import { decodeCell, type LakeSelect, type PrintedSelect, printSelectSql } from '../../lake/sql/select.ts';
 import { filterExpr, groupExpr, type LakeSource } from '../../lake/sql/trends.ts';
 import { DEFAULT_HOGQL_LIMIT, type HogQLQuery, MAX_HOGQL_LIMIT } from '../../schemas/query/hogql.ts';
-import { dateContext, instantInRange } from '../../trends/dates.ts';
+import { dateContext, instantInRange, OUT_OF_RANGE_HINT } from '../../trends/dates.ts';
 import { parseProperties } from '../../trends/properties.ts';
 import { localDateOf } from '../../trends/tz.ts';
 import type { ProjectSettings } from '../../trends/types.ts';
@@ -98,12 +101,19 @@ export function placeholders(query: HogQLQuery, settings: ProjectSettings, now: 
       const variable = Object.values(query.variables ?? {}).find((v) => v.code_name === path[1]);
       if (!variable || variable.value === undefined)
         throw new ValidationError(`HogQLQuery: the variable ${path[1]} has no value in the query's "variables".`, ATTR);
-      return constant(variable.value);
+      return exactConstant(variable.value, name);
     }
     const values = query.values ?? {};
-    if (path.length === 1 && Object.hasOwn(values, name)) return constant(values[name] ?? null);
+    if (path.length === 1 && Object.hasOwn(values, name)) return exactConstant(values[name] ?? null, name);
     throw new ValidationError(`HogQLQuery: the placeholder {${name.slice(0, 100)}} has no value.`, ATTR);
   };
+}
+
+/** A placeholder's value; a JSON integer past 2^53 was rounded when the body was read, so it is refused (send it as a string). */
+function exactConstant(value: string | number | boolean | null, name: string): Expr {
+  if (typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value))
+    throw integerNotExact(`the value of {${name.slice(0, 100)}}`, ATTR, ' Send it as a string.');
+  return constant(value);
 }
 
 const INTERVAL_MS: Record<string, number> = {
@@ -143,12 +153,21 @@ export function foldNow(statement: SelectStatement, now: number, timezone = 'UTC
     name: 'toDate',
     args: [constant(`${year}-${String(month).padStart(2, '0')}-${String(day).padStart(2, '0')}`)],
   };
-  const fold = (e: Expr) =>
-    mapExpr(e, (node) => {
+  const fold = (e: Expr) => {
+    // Each interval within its cap first, so a huge one is a 400 naming it rather than a folded NULL.
+    checkIntervals(e, ATTR);
+    return mapExpr(e, (node) => {
       if (node.kind === 'call' && node.name === 'today' && !node.args.length && !node.params) return today;
       const t = nowInstant(node, now);
-      return t === null ? undefined : instantInRange(t) ? toDateTime(t) : constant(null);
+      if (t === null) return undefined;
+      if (!instantInRange(t))
+        throw new ValidationError(
+          `HogQLQuery: ${printHogQL(node).slice(0, 100)} is out of range: ${OUT_OF_RANGE_HINT}.`,
+          ATTR,
+        );
+      return toDateTime(t);
     });
+  };
   return {
     ...statement,
     columns: statement.columns.map((c) => ({ ...c, expr: fold(c.expr) })),
@@ -227,6 +246,9 @@ export function daysToRead(
 export function limitOf(statement: SelectStatement): number {
   return Math.min(statement.limit ?? DEFAULT_HOGQL_LIMIT, MAX_HOGQL_LIMIT);
 }
+
+/** Rows asked of the engine: one past the page says whether more follow; `LIMIT 0` asks for none, so no page follows it. */
+export const rowsToFetch = (limit: number): number => (limit === 0 ? 0 : limit + 1);
 
 /** An engine's complaint about the statement itself (types, casts, a bad argument): the caller's 400, not our 5xx. */
 const DUCKDB_QUERY_ERROR =
@@ -307,7 +329,7 @@ export async function runHogQLQuery(
       timezone: settings.timezone,
       weekStart: settings.week_start_day,
       days: span,
-      limit: limit + 1,
+      limit: rowsToFetch(limit),
       offset,
       hidden,
     },

@@ -8,6 +8,7 @@
  * approximate on large sets; on small ones it is this).
  */
 import { toNum, truth } from '../convert.ts';
+import { integerNotExact } from '../limits.ts';
 import { compare } from '../operators.ts';
 import { HogDate, HogDateTime, HogTuple, type HogValue } from '../values.ts';
 import type { Accumulator, AggregateFunction, Site } from './types.ts';
@@ -66,13 +67,17 @@ function counter(conditional: boolean): Maker {
 }
 
 function summer(conditional: boolean): Maker {
-  return () => {
+  return (_params, site) => {
     let sum = 0;
     return {
       add(args) {
         if (conditional && !passes(args[1])) return;
         const x = toNum(args[0] ?? null);
-        if (x !== null) sum += x;
+        if (x === null) return;
+        // A sum of integers stays exact (ClickHouse sums them in Int64): past 2^53 it is refused, not rounded.
+        if (Number.isSafeInteger(x) && Number.isSafeInteger(sum) && !Number.isSafeInteger(sum + x))
+          throw integerNotExact(`the ${site.name} of these integers`, site.attr);
+        sum += x;
       },
       result: () => sum,
     };

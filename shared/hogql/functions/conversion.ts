@@ -11,6 +11,7 @@ import {
   parseNumber,
   toText,
 } from '../convert.ts';
+import { integerNotExact } from '../limits.ts';
 import { HogDate, HogDateTime, type HogValue } from '../values.ts';
 import { type ScalarFunction, type Site, scalar } from './types.ts';
 
@@ -91,7 +92,13 @@ export function toBool(v: HogValue): HogValue {
 
 export const CONVERSION: ScalarFunction[] = [
   scalar('toString', 1, 1, ([v]) => toText(v ?? null)),
-  scalar('toInt', 1, 1, ([v]) => toInt(v ?? null)),
+  scalar('toInt', 1, 1, ([v], site) => {
+    const n = toInt(v ?? null);
+    // Text holds integers ClickHouse's Int64 keeps and a double does not: refused, not rounded.
+    if (typeof v === 'string' && typeof n === 'number' && !Number.isSafeInteger(n))
+      throw integerNotExact(`toInt('${v.trim().slice(0, 40)}')`, site.attr);
+    return n;
+  }),
   scalar('toFloat', 1, 1, ([v]) => toFloat(v ?? null)),
   scalar('toDate', 1, 1, ([v], site) => toDate(v ?? null, site)),
   scalar(

@@ -15,6 +15,7 @@ import {
   weekday,
 } from '#shared/trends/tz.ts';
 import { dateOf, dateOrNull, dateParts, dateTimeOrNull, inRange, parseDateTime, toNum, toText } from '../convert.ts';
+import { checkInterval } from '../limits.ts';
 import { HogDate, HogDateTime, type HogValue } from '../values.ts';
 import { zoneArg } from './conversion.ts';
 import { type ScalarFunction, type Site, scalar } from './types.ts';
@@ -136,10 +137,9 @@ function relative(m: Moment, unit: string): number {
   }
 }
 
-function add(m: Moment, unit: string, n: number, source: HogValue): HogValue {
-  if (!Number.isFinite(n)) return null;
-  // Beyond 500 years every result is out of range: NULL without calendar arithmetic on huge numbers.
-  if (Math.abs(n) > 200_000_000) return null;
+function add(m: Moment, unit: string, n: number, source: HogValue, site: Site): HogValue {
+  // Past 400 years no result is in range: a 400 naming the cap (also for a row's amount), before any calendar arithmetic.
+  checkInterval(n, unit, site.attr);
   const k = Math.trunc(n);
   const local = { year: m.year, month: m.month, day: m.day };
   const wallTime = { hour: m.hour, minute: m.minute, second: m.second, ms: m.ms };
@@ -362,7 +362,7 @@ export const DATES: ScalarFunction[] = [
       const unit = unitOf(u ?? null, site);
       const m = momentOf(v ?? null, site);
       const k = toNum(n ?? null);
-      return m === null || k === null ? null : add(m, unit, k, v ?? null);
+      return m === null || k === null ? null : add(m, unit, k, v ?? null, site);
     },
     { ...ci, constantArgs: [0] },
   ),
@@ -374,7 +374,7 @@ export const DATES: ScalarFunction[] = [
       const unit = unitOf(u ?? null, site);
       const m = momentOf(v ?? null, site);
       const k = toNum(n ?? null);
-      return m === null || k === null ? null : add(m, unit, -k, v ?? null);
+      return m === null || k === null ? null : add(m, unit, -k, v ?? null, site);
     },
     { ...ci, constantArgs: [0] },
   ),

@@ -46,7 +46,8 @@ export const eventsQuery = v.looseObject({
       v.maxLength(MAX_ORDER_EXPRESSIONS, `At most ${MAX_ORDER_EXPRESSIONS} orders.`),
     ),
   ),
-  limit: v.optional(integerIn(1, MAX_EVENTS_LIMIT, `The limit may be at most ${MAX_EVENTS_LIMIT}.`)),
+  /** 0 is PostHog's default page (its paginator reads a limit of 0 as none given). */
+  limit: v.optional(integerIn(0, MAX_EVENTS_LIMIT, `The limit may be at most ${MAX_EVENTS_LIMIT}.`)),
   offset: v.optional(integerIn(0, MAX_EVENTS_OFFSET, `The offset may be at most ${MAX_EVENTS_OFFSET}.`)),
   personId: v.optional(v.nullable(v.union([text(100), v.number()]))),
 });

@@ -39,6 +39,12 @@ const CATALOG: FunctionCatalog = {
 };
 
 const ATTR = 'query__series__0__math_hogql';
+/** Every name a function, for tests about something else than the catalog. */
+const ANY: FunctionCatalog = {
+  scalar: (name) => ({ name, minArgs: 0, maxArgs: 10 }),
+  aggregate: () => undefined,
+  names: () => [],
+};
 const events = (aggregates: CheckOptions['aggregates']): CheckOptions => ({
   scope: 'events',
   aggregates,
@@ -237,5 +243,22 @@ describe('analysis helpers', () => {
   it('entry points take check options', () => {
     expect(() => parseSelectColumn('foo() -- Foo', ATTR, events('allowed'))).toThrow(/Unsupported function "foo"/);
     expect(parseSelectColumn('count() -- Total', ATTR, events('allowed')).label).toBe('Total');
+  });
+});
+
+describe('intervals past their cap (400 years) are refused when the text is read, whatever the rows', () => {
+  it.each([
+    ['timestamp - INTERVAL 999999999999 YEAR', /an interval of 999999999999 years is out of range: at most 400 years/],
+    ['now() - toIntervalDay(1e30)', /an interval of 1e\+30 days .* at most 146,097 days/],
+    ["dateAdd('hh', 3506329, timestamp)", /at most 3,506,328 hours/],
+    ["toHour(DATESUB('minute', -210379681, timestamp))", /at most 210,379,680 minutes/],
+    ['INTERVAL 1601 QUARTER + timestamp', /at most 1,600 quarters/],
+  ])('%s', (text, detail) => {
+    refused(text, events('forbidden'), detail);
+  });
+
+  it('within the cap, and amounts that are not constants, pass the check', () => {
+    for (const text of ['timestamp - INTERVAL 400 YEAR', "dateAdd('day', toHour(timestamp), timestamp)"])
+      expect(() => checkExpr(parseExpr(text, ATTR), { ...events('forbidden'), catalog: ANY }, ATTR)).not.toThrow();
   });
 });

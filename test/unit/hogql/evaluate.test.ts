@@ -14,6 +14,7 @@ import {
   ev,
   failure,
   field,
+  fn,
   lit,
   not,
   or,
@@ -204,6 +205,40 @@ describe('arithmetic', () => {
     const t = new HogDateTime(Date.parse('2024-01-01T00:00:00Z'), 'UTC');
     expect((ev(arith('+', field('timestamp'), 60), { timestamp: t }) as HogDateTime).ms).toBe(t.ms + 60_000);
     expect(ev(call('toString', arith('+', call('toDate', '2024-01-31'), 1)))).toBe('2024-02-01');
+  });
+  it('integer results beyond 2^53 are a 400 naming it, not rounded; floats round as Float64', () => {
+    const max = Number.MAX_SAFE_INTEGER;
+    expect(ev(arith('+', max - 1, 1))).toBe(max);
+    expect(failure(() => ev(arith('+', max, 2))).detail).toMatch(/9007199254740991 \+ 2 is beyond ±\(2\^53 - 1\)/);
+    expect(failure(() => ev(arith('-', -max, 1))).detail).toMatch(/2\^53/);
+    expect(failure(() => ev(arith('*', 4_294_967_296, 4_294_967_296))).detail).toMatch(/2\^53/);
+    expect(failure(() => ev(call('plus', max, max))).detail).toMatch(/2\^53/);
+    // Per row too: a property's integer text reads as an integer.
+    const f = compileScalar(arith('*', x, 1_000_000), ctx, ATTR);
+    expect(f(() => '9007199254')).toBe(9_007_199_254_000_000);
+    expect(failure(() => f(() => '9007199255')).detail).toMatch(/2\^53/);
+    expect(ev(arith('+', 1e20, 1))).toBe(1e20);
+    expect(ev(arith('*', 0.5, max))).toBe(max / 2);
+  });
+  it('a property holding an integer past 2^53 as text compares exactly with any literal we take', () => {
+    // Literals stop at 2^53 - 1; reading the text as a double rounds it to 2^53 or more, never below: the order holds.
+    const big = withX('9007199254740993');
+    expect(ev(cmp('eq', x, Number.MAX_SAFE_INTEGER), big)).toBe(false);
+    expect(ev(cmp('gt', x, Number.MAX_SAFE_INTEGER), big)).toBe(true);
+    expect(ev(cmp('lt', x, Number.MAX_SAFE_INTEGER), big)).toBe(false);
+    // As strings, exact digit for digit.
+    expect(ev(cmp('eq', x, '9007199254740993'), big)).toBe(true);
+    expect(ev(cmp('eq', x, '9007199254740992'), big)).toBe(false);
+  });
+  it('toInt of text beyond 2^53 and sum past it are 400s, not rounded', () => {
+    expect(fn('toInt', '9007199254740991')).toBe(Number.MAX_SAFE_INTEGER);
+    expect(failure(() => fn('toInt', '9007199254740993')).detail).toMatch(/toInt\('9007199254740993'\) is beyond/);
+    const rows = [{ 'properties.n': Number.MAX_SAFE_INTEGER - 1 }, { 'properties.n': 1 }];
+    expect(aggregate(call('sum', prop('n')), rows)).toBe(Number.MAX_SAFE_INTEGER);
+    expect(failure(() => aggregate(call('sum', prop('n')), [...rows, { 'properties.n': 1 }])).detail).toMatch(
+      /the sum of these integers is beyond/,
+    );
+    expect(aggregate(call('sum', prop('n')), [{ 'properties.n': 1e300 }, { 'properties.n': 1 }])).toBe(1e300);
   });
   it('negation', () => {
     expect(ev({ kind: 'negate', expr: lit(3) })).toBe(-3);

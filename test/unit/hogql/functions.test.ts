@@ -511,8 +511,24 @@ describe('hostile inputs', () => {
   it("dates outside 1900-2299 are NULL, as outside ClickHouse DateTime64's range", () => {
     expect(fn('fromUnixTimestamp', 1e300)).toBeNull();
     expect(fn('toDate', '0050-01-01')).toBeNull();
-    expect(fn('dateAdd', 'day', 1e12, call('toDate', '2024-01-01'))).toBeNull();
-    expect(fn('toHour', call('dateAdd', 'year', 500, call('toDateTime', '2024-01-01 00:00:00')))).toBeNull();
+    expect(fn('toHour', call('dateAdd', 'year', 300, call('toDateTime', '2024-01-01 00:00:00')))).toBeNull();
+    expect(fn('dateSub', 'year', 200, call('toDate', '2024-01-01'))).toBeNull();
+  });
+  it('an interval past 400 years (the span of 1900-2299) is a 400 naming the cap, not a NULL', () => {
+    const day = call('toDate', '2024-01-01');
+    expect(failure(() => fn('dateAdd', 'day', 1e12, day)).detail).toBe(
+      'HogQL: an interval of 1000000000000 days is out of range: at most 146,097 days either way (400 years, the span of the dates HogQL represents, 1900-01-01 to 2299-12-31).',
+    );
+    expect(failure(() => fn('dateSub', 'yy', 999_999_999_999, day)).detail).toMatch(/at most 400 years either way/);
+    expect(failure(() => fn('dateAdd', 'month', Number.NaN, day)).detail).toMatch(/at most 4,800 months/);
+    expect(failure(() => fn('dateAdd', 'second', Number.POSITIVE_INFINITY, day)).detail).toMatch(/12,622,780,800/);
+    // At the cap: no 400 (a result outside 1900-2299 is NULL, as any out-of-range date).
+    expect(fn('dateSub', 'year', 400, call('toDate', '2299-12-31'))).toBeNull();
+    expect(fn('toString', call('dateSub', 'day', 146_000, call('toDate', '2299-12-31')))).toBe('1900-04-07');
+    // A row's amount too, not only a constant's.
+    const add = call('dateAdd', 'week', prop('n'), call('toDate', '2024-01-01'));
+    expect(ev(call('toString', add), { 'properties.n': 2 })).toBe('2024-01-15');
+    expect(failure(() => ev(add, { 'properties.n': 20_872 })).detail).toMatch(/at most 20,871 weeks/);
   });
   it('round of a number printed with an exponent', () => {
     expect(fn('round', 1e300, 2)).toBe(1e300);

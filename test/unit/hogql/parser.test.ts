@@ -60,6 +60,23 @@ describe('HogQL literals', () => {
   });
 });
 
+describe('HogQL integer literals beyond 2^53', () => {
+  it('are refused, naming 2^53, rather than rounded to a neighbour', () => {
+    rejects('9007199254740993', /the integer 9007199254740993 at position 0 is beyond ±\(2\^53 - 1\)/);
+    rejects('properties.id = 9007199254740993', /at position 16 .*9,007,199,254,740,991/);
+    rejects('-9007199254740992', /2\^53/);
+    rejects('0x20000000000001', /the integer 0x20000000000001/);
+    rejects('1' + '0'.repeat(400), /beyond/);
+  });
+
+  it('up to 2^53 - 1 they are exact, and floats of any size stay floats', () => {
+    expect(p('9007199254740991')).toEqual(c(9_007_199_254_740_991));
+    expect(p('-9007199254740991')).toEqual(c(-9_007_199_254_740_991));
+    expect(p('1e30')).toEqual(c(1e30));
+    expect(p('9007199254740993.0')).toEqual(c(9_007_199_254_740_992));
+  });
+});
+
 describe('HogQL fields', () => {
   it.each([
     ['event', f('event')],

@@ -8,6 +8,7 @@ import {
   daysToRead,
   foldNow,
   limitOf,
+  rowsToFetch,
   MAX_HOGQL_DAYS,
   placeholders,
   printStatement,
@@ -103,6 +104,25 @@ describe('the SELECT parser', () => {
     expect(limitOf(parse('SELECT event FROM events'))).toBe(100);
     expect(limitOf(parse('SELECT event FROM events LIMIT 7'))).toBe(7);
     expect(limitOf(parse('SELECT event FROM events LIMIT 1000000'))).toBe(50_000);
+  });
+
+  it('refuses integers past 2^53 in the text and in values (rounded once read), not carrying a neighbour', () => {
+    expect(refusal('SELECT event FROM events LIMIT 9007199254740993')).toMatch(/2\^53/);
+    expect(refusal('SELECT event FROM events WHERE properties.id = 9007199254740993')).toMatch(/9007199254740993/);
+    expect(() => parse('SELECT {big} FROM events', { values: { big: 2 ** 53 + 2 } })).toThrow(
+      /the value of \{big\} is beyond/,
+    );
+    expect(parse('SELECT {big} FROM events', { values: { big: '9007199254740993' } }).columns[0]?.expr).toEqual({
+      kind: 'constant',
+      value: '9007199254740993',
+    });
+  });
+
+  it('asks the engine for one row past the page (hasMore), and for none under LIMIT 0', () => {
+    expect(limitOf(parse('SELECT event FROM events LIMIT 0'))).toBe(0);
+    expect(rowsToFetch(0)).toBe(0);
+    expect(rowsToFetch(7)).toBe(8);
+    expect(rowsToFetch(limitOf(parse('SELECT event FROM events')))).toBe(101);
   });
 
   it.each([
@@ -487,6 +507,31 @@ describe('DuckDB over the lake files: the hand-computed numbers, this project on
     expect(await run('SELECT now() FROM events LIMIT 1')).toEqual([['2024-03-16T12:00:00.000Z']]);
     const s = foldNow(parse('SELECT event FROM events WHERE timestamp >= now() - INTERVAL 2 WEEK'), NOW.getTime());
     expect(timeBounds(s.where, UTC).from).toBe(Date.parse('2024-03-02T12:00:00Z'));
+  });
+
+  it('an interval past its cap is a 400 naming it, folded with now() or printed for the engine, never a NULL', () => {
+    const fold = (text: string) => foldNow(parse(text), NOW.getTime());
+    const refusedFold = (text: string): string => {
+      try {
+        fold(text);
+      } catch (error) {
+        expect(error).toBeInstanceOf(ValidationError);
+        expect((error as ValidationError).attr).toBe('query');
+        return (error as ValidationError).detail;
+      }
+      throw new Error(`not refused: ${text}`);
+    };
+    expect(refusedFold('SELECT count() FROM events WHERE timestamp > now() - INTERVAL 999999999999 YEAR')).toMatch(
+      /999999999999 years is out of range: at most 400 years either way \(400 years, the span of the dates HogQL represents/,
+    );
+    expect(refusedFold('SELECT now() - toIntervalDay(1e30) FROM events')).toMatch(/at most 146,097 days/);
+    expect(refusedFold("SELECT dateAdd('day', 1e30, timestamp) FROM events")).toMatch(/at most 146,097 days/);
+    expect(refusedFold('SELECT event FROM events ORDER BY timestamp + INTERVAL 5000 MONTH')).toMatch(/4,800 months/);
+    // Within each cap, but together past year 9999: the folded instant is a 400 too, not a NULL.
+    const far = `SELECT now()${' + INTERVAL 400 YEAR'.repeat(20)} FROM events`;
+    expect(refusedFold(far)).toMatch(/out of range: dates must fall between 0001-01-01 and 9999-12-31/);
+    const s = fold('SELECT event FROM events WHERE timestamp > now() - INTERVAL 400 YEAR');
+    expect(timeBounds(s.where, UTC).from).toBe(Date.parse('1624-03-16T12:00:00Z'));
   });
 
   it("another project's files, were they listed, add nothing: the printer's predicate keeps them out", async () => {

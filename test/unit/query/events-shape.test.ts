@@ -15,6 +15,7 @@ import {
   isTimeOrder,
   MAX_EVENTS_RANGE_DAYS,
   pageOf,
+  parseLimit,
   parseInstant,
   parseOrder,
   parsePersonId,
@@ -279,6 +280,12 @@ describe('EventsQuery rows', () => {
   it('pages with hasMore from one extra row', () => {
     expect(pageOf([1, 2, 3, 4], 2, 1)).toEqual({ results: [2, 3], hasMore: true });
     expect(pageOf([1, 2, 3], 2, 1)).toEqual({ results: [2, 3], hasMore: false });
+  });
+
+  it("reads a limit of 0 as none given (PostHog's paginator), so its page is the default one", () => {
+    expect(parseLimit(0, undefined)).toEqual({ limit: 100, offset: 0 });
+    expect(parseLimit(undefined, 3)).toEqual({ limit: 100, offset: 3 });
+    expect(parseLimit(7, 0)).toEqual({ limit: 7, offset: 0 });
   });
 });
 

@@ -345,6 +345,25 @@ describe('the issue examples through the HogQL library', () => {
     expect(() => parseTrendExpr('sum(1)', 'breakdown', 'value')).toThrow(/not allowed here/);
     expect(() => parseTrendExpr('properties.x', 'events__0__math_hogql', 'aggregate')).toThrow(/must aggregate/);
   });
+
+  it('math_hogql must give a number: a DateTime, String, Date or NULL aggregate is a 400 naming it', () => {
+    const math = (text: string) => () => parseTrendExpr(text, 'events__0__math_hogql', 'aggregate');
+    expect(math('max(timestamp)')).toThrow(
+      /math_hogql must give a number per interval: max\(timestamp\) gives a DateTime\. Aggregate a number/,
+    );
+    expect(math('any(event)')).toThrow(/any\(event\) gives a String/);
+    expect(math('argMax(event, timestamp)')).toThrow(/argMax\(event, timestamp\) gives a String/);
+    expect(math('min(toDate(timestamp))')).toThrow(/gives a Date/);
+    expect(math('max(timestamp) - min(timestamp)')).toThrow(/gives NULL/);
+    for (const ok of [
+      'toUnixTimestamp(max(timestamp))',
+      'count(DISTINCT event)',
+      'max(properties.price)',
+      "countIf(event = 'a') > 0",
+      "dateDiff('second', min(timestamp), max(timestamp))",
+    ])
+      expect(math(ok)).not.toThrow();
+  });
 });
 
 describe('random HogQL text in a trend', () => {
