@@ -1,18 +1,24 @@
-import { request as httpRequest, type Agent } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import { globalHttpAgent, globalHttpsAgent } from 'request-filtering-agent';
-import { config } from '../config.ts';
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
+import { Agent as HttpAgent, request as httpRequest, type Agent, type ClientRequestArgs } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { isIP, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { exportLoopbackOrigins } from '../config.ts';
+import { addressProblem } from './destination-rules.ts';
 
 /**
  * The one way the exporter talks to a destination (S3) or to STS on a destination's behalf. A
- * destination is chosen by a tenant, so: its address is checked after DNS resolution (no private,
- * loopback or link-local targets unless the local runtime allows loopback), connecting and the whole
- * request are bounded in time, at most MAX_RESPONSE_BYTES of an answer are read, and every failure
- * is described by our own sentence (never the remote's text).
+ * destination is chosen by a tenant, so: every address it connects to passes addressProblem (the
+ * API's rule, global unicast only) after DNS resolution, deployed and locally alike; connecting and
+ * the whole request are bounded in time, at most MAX_RESPONSE_BYTES of an answer are read, and every
+ * failure is described by our own sentence (never the remote's text).
  */
 export interface NetworkOptions {
-  /** Loopback (and plain http) endpoints reachable: the local runtime and tests only. */
-  allowLoopback: boolean;
+  /**
+   * Origins (`http://127.0.0.1:4569`) reachable although loopback, plain http included: the local
+   * runtime's own stand-ins, named in its configuration (EXPORT_LOOPBACK_ORIGINS); empty when deployed.
+   */
+  loopbackOrigins: ReadonlySet<string>;
   connectTimeoutMs: number;
   /** The whole request: connect, send the body, read the answer. */
   requestTimeoutMs: number;
@@ -22,7 +28,91 @@ export const DESTINATION_TIMEOUTS = { connectTimeoutMs: 10_000, requestTimeoutMs
 export const MAX_RESPONSE_BYTES = 64 * 1024;
 
 export function networkOptions(): NetworkOptions {
-  return { allowLoopback: config().allowLoopbackExportEndpoints, ...DESTINATION_TIMEOUTS };
+  return { loopbackOrigins: exportLoopbackOrigins(), ...DESTINATION_TIMEOUTS };
+}
+
+/** A connection the filter refused: the address is not one an export may reach. */
+export class RefusedAddressError extends Error {
+  override name = 'RefusedAddressError';
+  readonly code = 'ERR_EXPORT_ADDRESS_REFUSED';
+}
+
+/** `address|port` of each allowed loopback origin: what a connection is compared with. */
+function allowedTargets(origins: ReadonlySet<string>): ReadonlySet<string> {
+  return new Set(
+    [...origins].map((origin) => {
+      const url = new URL(origin);
+      return `${url.hostname.replace(/^\[|\]$/g, '')}|${url.port || (url.protocol === 'https:' ? 443 : 80)}`;
+    }),
+  );
+}
+
+/**
+ * The connect-time filter: an address given as a literal is checked before connecting, a name after
+ * DNS resolution (every address it resolves to, so a name that also resolves inward is refused), with
+ * the same rule as the API. Only the configured loopback origins' exact address and port pass besides.
+ */
+function filteredConnection(
+  allowed: ReadonlySet<string>,
+  options: ClientRequestArgs,
+  connect: (options: ClientRequestArgs) => Duplex | null | undefined,
+): Duplex | null | undefined {
+  const refusal = (address: string) =>
+    allowed.has(`${address}|${options.port}`) ? undefined : addressProblem(address);
+  const host = options.host ?? options.hostname ?? undefined;
+  if (host && isIP(host)) {
+    const problem = refusal(host);
+    if (problem) {
+      const socket = new Socket();
+      process.nextTick(() => socket.destroy(new RefusedAddressError(problem)));
+      return socket;
+    }
+  }
+  const lookup = (
+    hostname: string,
+    lookupOptions: LookupOptions,
+    callback: (error: Error | null, address: string | LookupAddress[], family?: number) => void,
+  ) =>
+    dnsLookup(hostname, lookupOptions, (error, address: string | LookupAddress[], family?: number) => {
+      if (error) return callback(error, address, family);
+      const found = typeof address === 'string' ? [address] : address.map((a) => a.address);
+      const problem = found.map(refusal).find(Boolean);
+      if (problem) return callback(new RefusedAddressError(problem), address, family);
+      callback(null, address, family);
+    });
+  return connect({ ...options, lookup: lookup as ClientRequestArgs['lookup'] });
+}
+
+class FilteredHttpAgent extends HttpAgent {
+  constructor(private readonly allowed: ReadonlySet<string>) {
+    super({ keepAlive: false });
+  }
+  override createConnection(options: ClientRequestArgs, callback?: (err: Error | null, stream: Duplex) => void) {
+    return filteredConnection(this.allowed, options, (o) => super.createConnection(o, callback));
+  }
+}
+
+class FilteredHttpsAgent extends HttpsAgent {
+  constructor(private readonly allowed: ReadonlySet<string>) {
+    super({ keepAlive: false });
+  }
+  override createConnection(options: ClientRequestArgs, callback?: (err: Error | null, stream: Duplex) => void) {
+    return filteredConnection(this.allowed, options, (o) => super.createConnection(o, callback));
+  }
+}
+
+const agents = new Map<string, { http: HttpAgent; https: HttpsAgent }>();
+
+/** The filtering agents for these loopback origins (one pair per set, made once per process). */
+export function destinationAgents(loopbackOrigins: ReadonlySet<string>): { http: HttpAgent; https: HttpsAgent } {
+  const key = [...loopbackOrigins].sort().join(',');
+  let pair = agents.get(key);
+  if (!pair) {
+    const allowed = allowedTargets(loopbackOrigins);
+    pair = { http: new FilteredHttpAgent(allowed), https: new FilteredHttpsAgent(allowed) };
+    agents.set(key, pair);
+  }
+  return pair;
 }
 
 /** A failure of a destination, described in our own words (safe for latest_error and export logs). */
@@ -48,10 +138,9 @@ const TLS_CODES = /^(CERT_|ERR_TLS|ERR_SSL|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO_|HOS
 
 /** What went wrong, from the error's code only (node's messages carry addresses and remote text). */
 function reason(error: unknown): { text: string; retryable: boolean } {
-  const e = error as { code?: string; message?: string };
-  if (/^DNS lookup .* is not allowed/.test(e.message ?? ''))
-    return { text: 'the endpoint resolves to a private, loopback or link-local address', retryable: false };
-  const code = e.code ?? '';
+  if (error instanceof RefusedAddressError)
+    return { text: 'the endpoint resolves to an address exports may not reach (not public unicast)', retryable: false };
+  const code = (error as { code?: string }).code ?? '';
   if (code === 'ECONNREFUSED') return { text: 'connection refused', retryable: false };
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return { text: 'host not found', retryable: false };
   if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'ECONNABORTED')
@@ -73,9 +162,10 @@ export function destinationRequest(
   net: NetworkOptions,
 ): Promise<DestinationResponse> {
   const https = url.protocol === 'https:';
-  if (!https && !net.allowLoopback)
+  if (!https && !net.loopbackOrigins.has(url.origin))
     return Promise.reject(new DestinationError(`${operation} failed: the endpoint is not https`));
-  const agent: Agent | undefined = net.allowLoopback ? undefined : https ? globalHttpsAgent : globalHttpAgent;
+  const agents = destinationAgents(net.loopbackOrigins);
+  const agent: Agent = https ? agents.https : agents.http;
   const requester = https ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
     let settled = false;

@@ -54,7 +54,10 @@ export async function assumeRole(
     region,
     credentials: environmentCredentials(),
   });
-  const res = await destinationRequest('STS AssumeRole', url, { method: 'POST', path, headers, body }, net);
+  // STS is the operator's endpoint, never a tenant's: the local runtime's stand-in is reachable like its S3.
+  const stsNet =
+    config().runtime === 'local' ? { ...net, loopbackOrigins: new Set([...net.loopbackOrigins, url.origin]) } : net;
+  const res = await destinationRequest('STS AssumeRole', url, { method: 'POST', path, headers, body }, stsNet);
   if (res.status !== 200) {
     const code = errorCode(res.body);
     throw new DestinationError(`STS AssumeRole failed: ${res.status}${code ? ` ${code}` : ''}`);

@@ -364,7 +364,7 @@ describe('server-side encryption and addressing', () => {
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const net = { allowLoopback: true, ...DESTINATION_TIMEOUTS };
+    const net = { loopbackOrigins: new Set([url]), ...DESTINATION_TIMEOUTS };
     const d: S3Destination = {
       bucket_name: 'b',
       region: 'us-east-1',
