@@ -1,7 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DESTINATION_TIMEOUTS, DestinationError, destinationRequest } from '#shared/exports/destination-http.ts';
+import { DESTINATION_TIMEOUTS, DestinationError } from '#shared/exports/destination-http.ts';
+import { putObject } from '#shared/exports/s3.ts';
 import { addressProblem, endpointProblem } from '#shared/exports/destination-rules.ts';
 
 /**
@@ -230,13 +231,36 @@ describe('the connect-time filter (every request to a destination or STS)', () =
   });
 
   const net = (origins: string[]) => ({ loopbackOrigins: new Set(origins), ...DESTINATION_TIMEOUTS });
-  const send = (url: string, origins: string[]) =>
-    destinationRequest('S3 PutObject', new URL(url), { method: 'PUT', path: '/b/k', headers: {} }, net(origins));
+  /** A PutObject through the exporter's S3 client (the SDK over the destination handler and its agents). */
+  const send = async (url: string, origins: string[], body: Buffer = Buffer.from('x')) => {
+    const d = {
+      bucket_name: 'b',
+      region: 'us-east-1',
+      endpoint_url: url,
+      aws_access_key_id: 'K',
+      aws_secret_access_key: 'S',
+    };
+    await putObject(d, 'k', body, 'text/plain', net(origins));
+    return { status: 200 };
+  };
+  /** The error a PutObject that must fail fails with. */
+  const failure = (url: string, origins: string[], body?: Buffer): Promise<Error> =>
+    send(url, origins, body).then(
+      () => new Error(`reached ${url}`),
+      (e: Error) => e,
+    );
   const REFUSED = 'S3 PutObject failed: the endpoint resolves to an address exports may not reach (not public unicast)';
 
   it('reaches exactly the loopback origins the local runtime names', async () => {
     expect((await send(named, [named])).status).toBe(200);
     expect(connections.get(named)).toBe(1);
+  });
+
+  it('refuses a big upload and a multipart one too (the SDK makes its own agent for some requests unless given ours)', async () => {
+    const error = await failure('https://[::a9fe:a9fe]/', [], Buffer.alloc(3 * 1024 * 1024));
+    expect(error.message).toBe(REFUSED);
+    const multipart = await failure('https://169.254.169.254/', [], Buffer.alloc(9 * 1024 * 1024));
+    expect(multipart.message).toBe(REFUSED.replace('PutObject', 'CreateMultipartUpload'));
   });
 
   it('refuses every other loopback target before connecting: another port, address, name or scheme', async () => {
@@ -249,12 +273,12 @@ describe('the connect-time filter (every request to a destination or STS)', () =
       `https://[::ffff:127.0.0.1]:${port(named)}`,
       `https://[::7f00:1]:${port(named)}`,
     ]) {
-      const error = await send(url, [named]).catch((e) => e);
+      const error = await failure(url, [named]);
       expect(error, url).toBeInstanceOf(DestinationError);
       expect(error.message, url).toBe(REFUSED);
     }
     // Plain http to a loopback origin that is not named never reaches the agent.
-    expect((await send(other, [named]).catch((e) => e)).message).toBe('S3 PutObject failed: the endpoint is not https');
+    expect((await failure(other, [named])).message).toBe('S3 PutObject failed: the endpoint is not https');
     expect(connections.get(other)).toBeUndefined();
   });
 
@@ -273,8 +297,7 @@ describe('the connect-time filter (every request to a destination or STS)', () =
     'https://[ff02::1]/',
   ])('refuses %s deployed and locally alike, without a connection attempt', async (url) => {
     for (const origins of [[], [named]]) {
-      const error = await send(url, origins).catch((e) => e);
-      expect(error.message).toBe(REFUSED);
+      expect((await failure(url, origins)).message).toBe(REFUSED);
     }
   });
 });
