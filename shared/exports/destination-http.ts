@@ -34,7 +34,7 @@ export function networkOptions(): NetworkOptions {
 }
 
 /** A connection the filter refused: the address is not one an export may reach. */
-export class RefusedAddressError extends Error {
+class RefusedAddressError extends Error {
   override name = 'RefusedAddressError';
   readonly code = 'ERR_EXPORT_ADDRESS_REFUSED';
 }
@@ -106,7 +106,7 @@ class FilteredHttpsAgent extends HttpsAgent {
 const agents = new Map<string, { http: HttpAgent; https: HttpsAgent }>();
 
 /** The filtering agents for these loopback origins (one pair per set, made once per process). */
-export function destinationAgents(loopbackOrigins: ReadonlySet<string>): { http: HttpAgent; https: HttpsAgent } {
+function destinationAgents(loopbackOrigins: ReadonlySet<string>): { http: HttpAgent; https: HttpsAgent } {
   const key = [...loopbackOrigins].sort().join(',');
   let pair = agents.get(key);
   if (!pair) {

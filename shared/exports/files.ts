@@ -320,8 +320,10 @@ export function unknownPlaceholders(prefix: string): string[] {
 export const MAX_S3_KEY_BYTES = 1024;
 
 /**
- * A window split into files numbers them from 0; seven digits are reserved. A window is held in
- * memory whole (at most a Lambda's 10,240 MB) in files of at least 1 MB, so it never reaches 10^7 files.
+ * A window split into files numbers them from 0; seven digits are reserved. encodeFiles fills each
+ * file to max_file_size_mb (at least 1 MB) before starting the next, halving one only when its encoding
+ * outgrows its JSON, and a window is held in memory whole (at most a Lambda's 10,240 MB): thousands of
+ * files, not 10^7.
  */
 const LONGEST_FILE_NUMBER = '-9999999';
 
