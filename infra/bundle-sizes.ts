@@ -11,9 +11,19 @@ export const BUNDLE_BUDGET_KB = 400;
 /**
  * Functions allowed over the budget for a while, each held to a ceiling a little above its size so it
  * cannot grow unnoticed while it is brought under (the bundles test fails a ceiling no longer needed).
- * None since DynamoDB, SQS and KMS are called without the AWS SDK (docs/benchmarks.md).
+ * The SDK's S3 client (about 420 KB minified with its share of @smithy/core) is in the exporter's two
+ * functions (with STS) and, while the lake store writes through the export writer, in the compactor
+ * and the functions that may route a query to the lake (measured with `buildFunctions`, 2026-11-28).
  */
-export const OVER_BUDGET_CEILINGS_KB: Readonly<Record<string, number>> = {};
+export const OVER_BUDGET_CEILINGS_KB: Readonly<Record<string, number>> = {
+  query_create: 820,
+  run_queries: 800,
+  insights_trend: 730,
+  insights_trend_retrieve: 730,
+  run_batch_exports: 650,
+  batch_exports_test: 570,
+  compact_events: 550,
+};
 
 export const ceilingOf = (name: string): number => OVER_BUDGET_CEILINGS_KB[name] ?? BUNDLE_BUDGET_KB;
 

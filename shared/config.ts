@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { QUEUES, type QueueName } from './queue-settings.ts';
 
@@ -33,8 +34,11 @@ export const ENV = {
   exportSecretsKmsKeyId: 'EXPORT_SEALING_KMS_KEY_ID',
   /** Local runtime's data folder (the local key file of export secrets lives there). */
   dataDir: 'DATA_DIR',
-  /** `true` lets export endpoints be loopback (and http) addresses: the local stack and tests only; CDK never sets it. */
-  allowLoopbackExportEndpoints: 'ALLOW_LOOPBACK_EXPORT_ENDPOINTS',
+  /**
+   * Comma-separated loopback origins (`http://127.0.0.1:4569`) an export destination may be: the local
+   * runtime's own S3 stand-in and test servers, one by one; read only in the local runtime, CDK never sets it.
+   */
+  exportLoopbackOrigins: 'EXPORT_LOOPBACK_ORIGINS',
   /** STS endpoint the exporter assumes customer roles through (the SDK's own variable name; local fakes in tests). */
   stsEndpoint: 'AWS_ENDPOINT_URL_STS',
   region: 'AWS_REGION',
@@ -163,8 +167,6 @@ export interface Config {
   /** Batch export secrets: wrapped by this KMS key, or (undefined) by `localSecretsKeyFile`. */
   exportSecretsKmsKeyId: string | undefined;
   localSecretsKeyFile: string;
-  /** Loopback (and plain http to it) export endpoints allowed: local runtime with the flag only. */
-  allowLoopbackExportEndpoints: boolean;
   stsEndpoint: string;
   /** Where the lake is written: an S3 bucket (deployed), a folder (local runtime), or nowhere (a stage without the lake). */
   lake: { bucket: string; region: string } | { dir: string } | undefined;
@@ -178,9 +180,14 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
+/** A Lambda function is never the local runtime, whatever its environment says. */
+function runtimeOf(env: NodeJS.ProcessEnv): Config['runtime'] {
   const deployed = Boolean(env[ENV.lambdaFunctionName]);
-  const runtime = !deployed && env[ENV.runtime] === 'local' ? 'local' : 'lambda';
+  return !deployed && env[ENV.runtime] === 'local' ? 'local' : 'lambda';
+}
+
+export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const runtime = runtimeOf(env);
   let fixedNow: Date | undefined;
   const rawNow = env[ENV.fixedNow];
   if (runtime === 'local' && rawNow) {
@@ -229,7 +236,6 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     segmentCacheMb: readPositiveInteger(ENV.segmentCacheMb, env[ENV.segmentCacheMb], DEFAULT_SEGMENT_CACHE_MB, 0),
     exportSecretsKmsKeyId: env[ENV.exportSecretsKmsKeyId] || undefined,
     localSecretsKeyFile: resolve(env[ENV.dataDir] || '.data', 'export-secrets.key'),
-    allowLoopbackExportEndpoints: runtime === 'local' && env[ENV.allowLoopbackExportEndpoints] === 'true',
     stsEndpoint: env[ENV.stsEndpoint] || `https://sts.${env[ENV.region] || 'us-east-1'}.amazonaws.com`,
     lake: env[ENV.lakeBucket]
       ? { bucket: env[ENV.lakeBucket] as string, region: env[ENV.region] || 'us-east-1' }
@@ -345,6 +351,33 @@ export function awsServiceEndpoint(
   const r = region || 'us-east-1';
   const suffix = r.startsWith('cn-') ? 'amazonaws.com.cn' : 'amazonaws.com';
   return { url: new URL(configured || `https://${service}.${r}.${suffix}`), region: r };
+}
+
+/**
+ * The loopback origins export destinations may use (EXPORT_LOOPBACK_ORIGINS): empty unless this is the
+ * local runtime. Each must be http(s) to a loopback address literal and a port, nothing more: a name
+ * (localhost) or another address could be anything. Read from the environment each time, not with the
+ * cached config, because a local stand-in's port is known only once it listens.
+ */
+export function exportLoopbackOrigins(env: NodeJS.ProcessEnv = process.env): ReadonlySet<string> {
+  const raw = env[ENV.exportLoopbackOrigins];
+  if (runtimeOf(env) !== 'local' || !raw?.trim()) return new Set();
+  const origins = new Set<string>();
+  for (const entry of raw.split(',')) {
+    if (!entry.trim()) continue;
+    let url: URL | undefined;
+    try {
+      url = new URL(entry.trim());
+    } catch {}
+    const host = url?.hostname.replace(/^\[|\]$/g, '');
+    const loopback = host !== undefined && (host === '::1' || (isIP(host) === 4 && host.startsWith('127.')));
+    if (!url || !/^https?:$/.test(url.protocol) || !loopback || !url.port || url.href !== `${url.origin}/`)
+      throw new ConfigError(
+        `${ENV.exportLoopbackOrigins}: '${entry.trim()}' is not an origin on a loopback address with a port (http://127.0.0.1:4569)`,
+      );
+    origins.add(url.origin);
+  }
+  return origins;
 }
 
 export function requireTableName(): string {

@@ -27,6 +27,8 @@ async function main(): Promise<void> {
     dynamodb: local.dynamodb_endpoint,
     sqs: local.sqs_endpoint,
     queues: local.queues,
+    // The stack's own S3 stand-in: the one loopback origin its exports may write to (as in the stack's process).
+    exportLoopbackOrigins: [local.s3_endpoint],
   });
   const started = Date.now();
   const result = await runWorker(job.name, scheduledEvent(job.name));

@@ -7,6 +7,8 @@ export interface LocalEndpoints {
   dynamodb: string;
   sqs?: string;
   s3?: string;
+  /** Loopback origins export destinations may be (the local S3 stand-in, test servers): exactly these, no other loopback. */
+  exportLoopbackOrigins?: string[];
   queues?: Partial<Record<QueueName, string>>;
   /** DATA_DIR for this process (the local key of export secrets lives there); default: as set, else .data. */
   dataDir?: string;
@@ -26,8 +28,8 @@ export function configureLocalEnv(endpoints: LocalEndpoints): void {
     AWS_ACCESS_KEY_ID: 'local',
     AWS_SECRET_ACCESS_KEY: 'local',
     AWS_REQUEST_CHECKSUM_CALCULATION: 'WHEN_REQUIRED',
-    // Export destinations on this machine (s3rver, test servers) are loopback; a deployed stage never sets it.
-    [ENV.allowLoopbackExportEndpoints]: 'true',
+    // Export destinations on this machine (s3rver, test servers) are loopback: named one by one; a deployed stage never sets it.
+    [ENV.exportLoopbackOrigins]: (endpoints.exportLoopbackOrigins ?? []).join(','),
     ...(endpoints.dataDir ? { [ENV.dataDir]: endpoints.dataDir } : {}),
     ...(endpoints.sqs ? { AWS_ENDPOINT_URL_SQS: endpoints.sqs } : {}),
     ...(endpoints.s3 ? { AWS_ENDPOINT_URL_S3: endpoints.s3 } : {}),

@@ -48,6 +48,7 @@ export async function startLocalStack(options: {
       dynamodb: dynamodb.endpoint,
       sqs: sqs.endpoint,
       s3: s3.endpoint,
+      exportLoopbackOrigins: [s3.endpoint],
       queues,
       dataDir: options.dataDir,
     });

@@ -14,7 +14,7 @@ import {
   type RunRecord,
 } from '../db/batch-exports.ts';
 import { getOrganizationWithProjects } from '../db/organizations.ts';
-import { config as serviceConfig } from '../config.ts';
+import { exportLoopbackOrigins } from '../config.ts';
 import { Conflict, NotFound, textOf, ValidationError } from '../errors.ts';
 import { DESTINATION_TYPES, destinationConfig, type DestinationType } from '../exports/destination-rules.ts';
 import { sealSecrets } from '../exports/secrets.ts';
@@ -95,7 +95,7 @@ export function exportResponse(e: ExportRecord, runs: RunRecord[]) {
 }
 
 function s3Config(type: DestinationType, raw: unknown, partial: boolean): Record<string, unknown> {
-  return destinationConfig(type, raw, { partial, allowLoopback: serviceConfig().allowLoopbackExportEndpoints });
+  return destinationConfig(type, raw, { partial, loopbackOrigins: exportLoopbackOrigins() });
 }
 
 type AccessKeys = { aws_access_key_id: string; aws_secret_access_key: string };

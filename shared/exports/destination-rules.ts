@@ -1,6 +1,16 @@
 import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { ValidationError } from '../errors.ts';
-import { COMPRESSIONS, FILE_FORMATS, type FileFormat } from './files.ts';
+import {
+  COMPRESSIONS,
+  FILE_FORMATS,
+  type FileFormat,
+  longestKeyBytes,
+  MAX_FILE_NAME_BYTES,
+  MAX_S3_KEY_BYTES,
+  PREFIX_PLACEHOLDERS,
+  unknownPlaceholders,
+} from './files.ts';
 
 /**
  * Rules for the parts of an S3 destination that decide where the exporter connects and as whom.
@@ -91,41 +101,137 @@ export function roleArnProblem(arn: string): string | undefined {
 
 export const MAX_ENDPOINT_URL_LENGTH = 2048;
 
-/** 127.0.0.0/8, ::1 and localhost. */
-export function isLoopbackHost(host: string): boolean {
-  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
-  if (bare === 'localhost' || bare.endsWith('.localhost')) return true;
-  if (isIP(bare) === 4) return bare.startsWith('127.');
-  if (isIP(bare) === 6) return bare === '::1' || bare === '0:0:0:0:0:0:0:1';
-  return false;
+/**
+ * IPv4 ranges no export may reach: IANA's special-purpose registry (RFC 6890 and its updates) plus
+ * multicast and the reserved block. First match names the range, so broadcast precedes 240/4.
+ */
+const IPV4_REFUSED: readonly (readonly [cidr: string, name: string])[] = [
+  ['0.0.0.0/8', '"this network"'],
+  ['10.0.0.0/8', 'private'],
+  ['100.64.0.0/10', 'shared address space (carrier-grade NAT)'],
+  ['127.0.0.0/8', 'loopback'],
+  ['169.254.0.0/16', 'link-local'],
+  ['172.16.0.0/12', 'private'],
+  ['192.0.0.0/24', 'IETF protocol assignments'],
+  ['192.0.2.0/24', 'documentation'],
+  ['192.31.196.0/24', 'AS112'],
+  ['192.52.193.0/24', 'AMT'],
+  ['192.88.99.0/24', 'deprecated 6to4 relay anycast'],
+  ['192.168.0.0/16', 'private'],
+  ['192.175.48.0/24', 'AS112 direct delegation'],
+  ['198.18.0.0/15', 'benchmarking'],
+  ['198.51.100.0/24', 'documentation'],
+  ['203.0.113.0/24', 'documentation'],
+  ['224.0.0.0/4', 'multicast'],
+  ['255.255.255.255/32', 'broadcast'],
+  ['240.0.0.0/4', 'reserved'],
+];
+
+/** Where an IPv6 range carries an IPv4 address (so the 400 can say which one it would reach). */
+type Embedded = (parts: number[]) => number[];
+const lastWords: Embedded = (p) => [p[6]! >> 8, p[6]! & 255, p[7]! >> 8, p[7]! & 255];
+/** RFC 3056: 2002:AABB:CCDD::/48 carries AA.BB.CC.DD. */
+const sixToFour: Embedded = (p) => [p[1]! >> 8, p[1]! & 255, p[2]! >> 8, p[2]! & 255];
+/** RFC 4380: the client's address is the last 32 bits, inverted. */
+const teredoClient: Embedded = (p) => lastWords(p).map((b) => b ^ 255);
+
+/**
+ * IPv6 outside 2000::/3 is refused whatever it is; these name the ranges (inside 2000::/3 too) a
+ * global unicast allow-list must still refuse, most specific first. Transition ranges are refused
+ * whole, whatever IPv4 they carry: an exporter never needs them (the same host has a plain address).
+ */
+const IPV6_REFUSED: readonly (readonly [cidr: string, name: string, embedded?: Embedded])[] = [
+  ['::/128', 'unspecified'],
+  ['::1/128', 'loopback'],
+  ['::ffff:0:0/96', 'IPv4-mapped IPv6', lastWords],
+  ['::/96', 'IPv4-compatible IPv6', lastWords],
+  ['::ffff:0:0:0/96', 'IPv4-translated IPv6 (SIIT)', lastWords],
+  ['64:ff9b::/96', 'NAT64', lastWords],
+  ['64:ff9b:1::/48', 'local-use NAT64'],
+  ['100::/64', 'discard-only'],
+  ['2001::/32', 'Teredo', teredoClient],
+  ['2001:2::/48', 'benchmarking'],
+  ['2001:10::/28', 'ORCHID'],
+  ['2001:20::/28', 'ORCHIDv2'],
+  ['2001:db8::/32', 'documentation'],
+  ['2001::/23', 'IETF protocol assignments'],
+  ['2002::/16', '6to4', sixToFour],
+  ['3fff::/20', 'documentation'],
+  ['5f00::/16', 'SRv6 SIDs'],
+  ['fc00::/7', 'unique local'],
+  ['fe80::/10', 'link-local'],
+  ['fec0::/10', 'site-local'],
+  ['ff00::/8', 'multicast'],
+];
+const GLOBAL_UNICAST_V6 = ipaddr.IPv6.parseCIDR('2000::/3');
+
+const parsedV4 = IPV4_REFUSED.map(([cidr, name]) => ({ cidr, name, range: ipaddr.IPv4.parseCIDR(cidr) }));
+const parsedV6 = IPV6_REFUSED.map(([cidr, name, embedded]) => ({
+  cidr,
+  name,
+  embedded,
+  range: ipaddr.IPv6.parseCIDR(cidr),
+}));
+
+/**
+ * An IPv6 address's dotted IPv4 tail as two hex words: ipaddr.js reads `::a.b.c.d` as IPv4-mapped
+ * (`::ffff:a.b.c.d`), where inet_pton, the WHATWG URL parser and so the socket read IPv4-compatible.
+ */
+function hexTail(address: string): string {
+  const tail = /:(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(address);
+  if (!tail) return address;
+  const [a, b, c, d] = tail.slice(1).map(Number) as [number, number, number, number];
+  if ([a, b, c, d].some((x) => x > 255)) return address;
+  const word = (hi: number, lo: number) => ((hi << 8) | lo).toString(16);
+  return `${address.slice(0, tail.index)}:${word(a, b)}:${word(c, d)}`;
 }
 
-/** Literal addresses no deployed exporter may reach (hostnames are checked after DNS resolution, at connect time). */
-function isPrivateLiteral(host: string): boolean {
-  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
-  if (isIP(bare) === 4) {
-    const [a, b] = bare.split('.').map(Number) as [number, number];
-    return (
-      a === 0 ||
-      a === 10 ||
-      a === 127 ||
-      (a === 169 && b === 254) ||
-      (a === 172 && b >= 16 && b <= 31) ||
-      (a === 192 && b === 168) ||
-      (a === 100 && b >= 64 && b <= 127)
-    );
-  }
-  if (isIP(bare) === 6)
-    return bare === '::' || bare === '::1' || /^(fc|fd|fe[89ab])/.test(bare) || bare.startsWith('::ffff:');
-  return false;
+function ipv4Problem(address: ipaddr.IPv4): string | undefined {
+  const hit = parsedV4.find((r) => address.match(r.range));
+  return hit && `${address.toString()} is ${hit.name} (${hit.cidr})`;
 }
 
 /**
- * https only. With `allowLoopback` (the local runtime's flag) also http(s) to 127.0.0.0/8, ::1 or
- * localhost; without it, no loopback, private or link-local literal (DNS names are checked again
- * after resolution by the exporter's connection filter).
+ * The one rule for where an export may connect, shared by the API's check of a literal endpoint and
+ * the exporter's check of every address it is about to connect to: an allow-list of global unicast
+ * (IPv4 outside every special-purpose range, IPv6 inside 2000::/3 and outside its special ranges).
+ * Returns why an address is refused, or undefined for a public address. Any spelling ipaddr.js reads
+ * is accepted (expanded, compressed, dotted-quad tails, IPv4 in hex, octal or one number).
  */
-export function endpointProblem(raw: string, allowLoopback: boolean): string | undefined {
+export function addressProblem(address: string): string | undefined {
+  let parsed: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    parsed = ipaddr.parse(hexTail(address.replace(/^\[|\]$/g, '')));
+  } catch {
+    return `${address.slice(0, 64)} is not an IP address`;
+  }
+  if (parsed.kind() === 'ipv4') return ipv4Problem(parsed as ipaddr.IPv4);
+  const v6 = parsed as ipaddr.IPv6;
+  const shown = v6.toString();
+  const hit = parsedV6.find((r) => v6.match(r.range));
+  if (hit) {
+    if (!hit.embedded) return `${shown} is ${hit.name} (${hit.cidr})`;
+    const inner = new ipaddr.IPv4(hit.embedded(v6.parts));
+    const why = ipv4Problem(inner);
+    return `${shown} is ${hit.name} (${hit.cidr}), carrying ${why ?? inner.toString()}`;
+  }
+  if (!v6.match(GLOBAL_UNICAST_V6)) return `${shown} is outside global unicast (2000::/3)`;
+  return undefined;
+}
+
+/** localhost and its subdomains (RFC 6761), with or without the final dot: they name this machine. */
+function isLocalhostName(host: string): boolean {
+  const name = host.toLowerCase().replace(/\.$/, '');
+  return name === 'localhost' || name.endsWith('.localhost');
+}
+
+/**
+ * https only, to a public address: a literal address must pass addressProblem, a name must not be
+ * localhost (other names are checked after DNS resolution, at connect time, by the same rule).
+ * `loopbackOrigins` are the local runtime's own stand-ins (its S3), named one by one in its
+ * configuration: exactly those origins are also allowed, plain http included; no other loopback.
+ */
+export function endpointProblem(raw: string, loopbackOrigins: ReadonlySet<string>): string | undefined {
   if (raw.length > MAX_ENDPOINT_URL_LENGTH) return `An endpoint URL has at most ${MAX_ENDPOINT_URL_LENGTH} characters.`;
   let url: URL;
   try {
@@ -135,11 +241,36 @@ export function endpointProblem(raw: string, allowLoopback: boolean): string | u
   }
   if (url.username || url.password) return 'The endpoint URL must not carry a user name or password.';
   if (url.search || url.hash) return 'The endpoint URL must not have a query or fragment.';
-  const loopback = isLoopbackHost(url.hostname);
-  if (allowLoopback && loopback && (url.protocol === 'http:' || url.protocol === 'https:')) return undefined;
+  if (loopbackOrigins.has(url.origin)) return undefined;
   if (url.protocol !== 'https:') return 'The endpoint URL must use https.';
-  if (loopback || isPrivateLiteral(url.hostname))
-    return 'The endpoint URL must not point at a private, loopback or link-local address.';
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (isIP(host)) {
+    const problem = addressProblem(host);
+    if (problem) return `The endpoint URL must point at a public (global unicast) address: ${problem}.`;
+  } else if (isLocalhostName(host)) {
+    return 'The endpoint URL must point at a public (global unicast) address, not localhost.';
+  }
+  return undefined;
+}
+
+/**
+ * A prefix names only known placeholders, has no `.` or `..` segment (S3 keeps them literally, but
+ * every tool that reads the bucket as paths resolves them, out of the export's folder), and keeps every
+ * key it can produce within S3's 1,024 bytes: its placeholders at their longest plus the longest file name.
+ */
+export function prefixProblem(prefix: string): string | undefined {
+  const unknown = unknownPlaceholders(prefix);
+  if (unknown.length)
+    return `Unknown placeholder${unknown.length > 1 ? 's' : ''} in the prefix: ${unknown
+      .slice(0, 5)
+      .map((p) => p.slice(0, 64))
+      .join(', ')}. A prefix may use ${PREFIX_PLACEHOLDERS.join(', ')}.`;
+  const dots = [...new Set(prefix.split('/').filter((segment) => segment === '.' || segment === '..'))];
+  if (dots.length)
+    return `The prefix must not have "." or ".." path segments (it has ${dots.map((d) => `"${d}"`).join(' and ')}).`;
+  const bytes = longestKeyBytes(prefix);
+  if (bytes > MAX_S3_KEY_BYTES)
+    return `Object keys under this prefix reach ${bytes} bytes (placeholders at their longest, plus up to ${MAX_FILE_NAME_BYTES} bytes of file name), over S3's limit of ${MAX_S3_KEY_BYTES.toLocaleString('en-US')} bytes: shorten the prefix by ${bytes - MAX_S3_KEY_BYTES} bytes.`;
   return undefined;
 }
 
@@ -194,7 +325,7 @@ const ATTR = 'destination__config';
 export function destinationConfig(
   type: DestinationType,
   raw: unknown,
-  options: { partial: boolean; allowLoopback: boolean },
+  options: { partial: boolean; loopbackOrigins: ReadonlySet<string> },
 ): Record<string, unknown> {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
     throw new ValidationError('Expected a dictionary of settings.', ATTR);
@@ -285,7 +416,8 @@ export function destinationConfig(
     ['region', regionRule],
     ['bucket_name', bucketProblem],
     ['role_arn', roleArnProblem],
-    ['endpoint_url', (url) => endpointProblem(url, options.allowLoopback)],
+    ['prefix', prefixProblem],
+    ['endpoint_url', (url) => endpointProblem(url, options.loopbackOrigins)],
   ];
   for (const [k, check] of problems) {
     const problem = typeof config[k] === 'string' && config[k] !== '' ? check(config[k]) : undefined;

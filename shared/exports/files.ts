@@ -45,12 +45,11 @@ export function encodeRows(
       ? rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : '')
       : recordsToCsv(rows, columns);
   const raw = Buffer.from(text, 'utf8');
-  const extension = format === 'JSONLines' ? 'jsonl' : 'csv';
+  const extension = fileExtension(format, compression);
   const contentType = format === 'JSONLines' ? 'application/jsonl' : 'text/csv';
   const records = rows.length;
-  if (compression === 'gzip') return { body: zlib.gzipSync(raw), extension: `${extension}.gz`, contentType, records };
-  if (compression === 'brotli')
-    return { body: zlib.brotliCompressSync(raw), extension: `${extension}.br`, contentType, records };
+  if (compression === 'gzip') return { body: zlib.gzipSync(raw), extension, contentType, records };
+  if (compression === 'brotli') return { body: zlib.brotliCompressSync(raw), extension, contentType, records };
   return { body: raw, extension, contentType, records };
 }
 
@@ -239,7 +238,7 @@ function encodeParquet(rows: Record<string, unknown>[], columns: string[], compr
   );
   return {
     body: Buffer.from(buffer),
-    extension: 'parquet',
+    extension: fileExtension('Parquet', compression),
     contentType: 'application/vnd.apache.parquet',
     records: rows.length,
   };
@@ -281,22 +280,83 @@ export function encodeFiles(
   return groups.flatMap(withinSize);
 }
 
-/** PostHog's prefix variables, from the window's start (UTC). */
+/** What a batch export exports: the table `{table}` names. */
+export const EXPORT_MODELS = ['events', 'persons'] as const;
+
+/** A window end's longest ISO form: JS dates end at +275760-09-13 (27 characters), years past 9999 take six digits. */
+const LONGEST_ISO = new Date(8.64e15).toISOString();
+
+/** PostHog's prefix variables, from the window's start (UTC), each with the longest text it can render. */
+const PREFIX_VARIABLES: Record<
+  string,
+  { value: (w: { start: Date; end: Date }, table: string) => string; longest: string }
+> = {
+  year: { value: (w) => w.start.toISOString().slice(0, 4), longest: '9999' },
+  month: { value: (w) => w.start.toISOString().slice(5, 7), longest: '12' },
+  day: { value: (w) => w.start.toISOString().slice(8, 10), longest: '31' },
+  hour: { value: (w) => w.start.toISOString().slice(11, 13), longest: '23' },
+  minute: { value: (w) => w.start.toISOString().slice(14, 16), longest: '59' },
+  second: { value: (w) => w.start.toISOString().slice(17, 19), longest: '59' },
+  table: { value: (_w, table) => table, longest: EXPORT_MODELS.reduce((a, b) => (b.length > a.length ? b : a)) },
+  data_interval_start: { value: (w) => w.start.toISOString(), longest: LONGEST_ISO },
+  data_interval_end: { value: (w) => w.end.toISOString(), longest: LONGEST_ISO },
+};
+export const PREFIX_PLACEHOLDERS = Object.keys(PREFIX_VARIABLES).map((name) => `{${name}}`);
+
 export function renderPrefix(prefix: string, window: { start: Date; end: Date }, table: string): string {
-  const iso = window.start.toISOString();
-  const vars: Record<string, string> = {
-    year: iso.slice(0, 4),
-    month: iso.slice(5, 7),
-    day: iso.slice(8, 10),
-    hour: iso.slice(11, 13),
-    minute: iso.slice(14, 16),
-    second: iso.slice(17, 19),
-    table,
-    data_interval_start: iso,
-    data_interval_end: window.end.toISOString(),
-  };
   // Own keys only: `{constructor}` or `{toString}` stay literal rather than expanding to Object.prototype's functions.
-  return prefix.replace(/\{(\w+)\}/g, (all, name: string) => (Object.hasOwn(vars, name) ? vars[name]! : all));
+  return prefix.replace(/\{(\w+)\}/g, (all, name: string) =>
+    Object.hasOwn(PREFIX_VARIABLES, name) ? PREFIX_VARIABLES[name]!.value(window, table) : all,
+  );
+}
+
+/** `{...}` groups of a prefix that name no variable (PostHog's prefixes know only PREFIX_PLACEHOLDERS). */
+export function unknownPlaceholders(prefix: string): string[] {
+  const found = prefix.match(/\{[^{}]*\}/g) ?? [];
+  return [...new Set(found.filter((p) => !PREFIX_PLACEHOLDERS.includes(p)))];
+}
+
+/** S3's limit on an object key, in UTF-8 bytes. */
+export const MAX_S3_KEY_BYTES = 1024;
+
+/**
+ * A window split into files numbers them from 0; seven digits are reserved. encodeFiles fills each
+ * file to max_file_size_mb (at least 1 MB) before starting the next, halving one only when its encoding
+ * outgrows its JSON, and a window is held in memory whole (at most a Lambda's 10,240 MB): thousands of
+ * files, not 10^7.
+ */
+const LONGEST_FILE_NUMBER = '-9999999';
+
+/** A file's extension: the format's, then the compression's (Parquet compresses inside the file). */
+export function fileExtension(format: FileFormat, compression: Compression): string {
+  if (format === 'Parquet') return 'parquet';
+  const base = format === 'JSONLines' ? 'jsonl' : 'csv';
+  return compression === 'gzip' ? `${base}.gz` : compression === 'brotli' ? `${base}.br` : base;
+}
+
+const LONGEST_DATA_EXTENSION = FILE_FORMATS.flatMap((f) => COMPRESSIONS[f].map((c) => fileExtension(f, c))).reduce(
+  (a, b) => (b.length > a.length ? b : a),
+);
+
+/** The longest file name objectKey can give a window (a data file or its manifest), in bytes (all ASCII). */
+export const MAX_FILE_NAME_BYTES = Math.max(
+  `${LONGEST_ISO}-${LONGEST_ISO}${LONGEST_FILE_NUMBER}.${LONGEST_DATA_EXTENSION}`.length,
+  `${LONGEST_ISO}-${LONGEST_ISO}.manifest.json`.length,
+);
+
+function fileName(start: Date, end: Date, extension: string, fileNumber?: number): string {
+  const part = fileNumber === undefined ? '' : `-${fileNumber}`;
+  return `${start.toISOString()}-${end.toISOString()}${part}.${extension}`;
+}
+
+/** The longest key, in UTF-8 bytes, any window's file under this prefix can have (each placeholder at its longest). */
+export function longestKeyBytes(prefix: string): number {
+  const longest = prefix
+    .replace(/\{(\w+)\}/g, (all, name: string) =>
+      Object.hasOwn(PREFIX_VARIABLES, name) ? PREFIX_VARIABLES[name]!.longest : all,
+    )
+    .replace(/\/+$/, '');
+  return Buffer.byteLength(longest) + (longest ? 1 : 0) + MAX_FILE_NAME_BYTES;
 }
 
 /**
@@ -312,8 +372,7 @@ export function objectKey(
   fileNumber?: number,
 ): string {
   const base = renderPrefix(prefix, window, table).replace(/\/+$/, '');
-  const part = fileNumber === undefined ? '' : `-${fileNumber}`;
-  const name = `${window.start.toISOString()}-${window.end.toISOString()}${part}.${extension}`;
+  const name = fileName(window.start, window.end, extension, fileNumber);
   return base ? `${base}/${name}` : name;
 }
 

@@ -1,19 +1,23 @@
-import { TRANSIENT, retryTransient } from '../retry.ts';
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  PutObjectCommand,
+  S3Client,
+  UploadPartCommand,
+} from '@aws-sdk/client-s3';
 import {
   DestinationError,
-  destinationRequest,
-  errorCode,
+  DestinationHttpHandler,
+  destinationFailure,
   networkOptions,
-  type DestinationResponse,
   type NetworkOptions,
 } from './destination-http.ts';
-import { signedHeaders } from '../aws/sigv4.ts';
 
-/**
- * The five S3 calls batch exports make (PutObject, and the multipart trio plus abort), signed with
- * SigV4 (shared/aws/sigv4.ts). The SDK's S3 client would add ~170 KB of serialization schemas and
- * S3-only middleware to the exporter's bundle for calls this small.
- */
+/** A tenant's S3 (or S3-compatible) destination, as the exporter writes to it. */
 export interface S3Destination {
   bucket_name: string;
   region?: string | null;
@@ -43,31 +47,6 @@ function credentials(d: S3Destination) {
   };
 }
 
-/**
- * Path-style for custom endpoints (unless they ask for virtual-hosted) and dotted bucket names (TLS),
- * virtual-hosted otherwise (AWS's default). An empty key addresses the bucket itself (HeadBucket).
- */
-export function target(d: S3Destination, key: string): { url: URL; path: string } {
-  const encodedKey = key.split('/').map(encodeURIComponent).join('/');
-  if (d.endpoint_url) {
-    const url = new URL(d.endpoint_url);
-    const base = url.pathname.replace(/\/$/, '');
-    if (d.use_virtual_style_addressing) {
-      url.hostname = `${d.bucket_name}.${url.hostname}`;
-      return { url, path: `${base}/${encodedKey}` };
-    }
-    return { url, path: `${base}/${encodeURIComponent(d.bucket_name)}${encodedKey ? `/${encodedKey}` : ''}` };
-  }
-  const region = d.region || 'us-east-1';
-  const suffix = region.startsWith('cn-') ? 'amazonaws.com.cn' : 'amazonaws.com';
-  if (d.bucket_name.includes('.'))
-    return {
-      url: new URL(`https://s3.${region}.${suffix}`),
-      path: `/${d.bucket_name}${encodedKey ? `/${encodedKey}` : ''}`,
-    };
-  return { url: new URL(`https://${d.bucket_name}.s3.${region}.${suffix}`), path: `/${encodedKey}` };
-}
-
 /** S3 answered with an error: status and error code only, never the answer's message. */
 export class S3Error extends DestinationError {
   override name = 'S3Error';
@@ -76,68 +55,46 @@ export class S3Error extends DestinationError {
     readonly status: number,
     readonly code: string | undefined,
   ) {
-    super(`S3 ${operation} failed: ${status}${code ? ` ${code}` : ''}`, status >= 500);
+    super(`S3 ${operation} failed: ${status}${code ? ` ${code}` : ''}`);
   }
 }
 
+/** Attempts per call, the first included (the SDK's standard mode: 5xx, throttling and resets are retried). */
 const ATTEMPTS = 3;
-/** CompleteMultipartUpload (and, rarely, others) may answer 200 with an error document. */
-const ERROR_DOCUMENT = /^\s*(<\?xml[^>]*\?>\s*)?<Error>/;
 
-async function call(
-  d: S3Destination,
-  net: NetworkOptions,
-  operation: string,
-  method: string,
-  key: string,
-  query: Record<string, string>,
-  body?: Buffer,
-  headers: Record<string, string> = {},
-): Promise<DestinationResponse> {
-  const { url, path } = target(d, key);
-  // S3-compatible stores may leave the region out: us-east-1 is what their SigV4 expects then.
-  const region = d.region || 'us-east-1';
-  const creds = credentials(d);
-  // Retryable failures (5xx, a reset connection) are sent again, freshly signed, with backoff; the last one is thrown.
-  let last: unknown;
-  return retryTransient(
-    `S3 ${operation}`,
-    async () => {
-      const signed = signedHeaders({
-        method,
-        url,
-        path,
-        query,
-        headers: { 'content-length': String(body?.length ?? 0), ...headers },
-        body,
-        service: 's3',
-        region,
-        credentials: creds,
-        s3: true,
-      });
-      const search = new URLSearchParams(query).toString().replace(/=(?=&|$)/g, '');
-      try {
-        const res = await destinationRequest(
-          `S3 ${operation}`,
-          url,
-          {
-            method,
-            path: search ? `${path}?${search}` : path,
-            headers: signed,
-            body,
-          },
-          net,
-        );
-        if (res.status < 300 && !ERROR_DOCUMENT.test(res.body)) return res;
-        throw new S3Error(operation, res.status, errorCode(res.body));
-      } catch (error) {
-        if (!(error instanceof DestinationError) || !error.retryable) throw error;
-        last = error;
-        return TRANSIENT;
-      }
-    },
-    { attempts: ATTEMPTS, baseMs: 400, capMs: 1_600, gaveUp: () => last as Error },
-  );
+/**
+ * The SDK's S3 client for one destination (batch exports' PutObject, multipart trio and abort,
+ * GetObject, DeleteObject, HeadBucket): its own credentials, the SDK's standard retry mode, and
+ * DestinationHttpHandler under it (the connection filter, timeouts, bounded answers). Path-style for custom endpoints unless they ask for virtual-hosted
+ * (PostHog's use_virtual_style_addressing); AWS's own addressing otherwise (virtual-hosted, path-style
+ * for dotted names). The process's AWS_ENDPOINT_URL_S3 (the local stand-in for our own bucket) never
+ * redirects a tenant's destination. Checksums only where S3 requires them: S3-compatible stores do not
+ * all take the SDK's default ones. No `Expect: 100-continue`: bodies are in memory and small per request.
+ */
+export function s3Client(d: S3Destination, net: NetworkOptions): S3Client {
+  return new S3Client({
+    // S3-compatible stores may leave the region out: us-east-1 is what their SigV4 expects then.
+    region: d.region || 'us-east-1',
+    credentials: credentials(d),
+    ...(d.endpoint_url ? { endpoint: d.endpoint_url, forcePathStyle: !d.use_virtual_style_addressing } : {}),
+    ignoreConfiguredEndpointUrls: true,
+    followRegionRedirects: false,
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    expectContinueHeader: false,
+    retryMode: 'standard',
+    maxAttempts: ATTEMPTS,
+    requestHandler: new DestinationHttpHandler(net, (code) => `<Error><Code>${code}</Code></Error>`),
+  });
+}
+
+/** One S3 call, its failure in our words (status and code, or what went wrong on the way). */
+async function call<T>(operation: string, send: () => Promise<T>): Promise<T> {
+  try {
+    return await send();
+  } catch (error) {
+    throw destinationFailure(`S3 ${operation}`, error, (status, code) => new S3Error(operation, status, code));
+  }
 }
 
 const PART_BYTES = 8 * 1024 * 1024;
@@ -153,57 +110,55 @@ export async function putObject(
   contentType: string,
   net: NetworkOptions = networkOptions(),
 ): Promise<void> {
-  const headers = { 'content-type': contentType, ...encryptionHeaders(d) };
+  const client = s3Client(d, net);
+  const object = { Bucket: d.bucket_name, Key: key };
+  const stored = { ...object, ContentType: contentType, ...encryption(d) };
   if (body.length <= PART_BYTES) {
-    await call(d, net, 'PutObject', 'PUT', key, {}, body, headers);
+    await call('PutObject', () => client.send(new PutObjectCommand({ ...stored, Body: body })));
     return;
   }
-  const created = await call(d, net, 'CreateMultipartUpload', 'POST', key, { uploads: '' }, undefined, headers);
-  const uploadId = /<UploadId>([^<]{1,1024})<\/UploadId>/.exec(created.body)?.[1];
-  if (!uploadId) throw new DestinationError('S3 CreateMultipartUpload failed: the answer has no UploadId');
+  const { UploadId } = await call('CreateMultipartUpload', () => client.send(new CreateMultipartUploadCommand(stored)));
+  if (!UploadId) throw new DestinationError('S3 CreateMultipartUpload failed: the answer has no UploadId');
   try {
-    const parts: string[] = [];
+    const parts: { PartNumber: number; ETag: string | undefined }[] = [];
     for (let offset = 0, n = 1; offset < body.length; offset += PART_BYTES, n += 1) {
-      const res = await call(
-        d,
-        net,
-        'UploadPart',
-        'PUT',
-        key,
-        { partNumber: String(n), uploadId },
-        body.subarray(offset, offset + PART_BYTES),
+      const part = body.subarray(offset, offset + PART_BYTES);
+      const { ETag } = await call('UploadPart', () =>
+        client.send(new UploadPartCommand({ ...object, UploadId, PartNumber: n, Body: part })),
       );
-      parts.push(`<Part><PartNumber>${n}</PartNumber><ETag>${xmlText(String(res.headers.etag))}</ETag></Part>`);
+      parts.push({ PartNumber: n, ETag });
     }
-    const xml = Buffer.from(`<CompleteMultipartUpload>${parts.join('')}</CompleteMultipartUpload>`);
-    await call(d, net, 'CompleteMultipartUpload', 'POST', key, { uploadId }, xml, {
-      'content-type': 'application/xml',
-    });
+    await call('CompleteMultipartUpload', () =>
+      client.send(new CompleteMultipartUploadCommand({ ...object, UploadId, MultipartUpload: { Parts: parts } })),
+    );
   } catch (error) {
-    await call(d, net, 'AbortMultipartUpload', 'DELETE', key, { uploadId }).catch(() => undefined);
+    await call('AbortMultipartUpload', () =>
+      client.send(new AbortMultipartUploadCommand({ ...object, UploadId })),
+    ).catch(() => undefined);
     throw error;
   }
 }
 
-/** SSE headers go on PutObject and CreateMultipartUpload only (S3 refuses them on UploadPart). */
-function encryptionHeaders(d: S3Destination): Record<string, string> {
+/** SSE goes on PutObject and CreateMultipartUpload only (S3 refuses it on UploadPart). */
+function encryption(d: S3Destination): { ServerSideEncryption?: 'AES256' | 'aws:kms'; SSEKMSKeyId?: string } {
   if (!d.encryption) return {};
   return {
-    'x-amz-server-side-encryption': d.encryption,
-    ...(d.encryption === 'aws:kms' && d.kms_key_id
-      ? { 'x-amz-server-side-encryption-aws-kms-key-id': d.kms_key_id }
-      : {}),
+    ServerSideEncryption: d.encryption,
+    ...(d.encryption === 'aws:kms' && d.kms_key_id ? { SSEKMSKeyId: d.kms_key_id } : {}),
   };
 }
 
-/** GetObject of a small text object (at most what destinationRequest keeps of a body); undefined when absent. */
+/** GetObject of a small text object (at most MAX_RESPONSE_BYTES of it); undefined when absent. */
 export async function getObjectText(
   d: S3Destination,
   key: string,
   net: NetworkOptions = networkOptions(),
 ): Promise<string | undefined> {
   try {
-    return (await call(d, net, 'GetObject', 'GET', key, {})).body;
+    const out = await call('GetObject', () =>
+      s3Client(d, net).send(new GetObjectCommand({ Bucket: d.bucket_name, Key: key })),
+    );
+    return (await out.Body?.transformToString('utf8')) ?? '';
   } catch (error) {
     if (error instanceof S3Error && error.status === 404) return undefined;
     throw error;
@@ -216,12 +171,10 @@ export async function deleteObject(
   key: string,
   net: NetworkOptions = networkOptions(),
 ): Promise<void> {
-  await call(d, net, 'DeleteObject', 'DELETE', key, {});
+  await call('DeleteObject', () => s3Client(d, net).send(new DeleteObjectCommand({ Bucket: d.bucket_name, Key: key })));
 }
 
 /** HeadBucket: the bucket exists and these credentials may use it (S3 answers 404 or 403 otherwise). */
 export async function headBucket(d: S3Destination, net: NetworkOptions = networkOptions()): Promise<void> {
-  await call(d, net, 'HeadBucket', 'HEAD', '', {});
+  await call('HeadBucket', () => s3Client(d, net).send(new HeadBucketCommand({ Bucket: d.bucket_name })));
 }
-
-const xmlText = (s: string) => s.replace(/[<>&]/g, (c) => (c === '<' ? '&lt;' : c === '>' ? '&gt;' : '&amp;'));

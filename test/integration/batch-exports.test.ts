@@ -1,5 +1,5 @@
 import { GetCommand, QueryCommand } from '#shared/aws/dynamodb.ts';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { db, tableName } from '#shared/db/client.ts';
 import { keys } from '#shared/db/keys.ts';
 import { listLogs, writeLog } from '#shared/db/batch-exports.ts';
@@ -74,6 +74,9 @@ describe('batch export create and read', () => {
     [{ destination: s3({ bucket_name: '192.168.5.4' }) }, 'destination__config__bucket_name'],
     [{ destination: s3({ bucket_name: 'xn--bucket' }) }, 'destination__config__bucket_name'],
     [{ destination: s3({ bucket_name: 'my-bucket-s3alias' }) }, 'destination__config__bucket_name'],
+    [{ destination: s3({ prefix: 'posthog/{week}' }) }, 'destination__config__prefix'],
+    [{ destination: s3({ prefix: 'posthog/../other' }) }, 'destination__config__prefix'],
+    [{ destination: s3({ prefix: 'p'.repeat(952) }) }, 'destination__config__prefix'],
     [{ destination: s3({ endpoint_url: 'http://s3.example.com' }) }, 'destination__config__endpoint_url'],
     [{ destination: s3({ endpoint_url: 'ftp://s3.example.com' }) }, 'destination__config__endpoint_url'],
     [{ destination: s3({ endpoint_url: 'https://user:pw@s3.example.com' }) }, 'destination__config__endpoint_url'],
@@ -121,6 +124,83 @@ describe('batch export create and read', () => {
     expectErrorShape(res.body);
     expect(res.body.attr).toBe(attr);
     expect((await c.get(base)).body.count).toBe(0);
+  });
+
+  it.each([
+    ['https://[::a9fe:a9fe]/', '::a9fe:a9fe is IPv4-compatible IPv6 (::/96), carrying 169.254.169.254 is link-local'],
+    ['https://[::ffff:169.254.169.254]/', 'IPv4-mapped IPv6 (::ffff:0:0/96), carrying 169.254.169.254'],
+    ['https://[64:ff9b::10.0.0.1]/', 'NAT64 (64:ff9b::/96), carrying 10.0.0.1 is private'],
+    ['https://[2002:a9fe:a9fe::1]/', '6to4 (2002::/16), carrying 169.254.169.254'],
+    ['https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/', 'Teredo (2001::/32)'],
+    ['https://[ff02::1]/', 'multicast (ff00::/8)'],
+    ['https://0xa9fea9fe/latest', '169.254.169.254 is link-local (169.254.0.0/16)'],
+    ['https://2852039166/', '169.254.169.254 is link-local'],
+    ['https://198.18.0.1/', 'benchmarking (198.18.0.0/15)'],
+    ['https://192.0.0.170/', 'IETF protocol assignments (192.0.0.0/24)'],
+    ['https://240.0.0.1/', 'reserved (240.0.0.0/4)'],
+    ['https://255.255.255.255/', 'broadcast (255.255.255.255/32)'],
+    ['https://100.64.0.1/', 'carrier-grade NAT'],
+    ['https://localhost.:9000/', 'not localhost'],
+  ])('refuses the endpoint %s with a 400 naming the range (%s), in the error shape', async (endpoint_url, named) => {
+    const { c, base } = await org();
+    const res = await c.post(base, {
+      name: 'Inward',
+      destination: { type: 'S3Compatible', config: { bucket_name: 'b-1', prefix: 'p', endpoint_url } },
+      interval: 'hour',
+      start_at: FUTURE,
+    });
+    expect(res.status).toBe(400);
+    expectErrorShape(res.body);
+    expect(res.body).toMatchObject({ type: 'validation_error', attr: 'destination__config__endpoint_url' });
+    expect(res.body.detail).toContain(named);
+    expect((await c.get(base)).body.count).toBe(0);
+  });
+
+  it.each([
+    ['posthog/{week}/{Year}', 'Unknown placeholders in the prefix: {week}, {Year}.'],
+    ['exports/./{year}/..', 'The prefix must not have "." or ".." path segments (it has "." and "..").'],
+    [
+      `{data_interval_start}/${'p'.repeat(924)}`,
+      "reach 1025 bytes (placeholders at their longest, plus up to 72 bytes of file name), over S3's limit of 1,024 bytes",
+    ],
+  ])('refuses the prefix %s with a 400 on the prefix field that says why, and creates nothing', async (prefix, why) => {
+    const { c, base } = await org();
+    const res = await c.post(base, { name: 'P', destination: s3({ prefix }), interval: 'hour', start_at: FUTURE });
+    expect(res.status).toBe(400);
+    expectErrorShape(res.body);
+    expect(res.body).toMatchObject({ type: 'validation_error', attr: 'destination__config__prefix' });
+    expect(res.body.detail).toContain(why);
+    expect((await c.get(base)).body.count).toBe(0);
+    const atCap = `{data_interval_start}/${'p'.repeat(923)}`;
+    expect(
+      (await c.post(base, { name: 'P', destination: s3({ prefix: atCap }), interval: 'hour', start_at: FUTURE }))
+        .status,
+    ).toBe(201);
+  });
+
+  it('takes a loopback endpoint only at the origins the local runtime names (its s3rver), not any loopback', async () => {
+    const { c, base } = await org();
+    const create = (endpoint_url: string) =>
+      c.post(base, {
+        name: 'Local',
+        destination: {
+          type: 'S3Compatible',
+          config: { bucket_name: 'b-1', prefix: 'p', endpoint_url, aws_access_key_id: 'K', aws_secret_access_key: 'S' },
+        },
+        interval: 'hour',
+        start_at: FUTURE,
+      });
+    const s3rver = new URL(inject('s3Endpoint'));
+    for (const other of [
+      `http://127.0.0.1:${Number(s3rver.port) + 1}`,
+      `http://localhost:${s3rver.port}`,
+      `https://127.0.0.1:${s3rver.port}`,
+    ]) {
+      const res = await create(other);
+      expect(res.status, other).toBe(400);
+      expect(res.body.attr).toBe('destination__config__endpoint_url');
+    }
+    expect((await create(s3rver.origin)).status).toBe(201);
   });
 
   it('accepts a destination that names a role instead of keys, in any partition and with a path', async () => {

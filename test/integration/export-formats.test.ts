@@ -8,16 +8,22 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
-import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import {
+  CreateBucketCommand,
+  GetObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import { batchPut } from '#shared/db/batch.ts';
 import { eventItem } from '#shared/db/events.ts';
 import { runScheduler } from '#shared/domain/export-runs.ts';
 import { TEST_OBJECT } from '#shared/domain/destination-test.ts';
-import { DESTINATION_TIMEOUTS } from '#shared/exports/destination-http.ts';
+import { DESTINATION_TIMEOUTS, networkOptions } from '#shared/exports/destination-http.ts';
 import { COMPRESSIONS } from '#shared/exports/files.ts';
-import { putObject, target, type S3Destination } from '#shared/exports/s3.ts';
+import { putObject, s3Client, type S3Destination } from '#shared/exports/s3.ts';
 import { expectErrorShape, newProject, useApi } from '../support/api.ts';
 import { exclusiveFile } from '../support/isolation.ts';
 
@@ -359,12 +365,14 @@ describe('server-side encryption and addressing', () => {
           return res
             .writeHead(200)
             .end('<InitiateMultipartUploadResult><UploadId>u1</UploadId></InitiateMultipartUploadResult>');
+        // CompleteMultipartUpload answers its result document (the SDK, like S3's docs, takes an empty 200 as a failure).
+        if (req.method === 'POST') return res.writeHead(200).end('<CompleteMultipartUploadResult/>');
         res.writeHead(200, { etag: '"e"' }).end('');
       });
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const net = { allowLoopback: true, ...DESTINATION_TIMEOUTS };
+    const net = { loopbackOrigins: new Set([url]), ...DESTINATION_TIMEOUTS };
     const d: S3Destination = {
       bucket_name: 'b',
       region: 'us-east-1',
@@ -397,10 +405,30 @@ describe('server-side encryption and addressing', () => {
     ]);
   });
 
-  it('addresses an S3-compatible store virtual-hosted when asked, path-style otherwise', () => {
-    const d = { bucket_name: 'bkt', region: 'auto', endpoint_url: 'https://acct.r2.example.com' };
-    expect(target(d, 'a/b.jsonl')).toMatchObject({ path: '/bkt/a/b.jsonl' });
-    const v = target({ ...d, use_virtual_style_addressing: true }, 'a/b.jsonl');
+  it('addresses an S3-compatible store virtual-hosted when asked, path-style otherwise', async () => {
+    const d = {
+      bucket_name: 'bkt',
+      region: 'auto',
+      endpoint_url: 'https://acct.r2.example.com',
+      aws_access_key_id: 'A',
+      aws_secret_access_key: 'S',
+    };
+    /** The request the exporter's S3 client would send for a PutObject, stopped before it leaves. */
+    const target = async (dest: S3Destination, key: string) => {
+      const client = s3Client(dest, networkOptions());
+      let sent: { hostname: string; path: string } | undefined;
+      client.middlewareStack.add(
+        () => async (args) => {
+          sent = args.request as { hostname: string; path: string };
+          throw new Error('stopped before sending');
+        },
+        { step: 'finalizeRequest', priority: 'low' },
+      );
+      await client.send(new PutObjectCommand({ Bucket: dest.bucket_name, Key: key, Body: 'x' })).catch(() => undefined);
+      return { url: { hostname: sent!.hostname }, path: sent!.path };
+    };
+    expect(await target(d, 'a/b.jsonl')).toMatchObject({ path: '/bkt/a/b.jsonl' });
+    const v = await target({ ...d, use_virtual_style_addressing: true }, 'a/b.jsonl');
     expect([v.url.hostname, v.path]).toEqual(['bkt.acct.r2.example.com', '/a/b.jsonl']);
   });
 });

@@ -6,6 +6,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { newProject, useApi } from '../support/api.ts';
+import { allowExportEndpoint } from '../support/batch-export.ts';
 import { hasS3Signature, s3AccessKeyId } from '../support/sigv4.ts';
 
 /**
@@ -68,6 +69,7 @@ const s3 = createServer((req, res) => {
   });
 });
 const s3Url = await listen(s3);
+allowExportEndpoint(s3Url);
 
 const { executeRun } = await import('#shared/domain/export-runs.ts');
 const { latestRuns } = await import('#shared/db/batch-exports.ts');

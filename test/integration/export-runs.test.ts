@@ -26,6 +26,7 @@ import {
 } from '#shared/domain/export-runs.ts';
 import { putObject, type S3Destination } from '#shared/exports/s3.ts';
 import { eventually, expectErrorShape, newProject, useApi, type Client } from '../support/api.ts';
+import { allowExportEndpoint } from '../support/batch-export.ts';
 import { exclusiveFile } from '../support/isolation.ts';
 
 // The scheduler's tick runs every organization's due runs: one file at a time ticks it.
@@ -548,6 +549,7 @@ describe('a hostile destination', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
     try {
       const endpoint_url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      allowExportEndpoint(endpoint_url);
       const s = await endedExport('Hostile', (b) => config(b, { endpoint_url }));
       await s.backfill('2024-05-01T10:00:00Z', '2024-05-01T10:05:00Z');
       expect(await tick('2024-05-01T10:32:10Z')).toMatchObject({ failed: 1 });

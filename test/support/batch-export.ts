@@ -13,3 +13,14 @@ export const validBatchExportBody = () => ({
     },
   },
 });
+
+/**
+ * Lets export destinations reach a test's own server (a loopback origin, `http://127.0.0.1:<port>`)
+ * the way the local runtime names its S3 stand-in: by adding exactly that origin to EXPORT_LOOPBACK_ORIGINS,
+ * which the API's check and the exporter's connection filter read when they run.
+ */
+export function allowExportEndpoint(url: string): void {
+  const origins = new Set((process.env.EXPORT_LOOPBACK_ORIGINS ?? '').split(',').filter(Boolean));
+  origins.add(new URL(url).origin);
+  process.env.EXPORT_LOOPBACK_ORIGINS = [...origins].join(',');
+}

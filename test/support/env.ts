@@ -7,6 +7,8 @@ configureLocalEnv({
   dynamodb: inject('dynamodbEndpoint'),
   sqs: inject('sqsEndpoint'),
   queues: inject('queues'),
+  // The run's s3rver; a file's own fake destinations are added with allowExportEndpoint (test/support/batch-export.ts).
+  exportLoopbackOrigins: [inject('s3Endpoint')],
   dataDir: inject('dataDir'),
 });
 process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';

@@ -2,7 +2,7 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { randomBytes } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { readConfig } from '#shared/config.ts';
+import { ConfigError, exportLoopbackOrigins } from '#shared/config.ts';
 import {
   AWS_REGIONS,
   bucketProblem,
@@ -259,13 +259,16 @@ describe('export destination rules', () => {
     expect(roleArnProblem(`arn:aws:iam::123456789012:role/${'p/'.repeat(1100)}n`)).toMatch(/at most 2048/);
   });
 
-  it('wants https, and loopback only where the stage allows it', () => {
-    expect(endpointProblem('https://s3.eu-west-1.amazonaws.com', false)).toBeUndefined();
-    expect(endpointProblem('https://minio.example.com:9000/base', false)).toBeUndefined();
+  it('wants https, and loopback only at the origins the local runtime names', () => {
+    const none = new Set<string>();
+    expect(endpointProblem('https://s3.eu-west-1.amazonaws.com', none)).toBeUndefined();
+    expect(endpointProblem('https://minio.example.com:9000/base', none)).toBeUndefined();
     for (const url of [
       'http://127.0.0.1:4569',
       'https://127.0.0.1',
       'https://localhost:9000',
+      'https://LOCALHOST.:9000',
+      'https://s3.localhost',
       'http://[::1]:80',
       'https://[::1]',
       'https://10.1.2.3',
@@ -276,32 +279,49 @@ describe('export destination rules', () => {
       'https://[::ffff:127.0.0.1]',
       'http://s3.example.com',
     ]) {
-      expect(endpointProblem(url, false), url).toBeDefined();
+      expect(endpointProblem(url, none), url).toBeDefined();
     }
-    for (const url of ['http://127.0.0.1:4569', 'http://127.9.9.9', 'https://localhost:9000', 'http://[::1]:80'])
-      expect(endpointProblem(url, true), url).toBeUndefined();
-    // The flag opens loopback only: plain http elsewhere, private addresses and odd URLs stay refused.
+    const local = new Set(['http://127.0.0.1:4569']);
+    for (const url of ['http://127.0.0.1:4569', 'http://127.0.0.1:4569/', 'http://127.0.0.1:4569/base'])
+      expect(endpointProblem(url, local), url).toBeUndefined();
+    // The named origin only: another port, another loopback address or name, https to it, private
+    // addresses, plain http elsewhere and odd URLs stay refused.
     for (const url of [
+      'http://127.0.0.1:4570',
+      'http://127.0.0.2:4569',
+      'http://localhost:4569',
+      'http://[::1]:4569',
+      'https://127.0.0.1:4569',
       'http://s3.example.com',
       'https://10.1.2.3',
-      'https://u:p@127.0.0.1',
-      'https://s3.example.com/?x=1',
-      'ftp://127.0.0.1',
+      'https://u:p@127.0.0.1:4569',
+      'http://127.0.0.1:4569/?x=1',
+      'ftp://127.0.0.1:4569',
       'not a url',
     ]) {
-      expect(endpointProblem(url, true), url).toBeDefined();
+      expect(endpointProblem(url, local), url).toBeDefined();
     }
   });
 
-  it('honours ALLOW_LOOPBACK_EXPORT_ENDPOINTS only in the local runtime', () => {
+  it('reads EXPORT_LOOPBACK_ORIGINS only in the local runtime, and only loopback origins with a port', () => {
+    const local = { ANALYTICS_RUNTIME: 'local' };
+    expect([
+      ...exportLoopbackOrigins({ ...local, EXPORT_LOOPBACK_ORIGINS: 'http://127.0.0.1:4569/, http://[::1]:9000,' }),
+    ]).toEqual(['http://127.0.0.1:4569', 'http://[::1]:9000']);
+    expect(exportLoopbackOrigins(local).size).toBe(0);
     expect(
-      readConfig({ ANALYTICS_RUNTIME: 'local', ALLOW_LOOPBACK_EXPORT_ENDPOINTS: 'true' }).allowLoopbackExportEndpoints,
-    ).toBe(true);
-    expect(readConfig({ ANALYTICS_RUNTIME: 'local' }).allowLoopbackExportEndpoints).toBe(false);
-    expect(
-      readConfig({ ALLOW_LOOPBACK_EXPORT_ENDPOINTS: 'true', AWS_LAMBDA_FUNCTION_NAME: 'fn' })
-        .allowLoopbackExportEndpoints,
-    ).toBe(false);
+      exportLoopbackOrigins({ EXPORT_LOOPBACK_ORIGINS: 'http://127.0.0.1:4569', AWS_LAMBDA_FUNCTION_NAME: 'fn' }).size,
+    ).toBe(0);
+    expect(exportLoopbackOrigins({ EXPORT_LOOPBACK_ORIGINS: 'http://127.0.0.1:4569' }).size).toBe(0);
+    for (const bad of [
+      'http://localhost:4569',
+      'http://10.0.0.5:4569',
+      'http://127.0.0.1',
+      'http://127.0.0.1:4569/base',
+      'ftp://127.0.0.1:21',
+      '127.0.0.1:4569',
+    ])
+      expect(() => exportLoopbackOrigins({ ...local, EXPORT_LOOPBACK_ORIGINS: bad }), bad).toThrow(ConfigError);
   });
 });
 

@@ -26,7 +26,7 @@ const SERVICE: Layer[] = ['inbound', 'shapes', 'rules', 'adapters', 'pure', 'pro
 
 /** What a pure library may not touch: files, sockets, processes, AWS, Lambda. */
 const IO =
-  /^(node:(fs|fs\/promises|http|https|http2|child_process|dgram|dns|tls|worker_threads)|@aws-sdk\/.*|@smithy\/.*|aws-lambda|@middy\/.*|@aws-lambda-powertools\/.*|request-filtering-agent)$/;
+  /^(node:(fs|fs\/promises|http|https|http2|child_process|dgram|dns|tls|worker_threads)|@aws-sdk\/.*|@smithy\/.*|aws-lambda|@middy\/.*|@aws-lambda-powertools\/.*)$/;
 
 const LAYERS: Record<Layer, LayerRule> = {
   inbound: {
