@@ -36,6 +36,7 @@ const filtersField = v.pipe(
   }),
 );
 
+/** Person ids in PostHog's form (person uuids) or ours (integer ids); shared/domain/cohorts.ts resolves both. */
 const personIdList = v.pipe(
   v.array(
     v.union([v.pipe(v.number(), v.integer(), v.minValue(1)), v.pipe(v.string(), v.minLength(1), v.maxLength(64))]),
@@ -57,7 +58,9 @@ const cohortFields = {
 export const cohortCreateBody = v.object(cohortFields);
 export const cohortUpdateBody = v.object(cohortFields);
 
-export const addPersonsBody = v.object({ person_ids: personIdList });
+export const addPersonsBody = v.object({
+  person_ids: v.pipe(personIdList, v.minLength(1, 'person_ids cannot be empty')),
+});
 export const removePersonBody = v.object({
   person_id: v.union([
     v.pipe(v.number(), v.integer(), v.minValue(1)),
