@@ -413,8 +413,10 @@ export async function cohortPersons(projectId: number, cohortId: number, q: { li
   };
 }
 
-/** The live cohorts a person is in (PostHog's persons/cohorts). */
-export async function cohortsOfPerson(projectId: number, personId: number) {
+/** The live cohorts a person is in (PostHog's persons/cohorts): the person named by integer id or uuid. */
+export async function cohortsOfPerson(projectId: number, given: GivenPersonId) {
+  const [personId] = await personIdsGiven(projectId, [given]);
+  if (personId === undefined) throw new NotFound();
   await findPerson(projectId, personId);
   const ids = await cohortIdsOfPerson(projectId, personId);
   const cohorts = await getCohorts(projectId, ids);

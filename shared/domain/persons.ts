@@ -636,6 +636,12 @@ export async function bulkDeletePersons(
   deleted: number[];
   not_found: (number | string)[];
   queued: (number | string)[];
+  /** PostHog's summary of the same request (its clients read these): what was found, what is deleted already. */
+  persons_found: number;
+  persons_deleted: number;
+  events_queued_for_deletion: boolean;
+  recordings_queued_for_deletion: false;
+  deletion_errors: never[];
 }> {
   const stopAt = Math.min(deadline, Date.now() + budgetMs);
   const wanted: (number | string)[] = input.ids ?? input.distinct_ids ?? [];
@@ -672,7 +678,17 @@ export async function bulkDeletePersons(
     else if (id !== undefined && leftSet.has(id)) queued.push(wanted[i]!);
     else notFound.push(wanted[i]!);
   }
-  return { deleted: [...deleted], not_found: notFound, queued };
+  const found = deleted.size + left.length;
+  return {
+    deleted: [...deleted],
+    not_found: notFound,
+    queued,
+    persons_found: found,
+    persons_deleted: deleted.size,
+    events_queued_for_deletion: input.delete_events && found > 0,
+    recordings_queued_for_deletion: false,
+    deletion_errors: [],
+  };
 }
 
 /** A person id as a client may send it: ours (an integer, or its digits as text) or PostHog's (the person's uuid). */

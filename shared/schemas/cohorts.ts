@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { UUID_PATTERN } from '../ids.ts';
 import { pageQuery } from './query-string.ts';
 
 export const cohortIdParams = v.object({
@@ -73,6 +74,13 @@ export const cohortPersonsQuery = v.object({
   cursor: v.optional(v.pipe(v.string(), v.maxLength(200))),
 });
 
+/** PostHog's "person ID or UUID": our integer id, or the person's uuid. */
 export const personCohortsQuery = v.object({
-  person_id: v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'A valid integer is required.'), v.transform(Number)),
+  person_id: v.pipe(
+    v.string('This field is required.'),
+    v.check(
+      (id) => /^\d{1,15}$/.test(id) || UUID_PATTERN.test(id),
+      'A person id (an integer) or a person uuid is required.',
+    ),
+  ),
 });

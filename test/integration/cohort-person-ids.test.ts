@@ -254,4 +254,19 @@ describe('the other ways persons enter or leave a static cohort', () => {
     // u4 4.
     expect(await cohortPageviews(list.body.id)).toBe(4);
   });
+
+  it('persons/cohorts takes the person as PostHog names it (uuid) or by integer id; an unknown one is a 404', async () => {
+    const list = await staticCohort('Of a person', { _create_static_person_ids: [persons.get('u2')!.uuid] });
+    const of = (personId: string | number) =>
+      c.get(`/api/environments/${projectId}/persons/cohorts/?person_id=${personId}`);
+    for (const id of [persons.get('u2')!.uuid, persons.get('u2')!.uuid.toUpperCase(), persons.get('u2')!.id]) {
+      const res = await of(id);
+      expect(res.status).toBe(200);
+      expect(res.body.results.map((r: { id: number }) => r.id)).toContain(list.body.id);
+    }
+    expect((await of(foreign.uuid)).status).toBe(404);
+    const bad = await of('not-an-id');
+    expect(bad.status).toBe(400);
+    expect(bad.body.attr).toBe('person_id');
+  });
 });
