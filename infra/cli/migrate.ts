@@ -3,6 +3,7 @@
  * $DATA_DIR/local.json, or, with TABLE_NAME set (and AWS credentials in the environment), that table.
  * Each migration can be repeated and interrupted safely.
  */
+import { indexPersonUuids } from '#shared/db/persons.ts';
 import { moveLegacyDayCounters } from '#shared/db/segments.ts';
 import { configureLocalEnv } from '../local/env.ts';
 import { localJsonPath, readLocalJson } from '../local/local-json.ts';
@@ -11,6 +12,10 @@ const migrations: Record<string, { what: string; run: () => Promise<number> }> =
   'day-counters': {
     what: 'day counters from their day partitions to their month partitions (docs/operations.md, November 2026)',
     run: moveLegacyDayCounters,
+  },
+  'person-uuids': {
+    what: 'persons written before the personsByUuid index get its key, so PostHog uuids find them (docs/operations.md, November 2026)',
+    run: indexPersonUuids,
   },
 };
 

@@ -205,6 +205,13 @@ export function utcDays(from: Date, to: Date): string[] {
   return days;
 }
 
+/**
+ * A window whose lower bound is after its upper bound holds no event. Every read below answers it
+ * empty without a Query: DynamoDB refuses such a BETWEEN (a ValidationException, a 500), and a clock
+ * a few minutes ahead (the compactor's `through` against a reader's "now") makes one from ordinary inputs.
+ */
+const isInverted = (from: Date, to: Date) => from.getTime() > to.getTime();
+
 /** One shard of a day in eventsByDay, events timed in [fromIso, toIso], of one name (the sort key's prefix) or all. */
 function dayShardRange(
   projectId: number,
@@ -261,6 +268,7 @@ export async function readEventsOnDays(
   /** Called before each partition is read: throws to stop the read (a query's deadline or cancellation). */
   check: () => void = () => {},
 ): Promise<StoredEvent[]> {
+  if (isInverted(from, to)) return [];
   const fromIso = from.toISOString();
   const toIso = to.toISOString();
   const queries = days.flatMap((day) =>
@@ -291,6 +299,8 @@ function utcHours(from: Date, to: Date): string[] {
 /** Events of a project ingested in [start, end), in ingestion order (batch export windows). */
 export async function readEventsInsertedBetween(projectId: number, start: Date, end: Date): Promise<StoredEvent[]> {
   const index = TABLE_SCHEMA.indexes.eventsByInsertedHour;
+  // [start, end): empty unless start is before end.
+  if (start.getTime() >= end.getTime()) return [];
   const startIso = start.toISOString();
   const endIso = end.toISOString();
   const partitions = utcHours(start, end).flatMap((hour) =>
@@ -340,6 +350,7 @@ export async function readDayEventsInOrder(
   keep: (e: StoredEvent) => boolean,
   budget: { items: number },
 ): Promise<OrderedDayRead> {
+  if (isInverted(window.from, window.to)) return { events: [], complete: true };
   const fromIso = window.from.toISOString();
   const toIso = window.to.toISOString();
   let complete = true;

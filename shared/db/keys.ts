@@ -171,6 +171,8 @@ export const keys = {
   personCounter: (projectId: number) => `person#${projectId}`,
 
   person: (projectId: number, personId: number): ItemKey => ({ pk: `PERSON#${projectId}#${personId}`, sk: 'PERSON' }),
+  /** The person id in a person item's `pk` (what a keys-only index read returns). */
+  personIdOfKey: (pk: string): number => Number(pk.slice(pk.lastIndexOf('#') + 1)),
   personPartition: (projectId: number, personId: number) => ({ pk: `PERSON#${projectId}#${personId}` }),
   /** byParent: a project's persons by creation time (lists are newest first). */
   personsOfProject: (projectId: number, createdAt: string, personId: number) => ({
@@ -180,6 +182,8 @@ export const keys = {
   /** distinct_id -> person, claimed with attribute_not_exists so two persons never share one. */
   /** personsByEmail: persons of a project by lower-cased e-mail. */
   personsByEmail: (projectId: number, emailLower: string) => ({ email_pk: `${projectId}#${emailLower}` }),
+  /** personsByUuid: a project's person by its lower-cased uuid. */
+  personsByUuid: (projectId: number, uuid: string) => ({ uuid_pk: `${projectId}#${uuid.toLowerCase()}` }),
   /** Exact number of persons in a project, kept in the same transactions that create and remove persons. */
   personCount: (projectId: number): ItemKey => ({ pk: `PROJECT#${projectId}`, sk: 'PERSONCOUNT' }),
   /** An API change to a person (activity log), in the person's partition, newest last. */

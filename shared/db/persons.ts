@@ -1,7 +1,7 @@
-import { GetCommand, QueryCommand } from '../aws/dynamodb.ts';
+import { GetCommand, QueryCommand, ScanCommand, UpdateCommand } from '../aws/dynamodb.ts';
 import { nowIso } from '../clock.ts';
-import { batchGet } from './batch.ts';
-import { call, db, tableName, transact, type TransactItem } from './client.ts';
+import { batchGet, inParallel } from './batch.ts';
+import { call, conditional, db, tableName, transact, type TransactItem } from './client.ts';
 import { nextId } from './counters.ts';
 import { keys } from './keys.ts';
 import { queryAll, queryItems } from './query.ts';
@@ -59,6 +59,7 @@ function personItem(p: PersonRecord) {
     // Every write of a person item is a change of the person.
     updated_at: nowIso(),
     ...(email ? { email_lower: email, ...keys.personsByEmail(p.project_id, email) } : {}),
+    ...keys.personsByUuid(p.project_id, p.uuid),
   };
 }
 
@@ -544,6 +545,71 @@ export async function personsInCreationOrder(
     persons: (out.Items ?? []).map((item) => ({ person: personFromItem(item), sortKey: String(item.parent_sk) })),
     more: out.LastEvaluatedKey !== undefined,
   };
+}
+
+const UUID_LOOKUPS_IN_FLIGHT = 16;
+
+/**
+ * The person ids of a project's persons with these uuids (any case), by lower-cased uuid: one Query
+ * of the keys-only personsByUuid index per uuid. A uuid of no person of the project is absent.
+ */
+export async function personIdsOfUuids(projectId: number, uuids: readonly string[]): Promise<Map<string, number>> {
+  const index = TABLE_SCHEMA.indexes.personsByUuid;
+  const found = new Map<string, number>();
+  await inParallel([...new Set(uuids.map((u) => u.toLowerCase()))], UUID_LOOKUPS_IN_FLIGHT, async (uuid) => {
+    const [item] = await queryItems(
+      {
+        IndexName: index.name,
+        KeyConditionExpression: '#p = :p',
+        ExpressionAttributeNames: { '#p': index.partitionKey },
+        ExpressionAttributeValues: { ':p': keys.personsByUuid(projectId, uuid).uuid_pk },
+      },
+      1,
+    );
+    if (item) found.set(uuid, keys.personIdOfKey(String(item.pk)));
+  });
+  return found;
+}
+
+/**
+ * Writes `uuid_pk` on person items written before the personsByUuid index existed (`npm run migrate
+ * -- person-uuids`); returns how many. Repeatable: a person that has it, or is gone, is skipped.
+ */
+export async function indexPersonUuids(): Promise<number> {
+  let indexed = 0;
+  let ExclusiveStartKey: Record<string, unknown> | undefined;
+  do {
+    const page = await call(() =>
+      db().send(
+        new ScanCommand({
+          TableName: tableName(),
+          FilterExpression: 'entity = :e AND attribute_not_exists(#u)',
+          ExpressionAttributeNames: { '#u': TABLE_SCHEMA.indexes.personsByUuid.partitionKey },
+          ExpressionAttributeValues: { ':e': 'Person' },
+          ExclusiveStartKey,
+        }),
+      ),
+    );
+    await inParallel(page.Items ?? [], UUID_LOOKUPS_IN_FLIGHT, async (item) => {
+      const { uuid_pk } = keys.personsByUuid(Number(item.project_id), String(item.uuid));
+      // Undefined: deleted (or merged away) since the scan read it, nothing to index.
+      const written = await conditional(() =>
+        db().send(
+          new UpdateCommand({
+            TableName: tableName(),
+            Key: { pk: item.pk, sk: item.sk },
+            UpdateExpression: 'SET #u = :u',
+            ConditionExpression: 'attribute_exists(pk)',
+            ExpressionAttributeNames: { '#u': TABLE_SCHEMA.indexes.personsByUuid.partitionKey },
+            ExpressionAttributeValues: { ':u': uuid_pk },
+          }),
+        ),
+      );
+      if (written) indexed += 1;
+    });
+    ExclusiveStartKey = page.LastEvaluatedKey;
+  } while (ExclusiveStartKey);
+  return indexed;
 }
 
 /** Persons whose e-mail equals this one, ignoring case (the index); the caller compares exactly. */

@@ -29,6 +29,8 @@ export const TABLE_SCHEMA = {
     dueByTime: { name: 'dueByTime', partitionKey: 'due_pk', sortKey: 'due_sk', projection: 'KEYS_ONLY' },
     /** Persons of a project by lower-cased e-mail (sparse: only persons with one). */
     personsByEmail: { name: 'personsByEmail', partitionKey: 'email_pk', sortKey: 'parent_sk', projection: 'ALL' },
+    /** A person of a project by uuid (PostHog's person id, what its clients send): keys only, the person is read by key. */
+    personsByUuid: { name: 'personsByUuid', partitionKey: 'uuid_pk', sortKey: 'parent_sk', projection: 'KEYS_ONLY' },
   },
   /** Shards per (project, day) in eventsByDay: keeps a busy project's day under one partition's write limit. */
   eventDayShards: 4,

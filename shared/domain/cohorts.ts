@@ -27,7 +27,7 @@ import { TRANSIENT, retryTransient } from '../retry.ts';
 import type { Caller } from './access.ts';
 import { actionDefinitions } from './actions.ts';
 import { parseCohortFilters, referencesLoop } from './cohort-definitions.ts';
-import { findPerson, personResponse } from './persons.ts';
+import { findPerson, type GivenPersonId, personIdsGiven, personResponse } from './persons.ts';
 
 /** Caps (stated in the 400s). */
 export const MAX_COHORTS_PER_PROJECT = 500;
@@ -176,6 +176,8 @@ export async function updateCohort(projectId: number, cohortId: number, input: C
   const redefined = !current.is_static && input.filters !== undefined;
   const def = redefined ? await checkedDefinition(projectId, cohortId, input.filters) : undefined;
   const undeleted = current.deleted && input.deleted === false;
+  // The upload is read before anything is written: a refused file leaves the cohort as it was.
+  const uploaded = current.is_static && input.csv !== undefined ? await csvPersonIds(projectId, input.csv) : undefined;
   const next: CohortRecord = {
     ...current,
     ...(input.name !== undefined ? { name: input.name } : {}),
@@ -186,8 +188,7 @@ export async function updateCohort(projectId: number, cohortId: number, input: C
   };
   if (!(await putCohort(next, current.version)))
     throw new Conflict(`Cohort ${cohortId} changed while it was being updated; retry it.`);
-  if (current.is_static && input.csv !== undefined)
-    await addStaticMembers(next, await csvPersonIds(projectId, input.csv));
+  if (uploaded) await addStaticMembers(next, uploaded);
   if (!next.deleted && !next.is_static && (redefined || undeleted)) await startCalculation(next, queue);
   await bumpAnswersGeneration(projectId);
   return cohortResponse((await getCohort(projectId, cohortId)) ?? next);
@@ -199,18 +200,30 @@ export async function updateCohort(projectId: number, cohortId: number, input: C
 
 async function staticPersonIds(projectId: number, input: CohortInput): Promise<number[]> {
   const ids = new Set<number>();
-  if (input._create_static_person_ids)
+  // An empty list asks for an empty cohort (as PostHog's); a list that names no person is refused below.
+  if (input._create_static_person_ids?.length)
     for (const id of await existingPersonIds(projectId, input._create_static_person_ids, '_create_static_person_ids'))
       ids.add(id);
   if (input.csv !== undefined) for (const id of await csvPersonIds(projectId, input.csv)) ids.add(id);
   return [...ids];
 }
 
-/** The persons among these ids that exist (PostHog ignores unknown ones). */
-async function existingPersonIds(projectId: number, raw: (number | string)[], attr: string): Promise<number[]> {
-  if (raw.length > MAX_STATIC_ROWS) throw new ValidationError(`At most ${MAX_STATIC_ROWS} persons per request.`, attr);
-  const ids = raw.map(Number).filter((n) => Number.isInteger(n) && n > 0);
-  return (await getPersons(projectId, ids)).map((p) => p.id);
+/** PostHog's answer when none of the ids given names a person of the project. */
+export const NO_VALID_PERSONS = 'No valid users to add to cohort';
+
+/**
+ * The persons of the project that ids name, in PostHog's form (person uuids) or ours (integer ids).
+ * Ids that name no person of the project are skipped, as PostHog skips them, but never all of them:
+ * a request that would add no one is PostHog's 400, not a 200 that did nothing.
+ */
+async function existingPersonIds(projectId: number, given: GivenPersonId[], attr: string): Promise<number[]> {
+  if (given.length > MAX_STATIC_ROWS)
+    throw new ValidationError(`At most ${MAX_STATIC_ROWS} persons per request.`, attr);
+  const resolved = await personIdsGiven(projectId, given);
+  const ids = [...new Set(resolved.filter((id): id is number => id !== undefined && id > 0))];
+  const found = (await getPersons(projectId, ids)).map((p) => p.id);
+  if (found.length === 0) throw new ValidationError(NO_VALID_PERSONS, attr);
+  return found;
 }
 
 /** A CSV's cells as rows (RFC 4180 quoting; blank lines skipped). */
@@ -279,19 +292,25 @@ export function csvIdentifiers(text: string): { column: CsvColumn; values: strin
   return { column: column ?? 'distinct_id', values };
 }
 
+/** A CSV upload's persons; a file none of whose rows names a person of the project is a 400 (see existingPersonIds). */
 async function csvPersonIds(projectId: number, text: string): Promise<number[]> {
   const { column, values } = csvIdentifiers(text);
   if (column === 'person_id') return existingPersonIds(projectId, values, 'csv');
+  let found: number[];
   if (column === 'distinct_id') {
-    const found = await personIdsOf(values.map((distinctId) => ({ projectId, distinctId })));
-    return [...new Set(found.values())];
+    const owners = await personIdsOf(values.map((distinctId) => ({ projectId, distinctId })));
+    found = [...new Set(owners.values())];
+  } else {
+    const byEmail = await inParallel([...new Set(values)], 8, async (email) =>
+      (await personsWithEmail(projectId, email)).filter(
+        (p) => String(p.properties.email ?? '').toLowerCase() === email.toLowerCase(),
+      ),
+    );
+    found = [...new Set(byEmail.flat().map((p) => p.id))];
   }
-  const found = await inParallel([...new Set(values)], 8, async (email) =>
-    (await personsWithEmail(projectId, email)).filter(
-      (p) => String(p.properties.email ?? '').toLowerCase() === email.toLowerCase(),
-    ),
-  );
-  return [...new Set(found.flat().map((p) => p.id))];
+  if (found.length === 0)
+    throw new ValidationError(`${NO_VALID_PERSONS}: no ${column} in the CSV names a person of this project.`, 'csv');
+  return found;
 }
 
 async function addStaticMembers(cohort: CohortRecord, personIds: number[]) {
@@ -313,17 +332,24 @@ async function staticCohort(projectId: number, cohortId: number) {
   return cohort;
 }
 
-export async function addPersonsToStaticCohort(projectId: number, cohortId: number, personIds: (number | string)[]) {
+/** PostHog's add_persons_to_static_cohort: `person_ids` as person uuids (PostHog's form) or our integer ids. */
+export async function addPersonsToStaticCohort(projectId: number, cohortId: number, personIds: GivenPersonId[]) {
   const cohort = await staticCohort(projectId, cohortId);
   await addStaticMembers(cohort, await existingPersonIds(projectId, personIds, 'person_ids'));
   await bumpAnswersGeneration(projectId);
   return cohortResponse(await findCohort(projectId, cohortId));
 }
 
-export async function removePersonFromStaticCohort(projectId: number, cohortId: number, personId: number | string) {
+/**
+ * PostHog's remove_person_from_static_cohort: `person_id` as the person's uuid or our integer id. A
+ * person of no such id in the project is PostHog's 404; one not in the cohort is a 404 too (PostHog
+ * answers 200 there: we say that nothing was removed).
+ */
+export async function removePersonFromStaticCohort(projectId: number, cohortId: number, personId: GivenPersonId) {
   await staticCohort(projectId, cohortId);
-  const id = Number(personId);
-  if (!Number.isInteger(id) || id <= 0) throw new ValidationError('person_id must be a person id.', 'person_id');
+  const [id] = await personIdsGiven(projectId, [personId]);
+  if (id === undefined || (await getPersons(projectId, [id])).length === 0)
+    throw new NotFound("Person with this UUID does not exist in the cohort's team");
   if (!(await removeMember(projectId, cohortId, id))) throw new NotFound('The person is not in this cohort.');
   await bumpAnswersGeneration(projectId);
   return cohortResponse(await findCohort(projectId, cohortId));
@@ -387,8 +413,10 @@ export async function cohortPersons(projectId: number, cohortId: number, q: { li
   };
 }
 
-/** The live cohorts a person is in (PostHog's persons/cohorts). */
-export async function cohortsOfPerson(projectId: number, personId: number) {
+/** The live cohorts a person is in (PostHog's persons/cohorts): the person named by integer id or uuid. */
+export async function cohortsOfPerson(projectId: number, given: GivenPersonId) {
+  const [personId] = await personIdsGiven(projectId, [given]);
+  if (personId === undefined) throw new NotFound();
   await findPerson(projectId, personId);
   const ids = await cohortIdsOfPerson(projectId, personId);
   const cohorts = await getCohorts(projectId, ids);

@@ -13,7 +13,7 @@ import { bumpAnswersGeneration } from '../db/projects.ts';
 import { uuidv7 } from '../ids.ts';
 import { logger } from '../observability.ts';
 import { retryTransient, TRANSIENT } from '../retry.ts';
-import { groupKeyOf } from './group-types.ts';
+import { groupKeyOf, isGroupTypeName } from './group-types.ts';
 import { applyPersonUpdates } from './person-properties.ts';
 
 const ATTEMPTS = 8;
@@ -25,7 +25,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 const isGroupIdentify = (e: StoredEvent) =>
   e.event === '$groupidentify' &&
   e.properties.$process_person_profile !== false &&
-  typeof e.properties.$group_type === 'string' &&
+  isGroupTypeName(e.properties.$group_type) &&
   groupKeyOf(e.properties.$group_key) !== undefined;
 
 /**

@@ -2,6 +2,7 @@ import { nowIso } from '../clock.ts';
 import { getGroupTypes, saveGroupTypes, type GroupType } from '../db/groups.ts';
 import { logger } from '../observability.ts';
 import { retryTransient, TRANSIENT } from '../retry.ts';
+import { hasControlCharacter } from '../schemas/groups.ts';
 
 /** PostHog's limit: group types per project, index 0-4. */
 export const MAX_GROUP_TYPES = 5;
@@ -30,8 +31,23 @@ export function groupKeyOf(value: unknown): string | undefined {
   return key && key.length <= MAX_GROUP_KEY_LENGTH ? key : undefined;
 }
 
-const isTypeName = (t: unknown): t is string =>
-  typeof t === 'string' && t.length > 0 && t.length <= MAX_GROUP_TYPE_LENGTH;
+/**
+ * A group type name as types are assigned: non-empty, at most 400 characters, no control character.
+ * The name is how every list, filter and breakdown shows the type; a control character in it
+ * (a NUL, a line break, an escape sequence) shows as nothing, breaks the line or drives the terminal.
+ */
+export function isGroupTypeName(t: unknown): t is string {
+  return typeof t === 'string' && t.length > 0 && t.length <= MAX_GROUP_TYPE_LENGTH && !hasControlCharacter(t);
+}
+
+/** The type names an event names that are refused (a control character, empty or too long): reported, never assigned. */
+function refusedTypeNames(event: string, properties: Record<string, unknown>): string[] {
+  if (properties.$process_person_profile === false) return [];
+  const named: unknown[] = [];
+  if (event === '$groupidentify' && properties.$group_type !== undefined) named.push(properties.$group_type);
+  if (isObject(properties.$groups)) named.push(...Object.keys(properties.$groups));
+  return named.filter((t): t is string => typeof t === 'string' && !isGroupTypeName(t));
+}
 
 /**
  * The groups an event names: its `$groups` and, for `$groupidentify`, its `$group_type`. Events sent
@@ -40,10 +56,10 @@ const isTypeName = (t: unknown): t is string =>
 export function groupTypesNamed(event: string, properties: Record<string, unknown>): string[] {
   if (properties.$process_person_profile === false) return [];
   const named: string[] = [];
-  if (event === '$groupidentify' && isTypeName(properties.$group_type)) named.push(properties.$group_type);
+  if (event === '$groupidentify' && isGroupTypeName(properties.$group_type)) named.push(properties.$group_type);
   if (isObject(properties.$groups))
     for (const [type, key] of Object.entries(properties.$groups))
-      if (isTypeName(type) && groupKeyOf(key) !== undefined) named.push(type);
+      if (isGroupTypeName(type) && groupKeyOf(key) !== undefined) named.push(type);
   return named;
 }
 
@@ -101,13 +117,22 @@ export async function attributeGroups(
   projectId: number,
   events: readonly { event: string; properties: Record<string, unknown> }[],
 ): Promise<void> {
+  // A refused type name is left out as PostHog leaves out a type past the limit: the event is kept as
+  // sent, with no `$group_N` for it and no group, and an ingestion warning says why.
+  for (const group_type of new Set(events.flatMap((e) => refusedTypeNames(e.event, e.properties))))
+    logger.warn('ingestion warning: invalid group type', {
+      type: 'invalid_group_type',
+      project_id: projectId,
+      group_type: JSON.stringify(group_type.slice(0, MAX_GROUP_TYPE_LENGTH)),
+    });
   const named = events.flatMap((e) => groupTypesNamed(e.event, e.properties));
   if (named.length === 0) return;
   const indexes = await groupTypeIndexes(projectId, named);
   for (const e of events) {
     if (e.properties.$process_person_profile === false || !isObject(e.properties.$groups)) continue;
     for (const [type, value] of Object.entries(e.properties.$groups)) {
-      const index = indexes.get(type);
+      // A name assigned before control characters were refused is not attributed either.
+      const index = isGroupTypeName(type) ? indexes.get(type) : undefined;
       const key = groupKeyOf(value);
       if (index !== undefined && key !== undefined) e.properties[`$group_${index}`] = key;
     }

@@ -15,6 +15,7 @@ import {
   personCount,
   personIdOf,
   personIdsOf,
+  personIdsOfUuids,
   nextPersonId,
   personsPage,
   personsPosition,
@@ -632,7 +633,7 @@ async function removeInGroups(
 export type QueueBulkDelete = (message: QueuedBulkDelete) => Promise<void>;
 
 /**
- * PostHog's bulk_delete: by integer ids (or uuids) or by distinct ids, up to 1000; unknown ones are
+ * PostHog's bulk_delete: by uuids (PostHog's ids) or our integer ids, or by distinct ids, up to 1000; unknown ones (and other projects' persons) are
  * reported, not fatal. Those not reached within `budgetMs` are queued, in one message, for the
  * bulk-delete worker, which removes them within seconds; they are listed in `queued`, as given.
  */
@@ -647,23 +648,18 @@ export async function bulkDeletePersons(
   deleted: number[];
   not_found: (number | string)[];
   queued: (number | string)[];
-  scan_limited?: boolean;
+  /** PostHog's summary of the same request (its clients read these): what was found, what is deleted already. */
+  persons_found: number;
+  persons_deleted: number;
+  events_queued_for_deletion: boolean;
+  recordings_queued_for_deletion: false;
+  deletion_errors: never[];
 }> {
   const stopAt = Math.min(deadline, Date.now() + budgetMs);
   const wanted: (number | string)[] = input.ids ?? input.distinct_ids ?? [];
   let resolved: (number | undefined)[];
-  let scanLimited = false;
-  if (input.ids) {
-    const byUuid = await personIdsOfUuids(
-      projectId,
-      input.ids.filter((w): w is string => typeof w === 'string' && UUID_PATTERN.test(w)),
-      deadline,
-    );
-    scanLimited = !byUuid.complete;
-    resolved = input.ids.map((w) =>
-      typeof w === 'number' ? w : /^\d+$/.test(w) ? Number(w) : byUuid.ids.get(w.toLowerCase()),
-    );
-  } else {
+  if (input.ids) resolved = await personIdsGiven(projectId, input.ids);
+  else {
     const owners = await personIdsOf(wanted.map((d) => ({ projectId, distinctId: String(d) })));
     resolved = wanted.map((d) => owners.get(`${projectId}#${d}`));
   }
@@ -694,33 +690,36 @@ export async function bulkDeletePersons(
     else if (id !== undefined && leftSet.has(id)) queued.push(wanted[i]!);
     else notFound.push(wanted[i]!);
   }
-  return { deleted: [...deleted], not_found: notFound, queued, ...(scanLimited ? { scan_limited: true } : {}) };
+  const found = deleted.size + left.length;
+  return {
+    deleted: [...deleted],
+    not_found: notFound,
+    queued,
+    persons_found: found,
+    persons_deleted: deleted.size,
+    events_queued_for_deletion: input.delete_events && found > 0,
+    recordings_queued_for_deletion: false,
+    deletion_errors: [],
+  };
 }
 
+/** A person id as a client may send it: ours (an integer, or its digits as text) or PostHog's (the person's uuid). */
+export type GivenPersonId = number | string;
+
 /**
- * The persons of PostHog uuids (what its clients hold: `uuid` in every person, `person_id` on events).
- * No index leads from a uuid to a person, so the project's persons are read newest first, within the
- * filtered list's bounds, until every uuid is found. `complete` false: the bounds cut the read short,
- * so a uuid not found may belong to an older person.
+ * The person ids that ids given in either form name, in order (`undefined`: a uuid of no person of
+ * the project, or text that is neither form). Integer ids are not checked here (getPersons does);
+ * uuids are looked up in the personsByUuid index, so only the project's own persons are found.
  */
-async function personIdsOfUuids(
+export async function personIdsGiven(
   projectId: number,
-  uuids: string[],
-  deadline?: number,
-): Promise<{ ids: Map<string, number>; complete: boolean }> {
-  const wanted = new Set(uuids.map((u) => u.toLowerCase()));
-  const ids = new Map<string, number>();
-  if (wanted.size === 0) return { ids, complete: true };
-  const { complete } = await walkPersons(
+  given: readonly GivenPersonId[],
+): Promise<(number | undefined)[]> {
+  const byUuid = await personIdsOfUuids(
     projectId,
-    (person) => {
-      const uuid = person.uuid.toLowerCase();
-      if (wanted.has(uuid)) ids.set(uuid, person.id);
-      return ids.size < wanted.size;
-    },
-    deadline,
+    given.filter((w): w is string => typeof w === 'string' && UUID_PATTERN.test(w)),
   );
-  return { ids, complete };
+  return given.map((w) => (typeof w === 'number' ? w : /^\d{1,15}$/.test(w) ? Number(w) : byUuid.get(w.toLowerCase())));
 }
 
 const queuedBulkDelete = v.object({

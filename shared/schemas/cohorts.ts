@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { UUID_PATTERN } from '../ids.ts';
 import { pageQuery } from './query-string.ts';
 
 export const cohortIdParams = v.object({
@@ -36,6 +37,7 @@ const filtersField = v.pipe(
   }),
 );
 
+/** Person ids in PostHog's form (person uuids) or ours (integer ids); shared/domain/cohorts.ts resolves both. */
 const personIdList = v.pipe(
   v.array(
     v.union([v.pipe(v.number(), v.integer(), v.minValue(1)), v.pipe(v.string(), v.minLength(1), v.maxLength(64))]),
@@ -57,7 +59,9 @@ const cohortFields = {
 export const cohortCreateBody = v.object(cohortFields);
 export const cohortUpdateBody = v.object(cohortFields);
 
-export const addPersonsBody = v.object({ person_ids: personIdList });
+export const addPersonsBody = v.object({
+  person_ids: v.pipe(personIdList, v.minLength(1, 'person_ids cannot be empty')),
+});
 export const removePersonBody = v.object({
   person_id: v.union([
     v.pipe(v.number(), v.integer(), v.minValue(1)),
@@ -70,6 +74,13 @@ export const cohortPersonsQuery = v.object({
   cursor: v.optional(v.pipe(v.string(), v.maxLength(200))),
 });
 
+/** PostHog's "person ID or UUID": our integer id, or the person's uuid. */
 export const personCohortsQuery = v.object({
-  person_id: v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'A valid integer is required.'), v.transform(Number)),
+  person_id: v.pipe(
+    v.string('This field is required.'),
+    v.check(
+      (id) => /^\d{1,15}$/.test(id) || UUID_PATTERN.test(id),
+      'A person id (an integer) or a person uuid is required.',
+    ),
+  ),
 });

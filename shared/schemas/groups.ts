@@ -27,7 +27,30 @@ export const groupFindQuery = v.object({
 /** A group's properties timeline: the group as `find` names it, and the range as a person's timeline takes it. */
 export const groupTimelineQuery = v.object({ ...groupFindQuery.entries, ...timelineQuery.entries });
 
-const groupName = v.optional(v.nullable(v.pipe(v.string(), v.trim(), v.maxLength(400))));
+/**
+ * True when the text holds a control character (C0, DEL or C1: Unicode's Cc category). Group type
+ * names and their display names refuse them: a NUL, a line break or an escape sequence shows as
+ * nothing, breaks the line or drives a terminal wherever the name is listed. Capture uses it too
+ * (shared/domain/group-types.ts).
+ */
+export function hasControlCharacter(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x20 || (code >= 0x7f && code <= 0x9f)) return true;
+  }
+  return false;
+}
+
+const groupName = v.optional(
+  v.nullable(
+    v.pipe(
+      v.string(),
+      v.trim(),
+      v.maxLength(400),
+      v.check((name) => !hasControlCharacter(name), 'Group type names may not contain control characters.'),
+    ),
+  ),
+);
 
 /** PostHog's `update_metadata`: a list of rows naming the type by index. */
 export const groupTypesMetadataBody = v.pipe(

@@ -62,7 +62,16 @@ describe('bulk delete through the queue', () => {
     const asked = [...ids.slice(0, 299), String(ids[299]), 42];
     const res = await p.c.post(`${p.base}bulk_delete/`, { ids: asked });
     expect(res.status).toBe(202);
-    expect(res.body).toEqual({ deleted: [], not_found: [42], queued: asked.slice(0, 300) });
+    expect(res.body).toEqual({
+      deleted: [],
+      not_found: [42],
+      queued: asked.slice(0, 300),
+      persons_found: 300,
+      persons_deleted: 0,
+      events_queued_for_deletion: false,
+      recordings_queued_for_deletion: false,
+      deletion_errors: [],
+    });
     await eventually(async () => expect((await p.c.get(p.base)).body.results).toEqual([]), 60_000);
     expect((await p.c.get(`${p.base}${ids[299]}`)).status).toBe(404);
     // The activity log names who asked, not the worker.
@@ -75,7 +84,13 @@ describe('bulk delete through the queue', () => {
     await seed(p.projectId, [3_100_000, 3_100_001]);
     const res = await p.c.post(`${p.base}bulk_delete/`, { distinct_ids: ['q-3100001', 'nobody', 'q-3100000'] });
     expect(res.status).toBe(202);
-    expect(res.body).toEqual({ deleted: [], not_found: ['nobody'], queued: ['q-3100001', 'q-3100000'] });
+    expect(res.body).toMatchObject({
+      deleted: [],
+      not_found: ['nobody'],
+      queued: ['q-3100001', 'q-3100000'],
+      persons_found: 2,
+      persons_deleted: 0,
+    });
     await eventually(async () => expect((await p.c.get(p.base)).body.results).toEqual([]), 30_000);
   });
 

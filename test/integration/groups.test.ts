@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { getEvent } from '#shared/db/events.ts';
 import { listGroupChanges } from '#shared/db/groups.ts';
 import { personIdOf } from '#shared/db/persons.ts';
-import { eventually, newProject, useApi } from '../support/api.ts';
+import { eventually, expectErrorShape, newProject, useApi } from '../support/api.ts';
 
 const api = useApi();
 
@@ -157,6 +157,55 @@ describe('groups', () => {
       { group_type_index: 3, name_singular: 'X' },
     ]);
     expect(missing.status).toBe(404);
+  });
+
+  it('refuses group type names with control characters: capture keeps the event without the type, the API answers 400', async () => {
+    const { key, projectId, token } = await newProject(api.as);
+    const c = api.as(key);
+    const viewed = randomUUID();
+    const batch = [
+      {
+        event: 'viewed',
+        distinct_id: 'ada',
+        uuid: viewed,
+        properties: { $groups: { 'com\npany': 'acme', team: 't1' } },
+      },
+      identify('bad\u0000type', 'k1', { name: 'Hidden' }),
+      identify('esc\u001b[31m', 'k2', { name: 'Red' }),
+      identify('team', 't1', { name: 'Team one' }),
+    ];
+    expect((await api.as().post('/batch', { api_key: token, batch })).status).toBe(200);
+    // The valid type is assigned and its group made; the refused names are neither.
+    await eventually(async () => {
+      const res = await c.get(`/api/environments/${projectId}/groups/find?group_type_index=0&group_key=t1`);
+      expect(res.body.group_properties).toEqual({ name: 'Team one' });
+    }, 20_000);
+    const types = (await c.get(`/api/projects/${projectId}/groups_types`)).body;
+    expect(types.map((t: any) => t.group_type)).toEqual(['team']);
+    const stored = await eventually(async () => (await getEvent(projectId, viewed))!);
+    expect(stored.properties).toMatchObject({ $group_0: 't1', $groups: { 'com\npany': 'acme', team: 't1' } });
+    expect(Object.keys(stored.properties).filter((k) => k.startsWith('$group_'))).toEqual(['$group_0']);
+
+    for (const row of [
+      { group_type_index: 0, name_singular: 'Te\u0000am' },
+      { group_type_index: 0, name_plural: 'Te\nams' },
+      { group_type_index: 0, name_singular: '\u001b[2JTeam' },
+    ]) {
+      const res = await c.patch(`/api/projects/${projectId}/groups_types/update_metadata`, [row]);
+      expect(res.status).toBe(400);
+      expectErrorShape(res.body);
+      expect(res.body).toMatchObject({
+        type: 'validation_error',
+        detail: expect.stringMatching(/control characters/),
+        attr: expect.stringMatching(/name_(singular|plural)$/),
+      });
+    }
+    const after = (await c.get(`/api/projects/${projectId}/groups_types`)).body;
+    expect([after[0].name_singular, after[0].name_plural]).toEqual([null, null]);
+    const named = await c.patch(`/api/projects/${projectId}/groups_types/update_metadata`, [
+      { group_type_index: 0, name_singular: 'Équipe 🏢', name_plural: ' Teams ' },
+    ]);
+    expect(named.body[0]).toMatchObject({ name_singular: 'Équipe 🏢', name_plural: 'Teams' });
   });
 
   it('lists a type newest first, 100 a page with a cursor; searches keys exactly and properties by text', async () => {

@@ -108,7 +108,7 @@ async function sampleRequest(route: KeyRoute, c: Client, token: string, projectI
     groups_types_update_metadata: [{ group_type_index: 0, name_singular: 'Company' }],
     cohorts_create: { name: 'Slashed', is_static: true },
     cohorts_partial_update: { name: 'Renamed' },
-    cohorts_add_persons_to_static_cohort: { person_ids: [] },
+    cohorts_add_persons_to_static_cohort: { person_ids: [memberId] },
     cohorts_remove_person_from_static_cohort: { person_id: memberId },
     cohorts_duplicate_as_static_cohort: {},
   };

@@ -413,7 +413,18 @@ describe('person split and delete', () => {
     // The API functions time out at 10 s (infra/stacks/analytics-stack.ts); before grouping, one request took over 30 s and failed.
     expect(answeredMs).toBeLessThan(10_000);
     expect(res.status).toBe(202);
-    expect(Object.keys(res.body).sort()).toEqual(['deleted', 'not_found', 'queued']);
+    expect(Object.keys(res.body).sort()).toEqual([
+      'deleted',
+      'deletion_errors',
+      'events_queued_for_deletion',
+      'not_found',
+      'persons_deleted',
+      'persons_found',
+      'queued',
+      'recordings_queued_for_deletion',
+    ]);
+    expect(res.body.persons_found).toBe(1000);
+    expect(res.body.persons_deleted).toBe(res.body.deleted.length);
     expect(res.body.not_found).toEqual([]);
     expect([...res.body.deleted, ...res.body.queued].sort()).toEqual([...ids].sort());
     // Nothing is left for the client to send again: the queued ones go within seconds.

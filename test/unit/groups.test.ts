@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { newerSet } from '#shared/domain/group-ingest.ts';
-import { groupKeyOf, groupTypesNamed } from '#shared/domain/group-types.ts';
+import { groupKeyOf, groupTypesNamed, isGroupTypeName } from '#shared/domain/group-types.ts';
+import { hasControlCharacter } from '#shared/schemas/groups.ts';
 
 describe('groupTypesNamed', () => {
   it('names the $groups types and, on $groupidentify, its own type first', () => {
@@ -21,6 +22,26 @@ describe('groupTypesNamed', () => {
     expect(groupTypesNamed('viewed', { $groups: { ['t'.repeat(401)]: 'a', ['t'.repeat(400)]: 'b' } })).toEqual([
       't'.repeat(400),
     ]);
+  });
+});
+
+describe('group type names refuse control characters', () => {
+  const controls = ['\u0000', '\t', '\n', '\r', '\u001b', '\u007f', '\u0085', '\u009f'];
+
+  it('hasControlCharacter: C0, DEL and C1 (Unicode Cc), nothing else', () => {
+    for (const c of controls) expect([c, hasControlCharacter(`com${c}pany`)]).toEqual([c, true]);
+    for (const ok of ['company', 'Société', 'チーム', '🏢 org', 'a b', '\u00a0nbsp', '\u2028'])
+      expect([ok, hasControlCharacter(ok)]).toEqual([ok, false]);
+  });
+
+  it('capture assigns no type to such a name, in $groups or as a $groupidentify type, and keeps the others', () => {
+    for (const c of controls) {
+      const bad = `com${c}pany`;
+      expect(isGroupTypeName(bad)).toBe(false);
+      expect(groupTypesNamed('viewed', { $groups: { [bad]: 'acme', workspace: 'w' } })).toEqual(['workspace']);
+      expect(groupTypesNamed('$groupidentify', { $group_type: bad, $groups: { company: 'a' } })).toEqual(['company']);
+    }
+    expect(isGroupTypeName('company')).toBe(true);
   });
 });
 
