@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { printSelectSql } from '#shared/lake/sql/select.ts';
 import { printTrendSql } from '#shared/lake/sql/trends.ts';
+import { parseSelectStatement } from '#shared/hogql/select.ts';
 import { parseTrendRequest, type ProjectSettings, resolveDateRange } from '#shared/trends/index.ts';
 import { expectTrinoStatement, trinoStatementFaults, trinoSyntaxErrors } from '../../support/trino-grammar.ts';
 
@@ -51,6 +53,26 @@ describe("the issue's injection, printed as the printer of the time printed it",
     ]);
     // The same HogQL printed as the issue asks (a negation around its operand): one statement, no fault.
     expect(trinoStatementFaults(statement(`(-7) AS "c0", (-(-7)) AS "c1", 'x' AS "c2"`), EXPECTED)).toEqual([]);
+  });
+
+  it('negations printed today: every sign its own token, the statement comment-free', () => {
+    // The parser no longer folds `-(-7)` or `- -7` into 7 (PostHog reads them as negations), and the alias
+    // route of the issue gives the same tree: each must print without two `-` touching.
+    const text = 'SELECT -7 AS a, -(-7), - -7, -(7), -(-(toFloat(event))) FROM events WHERE -a < 0 AND -(-(-1)) < 0';
+    const sql = printSelectSql(
+      {
+        projectId: 7,
+        statement: parseSelectStatement(text, 'query'),
+        timezone: 'UTC',
+        weekStart: 1,
+        days: { from: '2024-03-01', to: '2024-03-15' },
+        limit: 101,
+        offset: 0,
+      },
+      { dialect: 'athena', database: 'stage_lake', table: 'events' },
+    ).sql;
+    expect(sql).not.toContain('--');
+    expectTrinoStatement(sql, EXPECTED);
   });
 
   it.each([
