@@ -12,8 +12,10 @@
  *   `"project_id" = <p>` in its top-level WHERE conjunction. A well-formed injection (a comment that
  *   a newline in a string ends, then a `UNION ALL` over the same table) passes the grammar and fails these.
  *
- * Measured (test/unit/lake/trino-grammar.test.ts prints it): about 2-3 ms per printed trend statement
- * on this 2-core machine once warm; the first parse costs ~0.3 s (ANTLR fills its DFA cache).
+ * Cost (test/unit/lake/trino-grammar.test.ts prints it per trend): the first parse fills ANTLR's caches
+ * (0.3-1 s); then 2-7 ms for a 300-character statement (2 cores, load average ~13), growing with length
+ * and operator chains (lexing dominates); 21-115 ms for 250 characters and ~1.2 s for a 4,300-character
+ * trend at a load average of ~25. A large fuzz should pass a sample of its statements through it.
  */
 import { TrinoSQL } from 'dt-sql-parser/dist/parser/trino/index.js';
 import {

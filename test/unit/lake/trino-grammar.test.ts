@@ -142,9 +142,9 @@ describe('the trends printer, over a spread of trends', () => {
       fc.record({
         id: fc.constantFrom('$pageview', "e' OR 1 = 1 --", null),
         math: fc.constantFrom('total', 'dau', 'sum', 'min', 'max', 'avg'),
-        properties: fc.array(filter, { maxLength: 2 }),
+        properties: fc.array(filter, { maxLength: 1 }),
       }),
-      { minLength: 1, maxLength: 3 },
+      { minLength: 1, maxLength: 2 },
     ),
     properties: fc.array(filter, { maxLength: 2 }),
     breakdown: fc.constantFrom(undefined, '$browser', 'plan', 'amount'),
@@ -155,7 +155,7 @@ describe('the trends printer, over a spread of trends', () => {
   });
 
   it('every statement is one Trino SELECT of the project’s table, the project predicate at the top (ms per statement printed)', () => {
-    const samples = fc.sample(trend, { numRuns: 40, seed: 35 });
+    const samples = fc.sample(trend, { numRuns: 16, seed: 35 });
     let parsedMs = 0;
     let chars = 0;
     for (const t of samples) {
@@ -182,5 +182,5 @@ describe('the trends printer, over a spread of trends', () => {
     console.info(
       `Trino grammar check: ${samples.length} trend statements, ${(parsedMs / samples.length).toFixed(1)} ms each, ${Math.round(chars / samples.length)} characters each`,
     );
-  }, 120_000);
+  }, 300_000);
 });
