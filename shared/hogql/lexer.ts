@@ -85,17 +85,24 @@ const isIdentStart = (c: string): boolean => (c >= 'a' && c <= 'z') || (c >= 'A'
 const isIdentPart = (c: string): boolean => isIdentStart(c) || isDigit(c);
 const isHex = (c: string): boolean => isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 
-/** ClickHouse's escapes; any other `\c` reads as `c`, as ClickHouse reads it. */
+/**
+ * PostHog's escapes (HogQLLexer's ESCAPE_CHAR_COMMON, unquoted as its parser does): these read as the
+ * character, `\0` as nothing (PostHog drops NUL), `\\` as `\`; `\xHH` and the upper-case letters are
+ * accepted and kept as written (PostHog does not decode them); any other `\c` is a syntax error, as in
+ * PostHog (`'\d+'` must be written `'\\d+'`).
+ */
 const ESCAPES: Record<string, string> = {
   b: '\b',
   f: '\f',
   r: '\r',
   n: '\n',
   t: '\t',
-  '0': '\0',
   a: '\u0007',
   v: '\v',
+  '0': '',
+  '\\': '\\',
 };
+const KEPT_ESCAPES = new Set(['B', 'F', 'R', 'N', 'T', 'A', 'V']);
 
 function describe(c: string): string {
   const code = c.codePointAt(0) ?? 0;
@@ -133,11 +140,19 @@ export function tokenize(text: string, limits: Limits, attr: string): { tokens: 
         if (i + 1 >= n) fail(`unterminated ${what} starting at position ${start}.`);
         const e = text.charAt(i + 1);
         if ((e === 'x' || e === 'X') && isHex(text.charAt(i + 2)) && isHex(text.charAt(i + 3))) {
-          out += String.fromCharCode(Number.parseInt(text.slice(i + 2, i + 4), 16));
+          out += text.slice(i, i + 4);
           i += 4;
-        } else {
-          out += ESCAPES[e] ?? e;
+        } else if (Object.hasOwn(ESCAPES, e)) {
+          out += ESCAPES[e];
           i += 2;
+        } else if (KEPT_ESCAPES.has(e) || (quote === '`' && e === "'")) {
+          out += `\\${e}`;
+          i += 2;
+        } else if (e === quote && quote !== '`') {
+          out += quote;
+          i += 2;
+        } else {
+          fail(`unsupported escape "\\${e}" at position ${i} (write "\\\\" for a backslash).`);
         }
       } else {
         out += c;

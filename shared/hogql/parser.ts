@@ -7,9 +7,10 @@ import { checkLength, depthExceeded, LIMITS, type Limits, nodesExceeded, tooMany
 /**
  * A hand-written Pratt parser for HogQL's expression syntax. Precedences follow PostHog's HogQLParser
  * grammar (tightest first): `x[i]` / `a.b`, unary `-`, `* / %`, `+ - ||`, comparisons (`= != < LIKE IN
- * =~ BETWEEN ...`), `IS [NOT] NULL`, `??`, `NOT`, `AND`, `OR`, `? :`, `AS`. One deliberate difference:
- * a `BETWEEN`'s bounds stop at `AND`, so `x BETWEEN 1 AND 2 AND y` is `(x BETWEEN 1 AND 2) AND y`
- * (PostHog's grammar notes its own reading of this as a bug).
+ * =~ ...`), `IS [NOT] NULL`, `??`, `BETWEEN`, `NOT`, `AND`, `OR`, `? :`, `AS`; a `BETWEEN`'s bounds stop at
+ * `AND`, so `x BETWEEN 1 AND 2 AND y` is `(x BETWEEN 1 AND 2) AND y`. As in PostHog's grammar, `NOT (x)` is a call of
+ * not() (`NOT (a) = b` is `not(a) = b`), a sign is part of a number literal only (`-1`, but `-(1)` is a
+ * negation), and test/unit/hogql/posthog-parser-oracle.test.ts holds the two parsers to the same trees.
  *
  * It never backtracks: each token is looked at a bounded number of times, so parsing is linear in the
  * text. Every recursion goes through `expression`, which checks the depth cap before descending.
@@ -22,6 +23,8 @@ const BP = {
   or: 3,
   and: 4,
   not: 5,
+  /** Looser than comparisons and `??`, as PostHog's grammar: `a BETWEEN b AND c = d` is `a BETWEEN b AND (c = d)`. */
+  between: 5.5,
   nullish: 6,
   isNull: 7,
   compare: 8,
@@ -190,11 +193,13 @@ export class Parser {
       case 'in':
       case 'like':
       case 'ilike':
-      case 'between':
         return BP.compare;
+      case 'between':
+        return BP.between;
       case 'not': {
         const after = this.peek(1);
-        return ['in', 'like', 'ilike', 'between'].some((w) => this.isKeyword(after, w)) ? BP.compare : 0;
+        if (this.isKeyword(after, 'between')) return BP.between;
+        return ['in', 'like', 'ilike'].some((w) => this.isKeyword(after, w)) ? BP.compare : 0;
       }
       case 'is':
         return BP.isNull;
@@ -247,7 +252,8 @@ export class Parser {
           return this.make({ kind: 'call', name: 'concat', args: [left, right], span: this.span(start) });
         }
         case '??': {
-          const right = this.expression(bp - 1);
+          // Left to right, as PostHog reads it: `a ?? b ?? c` is ifNull(ifNull(a, b), c).
+          const right = this.expression(bp);
           return this.make({ kind: 'call', name: 'ifNull', args: [left, right], span: this.span(start) });
         }
         case '?': {
@@ -318,9 +324,10 @@ export class Parser {
   }
 
   private between(expr: Expr, negated: boolean, start: number): Expr {
-    const low = this.expression(BP.compare);
+    // The low bound runs to AND, the high one over everything that binds tighter than BETWEEN (PostHog's reading).
+    const low = this.expression(BP.and);
     this.expectKeyword('and');
-    const high = this.expression(BP.compare);
+    const high = this.expression(BP.between);
     return this.make({ kind: 'between', expr, low, high, negated, span: this.span(start) });
   }
 
@@ -378,6 +385,12 @@ export class Parser {
           }
           break;
         case 'not': {
+          // `NOT (x)` is a call of not(), as PostHog reads it: `NOT (a) = b` is `not(a) = b`, not `NOT (a = b)`.
+          if (callNext) {
+            const c = this.call(tok.value, start);
+            if (c.kind !== 'call' || c.args.length !== 1 || c.params || c.distinct) return c;
+            return { kind: 'not', expr: c.args[0]!, span: c.span };
+          }
           const expr = this.expression(BP.not);
           return this.make({ kind: 'not', expr, span: this.span(start) });
         }
@@ -415,16 +428,16 @@ export class Parser {
         const items = this.list(']', [], 'Array');
         return this.make({ kind: 'array', items, span: this.span(start) });
       }
-      case '-': {
+      case '-':
+      case '+': {
+        // A sign written on a number literal (`-1`, `- 2.5`, `+inf`) is part of the number, as in PostHog's
+        // grammar (numberLiteral); anything else (`-(1)`, `-x`, `-(-7)`) is a negation of its operand, never folded.
+        const number = this.signedNumber(tok.value === '-' ? -1 : 1, start);
+        if (number) return number;
+        if (tok.value === '+') return this.fail(this.peek(), 'a number after "+"');
         const expr = this.expression(BP.multiplicative);
-        if (expr.kind === 'constant' && typeof expr.value === 'number') {
-          // `-1` is a number, as PostHog's grammar reads it, so printing and parsing agree.
-          return { kind: 'constant', value: -expr.value, span: this.span(start) };
-        }
         return this.make({ kind: 'negate', expr, span: this.span(start) });
       }
-      case '+':
-        return this.expression(BP.multiplicative);
       case '{': {
         if (!this.placeholder) return this.fail(tok, 'an expression');
         const path: string[] = [];
@@ -446,6 +459,18 @@ export class Parser {
       default:
         return this.fail(tok, 'an expression');
     }
+  }
+
+  /** The number literal right after a sign, with the sign applied (the infix loop continues after it); else undefined. */
+  private signedNumber(sign: 1 | -1, start: number): Expr | undefined {
+    const tok = this.peek();
+    const word = tok.type === 'ident' && !tok.quoted ? tok.value.toLowerCase() : '';
+    const special =
+      ['inf', 'infinity', 'nan'].includes(word) && !this.isOp(this.peek(1), '(') && !this.isOp(this.peek(1), '.');
+    if (tok.type !== 'number' && !special) return undefined;
+    this.next();
+    const value = tok.type === 'number' ? tok.value : word === 'nan' ? Number.NaN : Infinity;
+    return this.make({ kind: 'constant', value: sign * value, span: [start, tok.end] });
   }
 
   /**
@@ -516,7 +541,10 @@ export class Parser {
     }
   }
 
-  /** `CASE [x] WHEN c THEN r ... [ELSE e] END` is `multiIf(c, r, ..., e)`; without ELSE, e is null. */
+  /**
+   * `CASE [x] WHEN c THEN r ... [ELSE e] END` is `multiIf(c, r, ..., e)` (`if(c, r, e)` for one WHEN without
+   * a subject); without ELSE, e is null.
+   */
   private caseExpr(start: number): Expr {
     if (this.isKeyword(this.peek(), 'end')) this.fail(this.peek(), 'WHEN');
     const subject = this.isKeyword(this.peek(), 'when') ? undefined : this.expression(BP.alias);
@@ -540,7 +568,9 @@ export class Parser {
       args.push(this.make({ kind: 'constant', value: null, span: [this.lastEnd, this.lastEnd] }));
     }
     this.expectKeyword('end');
-    return this.make({ kind: 'call', name: 'multiIf', args, span: this.span(start) });
+    // One WHEN without a subject is if(c, r, e), as PostHog reads it (its printed name is the column's name).
+    const name = subject === undefined && args.length === 3 ? 'if' : 'multiIf';
+    return this.make({ kind: 'call', name, args, span: this.span(start) });
   }
 
   /** `INTERVAL 7 DAY` is `toIntervalDay(7)`, as PostHog reads it. */

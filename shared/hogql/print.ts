@@ -27,7 +27,18 @@ const COMPARE_TEXT: Record<CompareOp, string> = {
 };
 
 /** The parser's binding powers (parser.ts), as the printer needs them. */
-const PREC = { alias: 1, or: 3, and: 4, not: 5, compare: 8, additive: 9, multiplicative: 10, unary: 11, atom: 13 };
+const PREC = {
+  alias: 1,
+  or: 3,
+  and: 4,
+  not: 5,
+  between: 5.5,
+  compare: 8,
+  additive: 9,
+  multiplicative: 10,
+  unary: 11,
+  atom: 13,
+};
 
 /** Names that the parser reads as keywords or literals where an operand starts. */
 const WORDS = new Set([
@@ -70,8 +81,9 @@ function precedence(e: Expr): number {
     case 'not':
       return PREC.not;
     case 'compare':
-    case 'between':
       return PREC.compare;
+    case 'between':
+      return PREC.between;
     case 'arithmetic':
       return e.op === '+' || e.op === '-' ? PREC.additive : PREC.multiplicative;
     case 'negate':
@@ -95,32 +107,24 @@ export function printIdentifier(name: string, first = true): string {
   return `\`${escapeText(name, '`')}\``;
 }
 
+/** PostHog's escapes (lexer.ts) where it has one; every other character as it is, the quote doubled in a backquoted name. */
+const TEXT_ESCAPES: Record<string, string> = {
+  '\\': '\\\\',
+  '\n': '\\n',
+  '\r': '\\r',
+  '\t': '\\t',
+  '\b': '\\b',
+  '\f': '\\f',
+  '\u0007': '\\a',
+  '\v': '\\v',
+};
+
 function escapeText(text: string, quote: string): string {
   let out = '';
   for (const c of text) {
-    switch (c) {
-      case '\\':
-        out += '\\\\';
-        break;
-      case '\n':
-        out += '\\n';
-        break;
-      case '\r':
-        out += '\\r';
-        break;
-      case '\t':
-        out += '\\t';
-        break;
-      case '\0':
-        out += '\\0';
-        break;
-      default: {
-        const code = c.codePointAt(0) ?? 0;
-        if (c === quote) out += `\\${quote}`;
-        else if (code < 0x20 || code === 0x7f) out += `\\x${code.toString(16).padStart(2, '0')}`;
-        else out += c;
-      }
-    }
+    if (Object.hasOwn(TEXT_ESCAPES, c)) out += TEXT_ESCAPES[c];
+    else if (c === quote) out += quote === '`' ? '``' : `\\${quote}`;
+    else out += c;
   }
   return out;
 }
@@ -157,8 +161,11 @@ export function printHogQL(e: Expr): string {
       const args = `(${e.distinct ? 'DISTINCT ' : ''}${list(e.args)})`;
       return e.params ? `${name}(${list(e.params)})${args}` : `${name}${args}`;
     }
-    case 'not':
-      return `NOT ${operand(e.expr, PREC.not)}`;
+    case 'not': {
+      // `NOT (` starts a call of not() (parser.ts): an operand that starts with `(` is wrapped once more.
+      const text = operand(e.expr, PREC.not);
+      return precedence(e.expr) >= PREC.not && text.startsWith('(') ? `NOT (${text})` : `NOT ${text}`;
+    }
     case 'and':
     case 'or': {
       // A nested AND/OR keeps its parentheses: the parser flattens only one chain.
@@ -172,9 +179,12 @@ export function printHogQL(e: Expr): string {
       return `${operand(e.left, p)} ${e.op} ${operand(e.right, p + 1)}`;
     }
     case 'negate':
-      return `-${operand(e.expr, PREC.atom)}`;
+      // `-1` is a number (parser.ts): a negated number keeps its parentheses.
+      return e.expr.kind === 'constant' && typeof e.expr.value === 'number'
+        ? `-(${printHogQL(e.expr)})`
+        : `-${operand(e.expr, PREC.atom)}`;
     case 'between':
-      return `${operand(e.expr, PREC.compare)} ${e.negated ? 'NOT BETWEEN' : 'BETWEEN'} ${operand(e.low, PREC.compare + 1)} AND ${operand(e.high, PREC.compare + 1)}`;
+      return `${operand(e.expr, PREC.between)} ${e.negated ? 'NOT BETWEEN' : 'BETWEEN'} ${operand(e.low, PREC.between + 1)} AND ${operand(e.high, PREC.between + 1)}`;
     case 'alias':
       return `${operand(e.expr, PREC.alias)} AS ${printIdentifier(e.alias)}`;
   }

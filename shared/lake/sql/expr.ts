@@ -166,7 +166,8 @@ export function printLakeExpr(e: Expr, d: Dialect): string {
       if (e.op === '/') return `(CAST(${printLakeExpr(e.left, d)} AS double) / ${printLakeExpr(e.right, d)})`;
       return `(${printLakeExpr(e.left, d)} ${e.op} ${printLakeExpr(e.right, d)})`;
     case 'negate':
-      return `(-${printLakeExpr(e.expr, d)})`;
+      // `-` and a negative operand must never touch: `(--7)` opens a comment (issue 35).
+      return `(-(${printLakeExpr(e.expr, d)}))`;
     case 'between':
       return `(${printLakeExpr(e.expr, d)} ${e.negated ? 'NOT ' : ''}BETWEEN ${printLakeExpr(e.low, d)} AND ${printLakeExpr(e.high, d)})`;
     default:

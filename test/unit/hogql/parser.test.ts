@@ -45,8 +45,9 @@ describe('HogQL literals', () => {
     ["'abc'", c('abc')],
     ["'it''s'", c("it's")],
     ["'it\\'s'", c("it's")],
-    ["'a\\nb\\t\\\\\\x41'", c('a\nb\t\\A')],
-    ["'\\d+'", c('d+')],
+    // PostHog's escapes: \xHH and upper-case letters kept as written, \0 dropped (its parser's reading).
+    ["'a\\nb\\t\\\\\\x41\\N\\0'", c('a\nb\t\\\\x41\\N')],
+    ["'\\\\d+'", c('\\d+')],
     ['true', c(true)],
     ['FALSE', c(false)],
     ['Null', c(null)],
@@ -134,7 +135,18 @@ describe('HogQL operator precedence', () => {
     ['NOT x IS NULL', not(cmp('eq', f('x'), c(null)))],
     ['a ?? b', call('ifNull', f('a'), f('b'))],
     ['a ?? b IS NULL', call('ifNull', f('a'), cmp('eq', f('b'), c(null)))],
-    ['a ?? b ?? c', call('ifNull', f('a'), call('ifNull', f('b'), f('c')))],
+    // PostHog's readings (test/unit/hogql/posthog-parser-oracle.test.ts holds the parsers to the same trees).
+    ['a ?? b ?? c', call('ifNull', call('ifNull', f('a'), f('b')), f('c'))],
+    ['NOT (a) = b', cmp('eq', not(f('a')), f('b'))],
+    ['NOT (a)[1]', call('arrayElement', not(f('a')), c(1))],
+    ['NOT (a, b)', call('NOT', f('a'), f('b'))],
+    ['-(1)', { kind: 'negate', expr: c(1) }],
+    ['- 1', c(-1)],
+    ['+1', c(1)],
+    ['-inf', c(-Infinity)],
+    ['- -1', { kind: 'negate', expr: c(-1) }],
+    ['-1[2]', call('arrayElement', c(-1), c(2))],
+    ['CASE WHEN a THEN 1 END', call('if', f('a'), c(1), c(null))],
     ['NOT a ?? b', not(call('ifNull', f('a'), f('b')))],
     ['a = 1 ? b : c', call('if', cmp('eq', f('a'), c(1)), f('b'), f('c'))],
     ['a ? b : c ? d : e', call('if', f('a'), f('b'), call('if', f('c'), f('d'), f('e')))],
@@ -288,6 +300,12 @@ describe('HogQL syntax errors are 400s naming the caller field', () => {
     ['now() - INTERVAL 1 fortnight', /expected an interval unit/],
     ['', /empty/],
     ['  -- only a comment', /empty/],
+    // PostHog's grammar, not ClickHouse's: these are its syntax errors too (test/unit/hogql/posthog-parser-oracle.test.ts).
+    ["'\\d+'", /unsupported escape "\\d" at position 1/],
+    ['`a\\`b`', /unsupported escape/],
+    ['"a\\\'b"', /unsupported escape/],
+    ['+x', /expected a number after "\+"/],
+    ['+(1)', /expected a number after "\+"/],
   ])('%s', (text, detail) => {
     rejects(text, detail);
   });

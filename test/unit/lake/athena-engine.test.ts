@@ -10,6 +10,7 @@ import {
 } from '#shared/lake/engine.ts';
 import { printTrendSql } from '#shared/lake/sql/trends.ts';
 import { parseTrendRequest, resolveDateRange } from '#shared/trends/index.ts';
+import { expectTrinoStatement } from '../../support/trino-grammar.ts';
 
 const SETTINGS = { workgroup: 'analytics-lake', database: 'analytics_lake' };
 const FAST = { baseMs: 0, capMs: 0 };
@@ -75,6 +76,7 @@ describe('the Athena runner (mocked SDK calls: Athena cannot run here)', () => {
     });
     // The Glue table, never files: Athena finds the days' files through partition projection and the manifests.
     expect(sql).toContain('FROM "analytics_lake"."events"');
+    expectTrinoStatement(sql, { table: '"analytics_lake"."events"', projectId: 7 });
     expect(calls[4]!.body).toEqual({ QueryExecutionId: 'q-1', MaxResults: 1000 });
     expect(calls[5]!.body).toEqual({ QueryExecutionId: 'q-1', MaxResults: 1000, NextToken: 't2' });
   });

@@ -27,6 +27,7 @@ import { ATHENA as ATHENA_DIALECT } from '#shared/lake/sql/dialect.ts';
 import type { LakeSource } from '#shared/lake/sql/trends.ts';
 import { type HogQLQuery, hogqlQuery } from '#shared/schemas/query/hogql.ts';
 import type { ProjectSettings } from '#shared/trends/types.ts';
+import { expectTrinoStatement } from '../../support/trino-grammar.ts';
 
 /**
  * HogQLQuery on the lake: the SELECT parser (what it accepts, what it refuses by name), the SQL it
@@ -55,6 +56,8 @@ const refusal = (text: string): string => {
 
 const ATHENA: LakeSource = { dialect: 'athena', database: 'stage_lake', table: 'events' };
 const DAYS = { from: '2024-03-01', to: '2024-03-15' };
+const ATHENA_TABLE = '"stage_lake"."events"';
+/** The statement printed; Athena's held to Trino's grammar and the printer's promises on the way (every pinned text here). */
 const print = (
   text: string,
   source: LakeSource,
@@ -62,8 +65,8 @@ const print = (
   limit = 101,
   offset = 0,
   query: Partial<HogQLQuery> = {},
-) =>
-  printStatement(
+) => {
+  const printed = printStatement(
     {
       projectId: P,
       statement: foldNow(parse(text, query, settings), NOW.getTime(), settings.timezone),
@@ -75,6 +78,9 @@ const print = (
     },
     source,
   );
+  if (source.dialect === 'athena') expectTrinoStatement(printed.sql, { table: ATHENA_TABLE, projectId: P });
+  return printed;
+};
 
 describe('the SELECT parser', () => {
   it('reads the grammar: DISTINCT, aliases, table alias, WHERE, GROUP BY, HAVING, ORDER BY, LIMIT, OFFSET', () => {
@@ -180,6 +186,7 @@ describe('the SELECT parser', () => {
       { projectId: P, statement: s, timezone: 'UTC', weekStart: 1, days: DAYS, limit: 101, offset: 0 },
       ATHENA,
     ).sql;
+    expectTrinoStatement(sql, { table: ATHENA_TABLE, projectId: P });
     expect(sql).toContain(`("browser" IN ('Chrome'))`);
     expect(sql).toContain(`("timestamp" < TIMESTAMP '2024-03-05 00:00:00.000')`);
     expect(sql).toContain(`("timestamp" >= TIMESTAMP '2024-03-02 00:00:00.000')`);

@@ -10,6 +10,7 @@ import {
 } from '#shared/lake/route.ts';
 import { printTrendSql } from '#shared/lake/sql/trends.ts';
 import { parseTrendRequest, resolveDateRange } from '#shared/trends/index.ts';
+import { expectTrinoStatement } from '../../support/trino-grammar.ts';
 
 const t = (iso: string) => Date.parse(iso);
 const tally = (count: number, xsum = count * 7) => ({ count, xsum });
@@ -141,6 +142,7 @@ describe('which buckets the lake answers (each wholly from one source)', () => {
       { projectId: 7, model, range, project: settings, days },
       { dialect: 'athena', database: 'analytics_lake', table: 'events' },
     );
+    expectTrinoStatement(sql, { table: '"analytics_lake"."events"', projectId: 7 });
     expect(sql.split('\n').slice(2, 6).join('\n')).toMatchInlineSnapshot(`
       "WHERE "project_id" = 7
         AND ("day" BETWEEN '2024-04-09' AND '2024-04-12' OR "day" = '2024-04-14' OR "day" = '2024-04-16')

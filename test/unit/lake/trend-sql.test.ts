@@ -18,17 +18,25 @@ import {
 } from '#shared/trends/index.ts';
 import { toNumber } from '#shared/trends/properties.ts';
 import { parseNumber } from '#shared/hogql/convert.ts';
+import { expectTrinoStatement } from '../../support/trino-grammar.ts';
 
 const ATHENA: LakeSource = { dialect: 'athena', database: 'analytics_lake', table: 'events' };
+const ATHENA_TABLE = '"analytics_lake"."events"';
 const NOW = new Date('2024-03-16T12:00:00Z');
 
 function project(timezone = 'UTC', week_start_day: 0 | 1 = 1, test_account_filters = [] as never[]): ProjectSettings {
   return { timezone, week_start_day, test_account_filters };
 }
 
+/** The trend's SQL; Athena's is held to Trino's grammar and the printer's promises on the way (every pinned text here). */
 function sql(request: Record<string, unknown>, settings = project(), source: LakeSource = ATHENA, projectId = 7) {
   const model = parseTrendRequest(request);
-  return printTrendSql({ projectId, model, range: resolveDateRange(model, settings, NOW), project: settings }, source);
+  const text = printTrendSql(
+    { projectId, model, range: resolveDateRange(model, settings, NOW), project: settings },
+    source,
+  );
+  if (source.dialect === 'athena') expectTrinoStatement(text, { table: ATHENA_TABLE, projectId });
+  return text;
 }
 
 const WEEK = { date_from: '2024-03-01', date_to: '2024-03-07T23:59:59' };
@@ -202,7 +210,9 @@ describe('Athena SQL of a trend (pinned per feature)', () => {
     const settings = project();
     const range = resolveDateRange(model, settings, NOW);
     const days = ['2024-03-05', '2024-03-01', '2024-03-02', '2024-03-03', '2024-03-07'];
-    expect(printTrendSql({ projectId: 7, model, range, project: settings, days }, ATHENA)).toMatchInlineSnapshot(`
+    const pruned = printTrendSql({ projectId: 7, model, range, project: settings, days }, ATHENA);
+    expectTrinoStatement(pruned, { table: ATHENA_TABLE, projectId: 7 });
+    expect(pruned).toMatchInlineSnapshot(`
       "SELECT 0 AS series, CAST(NULL AS varchar) AS breakdown, CAST(CAST("day" AS date) AS timestamp) AS bucket, count(*) AS value, count(*) AS events
       FROM "analytics_lake"."events"
       WHERE "project_id" = 7
