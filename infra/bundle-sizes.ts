@@ -11,9 +11,15 @@ export const BUNDLE_BUDGET_KB = 400;
 /**
  * Functions allowed over the budget for a while, each held to a ceiling a little above its size so it
  * cannot grow unnoticed while it is brought under (the bundles test fails a ceiling no longer needed).
- * None since DynamoDB, SQS and KMS are called without the AWS SDK (docs/benchmarks.md).
+ * The lake's query functions carry the SDK's Athena and STS clients (each project's lake queries run
+ * with a session of their own, issue 35), imported on first use but bundled: ~340 KB each.
  */
-export const OVER_BUDGET_CEILINGS_KB: Readonly<Record<string, number>> = {};
+export const OVER_BUDGET_CEILINGS_KB: Readonly<Record<string, number>> = {
+  query_create: 780,
+  run_queries: 760,
+  insights_trend: 690,
+  insights_trend_retrieve: 690,
+};
 
 export const ceilingOf = (name: string): number => OVER_BUDGET_CEILINGS_KB[name] ?? BUNDLE_BUDGET_KB;
 

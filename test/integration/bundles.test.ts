@@ -6,6 +6,7 @@ import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Metafile } from 'esbuild';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { type Route, routes, type Worker, workers } from '#functions/routes.ts';
 import { buildFunctions, ROOT } from '#infra/build.ts';
 import {
   BUNDLE_BUDGET_KB,
@@ -18,6 +19,12 @@ import {
 import { lambdaContext } from '../../infra/local/lambda-context.ts';
 import { newKey } from '../support/api.ts';
 import { httpApiEvent } from '../support/lambda-event.ts';
+
+/** The functions whose route-table row says `queriesLake`: each project's lake queries run with an STS session and the SDK's Athena client. */
+const LAKE_QUERIERS: string[] = [
+  ...(routes as readonly Route[]).filter((r) => r.queriesLake).map((r) => r.operationId),
+  ...(workers as readonly Worker[]).filter((w) => w.queriesLake).map((w) => w.name),
+];
 
 let outdir: string;
 let metafile: Metafile;
@@ -93,15 +100,24 @@ describe('the deployable bundles', () => {
       sizes.filter((b) => Object.keys(b.inputs).some((input) => input.includes(part))).map((b) => b.name);
     // The fallback matches every path against the table; every other function knows its own rows only.
     expect(holding('functions/routes.ts')).toEqual(['fallback']);
-    expect(holding('@smithy/core/dist-es/submodules/event-streams')).toEqual([]);
+    // The lake's query functions carry the Athena client, whose protocol brings them.
+    expect(holding('@smithy/core/dist-es/submodules/event-streams').filter((n) => !LAKE_QUERIERS.includes(n))).toEqual(
+      [],
+    );
   });
 
-  it('carry none of the AWS SDK: DynamoDB, SQS and KMS are spoken by shared/aws (util-dynamodb marshals items)', () => {
-    const sdk = bundleSizes(metafile).flatMap((b) =>
-      Object.keys(b.inputs)
-        .filter((input) => /@(aws-sdk|smithy)\//.test(input) && !input.includes('@aws-sdk/util-dynamodb/'))
-        .map((input) => `${b.name}: ${input.replace(/.*node_modules\//, '')}`),
-    );
+  it('carry none of the AWS SDK: DynamoDB, SQS and KMS are spoken by shared/aws (util-dynamodb marshals items); the lake query functions its Athena and STS clients only', () => {
+    const lakeClients = bundleSizes(metafile)
+      .filter((b) => LAKE_QUERIERS.includes(b.name))
+      .flatMap((b) => Object.keys(b.inputs).flatMap((input) => input.match(/@aws-sdk\/(client-[a-z-]+)\//)?.[1] ?? []));
+    expect([...new Set(lakeClients)].sort()).toEqual(['client-athena', 'client-sts']);
+    const sdk = bundleSizes(metafile)
+      .filter((b) => !LAKE_QUERIERS.includes(b.name))
+      .flatMap((b) =>
+        Object.keys(b.inputs)
+          .filter((input) => /@(aws-sdk|smithy)\//.test(input) && !input.includes('@aws-sdk/util-dynamodb/'))
+          .map((input) => `${b.name}: ${input.replace(/.*node_modules\//, '')}`),
+      );
     expect(sdk.slice(0, 10)).toEqual([]);
     // Not vacuous: the table's client is in the bundles.
     expect(
