@@ -101,7 +101,7 @@ export const sandboxBenchmark: Benchmark = {
         rows.push([label, ...Object.keys(ways).map((w) => fixed(median(ms[w]!), 2))]);
       }
       open.closeSync();
-      table(['query (median ms of ' + RUNS + ')', ...Object.keys(ways)], rows);
+      table([`query (median ms of ${RUNS})`, ...Object.keys(ways)], rows);
       return {
         rows: rows.flatMap(([label, ...values]) =>
           Object.keys(ways).map((way, i) => ({
