@@ -19,6 +19,7 @@ import { parquetBenchmark } from './parquet.ts';
 import { consoleBenchmark } from './console.ts';
 import { cohortCountBenchmark } from './cohort-count.ts';
 import { regexBenchmark } from './regex.ts';
+import { sandboxBenchmark } from './sandbox.ts';
 import { heading, table } from './lib/format.ts';
 import type { Benchmark, SummaryRow } from './lib/types.ts';
 
@@ -36,6 +37,7 @@ const benchmarks: Benchmark[] = [
   consoleBenchmark,
   cohortCountBenchmark,
   regexBenchmark,
+  sandboxBenchmark,
 ];
 
 function usage(): string {

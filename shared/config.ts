@@ -52,6 +52,8 @@ export const ENV = {
   /** The lake's Athena workgroup and Glue database (CDK sets them where trends may read the lake); absent -> no Athena. */
   lakeWorkgroup: 'LAKE_ATHENA_WORKGROUP',
   lakeDatabase: 'LAKE_GLUE_DATABASE',
+  /** The role each project's lake queries assume, scoped to that project's objects by a session policy (shared/lake/athena.ts). */
+  lakeQueryRole: 'LAKE_QUERY_ROLE_ARN',
   /** Events in a trend's range above which its closed, current days are answered by the lake engine (default below); tests lower it. */
   lakeRoutingEvents: 'ANALYTICS_LAKE_ROUTING_EVENTS',
   /** Events one behavioural cohort leaf's window may hold (default below); tests lower it. */
@@ -171,7 +173,10 @@ export interface Config {
   /** Where the lake is written: an S3 bucket (deployed), a folder (local runtime), or nowhere (a stage without the lake). */
   lake: { bucket: string; region: string } | { dir: string } | undefined;
   /** What reads the lake for trends: Athena (deployed, with its workgroup), DuckDB over the folder (local runtime), or nothing. */
-  lakeEngine: { kind: 'athena'; workgroup: string; database: string; region: string } | { kind: 'duckdb' } | undefined;
+  lakeEngine:
+    | { kind: 'athena'; workgroup: string; database: string; region: string; bucket: string; queryRole: string }
+    | { kind: 'duckdb' }
+    | undefined;
   lakeRoutingEvents: number;
   cohortWindowEvents: number;
 }
@@ -243,12 +248,14 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
         ? { dir: resolve(env[ENV.dataDir] || '.data', 'lake') }
         : undefined,
     lakeEngine:
-      env[ENV.lakeBucket] && env[ENV.lakeWorkgroup] && env[ENV.lakeDatabase]
+      env[ENV.lakeBucket] && env[ENV.lakeWorkgroup] && env[ENV.lakeDatabase] && env[ENV.lakeQueryRole]
         ? {
             kind: 'athena',
             workgroup: env[ENV.lakeWorkgroup] as string,
             database: env[ENV.lakeDatabase] as string,
             region: env[ENV.region] || 'us-east-1',
+            bucket: env[ENV.lakeBucket] as string,
+            queryRole: env[ENV.lakeQueryRole] as string,
           }
         : !env[ENV.lakeBucket] && runtime === 'local'
           ? { kind: 'duckdb' }

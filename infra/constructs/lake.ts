@@ -8,19 +8,25 @@ import type { Construct } from 'constructs';
 import { routes, workers, type Route, type Worker } from '#functions/routes.ts';
 import { ENV } from '#shared/config.ts';
 import {
+  ATHENA_QUERY_ACTIONS,
   BYTES_SCANNED_CUTOFF,
   EVENTS_PREFIX,
   GLUE_COLUMNS,
+  GLUE_READ_ACTIONS,
   LAKE_TABLE,
   lakeDatabaseName,
   MANIFESTS_PREFIX,
+  RESULT_OBJECT_ACTIONS,
   RESULTS_PREFIX,
 } from '#shared/lake/athena.ts';
+
+/** The lake query role's name: the functions build its ARN from it (it is not read across stacks). */
+export const queryRoleName = (prefix: string) => `${prefix}-lake-query`;
 
 export interface LakeProps {
   prefix: string;
   removalPolicy: RemovalPolicy;
-  /** Function name -> Lambda: the workers whose row says `writesLake` are granted the lake; the rows saying `queriesLake` its queries. */
+  /** Function name -> Lambda: the workers whose row says `writesLake` are granted the lake; the rows saying `queriesLake` may assume its query role. */
   functions: ReadonlyMap<string, lambda.Function>;
 }
 
@@ -31,12 +37,19 @@ export interface LakeProps {
  * bytes-scanned cutoff. The table reads the pointer objects (Hive symlink manifests) of each day,
  * so a day rewritten by the compactor switches to its new files in one PutObject. A nested stack
  * of its own (as monitoring): the stage's stack is near CloudFormation's 500 resources.
+ *
+ * Queries run with the lake query role, never with a function's own identity: a query function may
+ * only assume it, and does so per project with a session policy naming that project's prefixes
+ * (shared/lake/athena.ts lakeSessionPolicy), so what Athena reads and writes for the session is
+ * that project's objects whatever the SQL says (docs/reliability.md, "two walls").
  */
 export class Lake extends NestedStack {
   readonly bucket: s3.Bucket;
   readonly database: glue.CfnDatabase;
   readonly table: glue.CfnTable;
   readonly workgroup: athena.CfnWorkGroup;
+  /** What every lake query session is cut from (undefined in a stage where no function queries the lake). */
+  readonly queryRole: iam.Role | undefined;
 
   constructor(scope: Construct, id: string, props: LakeProps) {
     super(scope, id, { description: `The events lake of ${props.prefix}: bucket, Glue table, Athena workgroup` });
@@ -110,11 +123,14 @@ export class Lake extends NestedStack {
       recursiveDeleteOption: true,
       workGroupConfiguration: {
         bytesScannedCutoffPerQuery: BYTES_SCANNED_CUTOFF,
-        enforceWorkGroupConfiguration: true,
+        // Each query names its project's results folder (athena-results/project_id=<p>/): an enforced
+        // workgroup location would put every project's results under one prefix, which every session
+        // would then need to read. The location is enforced by IAM instead: a session may write only
+        // its project's folder, and there is no default location to fall back to.
+        enforceWorkGroupConfiguration: false,
         publishCloudWatchMetricsEnabled: true,
         engineVersion: { selectedEngineVersion: 'Athena engine version 3' },
         resultConfiguration: {
-          outputLocation: `${lakeUri}/${RESULTS_PREFIX}`,
           encryptionConfiguration: { encryptionOption: 'SSE_S3' },
           expectedBucketOwner: account,
         },
@@ -133,37 +149,39 @@ export class Lake extends NestedStack {
     const readers = [
       ...(routes as readonly Route[]).filter((r) => r.queriesLake).map((r) => r.operationId),
       ...(workers as readonly Worker[]).filter((w) => w.queriesLake).map((w) => w.name),
-    ];
-    for (const name of readers) {
-      const fn = props.functions.get(name);
-      if (fn) this.grantQuery(fn, databaseName);
-    }
+    ].flatMap((name) => props.functions.get(name) ?? []);
+    this.queryRole = readers.length ? this.lakeQueryRole(props.prefix, databaseName, readers) : undefined;
+    for (const fn of readers) this.grantQuery(fn, databaseName, queryRoleName(props.prefix));
   }
 
   /**
-   * A function that answers big trends from the lake (shared/lake/engine.ts): Athena in this workgroup
-   * (start, poll, read, stop), the Glue table it names, and what Athena reads and writes with the
-   * caller's identity: the day pointers and files (read only) and the query results (its own prefix).
+   * The most any lake query session may do: Athena in this workgroup (start, poll, read, stop), the
+   * Glue table it names, and what Athena reads and writes with the session's identity: the day
+   * pointers and files (read only) and the query results (their own prefix). Each session's policy
+   * narrows the prefixes to one project's. Only the query functions' roles may assume it.
+   *
+   * It lives in the stage's stack, named: its trust names the query functions' roles, whose nested
+   * stacks read this one's outputs (the bucket's name), so a role here would close a cycle; the
+   * functions build its ARN from its name (queryRoleArn) instead of reading it.
    */
-  grantQuery(fn: lambda.Function, databaseName: string): void {
-    fn.addEnvironment(ENV.lakeBucket, this.bucket.bucketName);
-    fn.addEnvironment(ENV.lakeWorkgroup, this.workgroup.name);
-    fn.addEnvironment(ENV.lakeDatabase, databaseName);
-    const stack = Stack.of(fn);
-    fn.addToRolePolicy(
+  private lakeQueryRole(prefix: string, databaseName: string, readers: lambda.Function[]): iam.Role {
+    const stack = Stack.of(this);
+    const role = new iam.Role(this.nestedStackParent!, 'LakeQueryRole', {
+      roleName: queryRoleName(prefix),
+      description: `${prefix}: lake queries, one project a session (its session policy names the project's prefixes)`,
+      assumedBy: new iam.CompositePrincipal(...readers.map((fn) => new iam.ArnPrincipal(fn.role!.roleArn))),
+      // Sessions assumed by a role (role chaining) last an hour at most whatever this says.
+      maxSessionDuration: Duration.hours(1),
+    });
+    role.addToPolicy(
       new iam.PolicyStatement({
-        actions: [
-          'athena:StartQueryExecution',
-          'athena:GetQueryExecution',
-          'athena:GetQueryResults',
-          'athena:StopQueryExecution',
-        ],
+        actions: ATHENA_QUERY_ACTIONS,
         resources: [stack.formatArn({ service: 'athena', resource: 'workgroup', resourceName: this.workgroup.name })],
       }),
     );
-    fn.addToRolePolicy(
+    role.addToPolicy(
       new iam.PolicyStatement({
-        actions: ['glue:GetDatabase', 'glue:GetTable', 'glue:GetPartition', 'glue:GetPartitions'],
+        actions: GLUE_READ_ACTIONS,
         resources: [
           stack.formatArn({ service: 'glue', resource: 'catalog' }),
           stack.formatArn({ service: 'glue', resource: 'database', resourceName: databaseName }),
@@ -171,46 +189,58 @@ export class Lake extends NestedStack {
         ],
       }),
     );
-    fn.addToRolePolicy(
+    role.addToPolicy(
       new iam.PolicyStatement({
         actions: ['s3:GetBucketLocation', 's3:ListBucket'],
         resources: [this.bucket.bucketArn],
       }),
     );
-    fn.addToRolePolicy(
+    role.addToPolicy(
       new iam.PolicyStatement({
         actions: ['s3:GetObject'],
         resources: [this.bucket.arnForObjects(`${EVENTS_PREFIX}*`), this.bucket.arnForObjects(`${MANIFESTS_PREFIX}*`)],
       }),
     );
-    fn.addToRolePolicy(
+    role.addToPolicy(
       new iam.PolicyStatement({
-        actions: ['s3:PutObject', 's3:GetObject', 's3:AbortMultipartUpload', 's3:ListMultipartUploadParts'],
+        actions: RESULT_OBJECT_ACTIONS,
         resources: [this.bucket.arnForObjects(`${RESULTS_PREFIX}*`)],
       }),
     );
-    for (const bucketArn of this.bucketArnsIn(fn))
-      for (const prefix of [EVENTS_PREFIX, MANIFESTS_PREFIX, RESULTS_PREFIX])
-        Validations.of(fn.role!).acknowledge({
-          id: `AwsSolutions-IAM5[Resource::${bucketArn}/${prefix}*]`,
+    // cdk-nag names the bucket's ARN by its logical id here (its aspect) or by this stack's output (its plugin).
+    const bucket = this.bucket.node.defaultChild as CfnElement;
+    const bucketArns = [
+      `<${this.getLogicalId(bucket)}.Arn>`,
+      `<${this.nestedStackParent!.getLogicalId(this.nestedStackResource!)}.Outputs.${Names.uniqueId(bucket)}Arn>`,
+    ];
+    for (const bucketArn of bucketArns)
+      for (const objects of [EVENTS_PREFIX, MANIFESTS_PREFIX, RESULTS_PREFIX])
+        Validations.of(role).acknowledge({
+          id: `AwsSolutions-IAM5[Resource::${bucketArn}/${objects}*]`,
           reason:
-            prefix === RESULTS_PREFIX
-              ? "Athena's query results, written and read with the caller's identity: this one bucket's results prefix only."
-              : `The lake's objects under ${prefix}, which Athena reads with the caller's identity: read only, this one bucket's prefix.`,
+            objects === RESULTS_PREFIX
+              ? "Athena's query results, written and read with the session's identity: this one bucket's results prefix; each session's policy narrows it to its project's folder."
+              : `The lake's objects under ${objects}, which Athena reads with the session's identity: read only, this one bucket's prefix; each session's policy narrows it to its project's folder.`,
         });
+    return role;
   }
 
-  /** How cdk-nag names the bucket's ARN for `fn`: its aspect (this stack's logical id), and the validation plugin (the reference CDK passes into fn's stack). */
-  private bucketArnsIn(fn: lambda.Function): string[] {
-    const bucket = this.bucket.node.defaultChild as CfnElement;
-    const arns = [`<${this.getLogicalId(bucket)}.Arn>`];
-    const stack = Stack.of(fn);
-    if (stack === this) return arns;
-    const output = `${Names.uniqueId(this.nestedStackResource!)}.Outputs.${Names.uniqueId(bucket)}Arn`;
-    if (stack === this.nestedStackParent)
-      arns.push(`<${stack.getLogicalId(this.nestedStackResource!)}.Outputs.${Names.uniqueId(bucket)}Arn>`);
-    else arns.push(`<referenceto${output.replaceAll('.', '')}>`);
-    return arns;
+  /**
+   * A function that answers big trends from the lake (shared/lake/engine.ts): the names it queries
+   * with, and the lake query role to assume, per project. No Athena, Glue or S3 of its own.
+   */
+  private grantQuery(fn: lambda.Function, databaseName: string, queryRole: string): void {
+    const queryRoleArn = Stack.of(fn).formatArn({
+      service: 'iam',
+      region: '',
+      resource: 'role',
+      resourceName: queryRole,
+    });
+    fn.addEnvironment(ENV.lakeBucket, this.bucket.bucketName);
+    fn.addEnvironment(ENV.lakeWorkgroup, this.workgroup.name);
+    fn.addEnvironment(ENV.lakeDatabase, databaseName);
+    fn.addEnvironment(ENV.lakeQueryRole, queryRoleArn);
+    fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['sts:AssumeRole'], resources: [queryRoleArn] }));
   }
 
   /** The compactor: writes and replaces day files and pointers, nothing else of the bucket. */

@@ -194,7 +194,7 @@ async function runLake(
   if (engine.name === 'duckdb' && !files.length) return cells;
   // Only these days' partitions: Athena scans (and bills) what it answers, not the whole range.
   const sql = printTrendSql({ projectId, model: query, range, project: settings, days, hidden }, engine.source(files));
-  return lakeCellsOf(query, range, inLake, await engine.run(sql, check, deadline));
+  return lakeCellsOf(query, range, inLake, await engine.run(projectId, sql, check, deadline));
 }
 
 /** The lake's rows of the buckets it answers, by series, breakdown value (as the engine names it) and bucket; null where only the in-process path is exact. */

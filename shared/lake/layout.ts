@@ -12,17 +12,30 @@
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 const GENERATION = /^[0-9a-z-]{1,64}$/;
 
-function checked(projectId: number, day: string): void {
+function checkedProject(projectId: number): void {
   if (!Number.isSafeInteger(projectId) || projectId < 0) throw new Error(`lake: bad project id ${projectId}`);
+}
+
+function checked(projectId: number, day: string): void {
+  checkedProject(projectId);
   if (!DAY.test(day)) throw new Error(`lake: bad day ${day}`);
 }
 
 export const EVENTS_PREFIX = 'events/';
 export const MANIFESTS_PREFIX = 'manifests/events/';
 
+/** Everything of one project: its day files and its day pointers (what a project's query may read, and nothing else). */
+export function projectPrefixes(projectId: number): { events: string; manifests: string } {
+  checkedProject(projectId);
+  return {
+    events: `${EVENTS_PREFIX}project_id=${projectId}/`,
+    manifests: `${MANIFESTS_PREFIX}project_id=${projectId}/`,
+  };
+}
+
 export function dayPrefix(projectId: number, day: string): string {
   checked(projectId, day);
-  return `${EVENTS_PREFIX}project_id=${projectId}/day=${day}/`;
+  return `${projectPrefixes(projectId).events}day=${day}/`;
 }
 
 export function dataKey(projectId: number, day: string, generation: string, part: number): string {
@@ -32,7 +45,7 @@ export function dataKey(projectId: number, day: string, generation: string, part
 
 export function pointerKey(projectId: number, day: string): string {
   checked(projectId, day);
-  return `${MANIFESTS_PREFIX}project_id=${projectId}/day=${day}/manifest`;
+  return `${projectPrefixes(projectId).manifests}day=${day}/manifest`;
 }
 
 /** Sortable (time first) and unique: `<ms since epoch, base 36>-<random>`. */

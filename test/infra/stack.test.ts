@@ -132,8 +132,8 @@ function permissionOf(st: Statement, ownLogGroup: string): string {
     resources[1]!.includes('/manifests/events/*')
   )
     return 'lake:write';
-  const lakeQuery = lakeQueryPermission(actions, resources);
-  if (allow && withoutCondition && lakeQuery) return lakeQuery;
+  if (allow && withoutCondition && sameSet(actions, ['sts:AssumeRole']) && resource === LAKE_QUERY_ROLE_ARN)
+    return 'lake:assume-query-role';
   const ownAccountRoles = json({
     'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::', { Ref: 'AWS::AccountId' }, ':role/*']],
   });
@@ -143,11 +143,26 @@ function permissionOf(st: Statement, ownLogGroup: string): string {
 }
 
 /**
- * The five statements of a row's `queriesLake` (infra/constructs/lake.ts grantQuery): Athena in the
- * lake's workgroup, its Glue table, the bucket's listing, its day pointers and files read only, and
+ * A row's `queriesLake` (infra/constructs/lake.ts grantQuery): the lake query role to assume (built
+ * from its name, not read across stacks), nothing of Athena, Glue or S3 of its own.
+ */
+const LAKE_QUERY = ['lake:assume-query-role'];
+const LAKE_READERS = [
+  ...(routes as readonly Route[]).filter((r) => r.queriesLake).map((r) => r.operationId),
+  ...(workers as readonly Worker[]).filter((w) => w.queriesLake).map((w) => w.name),
+].sort();
+const LAKE_QUERY_ROLE_ARN = json({
+  'Fn::Join': [
+    '',
+    ['arn:', { Ref: 'AWS::Partition' }, ':iam::', { Ref: 'AWS::AccountId' }, ':role/analytics-dev-lake-query'],
+  ],
+});
+
+/**
+ * The lake query role's five statements (what any session may do at most): Athena in the lake's
+ * workgroup, its Glue table, the bucket's listing, its day pointers and files read only, and
  * Athena's results under their own prefix.
  */
-const LAKE_QUERY = ['lake:athena', 'lake:glue', 'lake:list', 'lake:read', 'lake:results'];
 
 function lakeQueryPermission(actions: string[], resources: string[]): string | undefined {
   const athena = [
@@ -457,21 +472,14 @@ describe('batch export destinations and their secrets', () => {
   const withAction = (prefix: string) =>
     allStatements().filter(({ st }) => [st.Action].flat().some((a) => a.startsWith(prefix)));
 
-  it("lets no function put objects in S3 with its own identity, but the compactor in the lake's day folders (and the lake's query functions in Athena's results)", () => {
+  it("lets no function use S3 with its own identity but the compactor, in the lake's day folders (the lake's query functions reach it only through their project's session)", () => {
     const lakeWriters = (workers as readonly Worker[]).filter((w) => w.writesLake).map((w) => w.name);
     expect(lakeWriters).toEqual(['compact_events']);
-    const lakeReaders = [
-      ...(routes as readonly Route[]).filter((r) => r.queriesLake).map((r) => r.operationId),
-      ...(workers as readonly Worker[]).filter((w) => w.queriesLake).map((w) => w.name),
-    ];
-    expect(lakeReaders.sort()).toEqual(['insights_trend', 'insights_trend_retrieve', 'query_create', 'run_queries']);
-    const readerS3 = withAction('s3:').filter(({ name }) => lakeReaders.includes(name));
-    // Their writes: Athena's results prefix only.
-    const puts = readerS3.filter(({ st }) => [st.Action].flat().includes('s3:PutObject'));
-    expect(puts.length).toBe(lakeReaders.length);
-    for (const { st } of puts)
-      expect([st.Resource].flat().every((r) => JSON.stringify(r).includes('/athena-results/*'))).toBe(true);
-    const s3 = withAction('s3:').filter(({ name }) => !lakeReaders.includes(name));
+    expect(LAKE_READERS).toEqual(['insights_trend', 'insights_trend_retrieve', 'query_create', 'run_queries']);
+    // No broad lake read left on the query functions: no S3, Athena or Glue action at all.
+    for (const prefix of ['s3:', 'athena:', 'glue:'])
+      expect(withAction(prefix).filter(({ name }) => LAKE_READERS.includes(name))).toEqual([]);
+    const s3 = withAction('s3:');
     expect(s3.map(({ name }) => name)).toEqual(lakeWriters);
     const st = s3[0]!.st as unknown as { Action: string[]; Resource: unknown[] };
     expect([st.Action].flat().sort()).toEqual(
@@ -484,16 +492,22 @@ describe('batch export destinations and their secrets', () => {
     ]);
   });
 
-  it('lets only the exporter and the destination check assume roles, any role but those of its own account', () => {
+  it("lets only the exporter and the destination check assume roles, any role but those of its own account; the lake's query functions its query role only", () => {
     const assume = withAction('sts:');
     const own = {
       'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::', { Ref: 'AWS::AccountId' }, ':role/*']],
     };
-    expect(assume.map(({ name, st }) => [name, st.Effect, st.Action, st.Resource])).toEqual(
-      ['batch_exports_test', 'run_batch_exports'].flatMap((name) => [
-        [name, 'Allow', 'sts:AssumeRole', 'arn:*:iam::*:role/*'],
-        [name, 'Deny', 'sts:AssumeRole', own],
-      ]),
+    const byName = (a: { name: string }, b: { name: string }) => a.name.localeCompare(b.name);
+    expect(
+      assume.sort(byName).map(({ name, st }) => [name, st.Effect, st.Action, st.Condition, json(st.Resource)]),
+    ).toEqual(
+      [
+        ...['batch_exports_test', 'run_batch_exports'].flatMap((name) => [
+          [name, 'Allow', 'sts:AssumeRole', undefined, json('arn:*:iam::*:role/*')],
+          [name, 'Deny', 'sts:AssumeRole', undefined, json(own)],
+        ]),
+        ...LAKE_READERS.map((name) => [name, 'Allow', 'sts:AssumeRole', undefined, LAKE_QUERY_ROLE_ARN]),
+      ].sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
     );
   });
 
@@ -528,6 +542,43 @@ describe('batch export destinations and their secrets', () => {
       'batch_exports_partial_update',
       'run_batch_exports',
     ]);
+  });
+});
+
+describe("the lake query role (each project's lake queries run as a session of it)", () => {
+  const [roleId, role] = Object.entries(resources(template, 'AWS::IAM::Role')).find(
+    ([, r]) => r.Properties!.RoleName === 'analytics-dev-lake-query',
+  )!;
+
+  it("trusts only the query functions' roles, for sessions of an hour at most", () => {
+    const trust = role.Properties!.AssumeRolePolicyDocument.Statement as (Statement & { Principal: unknown })[];
+    for (const st of trust)
+      expect([st.Effect, st.Action, st.Condition]).toEqual(['Allow', 'sts:AssumeRole', undefined]);
+    const roleArnOf = (name: string) => ({
+      'Fn::GetAtt': [logicalId(stack, stack.functions.get(name)!.role!), 'Arn'],
+    });
+    expect(trust.map((st) => json(st.Principal)).sort()).toEqual(
+      LAKE_READERS.map((n) => json({ AWS: roleArnOf(n) })).sort(),
+    );
+    expect(role.Properties!.MaxSessionDuration).toBe(3600);
+  });
+
+  it('may run queries in the lake workgroup, read its Glue table, its day pointers and files, and write results: the five statements', () => {
+    const granted = statementsOf(roleId)
+      .map((st) => {
+        const resources = [st.Resource].flat().map(json);
+        const name = lakeQueryPermission([st.Action].flat(), resources);
+        return st.Effect === 'Allow' && st.Condition === undefined && name ? name : `unexpected: ${json(st)}`;
+      })
+      .sort();
+    expect(granted).toEqual(['lake:athena', 'lake:glue', 'lake:list', 'lake:read', 'lake:results']);
+    // The role is the only principal holding them.
+    const holders = Object.values(resources(template, 'AWS::IAM::Policy')).filter((p) =>
+      (p.Properties!.PolicyDocument.Statement as Statement[]).some((st) =>
+        [st.Action].flat().some((a) => a.startsWith('athena:') || a.startsWith('glue:')),
+      ),
+    );
+    expect(holders.map((p) => p.Properties!.Roles)).toEqual([[{ Ref: roleId }]]);
   });
 });
 

@@ -277,9 +277,15 @@ export function printStatement(q: LakeSelect, source: LakeSource): PrintedSelect
   }
 }
 
-/** Runs printed SQL; the engine's complaints about the statement are 400s. */
-export function runStatement(engine: LakeEngine, sql: string, check: () => void, deadline: number): Promise<LakeRow[]> {
-  return engine.run(sql, check, deadline).catch((error: unknown) => {
+/** Runs printed SQL for the project (the engine reaches its data only); the engine's complaints about the statement are 400s. */
+export function runStatement(
+  engine: LakeEngine,
+  projectId: number,
+  sql: string,
+  check: () => void,
+  deadline: number,
+): Promise<LakeRow[]> {
+  return engine.run(projectId, sql, check, deadline).catch((error: unknown) => {
     throw engineError(error, engine);
   });
 }
@@ -338,7 +344,7 @@ export async function runHogQLQuery(
   const rows =
     engine.name === 'duckdb' && !files.length
       ? []
-      : await runStatement(engine, printed.sql, context.check, context.deadline);
+      : await runStatement(engine, projectId, printed.sql, context.check, context.deadline);
   const names = printed.columns.map((_, i) => `c${i}`);
   const results = rows
     .slice(0, limit)

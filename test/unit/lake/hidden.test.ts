@@ -22,7 +22,8 @@ import { parseTrendRequest, type ProjectSettings, resolveDateRange } from '#shar
 const P = 7;
 const UTC: ProjectSettings = { timezone: 'UTC', week_start_day: 1, test_account_filters: [] };
 const NOW = new Date('2024-03-16T12:00:00Z');
-const engine = duckdbEngine();
+const root = mkdtempSync(join(tmpdir(), 'lake-hidden-'));
+const engine = duckdbEngine(root);
 const P1 = '0190a000-0000-7000-8000-000000000001';
 const P2 = '0190a000-0000-7000-8000-000000000002';
 const QUOTED = "o'neil --x";
@@ -56,7 +57,6 @@ const HIDDEN: LakeHidden = {
 
 let files: string[];
 beforeAll(() => {
-  const root = mkdtempSync(join(tmpdir(), 'lake-hidden-'));
   files = ['2024-03-02', '2024-03-03'].flatMap((day) =>
     lakeFiles(EVENTS.filter((e) => e.timestamp.startsWith(day))).map((body, i) => {
       const path = join(root, dataKey(P, day, 'g1', i));
@@ -86,7 +86,7 @@ async function hogql(text: string, hidden: LakeHidden) {
     },
     { dialect: 'duckdb', files },
   );
-  const rows = await runStatement(engine, printed.sql, () => {}, Date.now() + 60_000);
+  const rows = await runStatement(engine, P, printed.sql, () => {}, Date.now() + 60_000);
   return rows.map((r) => printed.columns.map((_, i) => decodeCell(printed.types[i]!, r[`c${i}`] ?? null, 'UTC')));
 }
 
@@ -136,7 +136,7 @@ describe('a routed trend with hides', () => {
     const range = resolveDateRange(model, UTC, NOW);
     const sql = printTrendSql({ projectId: P, model, range, project: UTC, hidden }, source);
     if (source.dialect === 'athena') return sql;
-    const rows = await engine.run(sql, () => {}, Date.now() + 60_000);
+    const rows = await engine.run(P, sql, () => {}, Date.now() + 60_000);
     return rows.map((r) => [String(r.bucket).slice(0, 10), Number(r.value)]);
   }
 

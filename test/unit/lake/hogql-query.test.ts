@@ -19,7 +19,15 @@ import { ValidationError } from '#shared/errors.ts';
 import { evaluateRow } from '#shared/hogql/evaluate.ts';
 import { parseSelectStatement } from '#shared/hogql/select.ts';
 import { HogDate, HogDateTime, type HogValue } from '#shared/hogql/values.ts';
-import { type AthenaCall, athenaEngine, duckdbEngine, LakeQueryFailed } from '#shared/lake/engine.ts';
+import {
+  AthenaClient,
+  GetQueryExecutionCommand,
+  StartQueryExecutionCommand,
+  StopQueryExecutionCommand,
+} from '@aws-sdk/client-athena';
+import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
+import { mockClient } from 'aws-sdk-client-mock';
+import { athenaEngine, duckdbEngine, LakeAccessDenied, LakeQueryFailed } from '#shared/lake/engine.ts';
 import { dataKey } from '#shared/lake/layout.ts';
 import { type LakeEvent, lakeFiles, PROPERTY_COLUMNS } from '#shared/lake/rows.ts';
 import { decodeCell } from '#shared/lake/sql/select.ts';
@@ -38,7 +46,9 @@ const P = 7;
 const OTHER = 8;
 const UTC: ProjectSettings = { timezone: 'UTC', week_start_day: 1, test_account_filters: [] };
 const NOW = new Date('2024-03-16T12:00:00Z');
-const engine = duckdbEngine();
+/** Every lake file of this test under one folder: the DuckDB sandbox reads only `<ROOT>/events/project_id=7/`. */
+const ROOT = mkdtempSync(join(tmpdir(), 'hogql-lake-'));
+const engine = duckdbEngine(ROOT);
 
 const parse = (text: string, query: Partial<HogQLQuery> = {}, settings = UTC) =>
   parseSelectStatement(text, 'query', placeholders({ kind: 'HogQLQuery', query: text, ...query }, settings, NOW));
@@ -371,12 +381,12 @@ function lakeEvent(
   };
 }
 
-function writeDays(root: string, project: number, events: LakeEvent[]): string[] {
+function writeDays(root: string, project: number, events: LakeEvent[], generation = 'g1'): string[] {
   const byDay = new Map<string, LakeEvent[]>();
   for (const e of events) byDay.set(e.timestamp.slice(0, 10), [...(byDay.get(e.timestamp.slice(0, 10)) ?? []), e]);
   return [...byDay].flatMap(([day, list]) =>
     lakeFiles(list).map((body, i) => {
-      const path = join(root, dataKey(project, day, 'g1', i));
+      const path = join(root, dataKey(project, day, generation, i));
       mkdirSync(dirname(path), { recursive: true });
       writeFileSync(path, body);
       return path;
@@ -407,9 +417,8 @@ const THEIRS: LakeEvent[] = Array.from({ length: 9 }, (_, i) =>
 let ourFiles: string[];
 let allFiles: string[];
 beforeAll(() => {
-  const root = mkdtempSync(join(tmpdir(), 'hogql-lake-'));
-  ourFiles = writeDays(root, P, OURS);
-  allFiles = [...ourFiles, ...writeDays(root, OTHER, THEIRS)];
+  ourFiles = writeDays(ROOT, P, OURS);
+  allFiles = [...ourFiles, ...writeDays(ROOT, OTHER, THEIRS)];
 });
 
 async function run(text: string, files = ourFiles, settings = UTC, query: Partial<HogQLQuery> = {}) {
@@ -426,7 +435,7 @@ async function run(text: string, files = ourFiles, settings = UTC, query: Partia
     },
     { dialect: 'duckdb', files },
   );
-  const rows = await runStatement(engine, printed.sql, () => {}, Date.now() + 60_000);
+  const rows = await runStatement(engine, P, printed.sql, () => {}, Date.now() + 60_000);
   const names = printed.columns.map((_, i) => `c${i}`);
   return rows.map((r) => names.map((n, i) => decodeCell(printed.types[i]!, r[n] ?? null, settings.timezone)));
 }
@@ -541,15 +550,18 @@ describe('DuckDB over the lake files: the hand-computed numbers, this project on
     expect(timeBounds(s.where, UTC).from).toBe(Date.parse('1624-03-16T12:00:00Z'));
   });
 
-  it("another project's files, were they listed, add nothing: the printer's predicate keeps them out", async () => {
+  it("another project's files, were they listed, are refused by DuckDB itself (the sandbox), whatever the predicate", async () => {
     const text = 'SELECT event, count() FROM events GROUP BY event ORDER BY event';
-    expect(await run(text, allFiles)).toEqual(await run(text));
+    const refused = await run(text, allFiles).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(LakeAccessDenied);
+    expect((refused as Error).message).toMatch(/DuckDB: Permission Error: Cannot access file "<path>"/);
+    expect(await run(text)).toEqual(await run(text, ourFiles));
   });
 
   it("DuckDB stops a statement at the caller's deadline (the statement timeout)", async () => {
     const started = Date.now();
     const slow = 'SELECT sum(i * i) FROM range(1000000000000) t(i)';
-    await expect(engine.run(slow, () => {}, Date.now() + 300)).rejects.toThrow(/did not finish in time/);
+    await expect(engine.run(P, slow, () => {}, Date.now() + 300)).rejects.toThrow(/did not finish in time/);
     // Generous: an unstopped scan of 10^12 rows takes hours.
     expect(Date.now() - started).toBeLessThan(20_000);
   });
@@ -559,13 +571,27 @@ describe('DuckDB over the lake files: the hand-computed numbers, this project on
   });
 });
 
-describe("Athena (mocked calls): the statement's faults are 400s, the engine's stay 503s", () => {
+describe("Athena (mocked SDK calls): the statement's faults are 400s, the engine's stay 503s", () => {
+  const sts = mockClient(STSClient);
+  const athena = mockClient(AthenaClient);
   const failing = (reason: string) => {
-    const call: AthenaCall = async (action) =>
-      action === 'StartQueryExecution'
-        ? { QueryExecutionId: 'q-1' }
-        : { QueryExecution: { Status: { State: 'FAILED', StateChangeReason: reason } } };
-    return athenaEngine({ workgroup: 'w', database: 'd' }, call, { baseMs: 0, capMs: 0 });
+    sts.reset();
+    athena.reset();
+    sts.on(AssumeRoleCommand).resolves({
+      Credentials: {
+        AccessKeyId: 'a',
+        SecretAccessKey: 's',
+        SessionToken: 't',
+        Expiration: new Date(Date.now() + 3.6e6),
+      },
+    });
+    athena.on(StartQueryExecutionCommand).resolves({ QueryExecutionId: 'q-1' });
+    athena
+      .on(GetQueryExecutionCommand)
+      .resolves({ QueryExecution: { Status: { State: 'FAILED', StateChangeReason: reason } } });
+    athena.on(StopQueryExecutionCommand).resolves({});
+    const settings = { workgroup: 'w', database: 'd', bucket: 'b', region: 'eu-west-1' };
+    return athenaEngine({ ...settings, queryRole: 'arn:aws:iam::123456789012:role/q' }, { baseMs: 0, capMs: 0 });
   };
   const sql = () => print('SELECT event FROM events', ATHENA).sql;
 
@@ -574,7 +600,7 @@ describe("Athena (mocked calls): the statement's faults are 400s, the engine's s
     'INVALID_CAST_ARGUMENT: Cannot cast varchar to double',
     'TYPE_MISMATCH: line 2:3: ...',
   ])('%s: a 400', async (reason) => {
-    const error = await runStatement(failing(reason), sql(), () => {}, Infinity).catch((e: unknown) => e);
+    const error = await runStatement(failing(reason), P, sql(), () => {}, Infinity).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ValidationError);
     expect((error as Error).message).toContain(reason.slice(0, 20));
   });
@@ -582,6 +608,7 @@ describe("Athena (mocked calls): the statement's faults are 400s, the engine's s
   it("the bytes-scanned cutoff is not the statement's fault: 503", async () => {
     const error = await runStatement(
       failing('Query exhausted resources: the bytes scanned limit was exceeded'),
+      P,
       sql(),
       () => {},
       Infinity,
@@ -718,15 +745,16 @@ describe('fuzz (fixed seed)', () => {
       expect(own, text).not.toMatch(/;|--|\/\*/);
       expect(sql.split('\n')[2], text).toBe(`WHERE "project_id" = ${P}`);
       try {
-        await runStatement(engine, sql, () => {}, Date.now() + 60_000);
-        // The same SQL over both projects' files answers the same: the predicate, not the listing, keeps project 8 out.
+        await runStatement(engine, P, sql, () => {}, Date.now() + 60_000);
+        // The same SQL over both projects' files is refused by DuckDB itself: the sandbox, not only the predicate, keeps project 8 out.
         const both = sql.replace(
           /read_parquet\(\[[^\]]*\]/,
           `read_parquet([${allFiles.map((f) => `'${f}'`).join(', ')}]`,
         );
-        expect(await runStatement(engine, both, () => {}, Date.now() + 60_000), text).toEqual(
-          await runStatement(engine, sql, () => {}, Date.now() + 60_000),
-        );
+        await expect(
+          runStatement(engine, P, both, () => {}, Date.now() + 60_000),
+          text,
+        ).rejects.toThrow(LakeAccessDenied);
         outcomes.rows++;
       } catch (error) {
         expect(error, `${text}\n${sql}`).toBeInstanceOf(ValidationError);
@@ -828,20 +856,24 @@ describe('SELECT * and person fields', () => {
   });
 
   it("DuckDB: person.id and person_id read the lake's person; elements_chain, $window_id and $session_id the properties", async () => {
-    const root = mkdtempSync(join(tmpdir(), 'hogql-person-'));
     const person = '0190f100-0000-7000-8000-00000000abcd';
-    const files = writeDays(root, P, [
-      {
-        ...lakeEvent(1, '2024-03-02', '$autocapture', 'u1', {
-          $elements_chain: 'button:text="Buy"',
-          $window_id: 'w1',
-          $session_id: 's1',
-          $browser: 'Firefox',
-          n: [1, { a: null }],
-        }),
-        person_id: person,
-      },
-    ]);
+    const files = writeDays(
+      ROOT,
+      P,
+      [
+        {
+          ...lakeEvent(1, '2024-03-02', '$autocapture', 'u1', {
+            $elements_chain: 'button:text="Buy"',
+            $window_id: 'w1',
+            $session_id: 's1',
+            $browser: 'Firefox',
+            n: [1, { a: null }],
+          }),
+          person_id: person,
+        },
+      ],
+      'person',
+    );
     expect(
       await run('SELECT person.id, person_id, elements_chain, $window_id, $session_id, properties FROM events', files),
     ).toEqual([
@@ -859,16 +891,20 @@ describe('SELECT * and person fields', () => {
 
 describe('person properties on the lake (as the person had them when the day was written)', () => {
   it('DuckDB: person.properties.x reads them; a person filter in {filters} too; an event without a person reads NULL', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'hogql-person-props-'));
-    const files = writeDays(root, P, [
-      {
-        ...lakeEvent(1, '2024-03-02', 'paid', 'u1', {}),
-        person_id: 'p1',
-        person_properties: '{"email":"a@x.io","plan":"pro","n":3}',
-      },
-      { ...lakeEvent(2, '2024-03-02', 'paid', 'u2', {}), person_id: 'p2', person_properties: '{"email":"b@y.io"}' },
-      lakeEvent(3, '2024-03-02', 'paid', 'anonymous', {}),
-    ]);
+    const files = writeDays(
+      ROOT,
+      P,
+      [
+        {
+          ...lakeEvent(1, '2024-03-02', 'paid', 'u1', {}),
+          person_id: 'p1',
+          person_properties: '{"email":"a@x.io","plan":"pro","n":3}',
+        },
+        { ...lakeEvent(2, '2024-03-02', 'paid', 'u2', {}), person_id: 'p2', person_properties: '{"email":"b@y.io"}' },
+        lakeEvent(3, '2024-03-02', 'paid', 'anonymous', {}),
+      ],
+      'person-props',
+    );
     expect(
       await run(
         'SELECT distinct_id, person.properties.email, person.properties.plan, person.properties.n FROM events ORDER BY distinct_id',
@@ -936,7 +972,7 @@ describe('date functions and intervals on the lake, in the project zone (DuckDB 
       { projectId: P, statement, timezone, weekStart: 1, days: DAYS, limit: 100, offset: 0 },
       { dialect: 'duckdb', files: ourFiles },
     );
-    const rows = await runStatement(engine, printed.sql, () => {}, Date.now() + 60_000);
+    const rows = await runStatement(engine, P, printed.sql, () => {}, Date.now() + 60_000);
     const raw = parse(text, {}, settings).columns.slice(1);
     expect(rows).toHaveLength(OURS.length);
     for (const row of rows) {
@@ -1004,9 +1040,8 @@ describe('toFloat of a JSON boolean property (the HogQL evaluator: 1 and 0)', ()
   const VALUES: unknown[] = [true, false, 'true', ' 1.5 ', 2, null, 'x', [1]];
 
   it('DuckDB: true 1, false 0, the text "true" NULL, numbers and numeric text as before; as the evaluator gives', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'hogql-bool-'));
     const events = VALUES.map((flag, i) => lakeEvent(i + 1, '2024-03-02', 'e', `u${i}`, flag === null ? {} : { flag }));
-    const files = writeDays(root, P, events);
+    const files = writeDays(ROOT, P, events, 'bool');
     const rows = await run(
       'SELECT distinct_id, toFloat(properties.flag), toFloat64OrNull(properties.flag) FROM events ORDER BY timestamp',
       files,

@@ -25,14 +25,18 @@ import {
  */
 const NOW = new Date('2024-03-16T12:00:00Z');
 const PROJECT = 7;
-const engine = duckdbEngine();
+/** Every run's files under one folder (a generation each): the DuckDB sandbox reads only `<ROOT>/events/project_id=7/`. */
+const ROOT = mkdtempSync(join(tmpdir(), 'lake-merge-'));
+const engine = duckdbEngine(ROOT);
+let generation = 0;
 
 function writeLake(root: string, events: LakeEvent[]): string[] {
+  const name = `g${++generation}`;
   const byDay = new Map<string, LakeEvent[]>();
   for (const e of events) byDay.set(e.timestamp.slice(0, 10), [...(byDay.get(e.timestamp.slice(0, 10)) ?? []), e]);
   return [...byDay].flatMap(([day, list]) =>
     lakeFiles(list).map((body, i) => {
-      const path = join(root, dataKey(PROJECT, day, 'g1', i));
+      const path = join(root, dataKey(PROJECT, day, name, i));
       mkdirSync(dirname(path), { recursive: true });
       writeFileSync(path, body);
       return path;
@@ -124,9 +128,9 @@ describe('routing merge: lake buckets + in-process buckets = the engine alone', 
           const starts = range.buckets.map((b) => b.getTime());
           const span = { from: range.from.getTime(), to: range.to.getTime() };
           const inLake = lakeBuckets(starts, span, span, current);
-          const files = writeLake(mkdtempSync(join(tmpdir(), 'lake-merge-')), events);
+          const files = writeLake(ROOT, events);
           const sql = printTrendSql({ projectId: PROJECT, model, range, project: settings }, engine.source(files));
-          const cells = lakeCellsOf(model, range, inLake, await engine.run(sql, () => {}, Infinity));
+          const cells = lakeCellsOf(model, range, inLake, await engine.run(PROJECT, sql, () => {}, Infinity));
           const rest = inProcessWindow(starts, inLake, span, span);
           const twins = model.breakdownFilter !== null && model.series.some((s) => s.math !== 'total');
           const local = rest
@@ -180,9 +184,9 @@ describe('routing merge: lake buckets + in-process buckets = the engine alone', 
     });
     const range = resolveDateRange(model, settings, NOW);
     const inLake = range.buckets.map((b) => utcDayOf(b.getTime()) === '2024-03-01');
-    const files = writeLake(mkdtempSync(join(tmpdir(), 'lake-merge-')), events);
+    const files = writeLake(ROOT, events);
     const sql = printTrendSql({ projectId: PROJECT, model, range, project: settings }, engine.source(files));
-    const cells = lakeCellsOf(model, range, inLake, await engine.run(sql, () => {}, Infinity));
+    const cells = lakeCellsOf(model, range, inLake, await engine.run(PROJECT, sql, () => {}, Infinity));
     expect(cells).not.toBeNull();
     const local = computeTrend(inProcessQuery(model, range, true), {
       events: events
