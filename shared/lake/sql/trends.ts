@@ -19,7 +19,16 @@ import {
   type PropertyGroup,
   type ProjectSettings,
 } from '../../trends/types.ts';
-import { ATHENA, type Dialect, DUCKDB, identifier, LakeSqlUnsupported, offsetSpans, stringLiteral } from './dialect.ts';
+import {
+  ATHENA,
+  type Dialect,
+  DUCKDB,
+  identifier,
+  LakeSqlUnsupported,
+  offsetSpans,
+  oneStatement,
+  stringLiteral,
+} from './dialect.ts';
 import { printLakeExpr } from './expr.ts';
 
 export interface LakeTrend {
@@ -302,5 +311,5 @@ export function printTrendSql(q: LakeTrend, source: LakeSource): string {
       'GROUP BY 1, 2, 3',
     ].join('\n');
   });
-  return `${selects.join('\nUNION ALL\n')}\nORDER BY 1, 2, 3`;
+  return oneStatement(`${selects.join('\nUNION ALL\n')}\nORDER BY 1, 2, 3`);
 }
