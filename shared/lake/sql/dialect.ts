@@ -117,9 +117,10 @@ export const identifier = (name: string) => {
 
 /**
  * The printers' last check of their own text, before any engine sees it: one statement, no comment,
- * no control character but the line breaks between clauses. Quoted text is skipped as both engines
- * read it (`''` and `""` inside). Input never gets here unquoted (stringLiteral, identifier,
- * numberLiteral), so a failure is a printer bug: an error, never a query sent.
+ * no control character but the line breaks between clauses, no prefixed or dollar-quoted string.
+ * Quoted text is skipped as both engines read it (`''` and `""` inside, no backslash escapes). Input
+ * never gets here unquoted (stringLiteral, identifier, numberLiteral), so a failure is a printer bug:
+ * an error, never a query sent.
  */
 export function oneStatement(sql: string): string {
   let quote: string | null = null;
@@ -133,9 +134,13 @@ export function oneStatement(sql: string): string {
       else quote = null;
       continue;
     }
-    if (c === "'" || c === '"') quote = c;
-    else if (c === ';' || (c === '-' && sql[i + 1] === '-') || (c === '/' && sql[i + 1] === '*'))
-      throw new Error(`lake SQL printer: ${c}${c === ';' ? '' : sql[i + 1]} outside a literal at ${i}`);
+    if (c === "'" || c === '"') {
+      // A prefix would change how the quote reads (DuckDB's E'\n' escapes, Trino's U&'\0000', X'00' bytes).
+      if (c === "'" && /[\w&$]/.test(sql[i - 1] ?? ' ')) throw new Error(`lake SQL printer: a prefixed string at ${i}`);
+      quote = c;
+    } else if (c === ';' || c === '$' || (c === '-' && sql[i + 1] === '-') || (c === '/' && sql[i + 1] === '*'))
+      // `$` opens DuckDB's dollar-quoted strings and names its parameters.
+      throw new Error(`lake SQL printer: ${c}${c === '-' || c === '/' ? sql[i + 1] : ''} outside a literal at ${i}`);
   }
   if (quote) throw new Error('lake SQL printer: an unclosed quote');
   return sql;
