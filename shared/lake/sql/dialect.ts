@@ -60,16 +60,91 @@ export interface Dialect {
   extend?: (e: Expr) => string | undefined;
 }
 
+/**
+ * Characters a string literal never carries as themselves: the C0 and C1 controls and DEL (a line
+ * break ends a `--` comment, NUL ends a C string), the Unicode line and paragraph separators, the
+ * bidirectional controls and the BOM (text a reader of the SQL would not see as it runs).
+ */
+function spelledOut(code: number): boolean {
+  return (
+    code < 0x20 ||
+    (code >= 0x7f && code <= 0x9f) ||
+    code === 0x200e ||
+    code === 0x200f ||
+    (code >= 0x2028 && code <= 0x202e) ||
+    (code >= 0x2066 && code <= 0x2069) ||
+    code === 0xfeff
+  );
+}
+
+/**
+ * A text as one SQL value, the same in both engines: quoted, quotes doubled, and each character of
+ * spelledOut as chr(n) joined with `||` (DuckDB and Trino both have chr and ||; neither reads a
+ * backslash in a quoted string). No character of the input then reaches the SQL text as a line break
+ * or a control, so nothing in it can end a comment or a statement. A lone surrogate has no UTF-8
+ * form: refused rather than replaced.
+ */
 export function stringLiteral(s: string): string {
-  // NUL ends a string in both engines' C paths: refused rather than truncated.
-  if (s.includes('\0')) throw new LakeSqlUnsupported('a NUL character in a string');
-  return `'${s.replaceAll("'", "''")}'`;
+  const parts: string[] = [];
+  let run = '';
+  for (const c of s) {
+    const code = c.codePointAt(0) as number;
+    if (code >= 0xd800 && code <= 0xdfff) throw new LakeSqlUnsupported('a lone surrogate in a string');
+    if (!spelledOut(code)) {
+      run += c;
+      continue;
+    }
+    if (run) parts.push(`'${run.replaceAll("'", "''")}'`);
+    run = '';
+    parts.push(`chr(${code})`);
+  }
+  if (run || !parts.length) parts.push(`'${run.replaceAll("'", "''")}'`);
+  return parts.length === 1 ? (parts[0] as string) : `(${parts.join(' || ')})`;
+}
+
+/** A number as SQL: never starting with `-` (a negative one in parentheses), so no `-` printed before it makes `--`. */
+export function numberLiteral(v: number): string {
+  if (!Number.isFinite(v)) throw new LakeSqlUnsupported(`the number ${v}`);
+  // A non-integer as a double: Trino reads 1.5 as a DECIMAL.
+  if (!Number.isInteger(v) || Math.abs(v) >= 2 ** 53) return `CAST(${String(v)} AS double)`;
+  return v < 0 ? `(${String(v)})` : String(v);
 }
 
 export const identifier = (name: string) => {
   if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new LakeSqlUnsupported(`the column name ${name}`);
   return `"${name}"`;
 };
+
+/**
+ * The printers' last check of their own text, before any engine sees it: one statement, no comment,
+ * no control character but the line breaks between clauses, no prefixed or dollar-quoted string.
+ * Quoted text is skipped as both engines read it (`''` and `""` inside, no backslash escapes). Input
+ * never gets here unquoted (stringLiteral, identifier, numberLiteral), so a failure is a printer bug:
+ * an error, never a query sent.
+ */
+export function oneStatement(sql: string): string {
+  let quote: string | null = null;
+  for (let i = 0; i < sql.length; i++) {
+    const c = sql[i] as string;
+    const code = c.charCodeAt(0);
+    if ((code < 0x20 && c !== '\n') || code === 0x7f) throw new Error(`lake SQL printer: a control character at ${i}`);
+    if (quote) {
+      if (c !== quote) continue;
+      if (sql[i + 1] === quote) i++;
+      else quote = null;
+      continue;
+    }
+    if (c === "'" || c === '"') {
+      // A prefix would change how the quote reads (DuckDB's E'\n' escapes, Trino's U&'\0000', X'00' bytes).
+      if (c === "'" && /[\w&$]/.test(sql[i - 1] ?? ' ')) throw new Error(`lake SQL printer: a prefixed string at ${i}`);
+      quote = c;
+    } else if (c === ';' || c === '$' || (c === '-' && sql[i + 1] === '-') || (c === '/' && sql[i + 1] === '*'))
+      // `$` opens DuckDB's dollar-quoted strings and names its parameters.
+      throw new Error(`lake SQL printer: ${c}${c === '-' || c === '/' ? sql[i + 1] : ''} outside a literal at ${i}`);
+  }
+  if (quote) throw new Error('lake SQL printer: an unclosed quote');
+  return sql;
+}
 
 const timestampText = (at: Date) => at.toISOString().replace('T', ' ').replace('Z', '');
 

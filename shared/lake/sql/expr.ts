@@ -2,12 +2,13 @@
  * HogQL expressions (shared/hogql/ast.ts) printed as SQL over the lake's events, per dialect. It
  * follows shared/hogql/print.ts's seam (one case per node kind, literals escaped in one place) and
  * prints only what it can print faithfully: every other construct is refused by name, never
- * passed through. No input reaches the SQL as text except through stringLiteral and identifier.
+ * passed through. No input reaches the SQL as text except through stringLiteral, numberLiteral and
+ * identifier; every operator has spaces or parentheses around it, so no two tokens fuse.
  */
 import type { CompareOp, Expr } from '../../hogql/ast.ts';
 import { printHogQL } from '../../hogql/print.ts';
 import { PROPERTY_COLUMNS } from '../rows.ts';
-import { type Dialect, identifier, LakeSqlUnsupported, stringLiteral } from './dialect.ts';
+import { type Dialect, identifier, LakeSqlUnsupported, numberLiteral, stringLiteral } from './dialect.ts';
 
 /** Event fields a HogQL expression may read, and their columns. */
 const FIELDS: Record<string, string> = {
@@ -144,9 +145,7 @@ export function printLakeExpr(e: Expr, d: Dialect): string {
       if (v === null) return 'NULL';
       if (typeof v === 'boolean') return v ? 'TRUE' : 'FALSE';
       if (typeof v === 'string') return stringLiteral(v);
-      if (!Number.isFinite(v)) throw new LakeSqlUnsupported(`the number ${v}`);
-      // A non-integer as a double: Trino reads 1.5 as a DECIMAL.
-      return Number.isInteger(v) && Math.abs(v) < 2 ** 53 ? String(v) : `CAST(${String(v)} AS double)`;
+      return numberLiteral(v);
     }
     case 'field':
       return field(e.chain, d);
@@ -166,7 +165,7 @@ export function printLakeExpr(e: Expr, d: Dialect): string {
       if (e.op === '/') return `(CAST(${printLakeExpr(e.left, d)} AS double) / ${printLakeExpr(e.right, d)})`;
       return `(${printLakeExpr(e.left, d)} ${e.op} ${printLakeExpr(e.right, d)})`;
     case 'negate':
-      // `-` and a negative operand must never touch: `(--7)` opens a comment (issue 35).
+      // The operand in parentheses of its own: `-` next to a `-` it starts with would open a comment.
       return `(-(${printLakeExpr(e.expr, d)}))`;
     case 'between':
       return `(${printLakeExpr(e.expr, d)} ${e.negated ? 'NOT ' : ''}BETWEEN ${printLakeExpr(e.low, d)} AND ${printLakeExpr(e.high, d)})`;

@@ -15,7 +15,17 @@ import { parseDateExpression, resolveExpression } from '../../trends/dates.ts';
 import { fromWallClock, offsetAt } from '../../trends/tz.ts';
 import { hiddenRowsSql, type LakeHidden, personColumnSql, personPropertySql } from '../hidden.ts';
 import { PROPERTY_COLUMNS } from '../rows.ts';
-import { ATHENA, type Dialect, DUCKDB, identifier, LakeSqlUnsupported, stringLiteral, zone } from './dialect.ts';
+import {
+  ATHENA,
+  type Dialect,
+  DUCKDB,
+  identifier,
+  LakeSqlUnsupported,
+  numberLiteral,
+  oneStatement,
+  stringLiteral,
+  zone,
+} from './dialect.ts';
 import { printLakeExpr } from './expr.ts';
 import { type LakeSource, sourceSql } from './trends.ts';
 
@@ -189,9 +199,10 @@ function dialectFor(base: Dialect, q: LakeSelect): Dialect {
     const zoned = kind === 'instant' && !SUB_DAY.has(unit) && !utc;
     if (base.name === 'athena') {
       if (zoned)
-        return `CAST(at_timezone(date_add('${unit}', ${n}, at_timezone(with_timezone(${p(x)}, 'UTC'), ${tz})), 'UTC') AS timestamp)`;
-      return `date_add('${unit}', ${n}, ${p(x)})`;
+        return `CAST(at_timezone(date_add('${unit}', ${numberLiteral(n)}, at_timezone(with_timezone(${p(x)}, 'UTC'), ${tz})), 'UTC') AS timestamp)`;
+      return `date_add('${unit}', ${numberLiteral(n)}, ${p(x)})`;
     }
+    // In parentheses: DuckDB's grammar reads only a 32-bit integer after INTERVAL, an expression after `(`.
     const interval = `INTERVAL (${n}) ${unit.toUpperCase()}`;
     if (kind === 'date') return `CAST(${p(x)} + ${interval} AS date)`;
     // ICU's conversions here only (a value, not a scan's bucket): a wall time it adds to is exact at DST changes.
@@ -444,8 +455,9 @@ export function printSelectSql(q: LakeSelect, source: LakeSource): PrintedSelect
     ...[hiddenRowsSql(q.hidden, base)].filter((sql) => sql !== null),
     ...(s.where ? [`(${p(s.where)})`] : []),
   ];
-  const limit = Math.max(0, Math.floor(q.limit));
-  const offset = Math.max(0, Math.floor(q.offset));
+  for (const n of [q.limit, q.offset])
+    if (!Number.isSafeInteger(n) || n < 0) throw new LakeSqlUnsupported('a LIMIT or OFFSET other than a whole number');
+  const { limit, offset } = q;
   const lines = [
     `SELECT ${s.distinct ? 'DISTINCT ' : ''}${select.join(', ')}`,
     `FROM ${sourceSql(source)}`,
@@ -458,7 +470,7 @@ export function printSelectSql(q: LakeSelect, source: LakeSource): PrintedSelect
     `LIMIT ${limit}`,
   ];
   return {
-    sql: lines.join('\n'),
+    sql: oneStatement(lines.join('\n')),
     columns: s.columns.map((c) => c.name),
     types: s.columns.map((c) => typeOf(c.expr, q.timezone)),
   };

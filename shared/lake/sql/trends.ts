@@ -20,7 +20,16 @@ import {
   type ProjectSettings,
 } from '../../trends/types.ts';
 import { hiddenRowsSql, type LakeHidden } from '../hidden.ts';
-import { ATHENA, type Dialect, DUCKDB, identifier, LakeSqlUnsupported, offsetSpans, stringLiteral } from './dialect.ts';
+import {
+  ATHENA,
+  type Dialect,
+  DUCKDB,
+  identifier,
+  LakeSqlUnsupported,
+  offsetSpans,
+  oneStatement,
+  stringLiteral,
+} from './dialect.ts';
 import { printLakeExpr } from './expr.ts';
 
 export interface LakeTrend {
@@ -306,5 +315,5 @@ export function printTrendSql(q: LakeTrend, source: LakeSource): string {
       'GROUP BY 1, 2, 3',
     ].join('\n');
   });
-  return `${selects.join('\nUNION ALL\n')}\nORDER BY 1, 2, 3`;
+  return oneStatement(`${selects.join('\nUNION ALL\n')}\nORDER BY 1, 2, 3`);
 }

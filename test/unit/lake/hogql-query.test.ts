@@ -571,6 +571,33 @@ describe('DuckDB over the lake files: the hand-computed numbers, this project on
   });
 });
 
+describe('the printer wall (issue 35): no text of the query escapes its literal', () => {
+  // The attack as a tenant sent it: an alias of -7 negated (once printed `(--7)`, opening a comment),
+  // then a string whose line break ends the comment, so the rest of the string ran as SQL: here a
+  // UNION over the other project's file, named in a dollar-quoted string (no quote to double).
+  const attack = (file: string) =>
+    `SELECT -7 AS a, event FROM events WHERE -a = 7 OR event = 'x\\n1)))) UNION ALL SELECT 0, event FROM read_parquet($$${file}$$) --'`;
+
+  it('DuckDB: the attack reads no row of the other project (the string stays one value; -a is 7)', async () => {
+    const theirs = allFiles.filter((f) => !ourFiles.includes(f));
+    const rows = await run(attack(theirs[0]!));
+    // -a = 7 holds for every one of our 6 events; the text matches none of them.
+    expect(rows).toHaveLength(OURS.length);
+    expect(rows.every(([a]) => a === -7)).toBe(true);
+    expect(new Set(rows.map(([, event]) => event))).toEqual(new Set(['$pageview', 'signed up']));
+  });
+
+  it('both dialects print the negation and the text so that neither can end early', () => {
+    const text = attack('/tmp/x.parquet');
+    for (const source of [ATHENA, { dialect: 'duckdb', files: ['/tmp/ours.parquet'] } as LakeSource]) {
+      const where = print(text, source).sql.split('\n')[4];
+      expect(where).toBe(
+        `  AND ((((-((-7))) = 7) OR ("event" = ('x' || chr(10) || '1)))) UNION ALL SELECT 0, event FROM read_parquet($$/tmp/x.parquet$$) --'))))`,
+      );
+    }
+  });
+});
+
 describe("Athena (mocked SDK calls): the statement's faults are 400s, the engine's stay 503s", () => {
   const sts = mockClient(STSClient);
   const athena = mockClient(AthenaClient);
@@ -1000,7 +1027,7 @@ describe('date functions and intervals on the lake, in the project zone (DuckDB 
     );
     const local = `at_timezone(with_timezone("timestamp", 'UTC'), 'America/New_York')`;
     expect(sql.split('\n')[0]).toBe(
-      `SELECT CAST(at_timezone(date_add('day', 7, ${local}), 'UTC') AS timestamp) AS "c0", date_add('hour', -2, "timestamp") AS "c1", date_diff('week', date_trunc('week', CAST(${local} AS timestamp)), date_trunc('week', CAST(${local} AS timestamp))) AS "c2", CAST(CAST(date_trunc('quarter', ${local}) AS timestamp) AS date) AS "c3", DATE '2024-03-16' AS "c4"`.replace(
+      `SELECT CAST(at_timezone(date_add('day', 7, ${local}), 'UTC') AS timestamp) AS "c0", date_add('hour', (-2), "timestamp") AS "c1", date_diff('week', date_trunc('week', CAST(${local} AS timestamp)), date_trunc('week', CAST(${local} AS timestamp))) AS "c2", CAST(CAST(date_trunc('quarter', ${local}) AS timestamp) AS date) AS "c3", DATE '2024-03-16' AS "c4"`.replace(
         `date_trunc('week', CAST(${local} AS timestamp)))`,
         `date_trunc('week', CAST(at_timezone(with_timezone(TIMESTAMP '2024-03-16 12:00:00.000', 'UTC'), 'America/New_York') AS timestamp)))`,
       ),
