@@ -8,9 +8,11 @@
  *   request): 1 write unit per started KB of the item (an update: of the larger of before and after),
  *   the same again per GSI it changes; 0.5 read unit per started 4 KB read eventually consistent, 1
  *   strongly (checked against DynamoDB Local 2.x: it applies these rules, GSIs included).
- * - TransactWriteItems: DynamoDB Local reports standard units and nothing for a ConditionCheck; AWS
- *   charges 2 units per KB per item written or checked in a transaction (GSI changes at standard
- *   rate), so: 2 x the table's reported units + the GSIs' + 2 per ConditionCheck.
+ * - TransactWriteItems: DynamoDB Local reports a transaction as if it held one item (2 units, 2 more
+ *   per index: the same for 1 item or 50), so the meter counts by AWS's rules itself: 2 units per
+ *   started KB of each item written or checked, 1 per index entry a Put writes (a Put's size from its
+ *   item; an Update's, Delete's or ConditionCheck's from its key and values: the worker's are counters
+ *   and markers, under 1 KB).
  * - A write refused by its condition (ConditionalCheckFailedException): AWS still charges it; DynamoDB
  *   Local reports nothing, so it counts 1 unit per started KB of the request's item (at least 1).
  *   A cancelled transaction counts 2 units per item (what it would have cost).
@@ -22,6 +24,7 @@
  */
 import { createServer, request, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { TABLE_SCHEMA } from '#shared/db/table-schema.ts';
 
 export type StandIn = 'dynamodb' | 'sqs' | 's3';
 
@@ -113,13 +116,46 @@ interface Capacity {
 
 type Json = Record<string, unknown>;
 
-/** An attribute value's stored size by DynamoDB's rules, roughly: names + values as UTF-8, numbers ~ their digits. */
-const wireSize = (item: unknown): number => (item ? Buffer.byteLength(JSON.stringify(item)) : 0);
+type AttributeValue = Record<string, unknown>;
 
-const indexUnits = (c: Capacity) =>
-  [c.GlobalSecondaryIndexes, c.LocalSecondaryIndexes]
-    .flatMap((m) => Object.values(m ?? {}))
-    .reduce((n, i) => n + (i.CapacityUnits ?? 0), 0);
+/** An attribute value's size by DynamoDB's rules (strings and binaries their bytes, numbers ~1 byte per 2 digits + 1, nested 3 + 1 per element). */
+function valueSize(v: AttributeValue): number {
+  if ('S' in v) return Buffer.byteLength(String(v.S));
+  if ('N' in v) return Math.ceil(String(v.N).replace(/^-|\.|e.*$/gi, '').length / 2) + 1;
+  if ('B' in v) return Buffer.from(String(v.B), 'base64').length;
+  if ('SS' in v) return (v.SS as string[]).reduce((n, x) => n + Buffer.byteLength(x), 0);
+  if ('NS' in v) return (v.NS as string[]).reduce((n, x) => n + Math.ceil(x.length / 2) + 1, 0);
+  if ('BS' in v) return (v.BS as string[]).reduce((n, x) => n + Buffer.from(x, 'base64').length, 0);
+  if ('L' in v) return 3 + (v.L as AttributeValue[]).reduce((n, x) => n + 1 + valueSize(x), 0);
+  if ('M' in v) return 3 + itemSize(v.M as Record<string, AttributeValue>) + Object.keys(v.M as object).length;
+  return 1; // BOOL, NULL
+}
+
+/** An item's (or key's) size: attribute names and values. */
+const itemSize = (item: unknown): number =>
+  Object.entries((item ?? {}) as Record<string, AttributeValue>).reduce(
+    (n, [name, v]) => n + Buffer.byteLength(name) + valueSize(v),
+    0,
+  );
+
+const INDEX_KEYS = Object.values(TABLE_SCHEMA.indexes).map((i) => i.partitionKey as string);
+
+/**
+ * A transaction's write units by AWS's rules: 2 per started KB of each item written or checked, and 1
+ * per started KB for each index entry a Put writes (an index's key in its item). A Put's size is its
+ * item's; an Update's, Delete's or ConditionCheck's is the stored item's, which the request does not
+ * show: counted as its key and values (the counters and markers it changes are small), index entries
+ * it may change not counted.
+ */
+function transactionUnits(body: Json): number {
+  return ((body.TransactItems ?? []) as Json[]).reduce((n, t) => {
+    const [kind, op] = Object.entries(t)[0] as [string, Json];
+    const size = kind === 'Put' ? itemSize(op.Item) : itemSize(op.Key) + itemSize(op.ExpressionAttributeValues);
+    const kb = Math.max(1, Math.ceil(size / KB));
+    const entries = kind === 'Put' ? INDEX_KEYS.filter((k) => k in ((op.Item ?? {}) as object)).length : 0;
+    return n + 2 * kb + entries * kb;
+  }, 0);
+}
 
 function itemsWritten(op: string, body: Json): number {
   if (op === 'BatchWriteItem')
@@ -136,10 +172,9 @@ function countDynamoDb(counts: Counts, op: string, body: Json, status: number, a
     const reported = [answer.ConsumedCapacity ?? []].flat() as Capacity[];
     let units = 0;
     for (const c of reported) {
-      if (op === 'TransactWriteItems') {
-        const checks = ((body.TransactItems ?? []) as Json[]).filter((t) => 'ConditionCheck' in t).length;
-        units += 2 * (c.Table?.CapacityUnits ?? c.CapacityUnits ?? 0) + indexUnits(c) + 2 * checks;
-      } else if (op === 'TransactGetItems') units += 2 * (c.CapacityUnits ?? 0);
+      // DynamoDB Local reports a transaction as if it held one item: counted here instead.
+      if (op === 'TransactWriteItems') units += transactionUnits(body);
+      else if (op === 'TransactGetItems') units += 2 * (c.CapacityUnits ?? 0);
       else units += c.CapacityUnits ?? 0;
     }
     if (write) {
@@ -153,9 +188,9 @@ function countDynamoDb(counts: Counts, op: string, body: Json, status: number, a
   }
   const error = String(answer.__type ?? '');
   if (write && error.endsWith('ConditionalCheckFailedException'))
-    addWrite(counts, `${op} (condition failed)`, Math.max(1, Math.ceil(wireSize(body.Item) / KB)));
+    addWrite(counts, `${op} (condition failed)`, Math.max(1, Math.ceil(itemSize(body.Item ?? body.Key) / KB)));
   else if (error.endsWith('TransactionCanceledException'))
-    addWrite(counts, `${op} (cancelled)`, 2 * ((body.TransactItems ?? []) as unknown[]).length);
+    addWrite(counts, `${op} (cancelled)`, transactionUnits(body));
 }
 
 function addWrite(counts: Counts, op: string, units: number): void {
