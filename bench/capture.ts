@@ -7,7 +7,8 @@
  * "2000,20000,60000"; empty skips them), BENCH_CAPTURE_LARGE_RUNS (3 sends of each),
  * BENCH_CAPTURE_COUNT_TIMEOUT_S (1800: how long the first send of each is waited for until counted).
  * Then write amplification (bench/capture-units.ts): DynamoDB units, SQS messages and S3 requests per
- * event of four shapes, end to end, in dollars per million events; BENCH_UNITS_EVENTS (1000 per shape; 0 skips).
+ * event of six shapes (the issue's four, a new person, a project with a cohort), end to end, in dollars per
+ * million events; BENCH_UNITS_EVENTS (1000 per shape; 0 skips).
  */
 import { randomUUID } from 'node:crypto';
 import {
