@@ -6,6 +6,9 @@
  * Knobs: BENCH_CAPTURE_BATCHES (40; 0 skips throughput and lag), BENCH_CAPTURE_LARGE (sizes,
  * "2000,20000,60000"; empty skips them), BENCH_CAPTURE_LARGE_RUNS (3 sends of each),
  * BENCH_CAPTURE_COUNT_TIMEOUT_S (1800: how long the first send of each is waited for until counted).
+ * Then write amplification (bench/capture-units.ts): DynamoDB units, SQS messages and S3 requests per
+ * event of six shapes (the issue's four, a new person, a project with a cohort), end to end, in dollars per
+ * million events; BENCH_UNITS_EVENTS (1000 per shape; 0 skips).
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -21,6 +24,7 @@ import { TABLE_SCHEMA } from '#shared/db/table-schema.ts';
 import { eventItem } from '#shared/db/events.ts';
 import { keys } from '#shared/db/keys.ts';
 import { toStoredEvent } from '#shared/domain/capture.ts';
+import { writeUnitRows } from './capture-units.ts';
 import { startChildStack, type ChildStack } from './lib/local-stack.ts';
 import { fixed, heading, table } from './lib/format.ts';
 import { percentile } from './lib/stats.ts';
@@ -472,16 +476,23 @@ export const captureBenchmark: Benchmark = {
     const samples = intEnv('BENCH_LAG_SAMPLES', 50);
     const largeSizes = (process.env.BENCH_CAPTURE_LARGE ?? '2000,20000,60000').split(',').filter(Boolean).map(Number);
     const largeRuns = intEnv('BENCH_CAPTURE_LARGE_RUNS', 3);
+    const unitEvents = intEnv('BENCH_UNITS_EVENTS', 1000);
     const errors: string[] = [];
-    const stack = await startChildStack();
-    try {
-      console.log(`local stack up in ${fixed(stack.startupMs / 1000)} s`);
-      const rows: SummaryRow[] =
-        batches > 0 ? await throughputAndLag(stack, batches, concurrency, samples, errors) : [];
-      if (largeSizes.length) rows.push(...(await largeBatchRows(stack, largeSizes, largeRuns, errors)));
-      return { rows, errors };
-    } finally {
-      await stack.stop();
+    const rows: SummaryRow[] = [];
+    if (batches > 0 || largeSizes.length) {
+      const stack = await startChildStack();
+      try {
+        console.log(`local stack up in ${fixed(stack.startupMs / 1000)} s`);
+        if (batches > 0) rows.push(...(await throughputAndLag(stack, batches, concurrency, samples, errors)));
+        if (largeSizes.length) rows.push(...(await largeBatchRows(stack, largeSizes, largeRuns, errors)));
+      } finally {
+        await stack.stop();
+      }
     }
+    if (unitEvents > 0) {
+      console.log(`\nwrite amplification: ${unitEvents} events per shape, metered end to end (in-process local stack)`);
+      rows.push(...(await writeUnitRows(unitEvents, errors)));
+    }
+    return { rows, errors };
   },
 };

@@ -33,6 +33,12 @@ export async function startLocalStack(options: {
   tableName?: string;
   /** Fire the scheduled workers (compaction, export runs, ...) on their schedules; off for benchmarks that run them by hand. */
   scheduler?: boolean;
+  /**
+   * Something between the handlers and a stand-in (the capture benchmark's request meter): given the
+   * stand-in's endpoint, the one handlers call instead. The stream and queue pollers (Lambda's side)
+   * keep the stand-in's own.
+   */
+  front?: (standIn: 'dynamodb' | 'sqs' | 's3', endpoint: string) => string;
 }): Promise<LocalStack> {
   const tableName = options.tableName ?? LOCAL_TABLE_NAME;
   const dynamodb = await startDynamoDbLocal({ dataDir: options.dataDir && join(options.dataDir, 'dynamodb') });
@@ -43,13 +49,18 @@ export async function startLocalStack(options: {
     const s3 = await startS3(join(options.dataDir ?? join(process.cwd(), '.data', 'tmp'), 's3'));
     started.push(s3);
     const queues = await ensureQueues(sqs.endpoint);
+    const front = options.front ?? ((_: string, endpoint: string) => endpoint);
+    // A queue URL names its host: senders whose SDK sends to the URL reach the front too.
+    const frontQueues = Object.fromEntries(
+      Object.entries(queues).map(([name, url]) => [name, url.replace(sqs.endpoint, front('sqs', sqs.endpoint))]),
+    );
     configureLocalEnv({
       tableName,
-      dynamodb: dynamodb.endpoint,
-      sqs: sqs.endpoint,
-      s3: s3.endpoint,
+      dynamodb: front('dynamodb', dynamodb.endpoint),
+      sqs: front('sqs', sqs.endpoint),
+      s3: front('s3', s3.endpoint),
       exportLoopbackOrigins: [s3.endpoint],
-      queues,
+      queues: frontQueues,
       dataDir: options.dataDir,
     });
     const client = new DynamoDBClient({});
