@@ -18,9 +18,9 @@ import { lakeBenchmark } from './lake.ts';
 import { parquetBenchmark } from './parquet.ts';
 import { consoleBenchmark } from './console.ts';
 import { cohortCountBenchmark } from './cohort-count.ts';
-import { regexBenchmark } from './regex.ts';
 import { heading, table } from './lib/format.ts';
 import type { Benchmark, SummaryRow } from './lib/types.ts';
+import { preloadLibraries } from '#shared/preload.ts';
 
 const benchmarks: Benchmark[] = [
   bundlesBenchmark,
@@ -35,7 +35,6 @@ const benchmarks: Benchmark[] = [
   parquetBenchmark,
   consoleBenchmark,
   cohortCountBenchmark,
-  regexBenchmark,
 ];
 
 function usage(): string {
@@ -79,6 +78,8 @@ async function main(): Promise<number> {
   );
   console.log(`started ${new Date().toISOString()}`);
   warnIfBusy('at start');
+  // What the HTTP and worker pipelines do before a handler runs (shared/preload.ts): benches call the code directly.
+  await preloadLibraries();
 
   const rows: SummaryRow[] = [];
   const errors: string[] = [];
