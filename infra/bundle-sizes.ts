@@ -12,14 +12,14 @@ export const BUNDLE_BUDGET_KB = 400;
  * Functions allowed over the budget for a while, each held to a ceiling a little above its size so it
  * cannot grow unnoticed while it is brought under (the bundles test fails a ceiling no longer needed).
  * re2js (148 KB, issue 36: a library rather than our own engine) is bundled into every function that
- * can compile a regex, loaded by dynamic import() at the first invocation, not at module init; four
- * functions go over by it (docs/benchmarks.md).
+ * can compile a regex, loaded by dynamic import() at the first invocation, not at module init; with
+ * csv-stringify (11 KB, every function: any API answer may be `format=csv`) four functions go over.
  */
 export const OVER_BUDGET_CEILINGS_KB: Readonly<Record<string, number>> = {
-  query_create: 530,
+  query_create: 540,
   run_queries: 510,
-  insights_trend: 440,
-  insights_trend_retrieve: 440,
+  insights_trend: 450,
+  insights_trend_retrieve: 450,
 };
 
 export const ceilingOf = (name: string): number => OVER_BUDGET_CEILINGS_KB[name] ?? BUNDLE_BUDGET_KB;

@@ -149,6 +149,22 @@ describe('static cohort CSV (PostHog rules)', () => {
     const many = Array.from({ length: MAX_STATIC_ROWS + 1 }, (_, i) => `d${i}`).join('\n');
     expect(refusal(() => csvIdentifiers(many)).detail).toContain(`${MAX_STATIC_ROWS} rows`);
   });
+
+  it('a malformed file is a 400 naming the line (csv-parse): a quote never closed, a stray quote, a row of another width', () => {
+    expect(refusal(() => csvIdentifiers('distinct_id\r\nu1\r\n\r\n"u2\r\nu3\r\n')).detail).toBe(
+      'The CSV is malformed: the quoted field opened on line 4 is never closed (the file ends inside it).',
+    );
+    expect(refusal(() => csvIdentifiers('distinct_id\nu1\n"u2"x\n')).detail).toMatch(
+      /^The CSV is malformed on line 3: Invalid Closing Quote/,
+    );
+    const ragged = refusal(() => csvIdentifiers('distinct_id,x\nu1,a\nu2,b,c\n'));
+    expect(ragged).toMatchObject({
+      attr: 'csv',
+      detail: 'The CSV is malformed on line 3: 3 cells where its first row has 2.',
+    });
+    // Rows of blanks are skipped whatever their width; a quoted line break stays inside its cell.
+    expect(csvIdentifiers('distinct_id,x\n  \nu1,"a\nb"\n,\n')).toEqual({ column: 'distinct_id', values: ['u1'] });
+  });
 });
 
 describe('multipart bodies', () => {
