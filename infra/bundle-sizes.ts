@@ -13,13 +13,14 @@ export const BUNDLE_BUDGET_KB = 400;
  * cannot grow unnoticed while it is brought under (the bundles test fails a ceiling no longer needed).
  * re2js (148 KB, issue 36: a library rather than our own engine) is bundled into every function that
  * can compile a regex, loaded by dynamic import() at the first invocation, not at module init; with
- * csv-stringify (11 KB, every function: any API answer may be `format=csv`) four functions go over.
+ * csv-stringify (11 KB, every function: any API answer may be `format=csv`) and @fastify/busboy (25 KB,
+ * every function with a body: a body may be a multipart form) four functions go over.
  */
 export const OVER_BUDGET_CEILINGS_KB: Readonly<Record<string, number>> = {
-  query_create: 540,
+  query_create: 560,
   run_queries: 510,
-  insights_trend: 450,
-  insights_trend_retrieve: 450,
+  insights_trend: 470,
+  insights_trend_retrieve: 470,
 };
 
 export const ceilingOf = (name: string): number => OVER_BUDGET_CEILINGS_KB[name] ?? BUNDLE_BUDGET_KB;

@@ -170,29 +170,33 @@ describe('static cohort CSV (PostHog rules)', () => {
 describe('multipart bodies', () => {
   const form = (parts: string[], boundary = 'XyZ') =>
     Buffer.from(`${parts.map((p) => `--${boundary}\r\n${p}\r\n`).join('')}--${boundary}--\r\n`);
-  it('reads fields and files as text', () => {
+  it('reads fields and files as text', async () => {
     const body = form([
       'Content-Disposition: form-data; name="name"\r\n\r\nPaying',
       'Content-Disposition: form-data; name="csv"; filename="a.csv"\r\nContent-Type: text/csv\r\n\r\ndistinct_id\r\nu1\r\n',
     ]);
-    expect(parseMultipart(body, 'multipart/form-data; boundary=XyZ')).toEqual({
+    expect(await parseMultipart(body, 'multipart/form-data; boundary=XyZ')).toEqual({
       name: 'Paying',
       csv: 'distinct_id\r\nu1\r\n',
     });
-    expect(parseMultipart(body, 'multipart/form-data; boundary="XyZ"').name).toBe('Paying');
+    expect((await parseMultipart(body, 'multipart/form-data; boundary="XyZ"')).name).toBe('Paying');
   });
-  it('refuses a missing boundary, an unterminated part and too many parts', () => {
-    expect(() => parseMultipart(Buffer.from('x'), 'multipart/form-data')).toThrow(ParseError);
-    expect(() =>
+  it('refuses a missing boundary, an unterminated part and too many parts', async () => {
+    await expect(parseMultipart(Buffer.from('x'), 'multipart/form-data')).rejects.toThrow(ParseError);
+    await expect(
       parseMultipart(
         Buffer.from('--XyZ\r\nContent-Disposition: form-data; name="a"\r\n\r\nno end'),
         'multipart/form-data; boundary=XyZ',
       ),
-    ).toThrow(ParseError);
+    ).rejects.toThrow(ParseError);
     const parts = Array.from(
       { length: MAX_MULTIPART_PARTS + 1 },
       (_, i) => `Content-Disposition: form-data; name="f${i}"\r\n\r\nv`,
     );
-    expect(() => parseMultipart(form(parts), 'multipart/form-data; boundary=XyZ')).toThrow(/more than/);
+    await expect(parseMultipart(form(parts), 'multipart/form-data; boundary=XyZ')).rejects.toThrow(/more than/);
+    // Exactly at the cap is a form.
+    expect(Object.keys(await parseMultipart(form(parts.slice(1)), 'multipart/form-data; boundary=XyZ'))).toHaveLength(
+      MAX_MULTIPART_PARTS,
+    );
   });
 });
