@@ -7,8 +7,15 @@
  */
 const loaders = new Set<() => Promise<void>>();
 
-export function loadBeforeHandling(load: () => Promise<void>): void {
+/**
+ * `use`, with `load` registered to run before handlers. Call it with the `@__PURE__` annotation in a
+ * module's top-level `const`: a bundle whose code never reaches `use` drops the call, the
+ * registration and the library with it (a bare top-level call would keep all three in every bundle
+ * that imports the module for anything).
+ */
+export function loadedBeforeHandling<F>(load: () => Promise<void>, use: F): F {
   loaders.add(load);
+  return use;
 }
 
 /** Runs the loaders not yet done; a loader that failed stays registered, so the next invocation tries again. */

@@ -8,7 +8,7 @@
  */
 import type { RE2JS } from 're2js';
 import { ValidationError } from './errors.ts';
-import { loadBeforeHandling } from './preload.ts';
+import { loadedBeforeHandling } from './preload.ts';
 
 export type Regex = RE2JS;
 
@@ -19,8 +19,6 @@ export async function loadRegexEngine(): Promise<void> {
   engine ??= (await import('re2js')).RE2JS;
 }
 
-loadBeforeHandling(loadRegexEngine);
-
 /** Longest regex pattern accepted. */
 export const MAX_REGEX_LENGTH = 1_000;
 /**
@@ -30,8 +28,10 @@ export const MAX_REGEX_LENGTH = 1_000;
  */
 export const MAX_REGEX_PROGRAM = 2_000;
 
-/** A user's pattern, compiled; refused patterns are a 400 on `attr`. */
-export function compileRegex(pattern: string, attr: string | null): Regex {
+/** A user's pattern, compiled; refused patterns are a 400 on `attr`. re2js is loaded before handlers run wherever this is bundled. */
+export const compileRegex = /* @__PURE__ */ loadedBeforeHandling(loadRegexEngine, compileWithEngine);
+
+function compileWithEngine(pattern: string, attr: string | null): Regex {
   if (!engine) throw new Error('compileRegex before loadRegexEngine(): the pipeline preloads it (shared/preload.ts)');
   if (pattern.length > MAX_REGEX_LENGTH)
     throw new ValidationError(
