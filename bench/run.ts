@@ -18,10 +18,10 @@ import { lakeBenchmark } from './lake.ts';
 import { parquetBenchmark } from './parquet.ts';
 import { consoleBenchmark } from './console.ts';
 import { cohortCountBenchmark } from './cohort-count.ts';
-import { regexBenchmark } from './regex.ts';
 import { sandboxBenchmark } from './sandbox.ts';
 import { heading, table } from './lib/format.ts';
 import type { Benchmark, SummaryRow } from './lib/types.ts';
+import { preloadLibraries } from '#shared/preload.ts';
 
 const benchmarks: Benchmark[] = [
   bundlesBenchmark,
@@ -36,7 +36,6 @@ const benchmarks: Benchmark[] = [
   parquetBenchmark,
   consoleBenchmark,
   cohortCountBenchmark,
-  regexBenchmark,
   sandboxBenchmark,
 ];
 
@@ -81,6 +80,8 @@ async function main(): Promise<number> {
   );
   console.log(`started ${new Date().toISOString()}`);
   warnIfBusy('at start');
+  // What the HTTP and worker pipelines do before a handler runs (shared/preload.ts): benches call the code directly.
+  await preloadLibraries();
 
   const rows: SummaryRow[] = [];
   const errors: string[] = [];

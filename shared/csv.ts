@@ -1,28 +1,41 @@
 /**
- * The project's one CSV writer: API responses (`format=csv`), trends and export files.
- * RFC 4180: CRLF line ends; a field with a comma, quote or line break is quoted, quotes doubled.
- * OWASP's CSV-injection rule: a text cell starting with `=`, `+`, `-`, `@`, tab or carriage return
- * is prefixed with `'`, so a spreadsheet shows it instead of running it as a formula. True numbers
- * (finite JSON/JS numbers, e.g. a trend's `-5`) are written as they are: a spreadsheet reads them as
- * numbers, never as formulas; the text `-5` (a string property) is prefixed like any other text.
+ * The project's one CSV writer: API responses (`format=csv`), trends and export files. csv-stringify
+ * writes RFC 4180 (CRLF line ends; a field with a comma, quote or line break quoted, quotes doubled);
+ * what each cell says is ours. OWASP's CSV-injection rule: a text cell starting with `=`, `+`, `-`,
+ * `@`, tab or carriage return is prefixed with `'`, so a spreadsheet shows it instead of running it as
+ * a formula. True numbers (finite JSON/JS numbers, e.g. a trend's `-5`) are written as they are: a
+ * spreadsheet reads them as numbers, never as formulas; the text `-5` (a string property) is prefixed
+ * like any other text.
  */
+import { stringify } from 'csv-stringify/sync';
 import { breakdownLabel } from './trends/breakdown.ts';
 import type { TrendResponse, TrendSeries } from './trends/types.ts';
 
 const FORMULA_LEAD = /^[=+\-@\t\r]/;
 
-export function csvCell(value: unknown): string {
+/** A cell's text before quoting: nothing for null, JSON for objects, ISO for dates, formulas neutralised. */
+function cellText(value: unknown): string {
   if (value === null || value === undefined) return '';
   if ((typeof value === 'number' && Number.isFinite(value)) || typeof value === 'bigint') return String(value);
   const raw =
     value instanceof Date ? value.toISOString() : typeof value === 'object' ? JSON.stringify(value) : String(value);
-  const text = FORMULA_LEAD.test(raw) ? `'${raw}` : raw;
-  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+  return FORMULA_LEAD.test(raw) ? `'${raw}` : raw;
 }
+
+/** Every cell is text by then (cellText), so csv-stringify's own casts (booleans as 1) never apply. */
+const write = (rows: readonly (readonly unknown[])[]): string =>
+  stringify(
+    rows.map((cells) => cells.map(cellText)),
+    // A lone LF or CR is a line break to a reader too: quoted, not only the CRLF that ends a record.
+    { record_delimiter: 'windows', quoted_match: /[\r\n]/ },
+  );
+
+/** One cell as it appears in a line. */
+export const csvCell = (value: unknown): string => write([[value]]).slice(0, -2);
 
 /** A header line and one line per row; objects in cells are written as JSON. */
 export function csvTable(header: readonly unknown[], rows: readonly (readonly unknown[])[]): string {
-  return `${[header, ...rows].map((cells) => cells.map(csvCell).join(',')).join('\r\n')}\r\n`;
+  return write([header, ...rows]);
 }
 
 /** Records as CSV with the given columns in order (export files). */

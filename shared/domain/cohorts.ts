@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { CsvError, parse as parseCsv } from 'csv-parse/sync';
 import { now, nowIso } from '../clock.ts';
 import { inParallel } from '../db/batch.ts';
 import {
@@ -226,35 +227,61 @@ async function existingPersonIds(projectId: number, given: GivenPersonId[], attr
   return found;
 }
 
-/** A CSV's cells as rows (RFC 4180 quoting; blank lines skipped). */
+/**
+ * A CSV's cells as rows, read by csv-parse (RFC 4180 quoting, CRLF or LF, a UTF-8 BOM dropped); rows
+ * whose cells are all blank are skipped. A file csv-parse cannot read (a quote never closed, a quote
+ * inside an unquoted field) or a row with another number of cells than the first is a 400 on `csv`
+ * naming the line, and nothing is stored.
+ */
+type CsvRecord = { record: string[]; info: { lines: number } };
+
 export function csvRows(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let cell = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i]!;
-    if (quoted) {
-      if (ch === '"' && text[i + 1] === '"') {
-        cell += '"';
-        i++;
-      } else if (ch === '"') quoted = false;
-      else cell += ch;
-    } else if (ch === '"' && cell === '') quoted = true;
-    else if (ch === ',') {
-      row.push(cell);
-      cell = '';
-    } else if (ch === '\n' || ch === '\r') {
-      if (ch === '\r' && text[i + 1] === '\n') i++;
-      row.push(cell);
-      if (row.some((c) => c.trim() !== '')) rows.push(row);
-      row = [];
-      cell = '';
-    } else cell += ch;
+  let lastRecordLine = 0;
+  let records: CsvRecord[];
+  try {
+    // With `info`, each record comes wrapped with where it was read (csv-parse's types do not say so).
+    records = parseCsv(text, {
+      bom: true,
+      skip_empty_lines: true,
+      relax_column_count: true,
+      info: true,
+      on_record: (record: string[], context) => {
+        lastRecordLine = context.lines;
+        return record;
+      },
+    }) as unknown as CsvRecord[];
+  } catch (error) {
+    if (!(error instanceof CsvError)) throw error;
+    if (error.code === 'CSV_QUOTE_NOT_CLOSED') {
+      const line = firstNonBlankLineAfter(text, lastRecordLine);
+      throw new ValidationError(
+        `The CSV is malformed: the quoted field opened on line ${line} is never closed (the file ends inside it).`,
+        'csv',
+      );
+    }
+    throw new ValidationError(
+      `The CSV is malformed on line ${error.lines}: ${error.message.replace(/\.$/, '')}.`,
+      'csv',
+    );
   }
-  row.push(cell);
-  if (row.some((c) => c.trim() !== '')) rows.push(row);
-  return rows;
+  const rows = records.filter(({ record }) => record.some((c) => c.trim() !== ''));
+  const width = rows[0]?.record.length ?? 0;
+  const ragged = rows.find(({ record }) => record.length !== width);
+  if (ragged)
+    throw new ValidationError(
+      `The CSV is malformed on line ${ragged.info.lines}: ${cells(ragged.record.length)} where its first row has ${width}.`,
+      'csv',
+    );
+  return rows.map(({ record }) => record);
+}
+
+const cells = (n: number) => `${n} ${n === 1 ? 'cell' : 'cells'}`;
+
+/** The 1-based number of the first line after `line` holding more than blanks (where the next record begins). */
+function firstNonBlankLineAfter(text: string, line: number): number {
+  const lines = text.split(/\r\n|\n|\r/);
+  for (let i = line; i < lines.length; i++) if (lines[i]!.trim() !== '') return i + 1;
+  return line + 1;
 }
 
 const CSV_COLUMNS = ['person_id', 'distinct_id', 'email'] as const;
@@ -266,7 +293,7 @@ type CsvColumn = (typeof CSV_COLUMNS)[number];
  * a list of distinct ids, its first row included; several columns without one are a 400.
  */
 export function csvIdentifiers(text: string): { column: CsvColumn; values: string[] } {
-  const rows = csvRows(text.replace(/^\uFEFF/, ''));
+  const rows = csvRows(text);
   if (rows.length === 0) throw new ValidationError('The CSV file is empty.', 'csv');
   const header = rows[0]!.map((h) =>
     h

@@ -21,6 +21,7 @@ import type {
   RouteInfo,
   Schemas,
 } from './middleware/pipeline.ts';
+import { preload } from './middleware/preload.ts';
 import { countRequest, enforceRateLimit } from './middleware/rate-limit.ts';
 import { scope } from './middleware/scope.ts';
 import { tenancy, tenantResolver } from './middleware/tenancy.ts';
@@ -72,7 +73,7 @@ const requestUrl = (event: HttpEvent) =>
  * in shared/http/middleware/, docs/http-pipeline.md): Powertools logger context and metrics ->
  * completion (log keys; on the way out: errors mapped, rate-limit headers, log line, metrics) -> JSON
  * body (routes with a body schema) -> authentication -> rate-limit count -> scope -> tenancy ->
- * rate-limit verdict -> validation -> handoff -> the handler, which gets typed, validated input and returns a Reply.
+ * rate-limit verdict -> lazily loaded libraries -> validation -> handoff -> the handler, which gets typed, validated input and returns a Reply.
  */
 export function apiHandler<R extends RouteInfo, S extends Schemas>(
   route: R,
@@ -108,6 +109,7 @@ export function apiHandler<R extends RouteInfo, S extends Schemas>(
       scope(route),
       tenancy(route),
       enforceRateLimit,
+      preload,
       validation(route, schemas),
       handoff,
     ])
@@ -151,7 +153,7 @@ function bodyBytes(event: HttpEvent): number {
 
 /**
  * The factory for public endpoints authenticated by a token inside the payload (capture): logger
- * context -> CORS -> completion -> body size -> handler, with no JSON parser and no personal-key auth.
+ * context -> CORS -> completion -> lazily loaded libraries -> body size -> handler, with no JSON parser and no personal-key auth.
  */
 export function publicHandler(
   route: PublicRouteInfo,
@@ -178,6 +180,7 @@ export function publicHandler(
     // Used before completion, so it runs after it on the way out (middy unwinds in reverse): error responses carry CORS too.
     .use(cors(options.cors ?? 'origin'))
     .use(completion(route))
+    .use(preload)
     .handler(respond);
   // No valibot schemas: the raw request goes to the domain. Attached for the OpenAPI generator all the same.
   return Object.assign(middyHandler, { route, schemas: {} as Schemas });

@@ -1,36 +1,57 @@
+import type { Busboy } from '@fastify/busboy';
 import { ParseError } from '../errors.ts';
 
 /** Parts one form may have: a cohort upload has a handful of fields and one file. */
 export const MAX_MULTIPART_PARTS = 50;
 
 /**
- * A multipart/form-data body (RFC 7578) as `{field: text}`: file parts are read as UTF-8 text like
- * the other fields (the API's one upload is a CSV). The body is already within the pipeline's size cap;
- * a field given twice keeps its last value. Hand-written: one bounded loop, no new dependency.
+ * A multipart/form-data body (RFC 7578) as `{field: text}`, read by @fastify/busboy (the parser under
+ * @middy/http-multipart-body-parser, used directly: that middleware answers every malformed form with
+ * a 415 and lets busboy drop the parts over its limit silently). File parts are read as UTF-8 text
+ * like the other fields (the API's one upload is a CSV). The body is already within the pipeline's
+ * size cap, so no field is cut short below it; a field given twice keeps its last value. What busboy
+ * refuses, a form of more than MAX_MULTIPART_PARTS parts, or one that ends inside a part, is a 400
+ * `parse_error` in DRF's wording.
  */
-export function parseMultipart(body: Buffer, contentType: string): Record<string, string> {
-  const boundary = /boundary=(?:"([^"]{1,70})"|([^\s;]{1,70}))/i.exec(contentType);
-  const b = boundary?.[1] ?? boundary?.[2];
-  if (!b) throw new ParseError('Multipart form parse error - Invalid boundary in multipart: None');
-  const delimiter = Buffer.from(`--${b}`);
-  const fields: Record<string, string> = {};
-  let at = body.indexOf(delimiter);
-  if (at < 0) throw new ParseError('Multipart form parse error - no parts.');
-  for (let parts = 0; ; parts++) {
-    at += delimiter.length;
-    // `--` after a delimiter closes the form.
-    if (body[at] === 0x2d && body[at + 1] === 0x2d) return fields;
-    if (parts >= MAX_MULTIPART_PARTS)
-      throw new ParseError(`Multipart form parse error - more than ${MAX_MULTIPART_PARTS} parts.`);
-    const headersEnd = body.indexOf('\r\n\r\n', at);
-    const next = body.indexOf(delimiter, at);
-    if (headersEnd < 0 || next < 0 || headersEnd > next)
-      throw new ParseError('Multipart form parse error - a part is not terminated.');
-    const headers = body.subarray(at, headersEnd).toString('utf8');
-    const name = /content-disposition:[^\r\n]*\bname="([^"]*)"/i.exec(headers)?.[1];
-    // The part's content ends with the CRLF that precedes the next delimiter.
-    const end = body[next - 2] === 0x0d && body[next - 1] === 0x0a ? next - 2 : next;
-    if (name !== undefined) fields[name] = body.subarray(headersEnd + 4, end).toString('utf8');
-    at = next;
+export async function parseMultipart(body: Buffer, contentType: string): Promise<Record<string, string>> {
+  // Loaded when a form arrives (a cohort's upload), not at every function's init.
+  const { Busboy } = await import('@fastify/busboy');
+  const fail = (why: string) => new ParseError(`Multipart form parse error - ${why}`);
+  let busboy: Busboy;
+  try {
+    busboy = Busboy({
+      headers: { 'content-type': contentType },
+      limits: { parts: MAX_MULTIPART_PARTS, fieldSize: body.length, fileSize: body.length },
+    });
+  } catch {
+    throw fail('Invalid boundary in multipart: None');
   }
+  return new Promise((resolve, reject) => {
+    const fields: Record<string, string> = {};
+    let settled = false;
+    const refuse = (error: ParseError) => {
+      if (settled) return;
+      settled = true;
+      reject(error);
+    };
+    busboy
+      .on('field', (name, value) => {
+        fields[name] = value;
+      })
+      .on('file', (name, stream) => {
+        const chunks: Buffer[] = [];
+        stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+        stream.on('end', () => {
+          fields[name] = Buffer.concat(chunks).toString('utf8');
+        });
+      })
+      .on('partsLimit', () => refuse(fail(`more than ${MAX_MULTIPART_PARTS} parts.`)))
+      .on('error', (error: Error) => refuse(fail(`${error.message}.`)))
+      .on('finish', () => {
+        if (settled) return;
+        settled = true;
+        resolve(fields);
+      });
+    busboy.end(body);
+  });
 }

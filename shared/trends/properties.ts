@@ -5,7 +5,7 @@
 import { textOf, ValidationError } from '#shared/errors.ts';
 import type { Expr } from '#shared/hogql/ast.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/json.ts';
-import { Regex, RegexTooLarge } from '#shared/regex/index.ts';
+import { compileRegex } from '#shared/regex.ts';
 import {
   COHORT_FILTER_TYPES,
   type CohortSets,
@@ -24,6 +24,8 @@ import {
   type PropertyGroup,
   type TrendEvent,
 } from './types.ts';
+
+export { compileRegex, MAX_REGEX_LENGTH, MAX_REGEX_PROGRAM } from '#shared/regex.ts';
 
 export const OPERATORS = [
   'exact',
@@ -68,8 +70,7 @@ const UNSUPPORTED_TYPES: Record<string, string> = {
 export interface FilterOptions {
   /**
    * Parses a `{"type": "hogql", "key": <expression>}` filter's expression (trends: hogql.ts HOGQL);
-   * without it such filters are a 400. Passed in, so this file does not import the HogQL library,
-   * which imports compileRegex from here.
+   * without it such filters are a 400. Passed in, so this file does not import the HogQL library.
    */
   hogql?: (text: string, attr: string) => Expr;
   /** Whether the reader evaluates `{"type": "group", "group_type_index": n}` filters (trends); else they are a 400. */
@@ -245,41 +246,6 @@ function isDateValue(v: unknown): boolean {
   if (typeof v !== 'string') return false;
   const expr = parseDateExpression(v);
   return expr !== null && expr.kind !== 'all';
-}
-
-/** Longest regex pattern accepted. */
-export const MAX_REGEX_LENGTH = 1_000;
-/**
- * Largest compiled regex, in instructions of shared/regex's program (as re2js counted them, within a
- * few). Matching costs up to (instructions x text length), and counted repetition multiplies a short
- * pattern's size (`(\w){999}` is 3,000): twice the length cap admits any pattern without such expansion.
- */
-export const MAX_REGEX_PROGRAM = 2_000;
-
-/**
- * A user's pattern under RE2's rules, as ClickHouse's match() reads it (inline flags like `(?i)`;
- * no backreferences or lookarounds), run by shared/regex so matching takes linear time whatever
- * the pattern. Refused patterns are a 400 on `attr`.
- */
-export function compileRegex(pattern: string, attr: string | null): Regex {
-  if (pattern.length > MAX_REGEX_LENGTH)
-    throw new ValidationError(
-      `Invalid regular expression: patterns are limited to ${MAX_REGEX_LENGTH} characters.`,
-      attr,
-    );
-  try {
-    return new Regex(pattern, MAX_REGEX_PROGRAM);
-  } catch (error) {
-    if (error instanceof RegexTooLarge)
-      throw new ValidationError(
-        `Invalid regular expression: too complex (compiles to ${error.size} RE2 instructions, the limit is ${MAX_REGEX_PROGRAM}; counted repetition like {n} multiplies a pattern's size).`,
-        attr,
-      );
-    throw new ValidationError(
-      `Invalid regular expression: ${(error as Error).message} (RE2 syntax: no backreferences or lookarounds).`,
-      attr,
-    );
-  }
 }
 
 const listOf = (v: unknown): unknown[] => (Array.isArray(v) ? v : [v]);

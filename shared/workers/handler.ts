@@ -4,6 +4,7 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { runAs } from '../invocation.ts';
 import { logger, metrics } from '../observability.ts';
+import { preloadLibraries } from '../preload.ts';
 
 /**
  * The factory for non-HTTP functions (stream and schedule workers): logger context, metrics (the
@@ -19,8 +20,10 @@ export function workerHandler<E, R>(
     .use(injectLambdaContext(logger, { resetKeys: true }))
     .use(logMetrics(metrics))
     .use({
-      before: () => {
+      before: async () => {
         logger.appendKeys({ worker: name });
+        // Libraries the work loads lazily (shared/preload.ts: re2js for stored filters' regexes).
+        await preloadLibraries();
       },
       onError: (request) => {
         logger.error('worker failed', {

@@ -340,6 +340,35 @@ describe('cohorts: materialised membership', () => {
 });
 
 describe('cohorts: static', () => {
+  it('a malformed CSV upload is a 400 on csv naming the line, and creates nothing; a BOM and CRLF read as text', async () => {
+    const ctx = await project();
+    const ids = await seed(ctx, 3, (i) => ({ n: i }), 5_300_000);
+    const upload = (name: string, content: string) =>
+      ctx.c.request('POST', ctx.base, multipart({ name, is_static: 'true' }, { name: 'csv', content }));
+
+    // The reader used to take everything after the open quote as one cell and store the rest silently.
+    const unclosed = await upload('Unclosed', 'distinct_id\nseed-0\n"seed-1\nseed-2\n');
+    expect(unclosed.status).toBe(400);
+    expect(unclosed.body).toMatchObject({ type: 'validation_error', attr: 'csv' });
+    expect(unclosed.body.detail).toContain('opened on line 3 is never closed');
+
+    const ragged = await upload('Ragged', 'distinct_id,x\r\nseed-0,a\r\nseed-1\r\n');
+    expect(ragged.status).toBe(400);
+    expect(ragged.body.attr).toBe('csv');
+    expect(ragged.body.detail).toContain('on line 3: 1 cell where its first row has 2');
+
+    const strayQuote = await upload('Stray', 'distinct_id\nseed-0\n"seed-1"x\n');
+    expect(strayQuote.status).toBe(400);
+    expect(strayQuote.body.detail).toMatch(/^The CSV is malformed on line 3: /);
+
+    const listed = await ctx.c.get(ctx.base);
+    expect(listed.body.results.map((c: { name: string }) => c.name)).toEqual([]);
+
+    const bom = await upload('Bom', '\uFEFFdistinct_id\r\nseed-0\r\n\r\nseed-2\r\n');
+    expect(bom.status).toBe(201);
+    expect(await memberIds(ctx, bom.body.id)).toEqual([ids[0], ids[2]]);
+  });
+
   it('CSV upload (distinct_id header, one bare column, email), add and remove persons, duplicate_as_static_cohort', async () => {
     const ctx = await project();
     const ids = await seed(ctx, 6, (i) => ({ email: `p${i}@example.com`, n: i }), 5_200_000);

@@ -149,34 +149,54 @@ describe('static cohort CSV (PostHog rules)', () => {
     const many = Array.from({ length: MAX_STATIC_ROWS + 1 }, (_, i) => `d${i}`).join('\n');
     expect(refusal(() => csvIdentifiers(many)).detail).toContain(`${MAX_STATIC_ROWS} rows`);
   });
+
+  it('a malformed file is a 400 naming the line (csv-parse): a quote never closed, a stray quote, a row of another width', () => {
+    expect(refusal(() => csvIdentifiers('distinct_id\r\nu1\r\n\r\n"u2\r\nu3\r\n')).detail).toBe(
+      'The CSV is malformed: the quoted field opened on line 4 is never closed (the file ends inside it).',
+    );
+    expect(refusal(() => csvIdentifiers('distinct_id\nu1\n"u2"x\n')).detail).toMatch(
+      /^The CSV is malformed on line 3: Invalid Closing Quote/,
+    );
+    const ragged = refusal(() => csvIdentifiers('distinct_id,x\nu1,a\nu2,b,c\n'));
+    expect(ragged).toMatchObject({
+      attr: 'csv',
+      detail: 'The CSV is malformed on line 3: 3 cells where its first row has 2.',
+    });
+    // Rows of blanks are skipped whatever their width; a quoted line break stays inside its cell.
+    expect(csvIdentifiers('distinct_id,x\n  \nu1,"a\nb"\n,\n')).toEqual({ column: 'distinct_id', values: ['u1'] });
+  });
 });
 
 describe('multipart bodies', () => {
   const form = (parts: string[], boundary = 'XyZ') =>
     Buffer.from(`${parts.map((p) => `--${boundary}\r\n${p}\r\n`).join('')}--${boundary}--\r\n`);
-  it('reads fields and files as text', () => {
+  it('reads fields and files as text', async () => {
     const body = form([
       'Content-Disposition: form-data; name="name"\r\n\r\nPaying',
       'Content-Disposition: form-data; name="csv"; filename="a.csv"\r\nContent-Type: text/csv\r\n\r\ndistinct_id\r\nu1\r\n',
     ]);
-    expect(parseMultipart(body, 'multipart/form-data; boundary=XyZ')).toEqual({
+    expect(await parseMultipart(body, 'multipart/form-data; boundary=XyZ')).toEqual({
       name: 'Paying',
       csv: 'distinct_id\r\nu1\r\n',
     });
-    expect(parseMultipart(body, 'multipart/form-data; boundary="XyZ"').name).toBe('Paying');
+    expect((await parseMultipart(body, 'multipart/form-data; boundary="XyZ"')).name).toBe('Paying');
   });
-  it('refuses a missing boundary, an unterminated part and too many parts', () => {
-    expect(() => parseMultipart(Buffer.from('x'), 'multipart/form-data')).toThrow(ParseError);
-    expect(() =>
+  it('refuses a missing boundary, an unterminated part and too many parts', async () => {
+    await expect(parseMultipart(Buffer.from('x'), 'multipart/form-data')).rejects.toThrow(ParseError);
+    await expect(
       parseMultipart(
         Buffer.from('--XyZ\r\nContent-Disposition: form-data; name="a"\r\n\r\nno end'),
         'multipart/form-data; boundary=XyZ',
       ),
-    ).toThrow(ParseError);
+    ).rejects.toThrow(ParseError);
     const parts = Array.from(
       { length: MAX_MULTIPART_PARTS + 1 },
       (_, i) => `Content-Disposition: form-data; name="f${i}"\r\n\r\nv`,
     );
-    expect(() => parseMultipart(form(parts), 'multipart/form-data; boundary=XyZ')).toThrow(/more than/);
+    await expect(parseMultipart(form(parts), 'multipart/form-data; boundary=XyZ')).rejects.toThrow(/more than/);
+    // Exactly at the cap is a form.
+    expect(Object.keys(await parseMultipart(form(parts.slice(1)), 'multipart/form-data; boundary=XyZ'))).toHaveLength(
+      MAX_MULTIPART_PARTS,
+    );
   });
 });

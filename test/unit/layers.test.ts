@@ -58,7 +58,8 @@ const LAYERS: Record<Layer, LayerRule> = {
   pure: {
     paths: [
       'shared/trends/',
-      'shared/regex/',
+      'shared/regex.ts',
+      'shared/preload.ts',
       'shared/hogql/',
       'shared/segments/',
       'shared/lake/',

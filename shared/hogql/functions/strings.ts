@@ -4,8 +4,7 @@
  * positions, substrings, pads and reverse count characters (ClickHouse's ...UTF8 variants), so they
  * never split a character; for ASCII both are the same.
  */
-import type { Regex } from '#shared/regex/index.ts';
-import { compileRegex } from '#shared/trends/properties.ts';
+import { compileRegex, type Regex } from '#shared/regex.ts';
 import { toNum, toText } from '../convert.ts';
 import { compileLike } from '../operators.ts';
 import type { HogValue } from '../values.ts';

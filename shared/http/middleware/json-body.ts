@@ -6,7 +6,7 @@ import type { Middleware } from './pipeline.ts';
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 /**
- * JSON bodies (or multipart forms: shared/http/multipart.ts), at most 1 MiB, nested at most 128 levels, and a JSON object when present; an
+ * JSON bodies (or multipart forms: shared/http/multipart.ts, @fastify/busboy), at most 1 MiB, nested at most 128 levels, and a JSON object when present; an
  * empty body is `{}`. Only on routes with a body schema. Hand-written rather than
  * @middy/http-json-body-parser: docs/http-pipeline.md says why.
  */
@@ -15,7 +15,7 @@ export const jsonBody: Middleware = { before: (request) => parseBody(request, fa
 /** The same, also taking a JSON list: PostHog's bulk actions that take one (`groups_types/update_metadata`). */
 export const jsonListBody: Middleware = { before: (request) => parseBody(request, true) };
 
-function parseBody(request: Parameters<NonNullable<Middleware['before']>>[0], allowList: boolean): void {
+async function parseBody(request: Parameters<NonNullable<Middleware['before']>>[0], allowList: boolean): Promise<void> {
   const { event } = request;
   const raw = event.body
     ? event.isBase64Encoded
@@ -33,7 +33,7 @@ function parseBody(request: Parameters<NonNullable<Middleware['before']>>[0], al
   const contentType = mediaType.trim().toLowerCase();
   // Uploads (a cohort's CSV): the form's fields as an object, checked by the route's schema like JSON.
   if (contentType === 'multipart/form-data') {
-    request.internal.body = parseMultipart(
+    request.internal.body = await parseMultipart(
       Buffer.from(event.body ?? '', event.isBase64Encoded ? 'base64' : 'utf8'),
       header,
     );

@@ -1,5 +1,5 @@
 /**
- * The lake's own Parquet encoder (shared/lake/parquet.ts, shared/lake/snappy.ts), read back by DuckDB
+ * The lake's own Parquet encoder (shared/lake/parquet.ts; snappy by snappyjs, shared/lake/snappy.ts), read back by DuckDB
  * cell by cell: text of every shape (nulls, empty, astral and unpaired surrogates, long), times far
  * apart and out of order, dictionaries and their fallback to plain, row groups, the statistics a
  * reader prunes by, and the schema Glue declares (infra/constructs/lake.ts: STRING = BYTE_ARRAY UTF8,
@@ -14,6 +14,7 @@ import { writeParquet } from '#shared/exports/files.ts';
 import { type LakeParquetColumn, PlainTextsBuilder, utf8Entries, writeLakeParquet } from '#shared/lake/parquet.ts';
 import { type LakeEvent, LAKE_COLUMNS, lakeFiles } from '#shared/lake/rows.ts';
 import { snappyCompress } from '#shared/lake/snappy.ts';
+import { snappyUncompress } from 'hyparquet/src/snappy.js';
 import { snappyCompress as hyparquetSnappy } from 'hyparquet-writer/src/snappy.js';
 import { prng } from '../../support/prng.ts';
 
@@ -325,16 +326,24 @@ describe('lake Parquet encoder', () => {
     expect(ours.find((c) => c.name === 'browser')).toMatchObject({ type: 'BYTE_ARRAY', converted_type: 'UTF8' });
   });
 
-  it('compresses exactly as the compressor it replaces (snappy bytes identical on text, runs and noise)', () => {
+  it('compresses to snappy another decoder reads back, about as small as the compressor it replaced (text, runs and noise)', () => {
     const rng = prng(7);
-    for (const size of [0, 1, 14, 15, 16, 61, 300, 70_000]) {
+    for (const size of [0, 1, 14, 15, 16, 61, 300, 70_000, 200_000]) {
       const inputs = [
         Uint8Array.from({ length: size }, () => Math.floor(rng() * 256)),
         new Uint8Array(size).fill(7),
         Uint8Array.from({ length: size }, (_, i) => 97 + ((i * 7 + (i >> 5)) % 8)),
       ];
-      for (const input of inputs)
-        expect(Buffer.from(snappyCompress(input))).toEqual(Buffer.from(hyparquetSnappy(input)));
+      for (const input of inputs) {
+        const compressed = snappyCompress(input);
+        // hyparquet's decoder (what hyparquet reads Parquet pages with): not the compressor's own code.
+        const back = new Uint8Array(input.length);
+        snappyUncompress(compressed, back);
+        expect(Buffer.from(back)).toEqual(Buffer.from(input));
+        // snappyjs cuts blocks at 64 KB as Google's compressor does (hyparquet-writer's copy does not): up to
+        // ~12% larger on these inputs past 64 KB; the lake's bytes per event are measured in docs/benchmarks.md.
+        expect(compressed.length).toBeLessThanOrEqual(Math.ceil(hyparquetSnappy(input).length * 1.15));
+      }
     }
   });
 });
