@@ -1,6 +1,7 @@
 import { METRICS_NAMESPACE } from './metric-names.ts';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { Tracer } from '@aws-lambda-powertools/tracer';
 
 const serviceName = process.env.POWERTOOLS_SERVICE_NAME ?? 'analytics';
 
@@ -17,6 +18,19 @@ const metricsOff =
   process.env.POWERTOOLS_METRICS_DISABLED !== undefined
     ? truthy(process.env.POWERTOOLS_METRICS_DISABLED)
     : truthy(process.env.POWERTOOLS_DEV);
+
+// X-Ray only exists in Lambda (AWS_EXECUTION_ENV set, a daemon listening): Powertools' tracer switches
+// itself off elsewhere; the local runtime and the tests also say so, as they do for metrics.
+if (process.env.ANALYTICS_RUNTIME === 'local' && !process.env.AWS_LAMBDA_FUNCTION_NAME)
+  process.env.POWERTOOLS_TRACE_ENABLED ??= 'false';
+
+/**
+ * X-Ray tracing (functions run with active tracing, infra/constructs/service-function.ts): every AWS
+ * client is wrapped (shared/aws/options.ts, one subsegment per call), and the factories
+ * (shared/http/handler.ts, shared/workers/handler.ts) open the handler's subsegment and annotate it
+ * with the route or worker name. A no-op where tracing is off.
+ */
+export const tracer = new Tracer({ serviceName });
 
 /**
  * CloudWatch metrics (EMF) in namespace `Analytics`, dimension `service` on all of them. The factories

@@ -14,7 +14,7 @@ import {
   TOKEN_UNKNOWN_TTL_MS,
 } from '#shared/domain/project-tokens.ts';
 import { MAX_CAPTURE_MESSAGE_BYTES, packCaptureBatches, unpackCaptureBatch } from '#shared/queues/capture-batches.ts';
-import { sqs } from '#shared/queues/client.ts';
+import { sqs } from '#shared/aws/sqs.ts';
 
 const TOKEN = 'phc_unit_staging';
 
