@@ -98,7 +98,11 @@ export function startQueuePollers(endpoint: string, urls: Partial<Record<QueueNa
     region: 'us-east-1',
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
     maxAttempts: 3,
-    requestHandler: new NodeHttpHandler({ connectionTimeout: 1_000, requestTimeout: 10_000, throwOnRequestTimeout: true }),
+    requestHandler: new NodeHttpHandler({
+      connectionTimeout: 1_000,
+      requestTimeout: 10_000,
+      throwOnRequestTimeout: true,
+    }),
   });
   let stopped = false;
   const loops = queueSources().flatMap(({ worker, queue, batchSize, pollers }) => {

@@ -1,7 +1,12 @@
-import { ChangeMessageVisibilityCommand, DeleteMessageCommand, ReceiveMessageCommand, SendMessageCommand, sqs } from '../aws/sqs.ts';
+import {
+  ChangeMessageVisibilityCommand,
+  DeleteMessageCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  sqs,
+} from '../aws/sqs.ts';
 import { ConfigError, requireQueueUrl } from '../config.ts';
 import { ServiceUnavailable } from '../errors.ts';
-
 
 /** The message: a deleted person whose events the weekly drain deletes (shared/domain/person-deletions.ts reads it). */
 export interface DeletionRequest {
