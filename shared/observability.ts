@@ -2,6 +2,8 @@ import { METRICS_NAMESPACE } from './metric-names.ts';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { Tracer } from '@aws-lambda-powertools/tracer';
+import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
+import type { MiddlewareObj } from '@middy/core';
 
 const serviceName = process.env.POWERTOOLS_SERVICE_NAME ?? 'analytics';
 
@@ -31,6 +33,23 @@ if (process.env.ANALYTICS_RUNTIME === 'local' && !process.env.AWS_LAMBDA_FUNCTIO
  * with the route or worker name. A no-op where tracing is off.
  */
 export const tracer = new Tracer({ serviceName });
+
+/**
+ * The factories' first middleware: the invocation's `## index.handler` subsegment (annotated ColdStart
+ * and Service by Powertools, and `route` with the route's operationId or the worker's name here),
+ * under which every AWS call of the invocation is a subsegment of its own. Responses are not recorded
+ * (they hold customers' data); errors are. A no-op where tracing is off.
+ */
+export function tracedHandler(route: string): MiddlewareObj {
+  const segment = captureLambdaHandler(tracer, { captureResponse: false });
+  return {
+    ...segment,
+    before: async (request) => {
+      await segment.before?.(request);
+      tracer.putAnnotation('route', route);
+    },
+  };
+}
 
 /**
  * CloudWatch metrics (EMF) in namespace `Analytics`, dimension `service` on all of them. The factories
