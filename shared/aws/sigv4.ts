@@ -2,8 +2,10 @@ import { createHash, createHmac } from 'node:crypto';
 import { ConfigError } from '../config.ts';
 
 /**
- * AWS Signature Version 4 (docs.aws.amazon.com/IAM/latest/UserGuide/reference_sigv-create-signed-request.html):
- * the one signer of the code base (DynamoDB, SQS, S3 destinations, STS, the lake's Athena and S3 calls).
+ * AWS Signature Version 4 (docs.aws.amazon.com/IAM/latest/UserGuide/reference_sigv-create-signed-request.html)
+ * for the calls not yet made through an SDK client (shared/aws/*.ts sign their own): export destinations'
+ * S3 and STS (shared/exports/s3.ts, sts.ts) and the lake's Athena engine (shared/lake/engine.ts). It goes
+ * when they move to their clients.
  */
 export interface AwsCredentials {
   accessKeyId: string;
