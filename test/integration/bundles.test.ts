@@ -68,7 +68,8 @@ describe('the deployable bundles', () => {
     );
     expect(started.statusCode).toBe(202);
     expect(JSON.parse(started.body).query_status).toMatchObject({ complete: false });
-  });
+    // Five bundles, each with its own copy of the SDK to load and initialise: minutes on a busy CI machine.
+  }, 180_000);
 
   it('every one builds and loads on its own (a fresh node, outside the repository: no node_modules to fall back on)', async () => {
     // Bytes have no ceiling (issue 36: the SDK is paid once; `npm run bench -- bundles` reports them).
