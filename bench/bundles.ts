@@ -1,11 +1,12 @@
 /**
  * Per-function bundle size and module init time: one `buildFunctions()` (the same esbuild call
- * `npm run build` makes), then for every function in `functionEntries()` the minified size and the
- * median of N cold imports, each in a fresh node process. Bundles over budget, and the largest few, are
- * broken down by package / folder (infra/bundle-sizes.ts) so the report says why they are big.
+ * `npm run build` makes), then for every function in `functionEntries()` the minified size (reported,
+ * no ceiling) and the median of N cold imports, each in a fresh node process, against the init targets
+ * of issue 36 (on a quiet machine). The largest few bundles are broken down by package / folder
+ * (infra/bundle-sizes.ts) so the report says what makes them big.
  *
  * `npx tsx bench/bundles.ts [<function> ...]`: the build and the breakdowns only (no timing): the named
- * functions, or those over budget and the largest few.
+ * functions, or the largest few.
  */
 import { copyFile, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -14,17 +15,18 @@ import { gzipSync } from 'node:zlib';
 import { pathToFileURL } from 'node:url';
 import type { Metafile } from 'esbuild';
 import { buildFunctions, bundleDir, functionEntries } from '#infra/build.ts';
-import { BUNDLE_BUDGET_KB, breakdownLines, bundleSizes, kb } from '#infra/bundle-sizes.ts';
+import { breakdownLines, bundleSizes } from '#infra/bundle-sizes.ts';
 import { coldImportMs } from './lib/cold-import.ts';
 import { fixed, heading, table } from './lib/format.ts';
 import { settings } from './lib/env.ts';
 import { median } from './lib/stats.ts';
 import type { Benchmark, BenchResult, SummaryRow } from './lib/types.ts';
 
-export const BUNDLE_TARGET_KB = BUNDLE_BUDGET_KB;
-/** Besides those over budget, the largest this many bundles are broken down. */
+/** The largest this many bundles are broken down. */
 const LARGEST_SHOWN = 5;
-export const INIT_TARGET_MS = 50;
+/** Module-init medians (issue 36): the capture path loads in ≤ 70 ms, every other function in ≤ 100 ms. */
+const HOT_PATH = new Set(['capture', 'ingest_events']);
+export const initTargetMs = (name: string): number => (HOT_PATH.has(name) ? 70 : 100);
 
 interface FunctionFigures {
   name: string;
@@ -86,28 +88,26 @@ export const bundlesBenchmark: Benchmark = {
     const flag = (over: boolean, missing: boolean) => (missing ? 'ERROR' : over ? 'OVER' : 'ok');
     console.log(
       `\n${table(
-        ['function', 'handler', 'min KB', 'gzip KB', 'size', 'init ms (median)', 'init', 'runs (ms)'],
+        ['function', 'handler', 'min KB', 'gzip KB', 'init ms (median)', 'init', 'runs (ms)'],
         figures.map((f) => [
           f.name,
           f.handler,
           fixed(f.kb),
           fixed(f.gzipKb),
-          flag(f.kb > BUNDLE_TARGET_KB, false),
           fixed(f.initMs),
-          flag(f.initMs > INIT_TARGET_MS, !Number.isFinite(f.initMs)),
+          flag(f.initMs > initTargetMs(f.name), !Number.isFinite(f.initMs)),
           f.runs.map((r) => fixed(r)).join(' '),
         ]),
-        ['l', 'l', 'r', 'r', 'l', 'r', 'l', 'l'],
+        ['l', 'l', 'r', 'r', 'r', 'l', 'l'],
       )}`,
     );
-    console.log(`targets: bundle <= ${BUNDLE_TARGET_KB} KB minified (1 KB = 1024 bytes), init <= ${INIT_TARGET_MS} ms`);
-    const overSize = figures.filter((f) => f.kb > BUNDLE_TARGET_KB);
-    const overInit = figures.filter((f) => f.initMs > INIT_TARGET_MS);
-    for (const f of overSize)
-      console.log(`  ! ${f.name}: bundle ${fixed(f.kb)} KB is over the ${BUNDLE_TARGET_KB} KB target`);
+    console.log(
+      `sizes: minified, 1 KB = 1024 bytes, no ceiling; init targets: <= 70 ms (${[...HOT_PATH].join(', ')}), <= 100 ms (the others)`,
+    );
+    const overInit = figures.filter((f) => f.initMs > initTargetMs(f.name));
     for (const f of overInit)
-      console.log(`  ! ${f.name}: init ${fixed(f.initMs)} ms is over the ${INIT_TARGET_MS} ms target`);
-    if (!overSize.length && !overInit.length && !errors.length) console.log('  all functions within targets');
+      console.log(`  ! ${f.name}: init ${fixed(f.initMs)} ms is over the ${initTargetMs(f.name)} ms target`);
+    if (!overInit.length && !errors.length) console.log('  all functions within their init targets');
     printBreakdowns(metafile);
 
     const rows: SummaryRow[] = [];
@@ -116,28 +116,26 @@ export const bundlesBenchmark: Benchmark = {
         benchmark: 'bundles',
         metric: `${f.name} size`,
         value: `${fixed(f.kb)} KB`,
-        target: `<= ${BUNDLE_TARGET_KB} KB`,
-        status: f.kb > BUNDLE_TARGET_KB ? 'OVER TARGET' : 'pass',
+        target: 'reported',
+        status: 'info',
       });
       rows.push({
         benchmark: 'bundles',
         metric: `${f.name} init (median of ${runs})`,
         value: `${fixed(f.initMs)} ms`,
-        target: `<= ${INIT_TARGET_MS} ms`,
-        status: !Number.isFinite(f.initMs) ? 'ERROR' : f.initMs > INIT_TARGET_MS ? 'OVER TARGET' : 'pass',
+        target: `<= ${initTargetMs(f.name)} ms`,
+        status: !Number.isFinite(f.initMs) ? 'ERROR' : f.initMs > initTargetMs(f.name) ? 'OVER TARGET' : 'pass',
       });
     }
     return { rows, errors };
   },
 };
 
-/** The named bundles, or those over budget and the LARGEST_SHOWN largest, by package / folder. */
+/** The named bundles, or the LARGEST_SHOWN largest, by package / folder. */
 export function printBreakdowns(metafile: Metafile, names: readonly string[] = []): void {
   const sizes = bundleSizes(metafile);
-  const shown = names.length
-    ? sizes.filter((b) => names.includes(b.name))
-    : sizes.filter((b, i) => i < LARGEST_SHOWN || kb(b.bytes) > BUNDLE_TARGET_KB);
-  console.log(`\nwhat the ${names.length ? 'named' : 'largest and over-budget'} bundles hold (by package / folder):`);
+  const shown = names.length ? sizes.filter((b) => names.includes(b.name)) : sizes.slice(0, LARGEST_SHOWN);
+  console.log(`\nwhat the ${names.length ? 'named' : 'largest'} bundles hold (by package / folder):`);
   for (const bundle of shown) console.log(breakdownLines(bundle).join('\n'));
 }
 

@@ -1,6 +1,6 @@
 /**
  * `npm run build`: every handler in the route table (plus the fallback) bundled by ONE esbuild call
- * into dist/functions/<operationId>/index.mjs: minified ESM, no AWS SDK (shared/aws speaks to AWS), node 22 target.
+ * into dist/functions/<operationId>/index.mjs: minified ESM with the AWS SDK clients inside (shared/aws/), node 22 target.
  */
 import { cp, mkdir, readdir, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -100,11 +100,12 @@ export async function buildFunctions(outdir = DIST): Promise<Metafile> {
     format: 'esm',
     platform: 'node',
     target: 'node22',
+    // The SDK's ESM builds: with esbuild's defaults for node (main first) its CommonJS builds are bundled,
+    // and the ESM bundle fails at load on their `require("node:https")`.
     mainFields: ['module', 'main'],
     // Some CommonJS dependencies call require() for node built-ins; give the ESM bundle one.
     banner: { js: "import{createRequire as __cr}from'node:module';const require=__cr(import.meta.url);" },
     legalComments: 'none',
-    // No AWS SDK to trim: DynamoDB, SQS and KMS are called through shared/aws (the bundles test checks it).
     plugins: [ownRoutesPlugin()],
     // The lake's local engine (native binaries, ~60 MB): the local runtime, tests and bench load it; Lambdas use Athena.
     external: ['@duckdb/node-api'],

@@ -42,10 +42,14 @@ export const ENV = {
   /** STS endpoint the exporter assumes customer roles through (the SDK's own variable name; local fakes in tests). */
   stsEndpoint: 'AWS_ENDPOINT_URL_STS',
   region: 'AWS_REGION',
-  /** Where DynamoDB, SQS and KMS are called (the SDK's variable names: DynamoDB Local and the local SQS in tests), else AWS's regional endpoints. */
+  /**
+   * Where the SDK calls DynamoDB, SQS, KMS and S3 (its own variable names, read by the clients
+   * themselves: DynamoDB Local, the local SQS and s3rver in the local runtime and tests), else AWS's regional endpoints.
+   */
   dynamodbEndpoint: 'AWS_ENDPOINT_URL_DYNAMODB',
   sqsEndpoint: 'AWS_ENDPOINT_URL_SQS',
   kmsEndpoint: 'AWS_ENDPOINT_URL_KMS',
+  s3Endpoint: 'AWS_ENDPOINT_URL_S3',
   awsEndpoint: 'AWS_ENDPOINT_URL',
   /** The lake's S3 bucket (CDK sets it on the compactor); absent -> the local runtime writes the lake under DATA_DIR/lake. */
   lakeBucket: 'LAKE_BUCKET',
@@ -128,23 +132,45 @@ export const DEFAULT_RATE_LIMITS: RateLimits = {
  */
 export type InvocationKind = 'api' | 'worker';
 
-export interface SdkTimeouts {
+/**
+ * How an AWS client calls (shared/aws/): its connection and per-attempt request timeouts (an attempt
+ * past `requestTimeoutMs` is aborted, a TimeoutError, and counts as failed), its attempts, and the
+ * SDK's retry mode: `standard` (exponential backoff with jitter, a retry quota, 500 ms base delay
+ * after throttling, clock-skew correction), or `adaptive` (standard plus a client-side rate limiter
+ * that slows every call of the client once DynamoDB throttles it).
+ */
+export interface AwsClientSettings {
   connectionTimeoutMs: number;
-  /** Per attempt; the attempt is aborted (`throwOnRequestTimeout`) and retried until `maxAttempts`. */
   requestTimeoutMs: number;
+  /** Attempts per call, the first included. */
   maxAttempts: number;
+  retryMode: 'standard' | 'adaptive';
 }
 
 /**
- * The DynamoDB client's limits per invocation kind (shared/db/client.ts keeps one client per kind).
- * API: 2 x 4.5 s stays under the 10 s function timeout, so a hung table is our 503 and not API
- * Gateway's. Workers: a slow page of a bulk read under load is waited for rather than failing the
- * run; 5 x 10 s plus backoff (< 4 s) is under a minute, far inside their timeouts. (The request
- * timeout's timer starts with the request, so it bounds connecting too.)
+ * The DynamoDB client's settings per invocation kind (shared/aws/dynamodb.ts keeps one client per kind).
+ * API: 2 x 4.5 s plus the SDK's backoff (at most 50 ms after a timed-out attempt; 1 s after a
+ * throttled one, which answered at once) stays under the 10 s function timeout, so a hung table is our 503 and not API Gateway's; standard mode, so a throttled request
+ * fails fast rather than waiting on a rate limiter. Workers: a slow page of a bulk read under load is
+ * waited for rather than failing the run; 5 x 10 s plus backoff (< 15 s) is about a minute, far inside their timeouts. They are the hot write path
+ * (capture batches, ingestion, compaction, deletions), so adaptive: once throttled, the container's
+ * calls slow down together instead of each retrying into the throttle. (The request timeout's timer
+ * starts with the request, so it bounds connecting too.)
  */
-export const DYNAMODB_TIMEOUTS: Readonly<Record<InvocationKind, SdkTimeouts>> = {
-  api: { connectionTimeoutMs: 1_000, requestTimeoutMs: 4_500, maxAttempts: 2 },
-  worker: { connectionTimeoutMs: 1_000, requestTimeoutMs: 10_000, maxAttempts: 5 },
+export const DYNAMODB_TIMEOUTS: Readonly<Record<InvocationKind, AwsClientSettings>> = {
+  api: { connectionTimeoutMs: 1_000, requestTimeoutMs: 4_500, maxAttempts: 2, retryMode: 'standard' },
+  worker: { connectionTimeoutMs: 1_000, requestTimeoutMs: 10_000, maxAttempts: 5, retryMode: 'adaptive' },
+};
+
+/**
+ * The other clients, one per process each: SQS (queue hand-offs, inside API requests too) and KMS
+ * (export secrets) answer small calls in milliseconds, so three attempts of 5 s keep a request from
+ * hanging; S3 (the lake's Parquet files, written by the compactor) gets a minute per attempt for a large object.
+ */
+export const AWS_CLIENTS: Readonly<Record<'sqs' | 'kms' | 's3', AwsClientSettings>> = {
+  sqs: { connectionTimeoutMs: 1_000, requestTimeoutMs: 5_000, maxAttempts: 3, retryMode: 'standard' },
+  kms: { connectionTimeoutMs: 1_000, requestTimeoutMs: 5_000, maxAttempts: 3, retryMode: 'standard' },
+  s3: { connectionTimeoutMs: 1_000, requestTimeoutMs: 60_000, maxAttempts: 3, retryMode: 'standard' },
 };
 
 export interface Config {
@@ -338,26 +364,6 @@ export function requireQueueUrl(name: QueueName): string {
   const url = config().queueUrls[name];
   if (!url) throw new ConfigError(`${QUEUES[name].urlEnv} is not set`);
   return url;
-}
-
-export type AwsService = 'dynamodb' | 'sqs' | 'kms';
-
-/**
- * Where DynamoDB, SQS or KMS is called, and the region to sign for: read when a client is built (once per
- * process and kind), as the SDK did, not with the cached config: the local runtime points the process
- * at its stand-ins after the configuration may already have been read.
- */
-export function awsServiceEndpoint(
-  service: AwsService,
-  env: NodeJS.ProcessEnv = process.env,
-): { url: URL; region: string } {
-  const own = { dynamodb: ENV.dynamodbEndpoint, sqs: ENV.sqsEndpoint, kms: ENV.kmsEndpoint }[service];
-  const configured = env[own] || env[ENV.awsEndpoint];
-  const region = env[ENV.region];
-  if (!region && !configured) throw new ConfigError(`${ENV.region} is not set`);
-  const r = region || 'us-east-1';
-  const suffix = r.startsWith('cn-') ? 'amazonaws.com.cn' : 'amazonaws.com';
-  return { url: new URL(configured || `https://${service}.${r}.${suffix}`), region: r };
 }
 
 /**

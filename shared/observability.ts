@@ -1,6 +1,9 @@
 import { METRICS_NAMESPACE } from './metric-names.ts';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { Tracer } from '@aws-lambda-powertools/tracer';
+import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
+import type { MiddlewareObj } from '@middy/core';
 
 const serviceName = process.env.POWERTOOLS_SERVICE_NAME ?? 'analytics';
 
@@ -17,6 +20,36 @@ const metricsOff =
   process.env.POWERTOOLS_METRICS_DISABLED !== undefined
     ? truthy(process.env.POWERTOOLS_METRICS_DISABLED)
     : truthy(process.env.POWERTOOLS_DEV);
+
+// X-Ray only exists in Lambda (AWS_EXECUTION_ENV set, a daemon listening): Powertools' tracer switches
+// itself off elsewhere; the local runtime and the tests also say so, as they do for metrics.
+if (process.env.ANALYTICS_RUNTIME === 'local' && !process.env.AWS_LAMBDA_FUNCTION_NAME)
+  process.env.POWERTOOLS_TRACE_ENABLED ??= 'false';
+
+/**
+ * X-Ray tracing (functions run with active tracing, infra/constructs/service-function.ts): every AWS
+ * client is wrapped (shared/aws/options.ts, one subsegment per call), and the factories
+ * (shared/http/handler.ts, shared/workers/handler.ts) open the handler's subsegment and annotate it
+ * with the route or worker name. A no-op where tracing is off.
+ */
+export const tracer = new Tracer({ serviceName });
+
+/**
+ * The factories' first middleware: the invocation's `## index.handler` subsegment (annotated ColdStart
+ * and Service by Powertools, and `route` with the route's operationId or the worker's name here),
+ * under which every AWS call of the invocation is a subsegment of its own. Responses are not recorded
+ * (they hold customers' data); errors are. A no-op where tracing is off.
+ */
+export function tracedHandler(route: string): MiddlewareObj {
+  const segment = captureLambdaHandler(tracer, { captureResponse: false });
+  return {
+    ...segment,
+    before: async (request) => {
+      await segment.before?.(request);
+      tracer.putAnnotation('route', route);
+    },
+  };
+}
 
 /**
  * CloudWatch metrics (EMF) in namespace `Analytics`, dimension `service` on all of them. The factories

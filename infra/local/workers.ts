@@ -2,7 +2,8 @@ import type { Context } from 'aws-lambda';
 import { type Worker, workers } from '#functions/routes.ts';
 import { invokeWithTimeout } from './lambda-context.ts';
 import { nextRun } from './schedule.ts';
-import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '#shared/aws/sqs.ts';
+import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { QueueName } from '#shared/queue-settings.ts';
 
 type Handler = (event: unknown, context: Context) => Promise<unknown>;
@@ -91,14 +92,17 @@ export function queueSources(
  * at a time).
  */
 export function startQueuePollers(endpoint: string, urls: Partial<Record<QueueName, string>>): Stoppable {
-  // The functions' own SQS client (shared/aws/sqs.ts), so the local runtime exercises it too.
+  // Lambda's poller, not a function: its own client, with room for a long poll in each request.
   const sqs = new SQSClient({
     endpoint,
     region: 'us-east-1',
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
     maxAttempts: 3,
-    connectionTimeoutMs: 1_000,
-    requestTimeoutMs: 10_000,
+    requestHandler: new NodeHttpHandler({
+      connectionTimeout: 1_000,
+      requestTimeout: 10_000,
+      throwOnRequestTimeout: true,
+    }),
   });
   let stopped = false;
   const loops = queueSources().flatMap(({ worker, queue, batchSize, pollers }) => {

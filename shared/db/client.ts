@@ -1,29 +1,19 @@
-import { DynamoDBDocumentClient, TransactWriteCommand, type TransactWriteCommandInput } from '../aws/dynamodb.ts';
-import { DYNAMODB_TIMEOUTS, requireTableName, type InvocationKind } from '../config.ts';
+import {
+  documentClient,
+  TransactWriteCommand,
+  type DynamoDBDocumentClient,
+  type TransactWriteCommandInput,
+} from '../aws/dynamodb.ts';
+import { requireTableName } from '../config.ts';
 import { PayloadTooLarge, ServiceUnavailable, ValidationError } from '../errors.ts';
 import { invocationKind } from '../invocation.ts';
 
-const clients = new Map<InvocationKind, DynamoDBDocumentClient>();
-
 /**
- * The client for the running invocation's kind (shared/invocation.ts), one per kind and process;
+ * The client for the running invocation's kind (shared/invocation.ts), one per kind and process:
  * bounded timeouts and retries (shared/config.ts, DYNAMODB_TIMEOUTS) so a dead or hung table fails
- * instead of hanging: an attempt past its request timeout is aborted and counts as failed.
+ * instead of hanging.
  */
-export function db(): DynamoDBDocumentClient {
-  const kind = invocationKind();
-  let client = clients.get(kind);
-  if (!client) {
-    const t = DYNAMODB_TIMEOUTS[kind];
-    client = new DynamoDBDocumentClient({
-      maxAttempts: t.maxAttempts,
-      connectionTimeoutMs: t.connectionTimeoutMs,
-      requestTimeoutMs: t.requestTimeoutMs,
-    });
-    clients.set(kind, client);
-  }
-  return client;
-}
+export const db = (): DynamoDBDocumentClient => documentClient(invocationKind());
 
 export function tableName(): string {
   return requireTableName();

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { DecryptCommand, GenerateDataKeyCommand, KMSClient } from '../aws/kms.ts';
+import { DecryptCommand, GenerateDataKeyCommand, kms } from '../aws/kms.ts';
 import { config, ConfigError, ENV } from '../config.ts';
 
 /**
@@ -26,11 +26,6 @@ export interface SecretsContext {
   organization_id: string;
   batch_export_id: string;
 }
-
-let kms: KMSClient | undefined;
-// The SDK's KMS client waited without a bound; three attempts of 5 s each keep a create or a run from hanging.
-const kmsClient = () =>
-  (kms ??= new KMSClient({ maxAttempts: 3, connectionTimeoutMs: 1_000, requestTimeoutMs: 5_000 }));
 
 const aad = (context: SecretsContext) =>
   Buffer.from(JSON.stringify({ organization_id: context.organization_id, batch_export_id: context.batch_export_id }));
@@ -83,7 +78,7 @@ export async function sealSecrets(secrets: Record<string, string>, context: Secr
   let dataKey: Buffer;
   let wrapped: Buffer;
   if (keyId) {
-    const out = await kmsClient().send(
+    const out = await kms().send(
       new GenerateDataKeyCommand({ KeyId: keyId, KeySpec: 'AES_256', EncryptionContext: { ...context } }),
     );
     dataKey = Buffer.from(out.Plaintext!);
@@ -111,7 +106,7 @@ export async function openSecrets(sealed: SealedSecrets, context: SecretsContext
   let dataKey: Buffer;
   if (sealed.wrap === 'kms') {
     const keyId = config().exportSecretsKmsKeyId;
-    const out = await kmsClient().send(
+    const out = await kms().send(
       new DecryptCommand({
         CiphertextBlob: wrapped,
         EncryptionContext: { ...context },

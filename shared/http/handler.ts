@@ -6,7 +6,7 @@ import type * as v from 'valibot';
 import type { Caller } from '../domain/access.ts';
 import type { MembershipRecord } from '../db/organizations.ts';
 import { PayloadTooLarge } from '../errors.ts';
-import { logger, metrics } from '../observability.ts';
+import { logger, metrics, tracedHandler } from '../observability.ts';
 import { authentication } from './middleware/authentication.ts';
 import { completion } from './middleware/completion.ts';
 import { cors } from './middleware/cors.ts';
@@ -97,7 +97,9 @@ export function apiHandler<R extends RouteInfo, S extends Schemas>(
     return httpResponse(await fn(request), input.format);
   };
   const middyHandler = middy<HttpEvent, HttpResponse, Error, Context, PipelineState>()
-    // Outermost, so the request's log keys are still set when errors are mapped and the request is logged.
+    // First, so the handler's trace segment, named by its route, holds every call the pipeline makes.
+    .use(tracedHandler(route.operationId))
+    // Outermost of the rest, so the request's log keys are still set when errors are mapped and the request is logged.
     .use(injectLambdaContext(logger, { resetKeys: true }))
     // Flushes the metrics once per invocation, after completion recorded the request's.
     .use(logMetrics(metrics))
@@ -175,6 +177,7 @@ export function publicHandler(
     );
   };
   const middyHandler = middy<HttpEvent, HttpResponse, Error, Context, PipelineState>()
+    .use(tracedHandler(route.operationId))
     .use(injectLambdaContext(logger, { resetKeys: true }))
     .use(logMetrics(metrics))
     // Used before completion, so it runs after it on the way out (middy unwinds in reverse): error responses carry CORS too.

@@ -1,14 +1,13 @@
 /**
- * Where the lake's objects live: the lake bucket (deployed, signed with the function's own
- * credentials) or a folder under DATA_DIR (the local runtime). Same keys either way
+ * Where the lake's objects live: the lake bucket (deployed, through the S3 client with the function's
+ * own role: shared/aws/s3.ts) or a folder under DATA_DIR (the local runtime). Same keys either way
  * (shared/lake/layout.ts); `uri` is what a reader is given (s3://… for Athena, a path for DuckDB).
  */
 import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { config } from '../config.ts';
-import { deleteObject, getObjectText, putObject, type S3Destination } from '../exports/s3.ts';
-import { environmentCredentials } from '../aws/sigv4.ts';
+import { DeleteObjectCommand, GetObjectCommand, NoSuchKey, PutObjectCommand, s3 } from '../aws/s3.ts';
 
 export interface LakeStore {
   uri(key: string): string;
@@ -55,24 +54,27 @@ export function folderStore(root: string): LakeStore {
   };
 }
 
-export function bucketStore(bucket: string, region: string): LakeStore {
-  const destination = async (): Promise<S3Destination> => {
-    const c = environmentCredentials();
-    return {
-      bucket_name: bucket,
-      region,
-      aws_access_key_id: c.accessKeyId,
-      aws_secret_access_key: c.secretAccessKey,
-      aws_session_token: c.sessionToken ?? null,
-    };
-  };
+export function bucketStore(bucket: string): LakeStore {
   const prefix = `s3://${bucket}/`;
   return {
     uri: (key) => `${prefix}${key}`,
-    put: async (key, body, contentType) => putObject(await destination(), key, Buffer.from(body), contentType),
-    getText: async (key) => getObjectText(await destination(), key),
+    async put(key, body, contentType) {
+      await s3().send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentType: contentType }));
+    },
+    async getText(key) {
+      try {
+        const out = await s3().send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+        return (await out.Body?.transformToString('utf8')) ?? '';
+      } catch (error) {
+        if (error instanceof NoSuchKey) return undefined;
+        throw error;
+      }
+    },
     keyOf: (uri) => (uri.startsWith(prefix) ? uri.slice(prefix.length) : undefined),
-    delete: async (key) => deleteObject(await destination(), key),
+    // S3 answers 204 for a key that is already gone.
+    async delete(key) {
+      await s3().send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
+    },
   };
 }
 
@@ -80,5 +82,5 @@ export function bucketStore(bucket: string, region: string): LakeStore {
 export function lakeStore(): LakeStore | undefined {
   const lake = config().lake;
   if (!lake) return undefined;
-  return 'bucket' in lake ? bucketStore(lake.bucket, lake.region) : folderStore(lake.dir);
+  return 'bucket' in lake ? bucketStore(lake.bucket) : folderStore(lake.dir);
 }

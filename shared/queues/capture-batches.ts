@@ -1,9 +1,8 @@
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { SendMessageCommand } from '../aws/sqs.ts';
+import { SendMessageCommand, sqs } from '../aws/sqs.ts';
 import { ConfigError, requireQueueUrl } from '../config.ts';
 import type { StoredEvent } from '../db/events.ts';
 import { ServiceUnavailable } from '../errors.ts';
-import { sqs } from './client.ts';
 
 /**
  * One message of the capture_batches queue: events of one project, already validated, with their

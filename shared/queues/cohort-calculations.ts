@@ -1,7 +1,6 @@
-import { SendMessageCommand } from '../aws/sqs.ts';
+import { SendMessageCommand, sqs } from '../aws/sqs.ts';
 import { ConfigError, requireQueueUrl } from '../config.ts';
 import { ServiceUnavailable } from '../errors.ts';
-import { sqs } from './client.ts';
 
 /** One step of a cohort's recalculation for the calculate_cohorts worker; where it stands is on the cohort item. */
 export interface QueuedCohortCalculation {

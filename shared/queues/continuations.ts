@@ -1,6 +1,5 @@
-import { SendMessageCommand } from '../aws/sqs.ts';
+import { SendMessageCommand, sqs } from '../aws/sqs.ts';
 import { requireQueueUrl } from '../config.ts';
-import { sqs } from './client.ts';
 
 /** Leaves a note on the continuation queue; the queue triggers the same function, which carries on. */
 export async function requestContinuation(worker: string): Promise<void> {

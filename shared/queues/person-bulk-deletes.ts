@@ -1,7 +1,6 @@
-import { SendMessageCommand } from '../aws/sqs.ts';
+import { SendMessageCommand, sqs } from '../aws/sqs.ts';
 import { ConfigError, requireQueueUrl } from '../config.ts';
 import { ServiceUnavailable } from '../errors.ts';
-import { sqs } from './client.ts';
 
 /** Persons a bulk delete left for its worker: one project's, by person id, with who asked (for the activity log). */
 export interface QueuedBulkDelete {

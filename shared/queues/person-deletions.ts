@@ -3,11 +3,10 @@ import {
   DeleteMessageCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
+  sqs,
 } from '../aws/sqs.ts';
 import { ConfigError, requireQueueUrl } from '../config.ts';
 import { ServiceUnavailable } from '../errors.ts';
-
-import { sqs } from './client.ts';
 
 /** The message: a deleted person whose events the weekly drain deletes (shared/domain/person-deletions.ts reads it). */
 export interface DeletionRequest {

@@ -1,7 +1,6 @@
-import { SendMessageCommand } from '../aws/sqs.ts';
+import { SendMessageCommand, sqs } from '../aws/sqs.ts';
 import { ConfigError, requireQueueUrl } from '../config.ts';
 import { ServiceUnavailable } from '../errors.ts';
-import { sqs } from './client.ts';
 
 /** A query for the query worker (functions/workers/run-queries.ts): the query itself waits in its status item. */
 export interface QueuedQuery {

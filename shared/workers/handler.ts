@@ -3,12 +3,12 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { runAs } from '../invocation.ts';
-import { logger, metrics } from '../observability.ts';
+import { logger, metrics, tracedHandler } from '../observability.ts';
 import { preloadLibraries } from '../preload.ts';
 
 /**
- * The factory for non-HTTP functions (stream and schedule workers): logger context, metrics (the
- * work records them, `logMetrics` flushes them once per invocation, also when it fails), then the work.
+ * The factory for non-HTTP functions (stream and schedule workers): the trace segment annotated with
+ * the worker's name, logger context, metrics (the work records them, `logMetrics` flushes them once per invocation, also when it fails), then the work.
  * The whole invocation runs as a `worker` (shared/invocation.ts): its table calls get the workers'
  * longer timeouts and more attempts, also in the local runtime where API requests share the process.
  */
@@ -17,6 +17,7 @@ export function workerHandler<E, R>(
   fn: (event: E, context: Context) => Promise<R>,
 ): (event: E, context: Context) => Promise<R> {
   const handler = middy<E, R, Error, Context>()
+    .use(tracedHandler(name))
     .use(injectLambdaContext(logger, { resetKeys: true }))
     .use(logMetrics(metrics))
     .use({

@@ -201,13 +201,7 @@ describe('DynamoDB outage under load', () => {
 
     // No partial organization anywhere in the table: the create transaction wrote all its items or none.
     const items: Record<string, any>[] = [];
-    const doc = new DynamoDBDocumentClient({
-      endpoint,
-      region: 'us-east-1',
-      maxAttempts: 3,
-      connectionTimeoutMs: 1_000,
-      requestTimeoutMs: 10_000,
-    });
+    const doc = DynamoDBDocumentClient.from(admin());
     let ExclusiveStartKey: Record<string, unknown> | undefined;
     do {
       const out = await doc.send(new ScanCommand({ TableName: TABLE, ExclusiveStartKey, ConsistentRead: true }));

@@ -1,9 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { BatchGetCommand, BatchWriteCommand, GetCommand } from '#shared/aws/dynamodb.ts';
-import { SendMessageCommand } from '#shared/aws/sqs.ts';
+import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import {
+  BatchGetCommand,
+  BatchWriteCommand,
+  DynamoDBDocumentClient,
+  GetCommand,
+  type BatchWriteCommandInput,
+} from '@aws-sdk/lib-dynamodb';
+import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { normalizeEvents } from '#shared/capture/decode.ts';
-import { db } from '#shared/db/client.ts';
 import type { StoredEvent } from '#shared/db/events.ts';
 import { keys } from '#shared/db/keys.ts';
 import { captureEvents, INLINE_EVENT_LIMIT } from '#shared/domain/capture.ts';
@@ -14,7 +20,6 @@ import {
   TOKEN_UNKNOWN_TTL_MS,
 } from '#shared/domain/project-tokens.ts';
 import { MAX_CAPTURE_MESSAGE_BYTES, packCaptureBatches, unpackCaptureBatch } from '#shared/queues/capture-batches.ts';
-import { sqs } from '#shared/queues/client.ts';
 
 const TOKEN = 'phc_unit_staging';
 
@@ -48,30 +53,32 @@ function batchBody(count: number): Buffer {
   );
 }
 
+/** The table's and the queue's clients, mocked (aws-sdk-client-mock). */
+const table = mockClient(DynamoDBDocumentClient);
+const queue = mockClient(SQSClient);
+
 /**
- * A fake table and queue: the token names project 7; BatchWriteItem calls after `fastWrites` never
+ * The table and queue answer: the token names project 7; BatchWriteItem calls after `fastWrites` never
  * answer, or fail when `fail` is set.
  */
 function fakeAws(fastWrites: number, fail = false) {
   let writes = 0;
   const written: string[] = [];
   const sent: string[] = [];
-  vi.spyOn(db(), 'send').mockImplementation(async (command: any) => {
-    if (command instanceof GetCommand) return { Item: { project_id: 7, organization_id: 'o' } };
-    if (command instanceof BatchGetCommand) return { Responses: {} };
-    if (command instanceof BatchWriteCommand) {
-      writes += 1;
-      if (writes > fastWrites) {
-        if (fail) throw Object.assign(new Error('throttled'), { name: 'ProvisionedThroughputExceededException' });
-        return new Promise(() => undefined);
-      }
-      for (const r of Object.values(command.input.RequestItems!)[0]!) written.push(String(r.PutRequest!.Item!.uuid));
-      return {};
+  table.resolves({});
+  table.on(GetCommand).resolves({ Item: { project_id: 7, organization_id: 'o' } });
+  table.on(BatchGetCommand).resolves({ Responses: {} });
+  table.on(BatchWriteCommand).callsFake(async (input: BatchWriteCommandInput) => {
+    writes += 1;
+    if (writes > fastWrites) {
+      if (fail) throw Object.assign(new Error('throttled'), { name: 'ProvisionedThroughputExceededException' });
+      return new Promise(() => undefined);
     }
+    for (const r of Object.values(input.RequestItems!)[0]!) written.push(String(r.PutRequest!.Item!.uuid));
     return {};
   });
-  vi.spyOn(sqs(), 'send').mockImplementation(async (command: any) => {
-    if (command instanceof SendMessageCommand) sent.push(command.input.MessageBody!);
+  queue.on(SendMessageCommand).callsFake(async (input: { MessageBody?: string }) => {
+    sent.push(input.MessageBody!);
     return {};
   });
   return { written, sent };
@@ -81,7 +88,11 @@ const queuedUuids = (sent: string[]) => sent.flatMap((m) => unpackCaptureBatch(m
 
 describe('capture: staging and deadlines', () => {
   beforeEach(() => forgetTokenLookups());
-  afterEach(() => vi.restoreAllMocks());
+  afterEach(() => {
+    vi.restoreAllMocks();
+    table.reset();
+    queue.reset();
+  });
 
   it('stages a batch over the inline limit without writing it, and answers with the count queued', async () => {
     const { written, sent } = fakeAws(Infinity);
@@ -114,7 +125,11 @@ describe('capture: staging and deadlines', () => {
 
 describe('capture: a request out of time', () => {
   beforeEach(() => forgetTokenLookups());
-  afterEach(() => vi.restoreAllMocks());
+  afterEach(() => {
+    vi.restoreAllMocks();
+    table.reset();
+    queue.reset();
+  });
 
   it('answers 503 and stores and stages nothing when validating took past the deadline', async () => {
     const { written, sent } = fakeAws(Infinity);
@@ -175,35 +190,33 @@ describe('project token lookups', () => {
   afterEach(() => {
     vi.restoreAllMocks();
     vi.useRealTimers();
+    table.reset();
   });
 
   it('reads an unknown token once per container per TTL, however often and however concurrently it is sent', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
-    const send = vi.spyOn(db(), 'send').mockResolvedValue({ Item: undefined } as never);
+    table.resolves({ Item: undefined });
     const results = await Promise.all(Array.from({ length: 50 }, () => projectOfToken('phc_unknown')));
     for (let i = 0; i < 50; i += 1) results.push(await projectOfToken('phc_unknown'));
     expect(results.every((r) => r === undefined)).toBe(true);
-    expect(send).toHaveBeenCalledTimes(1);
-    const command = send.mock.calls[0]![0] as GetCommand;
+    expect(table.calls()).toHaveLength(1);
+    const command = table.call(0).args[0] as GetCommand;
     expect(command.input).toMatchObject({ Key: keys.projectToken('phc_unknown'), ConsistentRead: true });
     vi.advanceTimersByTime(TOKEN_UNKNOWN_TTL_MS + 1);
     await projectOfToken('phc_unknown');
-    expect(send).toHaveBeenCalledTimes(2);
+    expect(table.calls()).toHaveLength(2);
   });
 
   it('remembers a found project for its own TTL, and forgets a failed read at once', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
-    const send = vi
-      .spyOn(db(), 'send')
-      .mockRejectedValueOnce(new Error('table down') as never)
-      .mockResolvedValue({ Item: { project_id: 3, organization_id: 'o' } } as never);
+    table.rejectsOnce(new Error('table down')).resolves({ Item: { project_id: 3, organization_id: 'o' } });
     await expect(projectOfToken('phc_known')).rejects.toThrow();
     expect(await projectOfToken('phc_known')).toEqual({ project_id: 3, organization_id: 'o' });
     vi.advanceTimersByTime(TOKEN_FOUND_TTL_MS - 1);
     await projectOfToken('phc_known');
-    expect(send).toHaveBeenCalledTimes(2);
+    expect(table.calls()).toHaveLength(2);
     vi.advanceTimersByTime(2);
     await projectOfToken('phc_known');
-    expect(send).toHaveBeenCalledTimes(3);
+    expect(table.calls()).toHaveLength(3);
   });
 });

@@ -63,7 +63,8 @@ describe('DynamoDB client per invocation kind', () => {
         .send(new GetCommand({ TableName: 't', Key: { pk, sk: 'x' } }))
         .catch((e: unknown) => e);
       expect((error as Error).name).toBe('InternalServerError');
-      return { attempts: attempts.get(pk)!, requestTimeout: client.config.requestTimeoutMs };
+      const handler = client.config.requestHandler as unknown as { httpHandlerConfigs(): { requestTimeout?: number } };
+      return { attempts: attempts.get(pk)!, requestTimeout: handler.httpHandlerConfigs().requestTimeout };
     };
 
     const worker = workerHandler('probe', () => probe('worker'));
@@ -98,12 +99,15 @@ describe('DynamoDB client per invocation kind', () => {
 });
 
 describe('DYNAMODB_TIMEOUTS', () => {
-  // Worst case of one table call: every attempt runs into the request timeout (its timer starts with the
-  // request, so it covers connecting too), plus the SDK's backoff between attempts (at most 100 ms x 2^n
-  // before retry n).
+  // Worst case of one table call: each attempt but the last either runs into the request timeout (its
+  // timer starts with the request, so it covers connecting too) and the SDK waits at most 50 ms x 2^n
+  // before retry n, or is throttled (an answer at once) and the SDK waits at most 1 s x 2^n
+  // (@smithy/core's retry: its transient and throttling delay bases); the last runs into the timeout.
   const worstMs = (t: (typeof DYNAMODB_TIMEOUTS)['api']) =>
-    t.maxAttempts * t.requestTimeoutMs +
-    Array.from({ length: t.maxAttempts - 1 }, (_, n) => 100 * 2 ** (n + 1)).reduce((a, b) => a + b, 0);
+    t.requestTimeoutMs +
+    Array.from({ length: t.maxAttempts - 1 }, (_, n) =>
+      Math.max(t.requestTimeoutMs + 50 * 2 ** n, 1_000 * 2 ** n),
+    ).reduce((a, b) => a + b, 0);
 
   it('keeps API calls within the API functions 10 s timeout, and gives workers longer, more patient calls', () => {
     expect(worstMs(DYNAMODB_TIMEOUTS.api)).toBeLessThan(10_000);

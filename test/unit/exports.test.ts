@@ -1,6 +1,8 @@
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { randomBytes } from 'node:crypto';
 import { stat } from 'node:fs/promises';
+import { DecryptCommand, GenerateDataKeyCommand, KMSClient } from '@aws-sdk/client-kms';
+import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ConfigError, exportLoopbackOrigins } from '#shared/config.ts';
 import {
@@ -368,20 +370,19 @@ describe('sealed export secrets', () => {
   it('uses a KMS data key with the export as encryption context when the stage names a key, and never a key file in a deployed stage', async () => {
     vi.stubEnv('EXPORT_SEALING_KMS_KEY_ID', 'arn:aws:kms:us-east-1:123456789012:key/k');
     vi.resetModules();
-    const { KMSClient } = await import('#shared/aws/kms.ts');
     const { openSecrets, sealSecrets } = await import('#shared/exports/secrets.ts');
     const dataKey = randomBytes(32);
-    const inputs: { name: string; input: any }[] = [];
-    vi.spyOn(KMSClient.prototype, 'send').mockImplementation(async (command: any) => {
-      inputs.push({ name: command.constructor.name, input: command.input });
-      return command.constructor.name === 'GenerateDataKeyCommand'
-        ? { Plaintext: Uint8Array.from(dataKey), CiphertextBlob: Buffer.from('wrapped-by-kms') }
-        : { Plaintext: Uint8Array.from(dataKey) };
-    });
+    const kms = mockClient(KMSClient)
+      .on(GenerateDataKeyCommand)
+      .resolves({ Plaintext: Uint8Array.from(dataKey), CiphertextBlob: Buffer.from('wrapped-by-kms') })
+      .on(DecryptCommand)
+      .resolves({ Plaintext: Uint8Array.from(dataKey) });
+    const inputs = () =>
+      kms.calls().map(({ args: [command] }) => ({ name: command.constructor.name, input: command.input }));
     const sealed = await sealSecrets({ aws_secret_access_key: 'plain-secret' }, context);
     expect(sealed).toMatchObject({ wrap: 'kms', key: Buffer.from('wrapped-by-kms').toString('base64') });
     expect(await openSecrets(sealed, context)).toEqual({ aws_secret_access_key: 'plain-secret' });
-    expect(inputs).toEqual([
+    expect(inputs()).toEqual([
       {
         name: 'GenerateDataKeyCommand',
         input: { KeyId: 'arn:aws:kms:us-east-1:123456789012:key/k', KeySpec: 'AES_256', EncryptionContext: context },
@@ -396,6 +397,7 @@ describe('sealed export secrets', () => {
       },
     ]);
 
+    kms.restore();
     vi.unstubAllEnvs();
     vi.stubEnv('AWS_LAMBDA_FUNCTION_NAME', 'analytics-dev-batch_exports_create');
     vi.resetModules();

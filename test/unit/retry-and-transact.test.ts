@@ -1,18 +1,29 @@
+import { DynamoDBServiceException } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { batchPut } from '#shared/db/batch.ts';
-import { db, transact } from '#shared/db/client.ts';
+import { transact } from '#shared/db/client.ts';
 import { insertMembership, insertOrganization, MembershipLevel } from '#shared/db/organizations.ts';
 import { applyCountMoves } from '#shared/db/rollups.ts';
 import { createUser } from '#shared/db/users.ts';
 import { Conflict, ServiceUnavailable } from '#shared/errors.ts';
 import { TRANSIENT, retryTransient } from '#shared/retry.ts';
 
-/** An SDK error as the DynamoDB client throws it (mocked: no table behind these tests). */
+/** An error as the DynamoDB client throws it: the SDK's own exception type (no table behind these tests). */
 const sdkError = (name: string, reasons?: string[]) =>
-  Object.assign(new Error(`${name} (mocked)`), {
-    name,
-    ...(reasons ? { CancellationReasons: reasons.map((Code) => ({ Code })) } : {}),
-  });
+  Object.assign(
+    new DynamoDBServiceException({
+      name,
+      $fault: 'client',
+      $metadata: { httpStatusCode: 400 },
+      message: `${name} (mocked)`,
+    }),
+    reasons ? { CancellationReasons: reasons.map((Code) => ({ Code })) } : {},
+  );
+
+/** The table's document client, mocked (aws-sdk-client-mock): every send answers what a test says. */
+const table = mockClient(DynamoDBDocumentClient);
 
 const put = (pk: string) => ({
   Put: { TableName: 't', Item: { pk, sk: 'x' }, ConditionExpression: 'attribute_not_exists(pk)' },
@@ -20,6 +31,7 @@ const put = (pk: string) => ({
 
 afterEach(() => {
   vi.restoreAllMocks();
+  table.reset();
 });
 
 describe('retryTransient', () => {
@@ -115,15 +127,15 @@ describe('retryTransient', () => {
 
 describe('transact', () => {
   it('sends the items without their names and reports a commit', async () => {
-    const send = vi.spyOn(db(), 'send').mockResolvedValue({} as never);
+    table.resolves({});
     expect(await transact([{ name: 'slug', ...put('a') }, put('b')])).toEqual({ committed: true });
-    const input = (send.mock.calls[0]![0] as { input: { TransactItems: unknown[] } }).input;
+    const input = (table.call(0).args[0] as { input: { TransactItems: unknown[] } }).input;
     expect(input.TransactItems).toEqual([put('a'), put('b')]);
   });
 
   it('names the items whose condition failed (by name, or by index when unnamed)', async () => {
-    vi.spyOn(db(), 'send').mockRejectedValue(
-      sdkError('TransactionCanceledException', ['None', 'ConditionalCheckFailed', 'ConditionalCheckFailed']) as never,
+    table.rejects(
+      sdkError('TransactionCanceledException', ['None', 'ConditionalCheckFailed', 'ConditionalCheckFailed']),
     );
     expect(await transact([put('a'), { name: 'user', ...put('b') }, put('c')])).toEqual({
       committed: false,
@@ -132,13 +144,10 @@ describe('transact', () => {
   });
 
   it('reads TransactionConflict as a conflict to retry, and a failed condition as winning over it', async () => {
-    const send = vi
-      .spyOn(db(), 'send')
-      .mockRejectedValueOnce(sdkError('TransactionCanceledException', ['None', 'TransactionConflict']) as never);
+    table
+      .rejectsOnce(sdkError('TransactionCanceledException', ['None', 'TransactionConflict']))
+      .rejectsOnce(sdkError('TransactionCanceledException', ['TransactionConflict', 'ConditionalCheckFailed']));
     expect(await transact([put('a'), put('b')])).toEqual({ committed: false, conflict: true });
-    send.mockRejectedValueOnce(
-      sdkError('TransactionCanceledException', ['TransactionConflict', 'ConditionalCheckFailed']) as never,
-    );
     expect(await transact([put('a'), { name: 'b', ...put('b') }])).toEqual({ committed: false, failed: ['b'] });
   });
 
@@ -147,7 +156,7 @@ describe('transact', () => {
     ['ProvisionedThroughputExceeded', 'a cancellation reason'],
     ['RequestLimitExceeded', 'a cancellation reason'],
   ])('never reads throttling (%s as %s) as a failed condition: a 503', async (code) => {
-    vi.spyOn(db(), 'send').mockRejectedValue(sdkError('TransactionCanceledException', ['None', code]) as never);
+    table.rejects(sdkError('TransactionCanceledException', ['None', code]));
     await expect(transact([put('a'), put('b')])).rejects.toBeInstanceOf(ServiceUnavailable);
   });
 
@@ -157,13 +166,13 @@ describe('transact', () => {
     'RequestLimitExceeded',
     'TransactionInProgressException',
   ])('answers a throttled call (%s) with a 503', async (name) => {
-    vi.spyOn(db(), 'send').mockRejectedValue(sdkError(name) as never);
+    table.rejects(sdkError(name));
     await expect(transact([put('a')])).rejects.toBeInstanceOf(ServiceUnavailable);
   });
 
   it('lets any other cancellation through as the error it is', async () => {
     const refused = sdkError('TransactionCanceledException', ['ValidationError']);
-    vi.spyOn(db(), 'send').mockRejectedValue(refused as never);
+    table.rejects(refused);
     await expect(transact([put('a')])).rejects.toBe(refused);
   });
 });
@@ -171,44 +180,36 @@ describe('transact', () => {
 describe('rollup transactions', () => {
   it('retry a TransactionConflict and surface giving up after 8 attempts instead of dropping the counts', async () => {
     vi.spyOn(Math, 'random').mockReturnValue(0); // no waiting between attempts
-    const send = vi
-      .spyOn(db(), 'send')
-      .mockRejectedValue(sdkError('TransactionCanceledException', ['TransactionConflict']) as never);
+    table.rejects(sdkError('TransactionCanceledException', ['TransactionConflict']));
     const move = {
       projectId: 1,
       uuid: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b',
       to: { event: 'e', hour: '2024-01-01T00' },
     };
     await expect(applyCountMoves([move])).rejects.toThrow('rollup transaction kept conflicting after 8 attempts');
-    expect(send).toHaveBeenCalledTimes(8);
+    expect(table.calls()).toHaveLength(8);
   });
 
   it('report a move whose marker condition failed, for the caller to re-read (no retry of the same write)', async () => {
-    const send = vi
-      .spyOn(db(), 'send')
-      .mockRejectedValue(
-        sdkError('TransactionCanceledException', ['ConditionalCheckFailed', 'None', 'None', 'None']) as never,
-      );
+    table.rejects(sdkError('TransactionCanceledException', ['ConditionalCheckFailed', 'None', 'None', 'None']));
     const move = {
       projectId: 1,
       uuid: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b',
       to: { event: 'e', hour: '2024-01-01T00' },
     };
     expect(await applyCountMoves([move])).toEqual([move]);
-    expect(send).toHaveBeenCalledTimes(2); // the group, then the move alone
+    expect(table.calls()).toHaveLength(2); // the group, then the move alone
   });
 
   it('answer throttling with a 503 instead of retrying it as a conflict', async () => {
-    const send = vi
-      .spyOn(db(), 'send')
-      .mockRejectedValue(sdkError('TransactionCanceledException', ['ThrottlingError', 'None']) as never);
+    table.rejects(sdkError('TransactionCanceledException', ['ThrottlingError', 'None']));
     const move = {
       projectId: 1,
       uuid: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b',
       to: { event: 'e', hour: '2024-01-01T00' },
     };
     await expect(applyCountMoves([move])).rejects.toBeInstanceOf(ServiceUnavailable);
-    expect(send).toHaveBeenCalledTimes(1);
+    expect(table.calls()).toHaveLength(1);
   });
 });
 
@@ -241,38 +242,25 @@ describe('store readings of a cancelled transaction', () => {
   };
 
   it('a membership whose insert was throttled is a 503, not "not added"', async () => {
-    vi.spyOn(db(), 'send').mockRejectedValue(
-      sdkError('TransactionCanceledException', ['None', 'ThrottlingError']) as never,
-    );
+    table.rejects(sdkError('TransactionCanceledException', ['None', 'ThrottlingError']));
     await expect(insertMembership(owner)).rejects.toBeInstanceOf(ServiceUnavailable);
   });
 
   it('a membership or organization insert that lost a race is a conflict to retry, not a 500', async () => {
-    vi.spyOn(db(), 'send').mockRejectedValue(
-      sdkError('TransactionCanceledException', ['TransactionConflict', 'None']) as never,
-    );
+    table.rejects(sdkError('TransactionCanceledException', ['TransactionConflict', 'None']));
     expect(await insertMembership(owner)).toBe(TRANSIENT);
     expect(await insertOrganization(org, owner, project)).toBe(TRANSIENT);
   });
 
   it('an organization insert tells a taken slug by the item that failed, whatever its position', async () => {
-    vi.spyOn(db(), 'send').mockRejectedValue(
-      sdkError('TransactionCanceledException', [
-        'ConditionalCheckFailed',
-        'None',
-        'None',
-        'None',
-        'None',
-        'None',
-      ]) as never,
+    table.rejects(
+      sdkError('TransactionCanceledException', ['ConditionalCheckFailed', 'None', 'None', 'None', 'None', 'None']),
     );
     expect(await insertOrganization(org, owner, project)).toBe('slug-taken');
   });
 
   it('a user insert that lost the race for its e-mail is "not created" (the caller reads the winner), not a 500', async () => {
-    vi.spyOn(db(), 'send').mockRejectedValue(
-      sdkError('TransactionCanceledException', ['TransactionConflict', 'None']) as never,
-    );
+    table.rejects(sdkError('TransactionCanceledException', ['TransactionConflict', 'None']));
     expect(await createUser({ id: 'u1', email: 'a@b.c', first_name: 'a', created_at: at })).toBe(false);
   });
 });
@@ -281,14 +269,11 @@ describe('batch writes', () => {
   it('send unprocessed items again until none is left', async () => {
     vi.spyOn(Math, 'random').mockReturnValue(0);
     const item = { pk: 'a', sk: 'b' };
-    const send = vi
-      .spyOn(db(), 'send')
-      .mockResolvedValueOnce({ UnprocessedItems: { 'analytics-unit': [{ PutRequest: { Item: item } }] } } as never)
-      .mockResolvedValueOnce({} as never);
+    table.resolvesOnce({ UnprocessedItems: { 'analytics-unit': [{ PutRequest: { Item: item } }] } }).resolvesOnce({});
     await batchPut([item, { pk: 'c', sk: 'd' }]);
-    expect(send).toHaveBeenCalledTimes(2);
+    expect(table.calls()).toHaveLength(2);
     expect(
-      (send.mock.calls[1]![0] as { input: { RequestItems: Record<string, unknown[]> } }).input.RequestItems[
+      (table.call(1).args[0] as { input: { RequestItems: Record<string, unknown[]> } }).input.RequestItems[
         'analytics-unit'
       ],
     ).toEqual([{ PutRequest: { Item: item } }]);
@@ -296,12 +281,12 @@ describe('batch writes', () => {
 
   it('give up with an error after 8 sends that leave items unprocessed', async () => {
     vi.spyOn(Math, 'random').mockReturnValue(0);
-    const send = vi.spyOn(db(), 'send').mockResolvedValue({
+    table.resolves({
       UnprocessedItems: { 'analytics-unit': [{ PutRequest: { Item: { pk: 'a', sk: 'b' } } }] },
-    } as never);
+    });
     await expect(batchPut([{ pk: 'a', sk: 'b' }])).rejects.toThrow(
       'BatchWriteItem: items still unprocessed after retries',
     );
-    expect(send).toHaveBeenCalledTimes(8);
+    expect(table.calls()).toHaveLength(8);
   });
 });

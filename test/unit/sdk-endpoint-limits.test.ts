@@ -1,12 +1,12 @@
 import { gzipSync } from 'node:zlib';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import type { GetCommand } from '#shared/aws/dynamodb.ts';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { DynamoDBDocumentClient, type GetCommand } from '@aws-sdk/lib-dynamodb';
+import { mockClient } from 'aws-sdk-client-mock';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { handler as decide } from '#functions/sdk/decide.ts';
 import { handler as flags } from '#functions/sdk/flags.ts';
 import { handler as remoteConfig } from '#functions/sdk/remote-config.ts';
 import { handler as remoteConfigJs } from '#functions/sdk/remote-config-js.ts';
-import { db } from '#shared/db/client.ts';
 import { forgetTokenLookups } from '#shared/domain/project-tokens.ts';
 
 const MIB = 1024 * 1024;
@@ -43,12 +43,12 @@ const bigJson = (token: string) =>
   JSON.stringify({ token, distinct_id: 'd', person_properties: { x: 'y'.repeat(2 * MIB) } });
 
 describe('SDK endpoints: body size and token before any work', () => {
-  let reads: ReturnType<typeof vi.spyOn>;
+  const table = mockClient(DynamoDBDocumentClient);
   beforeEach(() => {
     forgetTokenLookups();
-    reads = vi.spyOn(db(), 'send').mockResolvedValue({ Item: undefined } as never);
+    table.resolves({ Item: undefined });
   });
-  afterEach(() => vi.restoreAllMocks());
+  afterEach(() => table.reset());
 
   it('refuses a 2 MiB body with 413 in PostHog shape, before decoding it or reading the table', async () => {
     for (const [handler, path] of [
@@ -77,7 +77,7 @@ describe('SDK endpoints: body size and token before any work', () => {
       const res = await call(handler, request('GET', path, { body: Buffer.alloc(2 * MIB), token: 'phc_any' }));
       expect(res.status).toBe(413);
     }
-    expect(reads).not.toHaveBeenCalled();
+    expect(table.calls()).toHaveLength(0);
   });
 
   it('reads an unknown token once however often it is sent, on every SDK route of the container', async () => {
@@ -89,7 +89,7 @@ describe('SDK endpoints: body size and token before any work', () => {
         (await call(remoteConfig, request('GET', '/array/phc_nobody/config', { token: 'phc_nobody' }))).status,
       ).toBe(404);
     }
-    expect(reads).toHaveBeenCalledTimes(1);
-    expect((reads.mock.calls[0]![0] as GetCommand).input.Key).toEqual({ pk: 'TOKEN#phc_nobody', sk: 'TOKEN' });
+    expect(table.calls()).toHaveLength(1);
+    expect((table.call(0).args[0] as GetCommand).input.Key).toEqual({ pk: 'TOKEN#phc_nobody', sk: 'TOKEN' });
   });
 });
