@@ -167,10 +167,13 @@ export const DYNAMODB_TIMEOUTS: Readonly<Record<InvocationKind, AwsClientSetting
  * (export secrets) answer small calls in milliseconds, so three attempts of 5 s keep a request from
  * hanging; S3 (the lake's Parquet files, written by the compactor) gets a minute per attempt for a large object.
  */
-export const AWS_CLIENTS: Readonly<Record<'sqs' | 'kms' | 's3', AwsClientSettings>> = {
+export const AWS_CLIENTS: Readonly<Record<'sqs' | 'kms' | 's3' | 'sts' | 'athena', AwsClientSettings>> = {
   sqs: { connectionTimeoutMs: 1_000, requestTimeoutMs: 5_000, maxAttempts: 3, retryMode: 'standard' },
   kms: { connectionTimeoutMs: 1_000, requestTimeoutMs: 5_000, maxAttempts: 3, retryMode: 'standard' },
   s3: { connectionTimeoutMs: 1_000, requestTimeoutMs: 60_000, maxAttempts: 3, retryMode: 'standard' },
+  // The lake engine's: a session per project (AssumeRole), then Athena's four calls.
+  sts: { connectionTimeoutMs: 3_000, requestTimeoutMs: 10_000, maxAttempts: 3, retryMode: 'standard' },
+  athena: { connectionTimeoutMs: 3_000, requestTimeoutMs: 10_000, maxAttempts: 3, retryMode: 'standard' },
 };
 
 export interface Config {

@@ -12,7 +12,8 @@
  */
 import type { AthenaClient } from '@aws-sdk/client-athena';
 import type { STSClient } from '@aws-sdk/client-sts';
-import { config } from '../config.ts';
+import { clientOptions, traced } from '../aws/options.ts';
+import { AWS_CLIENTS, config } from '../config.ts';
 import { PayloadTooLarge, PermissionDenied, ServiceUnavailable } from '../errors.ts';
 import { TRANSIENT, retryTransient } from '../retry.ts';
 import { LAKE_TABLE, type LakeQueryScope, lakeSessionPolicy, projectResultsPrefix, RESULT_REUSE } from './athena.ts';
@@ -80,13 +81,6 @@ export interface AthenaSettings {
 /** One project's Athena client, signed with that project's scoped session. */
 export type ProjectAthena = (projectId: number) => Promise<AthenaClient>;
 
-/** Both SDK clients: bounded waits (an attempt past its timeout is retried by the SDK), the SDK's standard retries (throttling included). */
-const CLIENT_OPTIONS = {
-  maxAttempts: 3,
-  retryMode: 'standard',
-  requestHandler: { connectionTimeout: 3_000, requestTimeout: 10_000 },
-} as const;
-
 /** Sessions last an hour (AWS's cap for a role assumed by a role). */
 const SESSION_SECONDS = 3_600;
 /** A session is renewed this long before it expires: more than a Lambda runs, so a query never outlives its credentials. */
@@ -115,7 +109,7 @@ export function projectAthenaClients(settings: AthenaSettings, now: () => number
 
   async function open(projectId: number, entry: { renewAt: number }): Promise<AthenaClient> {
     const { STSClient, AssumeRoleCommand } = await import('@aws-sdk/client-sts');
-    sts ??= new STSClient({ region: settings.region, ...CLIENT_OPTIONS });
+    sts ??= traced(new STSClient({ region: settings.region, ...clientOptions(AWS_CLIENTS.sts) }));
     const session = await sts
       .send(
         new AssumeRoleCommand({
@@ -134,16 +128,18 @@ export function projectAthenaClients(settings: AthenaSettings, now: () => number
       throw new LakeQueryFailed(`STS AssumeRole returned no credentials for project ${projectId}`);
     entry.renewAt = c.Expiration.getTime() - RENEW_BEFORE_MS;
     const { AthenaClient } = await import('@aws-sdk/client-athena');
-    return new AthenaClient({
-      region: settings.region,
-      credentials: {
-        accessKeyId: c.AccessKeyId,
-        secretAccessKey: c.SecretAccessKey,
-        sessionToken: c.SessionToken,
-        expiration: c.Expiration,
-      },
-      ...CLIENT_OPTIONS,
-    });
+    return traced(
+      new AthenaClient({
+        region: settings.region,
+        credentials: {
+          accessKeyId: c.AccessKeyId,
+          secretAccessKey: c.SecretAccessKey,
+          sessionToken: c.SessionToken,
+          expiration: c.Expiration,
+        },
+        ...clientOptions(AWS_CLIENTS.athena),
+      }),
+    );
   }
 
   return (projectId) => {
