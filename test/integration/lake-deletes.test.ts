@@ -304,13 +304,20 @@ describe('deleted is gone from the lake at once', { timeout: 300_000 }, () => {
 
     // The ingest worker runs on the real clock (this file's is frozen): its hide is due, and settled, by that clock.
     const at = Date.now();
+    // Two hides: delete_property's (this file's clock) and the ingest worker's (the real one). The
+    // compactor's tick is asked again until both settle, as the 5-minute schedule does: in a full run
+    // another file's tick may rewrite a day less than a minute after the worker's hide, which leaves
+    // that day due again rather than settled.
     expect(await rewrite(at + 120_000)).toBe(true);
-    // Two hides: delete_property's (this file's clock) and the ingest worker's (the real one).
-    const hides = await readLakeHides(ctx.projectId);
-    expect(hides.map((h) => [h.kind, h.keys, h.settled])).toEqual([
-      ['properties', ['email'], true],
-      ['properties', ['plan'], true],
-    ]);
+    await eventually(async () => {
+      const hides = await readLakeHides(ctx.projectId);
+      if (!hides.every((h) => h.settled)) await rewrite(at + 120_000);
+      const settled = await readLakeHides(ctx.projectId);
+      expect(settled.map((h) => [h.kind, h.keys, h.settled])).toEqual([
+        ['properties', ['email'], true],
+        ['properties', ['plan'], true],
+      ]);
+    }, 60_000);
     await scheduleLakeRewrites(new Date(at + SETTLED_MS + 60_000));
     expect(await readLakeHides(ctx.projectId)).toEqual([]);
     expect((await hogql(PLANS)).results).toEqual([
