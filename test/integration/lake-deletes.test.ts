@@ -312,11 +312,15 @@ describe('deleted is gone from the lake at once', { timeout: 300_000 }, () => {
     await eventually(async () => {
       const hides = await readLakeHides(ctx.projectId);
       if (!hides.every((h) => h.settled)) await rewrite(at + 120_000);
+      // delete_property's hide was recorded on this file's frozen clock, long past by the real clock
+      // another file's compactor tick runs on: in a full run such a tick may already have deleted it
+      // once settled. The ingest worker's (the real clock) stays for SETTLED_MS.
       const settled = await readLakeHides(ctx.projectId);
-      expect(settled.map((h) => [h.kind, h.keys, h.settled])).toEqual([
-        ['properties', ['email'], true],
-        ['properties', ['plan'], true],
-      ]);
+      expect(settled.every((h) => h.kind === 'properties' && h.settled)).toBe(true);
+      expect(settled.map((h) => h.keys)).toContainEqual(['plan']);
+      expect(settled.filter((h) => h.keys?.[0] !== 'plan').map((h) => h.keys)).toEqual(
+        settled.length === 2 ? [['email']] : [],
+      );
     }, 60_000);
     await scheduleLakeRewrites(new Date(at + SETTLED_MS + 60_000));
     expect(await readLakeHides(ctx.projectId)).toEqual([]);
