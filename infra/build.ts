@@ -1,6 +1,7 @@
 /**
- * `npm run build`: every handler in the route table (plus the fallback) bundled by ONE esbuild call
- * into dist/functions/<operationId>/index.mjs: minified ESM with the AWS SDK clients inside (shared/aws/), node 22 target.
+ * `npm run build`: every handler in the route table (plus the fallback) bundled by ONE esbuild call with code
+ * splitting into dist/functions/<operationId>/: index.mjs and the chunks/ it imports, minified ESM with the AWS SDK
+ * clients inside (shared/aws/), node 22 target.
  */
 import { cp, mkdir, readdir, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -85,17 +86,46 @@ export function route(operationId) {
   };
 }
 
+/** Where the one esbuild call writes (entries `<name>.mjs`, shared chunks `chunk-<hash>.mjs`) before each function's share is copied out. */
+const stagingDir = (outdir: string) => `${outdir}-staging`;
+
+/**
+ * The files an output reaches through its imports (static, and dynamic unless `staticOnly`), itself first:
+ * what a function's directory must hold (all of them) and what its module init loads (the static ones).
+ */
+export function reachable(metafile: Metafile, output: string, staticOnly = false): string[] {
+  const seen = new Set([output]);
+  for (const file of seen)
+    for (const i of metafile.outputs[file]?.imports ?? [])
+      if (!i.external && (!staticOnly || i.kind === 'import-statement')) seen.add(i.path);
+  return [...seen];
+}
+
+/**
+ * One esbuild call with code splitting (ESM): what a request rarely needs sits behind `import()` in its own
+ * chunk, loaded on first use, not at module init. CDK deploys each function from its own directory
+ * (dist/functions/<name>, infra/constructs), so each gets its entry as index.mjs and, beside it, a copy of every
+ * chunk it can reach (the `./chunk-…` imports stay valid, and a chunk's `import.meta.url` is still the function's
+ * directory, where the assets copied below sit). The metafile returned describes those directories: one output
+ * per function, `<name>/index.mjs`, whose `bytes` are everything its directory holds, `initBytes` what its module
+ * init loads (the entry and the chunks it imports statically), `inputs` what those loaded files hold (the rest waits
+ * for an `import()`), and `imports` every import of every file.
+ */
 export async function buildFunctions(outdir = DIST): Promise<Metafile> {
   await rm(outdir, { recursive: true, force: true });
+  const staging = stagingDir(outdir);
+  await rm(staging, { recursive: true, force: true });
   const entryPoints = Object.entries(functionEntries()).map(([name, handler]) => ({
     in: join(ROOT, 'functions', `${handler}.ts`),
-    out: `${name}/index`,
+    out: name,
   }));
-  const result = await build({
+  const { metafile } = await build({
     entryPoints,
-    outdir,
+    outdir: staging,
     outExtension: { '.js': '.mjs' },
     bundle: true,
+    splitting: true,
+    chunkNames: '[name]-[hash]',
     minify: true,
     format: 'esm',
     platform: 'node',
@@ -103,7 +133,7 @@ export async function buildFunctions(outdir = DIST): Promise<Metafile> {
     // The SDK's ESM builds: with esbuild's defaults for node (main first) its CommonJS builds are bundled,
     // and the ESM bundle fails at load on their `require("node:https")`.
     mainFields: ['module', 'main'],
-    // Some CommonJS dependencies call require() for node built-ins; give the ESM bundle one.
+    // Some CommonJS dependencies call require() for node built-ins; give each ESM module (entry or chunk) one.
     banner: { js: "import{createRequire as __cr}from'node:module';const require=__cr(import.meta.url);" },
     legalComments: 'none',
     plugins: [ownRoutesPlugin()],
@@ -112,16 +142,48 @@ export async function buildFunctions(outdir = DIST): Promise<Metafile> {
     metafile: true,
     logLevel: 'warning',
   });
+  const outputs: Metafile['outputs'] = {};
+  const stagingRel = relative(process.cwd(), staging);
+  for (const name of Object.keys(functionEntries())) {
+    const entry = `${stagingRel}/${name}.mjs`;
+    const files = reachable(metafile, entry);
+    const loaded = new Set(reachable(metafile, entry, true));
+    await mkdir(join(outdir, name), { recursive: true });
+    const inputs: Metafile['outputs'][string]['inputs'] = {};
+    let bytes = 0;
+    let initBytes = 0;
+    for (const file of files) {
+      const out = metafile.outputs[file];
+      if (!out) continue;
+      const target = file === entry ? 'index.mjs' : relative(stagingRel, file);
+      await cp(resolve(process.cwd(), file), join(outdir, name, target));
+      bytes += out.bytes;
+      if (!loaded.has(file)) continue;
+      initBytes += out.bytes;
+      for (const [input, { bytesInOutput }] of Object.entries(out.inputs))
+        inputs[input] = { bytesInOutput: (inputs[input]?.bytesInOutput ?? 0) + bytesInOutput };
+    }
+    const imports = files.flatMap((file) => metafile.outputs[file]?.imports ?? []);
+    outputs[relative(process.cwd(), join(outdir, name, 'index.mjs'))] = {
+      ...(metafile.outputs[entry] as Metafile['outputs'][string]),
+      bytes,
+      initBytes,
+      inputs,
+      imports,
+    } as Metafile['outputs'][string];
+  }
+  await rm(staging, { recursive: true, force: true });
   // The console is built beside the functions (dist/console) and copied into the routes that serve it.
   await buildConsole(consoleOutdir(outdir));
   await copyFunctionAssets(outdir);
-  return result.metafile;
+  return { inputs: metafile.inputs, outputs };
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const started = performance.now();
   const metafile = await buildFunctions();
-  const outputs = Object.entries(metafile.outputs).filter(([file]) => file.endsWith('.mjs'));
-  for (const [file, out] of outputs) console.log(`${(out.bytes / 1024).toFixed(1).padStart(8)} KB  ${file}`);
+  const outputs = Object.entries(metafile.outputs);
+  for (const [file, out] of outputs)
+    console.log(`${(out.bytes / 1024).toFixed(1).padStart(8)} KB  ${file} (with its chunks)`);
   console.log(`${outputs.length} bundles in ${Math.round(performance.now() - started)} ms`);
 }
