@@ -1,7 +1,7 @@
 /**
- * `npm run build`: every handler in the route table (plus the fallback) bundled by ONE esbuild call with code
- * splitting into dist/functions/<operationId>/: index.mjs and the chunks/ it imports, minified ESM with the AWS SDK
- * clients inside (shared/aws/), node 22 target.
+ * `npm run build`: every handler in the route table (plus the fallback) bundled with code splitting, one esbuild
+ * call per function, into dist/functions/<operationId>/: index.mjs and the chunks it loads by `import()`, minified
+ * ESM with the AWS SDK clients inside (shared/aws/), node 22 target.
  */
 import { cp, mkdir, readdir, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -86,12 +86,9 @@ export function route(operationId) {
   };
 }
 
-/** Where the one esbuild call writes (entries `<name>.mjs`, shared chunks `chunk-<hash>.mjs`) before each function's share is copied out. */
-const stagingDir = (outdir: string) => `${outdir}-staging`;
-
 /**
  * The files an output reaches through its imports (static, and dynamic unless `staticOnly`), itself first:
- * what a function's directory must hold (all of them) and what its module init loads (the static ones).
+ * what a function's directory holds (all of them) and what its module init loads (the static ones).
  */
 export function reachable(metafile: Metafile, output: string, staticOnly = false): string[] {
   const seen = new Set([output]);
@@ -102,26 +99,17 @@ export function reachable(metafile: Metafile, output: string, staticOnly = false
 }
 
 /**
- * One esbuild call with code splitting (ESM): what a request rarely needs sits behind `import()` in its own
- * chunk, loaded on first use, not at module init. CDK deploys each function from its own directory
- * (dist/functions/<name>, infra/constructs), so each gets its entry as index.mjs and, beside it, a copy of every
- * chunk it can reach (the `./chunk-…` imports stay valid, and a chunk's `import.meta.url` is still the function's
- * directory, where the assets copied below sit). The metafile returned describes those directories: one output
- * per function, `<name>/index.mjs`, whose `bytes` are everything its directory holds, `initBytes` what its module
- * init loads (the entry and the chunks it imports statically), `inputs` what those loaded files hold (the rest waits
- * for an `import()`), and `imports` every import of every file.
+ * One function's directory: its handler bundled with code splitting (ESM) into index.mjs, which holds everything
+ * module init loads, and a chunk beside it for each `import()` (what a request rarely needs: loaded on first use).
+ * One esbuild call per function, not one for all: shared code would otherwise be cut into chunks by the set of
+ * functions using it, and init would load dozens of small files (measured slower than the single file); CDK
+ * deploys each function from its own directory anyway (infra/constructs). The chunks' `import.meta.url` is the
+ * function's directory, where the assets copied below sit.
  */
-export async function buildFunctions(outdir = DIST): Promise<Metafile> {
-  await rm(outdir, { recursive: true, force: true });
-  const staging = stagingDir(outdir);
-  await rm(staging, { recursive: true, force: true });
-  const entryPoints = Object.entries(functionEntries()).map(([name, handler]) => ({
-    in: join(ROOT, 'functions', `${handler}.ts`),
-    out: name,
-  }));
-  const { metafile } = await build({
-    entryPoints,
-    outdir: staging,
+function buildFunction(outdir: string, name: string, handler: string) {
+  return build({
+    entryPoints: [{ in: join(ROOT, 'functions', `${handler}.ts`), out: 'index' }],
+    outdir: join(outdir, name),
     outExtension: { '.js': '.mjs' },
     bundle: true,
     splitting: true,
@@ -142,41 +130,46 @@ export async function buildFunctions(outdir = DIST): Promise<Metafile> {
     metafile: true,
     logLevel: 'warning',
   });
+}
+
+/**
+ * Every function's directory (buildFunction), built concurrently. The metafile returned has one output per
+ * function, `<name>/index.mjs`, whose `bytes` are everything its directory holds, `initBytes` what its module
+ * init loads (the entry and any chunk it imports statically), `inputs` what those loaded files hold (the rest
+ * waits for an `import()`), and `imports` every import of every file.
+ */
+export async function buildFunctions(outdir = DIST): Promise<Metafile> {
+  await rm(outdir, { recursive: true, force: true });
+  const built = await Promise.all(
+    Object.entries(functionEntries()).map(async ([name, handler]) => ({
+      name,
+      metafile: (await buildFunction(outdir, name, handler)).metafile,
+    })),
+  );
+  const inputs: Metafile['inputs'] = {};
   const outputs: Metafile['outputs'] = {};
-  const stagingRel = relative(process.cwd(), staging);
-  for (const name of Object.keys(functionEntries())) {
-    const entry = `${stagingRel}/${name}.mjs`;
+  for (const { name, metafile } of built) {
+    Object.assign(inputs, metafile.inputs);
+    const entry = relative(process.cwd(), join(outdir, name, 'index.mjs'));
     const files = reachable(metafile, entry);
-    const loaded = new Set(reachable(metafile, entry, true));
-    await mkdir(join(outdir, name), { recursive: true });
-    const inputs: Metafile['outputs'][string]['inputs'] = {};
-    let bytes = 0;
-    let initBytes = 0;
-    for (const file of files) {
-      const out = metafile.outputs[file];
-      if (!out) continue;
-      const target = file === entry ? 'index.mjs' : relative(stagingRel, file);
-      await cp(resolve(process.cwd(), file), join(outdir, name, target));
-      bytes += out.bytes;
-      if (!loaded.has(file)) continue;
-      initBytes += out.bytes;
-      for (const [input, { bytesInOutput }] of Object.entries(out.inputs))
-        inputs[input] = { bytesInOutput: (inputs[input]?.bytesInOutput ?? 0) + bytesInOutput };
-    }
-    const imports = files.flatMap((file) => metafile.outputs[file]?.imports ?? []);
-    outputs[relative(process.cwd(), join(outdir, name, 'index.mjs'))] = {
+    const loaded = reachable(metafile, entry, true);
+    const loadedInputs: Metafile['outputs'][string]['inputs'] = {};
+    for (const file of loaded)
+      for (const [input, { bytesInOutput }] of Object.entries(metafile.outputs[file]?.inputs ?? {}))
+        loadedInputs[input] = { bytesInOutput: (loadedInputs[input]?.bytesInOutput ?? 0) + bytesInOutput };
+    const bytesOf = (list: string[]) => list.reduce((sum, file) => sum + (metafile.outputs[file]?.bytes ?? 0), 0);
+    outputs[entry] = {
       ...(metafile.outputs[entry] as Metafile['outputs'][string]),
-      bytes,
-      initBytes,
-      inputs,
-      imports,
+      bytes: bytesOf(files),
+      initBytes: bytesOf(loaded),
+      inputs: loadedInputs,
+      imports: files.flatMap((file) => metafile.outputs[file]?.imports ?? []),
     } as Metafile['outputs'][string];
   }
-  await rm(staging, { recursive: true, force: true });
   // The console is built beside the functions (dist/console) and copied into the routes that serve it.
   await buildConsole(consoleOutdir(outdir));
   await copyFunctionAssets(outdir);
-  return { inputs: metafile.inputs, outputs };
+  return { inputs, outputs };
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
