@@ -1,6 +1,7 @@
 /**
- * `npm run build`: every handler in the route table (plus the fallback) bundled by ONE esbuild call
- * into dist/functions/<operationId>/index.mjs: minified ESM with the AWS SDK clients inside (shared/aws/), node 22 target.
+ * `npm run build`: every handler in the route table (plus the fallback) bundled with code splitting, one esbuild
+ * call per function, into dist/functions/<operationId>/: index.mjs and the chunks it loads by `import()`, minified
+ * ESM with the AWS SDK clients inside (shared/aws/), node 22 target.
  */
 import { cp, mkdir, readdir, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -85,17 +86,34 @@ export function route(operationId) {
   };
 }
 
-export async function buildFunctions(outdir = DIST): Promise<Metafile> {
-  await rm(outdir, { recursive: true, force: true });
-  const entryPoints = Object.entries(functionEntries()).map(([name, handler]) => ({
-    in: join(ROOT, 'functions', `${handler}.ts`),
-    out: `${name}/index`,
-  }));
-  const result = await build({
-    entryPoints,
-    outdir,
+/**
+ * The files an output reaches through its imports (static, and dynamic unless `staticOnly`), itself first:
+ * what a function's directory holds (all of them) and what its module init loads (the static ones).
+ */
+export function reachable(metafile: Metafile, output: string, staticOnly = false): string[] {
+  const seen = new Set([output]);
+  for (const file of seen)
+    for (const i of metafile.outputs[file]?.imports ?? [])
+      if (!i.external && (!staticOnly || i.kind === 'import-statement')) seen.add(i.path);
+  return [...seen];
+}
+
+/**
+ * One function's directory: its handler bundled with code splitting (ESM) into index.mjs, which holds everything
+ * module init loads, and a chunk beside it for each `import()` (what a request rarely needs: loaded on first use).
+ * One esbuild call per function, not one for all: shared code would otherwise be cut into chunks by the set of
+ * functions using it, and init would load dozens of small files (measured slower than the single file); CDK
+ * deploys each function from its own directory anyway (infra/constructs). The chunks' `import.meta.url` is the
+ * function's directory, where the assets copied below sit.
+ */
+function buildFunction(outdir: string, name: string, handler: string) {
+  return build({
+    entryPoints: [{ in: join(ROOT, 'functions', `${handler}.ts`), out: 'index' }],
+    outdir: join(outdir, name),
     outExtension: { '.js': '.mjs' },
     bundle: true,
+    splitting: true,
+    chunkNames: '[name]-[hash]',
     minify: true,
     format: 'esm',
     platform: 'node',
@@ -103,7 +121,7 @@ export async function buildFunctions(outdir = DIST): Promise<Metafile> {
     // The SDK's ESM builds: with esbuild's defaults for node (main first) its CommonJS builds are bundled,
     // and the ESM bundle fails at load on their `require("node:https")`.
     mainFields: ['module', 'main'],
-    // Some CommonJS dependencies call require() for node built-ins; give the ESM bundle one.
+    // Some CommonJS dependencies call require() for node built-ins; give each ESM module (entry or chunk) one.
     banner: { js: "import{createRequire as __cr}from'node:module';const require=__cr(import.meta.url);" },
     legalComments: 'none',
     plugins: [ownRoutesPlugin()],
@@ -112,16 +130,53 @@ export async function buildFunctions(outdir = DIST): Promise<Metafile> {
     metafile: true,
     logLevel: 'warning',
   });
+}
+
+/**
+ * Every function's directory (buildFunction), built concurrently. The metafile returned has one output per
+ * function, `<name>/index.mjs`, whose `bytes` are everything its directory holds, `initBytes` what its module
+ * init loads (the entry and any chunk it imports statically), `inputs` what those loaded files hold (the rest
+ * waits for an `import()`), and `imports` every import of every file.
+ */
+export async function buildFunctions(outdir = DIST): Promise<Metafile> {
+  await rm(outdir, { recursive: true, force: true });
+  const built = await Promise.all(
+    Object.entries(functionEntries()).map(async ([name, handler]) => ({
+      name,
+      metafile: (await buildFunction(outdir, name, handler)).metafile,
+    })),
+  );
+  const inputs: Metafile['inputs'] = {};
+  const outputs: Metafile['outputs'] = {};
+  for (const { name, metafile } of built) {
+    Object.assign(inputs, metafile.inputs);
+    const entry = relative(process.cwd(), join(outdir, name, 'index.mjs'));
+    const files = reachable(metafile, entry);
+    const loaded = reachable(metafile, entry, true);
+    const loadedInputs: Metafile['outputs'][string]['inputs'] = {};
+    for (const file of loaded)
+      for (const [input, { bytesInOutput }] of Object.entries(metafile.outputs[file]?.inputs ?? {}))
+        loadedInputs[input] = { bytesInOutput: (loadedInputs[input]?.bytesInOutput ?? 0) + bytesInOutput };
+    const bytesOf = (list: string[]) => list.reduce((sum, file) => sum + (metafile.outputs[file]?.bytes ?? 0), 0);
+    outputs[entry] = {
+      ...(metafile.outputs[entry] as Metafile['outputs'][string]),
+      bytes: bytesOf(files),
+      initBytes: bytesOf(loaded),
+      inputs: loadedInputs,
+      imports: files.flatMap((file) => metafile.outputs[file]?.imports ?? []),
+    } as Metafile['outputs'][string];
+  }
   // The console is built beside the functions (dist/console) and copied into the routes that serve it.
   await buildConsole(consoleOutdir(outdir));
   await copyFunctionAssets(outdir);
-  return result.metafile;
+  return { inputs, outputs };
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const started = performance.now();
   const metafile = await buildFunctions();
-  const outputs = Object.entries(metafile.outputs).filter(([file]) => file.endsWith('.mjs'));
-  for (const [file, out] of outputs) console.log(`${(out.bytes / 1024).toFixed(1).padStart(8)} KB  ${file}`);
+  const outputs = Object.entries(metafile.outputs);
+  for (const [file, out] of outputs)
+    console.log(`${(out.bytes / 1024).toFixed(1).padStart(8)} KB  ${file} (with its chunks)`);
   console.log(`${outputs.length} bundles in ${Math.round(performance.now() - started)} ms`);
 }

@@ -9,8 +9,11 @@ import type { Metafile } from 'esbuild';
 export interface BundleSize {
   /** The function (dist/functions/<name>/index.mjs). */
   name: string;
+  /** Everything its directory holds: the entry and every chunk it can import (infra/build.ts). */
   bytes: number;
-  /** Each input file's bytes in the output, by its path as esbuild reports it. */
+  /** What its module init loads: the entry and the chunks it imports statically (the rest wait for `import()`). */
+  initBytes: number;
+  /** Each input file's bytes in what module init loads (the entry and its static chunks), by its path as esbuild reports it. */
   inputs: Record<string, number>;
 }
 
@@ -20,6 +23,7 @@ export function bundleSizes(metafile: Metafile): BundleSize[] {
     .map(([file, out]) => ({
       name: file.split('/').at(-2) ?? file,
       bytes: out.bytes,
+      initBytes: (out as { initBytes?: number }).initBytes ?? out.bytes,
       inputs: Object.fromEntries(Object.entries(out.inputs).map(([input, v]) => [input, v.bytesInOutput])),
     }))
     .sort((a, b) => b.bytes - a.bytes);

@@ -11,7 +11,6 @@ import {
   type ActionRecord,
 } from '../db/actions.ts';
 import { NotFound, ValidationError } from '../errors.ts';
-import { parseProperties } from '../trends/properties.ts';
 import type { ActionDefinition, PropertyFilter } from '../trends/types.ts';
 import type { Caller } from './access.ts';
 
@@ -36,8 +35,12 @@ export function actionResponse(a: ActionRecord) {
   };
 }
 
-/** Steps are validated with the trend engine's filter grammar, the one that will apply them. */
-function steps(input: NonNullable<ActionInput['steps']>) {
+/**
+ * Steps are validated with the trend engine's filter grammar, the one that will apply them: loaded on a write
+ * only (code splitting, infra/build.ts), so reading or deleting actions does not initialise it.
+ */
+async function steps(input: NonNullable<ActionInput['steps']>) {
+  const { parseProperties } = await import('../trends/properties.ts');
   return input.map((s, i) => ({
     event: s.event ?? null,
     properties: parseProperties(s.properties ?? [], `steps__${i}__properties`).echo,
@@ -54,7 +57,7 @@ export async function createAction(
 ) {
   const at = nowIso();
   // Validate the steps before taking an id: a rejected request must leave the table (its counter too) as it was.
-  const validSteps = steps(input.steps);
+  const validSteps = await steps(input.steps);
   if ((await countActions(projectId, MAX_ACTIONS_PER_PROJECT)) >= MAX_ACTIONS_PER_PROJECT)
     throw new ValidationError(
       `A project may have at most ${MAX_ACTIONS_PER_PROJECT} actions; delete one to create another.`,
@@ -86,7 +89,7 @@ export async function updateAction(projectId: number, actionId: number, input: A
     ...current,
     ...(input.name !== undefined ? { name: input.name } : {}),
     ...(input.description !== undefined ? { description: input.description } : {}),
-    ...(input.steps !== undefined ? { steps: steps(input.steps) } : {}),
+    ...(input.steps !== undefined ? { steps: await steps(input.steps) } : {}),
     updated_at: nowIso(),
   };
   if (!(await putAction(next, true))) throw new NotFound();

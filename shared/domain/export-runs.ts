@@ -45,7 +45,6 @@ import {
 import { uuidv7 } from '../ids.ts';
 import { TRANSIENT, conflictIfFalse, retryTransient } from '../retry.ts';
 import { logger, METRIC, metrics, MetricUnit } from '../observability.ts';
-import { compileGroup, parseProperties } from '../trends/properties.ts';
 
 /** Where files go (S3 in the service; injected so the rules here stay testable). */
 export type PutObject = (
@@ -544,6 +543,9 @@ async function eventRows(
   const exclude = e.destination.config.exclude_events as string[] | null | undefined;
   const named = events.filter((x) => (!include?.length || include.includes(x.event)) && !exclude?.includes(x.event));
   const persons = await personsOf(e.team_id, named);
+  // The filter grammar is loaded by the runs that filter (code splitting, infra/build.ts): an export paused,
+  // listed or retried does not initialise it.
+  const { compileGroup, parseProperties } = await import('../trends/properties.ts');
   const filter = e.filters?.length
     ? compileGroup(parseProperties(e.filters, 'filters').group, { tz: 'UTC', now: Date.now(), weekStartDay: 0 })
     : undefined;

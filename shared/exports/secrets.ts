@@ -1,7 +1,6 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { DecryptCommand, GenerateDataKeyCommand, kms } from '../aws/kms.ts';
 import { config, ConfigError, ENV } from '../config.ts';
 
 /**
@@ -78,6 +77,8 @@ export async function sealSecrets(secrets: Record<string, string>, context: Secr
   let dataKey: Buffer;
   let wrapped: Buffer;
   if (keyId) {
+    // The KMS client is loaded on first use: only functions that seal or open an export's secrets with KMS make one.
+    const { kms, GenerateDataKeyCommand } = await import('../aws/kms.ts');
     const out = await kms().send(
       new GenerateDataKeyCommand({ KeyId: keyId, KeySpec: 'AES_256', EncryptionContext: { ...context } }),
     );
@@ -106,6 +107,7 @@ export async function openSecrets(sealed: SealedSecrets, context: SecretsContext
   let dataKey: Buffer;
   if (sealed.wrap === 'kms') {
     const keyId = config().exportSecretsKmsKeyId;
+    const { kms, DecryptCommand } = await import('../aws/kms.ts');
     const out = await kms().send(
       new DecryptCommand({
         CiphertextBlob: wrapped,

@@ -1,4 +1,4 @@
-import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
+import type { STSClient } from '@aws-sdk/client-sts';
 import { config } from '../config.ts';
 import {
   DestinationError,
@@ -25,14 +25,14 @@ const clients = new Map<string, STSClient>();
  * (AWS_ENDPOINT_URL_STS, else the regional one), and in the local runtime its stand-in is reachable
  * like the local S3; requests still go through the destination handler, as a role ARN is a tenant's.
  */
-function stsClient(net: NetworkOptions): STSClient {
+function stsClient(Client: typeof STSClient, net: NetworkOptions): STSClient {
   const url = new URL(config().stsEndpoint);
   const reachable =
     config().runtime === 'local' ? { ...net, loopbackOrigins: new Set([...net.loopbackOrigins, url.origin]) } : net;
   const key = JSON.stringify([[...reachable.loopbackOrigins].sort(), net.connectTimeoutMs, net.requestTimeoutMs]);
   let client = clients.get(key);
   if (!client) {
-    client = new STSClient({
+    client = new Client({
       endpoint: url.href,
       region: /^sts\.([a-z0-9-]+)\.amazonaws\.com/.exec(url.hostname)?.[1] ?? 'us-east-1',
       retryMode: 'standard',
@@ -56,9 +56,11 @@ export async function assumeRole(
   input: { roleArn: string; externalId: string; sessionName: string },
   net: NetworkOptions = networkOptions(),
 ): Promise<TemporaryCredentials> {
+  // The STS client is loaded on first use: only the exporter and a destination's test assume a role.
+  const { STSClient: Client, AssumeRoleCommand } = await import('@aws-sdk/client-sts');
   let credentials: { AccessKeyId?: string; SecretAccessKey?: string; SessionToken?: string } | undefined;
   try {
-    ({ Credentials: credentials } = await stsClient(net).send(
+    ({ Credentials: credentials } = await stsClient(Client, net).send(
       new AssumeRoleCommand({
         RoleArn: input.roleArn,
         RoleSessionName: input.sessionName,

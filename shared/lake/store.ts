@@ -7,7 +7,9 @@ import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { config } from '../config.ts';
-import { DeleteObjectCommand, GetObjectCommand, NoSuchKey, PutObjectCommand, s3 } from '../aws/s3.ts';
+
+/** The S3 client and its commands, loaded on the lake's first object call: most requests never make one (infra/build.ts). */
+const loadS3 = () => import('../aws/s3.ts');
 
 export interface LakeStore {
   uri(key: string): string;
@@ -59,9 +61,11 @@ export function bucketStore(bucket: string): LakeStore {
   return {
     uri: (key) => `${prefix}${key}`,
     async put(key, body, contentType) {
+      const { s3, PutObjectCommand } = await loadS3();
       await s3().send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentType: contentType }));
     },
     async getText(key) {
+      const { s3, GetObjectCommand, NoSuchKey } = await loadS3();
       try {
         const out = await s3().send(new GetObjectCommand({ Bucket: bucket, Key: key }));
         return (await out.Body?.transformToString('utf8')) ?? '';
@@ -73,6 +77,7 @@ export function bucketStore(bucket: string): LakeStore {
     keyOf: (uri) => (uri.startsWith(prefix) ? uri.slice(prefix.length) : undefined),
     // S3 answers 204 for a key that is already gone.
     async delete(key) {
+      const { s3, DeleteObjectCommand } = await loadS3();
       await s3().send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
     },
   };

@@ -17,13 +17,7 @@ import { logger } from '../../observability.ts';
 import type { QueuedQuery } from '../../queues/query-runs.ts';
 import type { AnyQuery, QueryBody, QueryKind } from '../../schemas/query/index.ts';
 import type { Caller } from '../access.ts';
-import { runActorsQuery } from './actors.ts';
-import { groupActorsSource, runGroupActorsQuery } from './group-actors.ts';
-import { runInsightActorsQuery } from './insight-actors.ts';
 import { requireQueryKindScope } from './kinds.ts';
-import { runEventsQuery } from './events.ts';
-import { runHogQLQuery } from './hogql.ts';
-import { runTrendsQuery } from './trends.ts';
 import type { QueryContext, QueryRunner, RunContext } from './runner.ts';
 import { findProject, projectSettings } from '../projects.ts';
 import {
@@ -37,17 +31,25 @@ import {
 import { checkpointOf, OutOfTime, RunAbandoned, untilSafePoint, watchAbandonment } from './checkpoint.ts';
 import { CLIENT_REFRESH_AFTER_MS, cacheKeyOf, decide, executionModeOf, intervalOf, readsCache } from './refresh.ts';
 
+/**
+ * Each kind's runner is loaded on its first query (code splitting, infra/build.ts): a function answering
+ * trends does not initialise HogQL's parser, the lake's SQL printer or the actors' walks at start-up.
+ */
 const runners: { [K in QueryKind]?: QueryRunner<K> } = {
   // With a source, the actors behind an insight's point: groups when its series counts them
   // (group-actors.ts), persons otherwise (insight-actors.ts); without, all persons.
-  ActorsQuery: (context, query) => {
-    if (query.source === undefined || query.source === null) return runActorsQuery(context, query);
+  ActorsQuery: async (context, query) => {
+    if (query.source === undefined || query.source === null)
+      return (await import('./actors.ts')).runActorsQuery(context, query);
+    const { groupActorsSource, runGroupActorsQuery } = await import('./group-actors.ts');
     const groups = groupActorsSource(query.source);
-    return groups ? runGroupActorsQuery(context, query, groups) : runInsightActorsQuery(context, query);
+    return groups
+      ? runGroupActorsQuery(context, query, groups)
+      : (await import('./insight-actors.ts')).runInsightActorsQuery(context, query);
   },
-  EventsQuery: runEventsQuery,
-  HogQLQuery: (context, query) => runHogQLQuery(context, query),
-  TrendsQuery: runTrendsQuery,
+  EventsQuery: async (context, query) => (await import('./events.ts')).runEventsQuery(context, query),
+  HogQLQuery: async (context, query) => (await import('./hogql.ts')).runHogQLQuery(context, query),
+  TrendsQuery: async (context, query) => (await import('./trends.ts')).runTrendsQuery(context, query),
 };
 
 export function runnerFor(kind: QueryKind): QueryRunner<QueryKind> {
