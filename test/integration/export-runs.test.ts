@@ -370,7 +370,9 @@ describe('overlapping scheduler ticks', () => {
     const s = await endedExport('Raced');
     await s.backfill('2024-05-01T10:00:00Z', '2024-05-01T10:20:00Z');
     const [a, b] = await Promise.all([tick('2024-05-01T10:33:00Z'), tick('2024-05-01T10:33:00Z')]);
-    expect(a.runsExecuted + b.runsExecuted).toBe(4);
+    // A tick runs every organization's due runs, so in a full run it may also take another file's: the
+    // sum is at least this export's 4; that each ran once is its runs' statuses and its 4 export logs.
+    expect(a.runsExecuted + b.runsExecuted).toBeGreaterThanOrEqual(4);
     const runs = await runsOf(s.c, s.base, s.exportId);
     expect(runs.map((r) => r.status)).toEqual(['Completed', 'Completed', 'Completed', 'Completed']);
     const logs = (await s.c.get(`${s.base}${s.exportId}/logs/?level=INFO`)).body.results.filter((l: any) =>

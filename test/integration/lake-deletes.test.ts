@@ -322,8 +322,12 @@ describe('deleted is gone from the lake at once', { timeout: 300_000 }, () => {
         settled.length === 2 ? [['email']] : [],
       );
     }, 60_000);
-    await scheduleLakeRewrites(new Date(at + SETTLED_MS + 60_000));
-    expect(await readLakeHides(ctx.projectId)).toEqual([]);
+    // A tick deletes a bounded page of every project's settled hides: in a full run other files' hides
+    // share it, so the tick is asked again until this project's are gone.
+    await eventually(async () => {
+      await scheduleLakeRewrites(new Date(at + SETTLED_MS + 60_000));
+      expect(await readLakeHides(ctx.projectId)).toEqual([]);
+    }, 60_000);
     expect((await hogql(PLANS)).results).toEqual([
       ['alice', null, 'pro'],
       ['bob', 'bob@y.io', null],
