@@ -402,29 +402,7 @@ export async function deleteSegmentChunks(
  * nothing touched while it worked.
  */
 export async function touchCompactionMarkers(days: { projectId: number; day: string }[], dueAt: string): Promise<void> {
-  await inParallel(days, 8, ({ projectId, day }) => {
-    const due = keys.compactionDue(dueAt, projectId, day);
-    return call(() =>
-      db().send(
-        new UpdateCommand({
-          TableName: tableName(),
-          Key: keys.compactionMarker(projectId, day),
-          UpdateExpression:
-            'SET due_pk = if_not_exists(due_pk, :dp), due_sk = if_not_exists(due_sk, :ds), entity = :entity, project_id = :p, #d = :d, attempts = :zero ADD touches :one',
-          ExpressionAttributeNames: { '#d': 'day' },
-          ExpressionAttributeValues: {
-            ':dp': due.due_pk,
-            ':ds': due.due_sk,
-            ':entity': 'CompactionMarker',
-            ':p': projectId,
-            ':d': day,
-            ':one': 1,
-            ':zero': 0,
-          },
-        }),
-      ),
-    );
-  });
+  await markCompactionsDue(days, dueAt, 'if-not-due');
 }
 
 /**
@@ -432,19 +410,31 @@ export async function touchCompactionMarkers(days: { projectId: number; day: str
  * `touches` moves too, so a compaction running on the day leaves it due for the next tick.
  */
 export async function scheduleCompactions(days: { projectId: number; day: string }[], dueAt: string): Promise<void> {
+  await markCompactionsDue(days, dueAt, 'always');
+}
+
+/** The one marker write: `if-not-due` keeps an earlier due time, `always` replaces it. */
+async function markCompactionsDue(
+  days: { projectId: number; day: string }[],
+  dueAt: string,
+  replace: 'if-not-due' | 'always',
+): Promise<void> {
+  const due =
+    replace === 'always'
+      ? 'due_pk = :dp, due_sk = :ds'
+      : 'due_pk = if_not_exists(due_pk, :dp), due_sk = if_not_exists(due_sk, :ds)';
   await inParallel(days, 8, ({ projectId, day }) => {
-    const due = keys.compactionDue(dueAt, projectId, day);
+    const dueKey = keys.compactionDue(dueAt, projectId, day);
     return call(() =>
       db().send(
         new UpdateCommand({
           TableName: tableName(),
           Key: keys.compactionMarker(projectId, day),
-          UpdateExpression:
-            'SET due_pk = :dp, due_sk = :ds, entity = :entity, project_id = :p, #d = :d, attempts = :zero ADD touches :one',
+          UpdateExpression: `SET ${due}, entity = :entity, project_id = :p, #d = :d, attempts = :zero ADD touches :one`,
           ExpressionAttributeNames: { '#d': 'day' },
           ExpressionAttributeValues: {
-            ':dp': due.due_pk,
-            ':ds': due.due_sk,
+            ':dp': dueKey.due_pk,
+            ':ds': dueKey.due_sk,
             ':entity': 'CompactionMarker',
             ':p': projectId,
             ':d': day,
